@@ -1,0 +1,1 @@
+"""ComponentResources of tpu-serving. Type tokens are `tpu-serving:<module>:<Type>`."""

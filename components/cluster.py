@@ -1,0 +1,194 @@
+"""The GKE Standard cluster: control plane, a small autoscaled CPU system pool, and the Kubernetes provider.
+
+TPU node pools are separate components (`components.tpu_pool`); the default node pool is removed at creation.
+Secure defaults: Workload Identity, GKE metadata server on every pool, shielded nodes with secure boot, private
+nodes, Dataplane V2 (enforces NetworkPolicy), and a dedicated node service account.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.network import Network
+from components.node_identity import NodeServiceAccount
+from stacks import naming
+from stacks.config_model import ClusterConfig
+from stacks.kubeconfig import gke_kubeconfig
+from stacks.profiles import Profile
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+LOGGING_COMPONENTS = ["SYSTEM_COMPONENTS", "WORKLOADS"]
+# kube-state metrics for the serving dashboard (replicas, HPA) need Managed Prometheus, which is on.
+MONITORING_COMPONENTS = ["SYSTEM_COMPONENTS", "STORAGE", "POD", "DEPLOYMENT", "STATEFULSET", "DAEMONSET", "HPA"]
+SYSTEM_POOL_LABEL = {"tpu-serving/role": "system"}
+
+
+def node_pool_security(service_account: pulumi.Input[str]) -> dict:
+    """Node config fields every pool shares: own service account, GKE metadata server, shielded VMs."""
+    return dict(
+        service_account=service_account,
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],  # access is decided by IAM roles, not scopes
+        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+    )
+
+
+class Cluster(pulumi.ComponentResource):
+    name: pulumi.Output[str]
+    location: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    """Secret. Authenticates with gke-gcloud-auth-plugin."""
+    node_service_account: pulumi.Output[str]
+    provider: k8s.Provider
+    """The Kubernetes provider for this cluster; pass it to every Kubernetes resource."""
+    gke: gcp.container.Cluster
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        cluster_name: str,
+        location: str,
+        project: str,
+        config: ClusterConfig,
+        network: Network,
+        profile: Profile,
+        labels: dict[str, str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("tpu-serving:cluster:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        nodes = NodeServiceAccount(
+            f"{name}-nodes", account_id=naming.node_service_account_id(cluster_name), project=project, opts=child
+        )
+        authorized = config.master_authorized_networks
+        self.gke = gcp.container.Cluster(
+            f"{name}-gke",
+            gcp.container.ClusterArgs(
+                name=cluster_name,
+                location=location,
+                project=project,
+                description="tpu-serving: LLM serving on Cloud TPUs",
+                network=network.network,
+                subnetwork=network.subnetwork,
+                networking_mode="VPC_NATIVE",
+                ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                    cluster_secondary_range_name=network.pods_range_name,
+                    services_secondary_range_name=network.services_range_name,
+                ),
+                datapath_provider="ADVANCED_DATAPATH",
+                remove_default_node_pool=True,
+                initial_node_count=1,
+                # The default pool exists only during creation; give it the same safe identity (see ignore_changes).
+                node_config=gcp.container.ClusterNodeConfigArgs(
+                    service_account=nodes.email,
+                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                    workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                        mode="GKE_METADATA"
+                    ),
+                    shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                        enable_secure_boot=True, enable_integrity_monitoring=True
+                    ),
+                ),
+                release_channel=gcp.container.ClusterReleaseChannelArgs(channel=config.release_channel),
+                min_master_version=config.min_master_version,
+                workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                    workload_pool=naming.workload_pool(project)
+                ),
+                enable_shielded_nodes=True,
+                private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                    enable_private_nodes=config.private_nodes,
+                    enable_private_endpoint=False,
+                ),
+                master_authorized_networks_config=(
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                        cidr_blocks=[
+                            gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                                cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
+                            )
+                            for n in authorized
+                        ]
+                    )
+                    if authorized
+                    else None
+                ),
+                logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOGGING_COMPONENTS),
+                monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                    enable_components=MONITORING_COMPONENTS,
+                    managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+                ),
+                addons_config=gcp.container.ClusterAddonsConfigArgs(
+                    gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+                ),
+                resource_labels=labels,
+                deletion_protection=profile.deletion_protection,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=profile.protect,
+                # An explicit name cannot exist twice: a replacement must delete first.
+                delete_before_replace=True,
+                ignore_changes=["nodeConfig"],
+            ),
+        )
+
+        system = config.system_pool
+        gcp.container.NodePool(
+            f"{name}-system",
+            gcp.container.NodePoolArgs(
+                name="system",
+                cluster=self.gke.name,
+                location=location,
+                project=project,
+                autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                    min_node_count=system.min_nodes, max_node_count=system.max_nodes
+                ),
+                initial_node_count=system.min_nodes or 1,
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    machine_type=system.machine_type,
+                    disk_size_gb=system.disk_size_gb,
+                    disk_type="pd-balanced",
+                    labels=SYSTEM_POOL_LABEL,
+                    resource_labels=labels,
+                    **node_pool_security(nodes.email),
+                ),
+                management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+                upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                    strategy="SURGE", max_surge=1, max_unavailable=0
+                ),
+            ),
+            # initial_node_count is create-only; the autoscaler owns the size afterwards.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, ignore_changes=["initialNodeCount"]),
+        )
+
+        self.name = self.gke.name
+        self.location = self.gke.location
+        self.endpoint = self.gke.endpoint
+        self.node_service_account = nodes.email
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.gke.name, self.gke.endpoint, self.gke.master_auth.cluster_ca_certificate).apply(
+                lambda args: gke_kubeconfig(f"gke_{project}_{location}_{args[0]}", args[1], args[2])
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            opts=child,
+        )
+        self.register_outputs(
+            {
+                "name": self.name,
+                "location": self.location,
+                "endpoint": self.endpoint,
+                "kubeconfig": self.kubeconfig,
+                "nodeServiceAccount": self.node_service_account,
+            }
+        )

@@ -1,0 +1,112 @@
+"""The cluster's network: a VPC with one subnet (Pod and Service secondary ranges) and Cloud NAT, or existing ones.
+
+Private nodes have no public IPs, so Cloud NAT is what lets them pull images from registries outside Google
+and reach model hubs. Private Google Access lets them reach GCS and Artifact Registry without NAT.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from stacks.config_model import NetworkConfig
+
+
+class Network(pulumi.ComponentResource):
+    network: pulumi.Output[str]
+    """Self link of the VPC, for the cluster's `network`."""
+    subnetwork: pulumi.Output[str]
+    """Self link of the subnet, for the cluster's `subnetwork`."""
+    pods_range_name: str
+    services_range_name: str
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: NetworkConfig,
+        project: str,
+        region: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("tpu-serving:network:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.pods_range_name = config.pods_range_name
+        self.services_range_name = config.services_range_name
+
+        if not config.create:
+            assert config.network and config.subnetwork  # validated in stacks.config
+            self.network = pulumi.Output.from_input(_self_link(project, "global", "networks", config.network))
+            self.subnetwork = pulumi.Output.from_input(
+                _self_link(project, f"regions/{region}", "subnetworks", config.subnetwork)
+            )
+            self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
+            return
+
+        vpc = gcp.compute.Network(
+            f"{name}-vpc",
+            gcp.compute.NetworkArgs(
+                name=config.network or name,
+                project=project,
+                auto_create_subnetworks=False,
+                routing_mode="REGIONAL",
+                description="tpu-serving cluster network",
+            ),
+            opts=child,
+        )
+        subnet = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            gcp.compute.SubnetworkArgs(
+                name=config.subnetwork or name,
+                project=project,
+                region=region,
+                network=vpc.id,
+                ip_cidr_range=config.nodes_cidr,
+                private_ip_google_access=True,
+                secondary_ip_ranges=[
+                    gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                        range_name=config.pods_range_name, ip_cidr_range=config.pods_cidr
+                    ),
+                    gcp.compute.SubnetworkSecondaryIpRangeArgs(
+                        range_name=config.services_range_name, ip_cidr_range=config.services_cidr
+                    ),
+                ],
+            ),
+            opts=child,
+        )
+        if config.nat:
+            router = gcp.compute.Router(
+                f"{name}-router",
+                gcp.compute.RouterArgs(name=f"{name}-router", project=project, region=region, network=vpc.id),
+                opts=child,
+            )
+            gcp.compute.RouterNat(
+                f"{name}-nat",
+                gcp.compute.RouterNatArgs(
+                    name=f"{name}-nat",
+                    project=project,
+                    region=region,
+                    router=router.name,
+                    nat_ip_allocate_option="AUTO_ONLY",
+                    source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+                    subnetworks=[
+                        gcp.compute.RouterNatSubnetworkArgs(
+                            name=subnet.id, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
+                        )
+                    ],
+                    log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+                ),
+                opts=child,
+            )
+        self.network = vpc.self_link
+        self.subnetwork = subnet.self_link
+        self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
+
+
+def _self_link(project: str, scope: str, kind: str, name: str) -> str:
+    """A name or a full path/link as given; a bare name becomes a project-relative path."""
+    if "/" in name:
+        return name
+    return f"projects/{project}/{scope}/{kind}/{name}"

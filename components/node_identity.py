@@ -1,0 +1,51 @@
+"""A dedicated, least-privilege Google service account for GKE nodes (instead of the Compute Engine default).
+
+Nodes only need to write logs and metrics and pull images; workloads get their own identities through
+Workload Identity, never the node's. Roles are granted with member-level (non-authoritative) IAM.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+NODE_ROLES = (
+    "roles/container.defaultNodeServiceAccount",  # logging, monitoring, metadata for GKE nodes
+    "roles/artifactregistry.reader",  # pull images from Artifact Registry in this project
+)
+
+
+class NodeServiceAccount(pulumi.ComponentResource):
+    email: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        account_id: str,
+        project: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("tpu-serving:identity:NodeServiceAccount", name, None, opts)
+        account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            gcp.serviceaccount.AccountArgs(
+                account_id=account_id,
+                project=project,
+                display_name=f"GKE nodes of {account_id.removesuffix('-nodes')}",
+                description="tpu-serving: node service account (logging, monitoring, image pulls only)",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for role in NODE_ROLES:
+            gcp.projects.IAMMember(
+                f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
+                gcp.projects.IAMMemberArgs(
+                    project=project, role=role, member=account.email.apply(lambda e: f"serviceAccount:{e}")
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.email = account.email
+        self.register_outputs({"email": self.email})

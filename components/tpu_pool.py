@@ -1,0 +1,139 @@
+"""One configured TPU pool: a GKE node pool per slice, everything derived from the catalog's slice shape.
+
+Multi-host slices are atomic (GKE creates, repairs and deletes a slice as a unit), so each slice is its own
+node pool with COMPACT placement and the slice topology, sized to the slice's host count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.cluster import node_pool_security
+from stacks.config import PoolPlan
+
+POOL_LABEL = "tpu-serving/pool"
+SLICE_LABEL = "tpu-serving/slice"
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How many nodes one node pool of the plan gets, and who owns that number afterwards."""
+
+    node_count: Optional[int]  # fixed size (None when autoscaled)
+    min_nodes: Optional[int]
+    max_nodes: Optional[int]
+    initial_node_count: Optional[int]
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_nodes is not None
+
+
+def sizing(plan: PoolPlan) -> Sizing:
+    """Fixed pools get their whole size; autoscaled ones (and flex-start, which always starts empty) start at min."""
+    auto = plan.config.autoscaling
+    if plan.config.capacity == "flex-start" and auto is None:
+        return Sizing(None, 0, plan.max_nodes_per_node_pool, 0)
+    if auto is not None:
+        return Sizing(None, auto.min_nodes, auto.max_nodes, auto.min_nodes)
+    return Sizing(plan.shape.hosts, None, None, None)
+
+
+def capacity_args(plan: PoolPlan) -> dict:
+    """node_config fields of the pool's capacity mode."""
+    pool = plan.config
+    if pool.capacity == "spot":
+        return {"spot": True}
+    if pool.capacity == "reservation":
+        return {
+            "reservation_affinity": gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION", key=RESERVATION_KEY, values=[pool.reservation]
+            )
+        }
+    if pool.capacity == "flex-start":
+        # Flex-start VMs come from Dynamic Workload Scheduler capacity, never from a reservation.
+        return {
+            "flex_start": True,
+            "reservation_affinity": gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="NO_RESERVATION"
+            ),
+        }
+    return {}
+
+
+class TpuSlicePool(pulumi.ComponentResource):
+    node_pool_names: list[str]
+    node_pools: list[gcp.container.NodePool]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        plan: PoolPlan,
+        cluster_name: pulumi.Input[str],
+        location: str,
+        project: str,
+        node_service_account: pulumi.Input[str],
+        labels: dict[str, str],
+        protect: bool,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        super().__init__("tpu-serving:tpu:TpuSlicePool", name, None, opts)
+        shape = plan.shape
+        size = sizing(plan)
+        # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
+        auto_repair = plan.config.capacity != "flex-start"
+        self.node_pool_names = list(plan.node_pool_names)
+        self.node_pools = []
+        for index, pool_name in enumerate(plan.node_pool_names):
+            node_pool = gcp.container.NodePool(
+                f"{name}-s{index}" if shape.multi_host else name,
+                gcp.container.NodePoolArgs(
+                    name=pool_name,
+                    cluster=cluster_name,
+                    location=location,
+                    project=project,
+                    node_locations=[plan.config.zone],
+                    node_count=size.node_count,
+                    initial_node_count=size.initial_node_count,
+                    autoscaling=(
+                        gcp.container.NodePoolAutoscalingArgs(
+                            min_node_count=size.min_nodes, max_node_count=size.max_nodes
+                        )
+                        if size.autoscaled
+                        else None
+                    ),
+                    placement_policy=(
+                        gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+                        if shape.multi_host
+                        else None
+                    ),
+                    node_config=gcp.container.NodePoolNodeConfigArgs(
+                        machine_type=shape.machine_type,
+                        labels={POOL_LABEL: plan.name, SLICE_LABEL: str(index)},
+                        resource_labels={**labels, "tpu-pool": plan.name, "tpu-slice": str(index)},
+                        **capacity_args(plan),
+                        **node_pool_security(node_service_account),
+                    ),
+                    management=gcp.container.NodePoolManagementArgs(auto_repair=auto_repair, auto_upgrade=True),
+                    # A surge node would need spare TPU capacity (for multi-host, a whole second slice) that
+                    # on-demand quota, reservations and spot rarely have: replace in place instead.
+                    upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                        strategy="SURGE", max_surge=0, max_unavailable=1
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    protect=protect,
+                    delete_before_replace=True,
+                    # initial_node_count is create-only; the autoscaler owns the size afterwards.
+                    ignore_changes=["initialNodeCount"] if size.autoscaled else None,
+                ),
+            )
+            self.node_pools.append(node_pool)
+        self.register_outputs({"nodePoolNames": self.node_pool_names})

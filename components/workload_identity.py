@@ -1,0 +1,89 @@
+"""One Kubernetes ServiceAccount with its own Google identity, scoped to the stack bucket.
+
+Creates the KSA (annotated with its Google service account), the GSA, `roles/iam.workloadIdentityUser` on the
+GSA for exactly that KSA, and the bucket-level roles the workload needs. All IAM is member-level
+(non-authoritative): nothing else's access to the bucket or the service account is touched.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from stacks import naming
+
+BUCKET_ROLES = ("roles/storage.objectUser", "roles/storage.objectViewer")
+GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
+
+
+class WorkloadIdentity(pulumi.ComponentResource):
+    service_account_name: str
+    """Name of the Kubernetes ServiceAccount, for pod specs."""
+    namespace: str
+    email: pulumi.Output[str]
+    """Email of the Google service account."""
+    ksa: k8s.core.v1.ServiceAccount
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        service_account_name: str,
+        project: str,
+        stack: str,
+        bucket: pulumi.Input[str],
+        bucket_roles: Sequence[str],
+        provider: k8s.Provider,
+        depends_on: Optional[Sequence[pulumi.Resource]] = None,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ):
+        bad = [r for r in bucket_roles if r not in BUCKET_ROLES]
+        if bad:
+            raise ValueError(f"bucket roles {bad} are not allowed; allowed: {', '.join(BUCKET_ROLES)}")
+        super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
+        self.namespace = namespace
+        self.service_account_name = service_account_name
+
+        account_id = naming.workload_service_account_id(stack, namespace, service_account_name)
+        gsa = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            gcp.serviceaccount.AccountArgs(
+                account_id=account_id,
+                project=project,
+                display_name=f"{namespace}/{service_account_name} ({stack})",
+                description=f"tpu-serving: Workload Identity of KSA {namespace}/{service_account_name}",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        gcp.serviceaccount.IAMMember(
+            f"{name}-wi-user",
+            gcp.serviceaccount.IAMMemberArgs(
+                service_account_id=gsa.name,
+                role="roles/iam.workloadIdentityUser",
+                member=naming.workload_identity_member(project, namespace, service_account_name),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        member = gsa.email.apply(lambda e: f"serviceAccount:{e}")
+        for role in bucket_roles:
+            gcp.storage.BucketIAMMember(
+                f"{name}-{role.split('.')[-1].lower()}",
+                gcp.storage.BucketIAMMemberArgs(bucket=bucket, role=role, member=member),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.ksa = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=service_account_name,
+                namespace=namespace,
+                annotations={GSA_ANNOTATION: gsa.email},
+                labels={"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"},
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
+        )
+        self.email = gsa.email
+        self.register_outputs({"email": self.email, "serviceAccountName": service_account_name})

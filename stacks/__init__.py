@@ -1,0 +1,1 @@
+"""Stack-level code: typed config, profiles, the composition of the one stack, offline runs."""

@@ -1,0 +1,252 @@
+"""The TPU catalog: the one place that knows Cloud TPU facts on GKE.
+
+Everything else (node pools, node selectors, `google.com/tpu` requests, LeaderWorkerSet sizes, JobSet
+parallelism, Pathways instance types, HBM sizing) asks this module, so a user never types the same fact
+twice. Facts come from `../shared/reference/gke-tpu-facts.md`; the source ids in comments (S2, R1, ...)
+are the ones that file uses.
+
+Pure Python: no Pulumi import, so it is tested directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import reduce
+
+GB = 10**9
+GIB = 2**30
+
+ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+TPU_RESOURCE = "google.com/tpu"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One TPU generation as GKE exposes it."""
+
+    name: str
+    accelerator: str  # value of the cloud.google.com/gke-tpu-accelerator node label
+    hbm_bytes_per_chip: int
+    pathways_type: str  # the TPU part of Pathways' --instance_type, e.g. tpuv6e in tpuv6e:4x4
+    min_gke_version: str
+    # topology -> machine type, for slices that fit on one VM
+    single_host: dict[str, str]
+    multi_host_machine_type: str
+    multi_host_chips_per_vm: int
+    multi_host_topologies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SliceShape:
+    """A topology on a machine type: what one slice of a node pool is."""
+
+    generation: Generation
+    topology: str
+    machine_type: str
+    chips_per_host: int
+
+    @property
+    def chips(self) -> int:
+        return topology_chips(self.topology)
+
+    @property
+    def hosts(self) -> int:
+        """Nodes (VMs) in one slice; also the pod count of one slice, one TPU pod per node."""
+        return self.chips // self.chips_per_host
+
+    @property
+    def multi_host(self) -> bool:
+        return self.hosts > 1
+
+    @property
+    def tpu_request(self) -> int:
+        """`google.com/tpu` per pod: every TPU pod takes all chips of its node (facts rule 2)."""
+        return self.chips_per_host
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.chips * self.generation.hbm_bytes_per_chip
+
+    @property
+    def pathways_instance_type(self) -> str:
+        return f"{self.generation.pathways_type}:{self.topology}"
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {ACCELERATOR_LABEL: self.generation.accelerator, TOPOLOGY_LABEL: self.topology}
+
+
+GENERATIONS: dict[str, Generation] = {
+    g.name: g
+    for g in (
+        Generation(
+            name="v4",
+            accelerator="tpu-v4-podslice",  # R1, R2
+            hbm_bytes_per_chip=32 * GIB,  # S5
+            pathways_type="tpuv4",  # R1
+            min_gke_version="1.26.1-gke.1500",  # [U] in the facts file
+            single_host={"2x2x1": "ct4p-hightpu-4t"},  # S8
+            multi_host_machine_type="ct4p-hightpu-4t",
+            multi_host_chips_per_vm=4,
+            multi_host_topologies=(
+                "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x12", "8x8x16",
+                "8x16x16",
+            ),  # R1 default topologies
+        ),
+        Generation(
+            name="v5e",
+            accelerator="tpu-v5-lite-podslice",  # R1, R2, R3
+            hbm_bytes_per_chip=16 * GB,  # S3
+            pathways_type="tpuv5e",
+            min_gke_version="1.27.2-gke.2100",  # [U]
+            # S3: serving types v5litepod-1/4/8 = ct5lp-hightpu-1t/4t/8t; S12: 1x1 = ct5lp-hightpu-1t
+            single_host={"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
+            multi_host_machine_type="ct5lp-hightpu-4t",
+            multi_host_chips_per_vm=4,  # GKE multi-host v5e pools use 4-chip VMs: nodes = chips / 4 (R1, R3)
+            multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+        ),
+        Generation(
+            name="v5p",
+            accelerator="tpu-v5p-slice",  # R1, R2
+            hbm_bytes_per_chip=95 * GIB,  # S4
+            pathways_type="tpuv5",  # R1: xpk names v5p "tpuv5" for Pathways
+            min_gke_version="1.28.3-gke.1024000",  # [U]
+            single_host={"2x2x1": "ct5p-hightpu-4t"},  # S4: 4 chips, 1 host
+            multi_host_machine_type="ct5p-hightpu-4t",
+            multi_host_chips_per_vm=4,
+            multi_host_topologies=(
+                "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16",
+                "16x16x16", "16x16x24",
+            ),  # S4 "Hosts" column, plus 2x2x4 from R1
+        ),
+        Generation(
+            name="v6e",
+            accelerator="tpu-v6e-slice",  # R1, R2, R3
+            hbm_bytes_per_chip=32 * GB,  # S2
+            pathways_type="tpuv6e",
+            min_gke_version="1.31.2-gke.1115000",  # S10
+            single_host={"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
+            multi_host_machine_type="ct6e-standard-4t",
+            multi_host_chips_per_vm=4,
+            # S2: "2x4 on 2 VMs is only supported when using the GKE API"; 16x16 from R1
+            multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+        ),
+    )
+}
+
+
+class CatalogError(ValueError):
+    """A lookup the catalog cannot answer; the message says what is allowed."""
+
+
+def topology_chips(topology: str) -> int:
+    dims = parse_topology(topology)
+    return reduce(lambda a, b: a * b, dims, 1)
+
+
+def parse_topology(topology: str) -> tuple[int, ...]:
+    parts = topology.split("x")
+    if len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise CatalogError(f"topology {topology!r} is not of the form AxB or AxBxC")
+    return tuple(int(p) for p in parts)
+
+
+def generation(name: str) -> Generation:
+    try:
+        return GENERATIONS[name]
+    except KeyError:
+        raise CatalogError(
+            f"unknown TPU generation {name!r}; allowed: {', '.join(GENERATIONS)}"
+        ) from None
+
+
+def topologies(gen: Generation) -> list[str]:
+    """Every topology of a generation, smallest first, each once."""
+    seen = dict.fromkeys([*gen.single_host, *gen.multi_host_topologies])
+    return sorted(seen, key=lambda t: (topology_chips(t), t))
+
+
+def shapes(gen: Generation, topology: str) -> list[SliceShape]:
+    """The machine types a topology can run on; the first is the default (single-host when possible)."""
+    found: list[SliceShape] = []
+    if topology in gen.single_host:
+        found.append(SliceShape(gen, topology, gen.single_host[topology], topology_chips(topology)))
+    if topology in gen.multi_host_topologies:
+        found.append(SliceShape(gen, topology, gen.multi_host_machine_type, gen.multi_host_chips_per_vm))
+    if not found:
+        raise CatalogError(
+            f"topology {topology!r} is not valid for {gen.name}; allowed: {', '.join(topologies(gen))}"
+        )
+    return found
+
+
+def slice_shape(tpu: str, topology: str, machine_type: str | None = None) -> SliceShape:
+    """Resolve a pool's (generation, topology, optional machine type) to one slice shape."""
+    options = shapes(generation(tpu), topology)
+    if machine_type is None:
+        return options[0]
+    for shape in options:
+        if shape.machine_type == machine_type:
+            return shape
+    raise CatalogError(
+        f"machine type {machine_type!r} does not fit {tpu} {topology}; "
+        f"allowed: {', '.join(s.machine_type for s in options)}"
+    )
+
+
+def machine_types(gen: Generation) -> list[str]:
+    return sorted({*gen.single_host.values(), gen.multi_host_machine_type})
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'1.31.2-gke.1115000' -> (1, 31, 2, 1115000), for ordering GKE versions."""
+    base, _, gke = version.partition("-gke.")
+    parts = [int(p) for p in base.split(".") if p.isdigit()]
+    return (*parts, *([int(gke)] if gke.isdigit() else []))
+
+
+# ---- sizing -------------------------------------------------------------------------------------------
+
+
+def weight_bytes(params_billion: float, weight_bits: int) -> int:
+    """Bytes the weights alone take: N billion parameters at 16 bits is 2N GB (the Saxml tutorial's rule)."""
+    return math.ceil(params_billion * 1e9 * weight_bits / 8)
+
+
+def chips_needed(params_billion: float, weight_bits: int, gen: Generation) -> int:
+    """Chips whose HBM holds the weights. 175B at 16 bits on v5e (16 GB chips) needs 22 (21.9)."""
+    return math.ceil(weight_bytes(params_billion, weight_bits) / gen.hbm_bytes_per_chip)
+
+
+def smallest_fitting_shape(params_billion: float, weight_bits: int, tpu: str) -> SliceShape | None:
+    """The smallest valid topology of a generation whose HBM holds the weights, or None if none does."""
+    gen = generation(tpu)
+    need = chips_needed(params_billion, weight_bits, gen)
+    for topo in topologies(gen):
+        if topology_chips(topo) >= need:
+            return shapes(gen, topo)[0]
+    return None
+
+
+def fits(params_billion: float, weight_bits: int, shape: SliceShape) -> bool:
+    return weight_bytes(params_billion, weight_bits) <= shape.hbm_bytes
+
+
+def sizing_warning(params_billion: float, weight_bits: int, shape: SliceShape, where: str) -> str | None:
+    """A warning text when the weights do not fit one slice of `shape`, with the smallest topology that does."""
+    if fits(params_billion, weight_bits, shape):
+        return None
+    need_gb = weight_bytes(params_billion, weight_bits) / GB
+    have_gb = shape.hbm_bytes / GB
+    best = smallest_fitting_shape(params_billion, weight_bits, shape.generation.name)
+    hint = (
+        f"the smallest {shape.generation.name} topology that holds them is {best.topology} ({best.chips} chips)"
+        if best
+        else f"no single {shape.generation.name} slice holds them"
+    )
+    return (
+        f"{where}: a {params_billion:g}B model at {weight_bits}-bit needs about {need_gb:.0f} GB of HBM for its "
+        f"weights, but one {shape.generation.name} {shape.topology} slice has {have_gb:.0f} GB; {hint}"
+    )

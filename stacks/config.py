@@ -1,0 +1,509 @@
+"""Load and validate the stack config before any resource is registered.
+
+`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.config_model`, applies
+the cross-field rules below, and raises one `pulumi.RunError` that lists every problem with its key path
+(`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed. `parse_stack_config()` does the same
+from a plain dict, without Pulumi, so the rules are tested directly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, get_args, get_origin
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from stacks import catalog, naming
+from stacks.config_model import BucketConfig, ClusterConfig, TpuPoolConfig
+from stacks.profiles import PROFILES, Profile
+
+NS = "tpu-serving"
+# Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
+KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools")
+
+REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$")
+GCP_PROJECT_RE = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ConfigError(Exception):
+    """Every problem found in a stack config."""
+
+    def __init__(self, stack: str, problems: list[Problem]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        noun = "problem" if len(problems) == 1 else "problems"
+        super().__init__(f"invalid stack configuration for stack '{stack}' ({len(problems)} {noun}):\n{lines}")
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A configured TPU pool resolved against the catalog: everything its node pools and workloads need."""
+
+    config: TpuPoolConfig
+    shape: catalog.SliceShape
+    node_pool_names: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def slices(self) -> int:
+        return self.config.slices
+
+    @property
+    def total_chips(self) -> int:
+        return self.shape.chips * self.slices
+
+    @property
+    def max_nodes_per_node_pool(self) -> int:
+        """Nodes one node pool can reach: the whole slice (multi-host) or the autoscaling maximum."""
+        if self.shape.multi_host:
+            return self.shape.hosts
+        return self.config.autoscaling.max_nodes if self.config.autoscaling else 1
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    stack: str
+    pulumi_project: str
+    gcp_project: str
+    region: str
+    environment: str
+    profile: Profile
+    cluster: ClusterConfig
+    cluster_name: str
+    cluster_location: str
+    bucket: BucketConfig
+    bucket_name: str
+    bucket_force_destroy: bool
+    pools: tuple[PoolPlan, ...]
+    labels: dict[str, str]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def regional(self) -> bool:
+        return self.cluster_location == self.region
+
+    def pool(self, name: str) -> Optional[PoolPlan]:
+        return next((p for p in self.pools if p.name == name), None)
+
+
+# ---- parsing ------------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else repr(value)
+
+
+def _allowed_keys(root: Any, loc: tuple) -> list[str]:
+    """The keys the model at `loc` accepts, for an 'unknown key' message."""
+    tp = root
+    for part in loc:
+        tp = _unwrap(tp)
+        if isinstance(part, int):
+            args = get_args(tp)
+            tp = args[0] if args else tp
+        elif isinstance(tp, type) and issubclass(tp, BaseModel):
+            fld = next((f for n, f in tp.model_fields.items() if (f.alias or n) == part), None)
+            if fld is None:
+                break
+            tp = fld.annotation
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [f.alias or n for n, f in tp.model_fields.items()]
+    return []
+
+
+def _unwrap(tp: Any) -> Any:
+    while get_origin(tp) is not None and type(None) in get_args(tp):
+        tp = next(a for a in get_args(tp) if a is not type(None))
+    return tp
+
+
+def _path(base: str, loc: tuple) -> str:
+    out = base
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
+    """Validate `raw` as `tp`; on failure add one problem per pydantic error and return None."""
+    try:
+        return TypeAdapter(tp).validate_python(raw)
+    except ValidationError as err:
+        for e in err.errors():
+            loc = tuple(e["loc"])
+            if e["type"] == "extra_forbidden":
+                allowed = _allowed_keys(tp, loc[:-1])
+                msg = f"unknown key; allowed: {', '.join(allowed)}"
+            elif e["type"] == "missing":
+                msg = "required key is missing"
+            else:
+                msg = f"{e['msg']} (got {_fmt(e['input'])})"
+            problems.append(Problem(_path(base, loc), msg))
+        return None
+
+
+def _parse_pools(raw: Any, problems: list[Problem]) -> list[Optional[TpuPoolConfig]]:
+    """Each pool separately, so one broken pool does not hide the problems of the others."""
+    base = f"{NS}:tpuPools"
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of pools (got {_fmt(raw)})"))
+        return []
+    return [_parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
+
+
+# ---- rules --------------------------------------------------------------------------------------------
+
+
+def _check_cidr(path: str, value: str, problems: list[Problem]) -> Optional[ipaddress.IPv4Network]:
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        problems.append(Problem(path, f"{value!r} is not a valid IPv4 CIDR block ({err}); e.g. 10.0.0.0/20"))
+        return None
+
+
+def _check_name(path: str, value: str, max_len: int, what: str, problems: list[Problem]) -> None:
+    if len(value) > max_len or not naming.RFC1035.match(value):
+        problems.append(
+            Problem(
+                path,
+                f"{value!r} is not a valid {what}: lowercase letters, digits and hyphens, starting with a letter, "
+                f"not ending with a hyphen, at most {max_len} characters",
+            )
+        )
+
+
+def check_bucket_name(name: str) -> Optional[str]:
+    """Why `name` is not a bucket name this stack accepts, or None. Dots are refused: they need domain proof."""
+    if not BUCKET_RE.match(name):
+        return (
+            f"{name!r} is not a valid bucket name: 3-63 characters of lowercase letters, digits, '-' and '_', "
+            "starting and ending with a letter or digit (dotted names need domain verification and are not accepted)"
+        )
+    if name.startswith("goog") or "google" in name or "g00gle" in name:
+        return f"{name!r} is not a valid bucket name: it may not start with 'goog' or contain 'google'"
+    return None
+
+
+def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) -> None:
+    for key, value in labels.items():
+        if not naming.LABEL_KEY.match(key) or not naming.LABEL_VALUE.match(value):
+            problems.append(
+                Problem(
+                    f"{path}.{key}",
+                    f"label {key}={value!r} is invalid: keys start with a lowercase letter; keys and values use "
+                    "lowercase letters, digits, '_' and '-', at most 63 characters",
+                )
+            )
+
+
+def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    base = f"{NS}:cluster"
+    for i, net in enumerate(cluster.master_authorized_networks):
+        _check_cidr(f"{base}.masterAuthorizedNetworks[{i}].cidrBlock", net.cidr_block, problems)
+    network = cluster.network
+    npath = f"{base}.network"
+    if network.create:
+        ranges = {
+            key: _check_cidr(f"{npath}.{key}", getattr(network, attr), problems)
+            for key, attr in (("nodesCidr", "nodes_cidr"), ("podsCidr", "pods_cidr"), ("servicesCidr", "services_cidr"))
+        }
+        parsed = [(k, r) for k, r in ranges.items() if r is not None]
+        for i, (ka, ra) in enumerate(parsed):
+            for kb, rb in parsed[i + 1 :]:
+                if ra.overlaps(rb):
+                    problems.append(Problem(f"{npath}.{kb}", f"{rb} overlaps {ka} {ra}; the ranges must be disjoint"))
+    else:
+        for key, value in (("network", network.network), ("subnetwork", network.subnetwork)):
+            if not value:
+                problems.append(Problem(f"{npath}.{key}", "required when network.create is false"))
+
+
+def _check_location(location: str, region: str, problems: list[Problem]) -> None:
+    path = f"{NS}:cluster.location"
+    zone = ZONE_RE.match(location)
+    if location == region:
+        return
+    if zone and zone.group(1) == region:
+        return
+    problems.append(
+        Problem(path, f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b")
+    )
+
+
+def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> Optional[PoolPlan]:
+    base = f"{NS}:tpuPools[{i}]"
+    start = len(problems)
+
+    _check_name(f"{base}.name", pool.name, naming.NODE_POOL_NAME_MAX - 4, "pool name", problems)
+
+    zone = ZONE_RE.match(pool.zone)
+    if not zone or zone.group(1) != region:
+        problems.append(Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a"))
+
+    shape: Optional[catalog.SliceShape] = None
+    try:
+        gen = catalog.generation(pool.tpu)
+    except catalog.CatalogError as err:
+        problems.append(Problem(f"{base}.tpu", str(err)))
+        gen = None
+    if gen is not None:
+        try:
+            shape = catalog.slice_shape(pool.tpu, pool.topology, pool.machine_type)
+        except catalog.CatalogError as err:
+            key = "machineType" if pool.topology in catalog.topologies(gen) else "topology"
+            problems.append(Problem(f"{base}.{key}", str(err)))
+
+    if pool.slices < 1:
+        problems.append(Problem(f"{base}.slices", f"{pool.slices} is not allowed; a pool has at least 1 slice"))
+    elif shape is not None and not shape.multi_host and pool.slices > 1:
+        problems.append(
+            Problem(
+                f"{base}.slices",
+                f"{pool.slices} slices on single-host {pool.tpu} {pool.topology} ({shape.machine_type}) is not allowed: "
+                "multislice needs multi-host slices; use autoscaling.maxNodes for more single-host nodes",
+            )
+        )
+
+    if pool.capacity == "reservation" and not pool.reservation:
+        problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
+    if pool.reservation and pool.capacity != "reservation":
+        why = "spot VMs cannot consume a reservation" if pool.capacity == "spot" else "set capacity: reservation"
+        problems.append(
+            Problem(f"{base}.reservation", f"given with capacity {pool.capacity!r}: {why}, or remove the reservation")
+        )
+
+    auto = pool.autoscaling
+    if auto is not None:
+        if auto.min_nodes > auto.max_nodes:
+            problems.append(
+                Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}")
+            )
+        if shape is not None and shape.multi_host and (
+            auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts)
+        ):
+            problems.append(
+                Problem(
+                    f"{base}.autoscaling",
+                    f"{{minNodes: {auto.min_nodes}, maxNodes: {auto.max_nodes}}} is not allowed on a multi-host "
+                    f"{pool.topology} slice: slices are atomic, so minNodes is 0 or {shape.hosts} and maxNodes is "
+                    f"{shape.hosts}",
+                )
+            )
+        if pool.capacity == "flex-start" and auto.min_nodes != 0:
+            problems.append(
+                Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
+            )
+
+    if len(problems) > start or shape is None:
+        return None
+    names = naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
+    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
+
+
+def _check_pool_versions(
+    min_master_version: Optional[str], pools: list[PoolPlan], problems: list[Problem]
+) -> None:
+    if not min_master_version:
+        return
+    for plan in pools:
+        need = plan.shape.generation.min_gke_version
+        if catalog.version_tuple(min_master_version) < catalog.version_tuple(need):
+            problems.append(
+                Problem(
+                    f"{NS}:cluster.minMasterVersion",
+                    f"{min_master_version!r} is below {need}, the minimum GKE version for {plan.shape.generation.name} "
+                    f"(pool {plan.name!r})",
+                )
+            )
+
+
+def parse_stack_config(
+    raw: dict[str, Any],
+    *,
+    stack: str,
+    pulumi_project: str,
+    gcp_project: Optional[str],
+    region: Optional[str],
+    extra_keys: tuple[str, ...] = (),
+) -> StackConfig:
+    """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem."""
+    problems: list[Problem] = []
+
+    for key in extra_keys:
+        problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(KNOWN_KEYS)}"))
+
+    if not gcp_project:
+        problems.append(Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)"))
+    elif not GCP_PROJECT_RE.match(gcp_project):
+        problems.append(Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')"))
+    if not region:
+        problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
+    elif not REGION_RE.match(region):
+        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
+        region = None
+
+    environment = raw.get("environment")
+    if environment is None:
+        problems.append(Problem(f"{NS}:environment", f"required: one of {', '.join(PROFILES)}"))
+    elif environment not in PROFILES:
+        problems.append(Problem(f"{NS}:environment", f"{_fmt(environment)} is not allowed; allowed: {', '.join(PROFILES)}"))
+
+    cluster = _parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
+    bucket = _parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
+    pool_configs = _parse_pools(raw.get("tpuPools"), problems)
+
+    cluster_name = cluster_location = None
+    if cluster is not None:
+        cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
+        _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
+        _check_network(cluster, problems)
+        _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
+        if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
+            problems.append(
+                Problem(
+                    f"{NS}:cluster.systemPool.minNodes",
+                    f"{cluster.system_pool.min_nodes} is above maxNodes {cluster.system_pool.max_nodes}",
+                )
+            )
+        if region:
+            cluster_location = cluster.location or region
+            _check_location(cluster_location, region, problems)
+
+    bucket_name = None
+    if bucket is not None and gcp_project:
+        bucket_name = bucket.name or naming.default_bucket_name(gcp_project, pulumi_project, stack)
+        why = check_bucket_name(bucket_name)
+        if why:
+            problems.append(Problem(f"{NS}:bucket.name", why))
+
+    plans: list[PoolPlan] = []
+    seen: dict[str, int] = {}
+    for i, pool in enumerate(pool_configs):
+        if pool is None:
+            continue
+        if pool.name in seen:
+            problems.append(
+                Problem(f"{NS}:tpuPools[{i}].name", f"{pool.name!r} is already the name of tpuPools[{seen[pool.name]}]")
+            )
+            continue
+        seen[pool.name] = i
+        if region:
+            plan = _check_pool(i, pool, region, problems)
+            if plan is not None:
+                plans.append(plan)
+    if cluster is not None:
+        _check_pool_versions(cluster.min_master_version, plans, problems)
+
+    if problems:
+        raise ConfigError(stack, problems)
+
+    assert cluster is not None and bucket is not None and environment and gcp_project and region
+    assert cluster_name and cluster_location and bucket_name
+    profile = PROFILES[environment]
+    warnings = _warnings(environment, profile, cluster, bucket)
+    labels = {
+        "app": "tpu-serving",
+        "stack": naming.label_value(stack),
+        "environment": environment,
+        **cluster.labels,
+    }
+    return StackConfig(
+        stack=stack,
+        pulumi_project=pulumi_project,
+        gcp_project=gcp_project,
+        region=region,
+        environment=environment,
+        profile=profile,
+        cluster=cluster,
+        cluster_name=cluster_name,
+        cluster_location=cluster_location,
+        bucket=bucket,
+        bucket_name=bucket_name,
+        bucket_force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
+        pools=tuple(plans),
+        labels=labels,
+        warnings=tuple(warnings),
+    )
+
+
+def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket: BucketConfig) -> list[str]:
+    out = []
+    if bucket.force_destroy is not None and bucket.force_destroy != profile.bucket_force_destroy:
+        out.append(
+            f"{NS}:bucket.forceDestroy={str(bucket.force_destroy).lower()} overrides the {environment} profile "
+            f"({str(profile.bucket_force_destroy).lower()})"
+        )
+    if environment != "dev" and not cluster.master_authorized_networks:
+        out.append(
+            f"{NS}:cluster.masterAuthorizedNetworks is empty: the {environment} control plane endpoint accepts "
+            "connections from any address (authenticated); list the CIDRs of your operators and CI"
+        )
+    if not cluster.private_nodes:
+        out.append(f"{NS}:cluster.privateNodes=false: nodes get public IP addresses")
+    return out
+
+
+# ---- Pulumi entry point -------------------------------------------------------------------------------
+
+
+def _raw_config(get: Callable[[str], Optional[str]]) -> dict[str, Any]:
+    """Read each known key; structured values arrive as JSON text. Text that is not JSON is kept as a string,
+    so validation reports it at its key ("should be a valid dictionary") with the other problems."""
+    raw: dict[str, Any] = {}
+    for key in KNOWN_KEYS:
+        text = get(key)
+        if text is None:
+            continue
+        try:
+            raw[key] = text if key == "environment" else json.loads(text)
+        except json.JSONDecodeError:
+            raw[key] = text
+    return raw
+
+
+def load_stack_config() -> StackConfig:
+    """Read and validate this stack's config; raise pulumi.RunError listing every problem."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    cfg = pulumi.Config(NS)
+    gcp = pulumi.Config("gcp")
+    stack = pulumi.get_stack()
+    raw = _raw_config(cfg.get)
+    present = [k.split(":", 1)[1] for k in runtime_config.CONFIG.get() if k.startswith(f"{NS}:")]
+    extra = tuple(sorted(k for k in present if k not in KNOWN_KEYS))
+    try:
+        parsed = parse_stack_config(
+            raw,
+            stack=stack,
+            pulumi_project=pulumi.get_project(),
+            gcp_project=gcp.get("project"),
+            region=gcp.get("region"),
+            extra_keys=extra,
+        )
+    except ConfigError as err:
+        raise pulumi.RunError(str(err)) from None
+    for warning in parsed.warnings:
+        pulumi.log.warn(warning)
+    return parsed

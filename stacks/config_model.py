@@ -1,0 +1,100 @@
+"""The stack config schema: what a user may write under `tpu-serving:` in `Pulumi.<stack>.yaml`.
+
+Keys are camelCase (the field name in camelCase is the key). Unknown keys are errors, so a typo never falls
+back to a default silently. Cross-field rules (catalog, region, names) live in `stacks.config`, which reports
+every problem at once with its key path.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class SystemPoolConfig(CamelModel):
+    """The CPU pool for system pods and the platform's controllers (LWS, JobSet, adapters); never TPU."""
+
+    machine_type: str = Field("e2-standard-4", description="Compute Engine machine type of the system nodes.")
+    min_nodes: int = Field(1, ge=0, description="Autoscaling minimum, per zone of the cluster.")
+    max_nodes: int = Field(3, ge=1, description="Autoscaling maximum, per zone of the cluster.")
+    disk_size_gb: int = Field(100, ge=10, description="Boot disk size of each system node.")
+
+
+class AuthorizedNetworkConfig(CamelModel):
+    cidr_block: str = Field(description="A CIDR allowed to reach the control plane, e.g. 203.0.113.0/24.")
+    display_name: str = Field("", description="A label for the range in the console.")
+
+
+class NetworkConfig(CamelModel):
+    """Create a VPC, subnet (with Pod/Service secondary ranges) and Cloud NAT, or name existing ones."""
+
+    create: bool = Field(True, description="false: use `network`/`subnetwork` that already exist.")
+    network: Optional[str] = Field(None, description="VPC name; default derived from the cluster name.")
+    subnetwork: Optional[str] = Field(None, description="Subnet name; default derived from the cluster name.")
+    nodes_cidr: str = Field("10.0.0.0/20", description="Primary range of the created subnet (nodes).")
+    pods_cidr: str = Field("10.16.0.0/14", description="Secondary range for Pods in the created subnet.")
+    services_cidr: str = Field("10.20.0.0/20", description="Secondary range for Services in the created subnet.")
+    pods_range_name: str = Field("pods", description="Name of the Pods secondary range (existing or created).")
+    services_range_name: str = Field("services", description="Name of the Services secondary range.")
+    nat: bool = Field(True, description="Create a Cloud Router + NAT so private nodes reach the internet.")
+
+
+class ClusterConfig(CamelModel):
+    name: Optional[str] = Field(None, description="GKE cluster name; default `<pulumi project>-<stack>`.")
+    location: Optional[str] = Field(None, description="A region (regional cluster) or zone; default gcp:region.")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        "REGULAR", description="GKE release channel."
+    )
+    min_master_version: Optional[str] = Field(
+        None, description="Minimum control plane version; must not be below what the TPU pools need."
+    )
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")
+    master_authorized_networks: list[AuthorizedNetworkConfig] = Field(
+        default_factory=list, description="CIDRs allowed to reach the public control plane endpoint."
+    )
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra resource labels on GCP resources.")
+
+
+class BucketConfig(CamelModel):
+    name: Optional[str] = Field(None, description="GCS bucket name; default `<gcp project>-<pulumi project>-<stack>`.")
+    location: Optional[str] = Field(None, description="Bucket location; default gcp:region (same as the TPUs).")
+    force_destroy: Optional[bool] = Field(
+        None, description="Override the environment profile: delete objects on destroy (dev: true, else false)."
+    )
+    versioning: bool = Field(True, description="Keep noncurrent object versions (expired after noncurrentVersionDays).")
+    noncurrent_version_days: int = Field(30, ge=1, description="Days a noncurrent version is kept.")
+    scratch_ttl_days: int = Field(7, ge=1, description="Days Pathways scratch objects (pathways/) are kept.")
+
+
+class AutoscalingConfig(CamelModel):
+    min_nodes: int = Field(ge=0, description="Minimum nodes of each node pool of this pool.")
+    max_nodes: int = Field(ge=1, description="Maximum nodes of each node pool of this pool.")
+
+
+Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
+
+
+class TpuPoolConfig(CamelModel):
+    name: str = Field(description="Pool name; node pools are `<name>` (single-host) or `<name>-s<i>` (per slice).")
+    tpu: str = Field(description="TPU generation: v4, v5e, v5p or v6e.")
+    topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1.")
+    zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
+    slices: int = Field(1, description="Multi-host only: number of slices, one node pool each.")
+    capacity: Capacity = Field("on-demand", description="on-demand, spot, reservation or flex-start.")
+    reservation: Optional[str] = Field(
+        None, description="With capacity reservation: reservation name (or projects/<p>/reservations/<name>)."
+    )
+    autoscaling: Optional[AutoscalingConfig] = Field(
+        None, description="Single-host: {minNodes, maxNodes}. Multi-host: only 0 or the whole slice."
+    )
+    machine_type: Optional[str] = Field(
+        None, description="Only to choose among the machine types the catalog allows for the topology."
+    )

@@ -1,0 +1,89 @@
+"""Names derived from the stack: one rule per name, so nothing is typed twice and every limit is met.
+
+Google Cloud limits: GKE cluster and node pool names 40 characters, service account ids 6-30, bucket names
+3-63, label keys and values 63. A name that would be too long keeps its start and gets a short stable hash
+of the whole, so two long names that share a prefix still differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+CLUSTER_NAME_MAX = 40
+NODE_POOL_NAME_MAX = 40
+SERVICE_ACCOUNT_ID_MIN, SERVICE_ACCOUNT_ID_MAX = 6, 30
+BUCKET_NAME_MAX = 63
+LABEL_MAX = 63
+
+RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+# Objects below this prefix in the stack bucket are Pathways scratch data; the bucket expires them.
+PATHWAYS_SCRATCH_PREFIX = "pathways/"
+
+
+def short_hash(text: str, length: int = 6) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def slug(text: str) -> str:
+    """Lowercase, with runs of anything but [a-z0-9] turned into one hyphen."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def fit(name: str, max_len: int) -> str:
+    """`name` when it fits, else its start and a hash of the whole, `max_len` characters at most."""
+    if len(name) <= max_len:
+        return name
+    head = name[: max_len - 7].rstrip("-")
+    return f"{head}-{short_hash(name)}"
+
+
+def default_cluster_name(pulumi_project: str, stack: str) -> str:
+    return fit(slug(f"{pulumi_project}-{stack}"), CLUSTER_NAME_MAX)
+
+
+def default_bucket_name(gcp_project: str, pulumi_project: str, stack: str) -> str:
+    """Globally unique in practice: GCP project ids are unique, and the stack makes it unique within one."""
+    name = slug(f"{gcp_project}-{pulumi_project}-{stack}")
+    return fit(name.replace("google", "g00gle"), BUCKET_NAME_MAX)
+
+
+def node_service_account_id(cluster_name: str) -> str:
+    return fit(f"{cluster_name}-nodes", SERVICE_ACCOUNT_ID_MAX)
+
+
+def workload_service_account_id(stack: str, namespace: str, ksa: str) -> str:
+    """A Google service account id for one Kubernetes ServiceAccount: unique per stack, within 30 characters.
+
+    The hash covers the stack, namespace and KSA name, so the id stays unique even when the readable part is cut.
+    """
+    readable = slug(f"{stack}-{ksa}")[: SERVICE_ACCOUNT_ID_MAX - 7].rstrip("-")
+    if not readable or not readable[0].isalpha():
+        readable = f"w{readable}"[: SERVICE_ACCOUNT_ID_MAX - 7].rstrip("-")
+    return f"{readable}-{short_hash(f'{stack}/{namespace}/{ksa}')}"
+
+
+def slice_node_pool_names(pool: str, slices: int, multi_host: bool) -> list[str]:
+    """GKE node pool names of one configured pool.
+
+    Multi-host pools are named `<pool>-s<i>` even with one slice, so growing `slices` adds node pools and never
+    renames (and so recreates) the first one.
+    """
+    if not multi_host:
+        return [pool]
+    return [f"{pool}-s{i}" for i in range(slices)]
+
+
+def label_value(text: str) -> str:
+    return fit(re.sub(r"[^a-z0-9_-]+", "-", text.lower()), LABEL_MAX)
+
+
+def workload_pool(gcp_project: str) -> str:
+    return f"{gcp_project}.svc.id.goog"
+
+
+def workload_identity_member(gcp_project: str, namespace: str, ksa: str) -> str:
+    return f"serviceAccount:{workload_pool(gcp_project)}[{namespace}/{ksa}]"

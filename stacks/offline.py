@@ -1,0 +1,254 @@
+"""Run the real program offline, under Pulumi's mocks, and record everything it registers.
+
+Used by the tests and by `python -m stacks.render`. Pulumi's own mock API hides resource options, so the
+monitor is subclassed to keep, per registration: type, name, inputs, parent, provider, dependencies,
+protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace.
+
+Two modes:
+- `preview=False`: a first `pulumi up`: every resource gets fake computed outputs (ids, emails, endpoints).
+- `preview=True`: a first `pulumi preview`: mocks return only the inputs, so computed values stay unknown,
+  as they are before anything exists. Code that needs a computed value at preview time fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "tpu-serving"
+UNKNOWN = "(known after apply)"
+
+
+@dataclass
+class Registration:
+    type: str
+    name: str
+    urn: str
+    custom: bool
+    inputs: dict[str, Any]
+    parent: str
+    provider: str
+    dependencies: list[str]
+    protect: bool
+    retain_on_delete: bool
+    deleted_with: str
+    ignore_changes: list[str]
+    delete_before_replace: bool
+    additional_secret_outputs: list[str]
+
+    @property
+    def provider_urn(self) -> str:
+        """The provider reference without its id (`urn::id`)."""
+        return self.provider.split("::")[0] + "::" + self.provider.split("::")[1] if self.provider else ""
+
+
+@dataclass
+class Recording:
+    resources: list[Registration] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    duplicate_urns: list[str] = field(default_factory=list)
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: Optional[str] = None) -> Registration:
+        found = [r for r in self.of_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_} {name or ''}, found {[r.name for r in found]}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Registration:
+        return next(r for r in self.resources if r.urn == urn)
+
+
+# ---- fake computed outputs ----------------------------------------------------------------------------
+
+
+def _fake_outputs(type_: str, name: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
+    """Plausible values for what the cloud computes, so first-`up` code paths run."""
+    out: dict[str, Any] = {}
+    rname = inputs.get("name", name)
+    if type_ == "gcp:container/cluster:Cluster":
+        out = {
+            "endpoint": "203.0.113.10",
+            "masterAuth": {"clusterCaCertificate": "LS0tLS1CRUdJTi1GQUtFLUNBLS0tLS0="},
+            "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/x/clusters/{rname}",
+        }
+    elif type_ == "gcp:serviceaccount/account:Account":
+        out = {
+            "email": f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com",
+            "name": f"projects/{project}/serviceAccounts/{inputs.get('accountId')}@{project}.iam.gserviceaccount.com",
+            "uniqueId": "100000000000000000000",
+        }
+    elif type_ == "gcp:storage/bucket:Bucket":
+        out = {"url": f"gs://{rname}", "selfLink": f"https://www.googleapis.com/storage/v1/b/{rname}"}
+    elif type_ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
+        kind = "networks" if type_.endswith("Network") else "subnetworks"
+        out = {"selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/global/{kind}/{rname}"}
+    elif type_ == "gcp:organizations/project:Project" or type_ == "gcp:organizations/getProject:getProject":
+        out = {"number": "123456789012"}
+    return out
+
+
+def _mocks(preview: bool, project: str):
+    import pulumi
+
+    class RecordingMocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+            inputs = dict(args.inputs)
+            if preview:
+                return (None, inputs)
+            state = {**inputs, **_fake_outputs(args.typ, args.name, inputs, project)}
+            return (f"{args.name}-id", state)
+
+        def call(self, args: pulumi.runtime.MockCallArgs):
+            if args.token == "gcp:organizations/getProject:getProject":
+                return ({"number": "123456789012", "projectId": args.args.get("projectId", project)}, [])
+            return ({}, [])
+
+    return RecordingMocks()
+
+
+def _monitor(mocks, recording: Recording):
+    import pulumi
+    from pulumi.runtime import rpc
+    from pulumi.runtime.mocks import MockMonitor
+
+    class RecordingMonitor(MockMonitor):
+        def RegisterResource(self, request):
+            response = super().RegisterResource(request)
+            if request.type == "pulumi:pulumi:Stack":
+                return response
+            urn = response.urn
+            if any(r.urn == urn for r in recording.resources):
+                recording.duplicate_urns.append(urn)
+            inputs = pulumi.runtime.sync_await._sync_await(
+                _deserialize(rpc, request.object)
+            )
+            recording.resources.append(
+                Registration(
+                    type=request.type,
+                    name=request.name,
+                    urn=urn,
+                    custom=bool(request.custom),
+                    inputs=inputs,
+                    parent=request.parent,
+                    provider=request.provider,
+                    dependencies=list(request.dependencies),
+                    protect=bool(request.protect),
+                    retain_on_delete=bool(request.retainOnDelete),
+                    deleted_with=request.deletedWith,
+                    ignore_changes=list(request.ignoreChanges),
+                    delete_before_replace=bool(request.deleteBeforeReplace),
+                    additional_secret_outputs=list(request.additionalSecretOutputs),
+                )
+            )
+            return response
+
+    return RecordingMonitor(mocks)
+
+
+async def _deserialize(rpc, struct):
+    return rpc.deserialize_properties(struct, keep_unknowns=True)
+
+
+class _WarningCollector(logging.Handler):
+    def __init__(self, recording: Recording):
+        super().__init__(level=logging.WARNING)
+        self.recording = recording
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.recording.warnings.append(record.getMessage())
+
+
+def load_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` map of a Pulumi.<stack>.yaml, with values as Pulumi passes them to the program."""
+    data = yaml.safe_load(path.read_text()) or {}
+    return dict(data.get("config") or {})
+
+
+def _config_values(config: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            raise ValueError(f"{key} is an encrypted secret; the offline run cannot decrypt it")
+        if isinstance(value, dict) and "value" in value and len(value) == 1:
+            value = value["value"]
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def run_program(
+    config: dict[str, Any],
+    *,
+    stack: str = "dev",
+    preview: bool = False,
+    program: Optional[Path] = None,
+) -> Recording:
+    """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
+
+    Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate.
+    """
+    import pulumi
+    from pulumi.runtime import settings as runtime_settings
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    recording = Recording()
+    values = _config_values(config)
+    project = str(values.get("gcp:project", "offline-project"))
+
+    runtime_settings.set_root_resource(None)
+    pulumi.runtime.set_all_config(values)
+    logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
+    logger.propagate = False
+    logger.addHandler(_WarningCollector(recording))
+    mocks = _mocks(preview, project)
+    pulumi.runtime.set_mocks(
+        mocks, project=PROJECT, stack=stack, preview=preview, logger=logger, monitor=_monitor(mocks, recording)
+    )
+
+    path = program or ROOT / "__main__.py"
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(path), run_name="__main__")))
+        _collect_outputs(recording)
+    finally:
+        os.chdir(cwd)
+        runtime_settings.set_root_resource(None)
+    return recording
+
+
+def _collect_outputs(recording: Recording) -> None:
+    import pulumi
+    from pulumi.runtime import settings as runtime_settings
+    from pulumi.runtime.sync_await import _sync_await
+
+    root = runtime_settings.get_root_resource()
+    for key, value in (getattr(root, "outputs", None) or {}).items():
+        out = pulumi.Output.from_input(value)
+        resolved = _sync_await(out.future(with_unknowns=True))
+        known = _sync_await(out.is_known())
+        recording.outputs[key] = resolved if known else UNKNOWN
+        if _sync_await(out.is_secret()):
+            recording.secret_outputs.add(key)
+
+
+def run_stack_file(path: Path, *, preview: bool = False, stack: Optional[str] = None) -> Recording:
+    """Run the program with the config of a stack file (`Pulumi.<stack>.yaml` or an example)."""
+    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return run_program(load_stack_file(path), stack=name, preview=preview)

@@ -1,0 +1,34 @@
+"""Environment profiles: what `tpu-serving:environment` decides about safety.
+
+prod and staging protect what holds data or takes long to rebuild (cluster, TPU pools, bucket); dev tears down
+completely. Keys that may override a profile are named here (`bucket.forceDestroy`), and each override is
+reported as a warning, never applied silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SEVEN_DAYS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    # GKE's own deletion protection on the cluster (the API refuses deletes while true).
+    deletion_protection: bool
+    # Pulumi `protect` on the cluster, every TPU node pool and the bucket.
+    protect: bool
+    # Pulumi `retain_on_delete` on the bucket: `pulumi destroy` forgets it and leaves the data in place.
+    retain_bucket: bool
+    # Delete the bucket's objects on destroy (otherwise a non-empty bucket blocks the delete).
+    bucket_force_destroy: bool
+    # Soft-deleted objects are kept (and billed) this long; 0 lets a dev teardown leave nothing behind.
+    bucket_soft_delete_seconds: int
+
+
+PROFILES: dict[str, Profile] = {
+    "dev": Profile("dev", False, False, False, True, 0),
+    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS),
+    "prod": Profile("prod", True, True, True, False, SEVEN_DAYS),
+}

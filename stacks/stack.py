@@ -1,0 +1,102 @@
+"""The composition of the one stack: network, cluster, TPU pools, bucket, and the stack outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.bucket import Bucket
+from components.cluster import Cluster
+from components.network import Network
+from components.tpu_pool import TpuSlicePool
+from stacks.config import StackConfig
+from stacks.kubeconfig import get_credentials_command
+
+
+@dataclass
+class Platform:
+    """What later layers (add-ons, workloads) build on."""
+
+    config: StackConfig
+    network: Network
+    cluster: Cluster
+    pools: dict[str, TpuSlicePool]
+    bucket: Bucket
+
+
+def pool_summary(cfg: StackConfig) -> dict[str, dict]:
+    return {
+        plan.name: {
+            "tpu": plan.shape.generation.name,
+            "topology": plan.shape.topology,
+            "machineType": plan.shape.machine_type,
+            "zone": plan.config.zone,
+            "capacity": plan.config.capacity,
+            "slices": plan.slices,
+            "hostsPerSlice": plan.shape.hosts,
+            "chipsPerHost": plan.shape.chips_per_host,
+            "chipsPerSlice": plan.shape.chips,
+            "totalChips": plan.total_chips,
+            "nodePools": list(plan.node_pool_names),
+        }
+        for plan in cfg.pools
+    }
+
+
+def build_platform(cfg: StackConfig) -> Platform:
+    network = Network(
+        "network", config=cfg.cluster.network, project=cfg.gcp_project, region=cfg.region
+    )
+    cluster = Cluster(
+        "cluster",
+        cluster_name=cfg.cluster_name,
+        location=cfg.cluster_location,
+        project=cfg.gcp_project,
+        config=cfg.cluster,
+        network=network,
+        profile=cfg.profile,
+        labels=cfg.labels,
+    )
+    pools = {
+        plan.name: TpuSlicePool(
+            f"tpu-{plan.name}",
+            plan=plan,
+            cluster_name=cluster.name,
+            location=cfg.cluster_location,
+            project=cfg.gcp_project,
+            node_service_account=cluster.node_service_account,
+            labels=cfg.labels,
+            protect=cfg.profile.protect,
+        )
+        for plan in cfg.pools
+    }
+    bucket = Bucket(
+        "bucket",
+        bucket_name=cfg.bucket_name,
+        location=cfg.bucket.location or cfg.region,
+        project=cfg.gcp_project,
+        config=cfg.bucket,
+        profile=cfg.profile,
+        force_destroy=cfg.bucket_force_destroy,
+        labels=cfg.labels,
+    )
+    return Platform(config=cfg, network=network, cluster=cluster, pools=pools, bucket=bucket)
+
+
+def build_stack(cfg: StackConfig) -> Platform:
+    platform = build_platform(cfg)
+    cluster = platform.cluster
+    pulumi.export("environment", cfg.environment)
+    pulumi.export("clusterName", cluster.name)
+    pulumi.export("clusterLocation", cluster.location)
+    pulumi.export("clusterEndpoint", cluster.endpoint)
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+    pulumi.export(
+        "getCredentialsCommand", get_credentials_command(cfg.cluster_name, cfg.cluster_location, cfg.gcp_project)
+    )
+    pulumi.export("nodeServiceAccount", cluster.node_service_account)
+    pulumi.export("bucketName", platform.bucket.name)
+    pulumi.export("bucketUrl", platform.bucket.url)
+    pulumi.export("tpuPools", pool_summary(cfg))
+    return platform
