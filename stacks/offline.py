@@ -195,17 +195,19 @@ def run_program(
     stack: str = "dev",
     preview: bool = False,
     program: Optional[Path] = None,
+    recording: Optional[Recording] = None,
 ) -> Recording:
     """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
 
-    Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate.
+    Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate; pass `recording` to
+    see what was registered before the error.
     """
     import pulumi
     from pulumi.runtime import settings as runtime_settings
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
-    recording = Recording()
+    recording = recording if recording is not None else Recording()
     values = _config_values(config)
     project = str(values.get("gcp:project", "offline-project"))
 

@@ -1,0 +1,185 @@
+"""Bad input fails before any resource is registered, with a RunError naming the key, the value and what is allowed."""
+
+import pulumi
+import pytest
+
+from stacks.offline import Recording
+from tests.conftest import make_config, pool
+
+CASES = {
+    "unknown generation": (
+        make_config(tpu_serving__tpuPools=[pool(tpu="v7")]),
+        ["tpu-serving:tpuPools[0].tpu: unknown TPU generation 'v7'; allowed: v4, v5e, v5p, v6e"],
+    ),
+    "topology not valid for generation": (
+        make_config(tpu_serving__tpuPools=[pool(tpu="v5e", topology="2x2x1")]),
+        ["tpu-serving:tpuPools[0].topology: topology '2x2x1' is not valid for v5e; allowed: 1x1, 2x2, 2x4, 4x4"],
+    ),
+    "machine type does not fit topology": (
+        make_config(tpu_serving__tpuPools=[pool(topology="4x4", machineType="ct6e-standard-8t")]),
+        ["tpu-serving:tpuPools[0].machineType: machine type 'ct6e-standard-8t' does not fit v6e 4x4; allowed: ct6e-standard-4t"],
+    ),
+    "zone outside region": (
+        make_config(tpu_serving__tpuPools=[pool(zone="us-central1-a")]),
+        ["tpu-serving:tpuPools[0].zone: 'us-central1-a' is not a zone of gcp:region 'us-east5'"],
+    ),
+    "duplicate pool names": (
+        make_config(tpu_serving__tpuPools=[pool(name="a"), pool(name="a", topology="4x8")]),
+        ["tpu-serving:tpuPools[1].name: 'a' is already the name of tpuPools[0]"],
+    ),
+    "slices below one": (
+        make_config(tpu_serving__tpuPools=[pool(slices=0)]),
+        ["tpu-serving:tpuPools[0].slices: 0 is not allowed; a pool has at least 1 slice"],
+    ),
+    "slices on single-host": (
+        make_config(tpu_serving__tpuPools=[pool(topology="2x4", slices=2)]),
+        ["tpu-serving:tpuPools[0].slices: 2 slices on single-host v6e 2x4 (ct6e-standard-8t) is not allowed"],
+    ),
+    "reservation missing": (
+        make_config(tpu_serving__tpuPools=[pool(capacity="reservation")]),
+        ["tpu-serving:tpuPools[0].reservation: required with capacity 'reservation'"],
+    ),
+    "reservation without capacity reservation": (
+        make_config(tpu_serving__tpuPools=[pool(reservation="r1")]),
+        ["tpu-serving:tpuPools[0].reservation: given with capacity 'on-demand': set capacity: reservation"],
+    ),
+    "spot with reservation": (
+        make_config(tpu_serving__tpuPools=[pool(capacity="spot", reservation="r1")]),
+        ["tpu-serving:tpuPools[0].reservation: given with capacity 'spot': spot VMs cannot consume a reservation"],
+    ),
+    "partial autoscaling of a multi-host slice": (
+        make_config(tpu_serving__tpuPools=[pool(autoscaling={"minNodes": 1, "maxNodes": 4})]),
+        ["tpu-serving:tpuPools[0].autoscaling: {minNodes: 1, maxNodes: 4} is not allowed on a multi-host 4x4 slice: "
+         "slices are atomic, so minNodes is 0 or 4 and maxNodes is 4"],
+    ),
+    "autoscaling beyond the slice": (
+        make_config(tpu_serving__tpuPools=[pool(autoscaling={"minNodes": 0, "maxNodes": 8})]),
+        ["tpu-serving:tpuPools[0].autoscaling: {minNodes: 0, maxNodes: 8} is not allowed"],
+    ),
+    "invalid bucket name": (
+        make_config(tpu_serving__bucket={"name": "My_Bucket.example"}),
+        ["tpu-serving:bucket.name: 'My_Bucket.example' is not a valid bucket name"],
+    ),
+    "bucket name with google": (
+        make_config(tpu_serving__bucket={"name": "my-google-bucket"}),
+        ["tpu-serving:bucket.name: 'my-google-bucket' is not a valid bucket name: it may not start with 'goog'"],
+    ),
+    "invalid environment": (
+        make_config(tpu_serving__environment="production"),
+        ["tpu-serving:environment: 'production' is not allowed; allowed: dev, staging, prod"],
+    ),
+    "missing environment": (
+        make_config(tpu_serving__environment=None),
+        ["tpu-serving:environment: required: one of dev, staging, prod"],
+    ),
+    "missing project": (make_config(gcp__project=None), ["gcp:project: required"]),
+    "missing region": (make_config(gcp__region=None), ["gcp:region: required"]),
+    "authorized network CIDR does not parse": (
+        make_config(tpu_serving__cluster={"masterAuthorizedNetworks": [{"cidrBlock": "10.0.0.300/24"}]}),
+        ["tpu-serving:cluster.masterAuthorizedNetworks[0].cidrBlock: '10.0.0.300/24' is not a valid IPv4 CIDR block"],
+    ),
+    "network CIDR with host bits": (
+        make_config(tpu_serving__cluster={"network": {"podsCidr": "10.16.0.1/14"}}),
+        ["tpu-serving:cluster.network.podsCidr: '10.16.0.1/14' is not a valid IPv4 CIDR block"],
+    ),
+    "overlapping ranges": (
+        make_config(tpu_serving__cluster={"network": {"servicesCidr": "10.0.4.0/24"}}),
+        ["tpu-serving:cluster.network.servicesCidr: 10.0.4.0/24 overlaps nodesCidr 10.0.0.0/20"],
+    ),
+    "existing network without names": (
+        make_config(tpu_serving__cluster={"network": {"create": False}}),
+        ["tpu-serving:cluster.network.network: required when network.create is false",
+         "tpu-serving:cluster.network.subnetwork: required when network.create is false"],
+    ),
+    "cluster location in another region": (
+        make_config(tpu_serving__cluster={"location": "europe-west4-a"}),
+        ["tpu-serving:cluster.location: 'europe-west4-a' must be gcp:region ('us-east5', a regional cluster) or a zone in it"],
+    ),
+    "invalid cluster name": (
+        make_config(tpu_serving__cluster={"name": "My Cluster"}),
+        ["tpu-serving:cluster.name: 'My Cluster' is not a valid GKE cluster name"],
+    ),
+    "unknown key in an object": (
+        make_config(tpu_serving__cluster={"releaseChanel": "RAPID"}),
+        ["tpu-serving:cluster.releaseChanel: unknown key; allowed: name, location, releaseChannel"],
+    ),
+    "unknown key in a pool": (
+        make_config(tpu_serving__tpuPools=[pool(topolgy="4x4")]),
+        ["tpu-serving:tpuPools[0].topolgy: unknown key; allowed: name, tpu, topology, zone, slices"],
+    ),
+    "unknown top-level key": (
+        {**make_config(), "tpu-serving:tpuPool": []},
+        ["tpu-serving:tpuPool: unknown key; allowed: environment, cluster, bucket, tpuPools"],
+    ),
+    "bad capacity value": (
+        make_config(tpu_serving__tpuPools=[pool(capacity="preemptible")]),
+        ["tpu-serving:tpuPools[0].capacity: Input should be 'on-demand', 'spot', 'reservation' or 'flex-start' (got 'preemptible')"],
+    ),
+    "bad release channel": (
+        make_config(tpu_serving__cluster={"releaseChannel": "regular"}),
+        ["tpu-serving:cluster.releaseChannel: Input should be 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED' (got 'regular')"],
+    ),
+    "pools not a list": (
+        make_config(tpu_serving__tpuPools={"name": "x"}),
+        ['tpu-serving:tpuPools: must be a list of pools (got {"name": "x"})'],
+    ),
+    "required pool key missing": (
+        make_config(tpu_serving__tpuPools=[{"name": "x", "tpu": "v6e", "topology": "4x4"}]),
+        ["tpu-serving:tpuPools[0].zone: required key is missing"],
+    ),
+    "min master version below what the TPU needs": (
+        make_config(tpu_serving__cluster={"minMasterVersion": "1.30.5-gke.1000"}),
+        ["tpu-serving:cluster.minMasterVersion: '1.30.5-gke.1000' is below 1.31.2-gke.1115000, the minimum GKE version for v6e"],
+    ),
+    "system pool min above max": (
+        make_config(tpu_serving__cluster={"systemPool": {"minNodes": 4, "maxNodes": 2}}),
+        ["tpu-serving:cluster.systemPool.minNodes: 4 is above maxNodes 2"],
+    ),
+    "flex-start starting above zero": (
+        make_config(tpu_serving__tpuPools=[pool(topology="2x4", capacity="flex-start", autoscaling={"minNodes": 1, "maxNodes": 2})]),
+        ["tpu-serving:tpuPools[0].autoscaling.minNodes: 1 with flex-start: flex-start pools start at 0"],
+    ),
+    "invalid label": (
+        make_config(tpu_serving__cluster={"labels": {"Team": "ML"}}),
+        ["tpu-serving:cluster.labels.Team: label Team='ML' is invalid"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_fails_naming_the_key_and_registers_nothing(run, case):
+    config, expected = CASES[case]
+    recording = Recording()
+    with pytest.raises(pulumi.RunError) as err:
+        run(config, recording=recording)
+    message = str(err.value)
+    for fragment in expected:
+        assert fragment in message, f"{fragment!r} not in:\n{message}"
+    assert recording.resources == [], "resources were registered before the config error"
+
+
+def test_every_problem_is_reported_at_once(run):
+    config = make_config(
+        tpu_serving__environment="qa",
+        tpu_serving__bucket={"name": "UPPER"},
+        tpu_serving__tpuPools=[pool(tpu="v9"), pool(name="b", topology="3x3"), pool(name="c", zone="us-west1-a")],
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    message = str(err.value)
+    assert "(5 problems)" in message
+    for key in (
+        "tpu-serving:environment",
+        "tpu-serving:bucket.name",
+        "tpu-serving:tpuPools[0].tpu",
+        "tpu-serving:tpuPools[1].topology",
+        "tpu-serving:tpuPools[2].zone",
+    ):
+        assert f"  - {key}:" in message
+
+
+def test_non_json_structured_value_is_reported_at_its_key(run):
+    config = make_config()
+    config["tpu-serving:cluster"] = "not-an-object"
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:cluster: Input should be a valid dictionary"):
+        run(config)
