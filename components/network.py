@@ -27,6 +27,7 @@ class Network(pulumi.ComponentResource):
         name: str,
         *,
         config: NetworkConfig,
+        default_name: str,
         project: str,
         region: str,
         opts: Optional[pulumi.ResourceOptions] = None,
@@ -48,7 +49,7 @@ class Network(pulumi.ComponentResource):
         vpc = gcp.compute.Network(
             f"{name}-vpc",
             gcp.compute.NetworkArgs(
-                name=config.network or name,
+                name=config.network or default_name,
                 project=project,
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
@@ -59,7 +60,7 @@ class Network(pulumi.ComponentResource):
         subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
             gcp.compute.SubnetworkArgs(
-                name=config.subnetwork or name,
+                name=config.subnetwork or default_name,
                 project=project,
                 region=region,
                 network=vpc.id,
@@ -79,13 +80,13 @@ class Network(pulumi.ComponentResource):
         if config.nat:
             router = gcp.compute.Router(
                 f"{name}-router",
-                gcp.compute.RouterArgs(name=f"{name}-router", project=project, region=region, network=vpc.id),
+                gcp.compute.RouterArgs(name=f"{default_name}-router", project=project, region=region, network=vpc.id),
                 opts=child,
             )
             gcp.compute.RouterNat(
                 f"{name}-nat",
                 gcp.compute.RouterNatArgs(
-                    name=f"{name}-nat",
+                    name=f"{default_name}-nat",
                     project=project,
                     region=region,
                     router=router.name,

@@ -46,7 +46,11 @@ def pool_summary(cfg: StackConfig) -> dict[str, dict]:
 
 def build_platform(cfg: StackConfig) -> Platform:
     network = Network(
-        "network", config=cfg.cluster.network, project=cfg.gcp_project, region=cfg.region
+        "network",
+        config=cfg.cluster.network,
+        default_name=cfg.cluster_name,
+        project=cfg.gcp_project,
+        region=cfg.region,
     )
     cluster = Cluster(
         "cluster",

@@ -1,0 +1,27 @@
+"""A test program: the real stack plus one WorkloadIdentity, as a workload layer will use it."""
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.workload_identity import WorkloadIdentity
+from stacks.config import load_stack_config
+from stacks.stack import build_stack
+
+cfg = load_stack_config()
+platform = build_stack(cfg)
+namespace = k8s.core.v1.Namespace(
+    "serving-ns",
+    metadata=k8s.meta.v1.ObjectMetaArgs(name="serving"),
+    opts=pulumi.ResourceOptions(provider=platform.cluster.provider),
+)
+WorkloadIdentity(
+    "jetstream",
+    namespace="serving",
+    service_account_name="jetstream",
+    project=cfg.gcp_project,
+    stack=cfg.stack,
+    bucket=platform.bucket.name,
+    bucket_roles=["roles/storage.objectViewer"],
+    provider=platform.cluster.provider,
+    depends_on=[namespace],
+)

@@ -1,0 +1,137 @@
+"""The GKE cluster, its system pool, node identity and network, as registered."""
+
+from tests.conftest import make_config
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def test_cluster_settings(run):
+    rec = run(make_config())
+    gke = rec.one(CLUSTER).inputs
+    assert gke["name"] == "tpu-serving-dev"
+    assert gke["location"] == "us-east5"
+    assert gke["removeDefaultNodePool"] is True
+    assert gke["workloadIdentityConfig"] == {"workloadPool": "tpu-test-project.svc.id.goog"}
+    assert gke["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
+    assert "SYSTEM_COMPONENTS" in gke["monitoringConfig"]["enableComponents"]
+    assert gke["loggingConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS", "WORKLOADS"]}
+    assert gke["releaseChannel"] == {"channel": "REGULAR"}
+    assert gke["enableShieldedNodes"] is True
+    assert gke["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert gke["datapathProvider"] == "ADVANCED_DATAPATH"  # NetworkPolicy enforcement
+    assert gke["networkingMode"] == "VPC_NATIVE"
+    assert gke["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert gke["resourceLabels"] == {"app": "tpu-serving", "stack": "dev", "environment": "dev"}
+    assert gke["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert gke["nodeConfig"]["serviceAccount"].startswith("tpu-serving-dev-nodes@")
+    assert "masterAuthorizedNetworksConfig" not in gke
+
+
+def test_master_authorized_networks_and_public_nodes(run):
+    rec = run(
+        make_config(
+            tpu_serving__cluster={
+                "privateNodes": False,
+                "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}, {"cidrBlock": "198.51.100.7/32"}],
+            }
+        )
+    )
+    gke = rec.one(CLUSTER).inputs
+    assert gke["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [
+            {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+            {"cidrBlock": "198.51.100.7/32", "displayName": "198.51.100.7/32"},
+        ]
+    }
+    assert gke["privateClusterConfig"]["enablePrivateNodes"] is False
+    assert any("privateNodes=false" in w for w in rec.warnings)
+
+
+def test_system_pool_is_cpu_autoscaled_and_secured(run):
+    rec = run(make_config(tpu_serving__cluster={"systemPool": {"machineType": "e2-standard-8", "minNodes": 2, "maxNodes": 5}}))
+    system = rec.one(NODE_POOL, "cluster-system")
+    inputs = system.inputs
+    assert inputs["autoscaling"] == {"minNodeCount": 2, "maxNodeCount": 5}
+    assert inputs["nodeConfig"]["machineType"] == "e2-standard-8"
+    assert inputs["nodeConfig"]["labels"] == {"tpu-serving/role": "system"}
+    assert inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert inputs["nodeConfig"]["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    assert "guestAccelerators" not in inputs["nodeConfig"]
+    assert system.ignore_changes == ["initialNodeCount"]
+
+
+def test_every_pool_uses_the_dedicated_node_service_account(run):
+    rec = run(make_config())
+    sa = rec.one("gcp:serviceaccount/account:Account")
+    assert sa.inputs["accountId"] == "tpu-serving-dev-nodes"
+    email = "tpu-serving-dev-nodes@tpu-test-project.iam.gserviceaccount.com"
+    for node_pool in rec.of_type(NODE_POOL):
+        assert node_pool.inputs["nodeConfig"]["serviceAccount"] == email
+        assert node_pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    roles = {m.inputs["role"]: m.inputs["member"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert roles == {
+        "roles/container.defaultNodeServiceAccount": f"serviceAccount:{email}",
+        "roles/artifactregistry.reader": f"serviceAccount:{email}",
+    }
+
+
+def test_created_network(run):
+    rec = run(make_config())
+    subnet = rec.one("gcp:compute/subnetwork:Subnetwork").inputs
+    assert subnet["ipCidrRange"] == "10.0.0.0/20"
+    assert subnet["privateIpGoogleAccess"] is True
+    assert subnet["secondaryIpRanges"] == [
+        {"rangeName": "pods", "ipCidrRange": "10.16.0.0/14"},
+        {"rangeName": "services", "ipCidrRange": "10.20.0.0/20"},
+    ]
+    assert rec.one("gcp:compute/network:Network").inputs["autoCreateSubnetworks"] is False
+    nat = rec.one("gcp:compute/routerNat:RouterNat").inputs
+    assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
+    gke = rec.one(CLUSTER).inputs
+    assert gke["network"].endswith("/networks/tpu-serving-dev")
+    assert gke["subnetwork"].endswith("/subnetworks/tpu-serving-dev")
+
+
+def test_existing_network_creates_nothing(run):
+    rec = run(
+        make_config(
+            tpu_serving__cluster={
+                "network": {"create": False, "network": "shared-vpc", "subnetwork": "gke", "podsRangeName": "p", "servicesRangeName": "s"}
+            }
+        )
+    )
+    assert not [r for r in rec.resources if r.type.startswith("gcp:compute/")]
+    gke = rec.one(CLUSTER).inputs
+    assert gke["network"] == "projects/tpu-test-project/global/networks/shared-vpc"
+    assert gke["subnetwork"] == "projects/tpu-test-project/regions/us-east5/subnetworks/gke"
+    assert gke["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "p", "servicesSecondaryRangeName": "s"}
+
+
+def test_zonal_cluster(run):
+    rec = run(make_config(tpu_serving__cluster={"location": "us-east5-b"}))
+    assert rec.one(CLUSTER).inputs["location"] == "us-east5-b"
+    for node_pool in rec.of_type(NODE_POOL):
+        assert node_pool.inputs["location"] == "us-east5-b"
+    assert rec.outputs["getCredentialsCommand"] == (
+        "gcloud container clusters get-credentials tpu-serving-dev --location us-east5-b --project tpu-test-project"
+    )
+
+
+def test_kubernetes_provider_uses_exec_plugin_and_secret_kubeconfig(run):
+    import json
+
+    rec = run(make_config())
+    assert "kubeconfig" in rec.secret_outputs
+    kubeconfig = json.loads(rec.outputs["kubeconfig"])
+    user = kubeconfig["users"][0]["user"]
+    assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert "token" not in user and "client-key-data" not in user
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    provider = rec.one("pulumi:providers:kubernetes")
+    # the provider's kubeconfig input stays a secret (wrapped with Pulumi's secret signature)
+    from pulumi.runtime import rpc
+
+    wrapped = provider.inputs["kubeconfig"]
+    assert wrapped[rpc._special_sig_key] == rpc._special_secret_sig
+    assert json.loads(wrapped["value"]) == kubeconfig

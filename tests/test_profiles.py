@@ -1,0 +1,44 @@
+"""Environment profiles: prod and staging protect data and clusters; dev tears down completely."""
+
+import pytest
+
+from tests.conftest import make_config
+
+PROTECTED_TYPES = {"gcp:container/cluster:Cluster", "gcp:storage/bucket:Bucket"}
+
+
+def protected_names(rec):
+    return {r.name for r in rec.resources if r.protect}
+
+
+@pytest.mark.parametrize("environment", ["prod", "staging"])
+def test_prod_and_staging_protect_cluster_tpu_pools_and_bucket(run, environment):
+    rec = run(make_config(tpu_serving__environment=environment), stack=environment)
+    assert protected_names(rec) == {"cluster-gke", "bucket-gcs", "tpu-v6e-4x4-s0", "tpu-v5e-2x4"}
+    gke = rec.one("gcp:container/cluster:Cluster")
+    assert gke.inputs["deletionProtection"] is True
+    bucket = rec.one("gcp:storage/bucket:Bucket")
+    assert bucket.retain_on_delete is True
+    assert bucket.inputs["forceDestroy"] is False
+    assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 24 * 3600}
+    # no masterAuthorizedNetworks in a protected environment is said out loud
+    assert any("masterAuthorizedNetworks is empty" in w for w in rec.warnings)
+
+
+def test_dev_tears_down_completely(run):
+    rec = run(make_config())
+    assert protected_names(rec) == set()
+    assert not any(r.retain_on_delete for r in rec.resources)
+    assert rec.one("gcp:container/cluster:Cluster").inputs["deletionProtection"] is False
+    bucket = rec.one("gcp:storage/bucket:Bucket").inputs
+    assert bucket["forceDestroy"] is True
+    assert bucket["softDeletePolicy"] == {"retentionDurationSeconds": 0}
+    assert rec.warnings == []
+
+
+def test_force_destroy_override_is_applied_and_reported(run):
+    rec = run(make_config(tpu_serving__environment="prod", tpu_serving__bucket={"forceDestroy": True}), stack="prod")
+    assert rec.one("gcp:storage/bucket:Bucket").inputs["forceDestroy"] is True
+    assert any("bucket.forceDestroy=true overrides the prod profile (false)" in w for w in rec.warnings)
+    # the override touches only what it names
+    assert rec.one("gcp:storage/bucket:Bucket").protect is True

@@ -1,0 +1,104 @@
+"""TPU node pools: one per slice, everything derived from the catalog and the pool config."""
+
+import pytest
+
+from tests.conftest import make_config, pool
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def tpu_pools(rec):
+    return {r.inputs["name"]: r for r in rec.of_type(NODE_POOL) if r.name != "cluster-system"}
+
+
+def test_multi_host_pool_is_one_node_pool_per_slice(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(name="sax", tpu="v5e", topology="4x8", slices=3)]))
+    pools = tpu_pools(rec)
+    assert sorted(pools) == ["sax-s0", "sax-s1", "sax-s2"]
+    for index, name in enumerate(sorted(pools)):
+        inputs = pools[name].inputs
+        assert inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x8"}
+        assert inputs["nodeCount"] == 8  # hosts per slice: 32 chips / 4 per VM
+        assert inputs["nodeLocations"] == ["us-east5-b"]
+        assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
+        assert inputs["nodeConfig"]["labels"] == {"tpu-serving/pool": "sax", "tpu-serving/slice": str(index)}
+        assert inputs["cluster"] == "tpu-serving-dev"
+        assert "autoscaling" not in inputs
+        assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
+        assert inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+        assert pools[name].delete_before_replace
+    summary = rec.outputs["tpuPools"]["sax"]
+    assert summary == {
+        "tpu": "v5e", "topology": "4x8", "machineType": "ct5lp-hightpu-4t", "zone": "us-east5-b", "capacity": "on-demand",
+        "slices": 3, "hostsPerSlice": 8, "chipsPerHost": 4, "chipsPerSlice": 32, "totalChips": 96,
+        "nodePools": ["sax-s0", "sax-s1", "sax-s2"],
+    }
+
+
+@pytest.mark.parametrize(
+    "tpu,topology,machine_type,hosts",
+    [("v6e", "2x4", "ct6e-standard-4t", 2), ("v6e", "4x4", None, 4), ("v6e", "4x8", None, 8), ("v5e", "4x8", None, 8),
+     ("v5p", "2x4x4", None, 8), ("v4", "2x2x4", None, 4)],
+)
+def test_topology_drives_node_count_and_machine_type(run, tpu, topology, machine_type, hosts):
+    extra = {"machineType": machine_type} if machine_type else {}
+    rec = run(make_config(tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology, **extra)]))
+    (node_pool,) = tpu_pools(rec).values()
+    assert node_pool.inputs["nodeCount"] == hosts
+    assert node_pool.inputs["placementPolicy"]["tpuTopology"] == topology
+    assert node_pool.inputs["nodeConfig"]["machineType"].endswith("-4t")
+
+
+def test_single_host_pool_has_no_placement_policy_and_autoscales(run):
+    rec = run(make_config())
+    node_pool = tpu_pools(rec)["v5e-2x4"]
+    inputs = node_pool.inputs
+    assert "placementPolicy" not in inputs
+    assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-8t"
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 3}
+    assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
+    assert node_pool.ignore_changes == ["initialNodeCount"]
+
+
+def test_multi_host_scale_to_zero(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(autoscaling={"minNodes": 0, "maxNodes": 4})]))
+    inputs = tpu_pools(rec)["p-s0"].inputs
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4}
+    assert "nodeCount" not in inputs
+
+
+def test_capacity_modes(run):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[
+                pool(name="od"),
+                pool(name="spot", capacity="spot"),
+                pool(name="res", capacity="reservation", reservation="projects/shared/reservations/v6e-res"),
+                pool(name="flex", capacity="flex-start"),
+                pool(name="flex1", topology="2x4", capacity="flex-start"),
+            ]
+        )
+    )
+    pools = tpu_pools(rec)
+    od = pools["od-s0"].inputs["nodeConfig"]
+    assert "spot" not in od and "reservationAffinity" not in od and "flexStart" not in od
+    assert pools["spot-s0"].inputs["nodeConfig"]["spot"] is True
+    assert pools["res-s0"].inputs["nodeConfig"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["projects/shared/reservations/v6e-res"],
+    }
+    for name, max_nodes in (("flex-s0", 4), ("flex1", 1)):
+        flex = pools[name].inputs
+        assert flex["nodeConfig"]["flexStart"] is True
+        assert flex["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+        assert flex["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": max_nodes}
+        assert flex["initialNodeCount"] == 0
+        assert flex["management"]["autoRepair"] is False
+
+
+def test_tpu_pools_never_get_system_labels_and_system_pool_has_no_tpu(run):
+    rec = run(make_config())
+    for name, node_pool in tpu_pools(rec).items():
+        assert "tpu-serving/role" not in node_pool.inputs["nodeConfig"]["labels"]
+        assert node_pool.inputs["nodeConfig"]["resourceLabels"]["tpu-pool"] == node_pool.inputs["nodeConfig"]["labels"]["tpu-serving/pool"]

@@ -1,0 +1,55 @@
+"""The WorkloadIdentity component: one KSA, one GSA, workloadIdentityUser for exactly that KSA, bucket-scoped roles."""
+
+import pytest
+
+from components.workload_identity import WorkloadIdentity
+from stacks.offline import ROOT, run_program
+from tests.conftest import make_config
+
+PROGRAM = ROOT / "tests" / "programs" / "workload_identity.py"
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return run_program(make_config(), program=PROGRAM)
+
+
+def test_gsa_and_ksa(rec):
+    gsa = rec.one("gcp:serviceaccount/account:Account", "jetstream-gsa")
+    account_id = gsa.inputs["accountId"]
+    assert len(account_id) <= 30 and account_id.startswith("dev-jetstream-")
+    email = f"{account_id}@tpu-test-project.iam.gserviceaccount.com"
+    ksa = rec.one("kubernetes:core/v1:ServiceAccount")
+    assert ksa.inputs["metadata"]["name"] == "jetstream"
+    assert ksa.inputs["metadata"]["namespace"] == "serving"
+    assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
+    provider = rec.one("pulumi:providers:kubernetes")
+    assert ksa.provider.startswith(provider.urn)
+    namespace = rec.one("kubernetes:core/v1:Namespace")
+    assert namespace.urn in ksa.dependencies
+
+
+def test_workload_identity_user_is_for_exactly_that_ksa(rec):
+    member = rec.one("gcp:serviceaccount/iAMMember:IAMMember")
+    assert member.inputs["role"] == "roles/iam.workloadIdentityUser"
+    assert member.inputs["member"] == "serviceAccount:tpu-test-project.svc.id.goog[serving/jetstream]"
+    assert member.inputs["serviceAccountId"].startswith("projects/tpu-test-project/serviceAccounts/dev-jetstream-")
+
+
+def test_bucket_roles_are_bucket_scoped_members(rec):
+    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
+    assert binding.inputs["role"] == "roles/storage.objectViewer"
+    assert binding.inputs["member"].startswith("serviceAccount:dev-jetstream-")
+    assert not rec.of_type("gcp:projects/iAMMember:IAMMember") or all(
+        m.inputs["role"] not in ("roles/storage.admin", "roles/storage.objectViewer", "roles/storage.objectUser")
+        for m in rec.of_type("gcp:projects/iAMMember:IAMMember")
+    )
+
+
+def test_broader_bucket_roles_are_refused():
+    with pytest.raises(ValueError, match="not allowed; allowed: roles/storage.objectUser, roles/storage.objectViewer"):
+        WorkloadIdentity(
+            "x", namespace="n", service_account_name="s", project="p", stack="dev", bucket="b",
+            bucket_roles=["roles/storage.admin"], provider=None,
+        )
