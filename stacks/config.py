@@ -482,6 +482,11 @@ def _raw_config(get: Callable[[str], Optional[str]]) -> dict[str, Any]:
     return raw
 
 
+def _all_config_keys(runtime_config) -> set[str]:
+    """Keys set for this run: the CLI passes them in the PULUMI_CONFIG bag; tests and mocks set them in-process."""
+    return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+
+
 def load_stack_config() -> StackConfig:
     """Read and validate this stack's config; raise pulumi.RunError listing every problem."""
     import pulumi
@@ -491,7 +496,7 @@ def load_stack_config() -> StackConfig:
     gcp = pulumi.Config("gcp")
     stack = pulumi.get_stack()
     raw = _raw_config(cfg.get)
-    present = [k.split(":", 1)[1] for k in runtime_config.CONFIG.get() if k.startswith(f"{NS}:")]
+    present = [k.split(":", 1)[1] for k in _all_config_keys(runtime_config) if k.startswith(f"{NS}:")]
     extra = tuple(sorted(k for k in present if k not in KNOWN_KEYS))
     try:
         parsed = parse_stack_config(

@@ -183,3 +183,26 @@ def test_non_json_structured_value_is_reported_at_its_key(run):
     config["tpu-serving:cluster"] = "not-an-object"
     with pytest.raises(pulumi.RunError, match=r"tpu-serving:cluster: Input should be a valid dictionary"):
         run(config)
+
+
+def test_unknown_key_from_the_cli_config_bag_is_reported(run, monkeypatch):
+    """A real `pulumi up` passes config in PULUMI_CONFIG, not in-process: typos there are caught too."""
+    import json
+
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"tpu-serving:tpuPool": "[]"}))
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:tpuPool: unknown key; allowed: environment"):
+        run(make_config())
+
+
+def test_duplicate_resource_names_are_detected(tmp_path):
+    """The recorder catches what Pulumi's mocks do not: two resources with one URN."""
+    from stacks.offline import run_program
+
+    program = tmp_path / "dup.py"
+    program.write_text(
+        "import pulumi_gcp as gcp\n"
+        "for _ in range(2):\n"
+        "    gcp.storage.Bucket('same', location='US')\n"
+    )
+    rec = run_program(make_config(), program=program)
+    assert len(rec.duplicate_urns) == 1
