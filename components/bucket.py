@@ -6,8 +6,6 @@ noncurrent versions expired, Pathways scratch expired, and protected or torn dow
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 import pulumi_gcp as gcp
 
@@ -54,7 +52,7 @@ class Bucket(pulumi.ComponentResource):
         profile: Profile,
         force_destroy: bool,
         labels: dict[str, str],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:storage:Bucket", name, None, opts)
         self.bucket = gcp.storage.Bucket(

@@ -7,8 +7,6 @@ nodes, Dataplane V2 (enforces NetworkPolicy), and a dedicated node service accou
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
@@ -24,7 +22,6 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 LOGGING_COMPONENTS = ["SYSTEM_COMPONENTS", "WORKLOADS"]
 # kube-state metrics for the serving dashboard (replicas, HPA) need Managed Prometheus, which is on.
 MONITORING_COMPONENTS = ["SYSTEM_COMPONENTS", "STORAGE", "POD", "DEPLOYMENT", "STATEFULSET", "DAEMONSET", "HPA"]
-SYSTEM_POOL_LABEL = {"tpu-serving/role": "system"}
 
 
 def node_pool_security(service_account: pulumi.Input[str]) -> dict:
@@ -61,7 +58,7 @@ class Cluster(pulumi.ComponentResource):
         network: Network,
         profile: Profile,
         labels: dict[str, str],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -126,7 +123,9 @@ class Cluster(pulumi.ComponentResource):
                     managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
                 ),
                 addons_config=gcp.container.ClusterAddonsConfigArgs(
-                    gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+                    gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                        enabled=True
+                    ),
                 ),
                 resource_labels=labels,
                 deletion_protection=profile.deletion_protection,
@@ -156,7 +155,7 @@ class Cluster(pulumi.ComponentResource):
                     machine_type=system.machine_type,
                     disk_size_gb=system.disk_size_gb,
                     disk_type="pd-balanced",
-                    labels=SYSTEM_POOL_LABEL,
+                    labels=naming.SYSTEM_POOL_SELECTOR,
                     resource_labels=labels,
                     **node_pool_security(nodes.email),
                 ),

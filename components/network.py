@@ -6,8 +6,6 @@ and reach model hubs. Private Google Access lets them reach GCS and Artifact Reg
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 import pulumi_gcp as gcp
 
@@ -30,7 +28,7 @@ class Network(pulumi.ComponentResource):
         default_name: str,
         project: str,
         region: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -93,9 +91,7 @@ class Network(pulumi.ComponentResource):
                     nat_ip_allocate_option="AUTO_ONLY",
                     source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
                     subnetworks=[
-                        gcp.compute.RouterNatSubnetworkArgs(
-                            name=subnet.id, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
-                        )
+                        gcp.compute.RouterNatSubnetworkArgs(name=subnet.id, source_ip_ranges_to_nats=["ALL_IP_RANGES"])
                     ],
                     log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
                 ),

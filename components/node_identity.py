@@ -6,8 +6,6 @@ Workload Identity, never the node's. Roles are granted with member-level (non-au
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 import pulumi_gcp as gcp
 
@@ -26,7 +24,7 @@ class NodeServiceAccount(pulumi.ComponentResource):
         *,
         account_id: str,
         project: str,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:identity:NodeServiceAccount", name, None, opts)
         account = gcp.serviceaccount.Account(

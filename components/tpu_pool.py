@@ -7,7 +7,6 @@ node pool with COMPACT placement and the slice topology, sized to the slice's ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -24,10 +23,10 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 class Sizing:
     """How many nodes one node pool of the plan gets, and who owns that number afterwards."""
 
-    node_count: Optional[int]  # fixed size (None when autoscaled)
-    min_nodes: Optional[int]
-    max_nodes: Optional[int]
-    initial_node_count: Optional[int]
+    node_count: int | None  # fixed size (None when autoscaled)
+    min_nodes: int | None
+    max_nodes: int | None
+    initial_node_count: int | None
 
     @property
     def autoscaled(self) -> bool:
@@ -81,7 +80,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         node_service_account: pulumi.Input[str],
         labels: dict[str, str],
         protect: bool,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:tpu:TpuSlicePool", name, None, opts)
         shape = plan.shape

@@ -7,7 +7,7 @@ GSA for exactly that KSA, and the bucket-level roles the workload needs. All IAM
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -38,8 +38,8 @@ class WorkloadIdentity(pulumi.ComponentResource):
         bucket: pulumi.Input[str],
         bucket_roles: Sequence[str],
         provider: k8s.Provider,
-        depends_on: Optional[Sequence[pulumi.Resource]] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        depends_on: Sequence[pulumi.Resource] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
     ):
         bad = [r for r in bucket_roles if r not in BUCKET_ROLES]
         if bad:

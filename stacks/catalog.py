@@ -91,7 +91,15 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_machine_type="ct4p-hightpu-4t",
             multi_host_chips_per_vm=4,
             multi_host_topologies=(
-                "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x12", "8x8x16",
+                "2x2x2",
+                "2x2x4",
+                "2x4x4",
+                "4x4x4",
+                "4x4x8",
+                "4x8x8",
+                "8x8x8",
+                "8x8x12",
+                "8x8x16",
                 "8x16x16",
             ),  # R1 default topologies
         ),
@@ -117,8 +125,17 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_machine_type="ct5p-hightpu-4t",
             multi_host_chips_per_vm=4,
             multi_host_topologies=(
-                "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x8x16", "8x16x16",
-                "16x16x16", "16x16x24",
+                "2x2x2",
+                "2x2x4",
+                "2x4x4",
+                "4x4x4",
+                "4x4x8",
+                "4x8x8",
+                "8x8x8",
+                "8x8x16",
+                "8x16x16",
+                "16x16x16",
+                "16x16x24",
             ),  # S4 "Hosts" column, plus 2x2x4 from R1
         ),
         Generation(
@@ -157,9 +174,7 @@ def generation(name: str) -> Generation:
     try:
         return GENERATIONS[name]
     except KeyError:
-        raise CatalogError(
-            f"unknown TPU generation {name!r}; allowed: {', '.join(GENERATIONS)}"
-        ) from None
+        raise CatalogError(f"unknown TPU generation {name!r}; allowed: {', '.join(GENERATIONS)}") from None
 
 
 def topologies(gen: Generation) -> list[str]:
@@ -176,9 +191,7 @@ def shapes(gen: Generation, topology: str) -> list[SliceShape]:
     if topology in gen.multi_host_topologies:
         found.append(SliceShape(gen, topology, gen.multi_host_machine_type, gen.multi_host_chips_per_vm))
     if not found:
-        raise CatalogError(
-            f"topology {topology!r} is not valid for {gen.name}; allowed: {', '.join(topologies(gen))}"
-        )
+        raise CatalogError(f"topology {topology!r} is not valid for {gen.name}; allowed: {', '.join(topologies(gen))}")
     return found
 
 

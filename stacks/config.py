@@ -11,18 +11,19 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from stacks import catalog, naming
-from stacks.config_model import BucketConfig, ClusterConfig, TpuPoolConfig
+from stacks import catalog, naming, versions
+from stacks.config_model import AddonsConfig, BucketConfig, ClusterConfig, MonitoringConfig, TpuPoolConfig
 from stacks.profiles import PROFILES, Profile
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
-KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools")
+KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring")
 
 REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
@@ -93,13 +94,32 @@ class StackConfig:
     bucket_force_destroy: bool
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
+    addons: AddonsConfig = field(default_factory=AddonsConfig)
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     warnings: tuple[str, ...] = field(default=())
+
+    def chart(self, name: str) -> versions.ChartVersion:
+        """The pinned chart release of an add-on (lws, jobset, kueue, prometheusAdapter)."""
+        configured = getattr(self.addons, name, None)
+        version = getattr(configured, "version", None) or versions.default_version(name)
+        return versions.CHARTS[name][version]
+
+    @property
+    def pathways_job(self) -> versions.ManifestVersion:
+        return versions.PATHWAYS_JOB[self.addons.pathways_job.version or next(iter(versions.PATHWAYS_JOB))]
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """The minor version objects are validated against: minMasterVersion's, else the matrix default."""
+        if self.cluster.min_master_version:
+            return ".".join(self.cluster.min_master_version.split(".")[:2])
+        return versions.DEFAULT_KUBERNETES_MINOR
 
     @property
     def regional(self) -> bool:
         return self.cluster_location == self.region
 
-    def pool(self, name: str) -> Optional[PoolPlan]:
+    def pool(self, name: str) -> PoolPlan | None:
         return next((p for p in self.pools if p.name == name), None)
 
 
@@ -160,7 +180,7 @@ def _parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
         return None
 
 
-def _parse_pools(raw: Any, problems: list[Problem]) -> list[Optional[TpuPoolConfig]]:
+def _parse_pools(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
     """Each pool separately, so one broken pool does not hide the problems of the others."""
     base = f"{NS}:tpuPools"
     if raw is None:
@@ -174,7 +194,7 @@ def _parse_pools(raw: Any, problems: list[Problem]) -> list[Optional[TpuPoolConf
 # ---- rules --------------------------------------------------------------------------------------------
 
 
-def _check_cidr(path: str, value: str, problems: list[Problem]) -> Optional[ipaddress.IPv4Network]:
+def _check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:
     try:
         return ipaddress.IPv4Network(value, strict=True)
     except ValueError as err:
@@ -193,7 +213,7 @@ def _check_name(path: str, value: str, max_len: int, what: str, problems: list[P
         )
 
 
-def check_bucket_name(name: str) -> Optional[str]:
+def check_bucket_name(name: str) -> str | None:
     """Why `name` is not a bucket name this stack accepts, or None. Dots are refused: they need domain proof."""
     if not BUCKET_RE.match(name):
         return (
@@ -247,11 +267,13 @@ def _check_location(location: str, region: str, problems: list[Problem]) -> None
     if zone and zone.group(1) == region:
         return
     problems.append(
-        Problem(path, f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b")
+        Problem(
+            path, f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b"
+        )
     )
 
 
-def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> Optional[PoolPlan]:
+def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
     base = f"{NS}:tpuPools[{i}]"
     start = len(problems)
 
@@ -259,9 +281,11 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
 
     zone = ZONE_RE.match(pool.zone)
     if not zone or zone.group(1) != region:
-        problems.append(Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a"))
+        problems.append(
+            Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
+        )
 
-    shape: Optional[catalog.SliceShape] = None
+    shape: catalog.SliceShape | None = None
     try:
         gen = catalog.generation(pool.tpu)
     except catalog.CatalogError as err:
@@ -299,8 +323,10 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
             problems.append(
                 Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}")
             )
-        if shape is not None and shape.multi_host and (
-            auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts)
+        if (
+            shape is not None
+            and shape.multi_host
+            and (auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts))
         ):
             problems.append(
                 Problem(
@@ -312,7 +338,9 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
             )
         if pool.capacity == "flex-start" and auto.min_nodes != 0:
             problems.append(
-                Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
+                Problem(
+                    f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0"
+                )
             )
 
     if len(problems) > start or shape is None:
@@ -321,9 +349,7 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
     return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
 
 
-def _check_pool_versions(
-    min_master_version: Optional[str], pools: list[PoolPlan], problems: list[Problem]
-) -> None:
+def _check_pool_versions(min_master_version: str | None, pools: list[PoolPlan], problems: list[Problem]) -> None:
     if not min_master_version:
         return
     for plan in pools:
@@ -338,13 +364,48 @@ def _check_pool_versions(
             )
 
 
+def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
+    base = f"{NS}:addons"
+    for key, chart in (("lws", "lws"), ("jobset", "jobset"), ("kueue", "kueue")):
+        version = getattr(addons, key).version
+        if version is not None and version not in versions.CHARTS[chart]:
+            problems.append(
+                Problem(
+                    f"{base}.{key}.version",
+                    f"{version!r} is not supported; supported: {', '.join(versions.CHARTS[chart])} (stacks/versions.py)",
+                )
+            )
+    pj = addons.pathways_job
+    if pj.version is not None and pj.version not in versions.PATHWAYS_JOB:
+        problems.append(
+            Problem(
+                f"{base}.pathwaysJob.version",
+                f"{pj.version!r} is not supported; supported: {', '.join(versions.PATHWAYS_JOB)}",
+            )
+        )
+    elif pj.enabled:
+        need = versions.PATHWAYS_JOB[pj.version or next(iter(versions.PATHWAYS_JOB))].min_jobset
+        jobset_version = addons.jobset.version or versions.default_version("jobset")
+        if not addons.jobset.enabled:
+            problems.append(
+                Problem(f"{base}.pathwaysJob.enabled", "the PathwaysJob controller needs JobSet: enable addons.jobset")
+            )
+        elif jobset_version in versions.CHARTS["jobset"] and not versions.jobset_satisfies(jobset_version, need):
+            problems.append(
+                Problem(
+                    f"{base}.jobset.version",
+                    f"{jobset_version!r} is too old for the PathwaysJob controller (needs >= {need})",
+                )
+            )
+
+
 def parse_stack_config(
     raw: dict[str, Any],
     *,
     stack: str,
     pulumi_project: str,
-    gcp_project: Optional[str],
-    region: Optional[str],
+    gcp_project: str | None,
+    region: str | None,
     extra_keys: tuple[str, ...] = (),
 ) -> StackConfig:
     """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem."""
@@ -354,9 +415,13 @@ def parse_stack_config(
         problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(KNOWN_KEYS)}"))
 
     if not gcp_project:
-        problems.append(Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)"))
+        problems.append(
+            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
+        )
     elif not GCP_PROJECT_RE.match(gcp_project):
-        problems.append(Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')"))
+        problems.append(
+            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
+        )
     if not region:
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
     elif not REGION_RE.match(region):
@@ -367,11 +432,17 @@ def parse_stack_config(
     if environment is None:
         problems.append(Problem(f"{NS}:environment", f"required: one of {', '.join(PROFILES)}"))
     elif environment not in PROFILES:
-        problems.append(Problem(f"{NS}:environment", f"{_fmt(environment)} is not allowed; allowed: {', '.join(PROFILES)}"))
+        problems.append(
+            Problem(f"{NS}:environment", f"{_fmt(environment)} is not allowed; allowed: {', '.join(PROFILES)}")
+        )
 
     cluster = _parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
     bucket = _parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
     pool_configs = _parse_pools(raw.get("tpuPools"), problems)
+    addons = _parse(f"{NS}:addons", AddonsConfig, raw.get("addons") or {}, problems)
+    monitoring = _parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
+    if addons is not None:
+        _check_addons(addons, problems)
 
     cluster_name = cluster_location = None
     if cluster is not None:
@@ -419,6 +490,7 @@ def parse_stack_config(
         raise ConfigError(stack, problems)
 
     assert cluster is not None and bucket is not None and environment and gcp_project and region
+    assert addons is not None and monitoring is not None
     assert cluster_name and cluster_location and bucket_name
     profile = PROFILES[environment]
     warnings = _warnings(environment, profile, cluster, bucket)
@@ -443,6 +515,8 @@ def parse_stack_config(
         bucket_force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
         pools=tuple(plans),
         labels=labels,
+        addons=addons,
+        monitoring=monitoring,
         warnings=tuple(warnings),
     )
 
@@ -467,7 +541,7 @@ def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket
 # ---- Pulumi entry point -------------------------------------------------------------------------------
 
 
-def _raw_config(get: Callable[[str], Optional[str]]) -> dict[str, Any]:
+def _raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
     """Read each known key; structured values arrive as JSON text. Text that is not JSON is kept as a string,
     so validation reports it at its key ("should be a valid dictionary") with the other problems."""
     raw: dict[str, Any] = {}

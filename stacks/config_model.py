@@ -7,7 +7,7 @@ every problem at once with its key path.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -35,8 +35,8 @@ class NetworkConfig(CamelModel):
     """Create a VPC, subnet (with Pod/Service secondary ranges) and Cloud NAT, or name existing ones."""
 
     create: bool = Field(True, description="false: use `network`/`subnetwork` that already exist.")
-    network: Optional[str] = Field(None, description="VPC name; default derived from the cluster name.")
-    subnetwork: Optional[str] = Field(None, description="Subnet name; default derived from the cluster name.")
+    network: str | None = Field(None, description="VPC name; default derived from the cluster name.")
+    subnetwork: str | None = Field(None, description="Subnet name; default derived from the cluster name.")
     nodes_cidr: str = Field("10.0.0.0/20", description="Primary range of the created subnet (nodes).")
     pods_cidr: str = Field("10.16.0.0/14", description="Secondary range for Pods in the created subnet.")
     services_cidr: str = Field("10.20.0.0/20", description="Secondary range for Services in the created subnet.")
@@ -46,12 +46,12 @@ class NetworkConfig(CamelModel):
 
 
 class ClusterConfig(CamelModel):
-    name: Optional[str] = Field(None, description="GKE cluster name; default `<pulumi project>-<stack>`.")
-    location: Optional[str] = Field(None, description="A region (regional cluster) or zone; default gcp:region.")
+    name: str | None = Field(None, description="GKE cluster name; default `<pulumi project>-<stack>`.")
+    location: str | None = Field(None, description="A region (regional cluster) or zone; default gcp:region.")
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
         "REGULAR", description="GKE release channel."
     )
-    min_master_version: Optional[str] = Field(
+    min_master_version: str | None = Field(
         None, description="Minimum control plane version; must not be below what the TPU pools need."
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
@@ -64,9 +64,9 @@ class ClusterConfig(CamelModel):
 
 
 class BucketConfig(CamelModel):
-    name: Optional[str] = Field(None, description="GCS bucket name; default `<gcp project>-<pulumi project>-<stack>`.")
-    location: Optional[str] = Field(None, description="Bucket location; default gcp:region (same as the TPUs).")
-    force_destroy: Optional[bool] = Field(
+    name: str | None = Field(None, description="GCS bucket name; default `<gcp project>-<pulumi project>-<stack>`.")
+    location: str | None = Field(None, description="Bucket location; default gcp:region (same as the TPUs).")
+    force_destroy: bool | None = Field(
         None, description="Override the environment profile: delete objects on destroy (dev: true, else false)."
     )
     versioning: bool = Field(True, description="Keep noncurrent object versions (expired after noncurrentVersionDays).")
@@ -89,12 +89,49 @@ class TpuPoolConfig(CamelModel):
     zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
     slices: int = Field(1, description="Multi-host only: number of slices, one node pool each.")
     capacity: Capacity = Field("on-demand", description="on-demand, spot, reservation or flex-start.")
-    reservation: Optional[str] = Field(
+    reservation: str | None = Field(
         None, description="With capacity reservation: reservation name (or projects/<p>/reservations/<name>)."
     )
-    autoscaling: Optional[AutoscalingConfig] = Field(
+    autoscaling: AutoscalingConfig | None = Field(
         None, description="Single-host: {minNodes, maxNodes}. Multi-host: only 0 or the whole slice."
     )
-    machine_type: Optional[str] = Field(
+    machine_type: str | None = Field(
         None, description="Only to choose among the machine types the catalog allows for the topology."
     )
+
+
+class ChartAddonConfig(CamelModel):
+    """A Helm chart the stack installs (pinned in stacks/versions.py)."""
+
+    enabled: bool = Field(True, description="Install it.")
+    version: str | None = Field(None, description="Chart version from the supported list; default: the matrix's.")
+    values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
+
+
+class OptionalChartAddonConfig(ChartAddonConfig):
+    enabled: bool = Field(False, description="Install it (off by default).")
+
+
+class PathwaysJobAddonConfig(CamelModel):
+    enabled: bool = Field(False, description="Install the PathwaysJob controller (batch Pathways jobs).")
+    version: str | None = Field(None, description="Controller version from the supported list.")
+
+
+class AddonsConfig(CamelModel):
+    lws: ChartAddonConfig = Field(default_factory=ChartAddonConfig, description="LeaderWorkerSet (Pathways serving).")
+    jobset: ChartAddonConfig = Field(default_factory=ChartAddonConfig, description="JobSet (Saxml model servers).")
+    kueue: OptionalChartAddonConfig = Field(default_factory=OptionalChartAddonConfig, description="Kueue.")
+    pathways_job: PathwaysJobAddonConfig = Field(default_factory=PathwaysJobAddonConfig)
+
+
+Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
+
+
+class MonitoringConfig(CamelModel):
+    adapter: Adapter = Field(
+        "custom-metrics-stackdriver",
+        description="The one metrics adapter serving custom/external metrics to HPAs, or none.",
+    )
+    dashboard: bool = Field(True, description="Create a Cloud Monitoring dashboard for the serving stack.")
+    tpu_metrics: bool = Field(True, description="Scrape the TPU device plugin (HBM, duty cycle) when TPU pools exist.")
+    scrape_interval: str = Field("15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval, e.g. 15s.")

@@ -11,7 +11,10 @@ def gke_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": context, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate}}
+            {
+                "name": context,
+                "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
+            }
         ],
         "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
         "current-context": context,

@@ -20,6 +20,9 @@ RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
+# Node label of the CPU system pool; controllers and adapters select it so they never land on TPU nodes.
+SYSTEM_POOL_SELECTOR = {"tpu-serving/role": "system"}
+
 # Objects below this prefix in the stack bucket are Pathways scratch data; the bucket expires them.
 PATHWAYS_SCRATCH_PREFIX = "pathways/"
 

@@ -17,9 +17,10 @@ import logging
 import os
 import runpy
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
@@ -44,6 +45,7 @@ class Registration:
     ignore_changes: list[str]
     delete_before_replace: bool
     additional_secret_outputs: list[str]
+    remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
 
     @property
     def provider_urn(self) -> str:
@@ -62,7 +64,7 @@ class Recording:
     def of_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
 
-    def one(self, type_: str, name: Optional[str] = None) -> Registration:
+    def one(self, type_: str, name: str | None = None) -> Registration:
         found = [r for r in self.of_type(type_) if name is None or r.name == name]
         if len(found) != 1:
             raise AssertionError(f"expected one {type_} {name or ''}, found {[r.name for r in found]}")
@@ -125,35 +127,36 @@ def _monitor(mocks, recording: Recording):
     from pulumi.runtime import rpc
     from pulumi.runtime.mocks import MockMonitor
 
+    lock = threading.Lock()  # the runtime registers resources from several executor threads
+
     class RecordingMonitor(MockMonitor):
         def RegisterResource(self, request):
             response = super().RegisterResource(request)
             if request.type == "pulumi:pulumi:Stack":
                 return response
             urn = response.urn
-            if any(r.urn == urn for r in recording.resources):
-                recording.duplicate_urns.append(urn)
-            inputs = pulumi.runtime.sync_await._sync_await(
-                _deserialize(rpc, request.object)
+            inputs = pulumi.runtime.sync_await._sync_await(_deserialize(rpc, request.object))
+            registration = Registration(
+                type=request.type,
+                name=request.name,
+                urn=urn,
+                custom=bool(request.custom),
+                inputs=inputs,
+                parent=request.parent,
+                provider=request.provider,
+                dependencies=list(request.dependencies),
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
+                deleted_with=request.deletedWith,
+                ignore_changes=list(request.ignoreChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                additional_secret_outputs=list(request.additionalSecretOutputs),
+                remote=bool(request.remote),
             )
-            recording.resources.append(
-                Registration(
-                    type=request.type,
-                    name=request.name,
-                    urn=urn,
-                    custom=bool(request.custom),
-                    inputs=inputs,
-                    parent=request.parent,
-                    provider=request.provider,
-                    dependencies=list(request.dependencies),
-                    protect=bool(request.protect),
-                    retain_on_delete=bool(request.retainOnDelete),
-                    deleted_with=request.deletedWith,
-                    ignore_changes=list(request.ignoreChanges),
-                    delete_before_replace=bool(request.deleteBeforeReplace),
-                    additional_secret_outputs=list(request.additionalSecretOutputs),
-                )
-            )
+            with lock:
+                if any(r.urn == urn for r in recording.resources):
+                    recording.duplicate_urns.append(urn)
+                recording.resources.append(registration)
             return response
 
     return RecordingMonitor(mocks)
@@ -194,8 +197,8 @@ def run_program(
     *,
     stack: str = "dev",
     preview: bool = False,
-    program: Optional[Path] = None,
-    recording: Optional[Recording] = None,
+    program: Path | None = None,
+    recording: Recording | None = None,
 ) -> Recording:
     """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
 
@@ -250,7 +253,7 @@ def _collect_outputs(recording: Recording) -> None:
             recording.secret_outputs.add(key)
 
 
-def run_stack_file(path: Path, *, preview: bool = False, stack: Optional[str] = None) -> Recording:
+def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = None) -> Recording:
     """Run the program with the config of a stack file (`Pulumi.<stack>.yaml` or an example)."""
     name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     return run_program(load_stack_file(path), stack=name, preview=preview)

@@ -16,7 +16,10 @@ def test_bucket_safe_defaults(run):
     assert inputs["versioning"] == {"enabled": True}
     rules = inputs["lifecycleRules"]
     assert {"action": {"type": "Delete"}, "condition": {"matchesPrefixes": ["pathways/"], "age": 7}} in rules
-    assert {"action": {"type": "Delete"}, "condition": {"withState": "ARCHIVED", "daysSinceNoncurrentTime": 30}} in rules
+    assert {
+        "action": {"type": "Delete"},
+        "condition": {"withState": "ARCHIVED", "daysSinceNoncurrentTime": 30},
+    } in rules
     assert inputs["labels"]["app"] == "tpu-serving"
     assert rec.outputs["bucketName"] == "tpu-test-project-tpu-serving-dev"
     assert rec.outputs["bucketUrl"] == "gs://tpu-test-project-tpu-serving-dev"

@@ -60,7 +60,8 @@ def test_unknown_generation_and_topology_name_the_allowed_values():
 
 
 @pytest.mark.parametrize(
-    "tpu,topology,expected", [("v6e", "4x4", "tpuv6e:4x4"), ("v5e", "4x8", "tpuv5e:4x8"), ("v5p", "2x2x2", "tpuv5:2x2x2")]
+    "tpu,topology,expected",
+    [("v6e", "4x4", "tpuv6e:4x4"), ("v5e", "4x8", "tpuv5e:4x8"), ("v5p", "2x2x2", "tpuv5:2x2x2")],
 )
 def test_pathways_instance_type(tpu, topology, expected):
     assert slice_shape(tpu, topology).pathways_instance_type == expected
@@ -93,7 +94,14 @@ def test_175b_on_v5e_needs_22_chips_and_a_4x8():
 
 @pytest.mark.parametrize(
     "params,bits,tpu,topology",
-    [(7, 16, "v5e", "1x1"), (8, 16, "v5e", "1x1"), (9, 16, "v5e", "2x2"), (70, 16, "v6e", "2x4"), (405, 8, "v6e", "4x4"), (405, 16, "v6e", "4x8")],
+    [
+        (7, 16, "v5e", "1x1"),
+        (8, 16, "v5e", "1x1"),
+        (9, 16, "v5e", "2x2"),
+        (70, 16, "v6e", "2x4"),
+        (405, 8, "v6e", "4x4"),
+        (405, 16, "v6e", "4x8"),
+    ],
 )
 def test_smallest_fitting_topology(params, bits, tpu, topology):
     assert catalog.smallest_fitting_shape(params, bits, tpu).topology == topology

@@ -33,7 +33,10 @@ def test_master_authorized_networks_and_public_nodes(run):
         make_config(
             tpu_serving__cluster={
                 "privateNodes": False,
-                "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}, {"cidrBlock": "198.51.100.7/32"}],
+                "masterAuthorizedNetworks": [
+                    {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+                    {"cidrBlock": "198.51.100.7/32"},
+                ],
             }
         )
     )
@@ -49,14 +52,19 @@ def test_master_authorized_networks_and_public_nodes(run):
 
 
 def test_system_pool_is_cpu_autoscaled_and_secured(run):
-    rec = run(make_config(tpu_serving__cluster={"systemPool": {"machineType": "e2-standard-8", "minNodes": 2, "maxNodes": 5}}))
+    rec = run(
+        make_config(tpu_serving__cluster={"systemPool": {"machineType": "e2-standard-8", "minNodes": 2, "maxNodes": 5}})
+    )
     system = rec.one(NODE_POOL, "cluster-system")
     inputs = system.inputs
     assert inputs["autoscaling"] == {"minNodeCount": 2, "maxNodeCount": 5}
     assert inputs["nodeConfig"]["machineType"] == "e2-standard-8"
     assert inputs["nodeConfig"]["labels"] == {"tpu-serving/role": "system"}
     assert inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
-    assert inputs["nodeConfig"]["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    assert inputs["nodeConfig"]["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableIntegrityMonitoring": True,
+    }
     assert "guestAccelerators" not in inputs["nodeConfig"]
     assert system.ignore_changes == ["initialNodeCount"]
 
@@ -97,7 +105,13 @@ def test_existing_network_creates_nothing(run):
     rec = run(
         make_config(
             tpu_serving__cluster={
-                "network": {"create": False, "network": "shared-vpc", "subnetwork": "gke", "podsRangeName": "p", "servicesRangeName": "s"}
+                "network": {
+                    "create": False,
+                    "network": "shared-vpc",
+                    "subnetwork": "gke",
+                    "podsRangeName": "p",
+                    "servicesRangeName": "s",
+                }
             }
         )
     )

@@ -17,7 +17,9 @@ CASES = {
     ),
     "machine type does not fit topology": (
         make_config(tpu_serving__tpuPools=[pool(topology="4x4", machineType="ct6e-standard-8t")]),
-        ["tpu-serving:tpuPools[0].machineType: machine type 'ct6e-standard-8t' does not fit v6e 4x4; allowed: ct6e-standard-4t"],
+        [
+            "tpu-serving:tpuPools[0].machineType: machine type 'ct6e-standard-8t' does not fit v6e 4x4; allowed: ct6e-standard-4t"
+        ],
     ),
     "zone outside region": (
         make_config(tpu_serving__tpuPools=[pool(zone="us-central1-a")]),
@@ -49,8 +51,10 @@ CASES = {
     ),
     "partial autoscaling of a multi-host slice": (
         make_config(tpu_serving__tpuPools=[pool(autoscaling={"minNodes": 1, "maxNodes": 4})]),
-        ["tpu-serving:tpuPools[0].autoscaling: {minNodes: 1, maxNodes: 4} is not allowed on a multi-host 4x4 slice: "
-         "slices are atomic, so minNodes is 0 or 4 and maxNodes is 4"],
+        [
+            "tpu-serving:tpuPools[0].autoscaling: {minNodes: 1, maxNodes: 4} is not allowed on a multi-host 4x4 slice: "
+            "slices are atomic, so minNodes is 0 or 4 and maxNodes is 4"
+        ],
     ),
     "autoscaling beyond the slice": (
         make_config(tpu_serving__tpuPools=[pool(autoscaling={"minNodes": 0, "maxNodes": 8})]),
@@ -88,12 +92,16 @@ CASES = {
     ),
     "existing network without names": (
         make_config(tpu_serving__cluster={"network": {"create": False}}),
-        ["tpu-serving:cluster.network.network: required when network.create is false",
-         "tpu-serving:cluster.network.subnetwork: required when network.create is false"],
+        [
+            "tpu-serving:cluster.network.network: required when network.create is false",
+            "tpu-serving:cluster.network.subnetwork: required when network.create is false",
+        ],
     ),
     "cluster location in another region": (
         make_config(tpu_serving__cluster={"location": "europe-west4-a"}),
-        ["tpu-serving:cluster.location: 'europe-west4-a' must be gcp:region ('us-east5', a regional cluster) or a zone in it"],
+        [
+            "tpu-serving:cluster.location: 'europe-west4-a' must be gcp:region ('us-east5', a regional cluster) or a zone in it"
+        ],
     ),
     "invalid cluster name": (
         make_config(tpu_serving__cluster={"name": "My Cluster"}),
@@ -113,11 +121,15 @@ CASES = {
     ),
     "bad capacity value": (
         make_config(tpu_serving__tpuPools=[pool(capacity="preemptible")]),
-        ["tpu-serving:tpuPools[0].capacity: Input should be 'on-demand', 'spot', 'reservation' or 'flex-start' (got 'preemptible')"],
+        [
+            "tpu-serving:tpuPools[0].capacity: Input should be 'on-demand', 'spot', 'reservation' or 'flex-start' (got 'preemptible')"
+        ],
     ),
     "bad release channel": (
         make_config(tpu_serving__cluster={"releaseChannel": "regular"}),
-        ["tpu-serving:cluster.releaseChannel: Input should be 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED' (got 'regular')"],
+        [
+            "tpu-serving:cluster.releaseChannel: Input should be 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED' (got 'regular')"
+        ],
     ),
     "pools not a list": (
         make_config(tpu_serving__tpuPools={"name": "x"}),
@@ -129,14 +141,20 @@ CASES = {
     ),
     "min master version below what the TPU needs": (
         make_config(tpu_serving__cluster={"minMasterVersion": "1.30.5-gke.1000"}),
-        ["tpu-serving:cluster.minMasterVersion: '1.30.5-gke.1000' is below 1.31.2-gke.1115000, the minimum GKE version for v6e"],
+        [
+            "tpu-serving:cluster.minMasterVersion: '1.30.5-gke.1000' is below 1.31.2-gke.1115000, the minimum GKE version for v6e"
+        ],
     ),
     "system pool min above max": (
         make_config(tpu_serving__cluster={"systemPool": {"minNodes": 4, "maxNodes": 2}}),
         ["tpu-serving:cluster.systemPool.minNodes: 4 is above maxNodes 2"],
     ),
     "flex-start starting above zero": (
-        make_config(tpu_serving__tpuPools=[pool(topology="2x4", capacity="flex-start", autoscaling={"minNodes": 1, "maxNodes": 2})]),
+        make_config(
+            tpu_serving__tpuPools=[
+                pool(topology="2x4", capacity="flex-start", autoscaling={"minNodes": 1, "maxNodes": 2})
+            ]
+        ),
         ["tpu-serving:tpuPools[0].autoscaling.minNodes: 1 with flex-start: flex-start pools start at 0"],
     ),
     "invalid label": (
@@ -199,10 +217,6 @@ def test_duplicate_resource_names_are_detected(tmp_path):
     from stacks.offline import run_program
 
     program = tmp_path / "dup.py"
-    program.write_text(
-        "import pulumi_gcp as gcp\n"
-        "for _ in range(2):\n"
-        "    gcp.storage.Bucket('same', location='US')\n"
-    )
+    program.write_text("import pulumi_gcp as gcp\nfor _ in range(2):\n    gcp.storage.Bucket('same', location='US')\n")
     rec = run_program(make_config(), program=program)
     assert len(rec.duplicate_urns) == 1

@@ -11,7 +11,9 @@ MODES = {"up": False, "preview": True}
 COMPONENT_PREFIX = "tpu-serving:"
 
 
-@pytest.fixture(scope="module", params=[(f, m) for f in STACK_FILES for m in MODES], ids=lambda p: f"{p[0].stem}-{p[1]}")
+@pytest.fixture(
+    scope="module", params=[(f, m) for f in STACK_FILES for m in MODES], ids=lambda p: f"{p[0].stem}-{p[1]}"
+)
 def recording(request) -> Recording:
     path, mode = request.param
     return run_stack_file(path, preview=MODES[mode])
@@ -41,7 +43,9 @@ def test_every_resource_has_a_component_parent(recording):
 def test_every_kubernetes_resource_has_an_explicit_provider(recording):
     for r in recording.resources:
         if r.custom and r.type.startswith("kubernetes:"):
-            assert r.provider.startswith(next(p.urn for p in recording.resources if p.type == "pulumi:providers:kubernetes"))
+            assert r.provider.startswith(
+                next(p.urn for p in recording.resources if p.type == "pulumi:providers:kubernetes")
+            )
 
 
 def test_iam_is_member_level_only(recording):
@@ -55,8 +59,17 @@ def test_kubeconfig_is_secret(recording):
 
 def test_outputs(recording):
     out = recording.outputs
-    for key in ("clusterName", "clusterLocation", "clusterEndpoint", "kubeconfig", "getCredentialsCommand",
-                "bucketName", "bucketUrl", "tpuPools", "nodeServiceAccount"):
+    for key in (
+        "clusterName",
+        "clusterLocation",
+        "clusterEndpoint",
+        "kubeconfig",
+        "getCredentialsCommand",
+        "bucketName",
+        "bucketUrl",
+        "tpuPools",
+        "nodeServiceAccount",
+    ):
         assert key in out
     assert out["getCredentialsCommand"].startswith(f"gcloud container clusters get-credentials {out['clusterName']} ")
     for summary in out["tpuPools"].values():

@@ -29,16 +29,30 @@ def test_multi_host_pool_is_one_node_pool_per_slice(run):
         assert pools[name].delete_before_replace
     summary = rec.outputs["tpuPools"]["sax"]
     assert summary == {
-        "tpu": "v5e", "topology": "4x8", "machineType": "ct5lp-hightpu-4t", "zone": "us-east5-b", "capacity": "on-demand",
-        "slices": 3, "hostsPerSlice": 8, "chipsPerHost": 4, "chipsPerSlice": 32, "totalChips": 96,
+        "tpu": "v5e",
+        "topology": "4x8",
+        "machineType": "ct5lp-hightpu-4t",
+        "zone": "us-east5-b",
+        "capacity": "on-demand",
+        "slices": 3,
+        "hostsPerSlice": 8,
+        "chipsPerHost": 4,
+        "chipsPerSlice": 32,
+        "totalChips": 96,
         "nodePools": ["sax-s0", "sax-s1", "sax-s2"],
     }
 
 
 @pytest.mark.parametrize(
     "tpu,topology,machine_type,hosts",
-    [("v6e", "2x4", "ct6e-standard-4t", 2), ("v6e", "4x4", None, 4), ("v6e", "4x8", None, 8), ("v5e", "4x8", None, 8),
-     ("v5p", "2x4x4", None, 8), ("v4", "2x2x4", None, 4)],
+    [
+        ("v6e", "2x4", "ct6e-standard-4t", 2),
+        ("v6e", "4x4", None, 4),
+        ("v6e", "4x8", None, 8),
+        ("v5e", "4x8", None, 8),
+        ("v5p", "2x4x4", None, 8),
+        ("v4", "2x2x4", None, 4),
+    ],
 )
 def test_topology_drives_node_count_and_machine_type(run, tpu, topology, machine_type, hosts):
     extra = {"machineType": machine_type} if machine_type else {}
@@ -99,6 +113,9 @@ def test_capacity_modes(run):
 
 def test_tpu_pools_never_get_system_labels_and_system_pool_has_no_tpu(run):
     rec = run(make_config())
-    for name, node_pool in tpu_pools(rec).items():
+    for node_pool in tpu_pools(rec).values():
         assert "tpu-serving/role" not in node_pool.inputs["nodeConfig"]["labels"]
-        assert node_pool.inputs["nodeConfig"]["resourceLabels"]["tpu-pool"] == node_pool.inputs["nodeConfig"]["labels"]["tpu-serving/pool"]
+        assert (
+            node_pool.inputs["nodeConfig"]["resourceLabels"]["tpu-pool"]
+            == node_pool.inputs["nodeConfig"]["labels"]["tpu-serving/pool"]
+        )

@@ -50,6 +50,12 @@ def test_bucket_roles_are_bucket_scoped_members(rec):
 def test_broader_bucket_roles_are_refused():
     with pytest.raises(ValueError, match="not allowed; allowed: roles/storage.objectUser, roles/storage.objectViewer"):
         WorkloadIdentity(
-            "x", namespace="n", service_account_name="s", project="p", stack="dev", bucket="b",
-            bucket_roles=["roles/storage.admin"], provider=None,
+            "x",
+            namespace="n",
+            service_account_name="s",
+            project="p",
+            stack="dev",
+            bucket="b",
+            bucket_roles=["roles/storage.admin"],
+            provider=None,
         )

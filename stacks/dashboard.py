@@ -1,0 +1,81 @@
+"""The Cloud Monitoring dashboard of the serving stack: JetStream load, TPU HBM and duty cycle, replicas.
+
+PromQL over Managed Prometheus data, every query filtered to this cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "xyChart": {
+            "chartOptions": {"mode": "COLOR"},
+            "dataSets": [
+                {
+                    "plotType": "LINE",
+                    "targetAxis": "Y1",
+                    "timeSeriesQuery": {"prometheusQuery": query, "unitOverride": ""},
+                }
+            ],
+            "yAxis": {"label": y_label, "scale": "LINEAR"},
+        },
+    }
+
+
+def panels(cluster: str) -> list[tuple[str, str, str]]:
+    """(title, PromQL, y-axis label) of every tile."""
+    c = f'cluster="{cluster}"'
+    return [
+        ("JetStream prefill backlog", f"sum by (namespace, pod) (jetstream_prefill_backlog_size{{{c}}})", "requests"),
+        ("JetStream slots used", f"avg by (namespace, pod) (jetstream_slots_used_percentage{{{c}}})", "%"),
+        ("JetStream generate backlog", f"sum by (namespace, pod) (jetstream_generate_backlog_size{{{c}}})", "requests"),
+        (
+            "JetStream transfer backlog (disaggregated)",
+            f"sum by (namespace, pod) (jetstream_transfer_backlog_size{{{c}}})",
+            "requests",
+        ),
+        (
+            "TPU HBM used",
+            f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}}) * 100",
+            "%",
+        ),
+        ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "%"),
+        (
+            "Serving replicas (Deployments)",
+            f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{c}}})",
+            "replicas",
+        ),
+        (
+            "HPA desired replicas",
+            f"sum by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas{{{c}}})",
+            "replicas",
+        ),
+    ]
+
+
+def dashboard(cluster: str, display_name: str) -> dict[str, Any]:
+    tiles = []
+    for i, (title, query, label) in enumerate(panels(cluster)):
+        tiles.append(
+            {
+                "xPos": (i % 2) * 24,
+                "yPos": (i // 2) * 16,
+                "width": 24,
+                "height": 16,
+                "widget": _tile(title, query, label),
+            }
+        )
+    return {"displayName": display_name, "mosaicLayout": {"columns": 48, "tiles": tiles}}
+
+
+def dashboard_json(cluster: str, display_name: str) -> str:
+    return json.dumps(dashboard(cluster, display_name), sort_keys=True)
+
+
+def dashboard_url(dashboard_id: str, project: str) -> str:
+    """Console URL from the resource id `projects/<number>/dashboards/<id>`."""
+    return f"https://console.cloud.google.com/monitoring/dashboards/builder/{dashboard_id.split('/')[-1]}?project={project}"
