@@ -46,6 +46,8 @@ class Cluster(pulumi.ComponentResource):
     provider: k8s.Provider
     """The Kubernetes provider for this cluster; pass it to every Kubernetes resource."""
     gke: gcp.container.Cluster
+    system_pool: gcp.container.NodePool
+    """Controllers and adapters run here; depend on it so their rollouts do not wait on an empty cluster."""
 
     def __init__(
         self,
@@ -140,7 +142,7 @@ class Cluster(pulumi.ComponentResource):
         )
 
         system = config.system_pool
-        gcp.container.NodePool(
+        self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             gcp.container.NodePoolArgs(
                 name="system",

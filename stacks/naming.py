@@ -90,3 +90,11 @@ def workload_pool(gcp_project: str) -> str:
 
 def workload_identity_member(gcp_project: str, namespace: str, ksa: str) -> str:
     return f"serviceAccount:{workload_pool(gcp_project)}[{namespace}/{ksa}]"
+
+
+def workload_identity_principal(project_number: str, gcp_project: str, namespace: str, ksa: str) -> str:
+    """A direct Workload Identity principal for one KSA: IAM without a Google service account in between."""
+    return (
+        f"principal://iam.googleapis.com/projects/{project_number}/locations/global/workloadIdentityPools/"
+        f"{workload_pool(gcp_project)}/subject/ns/{namespace}/sa/{ksa}"
+    )

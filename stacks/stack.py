@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import pulumi
 
+from components.addons import Addons
 from components.bucket import Bucket
 from components.cluster import Cluster
+from components.monitoring import Monitoring
 from components.network import Network
 from components.tpu_pool import TpuSlicePool
 from stacks.config import StackConfig
@@ -23,6 +25,8 @@ class Platform:
     cluster: Cluster
     pools: dict[str, TpuSlicePool]
     bucket: Bucket
+    addons: Addons
+    monitoring: Monitoring
 
 
 def pool_summary(cfg: StackConfig) -> dict[str, dict]:
@@ -42,6 +46,17 @@ def pool_summary(cfg: StackConfig) -> dict[str, dict]:
         }
         for plan in cfg.pools
     }
+
+
+def addon_summary(cfg: StackConfig) -> dict[str, dict]:
+    out = {}
+    for key in ("lws", "jobset", "kueue"):
+        if getattr(cfg.addons, key).enabled:
+            chart = cfg.chart(key)
+            out[key] = {"chart": chart.chart, "version": chart.version, "namespace": chart.namespace}
+    if cfg.addons.pathways_job.enabled:
+        out["pathwaysJob"] = {"manifest": cfg.pathways_job.url, "version": cfg.pathways_job.version}
+    return out
 
 
 def build_platform(cfg: StackConfig) -> Platform:
@@ -85,7 +100,17 @@ def build_platform(cfg: StackConfig) -> Platform:
         force_destroy=cfg.bucket_force_destroy,
         labels=cfg.labels,
     )
-    return Platform(config=cfg, network=network, cluster=cluster, pools=pools, bucket=bucket)
+    addons = Addons("addons", config=cfg, provider=cluster.provider, depends_on=[cluster.system_pool])
+    monitoring = Monitoring(
+        "monitoring",
+        config=cfg,
+        provider=cluster.provider,
+        system_pool=cluster.system_pool,
+        hpa_namespaces=(),
+    )
+    return Platform(
+        config=cfg, network=network, cluster=cluster, pools=pools, bucket=bucket, addons=addons, monitoring=monitoring
+    )
 
 
 def build_stack(cfg: StackConfig) -> Platform:
@@ -103,4 +128,8 @@ def build_stack(cfg: StackConfig) -> Platform:
     pulumi.export("bucketName", platform.bucket.name)
     pulumi.export("bucketUrl", platform.bucket.url)
     pulumi.export("tpuPools", pool_summary(cfg))
+    pulumi.export("addons", addon_summary(cfg))
+    pulumi.export("metricsAdapter", cfg.monitoring.adapter)
+    if platform.monitoring.dashboard_url is not None:
+        pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
     return platform

@@ -77,7 +77,11 @@ def test_every_pool_uses_the_dedicated_node_service_account(run):
     for node_pool in rec.of_type(NODE_POOL):
         assert node_pool.inputs["nodeConfig"]["serviceAccount"] == email
         assert node_pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
-    roles = {m.inputs["role"]: m.inputs["member"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")}
+    roles = {
+        m.inputs["role"]: m.inputs["member"]
+        for m in rec.of_type("gcp:projects/iAMMember:IAMMember")
+        if m.name.startswith("cluster-nodes-")
+    }
     assert roles == {
         "roles/container.defaultNodeServiceAccount": f"serviceAccount:{email}",
         "roles/artifactregistry.reader": f"serviceAccount:{email}",

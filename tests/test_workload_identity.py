@@ -19,13 +19,13 @@ def test_gsa_and_ksa(rec):
     account_id = gsa.inputs["accountId"]
     assert len(account_id) <= 30 and account_id.startswith("dev-jetstream-")
     email = f"{account_id}@tpu-test-project.iam.gserviceaccount.com"
-    ksa = rec.one("kubernetes:core/v1:ServiceAccount")
+    ksa = rec.one("kubernetes:core/v1:ServiceAccount", "jetstream-ksa")
     assert ksa.inputs["metadata"]["name"] == "jetstream"
     assert ksa.inputs["metadata"]["namespace"] == "serving"
     assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
     provider = rec.one("pulumi:providers:kubernetes")
     assert ksa.provider.startswith(provider.urn)
-    namespace = rec.one("kubernetes:core/v1:Namespace")
+    namespace = rec.one("kubernetes:core/v1:Namespace", "serving-ns")
     assert namespace.urn in ksa.dependencies
 
 

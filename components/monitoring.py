@@ -1,0 +1,329 @@
+"""Monitoring: TPU metrics scraping, the one metrics adapter for HPAs, and the serving dashboard.
+
+Managed Prometheus (enabled on the cluster) scrapes what PodMonitoring objects select. Exactly one adapter
+serves the custom/external metrics APIs, because both candidates register the same APIServices:
+- custom-metrics-stackdriver: the upstream adapter_new_resource_model.yaml objects as typed resources;
+- prometheus-adapter: the Helm chart, querying a GMP frontend that reads Cloud Monitoring.
+Both read Cloud Monitoring with project-level `roles/monitoring.viewer` granted to their Kubernetes
+ServiceAccount directly through Workload Identity (member-level, no Google service account).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.addons import release_args
+from stacks import addon_values, dashboard, metrics, naming
+from stacks.config import StackConfig
+from stacks.versions import IMAGES
+
+ADAPTER_NAMESPACE = "custom-metrics"
+STACKDRIVER_ADAPTER = "custom-metrics-stackdriver-adapter"
+GMP_FRONTEND = "gmp-frontend"
+GMP_FRONTEND_SERVICE = "prometheus"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+
+
+def create_pod_monitoring(
+    resource_name: str,
+    manifest: dict[str, Any],
+    *,
+    provider: k8s.Provider,
+    parent: pulumi.Resource,
+    depends_on: Sequence[pulumi.Resource] = (),
+) -> k8s.apiextensions.CustomResource:
+    """Register a PodMonitoring built with `stacks.metrics.pod_monitoring` (for workloads and add-ons alike)."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
+    )
+
+
+def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
+    return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels={**MANAGED_BY, **(labels or {})})
+
+
+def _subject(name: str, namespace: str) -> k8s.rbac.v1.SubjectArgs:
+    return k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=name, namespace=namespace)
+
+
+class Monitoring(pulumi.ComponentResource):
+    dashboard_url: pulumi.Output[str] | None
+    adapter: str
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        config: StackConfig,
+        provider: k8s.Provider,
+        system_pool: pulumi.Resource,
+        hpa_namespaces: Sequence[str] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("tpu-serving:monitoring:Monitoring", name, None, opts)
+        self._name = name
+        self._config = config
+        self._provider = provider
+        self._system_pool = system_pool
+        monitoring = config.monitoring
+        self.adapter = monitoring.adapter
+
+        if monitoring.tpu_metrics and config.pools:
+            create_pod_monitoring(
+                f"{name}-tpu-device-plugin",
+                metrics.tpu_device_plugin_monitoring(monitoring.scrape_interval),
+                provider=provider,
+                parent=self,
+            )
+
+        if monitoring.adapter != "none":
+            self._namespace = k8s.core.v1.Namespace(
+                f"{name}-adapter-ns", metadata=_meta(ADAPTER_NAMESPACE), opts=self._k8s()
+            )
+            project_number = gcp.organizations.get_project_output(project_id=config.gcp_project).number
+            if monitoring.adapter == "custom-metrics-stackdriver":
+                self._stackdriver_adapter(project_number)
+            else:
+                self._prometheus_adapter(project_number, hpa_namespaces)
+
+        self.dashboard_url = None
+        if monitoring.dashboard:
+            board = gcp.monitoring.Dashboard(
+                f"{name}-dashboard",
+                gcp.monitoring.DashboardArgs(
+                    project=config.gcp_project,
+                    dashboard_json=dashboard.dashboard_json(config.cluster_name, f"tpu-serving: {config.cluster_name}"),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.dashboard_url = board.id.apply(lambda i: dashboard.dashboard_url(i, config.gcp_project))
+        self.register_outputs({"adapter": self.adapter, "dashboardUrl": self.dashboard_url})
+
+    # ---- helpers --------------------------------------------------------------------------------------
+
+    def _k8s(self, *depends_on: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=list(depends_on))
+
+    def _monitoring_viewer(self, suffix: str, project_number: pulumi.Output[str], ksa: str) -> gcp.projects.IAMMember:
+        """Project-level roles/monitoring.viewer for one KSA, as a direct Workload Identity principal."""
+        project = self._config.gcp_project
+        return gcp.projects.IAMMember(
+            f"{self._name}-{suffix}-monitoring-viewer",
+            gcp.projects.IAMMemberArgs(
+                project=project,
+                role="roles/monitoring.viewer",
+                member=project_number.apply(
+                    lambda n: naming.workload_identity_principal(n, project, ADAPTER_NAMESPACE, ksa)
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    # ---- custom-metrics-stackdriver-adapter -----------------------------------------------------------
+
+    def _stackdriver_adapter(self, project_number: pulumi.Output[str]) -> None:
+        n, ns, sa = self._name, ADAPTER_NAMESPACE, STACKDRIVER_ADAPTER
+        labels = {"run": sa, "k8s-app": sa}
+        iam = self._monitoring_viewer("stackdriver-adapter", project_number, sa)
+        account = k8s.core.v1.ServiceAccount(f"{n}-adapter-sa", metadata=_meta(sa, ns), opts=self._k8s(self._namespace))
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{n}-adapter-auth-delegator",
+            metadata=_meta("custom-metrics:system:auth-delegator"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="system:auth-delegator"
+            ),
+            subjects=[_subject(sa, ns)],
+            opts=self._k8s(),
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{n}-adapter-auth-reader",
+            metadata=_meta("custom-metrics-auth-reader", "kube-system"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="Role", name="extension-apiserver-authentication-reader"
+            ),
+            subjects=[_subject(sa, ns)],
+            opts=self._k8s(),
+        )
+        reader = k8s.rbac.v1.ClusterRole(
+            f"{n}-adapter-resource-reader",
+            metadata=_meta("custom-metrics-resource-reader"),
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=[""], resources=["pods", "nodes", "nodes/stats"], verbs=["get", "list", "watch"]
+                )
+            ],
+            opts=self._k8s(),
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{n}-adapter-resource-reader-binding",
+            metadata=_meta("custom-metrics-resource-reader"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="custom-metrics-resource-reader"),
+            subjects=[_subject(sa, ns)],
+            opts=self._k8s(reader),
+        )
+        deployment = k8s.apps.v1.Deployment(
+            f"{n}-adapter",
+            metadata=_meta(sa, ns, labels),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=1,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, "kubernetes.io/cluster-service": "true"}),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        service_account_name=sa,
+                        # On the CPU system pool, never on TPU nodes (upstream tolerates TPU/GPU taints instead).
+                        node_selector=dict(naming.SYSTEM_POOL_SELECTOR),
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="pod-custom-metrics-stackdriver-adapter",
+                                image=IMAGES["customMetricsStackdriverAdapter"],
+                                image_pull_policy="IfNotPresent",
+                                command=["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    limits={"cpu": "250m", "memory": "200Mi"}, requests={"cpu": "250m", "memory": "200Mi"}
+                                ),
+                                readiness_probe=k8s.core.v1.ProbeArgs(
+                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/healthz", port=443, scheme="HTTPS"),
+                                    initial_delay_seconds=40,
+                                    period_seconds=10,
+                                    timeout_seconds=5,
+                                ),
+                            )
+                        ],
+                    ),
+                ),
+            ),
+            opts=self._k8s(account, iam, self._system_pool),
+        )
+        service = k8s.core.v1.Service(
+            f"{n}-adapter-svc",
+            metadata=_meta(sa, ns, {**labels, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"}),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector=labels,
+                ports=[k8s.core.v1.ServicePortArgs(port=443, protocol="TCP", target_port=443)],
+            ),
+            opts=self._k8s(self._namespace),
+        )
+        for api_name, group, version, priority in (
+            ("v1beta1.custom.metrics.k8s.io", "custom.metrics.k8s.io", "v1beta1", 100),
+            ("v1beta2.custom.metrics.k8s.io", "custom.metrics.k8s.io", "v1beta2", 200),
+            ("v1beta1.external.metrics.k8s.io", "external.metrics.k8s.io", "v1beta1", 100),
+        ):
+            k8s.apiregistration.v1.APIService(
+                f"{n}-apiservice-{group.split('.')[0]}-{version}",
+                metadata=_meta(api_name),
+                spec=k8s.apiregistration.v1.APIServiceSpecArgs(
+                    group=group,
+                    version=version,
+                    group_priority_minimum=100,
+                    version_priority=priority,
+                    # as upstream: the adapter serves a self-signed certificate
+                    insecure_skip_tls_verify=True,
+                    service=k8s.apiregistration.v1.ServiceReferenceArgs(name=sa, namespace=ns),
+                ),
+                # Register the API only once something serves it, so discovery does not break meanwhile.
+                opts=self._k8s(service, deployment),
+            )
+        external_reader = k8s.rbac.v1.ClusterRole(
+            f"{n}-external-metrics-reader",
+            metadata=_meta("external-metrics-reader"),
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=["external.metrics.k8s.io"], resources=["*"], verbs=["list", "get", "watch"]
+                )
+            ],
+            opts=self._k8s(),
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{n}-external-metrics-reader-binding",
+            metadata=_meta("external-metrics-reader"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="external-metrics-reader"),
+            subjects=[_subject("horizontal-pod-autoscaler", "kube-system")],
+            opts=self._k8s(external_reader),
+        )
+
+    # ---- prometheus-adapter + GMP frontend ------------------------------------------------------------
+
+    def _prometheus_adapter(self, project_number: pulumi.Output[str], hpa_namespaces: Sequence[str]) -> None:
+        n, ns, config = self._name, ADAPTER_NAMESPACE, self._config
+        labels = {"app": GMP_FRONTEND}
+        iam = self._monitoring_viewer("gmp-frontend", project_number, GMP_FRONTEND)
+        account = k8s.core.v1.ServiceAccount(
+            f"{n}-gmp-frontend-sa", metadata=_meta(GMP_FRONTEND, ns), opts=self._k8s(self._namespace)
+        )
+        frontend = k8s.apps.v1.Deployment(
+            f"{n}-gmp-frontend",
+            metadata=_meta(GMP_FRONTEND, ns, labels),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=2,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        service_account_name=GMP_FRONTEND,
+                        automount_service_account_token=True,
+                        node_selector=dict(naming.SYSTEM_POOL_SELECTOR),
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="frontend",
+                                image=IMAGES["gmpFrontend"],
+                                args=["--web.listen-address=:9090", f"--query.project-id={config.gcp_project}"],
+                                ports=[k8s.core.v1.ContainerPortArgs(name="web", container_port=9090)],
+                                readiness_probe=k8s.core.v1.ProbeArgs(
+                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/-/ready", port="web")
+                                ),
+                                liveness_probe=k8s.core.v1.ProbeArgs(
+                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/-/healthy", port="web")
+                                ),
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    requests={"cpu": "100m", "memory": "128Mi"}, limits={"memory": "512Mi"}
+                                ),
+                                security_context=k8s.core.v1.SecurityContextArgs(
+                                    allow_privilege_escalation=False,
+                                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                                    privileged=False,
+                                    run_as_group=1000,
+                                    run_as_non_root=True,
+                                    run_as_user=1000,
+                                ),
+                            )
+                        ],
+                    ),
+                ),
+            ),
+            opts=self._k8s(account, iam, self._system_pool),
+        )
+        service = k8s.core.v1.Service(
+            f"{n}-gmp-frontend-svc",
+            metadata=_meta(GMP_FRONTEND_SERVICE, ns, labels),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                type="ClusterIP",
+                selector=labels,
+                ports=[k8s.core.v1.ServicePortArgs(name="web", port=9090, target_port="web")],
+            ),
+            opts=self._k8s(self._namespace),
+        )
+        chart = config.chart("prometheusAdapter")
+        values = addon_values.prometheus_adapter_values(
+            chart,
+            f"http://{GMP_FRONTEND_SERVICE}.{ns}.svc",
+            metrics.prometheus_adapter_rules(config.cluster_name, hpa_namespaces),
+            {},
+        )
+        # create_namespace off: the namespace above also holds the frontend and is managed here.
+        k8s.helm.v3.Release(
+            f"{n}-prometheus-adapter",
+            release_args(chart, values, create_namespace=False),
+            opts=self._k8s(self._namespace, service, frontend, self._system_pool),
+        )
