@@ -19,7 +19,9 @@ from stacks.config import StackConfig
 from stacks.versions import ChartVersion
 
 
-def release_args(chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True) -> k8s.helm.v3.ReleaseArgs:
+def release_args(
+    chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True
+) -> k8s.helm.v3.ReleaseArgs:
     return k8s.helm.v3.ReleaseArgs(
         name=chart.release_name,
         chart=chart.chart,

@@ -167,7 +167,9 @@ class Monitoring(pulumi.ComponentResource):
         k8s.rbac.v1.ClusterRoleBinding(
             f"{n}-adapter-resource-reader-binding",
             metadata=_meta("custom-metrics-resource-reader"),
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="custom-metrics-resource-reader"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="custom-metrics-resource-reader"
+            ),
             subjects=[_subject(sa, ns)],
             opts=self._k8s(reader),
         )
@@ -188,9 +190,14 @@ class Monitoring(pulumi.ComponentResource):
                                 name="pod-custom-metrics-stackdriver-adapter",
                                 image=IMAGES["customMetricsStackdriverAdapter"],
                                 image_pull_policy="IfNotPresent",
-                                command=["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
+                                command=[
+                                    "/adapter",
+                                    "--use-new-resource-model=true",
+                                    "--fallback-for-container-metrics=true",
+                                ],
                                 resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    limits={"cpu": "250m", "memory": "200Mi"}, requests={"cpu": "250m", "memory": "200Mi"}
+                                    limits={"cpu": "250m", "memory": "200Mi"},
+                                    requests={"cpu": "250m", "memory": "200Mi"},
                                 ),
                                 readiness_probe=k8s.core.v1.ProbeArgs(
                                     http_get=k8s.core.v1.HTTPGetActionArgs(path="/healthz", port=443, scheme="HTTPS"),
@@ -207,7 +214,9 @@ class Monitoring(pulumi.ComponentResource):
         )
         service = k8s.core.v1.Service(
             f"{n}-adapter-svc",
-            metadata=_meta(sa, ns, {**labels, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"}),
+            metadata=_meta(
+                sa, ns, {**labels, "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "Adapter"}
+            ),
             spec=k8s.core.v1.ServiceSpecArgs(
                 type="ClusterIP",
                 selector=labels,
@@ -248,7 +257,9 @@ class Monitoring(pulumi.ComponentResource):
         k8s.rbac.v1.ClusterRoleBinding(
             f"{n}-external-metrics-reader-binding",
             metadata=_meta("external-metrics-reader"),
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="external-metrics-reader"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="external-metrics-reader"
+            ),
             subjects=[_subject("horizontal-pod-autoscaler", "kube-system")],
             opts=self._k8s(external_reader),
         )

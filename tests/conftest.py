@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,11 @@ def run():
 @pytest.fixture(scope="session")
 def dev_recording() -> Recording:
     return run_program(load_stack_file(ROOT / "Pulumi.dev.yaml"), stack="dev")
+
+
+@functools.cache
+def recorded(path: Path, preview: bool) -> Recording:
+    """One run per stack file and mode for the whole session (tests only read recordings)."""
+    return run_program(
+        load_stack_file(path), stack=path.name.removeprefix("Pulumi.").removesuffix(".yaml"), preview=preview
+    )

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from stacks.offline import Recording, run_stack_file
-from tests.conftest import STACK_FILES
+from tests.conftest import STACK_FILES, recorded
 
 MODES = {"up": False, "preview": True}
 COMPONENT_PREFIX = "tpu-serving:"
@@ -16,7 +16,7 @@ COMPONENT_PREFIX = "tpu-serving:"
 )
 def recording(request) -> Recording:
     path, mode = request.param
-    return run_stack_file(path, preview=MODES[mode])
+    return recorded(path, MODES[mode])
 
 
 def test_examples_exist():

@@ -1,0 +1,46 @@
+"""The Kubernetes objects a recorded program would send: plain dicts, camelCase, numbers as integers.
+
+Values only known after apply become "(known after apply)"; secrets are unwrapped (these objects are for
+review and validation, never written anywhere a secret should not be).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.offline import UNKNOWN, Recording, Registration
+
+# Registrations of the kubernetes provider that are not single API objects.
+NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
+_UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc.UNKNOWN
+_SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
+            return plain(value.get("value"))
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == _UNKNOWN_SENTINEL:
+        return UNKNOWN
+    return value
+
+
+def is_object(reg: Registration) -> bool:
+    return reg.custom and reg.type.startswith("kubernetes:") and not reg.type.startswith(NOT_OBJECTS)
+
+
+def to_object(reg: Registration) -> dict[str, Any]:
+    obj = plain(reg.inputs)
+    # the provider's own bookkeeping input, not part of the object
+    obj.pop("__fieldManager", None)
+    return obj
+
+
+def kubernetes_objects(recording: Recording) -> list[dict[str, Any]]:
+    objects = [to_object(r) for r in recording.resources if is_object(r)]
+    return sorted(objects, key=lambda o: (o.get("metadata", {}).get("namespace", ""), o["kind"], o["metadata"]["name"]))

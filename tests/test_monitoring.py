@@ -1,0 +1,195 @@
+"""Monitoring: TPU PodMonitoring, exactly one metrics adapter with member-level IAM, and the dashboard."""
+
+import json
+
+import pulumi
+import pytest
+
+from stacks import dashboard, metrics
+from tests.conftest import make_config
+
+PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
+APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
+IAM = "gcp:projects/iAMMember:IAMMember"
+PRINCIPAL = (
+    "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+    "tpu-test-project.svc.id.goog/subject/ns/custom-metrics/sa/{}"
+)
+
+
+def adapter_iam(rec):
+    return [m.inputs for m in rec.of_type(IAM) if m.name.startswith("monitoring-")]
+
+
+def test_tpu_device_plugin_podmonitoring(run):
+    rec = run(make_config())
+    podmon = rec.one(PODMON, "monitoring-tpu-device-plugin").inputs
+    assert podmon["metadata"]["namespace"] == "kube-system"
+    assert podmon["spec"] == {
+        "selector": {"matchLabels": {"k8s-app": "tpu-device-plugin"}},
+        "endpoints": [{"port": 2112, "interval": "15s"}],
+    }
+    assert rec.one(PODMON).provider.startswith(rec.one("pulumi:providers:kubernetes").urn)
+
+
+def test_no_tpu_podmonitoring_without_tpu_pools(run):
+    assert not run(make_config(tpu_serving__tpuPools=[])).of_type(PODMON)
+    assert not run(make_config(tpu_serving__monitoring={"tpuMetrics": False})).of_type(PODMON)
+
+
+def test_stackdriver_adapter_objects_are_complete(run):
+    rec = run(make_config())
+    kinds = sorted(
+        (r.type.split(":")[-1], r.inputs["metadata"]["name"])
+        for r in rec.resources
+        if r.custom and r.type.startswith("kubernetes:") and r.name.startswith("monitoring-") and r.type != PODMON
+    )
+    assert kinds == sorted(
+        [
+            ("Namespace", "custom-metrics"),
+            ("ServiceAccount", "custom-metrics-stackdriver-adapter"),
+            ("ClusterRoleBinding", "custom-metrics:system:auth-delegator"),
+            ("RoleBinding", "custom-metrics-auth-reader"),
+            ("ClusterRole", "custom-metrics-resource-reader"),
+            ("ClusterRoleBinding", "custom-metrics-resource-reader"),
+            ("Deployment", "custom-metrics-stackdriver-adapter"),
+            ("Service", "custom-metrics-stackdriver-adapter"),
+            ("APIService", "v1beta1.custom.metrics.k8s.io"),
+            ("APIService", "v1beta2.custom.metrics.k8s.io"),
+            ("APIService", "v1beta1.external.metrics.k8s.io"),
+            ("ClusterRole", "external-metrics-reader"),
+            ("ClusterRoleBinding", "external-metrics-reader"),
+        ]
+    )
+    service = rec.one("kubernetes:core/v1:Service", "monitoring-adapter-svc")
+    deployment = rec.one("kubernetes:apps/v1:Deployment", "monitoring-adapter")
+    for api in rec.of_type(APISERVICE):
+        assert api.inputs["spec"]["service"] == {
+            "name": "custom-metrics-stackdriver-adapter",
+            "namespace": "custom-metrics",
+        }
+        assert service.urn in api.dependencies and deployment.urn in api.dependencies
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"tpu-serving/role": "system"}
+    assert pod["containers"][0]["image"] == "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0"
+    assert "tolerations" not in pod
+    assert service.inputs["spec"]["selector"] == deployment.inputs["spec"]["selector"]["matchLabels"]
+    # RBAC subjects point at the adapter's ServiceAccount
+    for binding in [
+        r for r in rec.resources if r.type.endswith("RoleBinding") and r.name.startswith("monitoring-adapter")
+    ]:
+        assert binding.inputs["subjects"] == [
+            {"kind": "ServiceAccount", "name": "custom-metrics-stackdriver-adapter", "namespace": "custom-metrics"}
+        ]
+
+
+def test_stackdriver_adapter_iam_is_project_monitoring_viewer_member_only(run):
+    rec = run(make_config())
+    assert adapter_iam(rec) == [
+        {
+            "project": "tpu-test-project",
+            "role": "roles/monitoring.viewer",
+            "member": PRINCIPAL.format("custom-metrics-stackdriver-adapter"),
+        }
+    ]
+
+
+def test_prometheus_adapter_with_gmp_frontend(run):
+    rec = run(make_config(tpu_serving__monitoring={"adapter": "prometheus-adapter"}))
+    assert not rec.of_type(APISERVICE), "prometheus-adapter's chart registers the APIServices itself"
+    release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter").inputs
+    assert release["chart"] == "oci://ghcr.io/prometheus-community/charts/prometheus-adapter"
+    assert release["version"] == "5.3.0" and release["namespace"] == "custom-metrics"
+    values = release["values"]
+    assert values["prometheus"] == {"url": "http://prometheus.custom-metrics.svc", "port": 9090}
+    assert values["nodeSelector"] == {"tpu-serving/role": "system"}
+    assert values["rules"]["default"] is False
+    for rule in values["rules"]["external"]:
+        assert 'cluster="tpu-serving-dev"' in rule["metricsQuery"]
+        assert 'namespace=~"' in rule["metricsQuery"]
+    names = [r["name"]["as"] for r in values["rules"]["external"]]
+    assert names == ["jetstream_prefill_backlog_size", "jetstream_slots_used_percentage", "memory_used_percentage"]
+    frontend = rec.one("kubernetes:apps/v1:Deployment", "monitoring-gmp-frontend").inputs["spec"]["template"]["spec"]
+    container = frontend["containers"][0]
+    assert "--query.project-id=tpu-test-project" in container["args"]
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["readinessProbe"]["httpGet"]["path"] == "/-/ready"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
+    assert frontend["serviceAccountName"] == "gmp-frontend"
+    svc = rec.one("kubernetes:core/v1:Service", "monitoring-gmp-frontend-svc").inputs
+    assert svc["metadata"]["name"] == "prometheus" and svc["spec"]["ports"][0]["port"] == 9090
+    assert adapter_iam(rec) == [
+        {"project": "tpu-test-project", "role": "roles/monitoring.viewer", "member": PRINCIPAL.format("gmp-frontend")}
+    ]
+    assert not rec.of_type("kubernetes:core/v1:ServiceAccount") or all(
+        r.inputs["metadata"]["name"] != "custom-metrics-stackdriver-adapter"
+        for r in rec.of_type("kubernetes:core/v1:ServiceAccount")
+    )
+
+
+def test_adapter_none_installs_no_adapter(run):
+    rec = run(make_config(tpu_serving__monitoring={"adapter": "none"}))
+    assert not rec.of_type(APISERVICE)
+    assert not adapter_iam(rec)
+    assert "monitoring-prometheus-adapter" not in {r.name for r in rec.resources}
+
+
+def test_unknown_adapter_is_an_error(run):
+    with pytest.raises(
+        pulumi.RunError,
+        match=r"tpu-serving:monitoring.adapter: Input should be 'custom-metrics-stackdriver', 'prometheus-adapter' or 'none' \(got 'keda'\)",
+    ):
+        run(make_config(tpu_serving__monitoring={"adapter": "keda"}))
+
+
+def test_adapter_rules_filter_by_cluster_and_namespaces():
+    rules = metrics.prometheus_adapter_rules("c1", ["b", "a"])
+    for rule in rules:
+        assert 'cluster="c1"' in rule["seriesQuery"] and 'cluster="c1"' in rule["metricsQuery"]
+    assert 'namespace=~"a|b"' in rules[0]["metricsQuery"]
+    assert 'exported_namespace=~"a|b"' in rules[-1]["metricsQuery"]
+    assert 'container="jetstream-http"' in rules[-1]["metricsQuery"]
+    # no workloads: the rules match nothing, never every namespace of every cluster
+    assert 'namespace=~""' in metrics.prometheus_adapter_rules("c1", [])[0]["metricsQuery"]
+
+
+def test_dashboard(run):
+    rec = run(make_config())
+    board = rec.one("gcp:monitoring/dashboard:Dashboard").inputs
+    body = json.loads(board["dashboardJson"])
+    titles = [t["widget"]["title"] for t in body["mosaicLayout"]["tiles"]]
+    for expected in (
+        "JetStream prefill backlog",
+        "JetStream slots used",
+        "TPU HBM used",
+        "TPU duty cycle",
+        "Serving replicas (Deployments)",
+    ):
+        assert expected in titles
+    for tile in body["mosaicLayout"]["tiles"]:
+        query = tile["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["prometheusQuery"]
+        assert 'cluster="tpu-serving-dev"' in query
+    assert rec.outputs["dashboardUrl"] == (
+        "https://console.cloud.google.com/monitoring/dashboards/builder/monitoring-dashboard-id?project=tpu-test-project"
+    )
+    assert not run(make_config(tpu_serving__monitoring={"dashboard": False})).of_type(
+        "gcp:monitoring/dashboard:Dashboard"
+    )
+
+
+def test_dashboard_url_from_resource_id():
+    assert dashboard.dashboard_url("projects/123/dashboards/abc-def", "p") == (
+        "https://console.cloud.google.com/monitoring/dashboards/builder/abc-def?project=p"
+    )
+
+
+def test_pod_monitoring_helper_builds_valid_objects():
+    obj = metrics.pod_monitoring(
+        "jetstream", "llama", {"app": "jetstream"}, "metrics", path="/", target_labels=["pod", "container", "node"]
+    )
+    assert obj["spec"] == {
+        "selector": {"matchLabels": {"app": "jetstream"}},
+        "endpoints": [{"port": "metrics", "interval": "15s", "path": "/"}],
+        "targetLabels": {"metadata": ["pod", "container", "node"]},
+    }

@@ -1,0 +1,57 @@
+"""Every Kubernetes object we ship is valid: built-ins with kubernetes-validate (strict), custom resources
+against the upstream CRDs in ../shared/reference/crds. And the validator itself rejects bad objects."""
+
+import pytest
+
+from stacks.k8s_objects import kubernetes_objects
+from stacks.schemas import crd_dir, validate_objects
+from tests.conftest import STACK_FILES, make_config, recorded
+
+needs_crds = pytest.mark.skipif(
+    crd_dir() is None, reason="no CRDs: ../shared/reference/crds missing and TPU_SERVING_CRDS unset"
+)
+
+
+@needs_crds
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+def test_every_shipped_object_is_valid(path, preview):
+    rec = recorded(path, preview)
+    objects = kubernetes_objects(rec)
+    report = validate_objects(objects, "1.34")
+    assert report.errors == []
+    assert report.unchecked == []
+    assert report.checked == len(objects) > 0
+
+
+@needs_crds
+@pytest.mark.parametrize("adapter", ["prometheus-adapter", "none"])
+def test_objects_valid_with_each_adapter(run, adapter):
+    objects = kubernetes_objects(run(make_config(tpu_serving__monitoring={"adapter": adapter})))
+    report = validate_objects(objects, "1.34")
+    assert report.ok and not report.unchecked, report.errors
+
+
+@needs_crds
+def test_bad_custom_resource_is_rejected():
+    bad = {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": "x", "namespace": "y"},
+        "spec": {"selector": {"match_labels": {"a": "b"}}, "endpoints": [{"port": 80}]},
+    }
+    errors = validate_objects([bad], "1.34").errors
+    assert any("match_labels" in e for e in errors)  # snake_case key: unknown field
+    assert any("'interval' is a required property" in e for e in errors)
+
+
+def test_bad_builtin_is_rejected():
+    bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": "http"}]}}
+    errors = validate_objects([bad], "1.34").errors
+    assert errors and "ports" in errors[0]
+
+
+def test_unknown_custom_kind_is_reported_not_passed(monkeypatch, tmp_path):
+    monkeypatch.setenv("TPU_SERVING_CRDS", str(tmp_path))
+    report = validate_objects([{"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}], "1.34")
+    assert report.checked == 0 and report.unchecked and report.errors == []
