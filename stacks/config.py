@@ -18,12 +18,20 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from stacks import catalog, naming, versions
-from stacks.config_model import AddonsConfig, BucketConfig, ClusterConfig, MonitoringConfig, TpuPoolConfig
+from stacks.config_model import (
+    WORKLOAD_TYPES,
+    AddonsConfig,
+    BucketConfig,
+    ClusterConfig,
+    MonitoringConfig,
+    TpuPoolConfig,
+)
 from stacks.profiles import PROFILES, Profile
+from stacks.workloads import jetstream_pathways
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
-KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring")
+KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring", "workloads")
 
 REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
@@ -96,7 +104,13 @@ class StackConfig:
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=AddonsConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    workloads: tuple[Any, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Namespaces the stack creates for its workloads (never the ones every cluster has)."""
+        return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
 
     def chart(self, name: str) -> versions.ChartVersion:
         """The pinned chart release of an add-on (lws, jobset, kueue, prometheusAdapter)."""
@@ -399,6 +413,81 @@ def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
             )
 
 
+# Workload type -> the add-on its custom resources need.
+WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset"}
+PREEXISTING_NAMESPACES = {"default"}
+FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
+WORKLOAD_NAME_MAX = 40
+
+
+def _parse_workloads(raw: Any, problems: list[Problem]) -> list[tuple[int, Any]]:
+    base = f"{NS}:workloads"
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of workloads (got {_fmt(raw)})"))
+        return []
+    parsed = []
+    for i, item in enumerate(raw):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind not in WORKLOAD_TYPES:
+            problems.append(
+                Problem(
+                    f"{base}[{i}].type", f"{_fmt(kind)} is not a workload type; allowed: {', '.join(WORKLOAD_TYPES)}"
+                )
+            )
+            continue
+        workload = _parse(f"{base}[{i}]", WORKLOAD_TYPES[kind], item, problems)
+        if workload is not None:
+            parsed.append((i, workload))
+    return parsed
+
+
+def _check_workloads(
+    workloads: list[tuple[int, Any]],
+    pools: dict[str, PoolPlan],
+    all_pool_names: set[str],
+    addons: AddonsConfig | None,
+    bucket_name: str | None,
+    scrape_interval: str,
+    problems: list[Problem],
+    warnings: list[str],
+) -> list[Any]:
+    plans = []
+    seen: dict[str, int] = {}
+    for i, workload in workloads:
+        path = f"{NS}:workloads[{i}]"
+        start = len(problems)
+        _check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
+        if workload.name in seen:
+            problems.append(
+                Problem(f"{path}.name", f"{workload.name!r} is already the name of workloads[{seen[workload.name]}]")
+            )
+        seen.setdefault(workload.name, i)
+        namespace = workload.namespace or workload.name
+        if namespace in FORBIDDEN_NAMESPACES:
+            problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
+        else:
+            _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
+        if workload.pool not in all_pool_names:
+            available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
+            problems.append(
+                Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
+            )
+        addon = WORKLOAD_ADDONS.get(workload.type)
+        if addon and addons is not None and not getattr(addons, addon).enabled:
+            problems.append(
+                Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
+            )
+        pool = pools.get(workload.pool)
+        raw_problems: list[tuple[str, str]] = []
+        jetstream_pathways.check(path, workload, pool, raw_problems, warnings)
+        problems.extend(Problem(p, m) for p, m in raw_problems)
+        if len(problems) == start and pool is not None and bucket_name:
+            plans.append(jetstream_pathways.PathwaysPlan(workload, pool, namespace, bucket_name, scrape_interval))
+    return plans
+
+
 def parse_stack_config(
     raw: dict[str, Any],
     *,
@@ -443,6 +532,7 @@ def parse_stack_config(
     monitoring = _parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     if addons is not None:
         _check_addons(addons, problems)
+    workload_configs = _parse_workloads(raw.get("workloads"), problems)
 
     cluster_name = cluster_location = None
     if cluster is not None:
@@ -485,6 +575,17 @@ def parse_stack_config(
                 plans.append(plan)
     if cluster is not None:
         _check_pool_versions(cluster.min_master_version, plans, problems)
+    warnings: list[str] = []
+    workload_plans = _check_workloads(
+        workload_configs,
+        {p.name: p for p in plans},
+        {p.name for p in pool_configs if p is not None},
+        addons,
+        bucket_name,
+        monitoring.scrape_interval if monitoring is not None else "15s",
+        problems,
+        warnings,
+    )
 
     if problems:
         raise ConfigError(stack, problems)
@@ -493,7 +594,7 @@ def parse_stack_config(
     assert addons is not None and monitoring is not None
     assert cluster_name and cluster_location and bucket_name
     profile = PROFILES[environment]
-    warnings = _warnings(environment, profile, cluster, bucket)
+    warnings = _warnings(environment, profile, cluster, bucket) + warnings
     labels = {
         "app": "tpu-serving",
         "stack": naming.label_value(stack),
@@ -517,6 +618,7 @@ def parse_stack_config(
         labels=labels,
         addons=addons,
         monitoring=monitoring,
+        workloads=tuple(workload_plans),
         warnings=tuple(warnings),
     )
 

@@ -135,3 +135,50 @@ class MonitoringConfig(CamelModel):
     dashboard: bool = Field(True, description="Create a Cloud Monitoring dashboard for the serving stack.")
     tpu_metrics: bool = Field(True, description="Scrape the TPU device plugin (HBM, duty cycle) when TPU pools exist.")
     scrape_interval: str = Field("15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval, e.g. 15s.")
+
+
+# ---- workloads ------------------------------------------------------------------------------------------
+
+
+class ServiceConfig(CamelModel):
+    port: int = Field(8000, ge=1, le=65535, description="Service port in front of the HTTP server.")
+    type: Literal["ClusterIP", "LoadBalancer"] = Field(
+        "ClusterIP", description="ClusterIP, or LoadBalancer (always an internal passthrough load balancer)."
+    )
+
+
+class PathwaysImages(CamelModel):
+    """Overrides of the pinned images (stacks/versions.py); leave unset to use the matrix."""
+
+    proxy: str | None = None
+    server: str | None = None
+    jetstream: str | None = None
+    http: str | None = None
+
+
+class JetStreamPathwaysWorkload(CamelModel):
+    """JetStream + MaxText on Pathways, one LeaderWorkerSet group per replica, each on its own slice(s)."""
+
+    type: Literal["jetstream-pathways"]
+    name: str = Field(description="Workload name: the LeaderWorkerSet, its Service and identity are named after it.")
+    pool: str = Field(description="The tpuPools entry to run on; slices, topology and chips come from it.")
+    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
+    mode: Literal["interleaved", "disaggregated"] = Field(
+        "interleaved", description="Prefill and decode together or apart."
+    )
+    replicas: int = Field(1, ge=1, description="LeaderWorkerSet replicas (each takes the pool's slices).")
+    model: str = Field(description="Model preset, e.g. llama3.1-405b or llama2-70b.")
+    checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint.")
+    maxtext: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="MaxText argument overrides."
+    )
+    images: PathwaysImages = Field(default_factory=PathwaysImages)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    metrics_port: int = Field(9100, ge=1, le=65535, description="JetStream Prometheus metrics port (prometheus_port).")
+    grant_checkpoint_read: bool = Field(
+        True, description="Grant the workload objectViewer on the checkpoint's bucket when it is not the stack bucket."
+    )
+
+
+# type -> model; later workload types register here.
+WORKLOAD_TYPES: dict[str, type[CamelModel]] = {"jetstream-pathways": JetStreamPathwaysWorkload}

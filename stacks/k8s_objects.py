@@ -17,6 +17,10 @@ _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb4
 
 
 def plain(value: Any) -> Any:
+    from pulumi.output import Unknown
+
+    if isinstance(value, Unknown):
+        return UNKNOWN
     if isinstance(value, dict):
         if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
             return plain(value.get("value"))

@@ -92,7 +92,9 @@ def _builtin_validator(kubernetes_minor: str, api_version: str, kind: str) -> js
     """kubernetes-validate's strict schema for a kind, loaded once (its own validate() reloads 1.5 MB per call)."""
     versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= kubernetes_minor]
     if not versions or kv_utils.major_minor(kubernetes_minor) > kv_utils.latest_version():
-        raise SchemaNotFound(f"kubernetes-validate {kubernetes_validate.__version__} has no schemas for {kubernetes_minor}")
+        raise SchemaNotFound(
+            f"kubernetes-validate {kubernetes_validate.__version__} has no schemas for {kubernetes_minor}"
+        )
     schema_dir = f"v{versions[-1]}-local-strict"
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:

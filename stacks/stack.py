@@ -9,7 +9,9 @@ import pulumi
 from components.addons import Addons
 from components.bucket import Bucket
 from components.cluster import Cluster
+from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
+from components.namespaces import Namespaces
 from components.network import Network
 from components.tpu_pool import TpuSlicePool
 from stacks.config import StackConfig
@@ -27,6 +29,7 @@ class Platform:
     bucket: Bucket
     addons: Addons
     monitoring: Monitoring
+    workloads: dict[str, pulumi.ComponentResource]
 
 
 def pool_summary(cfg: StackConfig) -> dict[str, dict]:
@@ -56,6 +59,20 @@ def addon_summary(cfg: StackConfig) -> dict[str, dict]:
             out[key] = {"chart": chart.chart, "version": chart.version, "namespace": chart.namespace}
     if cfg.addons.pathways_job.enabled:
         out["pathwaysJob"] = {"manifest": cfg.pathways_job.url, "version": cfg.pathways_job.version}
+    return out
+
+
+def workload_summary(platform: Platform) -> dict[str, dict]:
+    out = {}
+    for plan in platform.config.workloads:
+        component = platform.workloads[plan.name]
+        out[plan.name] = {
+            "type": plan.workload.type,
+            "pool": plan.pool.name,
+            "namespace": component.namespace,
+            "service": component.service_name,
+            **component.commands,
+        }
     return out
 
 
@@ -108,8 +125,30 @@ def build_platform(cfg: StackConfig) -> Platform:
         system_pool=cluster.system_pool,
         hpa_namespaces=(),
     )
+    namespaces = Namespaces("namespaces", namespaces=cfg.namespaces, provider=cluster.provider)
+    workloads = {
+        plan.name: JetStreamPathways(
+            f"workload-{plan.name}",
+            plan=plan,
+            project=cfg.gcp_project,
+            stack=cfg.stack,
+            bucket=bucket.name,
+            provider=cluster.provider,
+            namespace=namespaces.by_name.get(plan.namespace),
+            lws_release=addons.dependency("lws"),
+            node_pools=pools[plan.pool.name].node_pools,
+        )
+        for plan in cfg.workloads
+    }
     return Platform(
-        config=cfg, network=network, cluster=cluster, pools=pools, bucket=bucket, addons=addons, monitoring=monitoring
+        config=cfg,
+        network=network,
+        cluster=cluster,
+        pools=pools,
+        bucket=bucket,
+        addons=addons,
+        monitoring=monitoring,
+        workloads=workloads,
     )
 
 
@@ -130,6 +169,7 @@ def build_stack(cfg: StackConfig) -> Platform:
     pulumi.export("tpuPools", pool_summary(cfg))
     pulumi.export("addons", addon_summary(cfg))
     pulumi.export("metricsAdapter", cfg.monitoring.adapter)
+    pulumi.export("workloads", workload_summary(platform))
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
     return platform

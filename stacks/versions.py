@@ -124,4 +124,9 @@ IMAGES: dict[str, str] = {
     "customMetricsStackdriverAdapter": "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0",
     # ai-on-gke modules/prometheus-adapter/main.tf: the GMP query frontend for prometheus-adapter
     "gmpFrontend": "gke.gcr.io/prometheus-engine/frontend:v0.8.0-gke.4",
+    # kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways (GKE tutorial serve-multihost-tpu-jetstream)
+    "pathwaysProxy": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
+    "pathwaysServer": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
+    "jetstreamPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
+    "jetstreamHttpPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
 }

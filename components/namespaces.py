@@ -1,0 +1,33 @@
+"""The namespaces the stack's workloads live in, created once each (two workloads may share one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+
+
+class Namespaces(pulumi.ComponentResource):
+    by_name: dict[str, k8s.core.v1.Namespace]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        namespaces: Sequence[str],
+        provider: k8s.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("tpu-serving:workloads:Namespaces", name, None, opts)
+        self.by_name = {
+            ns: k8s.core.v1.Namespace(
+                f"{name}-{ns}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=MANAGED_BY),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
+            for ns in namespaces
+        }
+        self.register_outputs({"namespaces": sorted(self.by_name)})

@@ -1,0 +1,321 @@
+"""JetStream + MaxText + Pathways on a LeaderWorkerSet: validation and manifests.
+
+One LWS group per replica: a leader pod (Pathways proxy and resource manager, the JetStream server `jax-tpu`,
+and `jetstream-http`) plus one Pathways worker per TPU host of every slice of the pool. Every value the
+reference tutorial substitutes by hand comes from the pool: node selectors, `google.com/tpu` per worker,
+`size`, `--instance_count`, `--instance_type`, the sub-group size, and the scratch path on the stack bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog, naming
+from stacks.config_model import JetStreamPathwaysWorkload
+from stacks.versions import IMAGES
+from stacks.workloads import maxtext
+from stacks.workloads.pathways_presets import CHECKPOINT_ARG, PRESETS, ModeSpec, PathwaysPreset, mode_spec
+
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+NODEPOOL_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
+
+RM_PORT = 38677  # Pathways resource manager
+WORKER_PORT = 38679
+PROXY_PORT = 38681
+JETSTREAM_GRPC_PORT = 9000
+HTTP_PORT = 8000
+TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+RESERVED_MAXTEXT = {
+    CHECKPOINT_ARG: "set `checkpoint` instead",
+    "prometheus_port": "set `metricsPort` instead",
+}
+
+
+@dataclass(frozen=True)
+class PathwaysPlan:
+    workload: JetStreamPathwaysWorkload
+    pool: Any  # stacks.config.PoolPlan (kept loose to avoid an import cycle)
+    namespace: str
+    bucket: str
+    scrape_interval: str = "15s"
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def preset(self) -> PathwaysPreset:
+        return PRESETS[self.workload.model]
+
+    @property
+    def mode(self) -> ModeSpec:
+        return mode_spec(self.preset, self.workload.mode)
+
+    @property
+    def shape(self) -> catalog.SliceShape:
+        return self.pool.shape
+
+    @property
+    def size(self) -> int:
+        """Pods per LWS group: one Pathways worker per host of every slice, plus the leader."""
+        return self.pool.slices * self.shape.hosts + 1
+
+    @property
+    def scratch(self) -> str:
+        return f"gs://{self.bucket}/{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/tmp"
+
+    @property
+    def service_account(self) -> str:
+        return self.name
+
+    @property
+    def service_name(self) -> str:
+        return f"{self.name}-svc"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"app": self.name}
+
+    def maxtext_pairs(self) -> list[tuple[str, str]]:
+        preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
+        with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))
+        with_metrics = maxtext.merge(with_mode, {"prometheus_port": self.workload.metrics_port})
+        return maxtext.merge(with_metrics, self.workload.maxtext)
+
+    def image(self, key: str) -> str:
+        override = getattr(self.workload.images, key)
+        default = {
+            "proxy": "pathwaysProxy",
+            "server": "pathwaysServer",
+            "jetstream": "jetstreamPathways",
+            "http": "jetstreamHttpPathways",
+        }[key]
+        return override or IMAGES[default]
+
+
+# ---- validation ---------------------------------------------------------------------------------------
+
+
+def weight_bits(pairs: list[tuple[str, str]]) -> int:
+    """Bits per served weight from the MaxText `quantization` argument (none: bfloat16)."""
+    quantization = dict(pairs).get("quantization", "")
+    return {"int8": 8, "int4": 4, "fp8": 8}.get(quantization, 16)
+
+
+def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: list, warnings: list) -> bool:
+    """Add (key path, message) problems and warning texts; return whether the workload is usable."""
+    start = len(problems)
+    if workload.model not in PRESETS:
+        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(PRESETS)}"))
+    if not checkpoint_ok(workload.checkpoint):
+        problems.append(
+            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. gs://my-bucket/llama/checkpoint")
+        )
+    for key, why in RESERVED_MAXTEXT.items():
+        if key in workload.maxtext:
+            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+    if pool is None or len(problems) > start:
+        return len(problems) == start
+
+    preset = PRESETS[workload.model]
+    spec = mode_spec(preset, workload.mode)
+    slices = pool.slices
+    if workload.mode == "disaggregated" and slices != 2:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"disaggregated serving needs a pool with 2 slices (prefill and decode); pool {pool.name!r} has {slices}",
+            )
+        )
+    elif workload.mode == "interleaved" and spec.slices is not None and slices != spec.slices:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"preset {workload.model!r} serves interleaved on {spec.slices} slice(s); pool {pool.name!r} has {slices}",
+            )
+        )
+    plan_pairs = PathwaysPlan(workload, pool, "", "").maxtext_pairs()
+    why = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
+    if why:
+        problems.append((f"{path}.maxtext", f"{why} ({pool.shape.generation.name} {pool.shape.topology})"))
+    warning = catalog.sizing_warning(preset.params_billion, weight_bits(plan_pairs), pool.shape, path)
+    if warning:
+        warnings.append(warning)
+    return len(problems) == start
+
+
+CHECKPOINT_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$")
+
+
+def checkpoint_ok(path: str) -> bool:
+    return bool(CHECKPOINT_RE.match(path))
+
+
+def checkpoint_bucket(path: str) -> str:
+    return path[5:].split("/")[0]
+
+
+# ---- manifests ----------------------------------------------------------------------------------------
+
+
+def _probe(plan: PathwaysPlan, *, startup: bool) -> dict[str, Any]:
+    probes = plan.mode.probes
+    probe: dict[str, Any] = {"httpGet": {"path": "/healthcheck", "port": HTTP_PORT, "scheme": "HTTP"}}
+    if startup:
+        probe.update(periodSeconds=1, initialDelaySeconds=probes.startup_initial_delay, failureThreshold=10000)
+    else:
+        probe.update(periodSeconds=60, failureThreshold=probes.failure_threshold)
+    return probe
+
+
+def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
+    return {
+        "serviceAccountName": plan.service_account,
+        "nodeSelector": plan.shape.node_selector,
+        "tolerations": [dict(TPU_TOLERATION)],
+    }
+
+
+def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
+    proxy: dict[str, Any] = {"name": "pathways-proxy", "image": plan.image("proxy")}
+    if plan.workload.mode == "disaggregated":
+        proxy["args"] = [
+            f"--resource_manager_address=$(LWS_LEADER_ADDRESS):{RM_PORT}",
+            f"--server_port={PROXY_PORT}",
+            f"--gcs_scratch_location={plan.scratch}",
+            *plan.mode.proxy_args,
+        ]
+    proxy.update(imagePullPolicy="IfNotPresent", ports=[{"containerPort": PROXY_PORT}])
+    resource_manager = {
+        "name": "pathways-rm",
+        "env": [
+            {"name": "HOST_ADDRESS", "value": "$(LWS_LEADER_ADDRESS)"},
+            {"name": "TPU_SKIP_MDS_QUERY", "value": "true"},
+        ],
+        "image": plan.image("server"),
+        "args": [
+            f"--server_port={RM_PORT}",
+            f"--gcs_scratch_location={plan.scratch}",
+            "--node_type=resource_manager",
+            f"--instance_count={plan.pool.slices}",
+            f"--instance_type={plan.shape.pathways_instance_type}",
+        ],
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"containerPort": RM_PORT}],
+    }
+    jax: dict[str, Any] = {
+        "name": "jax-tpu",
+        "image": plan.image("jetstream"),
+        "args": maxtext.render(plan.preset.config_file, plan.maxtext_pairs()),
+        "env": [{"name": k, "value": v} for k, v in plan.preset.env],
+        "imagePullPolicy": "IfNotPresent",
+    }
+    if plan.mode.capabilities:
+        # as the disaggregated reference: the JetStream server needs these to run its transfer server
+        jax["securityContext"] = {"capabilities": {"add": list(plan.mode.capabilities)}}
+    jax.update(
+        ports=[
+            {"containerPort": JETSTREAM_GRPC_PORT},
+            {"containerPort": plan.workload.metrics_port, "name": "metrics"},
+        ],
+        startupProbe=_probe(plan, startup=True),
+        livenessProbe=_probe(plan, startup=False),
+        readinessProbe=_probe(plan, startup=False),
+    )
+    http = {
+        "name": "jetstream-http",
+        "image": plan.image("http"),
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"containerPort": HTTP_PORT}],
+    }
+    return [proxy, resource_manager, jax, http]
+
+
+def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
+    return {
+        "name": "worker",
+        "args": [
+            f"--server_port={WORKER_PORT}",
+            f"--resource_manager_address=$(LWS_LEADER_ADDRESS):{RM_PORT}",
+            f"--gcs_scratch_location={plan.scratch}",
+        ],
+        "image": plan.image("server"),
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"containerPort": WORKER_PORT}],
+        "resources": {"limits": {catalog.TPU_RESOURCE: str(plan.shape.tpu_request)}},
+    }
+
+
+def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
+    template: dict[str, Any] = {}
+    if plan.workload.mode == "disaggregated":
+        annotations = {SUBGROUP_EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}
+        # one sub-group per slice: the hosts of a slice share a node pool
+        template["subGroupPolicy"] = {"subGroupSize": plan.shape.hosts}
+    else:
+        annotations = {EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}
+    template.update(
+        leaderTemplate={
+            "metadata": {"labels": plan.labels},
+            "spec": {**_pod_placement(plan), "containers": leader_containers(plan)},
+        },
+        size=plan.size,
+        workerTemplate={"spec": {**_pod_placement(plan), "containers": [worker_container(plan)]}},
+    )
+    return {
+        "apiVersion": LWS_API,
+        "kind": "LeaderWorkerSet",
+        "metadata": {
+            "name": plan.name,
+            "namespace": plan.namespace,
+            "annotations": annotations,
+            "labels": {**plan.labels, **MANAGED_BY},
+        },
+        "spec": {"replicas": plan.workload.replicas, "leaderWorkerTemplate": template},
+    }
+
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+INTERNAL_LB = {"networking.gke.io/load-balancer-type": "Internal"}
+
+
+def service(plan: PathwaysPlan) -> dict[str, Any]:
+    spec_type = plan.workload.service.type
+    metadata: dict[str, Any] = {
+        "name": plan.service_name,
+        "namespace": plan.namespace,
+        "labels": {**plan.labels, **MANAGED_BY},
+    }
+    if spec_type == "LoadBalancer":
+        metadata["annotations"] = dict(INTERNAL_LB)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {
+            "type": spec_type,
+            "selector": plan.labels,
+            "ports": [
+                {
+                    "protocol": "TCP",
+                    "name": "jetstream-http",
+                    "port": plan.workload.service.port,
+                    "targetPort": HTTP_PORT,
+                }
+            ],
+        },
+    }
+
+
+def commands(plan: PathwaysPlan) -> dict[str, str]:
+    port = plan.workload.service.port
+    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
+    return {
+        "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {port}:{port}",
+        "curl": f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'",
+    }
