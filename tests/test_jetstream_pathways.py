@@ -1,0 +1,340 @@
+"""jetstream-pathways: the two reference deployments reproduced from example configs, field by field, and
+everything derived from the pool the workload names."""
+
+from __future__ import annotations
+
+import copy
+
+import pulumi
+import pytest
+import yaml
+
+from stacks.k8s_objects import kubernetes_objects
+from stacks.offline import ROOT
+from stacks.schemas import crd_dir, validate_objects
+from tests.conftest import make_config, pool, recorded, reference_dir
+
+PATHWAYS_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-serving-tpus-jetstream/pathways"
+needs_reference = pytest.mark.skipif(not PATHWAYS_REF.is_dir(), reason=f"reference manifests missing: {PATHWAYS_REF}")
+
+EXAMPLES = {
+    "llama3-405b-pathways": ("jetstream-pathways-llama-3-1-405b-4x4.yaml", "llama3-405b"),
+    "llama2-70b-disaggregated": ("jetstream-pathways-disagg-llama-2-70b-2-2x4.yaml", "llama2-70b"),
+}
+TUTORIAL_SCRATCH = ("PATHWAYS_BUCKET", "gs://cloud-pathways-staging/tmp")
+
+
+def reference(file: str) -> tuple[dict, dict]:
+    docs = [d for d in yaml.safe_load_all((PATHWAYS_REF / file).read_text()) if d]
+    return next(d for d in docs if d["kind"] == "LeaderWorkerSet"), next(d for d in docs if d["kind"] == "Service")
+
+
+def ours(example: str, name: str) -> tuple[dict, dict, dict]:
+    path = ROOT / "examples" / example / f"Pulumi.{example}.yaml"
+    rec = recorded(path, False)
+    objects = kubernetes_objects(rec)
+    lws = next(o for o in objects if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"] == name)
+    svc = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == f"{name}-svc")
+    return lws, svc, rec.outputs
+
+
+def substitute(args: list[str] | None, scratch: str, checkpoint: str) -> list[str]:
+    """The reference's args with the tutorial's placeholders replaced by what our stack derives."""
+    out = []
+    for arg in [str(a).strip() for a in args or []]:
+        for placeholder in TUTORIAL_SCRATCH:
+            arg = arg.replace(f"--gcs_scratch_location={placeholder}", f"--gcs_scratch_location={scratch}")
+        out.append(arg.replace("load_parameters_path=CHECKPOINT_PATH", f"load_parameters_path={checkpoint}"))
+    return out
+
+
+@needs_reference
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_reference_deployment_reproduced_field_by_field(example):
+    ref_file, name = EXAMPLES[example]
+    ref_lws, ref_svc = reference(ref_file)
+    lws, svc, outputs = ours(example, name)
+    bucket = outputs["bucketName"]
+    scratch = f"gs://{bucket}/pathways/{name}/tmp"
+    checkpoint = next(
+        a.split("=", 1)[1]
+        for a in lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][2]["args"]
+        if a.startswith("load_parameters_path=")
+    )
+
+    assert lws["apiVersion"] == ref_lws["apiVersion"] and lws["kind"] == ref_lws["kind"]
+    assert lws["metadata"]["annotations"] == ref_lws["metadata"]["annotations"]
+    assert lws["spec"]["replicas"] == ref_lws["spec"]["replicas"]
+    ours_t, ref_t = lws["spec"]["leaderWorkerTemplate"], ref_lws["spec"]["leaderWorkerTemplate"]
+    assert ours_t["size"] == ref_t["size"]
+    assert ours_t.get("subGroupPolicy") == ref_t.get("subGroupPolicy")
+    assert ours_t["leaderTemplate"]["metadata"]["labels"] == {"app": name}  # the reference's label, our name
+
+    for role in ("leaderTemplate", "workerTemplate"):
+        ours_pod, ref_pod = ours_t[role]["spec"], ref_t[role]["spec"]
+        assert ours_pod["nodeSelector"] == ref_pod["nodeSelector"]
+        # we always tolerate the TPU taint (the disaggregated reference's workers rely on GKE adding it)
+        assert ours_pod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+        if "tolerations" in ref_pod:
+            assert ours_pod["tolerations"] == ref_pod["tolerations"]
+        assert ours_pod["serviceAccountName"] == name  # Workload Identity; the reference uses the node's identity
+        assert [c["name"] for c in ours_pod["containers"]] == [c["name"] for c in ref_pod["containers"]]
+        for mine, theirs in zip(ours_pod["containers"], ref_pod["containers"], strict=True):
+            assert mine["image"] == theirs["image"], mine["name"]
+            expected_args = substitute(theirs.get("args"), scratch, checkpoint)
+            if mine["name"] == "jax-tpu":
+                expected_args.append("prometheus_port=9100")  # the one argument we add: server metrics
+            assert mine.get("args", []) == expected_args, mine["name"]
+            assert mine.get("env") == theirs.get("env"), mine["name"]
+            assert mine.get("resources") == theirs.get("resources"), mine["name"]
+            assert mine.get("securityContext") == theirs.get("securityContext"), mine["name"]
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                assert mine.get(probe) == theirs.get(probe), (mine["name"], probe)
+            ref_ports = theirs["ports"]
+            assert mine["ports"][: len(ref_ports)] == ref_ports, mine["name"]
+            assert mine["imagePullPolicy"] == "IfNotPresent"  # pinned tags; the reference pulls Always
+
+    assert svc["spec"]["selector"] == {"app": name}
+    assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
+    assert svc["spec"]["type"] == "ClusterIP"
+
+
+@needs_reference
+def test_tpu_request_per_worker_matches_reference():
+    lws, _, _ = ours("llama3-405b-pathways", "llama3-405b")
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert worker["resources"] == {"limits": {"google.com/tpu": "4"}}
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    assert all("resources" not in c for c in leader)  # the leader takes no TPU
+
+
+# ---- derived from the pool ------------------------------------------------------------------------------
+
+
+def workload(**fields):
+    base = {
+        "type": "jetstream-pathways",
+        "name": "llm",
+        "pool": "p",
+        "model": "llama2-70b",
+        "checkpoint": "gs://ckpts/llama2-70b/checkpoint",
+        "maxtext": {"ici_tensor_parallelism": -1},
+    }
+    base.update(fields)
+    return base
+
+
+def lws_of(rec, name="llm"):
+    return next(o for o in kubernetes_objects(rec) if o["kind"] == "LeaderWorkerSet" and o["metadata"]["name"] == name)
+
+
+@pytest.mark.parametrize(
+    "tpu,topology,machine_type,slices,size,chips,instance_type,accelerator",
+    [
+        ("v6e", "2x4", "ct6e-standard-4t", 1, 3, 4, "tpuv6e:2x4", "tpu-v6e-slice"),
+        ("v6e", "4x4", None, 1, 5, 4, "tpuv6e:4x4", "tpu-v6e-slice"),
+        ("v6e", "4x8", None, 1, 9, 4, "tpuv6e:4x8", "tpu-v6e-slice"),
+        ("v6e", "4x8", None, 3, 25, 4, "tpuv6e:4x8", "tpu-v6e-slice"),
+        ("v5e", "4x8", None, 1, 9, 4, "tpuv5e:4x8", "tpu-v5-lite-podslice"),
+        ("v6e", "2x4", None, 1, 2, 8, "tpuv6e:2x4", "tpu-v6e-slice"),  # single-host: one 8-chip worker
+    ],
+)
+def test_topology_drives_size_chips_instance_type_and_selectors(
+    run, tpu, topology, machine_type, slices, size, chips, instance_type, accelerator
+):
+    extra = {"machineType": machine_type} if machine_type else {}
+    config = make_config(
+        tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology, slices=slices, zone="us-east5-b", **extra)],
+        tpu_serving__workloads=[workload()],
+    )
+    lws = lws_of(run(config))
+    template = lws["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == size
+    worker = template["workerTemplate"]["spec"]
+    assert worker["containers"][0]["resources"]["limits"]["google.com/tpu"] == str(chips)
+    selector = {"cloud.google.com/gke-tpu-accelerator": accelerator, "cloud.google.com/gke-tpu-topology": topology}
+    assert worker["nodeSelector"] == selector
+    assert template["leaderTemplate"]["spec"]["nodeSelector"] == selector
+    rm = template["leaderTemplate"]["spec"]["containers"][1]
+    assert f"--instance_type={instance_type}" in rm["args"]
+    assert f"--instance_count={slices}" in rm["args"]
+
+
+def test_disaggregated_subgroups_follow_hosts_per_slice(run):
+    config = make_config(
+        tpu_serving__tpuPools=[pool(tpu="v6e", topology="4x4", slices=2)],
+        tpu_serving__workloads=[workload(mode="disaggregated")],
+    )
+    lws = lws_of(run(config))
+    assert lws["metadata"]["annotations"] == {
+        "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": "cloud.google.com/gke-nodepool"
+    }
+    assert lws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] == {"subGroupSize": 4}
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 9
+
+
+def test_identity_scratch_and_checkpoint_access(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload()]))
+    lws = lws_of(rec)
+    scratch = "gs://tpu-test-project-tpu-serving-dev/pathways/llm/tmp"
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    assert f"--gcs_scratch_location={scratch}" in leader[1]["args"]
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert f"--gcs_scratch_location={scratch}" in worker["args"]
+    bindings = {(b.inputs["bucket"], b.inputs["role"]) for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    assert bindings == {
+        ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser"),
+        ("ckpts", "roles/storage.objectViewer"),
+    }
+    ksa = rec.one("kubernetes:core/v1:ServiceAccount", "workload-llm-identity-ksa")
+    assert ksa.inputs["metadata"]["namespace"] == "llm"
+    assert rec.one("kubernetes:core/v1:Namespace", "namespaces-llm").inputs["metadata"]["name"] == "llm"
+
+
+def test_no_checkpoint_grant_when_in_stack_bucket_or_opted_out(run):
+    for wl in (
+        workload(checkpoint="gs://tpu-test-project-tpu-serving-dev/ckpt"),
+        workload(grantCheckpointRead=False),
+    ):
+        rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[wl]))
+        roles = [b.inputs["role"] for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
+        assert roles == ["roles/storage.objectUser"]
+
+
+def test_lws_depends_on_its_release_and_node_pools(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")]))
+    lws = rec.one("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
+    release = rec.one("kubernetes:helm.sh/v3:Release", "addons-lws")
+    node_pools = [r.urn for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-p-")]
+    assert len(node_pools) == 2
+    for urn in [release.urn, *node_pools]:
+        assert urn in lws.dependencies
+    assert lws.provider.startswith(rec.one("pulumi:providers:kubernetes").urn)
+
+
+def test_service_podmonitoring_and_outputs(run):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool()],
+            tpu_serving__workloads=[workload(namespace="serving", service={"type": "LoadBalancer", "port": 80})],
+        )
+    )
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in kubernetes_objects(rec)}
+    svc = objects[("Service", "llm-svc")]
+    assert svc["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+    assert svc["spec"]["ports"] == [{"protocol": "TCP", "name": "jetstream-http", "port": 80, "targetPort": 8000}]
+    podmon = objects[("PodMonitoring", "llm-jetstream")]
+    assert podmon["metadata"]["namespace"] == "serving"
+    assert podmon["spec"]["selector"] == {"matchLabels": {"app": "llm"}}
+    assert podmon["spec"]["endpoints"] == [{"port": "metrics", "interval": "15s", "path": "/"}]
+    jax = objects[("LeaderWorkerSet", "llm")]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][2]
+    assert {"containerPort": 9100, "name": "metrics"} in jax["ports"]
+    assert "prometheus_port=9100" in jax["args"]
+    summary = rec.outputs["workloads"]["llm"]
+    assert summary["portForward"] == "kubectl -n serving port-forward svc/llm-svc 80:80"
+    assert summary["curl"].startswith("curl -s -X POST localhost:80/generate")
+    assert summary["namespace"] == "serving" and summary["pool"] == "p"
+
+
+def test_maxtext_overrides_keep_order_and_replace_in_place(run):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool()],
+            tpu_serving__workloads=[workload(maxtext={"ici_tensor_parallelism": -1, "per_device_batch_size": 8, "new_flag": True})],
+        )
+    )
+    args = lws_of(rec)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][2]["args"]
+    assert args[0] == "MaxText/configs/base.yml"
+    assert args.index("per_device_batch_size=8") == 11  # where the preset had 27
+    assert args[-1] == "new_flag=true"
+
+
+@pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+def test_workload_objects_validate(run):
+    config = make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")])
+    report = validate_objects(kubernetes_objects(run(config)), "1.34")
+    assert report.ok and not report.unchecked, report.errors
+
+
+def test_sizing_warning_when_weights_do_not_fit(run):
+    config = make_config(
+        tpu_serving__tpuPools=[pool(topology="2x4", machineType="ct6e-standard-4t")],
+        tpu_serving__workloads=[workload(model="llama3.1-405b", maxtext={"ici_tensor_parallelism": 4})],
+    )
+    rec = run(config)
+    assert any(
+        w.startswith("tpu-serving:workloads[0]: a 405B model at 8-bit needs about 405 GB") and "is 4x4 (16 chips)" in w
+        for w in rec.warnings
+    ), rec.warnings
+
+
+# ---- validation -----------------------------------------------------------------------------------------
+
+BAD = {
+    "unknown pool": (
+        {"pool": "nope"},
+        "tpu-serving:workloads[0].pool: 'nope' is not a TPU pool of this stack; available: p",
+    ),
+    "disaggregated without two slices": (
+        {"mode": "disaggregated"},
+        "tpu-serving:workloads[0].pool: disaggregated serving needs a pool with 2 slices (prefill and decode); pool 'p' has 1",
+    ),
+    "interleaved slices mismatch the preset": (
+        {"model": "llama3.1-405b", "maxtext": {}, "pool": "p3"},
+        "tpu-serving:workloads[0].pool: preset 'llama3.1-405b' serves interleaved on 1 slice(s); pool 'p3' has 3",
+    ),
+    "missing checkpoint": ({"checkpoint": None}, "tpu-serving:workloads[0].checkpoint: required key is missing"),
+    "non-gs checkpoint": (
+        {"checkpoint": "s3://bucket/ckpt"},
+        "tpu-serving:workloads[0].checkpoint: 's3://bucket/ckpt' is not a gs:// path",
+    ),
+    "parallelism mismatch": (
+        {"maxtext": {"ici_tensor_parallelism": 8}},
+        "tpu-serving:workloads[0].maxtext: the ICI axes (ici_tensor_parallelism=8) multiply to 8, but the slice has 16 chips",
+    ),
+    "two rest axes": (
+        {"maxtext": {"ici_tensor_parallelism": -1, "ici_fsdp_parallelism": -1}},
+        "only one ICI axis may be -1",
+    ),
+    "unknown preset": ({"model": "gpt-5"}, "tpu-serving:workloads[0].model: 'gpt-5' is not a known preset; allowed: llama3.1-405b, llama2-70b"),
+    "checkpoint through maxtext": (
+        {"maxtext": {"ici_tensor_parallelism": -1, "load_parameters_path": "gs://x/y"}},
+        "tpu-serving:workloads[0].maxtext.load_parameters_path: derived by the stack: set `checkpoint` instead",
+    ),
+    "bad name": ({"name": "LLM_1"}, "tpu-serving:workloads[0].name: 'LLM_1' is not a valid workload name"),
+    "system namespace": ({"namespace": "kube-system"}, "tpu-serving:workloads[0].namespace: 'kube-system' is reserved"),
+    "unknown type": ({"type": "vllm"}, "tpu-serving:workloads[0].type: 'vllm' is not a workload type; allowed: jetstream-pathways"),
+    "bad mode": ({"mode": "split"}, "tpu-serving:workloads[0].mode: Input should be 'interleaved' or 'disaggregated'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_workload_errors(run, case):
+    change, expected = BAD[case]
+    wl = workload()
+    for key, value in change.items():
+        if value is None:
+            wl.pop(key)
+        else:
+            wl[key] = value
+    config = make_config(
+        tpu_serving__tpuPools=[pool(), pool(name="p3", topology="2x4", machineType="ct6e-standard-4t", slices=3)],
+        tpu_serving__workloads=[wl],
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    assert expected in str(err.value)
+
+
+def test_lws_addon_disabled_is_an_error(run):
+    config = make_config(
+        tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload()], tpu_serving__addons={"lws": {"enabled": False}}
+    )
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].type: jetstream-pathways needs the lws add-on"):
+        run(config)
+
+
+def test_duplicate_workload_names(run):
+    config = make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload(), copy.deepcopy(workload())])
+    with pytest.raises(pulumi.RunError, match=r"workloads\[1\].name: 'llm' is already the name of workloads\[0\]"):
+        run(config)
