@@ -257,3 +257,23 @@ def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = Non
     """Run the program with the config of a stack file (`Pulumi.<stack>.yaml` or an example)."""
     name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     return run_program(load_stack_file(path), stack=name, preview=preview)
+
+
+def parse_stack_file(path: Path, stack: str | None = None):
+    """The validated StackConfig of a stack file, without running the program (for render and tests)."""
+    from stacks.config import NS, parse_stack_config
+
+    values = load_stack_file(path)
+    raw = {}
+    for key, value in values.items():
+        if key.startswith(f"{NS}:"):
+            value = value["value"] if isinstance(value, dict) and set(value) == {"value"} else value
+            raw[key.split(":", 1)[1]] = value
+    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return parse_stack_config(
+        raw,
+        stack=name,
+        pulumi_project=PROJECT,
+        gcp_project=values.get("gcp:project"),
+        region=values.get("gcp:region"),
+    )

@@ -181,7 +181,9 @@ def test_identity_scratch_and_checkpoint_access(run):
     assert f"--gcs_scratch_location={scratch}" in leader[1]["args"]
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert f"--gcs_scratch_location={scratch}" in worker["args"]
-    bindings = {(b.inputs["bucket"], b.inputs["role"]) for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    bindings = {
+        (b.inputs["bucket"], b.inputs["role"]) for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    }
     assert bindings == {
         ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser"),
         ("ckpts", "roles/storage.objectViewer"),
@@ -202,7 +204,9 @@ def test_no_checkpoint_grant_when_in_stack_bucket_or_opted_out(run):
 
 
 def test_lws_depends_on_its_release_and_node_pools(run):
-    rec = run(make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")]))
+    rec = run(
+        make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")])
+    )
     lws = rec.one("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
     release = rec.one("kubernetes:helm.sh/v3:Release", "addons-lws")
     node_pools = [r.urn for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-p-")]
@@ -240,7 +244,9 @@ def test_maxtext_overrides_keep_order_and_replace_in_place(run):
     rec = run(
         make_config(
             tpu_serving__tpuPools=[pool()],
-            tpu_serving__workloads=[workload(maxtext={"ici_tensor_parallelism": -1, "per_device_batch_size": 8, "new_flag": True})],
+            tpu_serving__workloads=[
+                workload(maxtext={"ici_tensor_parallelism": -1, "per_device_batch_size": 8, "new_flag": True})
+            ],
         )
     )
     args = lws_of(rec)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][2]["args"]
@@ -251,7 +257,9 @@ def test_maxtext_overrides_keep_order_and_replace_in_place(run):
 
 @pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
 def test_workload_objects_validate(run):
-    config = make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")])
+    config = make_config(
+        tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[workload(mode="disaggregated")]
+    )
     report = validate_objects(kubernetes_objects(run(config)), "1.34")
     assert report.ok and not report.unchecked, report.errors
 
@@ -296,14 +304,20 @@ BAD = {
         {"maxtext": {"ici_tensor_parallelism": -1, "ici_fsdp_parallelism": -1}},
         "only one ICI axis may be -1",
     ),
-    "unknown preset": ({"model": "gpt-5"}, "tpu-serving:workloads[0].model: 'gpt-5' is not a known preset; allowed: llama3.1-405b, llama2-70b"),
+    "unknown preset": (
+        {"model": "gpt-5"},
+        "tpu-serving:workloads[0].model: 'gpt-5' is not a known preset; allowed: llama3.1-405b, llama2-70b",
+    ),
     "checkpoint through maxtext": (
         {"maxtext": {"ici_tensor_parallelism": -1, "load_parameters_path": "gs://x/y"}},
         "tpu-serving:workloads[0].maxtext.load_parameters_path: derived by the stack: set `checkpoint` instead",
     ),
     "bad name": ({"name": "LLM_1"}, "tpu-serving:workloads[0].name: 'LLM_1' is not a valid workload name"),
     "system namespace": ({"namespace": "kube-system"}, "tpu-serving:workloads[0].namespace: 'kube-system' is reserved"),
-    "unknown type": ({"type": "vllm"}, "tpu-serving:workloads[0].type: 'vllm' is not a workload type; allowed: jetstream-pathways"),
+    "unknown type": (
+        {"type": "vllm"},
+        "tpu-serving:workloads[0].type: 'vllm' is not a workload type; allowed: jetstream-pathways",
+    ),
     "bad mode": ({"mode": "split"}, "tpu-serving:workloads[0].mode: Input should be 'interleaved' or 'disaggregated'"),
 }
 
@@ -328,9 +342,13 @@ def test_workload_errors(run, case):
 
 def test_lws_addon_disabled_is_an_error(run):
     config = make_config(
-        tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload()], tpu_serving__addons={"lws": {"enabled": False}}
+        tpu_serving__tpuPools=[pool()],
+        tpu_serving__workloads=[workload()],
+        tpu_serving__addons={"lws": {"enabled": False}},
     )
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].type: jetstream-pathways needs the lws add-on"):
+    with pytest.raises(
+        pulumi.RunError, match=r"tpu-serving:workloads\[0\].type: jetstream-pathways needs the lws add-on"
+    ):
         run(config)
 
 

@@ -4,6 +4,7 @@ against the upstream CRDs in ../shared/reference/crds. And the validator itself 
 import pytest
 
 from stacks.k8s_objects import kubernetes_objects
+from stacks.offline import parse_stack_file
 from stacks.schemas import crd_dir, validate_objects
 from tests.conftest import STACK_FILES, make_config, recorded
 
@@ -18,7 +19,7 @@ needs_crds = pytest.mark.skipif(
 def test_every_shipped_object_is_valid(path, preview):
     rec = recorded(path, preview)
     objects = kubernetes_objects(rec)
-    report = validate_objects(objects, "1.34")
+    report = validate_objects(objects, parse_stack_file(path).kubernetes_minor)
     assert report.errors == []
     assert report.unchecked == []
     assert report.checked == len(objects) > 0
@@ -55,3 +56,13 @@ def test_unknown_custom_kind_is_reported_not_passed(monkeypatch, tmp_path):
     monkeypatch.setenv("TPU_SERVING_CRDS", str(tmp_path))
     report = validate_objects([{"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}}], "1.34")
     assert report.checked == 0 and report.unchecked and report.errors == []
+
+
+def test_kubernetes_minor_follows_min_master_version(tmp_path):
+    path = tmp_path / "Pulumi.v.yaml"
+    path.write_text(
+        "config:\n  gcp:project: tpu-test-project\n  gcp:region: us-east5\n  tpu-serving:environment: dev\n"
+        "  tpu-serving:cluster:\n    minMasterVersion: 1.33.5-gke.1000\n"
+    )
+    assert parse_stack_file(path).kubernetes_minor == "1.33"
+    assert parse_stack_file(STACK_FILES[0]).kubernetes_minor == "1.34"
