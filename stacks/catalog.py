@@ -30,6 +30,7 @@ class Generation:
     accelerator: str  # value of the cloud.google.com/gke-tpu-accelerator node label
     hbm_bytes_per_chip: int
     pathways_type: str  # the TPU part of Pathways' --instance_type, e.g. tpuv6e in tpuv6e:4x4
+    saxml_platform_chip: str  # Saxml model server --platform_chip
     min_gke_version: str
     # topology -> machine type, for slices that fit on one VM
     single_host: dict[str, str]
@@ -86,6 +87,7 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v4-podslice",  # R1, R2
             hbm_bytes_per_chip=32 * GIB,  # S5
             pathways_type="tpuv4",  # R1
+            saxml_platform_chip="tpuv4",
             min_gke_version="1.26.1-gke.1500",  # [U] in the facts file
             single_host={"2x2x1": "ct4p-hightpu-4t"},  # S8
             multi_host_machine_type="ct4p-hightpu-4t",
@@ -108,6 +110,7 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v5-lite-podslice",  # R1, R2, R3
             hbm_bytes_per_chip=16 * GB,  # S3
             pathways_type="tpuv5e",
+            saxml_platform_chip="tpuv5e",  # the Saxml tutorial: v5e 4x8 -> --platform_chip=tpuv5e
             min_gke_version="1.27.2-gke.2100",  # [U]
             # S3: serving types v5litepod-1/4/8 = ct5lp-hightpu-1t/4t/8t; S12: 1x1 = ct5lp-hightpu-1t
             single_host={"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
@@ -120,6 +123,7 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v5p-slice",  # R1, R2
             hbm_bytes_per_chip=95 * GIB,  # S4
             pathways_type="tpuv5",  # R1: xpk names v5p "tpuv5" for Pathways
+            saxml_platform_chip="tpuv5p",
             min_gke_version="1.28.3-gke.1024000",  # [U]
             single_host={"2x2x1": "ct5p-hightpu-4t"},  # S4: 4 chips, 1 host
             multi_host_machine_type="ct5p-hightpu-4t",
@@ -143,6 +147,7 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v6e-slice",  # R1, R2, R3
             hbm_bytes_per_chip=32 * GB,  # S2
             pathways_type="tpuv6e",
+            saxml_platform_chip="tpuv6e",
             min_gke_version="1.31.2-gke.1115000",  # S10
             single_host={"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
             multi_host_machine_type="ct6e-standard-4t",

@@ -27,7 +27,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream_pathways
+from stacks.workloads import jetstream_pathways, saxml
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -418,6 +418,11 @@ WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset"}
 PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 WORKLOAD_NAME_MAX = 40
+# Workload type -> (check, plan class) in stacks.workloads.
+WORKLOAD_RULES = {
+    "jetstream-pathways": (jetstream_pathways.check, jetstream_pathways.PathwaysPlan),
+    "saxml": (saxml.check, saxml.SaxmlPlan),
+}
 
 
 def _parse_workloads(raw: Any, problems: list[Problem]) -> list[tuple[int, Any]]:
@@ -480,11 +485,12 @@ def _check_workloads(
                 Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
             )
         pool = pools.get(workload.pool)
+        check, plan_class = WORKLOAD_RULES[workload.type]
         raw_problems: list[tuple[str, str]] = []
-        jetstream_pathways.check(path, workload, pool, raw_problems, warnings)
+        check(path, workload, pool, raw_problems, warnings)
         problems.extend(Problem(p, m) for p, m in raw_problems)
         if len(problems) == start and pool is not None and bucket_name:
-            plans.append(jetstream_pathways.PathwaysPlan(workload, pool, namespace, bucket_name, scrape_interval))
+            plans.append(plan_class(workload, pool, namespace, bucket_name, scrape_interval))
     return plans
 
 

@@ -182,3 +182,51 @@ class JetStreamPathwaysWorkload(CamelModel):
 
 # type -> model; later workload types register here.
 WORKLOAD_TYPES: dict[str, type[CamelModel]] = {"jetstream-pathways": JetStreamPathwaysWorkload}
+
+
+class SaxHttpConfig(CamelModel):
+    replicas: int = Field(1, ge=1, description="HTTP server replicas.")
+    exposure: Literal["cluster", "internal", "external"] = Field(
+        "internal",
+        description="cluster: ClusterIP; internal: internal passthrough load balancer; external: public, needs sourceRanges.",
+    )
+    source_ranges: list[str] = Field(
+        default_factory=list, description="CIDRs allowed to reach an external load balancer."
+    )
+
+
+class SaxModelConfig(CamelModel):
+    model: str = Field(description="Model name in the cell (lm175b) or its full name (/sax/<cell>/lm175b).")
+    model_path: str = Field(
+        description="Saxml model class, e.g. saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
+    )
+    checkpoint: str = Field("None", description="Checkpoint path, or None for the test models' random weights.")
+    replicas: int = Field(1, ge=1, description="Model server replicas serving it (at most the pool's slices).")
+    params_billion: float | None = Field(
+        None, gt=0, description="Model size for the HBM check; default: from modelPath."
+    )
+
+
+class SaxImages(CamelModel):
+    admin: str | None = None
+    model: str | None = None
+    http: str | None = None
+
+
+class SaxmlWorkload(CamelModel):
+    """Saxml multi-host serving: admin server, one model server per slice (JobSet), HTTP server."""
+
+    type: Literal["saxml"]
+    name: str = Field(description="Workload name; its objects and identity are named after it.")
+    pool: str = Field(description="A multi-host tpuPools entry; its slices are the model servers.")
+    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
+    cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
+    images: SaxImages = Field(default_factory=SaxImages)
+    http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)
+    models: list[SaxModelConfig] | None = Field(
+        None, description="Models to publish; when set, the stack owns the cell's model list (others are unpublished)."
+    )
+    max_restarts: int = Field(4, ge=0, description="JobSet failurePolicy.maxRestarts.")
+
+
+WORKLOAD_TYPES["saxml"] = SaxmlWorkload

@@ -238,18 +238,36 @@ def run_program(
     return recording
 
 
-def _collect_outputs(recording: Recording) -> None:
+def _resolve(value: Any) -> tuple[Any, bool]:
+    """(value with unknown parts as UNKNOWN, is secret), resolving dicts and lists element by element."""
     import pulumi
-    from pulumi.runtime import settings as runtime_settings
     from pulumi.runtime.sync_await import _sync_await
+
+    if isinstance(value, dict):
+        parts = {k: _resolve(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in parts.items()}, any(s for _, s in parts.values())
+    if isinstance(value, list | tuple):
+        parts = [_resolve(v) for v in value]
+        return [v for v, _ in parts], any(s for _, s in parts)
+    out = pulumi.Output.from_input(value)
+    secret = _sync_await(out.is_secret())
+    if not _sync_await(out.is_known()):
+        return UNKNOWN, secret
+    resolved = _sync_await(out.future(with_unknowns=True))
+    if isinstance(resolved, dict | list):
+        inner, inner_secret = _resolve(resolved)
+        return inner, secret or inner_secret
+    return resolved, secret
+
+
+def _collect_outputs(recording: Recording) -> None:
+    from pulumi.runtime import settings as runtime_settings
 
     root = runtime_settings.get_root_resource()
     for key, value in (getattr(root, "outputs", None) or {}).items():
-        out = pulumi.Output.from_input(value)
-        resolved = _sync_await(out.future(with_unknowns=True))
-        known = _sync_await(out.is_known())
-        recording.outputs[key] = resolved if known else UNKNOWN
-        if _sync_await(out.is_secret()):
+        resolved, secret = _resolve(value)
+        recording.outputs[key] = resolved
+        if secret:
             recording.secret_outputs.add(key)
 
 

@@ -13,6 +13,7 @@ from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
 from components.namespaces import Namespaces
 from components.network import Network
+from components.saxml import Saxml
 from components.tpu_pool import TpuSlicePool
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
@@ -126,20 +127,22 @@ def build_platform(cfg: StackConfig) -> Platform:
         hpa_namespaces=(),
     )
     namespaces = Namespaces("namespaces", namespaces=cfg.namespaces, provider=cluster.provider)
-    workloads = {
-        plan.name: JetStreamPathways(
-            f"workload-{plan.name}",
+    workloads: dict[str, pulumi.ComponentResource] = {}
+    for plan in cfg.workloads:
+        common = dict(
             plan=plan,
             project=cfg.gcp_project,
             stack=cfg.stack,
             bucket=bucket.name,
             provider=cluster.provider,
             namespace=namespaces.by_name.get(plan.namespace),
-            lws_release=addons.dependency("lws"),
             node_pools=pools[plan.pool.name].node_pools,
         )
-        for plan in cfg.workloads
-    }
+        name = f"workload-{plan.name}"
+        if plan.workload.type == "jetstream-pathways":
+            workloads[plan.name] = JetStreamPathways(name, lws_release=addons.dependency("lws"), **common)
+        elif plan.workload.type == "saxml":
+            workloads[plan.name] = Saxml(name, jobset_release=addons.dependency("jobset"), **common)
     return Platform(
         config=cfg,
         network=network,

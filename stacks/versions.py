@@ -129,4 +129,8 @@ IMAGES: dict[str, str] = {
     "pathwaysServer": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
     "jetstreamPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
     "jetstreamHttpPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
+    # kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml (GKE tutorial tpu-multihost-saxml)
+    "saxAdminServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
+    "saxModelServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
+    "saxHttp": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
 }

@@ -1,0 +1,120 @@
+"""A Saxml multi-host serving workload (manifests from stacks.workloads.saxml)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.workload_identity import WorkloadIdentity
+from stacks.workloads import saxml
+
+
+def _address(status: Any, fallback: str) -> str:
+    """The load balancer's IP from a Service status, once it has one."""
+    try:
+        ingress = status.load_balancer.ingress or []
+        return f"{ingress[0].ip}:{saxml.HTTP_PORT}" if ingress and ingress[0].ip else fallback
+    except AttributeError:
+        return fallback
+
+
+class Saxml(pulumi.ComponentResource):
+    namespace: str
+    service_name: str
+    commands: dict[str, Any]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        plan: saxml.SaxmlPlan,
+        project: str,
+        stack: str,
+        bucket: pulumi.Input[str],
+        provider: k8s.Provider,
+        namespace: pulumi.Resource | None,
+        jobset_release: Sequence[pulumi.Resource],
+        node_pools: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("tpu-serving:workloads:Saxml", name, None, opts)
+        ns_deps = [namespace] if namespace is not None else []
+        self.namespace = plan.namespace
+        self.service_name = plan.http_service
+
+        def k8s_opts(*depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ns_deps, *depends_on], **extra)
+
+        # Admin, model and HTTP servers read and write the cell state under sax-root in the stack bucket.
+        identity = WorkloadIdentity(
+            f"{name}-identity",
+            namespace=plan.namespace,
+            service_account_name=plan.service_account,
+            project=project,
+            stack=stack,
+            bucket=bucket,
+            bucket_roles=["roles/storage.objectUser"],
+            provider=provider,
+            depends_on=ns_deps,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        admin = saxml.admin_deployment(plan)
+        admin_server = k8s.apps.v1.Deployment(
+            f"{name}-admin", metadata=admin["metadata"], spec=admin["spec"], opts=k8s_opts(identity.ksa)
+        )
+        jobset = saxml.model_server_jobset(plan)
+        model_servers = k8s.apiextensions.CustomResource(
+            f"{name}-model-servers",
+            api_version=jobset["apiVersion"],
+            kind=jobset["kind"],
+            metadata=jobset["metadata"],
+            spec=jobset["spec"],
+            # never before the JobSet CRD/webhook and the slices; after the admin server they register with
+            opts=k8s_opts(*jobset_release, *node_pools, identity.ksa, admin_server),
+        )
+        policy = saxml.model_server_network_policy(plan)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-model-server-policy", metadata=policy["metadata"], spec=policy["spec"], opts=k8s_opts()
+        )
+        http = saxml.http_deployment(plan)
+        http_server = k8s.apps.v1.Deployment(
+            f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=k8s_opts(identity.ksa)
+        )
+        svc = saxml.http_service(plan)
+        service = k8s.core.v1.Service(f"{name}-http-svc", metadata=svc["metadata"], spec=svc["spec"], opts=k8s_opts())
+
+        if plan.workload.models is not None:
+            job = saxml.publish_job(plan)
+            k8s.batch.v1.Job(
+                f"{name}-models-{saxml.models_hash(plan)}",
+                metadata=job["metadata"],
+                spec=job["spec"],
+                # `pulumi up` ends when the models are loaded; loading a large model takes many minutes.
+                opts=k8s_opts(
+                    model_servers,
+                    http_server,
+                    service,
+                    custom_timeouts=pulumi.CustomTimeouts(
+                        create=f"{saxml.LOAD_TIMEOUT_MINUTES}m", update=f"{saxml.LOAD_TIMEOUT_MINUTES}m"
+                    ),
+                ),
+            )
+
+        port_forward = (
+            f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {saxml.HTTP_PORT}:{saxml.HTTP_PORT}"
+        )
+        local = f"localhost:{saxml.HTTP_PORT}"
+        if plan.workload.http.exposure == "cluster":
+            address: pulumi.Input[str] = local
+            examples: Any = saxml.curl_examples(plan, local)
+        else:
+            address = service.status.apply(lambda s: _address(s, "(pending)"))
+            examples = pulumi.Output.from_input(address).apply(
+                lambda a: saxml.curl_examples(plan, a if a != "(pending)" else local)
+            )
+        self.commands = {"portForward": port_forward, "address": address, "cell": plan.cell, "examples": examples}
+        self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

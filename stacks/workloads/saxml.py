@@ -1,0 +1,461 @@
+"""Saxml multi-host serving: validation and manifests.
+
+A Sax cell is an admin server and model servers that find each other through `SAX_ROOT` in the stack bucket
+(the admin server writes its address there; no Service is needed for it). Each model server is one multi-host
+slice, run as one replicated Job of a JobSet: replicas = the pool's slices, parallelism = completions = hosts per
+slice. An HTTP server fronts the cell. Safer than the tutorial: bucket-scoped IAM instead of project-wide
+storage.admin, no public endpoint unless asked for with source ranges, and privileged + hostNetwork only on the
+model servers, whose TPU runtime needs them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog
+from stacks.config_model import SaxmlWorkload
+from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.versions import IMAGES
+
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODEPOOL_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
+ADMIN_PORT = 10000
+MODEL_PORT = 10001
+# TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
+TPU_RUNTIME_PORT = 8471
+HTTP_PORT = 8888
+CELL_RE = re.compile(r"^/sax/[a-z0-9][a-z0-9_-]*$")
+INTERNAL_LB = {"networking.gke.io/load-balancer-type": "Internal"}
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+SAX_WEIGHT_BITS = 16
+
+
+@dataclass(frozen=True)
+class SaxmlPlan:
+    workload: SaxmlWorkload
+    pool: Any  # stacks.config.PoolPlan
+    namespace: str
+    bucket: str
+    scrape_interval: str = "15s"
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def cell(self) -> str:
+        return self.workload.cell or f"/sax/{self.name}"
+
+    @property
+    def shape(self) -> catalog.SliceShape:
+        return self.pool.shape
+
+    @property
+    def sax_root(self) -> str:
+        return f"gs://{self.bucket}/sax-root"
+
+    @property
+    def service_account(self) -> str:
+        return self.name
+
+    def component(self, role: str) -> str:
+        return f"{self.name}-{role}"
+
+    def labels(self, role: str) -> dict[str, str]:
+        return {"app": self.component(role)}
+
+    @property
+    def http_service(self) -> str:
+        return self.component("http")
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.http_service}.{self.namespace}.svc:{HTTP_PORT}"
+
+    def image(self, key: str) -> str:
+        default = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}[key]
+        return getattr(self.workload.images, key) or IMAGES[default]
+
+    def model_name(self, model: str) -> str:
+        return model if model.startswith("/sax/") else f"{self.cell}/{model}"
+
+    def desired_models(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "model": self.model_name(m.model),
+                "model_path": m.model_path,
+                "checkpoint": m.checkpoint,
+                "replicas": m.replicas,
+            }
+            for m in self.workload.models or []
+        ]
+
+
+# ---- validation ---------------------------------------------------------------------------------------
+
+
+def params_billion(model_path: str) -> float | None:
+    """Model size from the Saxml class name (LmCloudSpmd175B32Test -> 175), when it says."""
+    match = re.search(r"(\d+(?:\.\d+)?)B", model_path.rsplit(".", 1)[-1])
+    return float(match.group(1)) if match else None
+
+
+def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list) -> bool:
+    start = len(problems)
+    cell = workload.cell or f"/sax/{workload.name}"
+    if not CELL_RE.match(cell):
+        problems.append(
+            (f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
+        )
+    http = workload.http
+    if http.exposure == "external" and not http.source_ranges:
+        problems.append(
+            (
+                f"{path}.http.sourceRanges",
+                "required with exposure 'external': the CIDRs allowed to reach the public load balancer "
+                "(Saxml's HTTP API has no authentication)",
+            )
+        )
+    for i, cidr in enumerate(http.source_ranges):
+        try:
+            ipaddress.ip_network(cidr, strict=True)
+        except ValueError as err:
+            problems.append((f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
+    if http.source_ranges and http.exposure != "external":
+        problems.append(
+            (f"{path}.http.sourceRanges", f"only used with exposure 'external' (exposure is {http.exposure!r})")
+        )
+    for i, model in enumerate(workload.models or []):
+        if model.model.startswith("/sax/") and not model.model.startswith(f"{cell}/"):
+            problems.append((f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
+    if pool is None:
+        return len(problems) == start
+    if not pool.shape.multi_host:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"pool {pool.name!r} is single-host ({pool.shape.generation.name} {pool.shape.topology}); "
+                "Saxml multi-host serving needs a multi-host pool",
+            )
+        )
+        return False
+    for i, model in enumerate(workload.models or []):
+        if model.replicas > pool.slices:
+            problems.append(
+                (
+                    f"{path}.models[{i}].replicas",
+                    f"{model.replicas} is more than the {pool.slices} model server(s) of pool {pool.name!r} (one per slice)",
+                )
+            )
+        size = model.params_billion or params_billion(model.model_path)
+        if size:
+            warning = catalog.sizing_warning(size, SAX_WEIGHT_BITS, pool.shape, f"{path}.models[{i}]")
+            if warning:
+                warnings.append(warning)
+    return len(problems) == start
+
+
+# ---- manifests ----------------------------------------------------------------------------------------
+
+
+def _meta(plan: SaxmlPlan, role: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": plan.component(role),
+        "namespace": plan.namespace,
+        "labels": {**plan.labels(role), **MANAGED_BY},
+        **extra,
+    }
+
+
+def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
+    labels = plan.labels("admin")
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(plan, "admin"),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "hostNetwork": False,
+                    "serviceAccountName": plan.service_account,
+                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+                    "containers": [
+                        {
+                            "name": "sax-admin-server",
+                            "image": plan.image("admin"),
+                            # Not privileged (the tutorial's is): the admin server only talks gRPC and GCS.
+                            "securityContext": {"allowPrivilegeEscalation": False},
+                            "ports": [{"containerPort": ADMIN_PORT}],
+                            "env": [
+                                {"name": "GSBUCKET", "value": plan.bucket},
+                                {"name": "SAX_CELL", "value": plan.cell},
+                            ],
+                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
+    shape = plan.shape
+    chips = shape.tpu_request
+    pod_spec = {
+        "serviceAccountName": plan.service_account,
+        # The Saxml model server's TPU runtime (multi-host ICI on port 8471) needs the host network and a
+        # privileged container, as in the upstream tutorial. This pod template is the only one in the stack
+        # that gets either.
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "nodeSelector": shape.node_selector,
+        "tolerations": [dict(TPU_TOLERATION)],
+        "containers": [
+            {
+                "name": "sax-model-server",
+                "image": plan.image("model"),
+                "args": [
+                    f"--port={MODEL_PORT}",
+                    f"--sax_cell={plan.cell}",
+                    f"--platform_chip={shape.generation.saxml_platform_chip}",
+                ],
+                "ports": [{"containerPort": MODEL_PORT}, {"containerPort": TPU_RUNTIME_PORT}],
+                "securityContext": {"privileged": True},
+                "env": [
+                    {"name": "SAX_ROOT", "value": plan.sax_root},
+                    {"name": "MEGASCALE_NUM_SLICES", "value": ""},  # one model server per slice, as upstream
+                ],
+                "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+            }
+        ],
+    }
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": _meta(plan, "model-server", annotations={EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}),
+        "spec": {
+            "failurePolicy": {"maxRestarts": plan.workload.max_restarts},
+            "replicatedJobs": [
+                {
+                    "name": "sax-model-server",
+                    "replicas": plan.pool.slices,
+                    "template": {
+                        "spec": {
+                            "parallelism": shape.hosts,
+                            "completions": shape.hosts,
+                            "backoffLimit": 0,
+                            "template": {"metadata": {"labels": plan.labels("model-server")}, "spec": pod_spec},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
+    labels = plan.labels("http")
+    probe = {"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 10, "failureThreshold": 3}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(plan, "http"),
+        "spec": {
+            "replicas": plan.workload.http.replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "hostNetwork": False,
+                    "serviceAccountName": plan.service_account,
+                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+                    "containers": [
+                        {
+                            "name": "sax-http",
+                            "image": plan.image("http"),
+                            "ports": [{"containerPort": HTTP_PORT}],
+                            "env": [{"name": "SAX_ROOT", "value": plan.sax_root}],
+                            "securityContext": {"allowPrivilegeEscalation": False},
+                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+                            "readinessProbe": {**probe, "initialDelaySeconds": 5},
+                            "livenessProbe": {**probe, "initialDelaySeconds": 30},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def http_service(plan: SaxmlPlan) -> dict[str, Any]:
+    exposure = plan.workload.http.exposure
+    metadata = _meta(plan, "http")
+    spec: dict[str, Any] = {
+        "type": "ClusterIP" if exposure == "cluster" else "LoadBalancer",
+        "selector": plan.labels("http"),
+        "ports": [{"protocol": "TCP", "port": HTTP_PORT, "targetPort": HTTP_PORT}],
+    }
+    if exposure == "internal":
+        metadata["annotations"] = dict(INTERNAL_LB)
+    if exposure == "external":
+        spec["loadBalancerSourceRanges"] = list(plan.workload.http.source_ranges)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+
+
+def model_server_network_policy(plan: SaxmlPlan) -> dict[str, Any]:
+    """Only the cell's own servers may reach the model-server ports.
+
+    Kubernetes leaves NetworkPolicy for hostNetwork pods undefined, and GKE Dataplane V2 does not filter
+    traffic to host-network endpoints: this policy states the intent and takes effect only where the data plane
+    applies pod policies to these pods.
+    """
+    peers = [{"podSelector": {"matchLabels": plan.labels(role)}} for role in ("http", "admin", "model-server")]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(plan, "model-server"),
+        "spec": {
+            "podSelector": {"matchLabels": plan.labels("model-server")},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": peers,
+                    "ports": [{"protocol": "TCP", "port": MODEL_PORT}, {"protocol": "TCP", "port": TPU_RUNTIME_PORT}],
+                }
+            ],
+        },
+    }
+
+
+# The model publication Job's program (Python standard library only; runs in the sax-http image).
+PUBLISH_SCRIPT = r"""
+import json, os, sys, time, urllib.error, urllib.request
+
+BASE, CELL = os.environ["SAX_HTTP"], os.environ["SAX_CELL"]
+DESIRED = json.loads(os.environ["MODELS"])
+DEADLINE = time.time() + int(os.environ.get("LOAD_TIMEOUT_SECONDS", "3300"))
+
+def call(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(BASE + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        raw = resp.read()
+        return json.loads(raw) if raw else None
+
+def wait(what, ready):
+    while time.time() < DEADLINE:
+        try:
+            if ready():
+                return
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            print(f"waiting for {what}: {err}", flush=True)
+        time.sleep(15)
+    sys.exit(f"timed out waiting for {what}")
+
+wait("the Sax HTTP server", lambda: call("GET", "/") is not None)
+current = set(call("GET", "/listall", {"sax_cell": CELL}) or [])
+for model in DESIRED:
+    if model["model"] in current:
+        print(f"{model['model']}: already published", flush=True)
+        continue
+    try:
+        print(f"publishing {model['model']}: {call('POST', '/publish', model)}", flush=True)
+    except urllib.error.HTTPError as err:
+        text = err.read().decode(errors="replace")
+        if "already" not in text.lower():
+            sys.exit(f"publish {model['model']} failed: {err.code} {text}")
+        print(f"{model['model']}: already published", flush=True)
+for name in sorted(current - {m["model"] for m in DESIRED}):
+    print(f"unpublishing {name}: {call('POST', '/unpublish', {'model': name})}", flush=True)
+for model in DESIRED:
+    def loaded(model=model):
+        state = call("GET", "/listcell", {"model": model["model"]}) or {}
+        print(f"{model['model']}: {state.get('active_replicas', 0)}/{model['replicas']} replicas loaded", flush=True)
+        return int(state.get("active_replicas") or 0) >= model["replicas"]
+    wait(f"{model['model']} to load", loaded)
+print("cell in sync", flush=True)
+"""
+
+LOAD_TIMEOUT_MINUTES = 55
+
+
+def models_hash(plan: SaxmlPlan) -> str:
+    return hashlib.sha256(json.dumps(plan.desired_models(), sort_keys=True).encode()).hexdigest()[:8]
+
+
+def publish_job(plan: SaxmlPlan) -> dict[str, Any]:
+    """A Job that makes the cell's published models exactly `models`, and waits until they are loaded.
+
+    Its name carries a hash of the model list, so every change of `models` runs a new Job (publishing what
+    was added, unpublishing what was removed) and an unchanged list runs nothing.
+    """
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {**_meta(plan, "models"), "name": f"{plan.component('models')}-{models_hash(plan)}"},
+        "spec": {
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": LOAD_TIMEOUT_MINUTES * 60,
+            "template": {
+                "metadata": {"labels": plan.labels("models")},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+                    "containers": [
+                        {
+                            "name": "publish",
+                            "image": plan.image("http"),
+                            "command": ["python3", "-c", PUBLISH_SCRIPT],
+                            "env": [
+                                {"name": "SAX_HTTP", "value": plan.http_url},
+                                {"name": "SAX_CELL", "value": plan.cell},
+                                {"name": "MODELS", "value": json.dumps(plan.desired_models(), sort_keys=True)},
+                                {"name": "LOAD_TIMEOUT_SECONDS", "value": str(LOAD_TIMEOUT_MINUTES * 60 - 120)},
+                            ],
+                            "securityContext": {"allowPrivilegeEscalation": False},
+                            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def curl_examples(plan: SaxmlPlan, address: str) -> dict[str, str]:
+    model = (
+        plan.desired_models()[0]
+        if plan.workload.models
+        else {
+            "model": f"{plan.cell}/lm175b",
+            "model_path": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test",
+            "checkpoint": "None",
+            "replicas": 1,
+        }
+    )
+
+    def curl(method: str, path: str, body: dict) -> str:
+        return (
+            f"curl -s -X {method} http://{address}/{path} -H 'Content-Type: application/json' -d '{json.dumps(body)}'"
+        )
+
+    return {
+        "publish": curl("POST", "publish", model),
+        "listcell": curl("GET", "listcell", {"model": model["model"]}),
+        "generate": curl(
+            "POST", "generate", {"model": model["model"], "query": "Q: Who is the mother of Harry Potter? A: "}
+        ),
+        "unpublish": curl("POST", "unpublish", {"model": model["model"]}),
+    }

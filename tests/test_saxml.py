@@ -1,0 +1,312 @@
+"""saxml: the tutorial's manifests reproduced from the example (differing only where the issue says), and
+everything derived from the pool the workload names."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+import yaml
+
+from stacks.k8s_objects import kubernetes_objects
+from stacks.offline import ROOT
+from stacks.schemas import crd_dir, validate_objects
+from stacks.workloads import saxml
+from tests.conftest import make_config, pool, recorded, reference_dir
+
+SAX_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-multihost-tpus-saxml"
+needs_reference = pytest.mark.skipif(not SAX_REF.is_dir(), reason=f"reference manifests missing: {SAX_REF}")
+EXAMPLE = ROOT / "examples" / "saxml-175b" / "Pulumi.saxml-175b.yaml"
+
+
+def ref(file: str, kind: str) -> dict:
+    return next(d for d in yaml.safe_load_all((SAX_REF / file).read_text()) if d and d["kind"] == kind)
+
+
+def example_objects() -> tuple[dict, dict]:
+    rec = recorded(EXAMPLE, False)
+    return {(o["kind"], o["metadata"]["name"]): o for o in kubernetes_objects(rec)}, rec.outputs
+
+
+def fill(value: str, bucket: str) -> str:
+    return value.replace("BUCKET_NAME", bucket)
+
+
+@needs_reference
+def test_model_server_jobset_matches_reference():
+    objects, outputs = example_objects()
+    bucket = outputs["bucketName"]
+    ours, theirs = objects[("JobSet", "sax-model-server")], ref("sax-model-server-set.yaml", "JobSet")
+    assert ours["apiVersion"] == theirs["apiVersion"]
+    assert ours["metadata"]["annotations"] == theirs["metadata"]["annotations"]
+    assert ours["spec"]["failurePolicy"] == theirs["spec"]["failurePolicy"]
+    (job,), (ref_job,) = ours["spec"]["replicatedJobs"], theirs["spec"]["replicatedJobs"]
+    assert job["name"] == ref_job["name"] and job["replicas"] == ref_job["replicas"] == 2
+    for key in ("parallelism", "completions", "backoffLimit"):
+        assert job["template"]["spec"][key] == ref_job["template"]["spec"][key], key
+    pod, ref_pod = job["template"]["spec"]["template"]["spec"], ref_job["template"]["spec"]["template"]["spec"]
+    for key in ("hostNetwork", "dnsPolicy", "nodeSelector"):
+        assert pod[key] == ref_pod[key], key
+    assert pod["serviceAccountName"] == "sax"  # the workload's own Workload Identity KSA (tutorial: sax-sa)
+    (container,), (ref_container,) = pod["containers"], ref_pod["containers"]
+    for key in ("name", "image", "args", "ports", "securityContext", "resources"):
+        assert container[key] == ref_container[key], key
+    assert container["env"] == [{"name": e["name"], "value": fill(e["value"], bucket)} for e in ref_container["env"]]
+
+
+@needs_reference
+def test_admin_and_http_servers_match_reference():
+    objects, outputs = example_objects()
+    bucket = outputs["bucketName"]
+    admin, ref_admin = objects[("Deployment", "sax-admin")], ref("sax-admin-server.yaml", "Deployment")
+    (c,), (rc,) = admin["spec"]["template"]["spec"]["containers"], ref_admin["spec"]["template"]["spec"]["containers"]
+    assert (c["name"], c["image"], c["ports"]) == (rc["name"], rc["image"], rc["ports"])
+    assert {"name": "GSBUCKET", "value": bucket} in c["env"]
+    assert {"name": "SAX_CELL", "value": "/sax/test"} in c["env"]  # the image's own default, made explicit
+    assert "privileged" not in c["securityContext"]  # the tutorial's admin runs privileged; ours does not
+    assert admin["spec"]["template"]["spec"]["hostNetwork"] is False
+
+    http, ref_http = objects[("Deployment", "sax-http")], ref("sax-http.yaml", "Deployment")
+    (c,), (rc,) = http["spec"]["template"]["spec"]["containers"], ref_http["spec"]["template"]["spec"]["containers"]
+    assert (c["name"], c["image"], c["ports"]) == (rc["name"], rc["image"], rc["ports"])
+    assert c["env"] == [{"name": "SAX_ROOT", "value": f"gs://{bucket}/sax-root"}]
+    assert c["readinessProbe"]["httpGet"] == {"path": "/", "port": 8888}
+    assert c["resources"]["requests"]
+
+    svc, ref_svc = objects[("Service", "sax-http")], ref("sax-http.yaml", "Service")
+    assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
+    assert svc["spec"]["selector"] == {"app": "sax-http"}
+    # the tutorial's public unauthenticated LoadBalancer becomes an internal one by default
+    assert svc["spec"]["type"] == "LoadBalancer"
+    assert svc["metadata"]["annotations"] == {"networking.gke.io/load-balancer-type": "Internal"}
+
+
+def sax(**fields) -> dict:
+    base = {"type": "saxml", "name": "sax", "pool": "p"}
+    base.update(fields)
+    return base
+
+
+def objects_of(rec) -> dict:
+    return {(o["kind"], o["metadata"]["name"]): o for o in kubernetes_objects(rec)}
+
+
+@pytest.mark.parametrize(
+    "tpu,topology,slices,replicas,parallelism,chip,chips",
+    [
+        ("v5e", "4x8", 3, 3, 8, "tpuv5e", 4),
+        ("v6e", "4x4", 1, 1, 4, "tpuv6e", 4),
+        ("v5p", "2x2x2", 2, 2, 2, "tpuv5p", 4),
+    ],
+)
+def test_pool_drives_replicas_parallelism_and_platform_chip(
+    run, tpu, topology, slices, replicas, parallelism, chip, chips
+):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology, slices=slices)], tpu_serving__workloads=[sax()]
+        )
+    )
+    jobset = objects_of(rec)[("JobSet", "sax-model-server")]
+    (job,) = jobset["spec"]["replicatedJobs"]
+    assert job["replicas"] == replicas
+    assert job["template"]["spec"]["parallelism"] == job["template"]["spec"]["completions"] == parallelism
+    pod = job["template"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert f"--platform_chip={chip}" in container["args"]
+    assert "--sax_cell=/sax/sax" in container["args"]
+    assert container["resources"]["limits"]["google.com/tpu"] == chips
+    assert pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == topology
+
+
+def test_privileged_and_host_network_only_on_model_servers(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[sax(models=[])]))
+    for (kind, name), obj in objects_of(rec).items():
+        spec = obj.get("spec", {})
+        templates = []
+        if kind in ("Deployment", "Job"):
+            templates = [spec["template"]["spec"]]
+        elif kind == "JobSet":
+            templates = [j["template"]["spec"]["template"]["spec"] for j in spec["replicatedJobs"]]
+        for pod in templates:
+            privileged = any(c.get("securityContext", {}).get("privileged") for c in pod["containers"])
+            host_network = pod.get("hostNetwork", False)
+            assert (privileged, host_network) == ((True, True) if kind == "JobSet" else (False, False)), name
+
+
+@pytest.mark.parametrize(
+    "http,service_type,annotations,source_ranges",
+    [
+        ({"exposure": "cluster"}, "ClusterIP", None, None),
+        ({}, "LoadBalancer", {"networking.gke.io/load-balancer-type": "Internal"}, None),
+        ({"exposure": "external", "sourceRanges": ["203.0.113.0/24"]}, "LoadBalancer", None, ["203.0.113.0/24"]),
+    ],
+)
+def test_http_exposure(run, http, service_type, annotations, source_ranges):
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(http=http)]))
+    svc = objects_of(rec)[("Service", "sax-http")]
+    assert svc["spec"]["type"] == service_type
+    assert svc["metadata"].get("annotations") == annotations
+    assert svc["spec"].get("loadBalancerSourceRanges") == source_ranges
+
+
+def test_iam_is_bucket_scoped_and_member_level(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()]))
+    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
+    assert binding.inputs["role"] == "roles/storage.objectUser"
+    project_roles = [m.inputs["role"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")]
+    assert not [r for r in project_roles if r.startswith("roles/storage")]
+    wi = rec.one("gcp:serviceaccount/iAMMember:IAMMember")
+    assert wi.inputs["member"] == "serviceAccount:tpu-test-project.svc.id.goog[sax/sax]"
+
+
+def test_network_policy_limits_model_server_ports(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()]))
+    policy = objects_of(rec)[("NetworkPolicy", "sax-model-server")]
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"app": "sax-model-server"}}
+    (rule,) = policy["spec"]["ingress"]
+    assert {p["port"] for p in rule["ports"]} == {10001, 8471}
+    assert [peer["podSelector"]["matchLabels"]["app"] for peer in rule["from"]] == [
+        "sax-http",
+        "sax-admin",
+        "sax-model-server",
+    ]
+
+
+def test_jobset_depends_on_release_node_pools_and_admin(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(slices=2)], tpu_serving__workloads=[sax()]))
+    jobset = rec.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    for urn in [
+        rec.one("kubernetes:helm.sh/v3:Release", "addons-jobset").urn,
+        rec.one("kubernetes:apps/v1:Deployment", "workload-sax-admin").urn,
+        *[r.urn for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-p-")],
+    ]:
+        assert urn in jobset.dependencies
+
+
+def test_model_publication_job(run):
+    models = [
+        {"model": "lm175b", "modelPath": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test", "replicas": 2}
+    ]
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool(tpu="v5e", topology="4x8", slices=2)],
+            tpu_serving__workloads=[sax(models=models)],
+        )
+    )
+    (job_reg,) = rec.of_type("kubernetes:batch/v1:Job")
+    job = objects_of(rec)[("Job", job_reg.inputs["metadata"]["name"])]
+    env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert json.loads(env["MODELS"]) == [
+        {
+            "model": "/sax/sax/lm175b",
+            "model_path": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test",
+            "checkpoint": "None",
+            "replicas": 2,
+        }
+    ]
+    assert env["SAX_HTTP"] == "http://sax-http.sax.svc:8888" and env["SAX_CELL"] == "/sax/sax"
+    for dependency in ("workload-sax-model-servers", "workload-sax-http", "workload-sax-http-svc"):
+        assert any(d.endswith(f"::{dependency}") for d in job_reg.dependencies), dependency
+    # the script is valid Python that publishes, unpublishes what is no longer wanted, and waits for loading
+    compile(saxml.PUBLISH_SCRIPT, "publish", "exec")
+    for path in ("/publish", "/unpublish", "/listall", "/listcell"):
+        assert path in saxml.PUBLISH_SCRIPT
+    # a different model list is a different Job (it runs again); the same list is the same Job
+    other = run(
+        make_config(
+            tpu_serving__tpuPools=[pool(tpu="v5e", topology="4x8", slices=2)],
+            tpu_serving__workloads=[sax(models=[{**models[0], "replicas": 1}])],
+        )
+    )
+    assert other.of_type("kubernetes:batch/v1:Job")[0].name != job_reg.name
+    # no `models` key: the stack does not touch the cell's models
+    assert not run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()])).of_type(
+        "kubernetes:batch/v1:Job"
+    )
+
+
+def test_outputs(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(http={"exposure": "cluster"})]))
+    summary = rec.outputs["workloads"]["sax"]
+    assert summary["portForward"] == "kubectl -n sax port-forward svc/sax-http 8888:8888"
+    assert summary["cell"] == "/sax/sax"
+    assert set(summary["examples"]) == {"publish", "listcell", "generate", "unpublish"}
+    assert summary["examples"]["generate"].startswith("curl -s -X POST http://localhost:8888/generate")
+
+
+def test_params_from_model_path():
+    assert saxml.params_billion("saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test") == 175
+    assert saxml.params_billion("saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd2BTest") == 2
+    assert saxml.params_billion("saxml.server.pax.lm.params.custom.MyModel") is None
+
+
+def test_sizing_warning(run):
+    models = [{"model": "lm175b", "modelPath": "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test"}]
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool(tpu="v5e", topology="4x4")], tpu_serving__workloads=[sax(models=models)]
+        )
+    )
+    assert any(
+        w.startswith("tpu-serving:workloads[0].models[0]: a 175B model at 16-bit") and "is 4x8" in w
+        for w in rec.warnings
+    )
+
+
+@pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+def test_saxml_objects_validate(run):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[pool(slices=2)],
+            tpu_serving__workloads=[sax(models=[], http={"exposure": "external", "sourceRanges": ["10.0.0.0/8"]})],
+        )
+    )
+    report = validate_objects(kubernetes_objects(rec), "1.34")
+    assert report.ok and not report.unchecked, report.errors
+
+
+BAD = {
+    "single-host pool": ({"pool": "single"}, "tpu-serving:workloads[0].pool: pool 'single' is single-host (v6e 2x4)"),
+    "unknown pool": ({"pool": "nope"}, "tpu-serving:workloads[0].pool: 'nope' is not a TPU pool of this stack"),
+    "model replicas above slices": (
+        {"models": [{"model": "m", "modelPath": "a.B", "replicas": 2}]},
+        "tpu-serving:workloads[0].models[0].replicas: 2 is more than the 1 model server(s) of pool 'p'",
+    ),
+    "external without source ranges": (
+        {"http": {"exposure": "external"}},
+        "tpu-serving:workloads[0].http.sourceRanges: required with exposure 'external'",
+    ),
+    "bad source range": (
+        {"http": {"exposure": "external", "sourceRanges": ["0.0.0.0/33"]}},
+        "tpu-serving:workloads[0].http.sourceRanges[0]: '0.0.0.0/33' is not a valid CIDR block",
+    ),
+    "bad cell": ({"cell": "sax/test"}, "tpu-serving:workloads[0].cell: 'sax/test' is not of the form /sax/<name>"),
+    "model outside the cell": (
+        {"cell": "/sax/a", "models": [{"model": "/sax/b/m", "modelPath": "x.Y"}]},
+        "tpu-serving:workloads[0].models[0].model: '/sax/b/m' is not in the cell /sax/a",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_saxml_errors(run, case):
+    change, expected = BAD[case]
+    config = make_config(
+        tpu_serving__tpuPools=[pool(), pool(name="single", topology="2x4")], tpu_serving__workloads=[sax(**change)]
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    assert expected in str(err.value)
+
+
+def test_jobset_addon_disabled_is_an_error(run):
+    config = make_config(
+        tpu_serving__tpuPools=[pool()],
+        tpu_serving__workloads=[sax()],
+        tpu_serving__addons={"jobset": {"enabled": False}},
+    )
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].type: saxml needs the jobset add-on"):
+        run(config)
