@@ -26,7 +26,6 @@ ADAPTER_NAMESPACE = "custom-metrics"
 STACKDRIVER_ADAPTER = "custom-metrics-stackdriver-adapter"
 GMP_FRONTEND = "gmp-frontend"
 GMP_FRONTEND_SERVICE = "prometheus"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
 
 
 def create_pod_monitoring(
@@ -49,7 +48,9 @@ def create_pod_monitoring(
 
 
 def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
-    return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels={**MANAGED_BY, **(labels or {})})
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=name, namespace=namespace, labels={**naming.MANAGED_BY_LABELS, **(labels or {})}
+    )
 
 
 def _subject(name: str, namespace: str) -> k8s.rbac.v1.SubjectArgs:

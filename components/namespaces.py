@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+from stacks import naming
 
 
 class Namespaces(pulumi.ComponentResource):
@@ -25,7 +25,7 @@ class Namespaces(pulumi.ComponentResource):
         self.by_name = {
             ns: k8s.core.v1.Namespace(
                 f"{name}-{ns}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=MANAGED_BY),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=naming.MANAGED_BY_LABELS),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
             for ns in namespaces

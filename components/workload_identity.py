@@ -81,7 +81,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 name=service_account_name,
                 namespace=namespace,
                 annotations={GSA_ANNOTATION: gsa.email},
-                labels={"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"},
+                labels=naming.MANAGED_BY_LABELS,
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
         )

@@ -156,13 +156,18 @@ class PathwaysImages(CamelModel):
     http: str | None = None
 
 
-class JetStreamPathwaysWorkload(CamelModel):
+class WorkloadConfig(CamelModel):
+    """Keys every workload type has."""
+
+    name: str = Field(description="Workload name; its Kubernetes objects and identity are named after it.")
+    pool: str = Field(description="The tpuPools entry to run on; topology, slices and chips come from it.")
+    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
+
+
+class JetStreamPathwaysWorkload(WorkloadConfig):
     """JetStream + MaxText on Pathways, one LeaderWorkerSet group per replica, each on its own slice(s)."""
 
     type: Literal["jetstream-pathways"]
-    name: str = Field(description="Workload name: the LeaderWorkerSet, its Service and identity are named after it.")
-    pool: str = Field(description="The tpuPools entry to run on; slices, topology and chips come from it.")
-    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
     mode: Literal["interleaved", "disaggregated"] = Field(
         "interleaved", description="Prefill and decode together or apart."
     )
@@ -213,13 +218,11 @@ class SaxImages(CamelModel):
     http: str | None = None
 
 
-class SaxmlWorkload(CamelModel):
-    """Saxml multi-host serving: admin server, one model server per slice (JobSet), HTTP server."""
+class SaxmlWorkload(WorkloadConfig):
+    """Saxml multi-host serving: admin server, one model server per slice (JobSet), HTTP server. `pool` must be
+    multi-host: its slices are the model servers."""
 
     type: Literal["saxml"]
-    name: str = Field(description="Workload name; its objects and identity are named after it.")
-    pool: str = Field(description="A multi-host tpuPools entry; its slices are the model servers.")
-    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
     cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
     images: SaxImages = Field(default_factory=SaxImages)
     http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)

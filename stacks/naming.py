@@ -23,6 +23,9 @@ LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 # Node label of the CPU system pool; controllers and adapters select it so they never land on TPU nodes.
 SYSTEM_POOL_SELECTOR = {"tpu-serving/role": "system"}
 
+# Labels on every Kubernetes object the stack creates.
+MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
+
 # Objects below this prefix in the stack bucket are Pathways scratch data; the bucket expires them.
 PATHWAYS_SCRATCH_PREFIX = "pathways/"
 

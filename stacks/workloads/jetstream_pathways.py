@@ -17,6 +17,7 @@ from stacks import catalog, naming
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
+from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan
 from stacks.workloads.pathways_presets import CHECKPOINT_ARG, PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -29,7 +30,6 @@ WORKER_PORT = 38679
 PROXY_PORT = 38681
 JETSTREAM_GRPC_PORT = 9000
 HTTP_PORT = 8000
-TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
     "prometheus_port": "set `metricsPort` instead",
@@ -37,16 +37,8 @@ RESERVED_MAXTEXT = {
 
 
 @dataclass(frozen=True)
-class PathwaysPlan:
+class PathwaysPlan(WorkloadPlan):
     workload: JetStreamPathwaysWorkload
-    pool: Any  # stacks.config.PoolPlan (kept loose to avoid an import cycle)
-    namespace: str
-    bucket: str
-    scrape_interval: str = "15s"
-
-    @property
-    def name(self) -> str:
-        return self.workload.name
 
     @property
     def preset(self) -> PathwaysPreset:
@@ -57,10 +49,6 @@ class PathwaysPlan:
         return mode_spec(self.preset, self.workload.mode)
 
     @property
-    def shape(self) -> catalog.SliceShape:
-        return self.pool.shape
-
-    @property
     def size(self) -> int:
         """Pods per LWS group: one Pathways worker per host of every slice, plus the leader."""
         return self.pool.slices * self.shape.hosts + 1
@@ -68,10 +56,6 @@ class PathwaysPlan:
     @property
     def scratch(self) -> str:
         return f"gs://{self.bucket}/{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/tmp"
-
-    @property
-    def service_account(self) -> str:
-        return self.name
 
     @property
     def service_name(self) -> str:
@@ -270,29 +254,16 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": {
-            "name": plan.name,
-            "namespace": plan.namespace,
-            "annotations": annotations,
-            "labels": {**plan.labels, **MANAGED_BY},
-        },
+        "metadata": plan.metadata(plan.name, plan.labels, annotations=annotations),
         "spec": {"replicas": plan.workload.replicas, "leaderWorkerTemplate": template},
     }
 
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
-INTERNAL_LB = {"networking.gke.io/load-balancer-type": "Internal"}
-
-
 def service(plan: PathwaysPlan) -> dict[str, Any]:
     spec_type = plan.workload.service.type
-    metadata: dict[str, Any] = {
-        "name": plan.service_name,
-        "namespace": plan.namespace,
-        "labels": {**plan.labels, **MANAGED_BY},
-    }
+    metadata = plan.metadata(plan.service_name, plan.labels)
     if spec_type == "LoadBalancer":
-        metadata["annotations"] = dict(INTERNAL_LB)
+        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
     return {
         "apiVersion": "v1",
         "kind": "Service",

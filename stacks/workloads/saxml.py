@@ -21,6 +21,7 @@ from stacks import catalog
 from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.versions import IMAGES
+from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan, cpu_deployment
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -31,39 +32,20 @@ MODEL_PORT = 10001
 TPU_RUNTIME_PORT = 8471
 HTTP_PORT = 8888
 CELL_RE = re.compile(r"^/sax/[a-z0-9][a-z0-9_-]*$")
-INTERNAL_LB = {"networking.gke.io/load-balancer-type": "Internal"}
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
-TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 SAX_WEIGHT_BITS = 16
 
 
 @dataclass(frozen=True)
-class SaxmlPlan:
+class SaxmlPlan(WorkloadPlan):
     workload: SaxmlWorkload
-    pool: Any  # stacks.config.PoolPlan
-    namespace: str
-    bucket: str
-    scrape_interval: str = "15s"
-
-    @property
-    def name(self) -> str:
-        return self.workload.name
 
     @property
     def cell(self) -> str:
         return self.workload.cell or f"/sax/{self.name}"
 
     @property
-    def shape(self) -> catalog.SliceShape:
-        return self.pool.shape
-
-    @property
     def sax_root(self) -> str:
         return f"gs://{self.bucket}/sax-root"
-
-    @property
-    def service_account(self) -> str:
-        return self.name
 
     def component(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -166,47 +148,19 @@ def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warning
 
 
 def _meta(plan: SaxmlPlan, role: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": plan.component(role),
-        "namespace": plan.namespace,
-        "labels": {**plan.labels(role), **MANAGED_BY},
-        **extra,
-    }
+    return plan.metadata(plan.component(role), plan.labels(role), **extra)
 
 
 def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
-    labels = plan.labels("admin")
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(plan, "admin"),
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "hostNetwork": False,
-                    "serviceAccountName": plan.service_account,
-                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
-                    "containers": [
-                        {
-                            "name": "sax-admin-server",
-                            "image": plan.image("admin"),
-                            # Not privileged (the tutorial's is): the admin server only talks gRPC and GCS.
-                            "securityContext": {"allowPrivilegeEscalation": False},
-                            "ports": [{"containerPort": ADMIN_PORT}],
-                            "env": [
-                                {"name": "GSBUCKET", "value": plan.bucket},
-                                {"name": "SAX_CELL", "value": plan.cell},
-                            ],
-                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                        }
-                    ],
-                },
-            },
-        },
+    # Not privileged (the tutorial's is): the admin server only serves gRPC and reads/writes GCS.
+    container = {
+        "name": "sax-admin-server",
+        "image": plan.image("admin"),
+        "ports": [{"containerPort": ADMIN_PORT}],
+        "env": [{"name": "GSBUCKET", "value": plan.bucket}, {"name": "SAX_CELL", "value": plan.cell}],
+        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
     }
+    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), 1, container)
 
 
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
@@ -265,37 +219,17 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
 
 
 def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
-    labels = plan.labels("http")
     probe = {"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 10, "failureThreshold": 3}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(plan, "http"),
-        "spec": {
-            "replicas": plan.workload.http.replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "hostNetwork": False,
-                    "serviceAccountName": plan.service_account,
-                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
-                    "containers": [
-                        {
-                            "name": "sax-http",
-                            "image": plan.image("http"),
-                            "ports": [{"containerPort": HTTP_PORT}],
-                            "env": [{"name": "SAX_ROOT", "value": plan.sax_root}],
-                            "securityContext": {"allowPrivilegeEscalation": False},
-                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                            "readinessProbe": {**probe, "initialDelaySeconds": 5},
-                            "livenessProbe": {**probe, "initialDelaySeconds": 30},
-                        }
-                    ],
-                },
-            },
-        },
+    container = {
+        "name": "sax-http",
+        "image": plan.image("http"),
+        "ports": [{"containerPort": HTTP_PORT}],
+        "env": [{"name": "SAX_ROOT", "value": plan.sax_root}],
+        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+        "readinessProbe": {**probe, "initialDelaySeconds": 5},
+        "livenessProbe": {**probe, "initialDelaySeconds": 30},
     }
+    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), plan.workload.http.replicas, container)
 
 
 def http_service(plan: SaxmlPlan) -> dict[str, Any]:
@@ -307,7 +241,7 @@ def http_service(plan: SaxmlPlan) -> dict[str, Any]:
         "ports": [{"protocol": "TCP", "port": HTTP_PORT, "targetPort": HTTP_PORT}],
     }
     if exposure == "internal":
-        metadata["annotations"] = dict(INTERNAL_LB)
+        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
     if exposure == "external":
         spec["loadBalancerSourceRanges"] = list(plan.workload.http.source_ranges)
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}

@@ -1,0 +1,64 @@
+"""What every workload type shares: its plan (the workload resolved against its pool), labels, and the pieces
+of pod specs that do not depend on the type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog
+from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
+
+TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """A validated workload and the pool it runs on, with what the stack derived for it."""
+
+    workload: Any  # the workload's config model
+    pool: Any  # stacks.config.PoolPlan (kept loose to avoid an import cycle)
+    namespace: str
+    bucket: str
+    scrape_interval: str = "15s"
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def shape(self) -> catalog.SliceShape:
+        return self.pool.shape
+
+    @property
+    def service_account(self) -> str:
+        """The workload's Kubernetes ServiceAccount (its Workload Identity)."""
+        return self.name
+
+    def metadata(self, name: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+        return {"name": name, "namespace": self.namespace, "labels": {**labels, **MANAGED_BY_LABELS}, **extra}
+
+
+def cpu_deployment(
+    plan: WorkloadPlan, name: str, labels: dict[str, str], replicas: int, container: dict[str, Any]
+) -> dict[str, Any]:
+    """A Deployment of one unprivileged container on the CPU system pool, running as the workload's identity."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": plan.metadata(name, labels),
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "hostNetwork": False,
+                    "serviceAccountName": plan.service_account,
+                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+                    "containers": [{**container, "securityContext": {"allowPrivilegeEscalation": False}}],
+                },
+            },
+        },
+    }
