@@ -60,6 +60,8 @@ def _subject(name: str, namespace: str) -> k8s.rbac.v1.SubjectArgs:
 class Monitoring(pulumi.ComponentResource):
     dashboard_url: pulumi.Output[str] | None
     adapter: str
+    adapter_resources: list[pulumi.Resource]
+    """What serves the metrics APIs (for HPAs to depend on); empty without an adapter."""
 
     def __init__(
         self,
@@ -78,6 +80,7 @@ class Monitoring(pulumi.ComponentResource):
         self._system_pool = system_pool
         monitoring = config.monitoring
         self.adapter = monitoring.adapter
+        self.adapter_resources = []
 
         if monitoring.tpu_metrics and config.pools:
             create_pod_monitoring(
@@ -230,7 +233,7 @@ class Monitoring(pulumi.ComponentResource):
             ("v1beta2.custom.metrics.k8s.io", "custom.metrics.k8s.io", "v1beta2", 200),
             ("v1beta1.external.metrics.k8s.io", "external.metrics.k8s.io", "v1beta1", 100),
         ):
-            k8s.apiregistration.v1.APIService(
+            api_service = k8s.apiregistration.v1.APIService(
                 f"{n}-apiservice-{group.split('.')[0]}-{version}",
                 metadata=_meta(api_name),
                 spec=k8s.apiregistration.v1.APIServiceSpecArgs(
@@ -245,6 +248,7 @@ class Monitoring(pulumi.ComponentResource):
                 # Register the API only once something serves it, so discovery does not break meanwhile.
                 opts=self._k8s(service, deployment),
             )
+            self.adapter_resources.append(api_service)
         external_reader = k8s.rbac.v1.ClusterRole(
             f"{n}-external-metrics-reader",
             metadata=_meta("external-metrics-reader"),
@@ -334,8 +338,9 @@ class Monitoring(pulumi.ComponentResource):
             {},
         )
         # create_namespace off: the namespace above also holds the frontend and is managed here.
-        k8s.helm.v3.Release(
+        release = k8s.helm.v3.Release(
             f"{n}-prometheus-adapter",
             release_args(chart, values, create_namespace=False),
             opts=self._k8s(self._namespace, service, frontend, self._system_pool),
         )
+        self.adapter_resources.append(release)

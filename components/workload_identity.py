@@ -35,7 +35,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         service_account_name: str,
         project: str,
         stack: str,
-        bucket: pulumi.Input[str],
+        bucket: pulumi.Input[str] | None,
         bucket_roles: Sequence[str],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] | None = None,
@@ -44,6 +44,8 @@ class WorkloadIdentity(pulumi.ComponentResource):
         bad = [r for r in bucket_roles if r not in BUCKET_ROLES]
         if bad:
             raise ValueError(f"bucket roles {bad} are not allowed; allowed: {', '.join(BUCKET_ROLES)}")
+        if bucket_roles and bucket is None:
+            raise ValueError("bucket roles need a bucket")
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
         self.namespace = namespace
         self.service_account_name = service_account_name

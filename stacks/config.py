@@ -27,7 +27,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream_pathways, saxml
+from stacks.workloads import jetstream, jetstream_pathways, saxml
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -418,10 +418,33 @@ WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset"}
 PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 WORKLOAD_NAME_MAX = 40
-# Workload type -> (check, plan class) in stacks.workloads.
-WORKLOAD_RULES = {
-    "jetstream-pathways": (jetstream_pathways.check, jetstream_pathways.PathwaysPlan),
-    "saxml": (saxml.check, saxml.SaxmlPlan),
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """What workload rules may need from the rest of the stack config."""
+
+    adapter: str
+    min_master_version: str | None
+    scrape_interval: str
+
+
+# Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
+WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
+    "jetstream-pathways": (
+        lambda path, w, pool, problems, warnings, ctx: jetstream_pathways.check(path, w, pool, problems, warnings),
+        lambda w, pool, ns, bucket, ctx: jetstream_pathways.PathwaysPlan(w, pool, ns, bucket, ctx.scrape_interval),
+    ),
+    "saxml": (
+        lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings),
+        lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval),
+    ),
+    "jetstream": (
+        lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
+        lambda w, pool, ns, bucket, ctx: jetstream.JetStreamPlan(
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.adapter, ctx.min_master_version
+        ),
+    ),
 }
 
 
@@ -454,7 +477,7 @@ def _check_workloads(
     all_pool_names: set[str],
     addons: AddonsConfig | None,
     bucket_name: str | None,
-    scrape_interval: str,
+    context: WorkloadContext,
     problems: list[Problem],
     warnings: list[str],
 ) -> list[Any]:
@@ -485,12 +508,12 @@ def _check_workloads(
                 Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
             )
         pool = pools.get(workload.pool)
-        check, plan_class = WORKLOAD_RULES[workload.type]
+        check, make_plan = WORKLOAD_RULES[workload.type]
         raw_problems: list[tuple[str, str]] = []
-        check(path, workload, pool, raw_problems, warnings)
+        check(path, workload, pool, raw_problems, warnings, context)
         problems.extend(Problem(p, m) for p, m in raw_problems)
         if len(problems) == start and pool is not None and bucket_name:
-            plans.append(plan_class(workload, pool, namespace, bucket_name, scrape_interval))
+            plans.append(make_plan(workload, pool, namespace, bucket_name, context))
     return plans
 
 
@@ -588,7 +611,11 @@ def parse_stack_config(
         {p.name for p in pool_configs if p is not None},
         addons,
         bucket_name,
-        monitoring.scrape_interval if monitoring is not None else "15s",
+        WorkloadContext(
+            adapter=monitoring.adapter if monitoring is not None else "none",
+            min_master_version=cluster.min_master_version if cluster is not None else None,
+            scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
+        ),
         problems,
         warnings,
     )

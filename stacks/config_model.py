@@ -233,3 +233,47 @@ class SaxmlWorkload(WorkloadConfig):
 
 
 WORKLOAD_TYPES["saxml"] = SaxmlWorkload
+
+
+HpaMetricName = Literal[
+    "jetstream_prefill_backlog_size", "jetstream_slots_used_percentage", "tpu_memory_used", "tpu_memory_used_percentage"
+]
+
+
+class HpaMetricConfig(CamelModel):
+    name: HpaMetricName = Field(description="JetStream server metric or TPU HBM metric.")
+    target: float = Field(gt=0, description="Average value per replica the HPA keeps (a percentage for *_percentage).")
+
+
+class JetStreamAutoscalingConfig(CamelModel):
+    min_replicas: int = Field(1, description="At least 1.")
+    max_replicas: int = Field(description="At most what the pool's nodes can hold.")
+    metrics: list[HpaMetricConfig] = Field(min_length=1, description="Combined in one HPA: the largest proposal wins.")
+    behavior: dict[str, Any] | None = Field(
+        None, description="autoscaling/v2 HPA behavior (scaleUp/scaleDown), camelCase."
+    )
+
+
+class JetStreamImages(CamelModel):
+    server: str | None = None
+    http: str | None = None
+
+
+class JetStreamWorkload(WorkloadConfig):
+    """Single-host JetStream (MaxText engine + HTTP server) on a single-host TPU pool, optionally autoscaled by an HPA."""
+
+    type: Literal["jetstream"]
+    model: str = Field(description="Model preset: gemma-7b, llama2-7b or llama2-13b.")
+    checkpoint: str = Field(description="gs:// path of the converted (unscanned) MaxText checkpoint.")
+    maxtext: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="MaxText argument overrides."
+    )
+    replicas: int = Field(1, ge=1, description="Replicas when autoscaling is off.")
+    autoscaling: JetStreamAutoscalingConfig | None = Field(None, description="An HPA on JetStream/TPU metrics.")
+    prometheus_port: int = Field(9100, ge=1, le=65535, description="The engine's Prometheus metrics port.")
+    images: JetStreamImages = Field(default_factory=JetStreamImages)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    grant_checkpoint_read: bool = Field(True, description="Grant objectViewer on the checkpoint's bucket.")
+
+
+WORKLOAD_TYPES["jetstream"] = JetStreamWorkload

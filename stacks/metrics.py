@@ -17,8 +17,6 @@ TPU_DEVICE_PLUGIN_PORT = 2112
 
 # JetStream server metrics the adapters expose to HPAs.
 JETSTREAM_METRICS = ("jetstream_prefill_backlog_size", "jetstream_slots_used_percentage")
-# The container whose TPU metrics stand for a JetStream replica (as in ai-on-gke's HPA templates).
-JETSTREAM_HTTP_CONTAINER = "jetstream-http"
 
 
 def pod_monitoring(
@@ -76,13 +74,77 @@ def prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[di
         for metric in JETSTREAM_METRICS
     ]
     # TPU metrics come from the device plugin in kube-system; the workload's namespace is `exported_namespace`.
-    tpu_filter = f'cluster="{cluster}",exported_namespace=~"{ns}",container="{JETSTREAM_HTTP_CONTAINER}"'
+    # Filtering by namespace (not container) does not depend on which container the plugin attributes chips to.
+    tpu_filter = f'cluster="{cluster}",exported_namespace=~"{ns}"'
+    series = f"memory_used{{{tpu_filter}}}"
     rules.append(
         {
-            "seriesQuery": f'memory_used{{cluster="{cluster}",exported_namespace=~"{ns}"}}',
+            "seriesQuery": series,
             "resources": {"template": "<<.Resource>>"},
             "name": {"matches": "", "as": "memory_used_percentage"},
             "metricsQuery": f"avg(memory_used{{{tpu_filter}}}) / avg(memory_total{{{tpu_filter}}}) * 100",
         }
     )
+    rules.append(
+        {
+            "seriesQuery": series,
+            "resources": {"template": "<<.Resource>>"},
+            "name": {"matches": "", "as": "memory_used"},
+            "metricsQuery": f"avg(memory_used{{{tpu_filter}}})",
+        }
+    )
     return rules
+
+
+# ---- HPA metrics ----------------------------------------------------------------------------------------
+
+# Which HPA metric names each adapter can serve (config name -> available).
+ADAPTER_METRICS = {
+    "custom-metrics-stackdriver": {
+        "jetstream_prefill_backlog_size",
+        "jetstream_slots_used_percentage",
+        "tpu_memory_used",
+    },
+    "prometheus-adapter": {
+        "jetstream_prefill_backlog_size",
+        "jetstream_slots_used_percentage",
+        "tpu_memory_used",
+        "tpu_memory_used_percentage",
+    },
+    "none": set(),
+}
+_PROMETHEUS_ADAPTER_NAMES = {"tpu_memory_used": "memory_used", "tpu_memory_used_percentage": "memory_used_percentage"}
+
+
+def quantity(value: float) -> str:
+    """A Kubernetes quantity for an HPA target: integers as is, fractions in milli-units."""
+    return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
+
+
+def hpa_metric(adapter: str, name: str, target: float, namespace: str) -> dict[str, Any]:
+    """An autoscaling/v2 metric spec for `name`, named the way `adapter` serves it."""
+    goal = {"type": "AverageValue", "averageValue": quantity(target)}
+    if adapter == "custom-metrics-stackdriver":
+        if name.startswith("jetstream_"):
+            # per-pod server metrics from Managed Prometheus
+            return {
+                "type": "Pods",
+                "pods": {"metric": {"name": f"prometheus.googleapis.com|{name}|gauge"}, "target": goal},
+            }
+        if name == "tpu_memory_used":
+            return {
+                "type": "External",
+                "external": {
+                    "metric": {
+                        "name": "prometheus.googleapis.com|memory_used|gauge",
+                        "selector": {"matchLabels": {"metric.labels.exported_namespace": namespace}},
+                    },
+                    "target": goal,
+                },
+            }
+    if adapter == "prometheus-adapter" and name in ADAPTER_METRICS[adapter]:
+        return {
+            "type": "External",
+            "external": {"metric": {"name": _PROMETHEUS_ADAPTER_NAMES.get(name, name)}, "target": goal},
+        }
+    raise ValueError(f"adapter {adapter!r} does not serve {name!r}")

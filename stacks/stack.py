@@ -9,6 +9,7 @@ import pulumi
 from components.addons import Addons
 from components.bucket import Bucket
 from components.cluster import Cluster
+from components.jetstream import JetStream
 from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
 from components.namespaces import Namespaces
@@ -124,7 +125,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         config=cfg,
         provider=cluster.provider,
         system_pool=cluster.system_pool,
-        hpa_namespaces=(),
+        hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
     )
     namespaces = Namespaces("namespaces", namespaces=cfg.namespaces, provider=cluster.provider)
     workloads: dict[str, pulumi.ComponentResource] = {}
@@ -143,6 +144,8 @@ def build_platform(cfg: StackConfig) -> Platform:
             workloads[plan.name] = JetStreamPathways(name, lws_release=addons.dependency("lws"), **common)
         elif plan.workload.type == "saxml":
             workloads[plan.name] = Saxml(name, jobset_release=addons.dependency("jobset"), **common)
+        elif plan.workload.type == "jetstream":
+            workloads[plan.name] = JetStream(name, adapter=monitoring.adapter_resources, **common)
     return Platform(
         config=cfg,
         network=network,

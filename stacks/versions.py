@@ -129,6 +129,9 @@ IMAGES: dict[str, str] = {
     "pathwaysServer": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
     "jetstreamPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
     "jetstreamHttpPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
+    # ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/kubectl/deployment.yaml
+    "maxengineServer": "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2",
+    "jetstreamHttp": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2",
     # kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml (GKE tutorial tpu-multihost-saxml)
     "saxAdminServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
     "saxModelServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",

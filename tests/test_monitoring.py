@@ -108,7 +108,12 @@ def test_prometheus_adapter_with_gmp_frontend(run):
         assert 'cluster="tpu-serving-dev"' in rule["metricsQuery"]
         assert 'namespace=~"' in rule["metricsQuery"]
     names = [r["name"]["as"] for r in values["rules"]["external"]]
-    assert names == ["jetstream_prefill_backlog_size", "jetstream_slots_used_percentage", "memory_used_percentage"]
+    assert names == [
+        "jetstream_prefill_backlog_size",
+        "jetstream_slots_used_percentage",
+        "memory_used_percentage",
+        "memory_used",
+    ]
     frontend = rec.one("kubernetes:apps/v1:Deployment", "monitoring-gmp-frontend").inputs["spec"]["template"]["spec"]
     container = frontend["containers"][0]
     assert "--query.project-id=tpu-test-project" in container["args"]
@@ -148,8 +153,8 @@ def test_adapter_rules_filter_by_cluster_and_namespaces():
     for rule in rules:
         assert 'cluster="c1"' in rule["seriesQuery"] and 'cluster="c1"' in rule["metricsQuery"]
     assert 'namespace=~"a|b"' in rules[0]["metricsQuery"]
-    assert 'exported_namespace=~"a|b"' in rules[-1]["metricsQuery"]
-    assert 'container="jetstream-http"' in rules[-1]["metricsQuery"]
+    for rule in rules[2:]:  # TPU metrics: the workload's namespace is exported_namespace
+        assert 'exported_namespace=~"a|b"' in rule["metricsQuery"] and "container=" not in rule["metricsQuery"]
     # no workloads: the rules match nothing, never every namespace of every cluster
     assert 'namespace=~""' in metrics.prometheus_adapter_rules("c1", [])[0]["metricsQuery"]
 

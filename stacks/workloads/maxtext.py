@@ -38,8 +38,10 @@ def merge(preset: Sequence[tuple[str, str]], overrides: Mapping[str, Scalar]) ->
     return out
 
 
-def render(config_file: str, pairs: Sequence[tuple[str, str]]) -> list[str]:
-    return [config_file, *(f"{k}={v}" for k, v in pairs)]
+def render(config_file: str | None, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """`config_file key=value ...`; without a config file the server image supplies its own base config."""
+    head = [config_file] if config_file else []
+    return [*head, *(f"{k}={v}" for k, v in pairs)]
 
 
 def parallelism_problem(pairs: Sequence[tuple[str, str]], chips: int) -> str | None:

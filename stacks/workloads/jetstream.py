@@ -1,0 +1,273 @@
+"""Single-host JetStream (MaxText engine + HTTP server) with an optional HPA: validation and manifests.
+
+One replica is one pod on one single-host TPU node and takes all of its chips. With `autoscaling`, an
+autoscaling/v2 HPA scales the Deployment on JetStream server metrics and TPU HBM through the cluster's metrics
+adapter, and the Deployment leaves `spec.replicas` to it (no server-side-apply conflict on every `pulumi up`);
+the pool's cluster autoscaler adds the nodes.
+
+The engine container is not privileged (the reference's is): GKE 1.28 and later give TPU devices to
+unprivileged containers that request `google.com/tpu`, and the stack's TPU generations need newer versions
+than that. A cluster pinned below 1.28 gets `privileged: true`, as those versions require.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog, metrics
+from stacks.config_model import JetStreamWorkload
+from stacks.versions import IMAGES
+from stacks.workloads import maxtext
+from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan
+from stacks.workloads.jetstream_pathways import checkpoint_bucket, checkpoint_ok
+from stacks.workloads.jetstream_presets import CHECKPOINT_ARG, METRICS_ARG, PRESETS, JetStreamPreset
+
+HTTP_PORT = 8000
+GRPC_PORT = 9000
+ENGINE_CONTAINER = "maxengine-server"
+PRIVILEGED_BELOW = (1, 28)
+RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "set `prometheusPort` instead"}
+
+
+@dataclass(frozen=True)
+class JetStreamPlan(WorkloadPlan):
+    workload: JetStreamWorkload
+    adapter: str = "custom-metrics-stackdriver"
+    min_master_version: str | None = None
+
+    @property
+    def preset(self) -> JetStreamPreset:
+        return PRESETS[self.workload.model]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"app": self.name}
+
+    @property
+    def service_name(self) -> str:
+        return f"{self.name}-svc"
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.workload.autoscaling is not None
+
+    @property
+    def privileged(self) -> bool:
+        if not self.min_master_version:
+            return False
+        return catalog.version_tuple(self.min_master_version)[:2] < PRIVILEGED_BELOW
+
+    def maxtext_pairs(self) -> list[tuple[str, str]]:
+        derived = {CHECKPOINT_ARG: self.workload.checkpoint, METRICS_ARG: self.workload.prometheus_port}
+        return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
+
+    def image(self, key: str) -> str:
+        return getattr(self.workload.images, key) or IMAGES[{"server": "maxengineServer", "http": "jetstreamHttp"}[key]]
+
+
+# ---- validation ---------------------------------------------------------------------------------------
+
+
+def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, warnings: list, adapter: str) -> bool:
+    start = len(problems)
+    if workload.model not in PRESETS:
+        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(PRESETS)}"))
+    if not checkpoint_ok(workload.checkpoint):
+        problems.append(
+            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. gs://my-bucket/gemma-7b/items")
+        )
+    for key, why in RESERVED_MAXTEXT.items():
+        if key in workload.maxtext:
+            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+    auto = workload.autoscaling
+    if auto is not None:
+        if auto.min_replicas < 1:
+            problems.append((f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
+        if auto.min_replicas > auto.max_replicas:
+            problems.append(
+                (f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
+            )
+        if adapter == "none":
+            problems.append(
+                (
+                    f"{path}.autoscaling",
+                    "needs a metrics adapter: set tpu-serving:monitoring.adapter to custom-metrics-stackdriver or prometheus-adapter",
+                )
+            )
+        else:
+            for i, metric in enumerate(auto.metrics):
+                if metric.name not in metrics.ADAPTER_METRICS[adapter]:
+                    problems.append(
+                        (
+                            f"{path}.autoscaling.metrics[{i}].name",
+                            f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
+                            f"{', '.join(sorted(metrics.ADAPTER_METRICS[adapter]))}",
+                        )
+                    )
+    if pool is None or len(problems) > start:
+        return len(problems) == start
+    shape = pool.shape
+    if shape.multi_host:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"pool {pool.name!r} is multi-host ({shape.generation.name} {shape.topology}, {shape.hosts} hosts); "
+                "single-host JetStream needs a single-host pool (e.g. v5e 2x4 on ct5lp-hightpu-8t)",
+            )
+        )
+        return False
+    capacity = pool.max_nodes_per_node_pool * shape.chips_per_host
+    most = auto.max_replicas if auto is not None else workload.replicas
+    key = "autoscaling.maxReplicas" if auto is not None else "replicas"
+    if most * shape.tpu_request > capacity:
+        problems.append(
+            (
+                f"{path}.{key}",
+                f"{most} replicas x {shape.tpu_request} chips = {most * shape.tpu_request} chips, but pool {pool.name!r} "
+                f"holds at most {capacity} chips ({pool.max_nodes_per_node_pool} nodes x {shape.chips_per_host}); "
+                "raise the pool's autoscaling.maxNodes or lower the replicas",
+            )
+        )
+    plan = JetStreamPlan(workload, pool, "", "")
+    why = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
+    if why:
+        problems.append((f"{path}.maxtext", f"{why} ({shape.generation.name} {shape.topology})"))
+    warning = catalog.sizing_warning(PRESETS[workload.model].params_billion, 16, shape, path)
+    if warning:
+        warnings.append(warning)
+    return len(problems) == start
+
+
+# ---- manifests ----------------------------------------------------------------------------------------
+
+
+def _http_probe(**timing: int) -> dict[str, Any]:
+    return {"httpGet": {"path": "/healthcheck", "port": HTTP_PORT, "scheme": "HTTP"}, **timing}
+
+
+def deployment(plan: JetStreamPlan) -> dict[str, Any]:
+    chips = plan.shape.tpu_request
+    engine: dict[str, Any] = {
+        "name": ENGINE_CONTAINER,
+        "image": plan.image("server"),
+        "imagePullPolicy": "IfNotPresent",
+        "args": maxtext.render(None, plan.maxtext_pairs()),
+        "ports": [{"containerPort": GRPC_PORT}, {"containerPort": plan.workload.prometheus_port, "name": "metrics"}],
+        "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+        # Loading the checkpoint takes minutes: the startup probe allows 30, then liveness takes over.
+        "startupProbe": _http_probe(periodSeconds=10, failureThreshold=180),
+        "livenessProbe": _http_probe(periodSeconds=60, failureThreshold=10),
+        "readinessProbe": _http_probe(periodSeconds=10, failureThreshold=3),
+    }
+    if plan.privileged:
+        engine["securityContext"] = {"privileged": True}  # TPU device access on GKE < 1.28
+    http = {
+        "name": "jetstream-http",
+        "image": plan.image("http"),
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"containerPort": HTTP_PORT}],
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+    }
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": plan.labels},
+        "template": {
+            "metadata": {"labels": plan.labels},
+            "spec": {
+                "serviceAccountName": plan.service_account,
+                "nodeSelector": plan.shape.node_selector,
+                "tolerations": [dict(TPU_TOLERATION)],
+                "containers": [engine, http],
+            },
+        },
+    }
+    if not plan.autoscaled:
+        spec = {"replicas": plan.workload.replicas, **spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": plan.metadata(plan.name, plan.labels),
+        "spec": spec,
+    }
+
+
+def service(plan: JetStreamPlan) -> dict[str, Any]:
+    metadata = plan.metadata(plan.service_name, plan.labels)
+    if plan.workload.service.type == "LoadBalancer":
+        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {
+            "type": plan.workload.service.type,
+            "selector": plan.labels,
+            "ports": [
+                {
+                    "protocol": "TCP",
+                    "name": "jetstream-http",
+                    "port": plan.workload.service.port,
+                    "targetPort": HTTP_PORT,
+                },
+                {"protocol": "TCP", "name": "jetstream-grpc", "port": GRPC_PORT, "targetPort": GRPC_PORT},
+            ],
+        },
+    }
+
+
+def hpa(plan: JetStreamPlan) -> dict[str, Any]:
+    auto = plan.workload.autoscaling
+    assert auto is not None
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name},
+        "minReplicas": auto.min_replicas,
+        "maxReplicas": auto.max_replicas,
+        "metrics": [metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace) for m in auto.metrics],
+    }
+    if auto.behavior:
+        spec["behavior"] = auto.behavior
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": plan.metadata(plan.name, plan.labels),
+        "spec": spec,
+    }
+
+
+def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
+    return metrics.pod_monitoring(
+        f"{plan.name}-jetstream",
+        plan.namespace,
+        plan.labels,
+        "metrics",
+        interval=plan.scrape_interval,
+        path="/",
+        target_labels=["pod", "container", "node"],
+    )
+
+
+def commands(plan: JetStreamPlan) -> dict[str, str]:
+    ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
+    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
+    out = {
+        "portForward": f"kubectl -n {ns} port-forward svc/{svc} {port}:{port} {GRPC_PORT}:{GRPC_PORT}",
+        "curl": f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'",
+        # JetStream's benchmark against the gRPC port (the reference's way to load the server)
+        "loadTest": (
+            f"python JetStream/benchmarks/benchmark_serving.py --server 127.0.0.1 --port {GRPC_PORT} "
+            f"--tokenizer maxtext/{plan.preset.tokenizer} --num-prompts 1000 --request-rate 10 --dataset sharegpt "
+            "--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --max-output-length 1024"
+        ),
+    }
+    if plan.autoscaled:
+        out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"
+    return out
+
+
+def checkpoint_grant_bucket(plan: JetStreamPlan) -> str | None:
+    """The bucket the workload needs objectViewer on: the checkpoint's (the stack bucket's when it is there)."""
+    source = checkpoint_bucket(plan.workload.checkpoint)
+    if source == plan.bucket or plan.workload.grant_checkpoint_read:
+        return source
+    return None
