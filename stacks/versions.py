@@ -20,6 +20,7 @@ PYTHON_PACKAGES: dict[str, str] = {
     "PyYAML": "6.0.3",
     "pytest": "9.2.0",
     "pytest-timeout": "2.4.0",
+    "pytest-xdist": "3.8.0",
     "kubernetes-validate": "1.37.0",
 }
 

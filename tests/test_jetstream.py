@@ -1,0 +1,252 @@
+"""jetstream (single-host, HPA): the ai-on-gke reference reproduced for both adapters, and the capacity,
+adapter and metric rules."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+import yaml
+
+from stacks import metrics
+from stacks.k8s_objects import kubernetes_objects
+from stacks.offline import ROOT
+from stacks.schemas import crd_dir, validate_objects
+from tests.conftest import make_config, pool, recorded, reference_dir
+
+AI_ON_GKE = reference_dir() / "ai-on-gke"
+KUBECTL = (
+    AI_ON_GKE
+    / "tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/kubectl/deployment.yaml"
+)
+TEMPLATES = AI_ON_GKE / "modules/jetstream-maxtext-deployment/templates"
+needs_reference = pytest.mark.skipif(not KUBECTL.is_file(), reason=f"reference manifests missing: {KUBECTL}")
+EXAMPLES = {
+    "custom-metrics-stackdriver": ROOT / "examples/gemma-hpa/Pulumi.gemma-hpa.yaml",
+    "prometheus-adapter": ROOT / "examples/gemma-hpa/Pulumi.gemma-hpa-prometheus.yaml",
+}
+
+
+def objects_of(rec) -> dict:
+    return {(o["kind"], o["metadata"]["name"]): o for o in kubernetes_objects(rec)}
+
+
+def reference(kind: str) -> dict:
+    return next(d for d in yaml.safe_load_all(KUBECTL.read_text()) if d and d["kind"] == kind)
+
+
+@needs_reference
+@pytest.mark.parametrize("adapter", list(EXAMPLES))
+def test_deployment_and_service_match_reference(adapter):
+    objects = objects_of(recorded(EXAMPLES[adapter], False))
+    ours, theirs = objects[("Deployment", "gemma")], reference("Deployment")
+    assert "replicas" not in ours["spec"]  # the HPA owns it (the reference fixes 2)
+    pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+    assert [c["name"] for c in pod["containers"]] == [c["name"] for c in ref_pod["containers"]]
+    engine, ref_engine = pod["containers"][0], ref_pod["containers"][0]
+    assert engine["image"] == ref_engine["image"]
+    expected_args = [a.replace("gs://BUCKET_NAME/", "gs://my-tpu-project-checkpoints/") for a in ref_engine["args"]]
+    assert engine["args"] == expected_args
+    assert engine["resources"] == ref_engine["resources"]
+    assert engine["ports"][:1] == ref_engine["ports"]
+    assert {"containerPort": 9100, "name": "metrics"} in engine["ports"]
+    # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that
+    assert ref_engine["securityContext"] == {"privileged": True} and "securityContext" not in engine
+    http, ref_http = pod["containers"][1], ref_pod["containers"][1]
+    assert (http["image"], http["ports"]) == (ref_http["image"], ref_http["ports"])
+    assert pod["serviceAccountName"] == "gemma"
+    svc, ref_svc = objects[("Service", "gemma-svc")], reference("Service")
+    assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
+    assert svc["spec"]["selector"] == {"app": "gemma"} == ours["spec"]["selector"]["matchLabels"]
+
+
+@needs_reference
+def test_podmonitoring_matches_reference_template():
+    podmon = objects_of(recorded(EXAMPLES["custom-metrics-stackdriver"], False))[("PodMonitoring", "gemma-jetstream")]
+    template = (TEMPLATES / "podmonitoring.yaml.tftpl").read_text()
+    ref = yaml.safe_load(template.replace("${metrics_scrape_interval}", "15").replace("${metrics_port}", "9100"))
+    (endpoint,), (ref_endpoint,) = podmon["spec"]["endpoints"], ref["spec"]["endpoints"]
+    assert (endpoint["path"], endpoint["interval"]) == (ref_endpoint["path"], ref_endpoint["interval"])
+    assert endpoint["port"] == "metrics"  # named, so the `container` target label is filled
+    assert podmon["spec"]["targetLabels"] == ref["spec"]["targetLabels"]
+    assert podmon["spec"]["selector"] == {"matchLabels": {"app": "gemma"}}  # the reference template has none
+
+
+@needs_reference
+def test_stackdriver_hpa_matches_reference_template():
+    hpa = objects_of(recorded(EXAMPLES["custom-metrics-stackdriver"], False))[("HorizontalPodAutoscaler", "gemma")]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gemma"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
+    pods, external = hpa["spec"]["metrics"]
+    # as the reference template: jetstream_* are Pods metrics, memory_used is External, targets AverageValue
+    assert pods == {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "prometheus.googleapis.com|jetstream_prefill_backlog_size|gauge"},
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
+    assert external["type"] == "External"
+    assert external["external"]["metric"]["name"] == "prometheus.googleapis.com|memory_used|gauge"
+    assert external["external"]["metric"]["selector"] == {"matchLabels": {"metric.labels.exported_namespace": "gemma"}}
+    assert external["external"]["target"] == {"type": "AverageValue", "averageValue": "100000000000"}
+    template = (TEMPLATES / "custom-metrics-stackdriver-adapter/hpa.jetstream.yaml.tftpl").read_text()
+    assert "type: Pods" in template and "prometheus.googleapis.com|${rule.target_query}|gauge" in template
+
+
+@needs_reference
+def test_prometheus_adapter_hpa_matches_reference_template():
+    rec = recorded(EXAMPLES["prometheus-adapter"], False)
+    hpa = objects_of(rec)[("HorizontalPodAutoscaler", "gemma")]
+    assert [m["type"] for m in hpa["spec"]["metrics"]] == ["External", "External"]
+    assert [m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == [
+        "jetstream_slots_used_percentage",
+        "memory_used_percentage",
+    ]
+    assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 300}}
+    template = (TEMPLATES / "prometheus-adapter/hpa.jetstream.yaml.tftpl").read_text()
+    assert "- type: External" in template and "name: ${rule.target_query}" in template
+    # the adapter's rules are filtered to the workload's namespace
+    release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter")
+    for rule in release.inputs["values"]["rules"]["external"]:
+        assert '=~"gemma"' in rule["metricsQuery"]
+
+
+@pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+@pytest.mark.parametrize("adapter", list(EXAMPLES))
+def test_objects_validate(adapter):
+    report = validate_objects(kubernetes_objects(recorded(EXAMPLES[adapter], False)), "1.34")
+    assert report.ok and not report.unchecked, report.errors
+
+
+def js(**fields) -> dict:
+    base = {
+        "type": "jetstream",
+        "name": "gemma",
+        "pool": "single",
+        "model": "gemma-7b",
+        "checkpoint": "gs://ckpts/gemma",
+    }
+    base.update(fields)
+    return base
+
+
+POOLS = [
+    pool(name="single", tpu="v5e", topology="2x4", zone="us-east5-a", autoscaling={"minNodes": 0, "maxNodes": 3}),
+    pool(name="multi", tpu="v5e", topology="4x8", zone="us-east5-a"),
+]
+AUTO = {"minReplicas": 1, "maxReplicas": 3, "metrics": [{"name": "jetstream_prefill_backlog_size", "target": 5}]}
+
+
+def test_fixed_replicas_without_autoscaling(run):
+    rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(replicas=2)]))
+    objects = objects_of(rec)
+    assert objects[("Deployment", "gemma")]["spec"]["replicas"] == 2
+    assert ("HorizontalPodAutoscaler", "gemma") not in objects
+    assert "watchHpa" not in rec.outputs["workloads"]["gemma"]
+
+
+def test_hpa_depends_on_adapter_and_deployment(run):
+    rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(autoscaling=AUTO)]))
+    hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    assert rec.one("kubernetes:apps/v1:Deployment", "workload-gemma-deployment").urn in hpa.dependencies
+    for api in rec.of_type("kubernetes:apiregistration.k8s.io/v1:APIService"):
+        assert api.urn in hpa.dependencies
+    outputs = rec.outputs["workloads"]["gemma"]
+    assert outputs["watchHpa"] == "kubectl -n gemma get hpa gemma --watch"
+    assert outputs["portForward"] == "kubectl -n gemma port-forward svc/gemma-svc 8000:8000 9000:9000"
+    assert "benchmark_serving.py --server 127.0.0.1 --port 9000" in outputs["loadTest"]
+    assert "maxtext/assets/tokenizer.gemma" in outputs["loadTest"]
+
+
+def test_identity_reads_only_the_checkpoint_bucket(run):
+    rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js()]))
+    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert (binding.inputs["bucket"], binding.inputs["role"]) == ("ckpts", "roles/storage.objectViewer")
+    rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(grantCheckpointRead=False)]))
+    assert not rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+
+
+def test_privileged_only_below_gke_1_28(run):
+    config = make_config(
+        tpu_serving__cluster={"minMasterVersion": "1.27.3-gke.100"},
+        tpu_serving__tpuPools=POOLS[:1],
+        tpu_serving__workloads=[js()],
+    )
+    engine = objects_of(run(config))[("Deployment", "gemma")]["spec"]["template"]["spec"]["containers"][0]
+    assert engine["securityContext"] == {"privileged": True}
+
+
+@pytest.mark.parametrize("value,expected", [(10, "10"), (0.5, "500m"), (80.0, "80"), (1e11, "100000000000")])
+def test_hpa_target_quantities(value, expected):
+    assert metrics.quantity(value) == expected
+
+
+BAD = {
+    "missing pool": ({"pool": "nope"}, "tpu-serving:workloads[0].pool: 'nope' is not a TPU pool of this stack"),
+    "multi-host pool": (
+        {"pool": "multi"},
+        "tpu-serving:workloads[0].pool: pool 'multi' is multi-host (v5e 4x8, 8 hosts)",
+    ),
+    "min above max": (
+        {"autoscaling": {**AUTO, "minReplicas": 3, "maxReplicas": 2}},
+        "tpu-serving:workloads[0].autoscaling.minReplicas: 3 is above maxReplicas 2",
+    ),
+    "min below one": (
+        {"autoscaling": {**AUTO, "minReplicas": 0}},
+        "tpu-serving:workloads[0].autoscaling.minReplicas: 0 is below 1",
+    ),
+    "unknown metric": (
+        {"autoscaling": {**AUTO, "metrics": [{"name": "qps", "target": 1}]}},
+        "tpu-serving:workloads[0].autoscaling.metrics[0].name: Input should be 'jetstream_prefill_backlog_size'",
+    ),
+    "non-positive target": (
+        {"autoscaling": {**AUTO, "metrics": [{"name": "jetstream_prefill_backlog_size", "target": 0}]}},
+        "tpu-serving:workloads[0].autoscaling.metrics[0].target: Input should be greater than 0 (got 0)",
+    ),
+    "metric the adapter does not serve": (
+        {"autoscaling": {**AUTO, "metrics": [{"name": "tpu_memory_used_percentage", "target": 80}]}},
+        "tpu-serving:workloads[0].autoscaling.metrics[0].name: 'tpu_memory_used_percentage' is not served by the "
+        "custom-metrics-stackdriver adapter",
+    ),
+    "max replicas beyond the pool": (
+        {"autoscaling": {**AUTO, "maxReplicas": 4}},
+        "tpu-serving:workloads[0].autoscaling.maxReplicas: 4 replicas x 8 chips = 32 chips, but pool 'single' holds at "
+        "most 24 chips (3 nodes x 8)",
+    ),
+    "fixed replicas beyond the pool": (
+        {"replicas": 5},
+        "tpu-serving:workloads[0].replicas: 5 replicas x 8 chips = 40 chips",
+    ),
+    "missing checkpoint": ({"checkpoint": None}, "tpu-serving:workloads[0].checkpoint: required key is missing"),
+    "non-gs checkpoint": (
+        {"checkpoint": "/data/gemma"},
+        "tpu-serving:workloads[0].checkpoint: '/data/gemma' is not a gs:// path",
+    ),
+    "unknown preset": ({"model": "gemma-2b"}, "tpu-serving:workloads[0].model: 'gemma-2b' is not a known preset"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_jetstream_errors(run, case):
+    change, expected = BAD[case]
+    wl = js()
+    for key, value in change.items():
+        if value is None:
+            wl.pop(key)
+        else:
+            wl[key] = value
+    with pytest.raises(pulumi.RunError) as err:
+        run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl]))
+    assert expected in str(err.value)
+
+
+def test_autoscaling_without_adapter_is_an_error(run):
+    config = make_config(
+        tpu_serving__tpuPools=POOLS,
+        tpu_serving__workloads=[js(autoscaling=AUTO)],
+        tpu_serving__monitoring={"adapter": "none"},
+    )
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].autoscaling: needs a metrics adapter"):
+        run(config)
