@@ -6,41 +6,16 @@ node pool with COMPACT placement and the slice topology, sized to the slice's ho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_gcp as gcp
 
 from components.cluster import node_pool_security
 from stacks.config import PoolPlan
+from stacks.pool_sizing import sizing
 
 POOL_LABEL = "tpu-serving/pool"
 SLICE_LABEL = "tpu-serving/slice"
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """How many nodes one node pool of the plan gets, and who owns that number afterwards."""
-
-    node_count: int | None  # fixed size (None when autoscaled)
-    min_nodes: int | None
-    max_nodes: int | None
-    initial_node_count: int | None
-
-    @property
-    def autoscaled(self) -> bool:
-        return self.max_nodes is not None
-
-
-def sizing(plan: PoolPlan) -> Sizing:
-    """Fixed pools get their whole size; autoscaled ones (and flex-start, which always starts empty) start at min."""
-    auto = plan.config.autoscaling
-    if plan.config.capacity == "flex-start" and auto is None:
-        return Sizing(None, 0, plan.max_nodes_per_node_pool, 0)
-    if auto is not None:
-        return Sizing(None, auto.min_nodes, auto.max_nodes, auto.min_nodes)
-    return Sizing(plan.shape.hosts, None, None, None)
 
 
 def capacity_args(plan: PoolPlan) -> dict:

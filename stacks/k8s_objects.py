@@ -1,7 +1,7 @@
 """The Kubernetes objects a recorded program would send: plain dicts, camelCase, numbers as integers.
 
-Values only known after apply become "(known after apply)"; secrets are unwrapped (these objects are for
-review and validation, never written anywhere a secret should not be).
+Values only known after apply become "(known after apply)". Secrets are unwrapped for validation, and masked
+("[secret]") for anything written to disk.
 """
 
 from __future__ import annotations
@@ -16,17 +16,20 @@ _UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc
 _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 
 
-def plain(value: Any) -> Any:
+SECRET = "[secret]"
+
+
+def plain(value: Any, *, mask_secrets: bool = False) -> Any:
     from pulumi.output import Unknown
 
     if isinstance(value, Unknown):
         return UNKNOWN
     if isinstance(value, dict):
         if value.get(_SECRET_SIG[0]) == _SECRET_SIG[1]:
-            return plain(value.get("value"))
-        return {k: plain(v) for k, v in value.items()}
+            return SECRET if mask_secrets else plain(value.get("value"))
+        return {k: plain(v, mask_secrets=mask_secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [plain(v) for v in value]
+        return [plain(v, mask_secrets=mask_secrets) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value == _UNKNOWN_SENTINEL:

@@ -1,63 +1,302 @@
-"""Offline render: what a stack would create, without credentials, cloud or Pulumi CLI.
+"""Offline render: what a stack would create, without credentials, cloud or Pulumi CLI, as files to diff.
 
-    python -m stacks.render dev                    # Pulumi.dev.yaml
+    python -m stacks.render dev                      # Pulumi.dev.yaml -> build/dev/
     python -m stacks.render examples/<name>/Pulumi.<name>.yaml
+    python -m stacks.render --check dev              # also validate every Kubernetes object; non-zero on violations
+    python -m stacks.render --golden                 # refresh tests/golden/<example>/ for every example
 
-Runs the real program under mocks in first-preview mode (values the cloud computes print as
-"(known after apply)") and prints the resources, the TPU pools and the stack outputs (secrets masked).
+Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
+"(known after apply)") and writes build/<stack>/:
+  k8s/<namespace>/<Kind>-<name>.yaml   every Kubernetes object as the provider sends it (cluster-scoped: _cluster/);
+                                       Helm releases and manifest files as HelmRelease-/ConfigFile- entries
+  gcp/<module.Type>-<name>.yaml        every Google Cloud resource: inputs and resource options
+  graph.mmd                            the dependency graph (Mermaid), components as subgraphs
+  summary.md                           resources by type, TPU pools, workloads, estimated cost, warnings
+Output is sorted and stable, so `git diff` of two renders is a review. Secrets print as "[secret]".
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import hashlib
+import shutil
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from stacks.offline import ROOT, Recording, run_stack_file
+import yaml
+
+from stacks.config import ConfigError, StackConfig
+from stacks.k8s_objects import is_object, plain
+from stacks.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
+from stacks.schemas import crd_dir, validate_objects
+
+BUILD = ROOT / "build"
+GOLDEN = ROOT / "tests" / "golden"
+CLUSTER_SCOPED = "_cluster"
+
+
+def dump(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120, allow_unicode=True)
+
+
+def short_type(type_: str) -> str:
+    """gcp:container/nodePool:NodePool -> container.NodePool; kubernetes:helm.sh/v3:Release -> helm.sh.Release."""
+    package_module, _, kind = type_.rpartition(":")
+    module = package_module.split(":", 1)[-1].split("/")[0]
+    return f"{module}.{kind}"
+
+
+def _names(recording: Recording) -> dict[str, str]:
+    """URN -> "<type> <name>", to print dependencies and parents readably."""
+    return {r.urn: f"{r.type} {r.name}" for r in recording.resources}
+
+
+def _options(reg: Registration, names: dict[str, str]) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "parent": names.get(reg.parent, reg.parent or None),
+        "dependsOn": sorted(names.get(d, d) for d in set(reg.dependencies)),
+        "protect": reg.protect,
+        "retainOnDelete": reg.retain_on_delete,
+        "deletedWith": names.get(reg.deleted_with, reg.deleted_with or None),
+        "deleteBeforeReplace": reg.delete_before_replace,
+        "ignoreChanges": sorted(reg.ignore_changes),
+    }
+    return {k: v for k, v in options.items() if v not in (None, [], False)}
+
+
+def kubernetes_files(recording: Recording) -> dict[str, str]:
+    files = {}
+    for reg in recording.resources:
+        if not reg.type.startswith("kubernetes:") or not reg.custom or reg.type.startswith("pulumi:providers"):
+            continue
+        inputs = plain(reg.inputs, mask_secrets=True)
+        if is_object(reg):
+            inputs.pop("__fieldManager", None)
+            meta = inputs.get("metadata", {})
+            path = f"k8s/{meta.get('namespace') or CLUSTER_SCOPED}/{inputs['kind']}-{meta['name']}.yaml"
+        elif reg.type.startswith("kubernetes:helm.sh/"):
+            path = f"k8s/{inputs.get('namespace') or CLUSTER_SCOPED}/HelmRelease-{inputs.get('name', reg.name)}.yaml"
+        else:
+            path = f"k8s/{CLUSTER_SCOPED}/{reg.type.rsplit(':', 1)[-1]}-{reg.name}.yaml"
+        if path in files:
+            raise ValueError(f"two Kubernetes objects render to {path}")
+        files[path] = dump(inputs)
+    return files
+
+
+def gcp_files(recording: Recording) -> dict[str, str]:
+    names = _names(recording)
+    files = {}
+    for reg in recording.resources:
+        if not reg.type.startswith("gcp:"):
+            continue
+        body = {
+            "type": reg.type,
+            "name": reg.name,
+            "inputs": plain(reg.inputs, mask_secrets=True),
+            "options": _options(reg, names),
+        }
+        files[f"gcp/{short_type(reg.type)}-{reg.name}.yaml"] = dump(body)
+    return files
+
+
+def _node_id(urn: str) -> str:
+    return "n" + hashlib.sha256(urn.encode()).hexdigest()[:10]
+
+
+def graph(recording: Recording) -> str:
+    """Mermaid flowchart: components as nested subgraphs, an edge from each dependency to its dependent."""
+    children: dict[str, list[Registration]] = {}
+    for reg in recording.resources:
+        children.setdefault(reg.parent, []).append(reg)
+    known = {r.urn for r in recording.resources}
+    lines = ["flowchart LR"]
+
+    def emit(parent: str, depth: int) -> None:
+        pad = "  " * depth
+        for reg in sorted(children.get(parent, []), key=lambda r: (r.type, r.name)):
+            label = f"{reg.name}<br/><small>{short_type(reg.type)}</small>"
+            if reg.custom:
+                lines.append(f'{pad}{_node_id(reg.urn)}["{label}"]')
+            else:
+                lines.append(f'{pad}subgraph {_node_id(reg.urn)}["{reg.name} ({reg.type.rsplit(":", 1)[-1]})"]')
+                emit(reg.urn, depth + 1)
+                lines.append(f"{pad}end")
+
+    roots = [p for p in children if p not in known]
+    for root in sorted(roots):
+        emit(root, 1)
+    edges = set()
+    for reg in recording.resources:
+        for dep in set(reg.dependencies):
+            if dep in known and dep != reg.parent:
+                edges.add((_node_id(dep), _node_id(reg.urn)))
+    lines.extend(f"  {a} --> {b}" for a, b in sorted(edges))
+    return "\n".join(lines) + "\n"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    return out
+
+
+def summary(cfg: StackConfig, recording: Recording) -> str:
+    from stacks import cost
+
+    lines = [
+        f"# Stack `{cfg.stack}` ({cfg.environment})",
+        "",
+        f"- project `{cfg.gcp_project}`, region `{cfg.region}`",
+        f"- cluster `{cfg.cluster_name}` in `{cfg.cluster_location}` ({'regional' if cfg.regional else 'zonal'}), "
+        f"release channel {cfg.cluster.release_channel}",
+        f"- bucket `{cfg.bucket_name}`",
+        f"- metrics adapter `{cfg.monitoring.adapter}`",
+        "",
+        "## Resources by type",
+        "",
+    ]
+    counts = Counter(r.type for r in recording.resources)
+    lines += _table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())])
+    lines += ["", f"{sum(counts.values())} resources.", "", "## TPU pools", ""]
+    if cfg.pools:
+        rows = [
+            [
+                p.name,
+                p.shape.generation.name,
+                p.shape.topology,
+                p.shape.machine_type,
+                p.shape.hosts,
+                p.shape.chips_per_host,
+                p.shape.chips,
+                p.slices,
+                p.total_chips,
+                p.config.capacity,
+                p.config.zone,
+                ", ".join(p.node_pool_names),
+            ]
+            for p in cfg.pools
+        ]
+        lines += _table(
+            [
+                "pool",
+                "tpu",
+                "topology",
+                "machine type",
+                "hosts/slice",
+                "chips/host",
+                "chips/slice",
+                "slices",
+                "chips",
+                "capacity",
+                "zone",
+                "node pools",
+            ],
+            rows,
+        )
+    else:
+        lines.append("No TPU pools.")
+    lines += ["", "## Workloads", ""]
+    if cfg.workloads:
+        lines += _table(
+            ["workload", "type", "pool", "namespace"],
+            [[w.name, w.workload.type, w.pool.name, w.namespace] for w in cfg.workloads],
+        )
+    else:
+        lines.append("No workloads.")
+    lines += ["", "## Estimated cost", ""]
+    lines += cost.summary_lines(cost.estimate(cfg))
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def render_files(cfg: StackConfig, recording: Recording) -> dict[str, str]:
+    files = {**kubernetes_files(recording), **gcp_files(recording)}
+    files["graph.mmd"] = graph(recording)
+    files["summary.md"] = summary(cfg, recording)
+    return files
+
+
+def write(files: dict[str, str], out: Path) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    for rel, text in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
 
 def stack_file(arg: str) -> Path:
     path = Path(arg)
     if path.suffix in (".yaml", ".yml") and path.exists():
-        return path
+        return path.resolve()
     candidate = ROOT / f"Pulumi.{arg}.yaml"
     if candidate.exists():
         return candidate
     raise SystemExit(f"no stack config for {arg!r}: expected {candidate.name} or a path to a stack YAML file")
 
 
-def format_recording(rec: Recording) -> str:
-    lines = [f"{len(rec.resources)} resources"]
-    width = max((len(r.type) for r in rec.resources), default=0)
-    for r in sorted(rec.resources, key=lambda r: r.urn):
-        flags = [f for f, on in (("protect", r.protect), ("retain", r.retain_on_delete)) if on]
-        lines.append(f"  {r.type:<{width}}  {r.name}{'  [' + ', '.join(flags) + ']' if flags else ''}")
-    lines.append("outputs:")
-    for key in sorted(rec.outputs):
-        value = "[secret]" if key in rec.secret_outputs else rec.outputs[key]
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        lines.append(f"  {key}: {text}")
-    if rec.warnings:
-        lines.append("warnings:")
-        lines.extend(f"  - {w}" for w in rec.warnings)
-    return "\n".join(lines)
+def stack_name(path: Path) -> str:
+    return path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+
+
+def example_files() -> list[Path]:
+    return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
+
+
+def render_stack(path: Path) -> tuple[StackConfig, Recording, dict[str, str]]:
+    cfg = parse_stack_file(path)
+    recording = run_stack_file(path, preview=True, stack=stack_name(path))
+    return cfg, recording, render_files(cfg, recording)
+
+
+def check(cfg: StackConfig, recording: Recording) -> list[str]:
+    """Lines describing violations (empty when valid); prints what could not be checked."""
+    from stacks.k8s_objects import kubernetes_objects
+
+    report = validate_objects(kubernetes_objects(recording), cfg.kubernetes_minor)
+    if crd_dir() is None:
+        print("  note: custom resources NOT checked: no CRDs found (../shared/reference/crds or $TPU_SERVING_CRDS)")
+    for line in report.unchecked:
+        print(f"  not checked: {line}")
+    print(f"  {report.checked} objects validated at Kubernetes {cfg.kubernetes_minor}, {len(report.errors)} violations")
+    return report.errors
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stack", nargs="?", default="dev", help="stack name (Pulumi.<stack>.yaml) or a stack file")
+    parser.add_argument("stacks", nargs="*", help="stack names (Pulumi.<stack>.yaml) or stack files; default: dev")
+    parser.add_argument("--out", type=Path, default=BUILD, help="output root (default: build/)")
+    parser.add_argument("--check", action="store_true", help="validate every Kubernetes object; exit 1 on violations")
+    parser.add_argument("--golden", action="store_true", help="render every example into tests/golden/")
     args = parser.parse_args(argv)
-    path = stack_file(args.stack)
-    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    try:
-        rec = run_stack_file(path, preview=True, stack=stack)
-    except Exception as err:  # a RunError from validation: print it as the CLI would
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    print(f"stack {stack} ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})")
-    print(format_recording(rec))
-    return 0
+
+    if args.golden:
+        paths, out_root = example_files(), GOLDEN
+    else:
+        paths, out_root = [stack_file(s) for s in (args.stacks or ["dev"])], args.out
+    failed = False
+    for path in paths:
+        name = stack_name(path)
+        try:
+            cfg, recording, files = render_stack(path)
+        except (ConfigError, Exception) as err:  # a config error: print it as `pulumi up` would
+            print(f"{name}: error: {err}", file=sys.stderr)
+            failed = True
+            continue
+        write(files, out_root / name)
+        print(
+            f"{name}: {len(recording.resources)} resources -> {(out_root / name).relative_to(ROOT) if (out_root / name).is_relative_to(ROOT) else out_root / name}"
+        )
+        if args.check:
+            errors = check(cfg, recording)
+            for line in errors:
+                print(f"  violation: {line}", file=sys.stderr)
+            failed = failed or bool(errors)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

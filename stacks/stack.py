@@ -16,6 +16,7 @@ from components.namespaces import Namespaces
 from components.network import Network
 from components.saxml import Saxml
 from components.tpu_pool import TpuSlicePool
+from stacks import cost
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 
@@ -176,6 +177,10 @@ def build_stack(cfg: StackConfig) -> Platform:
     pulumi.export("addons", addon_summary(cfg))
     pulumi.export("metricsAdapter", cfg.monitoring.adapter)
     pulumi.export("workloads", workload_summary(platform))
+    estimate = cost.estimate(cfg)
+    for warning in estimate.warnings:
+        pulumi.log.warn(f"cost estimate: {warning}")
+    pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
     return platform

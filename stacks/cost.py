@@ -1,0 +1,160 @@
+"""Estimated hourly cost of a stack from public list prices: an estimate to compare configurations, not a bill.
+
+Prices are USD per hour, on-demand and Spot list prices per TPU chip, the GKE Standard cluster fee, and the CPU
+machine types the system pool uses. Committed-use and reservation discounts, flex-start pricing, disks,
+network, load balancers, storage and logging are not included; reservation and flex-start pools are priced
+at on-demand rates (an upper bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PRICE_TABLE_DATE = "2025-06-01"
+# Source: https://cloud.google.com/tpu/pricing and https://cloud.google.com/compute/all-pricing (list prices per
+# chip-hour and per VM-hour in US regions as of the date above; not re-verified from this offline environment,
+# check the pages before relying on a number).
+TPU_CHIP_HOUR: dict[str, dict[str, float]] = {
+    # generation: {capacity: USD per chip-hour}
+    "v4": {"on-demand": 3.22, "spot": 0.97},
+    "v5e": {"on-demand": 1.20, "spot": 0.48},
+    "v5p": {"on-demand": 4.20, "spot": 1.89},
+    "v6e": {"on-demand": 2.70, "spot": 1.08},
+}
+# Regions where the table above is the published price; elsewhere the same numbers are used with a warning.
+PRICED_REGIONS = ("us-central1", "us-central2", "us-east1", "us-east5", "us-south1", "us-west1", "us-west4")
+GKE_CLUSTER_FEE = 0.10  # per cluster-hour, Standard (the free tier credit is not applied)
+CPU_MACHINE_HOUR: dict[str, float] = {
+    "e2-standard-2": 0.067,
+    "e2-standard-4": 0.134,
+    "e2-standard-8": 0.268,
+    "e2-standard-16": 0.536,
+    "n2-standard-4": 0.194,
+    "n2-standard-8": 0.388,
+    "n4-standard-4": 0.190,
+    "n4-standard-8": 0.380,
+}
+
+
+@dataclass
+class Line:
+    item: str
+    baseline: float  # USD/hour with every autoscaled pool at its minimum
+    peak: float  # USD/hour with every autoscaled pool at its maximum
+    detail: str
+
+
+@dataclass
+class Estimate:
+    lines: list[Line] = field(default_factory=list)
+    workloads: dict[str, float] = field(default_factory=dict)  # peak USD/hour of the chips each workload uses
+    warnings: list[str] = field(default_factory=list)
+    paused: bool = False
+
+    @property
+    def baseline(self) -> float:
+        return round(sum(line.baseline for line in self.lines), 2)
+
+    @property
+    def peak(self) -> float:
+        return round(sum(line.peak for line in self.lines), 2)
+
+
+def chip_price(generation: str, capacity: str) -> float:
+    prices = TPU_CHIP_HOUR[generation]
+    return prices["spot"] if capacity == "spot" else prices["on-demand"]
+
+
+def pool_nodes(plan: Any) -> tuple[int, int]:
+    """(minimum, maximum) nodes of all node pools of a TPU pool."""
+    from stacks.pool_sizing import sizing
+
+    size = sizing(plan)
+    per_pool = (size.node_count, size.node_count) if size.node_count is not None else (size.min_nodes, size.max_nodes)
+    count = len(plan.node_pool_names)
+    return per_pool[0] * count, per_pool[1] * count
+
+
+def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
+    paused = getattr(cfg, "paused", False) if paused is None else paused
+    out = Estimate(paused=paused)
+    if cfg.region not in PRICED_REGIONS:
+        out.warnings.append(
+            f"no list prices for region {cfg.region!r} in the table of {PRICE_TABLE_DATE}; US prices used as the default"
+        )
+    out.lines.append(Line("GKE cluster fee", GKE_CLUSTER_FEE, GKE_CLUSTER_FEE, "Standard cluster"))
+    system = cfg.cluster.system_pool
+    machine = CPU_MACHINE_HOUR.get(system.machine_type)
+    zones = 3 if cfg.regional else 1  # a regional cluster's pool sizes are per zone
+    if machine is None:
+        out.warnings.append(f"no price for system pool machine type {system.machine_type!r}; counted as 0")
+        machine = 0.0
+    out.lines.append(
+        Line(
+            "system pool",
+            round(machine * system.min_nodes * zones, 4),
+            round(machine * system.max_nodes * zones, 4),
+            f"{system.machine_type} x {system.min_nodes}-{system.max_nodes} per zone x {zones} zone(s)",
+        )
+    )
+    for plan in cfg.pools:
+        price = chip_price(plan.shape.generation.name, plan.config.capacity)
+        low, high = (0, 0) if paused else pool_nodes(plan)
+        chips_per_node = plan.shape.chips_per_host
+        out.lines.append(
+            Line(
+                f"TPU pool {plan.name}",
+                round(low * chips_per_node * price, 4),
+                round(high * chips_per_node * price, 4),
+                f"{plan.shape.generation.name} {plan.shape.topology} {plan.config.capacity}, {low}-{high} nodes x "
+                f"{chips_per_node} chips x ${price:.2f}/chip-hour" + (" (paused)" if paused else ""),
+            )
+        )
+    for workload in cfg.workloads:
+        pool = workload.pool
+        price = chip_price(pool.shape.generation.name, pool.config.capacity)
+        out.workloads[workload.name] = 0.0 if paused else round(workload_chips(workload) * price, 4)
+    return out
+
+
+def workload_chips(workload: Any) -> int:
+    """Chips a workload holds at its largest: every replica takes whole slices or nodes."""
+    w, pool = workload.workload, workload.pool
+    if w.type == "jetstream-pathways":
+        return w.replicas * pool.total_chips
+    if w.type == "saxml":
+        return pool.total_chips
+    replicas = w.autoscaling.max_replicas if w.autoscaling else w.replicas
+    return replicas * pool.shape.tpu_request
+
+
+def as_output(est: Estimate) -> dict[str, Any]:
+    """The `estimatedHourlyCost` stack output."""
+    return {
+        "note": f"estimate from public list prices of {PRICE_TABLE_DATE}, USD per hour; not a bill",
+        "paused": est.paused,
+        "items": {
+            line.item: {"baseline": line.baseline, "peak": line.peak, "detail": line.detail} for line in est.lines
+        },
+        "workloads": est.workloads,
+        "total": {"baseline": est.baseline, "peak": est.peak},
+        "warnings": est.warnings,
+    }
+
+
+def summary_lines(est: Estimate) -> list[str]:
+    lines = [
+        f"Estimate from public list prices of {PRICE_TABLE_DATE} (USD/hour; baseline = autoscaled pools at their "
+        "minimum, peak = at their maximum)" + (". The stack is paused: TPU pools at zero." if est.paused else "."),
+        "",
+        "| item | baseline | peak | detail |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {line.item} | {line.baseline:.2f} | {line.peak:.2f} | {line.detail} |" for line in est.lines]
+    lines.append(f"| **total** | **{est.baseline:.2f}** | **{est.peak:.2f}** | |")
+    if est.workloads:
+        lines += ["", "| workload | chips at peak, USD/hour |", "|---|---|"]
+        lines += [f"| {name} | {value:.2f} |" for name, value in sorted(est.workloads.items())]
+    lines += [f"- warning: {w}" for w in est.warnings]
+    return lines

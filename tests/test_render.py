@@ -1,0 +1,163 @@
+"""The offline render: files per object, options, graph, summary, validation, golden snapshots, determinism."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+import yaml
+
+from stacks import render
+from stacks.offline import ROOT, Registration
+from stacks.schemas import crd_dir
+from tests.conftest import STACK_FILES, recorded
+
+EXAMPLES = render.example_files()
+
+
+@pytest.fixture(scope="module")
+def dev_files() -> dict[str, str]:
+    path = ROOT / "Pulumi.dev.yaml"
+    return render.render_files(render.parse_stack_file(path), recorded(path, True))
+
+
+def test_kubernetes_objects_one_file_each(dev_files):
+    assert "k8s/kube-system/PodMonitoring-tpu-device-plugin.yaml" in dev_files
+    assert "k8s/_cluster/APIService-v1beta1.external.metrics.k8s.io.yaml" in dev_files
+    assert "k8s/lws-system/HelmRelease-lws.yaml" in dev_files
+    podmon = yaml.safe_load(dev_files["k8s/kube-system/PodMonitoring-tpu-device-plugin.yaml"])
+    assert podmon["apiVersion"] == "monitoring.googleapis.com/v1"
+    assert podmon["spec"]["endpoints"] == [{"interval": "15s", "port": 2112}]  # integers, not floats
+    adapter = yaml.safe_load(dev_files["k8s/custom-metrics/Deployment-custom-metrics-stackdriver-adapter.yaml"])
+    assert adapter["spec"]["replicas"] == 1 and isinstance(adapter["spec"]["replicas"], int)
+
+
+def test_gcp_resources_with_options(dev_files):
+    cluster = yaml.safe_load(dev_files["gcp/container.Cluster-cluster-gke.yaml"])
+    assert cluster["type"] == "gcp:container/cluster:Cluster"
+    assert cluster["inputs"]["name"] == "tpu-serving-dev"
+    assert cluster["options"]["parent"] == "tpu-serving:cluster:Cluster cluster"
+    assert cluster["options"]["deleteBeforeReplace"] is True
+    assert cluster["options"]["ignoreChanges"] == ["nodeConfig"]
+    pool = yaml.safe_load(dev_files["gcp/container.NodePool-tpu-v6e-4x4-s0.yaml"])
+    assert "gcp:container/cluster:Cluster cluster-gke" in pool["options"]["dependsOn"]
+    # values known only after apply say so
+    assert cluster["inputs"]["nodeConfig"]["serviceAccount"] == "(known after apply)"
+
+
+def test_secrets_never_written(dev_files):
+    text = "\n".join(dev_files.values())
+    assert "gke-gcloud-auth-plugin" not in text  # the kubeconfig (a secret) is not rendered
+    assert not any(name.startswith("k8s/") and "providers" in name for name in dev_files)
+
+
+def test_graph_has_components_as_subgraphs_and_dependency_edges(dev_files):
+    graph = dev_files["graph.mmd"]
+    assert graph.startswith("flowchart LR\n")
+    assert "subgraph" in graph and '["cluster (Cluster)"]' in graph
+    assert graph.count(" --> ") > 10
+
+
+def test_summary(dev_files):
+    summary = dev_files["summary.md"]
+    for heading in ("## Resources by type", "## TPU pools", "## Workloads", "## Estimated cost", "## Warnings"):
+        assert heading in summary
+    assert "| v6e-4x4 | v6e | 4x4 | ct6e-standard-4t | 4 | 4 | 16 | 1 | 16 | spot |" in summary
+    assert "estimate" in summary.lower() and "2025-06-01" in summary
+
+
+def test_summary_lists_workloads_and_warnings():
+    path = next(p for p in EXAMPLES if p.parent.name == "all-in-one")
+    files = render.render_files(render.parse_stack_file(path), recorded(path, True))
+    summary = files["summary.md"]
+    assert "| llama3-405b | jetstream-pathways | v6e-4x4 | llama3-405b |" in summary
+    assert "| sax | saxml | v5e-4x8 | sax |" in summary
+    assert summary.split("## Warnings")[1].strip() == "None."  # all-in-one lists its operators' range
+
+
+def test_summary_lists_every_warning(tmp_path):
+    path = tmp_path / "Pulumi.p.yaml"
+    path.write_text(
+        "config:\n  gcp:project: tpu-test-project\n  gcp:region: europe-west4\n  tpu-serving:environment: prod\n"
+    )
+    summary = render.render_stack(path)[2]["summary.md"]
+    warnings = summary.split("## Warnings")[1]
+    assert "- tpu-serving:cluster.masterAuthorizedNetworks is empty" in warnings
+    assert "- cost estimate: no list prices for region 'europe-west4'" in warnings
+
+
+def test_render_is_deterministic(tmp_path):
+    path = ROOT / "Pulumi.dev.yaml"
+    first = render.render_stack(path)[2]
+    second = render.render_stack(path)[2]
+    assert first == second
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: render.stack_name(p))
+def test_golden_snapshot(path):
+    """Every example's render is committed under tests/golden/<stack>/; refresh with `make golden`."""
+    golden = render.GOLDEN / render.stack_name(path)
+    files = render.render_files(render.parse_stack_file(path), recorded(path, True))
+    committed = {str(p.relative_to(golden)): p.read_text() for p in golden.rglob("*") if p.is_file()}
+    assert sorted(committed) == sorted(files), "files differ from tests/golden; run `make golden` and review the diff"
+    for name, text in sorted(files.items()):
+        if committed[name] != text:
+            diff = "".join(
+                difflib.unified_diff(committed[name].splitlines(True), text.splitlines(True), "golden", "render")
+            )
+            pytest.fail(f"{name} differs from its golden snapshot (run `make golden`):\n{diff[:3000]}")
+
+
+@pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: render.stack_name(p))
+def test_render_check_passes_for_every_shipped_stack(path, tmp_path, capsys):
+    assert render.main(["--check", "--out", str(tmp_path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert " 0 violations" in out
+    assert (tmp_path / render.stack_name(path) / "summary.md").is_file()
+
+
+def test_check_reports_violations(capsys):
+    from stacks.config import parse_stack_config
+    from stacks.offline import Recording
+
+    cfg = parse_stack_config(
+        {"environment": "dev"},
+        stack="t",
+        pulumi_project="tpu-serving",
+        gcp_project="tpu-test-project",
+        region="us-east5",
+    )
+    bad = Registration(
+        type="kubernetes:core/v1:Service",
+        name="bad",
+        urn="urn:bad",
+        custom=True,
+        inputs={"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bad"}, "spec": {"portz": []}},
+        parent="",
+        provider="",
+        dependencies=[],
+        protect=False,
+        retain_on_delete=False,
+        deleted_with="",
+        ignore_changes=[],
+        delete_before_replace=False,
+        additional_secret_outputs=[],
+    )
+    errors = render.check(cfg, Recording(resources=[bad]))
+    assert errors and "portz" in errors[0]
+
+
+def test_missing_crds_are_said_not_passed(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("TPU_SERVING_CRDS", str(tmp_path / "nowhere"))
+    assert render.main(["--check", "--out", str(tmp_path), "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "custom resources NOT checked" in out
+    assert "not checked: monitoring.googleapis.com/v1 PodMonitoring" in out
+
+
+def test_config_error_exits_non_zero(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gcp:project: tpu-test-project\n  gcp:region: us-east5\n  tpu-serving:environment: qa\n")
+    assert render.main(["--out", str(tmp_path), str(bad)]) == 1
+    assert "tpu-serving:environment: 'qa' is not allowed" in capsys.readouterr().err
