@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv test render preview up destroy stack clean
+.PHONY: venv test render golden schema lint example preview up destroy stack clean
 
 venv: $(VENV)/.installed
 
@@ -22,8 +22,31 @@ $(VENV)/.installed: requirements.txt
 test: venv
 	$(PY) -m pytest
 
+# Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated.
 render: venv
-	$(PY) -m stacks.render $(STACK)
+	$(PY) -m stacks.render --check $(STACK)
+
+# Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
+golden: venv
+	$(PY) -m stacks.render --golden
+
+# Regenerate schema/stack-config.schema.json from the config models.
+schema: venv
+	$(PY) -m stacks.json_schema
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy components stacks
+	$(PY) -m stacks.json_schema --check
+
+# Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3
+example:
+	@test -n "$(EXAMPLE)" || { echo "usage: make example EXAMPLE=<examples/ folder> STACK=<new stack>"; exit 1; }
+	@test -f examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml || { echo "no examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml"; exit 1; }
+	@test ! -e Pulumi.$(STACK).yaml || { echo "Pulumi.$(STACK).yaml exists"; exit 1; }
+	sed 's#\$$schema=../../schema/#$$schema=./schema/#' examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml > Pulumi.$(STACK).yaml
+	@echo "Pulumi.$(STACK).yaml created: set gcp:project in it, then 'make render STACK=$(STACK)' and 'make preview STACK=$(STACK)'"
 
 stack: venv
 	@if [ -z "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ]; then \

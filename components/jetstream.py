@@ -8,11 +8,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
+from components.serving import ServingWorkload
 from components.workload_identity import WorkloadIdentity
 from stacks.workloads import jetstream as js
 
 
-class JetStream(pulumi.ComponentResource):
+class JetStream(ServingWorkload):
     namespace: str
     service_name: str
     commands: dict[str, str]

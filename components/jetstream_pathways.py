@@ -9,12 +9,13 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
+from components.serving import ServingWorkload
 from components.workload_identity import WorkloadIdentity
 from stacks import metrics
 from stacks.workloads import jetstream_pathways as jp
 
 
-class JetStreamPathways(pulumi.ComponentResource):
+class JetStreamPathways(ServingWorkload):
     namespace: str
     service_name: str
     commands: dict[str, str]

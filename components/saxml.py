@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.serving import ServingWorkload
 from components.workload_identity import WorkloadIdentity
 from stacks.workloads import saxml
 
@@ -21,7 +22,7 @@ def _address(status: Any, fallback: str) -> str:
         return fallback
 
 
-class Saxml(pulumi.ComponentResource):
+class Saxml(ServingWorkload):
     namespace: str
     service_name: str
     commands: dict[str, Any]

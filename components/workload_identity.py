@@ -72,6 +72,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         member = gsa.email.apply(lambda e: f"serviceAccount:{e}")
         for role in bucket_roles:
+            assert bucket is not None  # checked above
             gcp.storage.BucketIAMMember(
                 f"{name}-{role.split('.')[-1].lower()}",
                 gcp.storage.BucketIAMMemberArgs(bucket=bucket, role=role, member=member),

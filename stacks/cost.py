@@ -71,9 +71,10 @@ def pool_nodes(plan: Any) -> tuple[int, int]:
     from stacks.pool_sizing import sizing
 
     size = sizing(plan)
-    per_pool = (size.node_count, size.node_count) if size.node_count is not None else (size.min_nodes, size.max_nodes)
+    low = size.node_count if size.node_count is not None else size.min_nodes or 0
+    high = size.node_count if size.node_count is not None else size.max_nodes or 0
     count = len(plan.node_pool_names)
-    return per_pool[0] * count, per_pool[1] * count
+    return low * count, high * count
 
 
 def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:

@@ -214,7 +214,7 @@ def run_program(
     values = _config_values(config)
     project = str(values.get("gcp:project", "offline-project"))
 
-    runtime_settings.set_root_resource(None)
+    runtime_settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack per run
     pulumi.runtime.set_all_config(values)
     logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
     logger.propagate = False
@@ -230,11 +230,15 @@ def run_program(
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(path), run_name="__main__")))
+
+        def program_main() -> None:
+            runpy.run_path(str(path), run_name="__main__")
+
+        _sync_await(run_pulumi_func(program_main))
         _collect_outputs(recording)
     finally:
         os.chdir(cwd)
-        runtime_settings.set_root_resource(None)
+        runtime_settings.set_root_resource(None)  # type: ignore[arg-type]
     return recording
 
 
@@ -244,11 +248,11 @@ def _resolve(value: Any) -> tuple[Any, bool]:
     from pulumi.runtime.sync_await import _sync_await
 
     if isinstance(value, dict):
-        parts = {k: _resolve(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in parts.items()}, any(s for _, s in parts.values())
+        fields = {k: _resolve(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in fields.items()}, any(s for _, s in fields.values())
     if isinstance(value, list | tuple):
-        parts = [_resolve(v) for v in value]
-        return [v for v, _ in parts], any(s for _, s in parts)
+        items = [_resolve(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
     out = pulumi.Output.from_input(value)
     secret = _sync_await(out.is_secret())
     if not _sync_await(out.is_known()):

@@ -15,6 +15,7 @@ from components.monitoring import Monitoring
 from components.namespaces import Namespaces
 from components.network import Network
 from components.saxml import Saxml
+from components.serving import ServingWorkload
 from components.tpu_pool import TpuSlicePool
 from stacks import cost
 from stacks.config import StackConfig
@@ -32,7 +33,7 @@ class Platform:
     bucket: Bucket
     addons: Addons
     monitoring: Monitoring
-    workloads: dict[str, pulumi.ComponentResource]
+    workloads: dict[str, ServingWorkload]
 
 
 def pool_summary(cfg: StackConfig) -> dict[str, dict]:
@@ -129,7 +130,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
     )
     namespaces = Namespaces("namespaces", namespaces=cfg.namespaces, provider=cluster.provider)
-    workloads: dict[str, pulumi.ComponentResource] = {}
+    workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:
         common = dict(
             plan=plan,

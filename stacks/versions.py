@@ -20,8 +20,11 @@ PYTHON_PACKAGES: dict[str, str] = {
     "PyYAML": "6.0.3",
     "pytest": "9.2.0",
     "pytest-timeout": "2.4.0",
-    "pytest-xdist": "3.8.0",
     "kubernetes-validate": "1.37.0",
+    "pytest-xdist": "3.8.0",
+    "ruff": "0.17.5",
+    "mypy": "2.4.1",
+    "types-PyYAML": "6.0.12.20261113",
 }
 
 # Kubernetes minor version the rendered objects are validated against when cluster.minMasterVersion is unset
@@ -138,3 +141,17 @@ IMAGES: dict[str, str] = {
     "saxModelServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
     "saxHttp": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
 }
+
+
+# GitHub Actions the user workflows in .github/workflows use, pinned to exact releases (a test checks every
+# `uses:` against this list).
+GITHUB_ACTIONS: dict[str, str] = {
+    "actions/checkout": "v4.2.2",
+    "actions/setup-python": "v5.3.0",
+    "actions/github-script": "v7.0.1",
+    "actions/upload-artifact": "v4.4.3",
+    "google-github-actions/auth": "v2.1.7",
+    "pulumi/actions": "v6.0.1",
+}
+# The Pulumi CLI the workflows install (the SDK in PYTHON_PACKAGES is the same release line).
+PULUMI_CLI = "3.272.0"

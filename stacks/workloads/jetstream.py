@@ -60,7 +60,10 @@ class JetStreamPlan(WorkloadPlan):
         return catalog.version_tuple(self.min_master_version)[:2] < PRIVILEGED_BELOW
 
     def maxtext_pairs(self) -> list[tuple[str, str]]:
-        derived = {CHECKPOINT_ARG: self.workload.checkpoint, METRICS_ARG: self.workload.prometheus_port}
+        derived: dict[str, maxtext.Scalar] = {
+            CHECKPOINT_ARG: self.workload.checkpoint,
+            METRICS_ARG: self.workload.prometheus_port,
+        }
         return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
 
     def image(self, key: str) -> str:
@@ -131,9 +134,9 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
             )
         )
     plan = JetStreamPlan(workload, pool, "", "")
-    why = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
-    if why:
-        problems.append((f"{path}.maxtext", f"{why} ({shape.generation.name} {shape.topology})"))
+    mesh_problem = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
+    if mesh_problem:
+        problems.append((f"{path}.maxtext", f"{mesh_problem} ({shape.generation.name} {shape.topology})"))
     warning = catalog.sizing_warning(PRESETS[workload.model].params_billion, 16, shape, path)
     if warning:
         warnings.append(warning)

@@ -124,9 +124,9 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
             )
         )
     plan_pairs = PathwaysPlan(workload, pool, "", "").maxtext_pairs()
-    why = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
-    if why:
-        problems.append((f"{path}.maxtext", f"{why} ({pool.shape.generation.name} {pool.shape.topology})"))
+    mesh_problem = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
+    if mesh_problem:
+        problems.append((f"{path}.maxtext", f"{mesh_problem} ({pool.shape.generation.name} {pool.shape.topology})"))
     warning = catalog.sizing_warning(preset.params_billion, weight_bits(plan_pairs), pool.shape, path)
     if warning:
         warnings.append(warning)

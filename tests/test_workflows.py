@@ -1,0 +1,98 @@
+"""The user CI workflows: valid, complete, safe, and every action pinned to the version matrix."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stacks.offline import ROOT
+from stacks.versions import GITHUB_ACTIONS, PULUMI_CLI
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+def load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    # YAML 1.1 reads the key `on` as True
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def steps(workflow: dict):
+    for name, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield name, step
+
+
+def test_workflows_exist():
+    assert {p.name for p in WORKFLOWS} == {"pull-request.yml", "deploy.yml", "ephemeral-stack.yml"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_structure(path):
+    wf = load(path)
+    assert {"name", "on", "jobs", "permissions"} <= set(wf), path.name
+    for name, job in wf["jobs"].items():
+        assert job.get("runs-on"), f"{path.name}: job {name} has no runs-on"
+        assert job.get("steps"), f"{path.name}: job {name} has no steps"
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), f"{path.name}: a step of {name} needs exactly one of uses/run"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_pinned_to_the_version_matrix(path):
+    for job, step in steps(load(path)):
+        if "uses" not in step:
+            continue
+        action, _, ref = step["uses"].partition("@")
+        assert action in GITHUB_ACTIONS, f"{path.name}/{job}: {action} is not in stacks.versions.GITHUB_ACTIONS"
+        assert ref == GITHUB_ACTIONS[action], (
+            f"{path.name}/{job}: {step['uses']} is not the pinned {GITHUB_ACTIONS[action]}"
+        )
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", ref)
+        if action == "pulumi/actions":
+            assert step["with"]["pulumi-version"] == PULUMI_CLI
+
+
+def test_pull_request_runs_tests_render_diff_and_gated_preview():
+    wf = load(ROOT / ".github/workflows/pull-request.yml")
+    assert wf["on"] == {"pull_request": {"branches": ["main"]}}
+    assert wf["permissions"] == {"contents": "read"}
+    runs = " ".join(s.get("run", "") for _, s in steps(wf))
+    assert "make test" in runs and "make lint" in runs
+    assert "stacks.render_diff" in runs
+    preview = wf["jobs"]["preview"]
+    assert preview["if"] == "vars.GCP_WORKLOAD_IDENTITY_PROVIDER != ''"
+    assert preview["permissions"]["id-token"] == "write"
+    pulumi_steps = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions")]
+    assert pulumi_steps[0]["with"]["command"] == "preview" and pulumi_steps[0]["with"]["comment-on-pr"] is True
+    gate = preview["steps"][-1]["run"]
+    assert "pulumi preview" in gate and "--json" in gate and "stacks.preview_gate" in gate and "allow-replace" in gate
+
+
+def test_deploy_goes_dev_staging_prod_with_approval():
+    jobs = load(ROOT / ".github/workflows/deploy.yml")["jobs"]
+    assert list(jobs) == ["dev", "staging", "prod"]
+    assert jobs["staging"]["needs"] == ["dev"] and jobs["prod"]["needs"] == ["staging"]
+    assert jobs["prod"]["environment"] == "production"
+    for name, job in jobs.items():
+        (up,) = [s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions")]
+        assert up["with"]["command"] == "up" and up["with"]["stack-name"] == name
+
+
+def test_ephemeral_stack_is_opt_in_and_removed_on_close():
+    jobs = load(ROOT / ".github/workflows/ephemeral-stack.yml")["jobs"]
+    for job in jobs.values():
+        assert "contains(github.event.pull_request.labels.*.name, 'ephemeral-stack')" in job["if"]
+    (destroy,) = [s for s in jobs["destroy"]["steps"] if s.get("uses", "").startswith("pulumi/actions")]
+    assert destroy["with"]["command"] == "destroy" and destroy["with"]["remove"] is True
+    assert "github.event.action == 'closed'" in jobs["destroy"]["if"]
+
+
+def test_ci_run_is_the_offline_test_command():
+    text = (ROOT / ".ci/run").read_text()
+    assert "make test" in text and "set -euo pipefail" in text
