@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv test render golden schema lint example preview up destroy stack clean
+.PHONY: venv test render golden schema lint example preview up destroy stack leak-audit clean
 
 venv: $(VENV)/.installed
 
@@ -61,6 +61,10 @@ up: stack
 
 destroy: stack
 	pulumi destroy --stack $(STACK)
+
+# After destroy: fail if GKE left load balancers, firewall rules, NEGs, disks or the stack's service accounts.
+leak-audit: venv
+	$(PY) scripts/leak_audit.py $(STACK)
 
 clean:
 	rm -rf build .pytest_cache

@@ -88,7 +88,7 @@ class Saxml(ServingWorkload):
         svc = saxml.http_service(plan)
         service = k8s.core.v1.Service(f"{name}-http-svc", metadata=svc["metadata"], spec=svc["spec"], opts=k8s_opts())
 
-        if plan.workload.models is not None:
+        if plan.workload.models is not None and not plan.paused:
             job = saxml.publish_job(plan)
             k8s.batch.v1.Job(
                 f"{name}-models-{saxml.models_hash(plan)}",

@@ -56,11 +56,12 @@ class TpuSlicePool(pulumi.ComponentResource):
         node_service_account: pulumi.Input[str],
         labels: dict[str, str],
         protect: bool,
+        paused: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:tpu:TpuSlicePool", name, None, opts)
         shape = plan.shape
-        size = sizing(plan)
+        size = sizing(plan, paused)
         # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
         auto_repair = plan.config.capacity != "flex-start"
         self.node_pool_names = list(plan.node_pool_names)

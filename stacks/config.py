@@ -31,7 +31,17 @@ from stacks.workloads import jetstream, jetstream_pathways, saxml
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
-KNOWN_KEYS = ("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring", "workloads")
+KNOWN_KEYS = (
+    "environment",
+    "cluster",
+    "bucket",
+    "tpuPools",
+    "addons",
+    "monitoring",
+    "workloads",
+    "paused",
+    "decommission",
+)
 
 REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
@@ -106,6 +116,10 @@ class StackConfig:
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     workloads: tuple[Any, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    paused: bool = False
+    """Workloads at zero and TPU pools allowed to shrink to zero nodes; everything else stays."""
+    decommission: bool = False
+    """Protection lifted on purpose so that `pulumi destroy` can run on a staging/prod stack."""
 
     @property
     def namespaces(self) -> list[str]:
@@ -427,22 +441,25 @@ class WorkloadContext:
     adapter: str
     min_master_version: str | None
     scrape_interval: str
+    paused: bool = False
 
 
 # Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
 WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
     "jetstream-pathways": (
         lambda path, w, pool, problems, warnings, ctx: jetstream_pathways.check(path, w, pool, problems, warnings),
-        lambda w, pool, ns, bucket, ctx: jetstream_pathways.PathwaysPlan(w, pool, ns, bucket, ctx.scrape_interval),
+        lambda w, pool, ns, bucket, ctx: jetstream_pathways.PathwaysPlan(
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused
+        ),
     ),
     "saxml": (
         lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings),
-        lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval),
+        lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval, ctx.paused),
     ),
     "jetstream": (
         lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
         lambda w, pool, ns, bucket, ctx: jetstream.JetStreamPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.adapter, ctx.min_master_version
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.min_master_version
         ),
     ),
 }
@@ -562,6 +579,8 @@ def parse_stack_config(
     if addons is not None:
         _check_addons(addons, problems)
     workload_configs = _parse_workloads(raw.get("workloads"), problems)
+    paused = _parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False
+    decommission = _parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False
 
     cluster_name = cluster_location = None
     if cluster is not None:
@@ -615,6 +634,7 @@ def parse_stack_config(
             adapter=monitoring.adapter if monitoring is not None else "none",
             min_master_version=cluster.min_master_version if cluster is not None else None,
             scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
+            paused=paused,
         ),
         problems,
         warnings,
@@ -627,6 +647,14 @@ def parse_stack_config(
     assert addons is not None and monitoring is not None
     assert cluster_name and cluster_location and bucket_name
     profile = PROFILES[environment]
+    if decommission:
+        profile = profile.decommissioned()
+        warnings.append(
+            f"{NS}:decommission=true: protection of the {environment} cluster, TPU pools and bucket is off so that "
+            "`pulumi destroy` can run; the bucket is still retained (left in place) on destroy"
+        )
+    if paused:
+        warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
     warnings = _warnings(environment, profile, cluster, bucket) + warnings
     labels = {
         "app": "tpu-serving",
@@ -653,6 +681,8 @@ def parse_stack_config(
         monitoring=monitoring,
         workloads=tuple(workload_plans),
         warnings=tuple(warnings),
+        paused=paused,
+        decommission=decommission,
     )
 
 

@@ -66,11 +66,11 @@ def chip_price(generation: str, capacity: str) -> float:
     return prices["spot"] if capacity == "spot" else prices["on-demand"]
 
 
-def pool_nodes(plan: Any) -> tuple[int, int]:
+def pool_nodes(plan: Any, paused: bool = False) -> tuple[int, int]:
     """(minimum, maximum) nodes of all node pools of a TPU pool."""
     from stacks.pool_sizing import sizing
 
-    size = sizing(plan)
+    size = sizing(plan, paused)
     low = size.node_count if size.node_count is not None else size.min_nodes or 0
     high = size.node_count if size.node_count is not None else size.max_nodes or 0
     count = len(plan.node_pool_names)
@@ -101,7 +101,7 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
     )
     for plan in cfg.pools:
         price = chip_price(plan.shape.generation.name, plan.config.capacity)
-        low, high = (0, 0) if paused else pool_nodes(plan)
+        low, high = (0, 0) if paused else pool_nodes(plan)  # paused: nothing left running once idle
         chips_per_node = plan.shape.chips_per_host
         out.lines.append(
             Line(

@@ -52,6 +52,14 @@ def stack_config_schema() -> dict[str, Any]:
         f"{NS}:tpuPools": {"type": "array", "items": _model_schema(TpuPoolConfig, defs)},
         f"{NS}:addons": _model_schema(AddonsConfig, defs),
         f"{NS}:monitoring": _model_schema(MonitoringConfig, defs),
+        f"{NS}:paused": {
+            "type": "boolean",
+            "description": "Workloads at zero, TPU pools scale to zero; nothing deleted",
+        },
+        f"{NS}:decommission": {
+            "type": "boolean",
+            "description": "Lift protection on purpose so `pulumi destroy` can retire a staging/prod stack",
+        },
         f"{NS}:workloads": {
             "type": "array",
             "items": {"oneOf": workload_refs, "required": ["type"]},

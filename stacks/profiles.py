@@ -1,13 +1,13 @@
 """Environment profiles: what `tpu-serving:environment` decides about safety.
 
 prod and staging protect what holds data or takes long to rebuild (cluster, TPU pools, bucket); dev tears down
-completely. Keys that may override a profile are named here (`bucket.forceDestroy`), and each override is
-reported as a warning, never applied silently.
+completely. Keys that may override a profile are named here (`bucket.forceDestroy`, `decommission`), and each
+override is reported as a warning, never applied silently.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SEVEN_DAYS = 7 * 24 * 3600
 
@@ -25,6 +25,10 @@ class Profile:
     bucket_force_destroy: bool
     # Soft-deleted objects are kept (and billed) this long; 0 lets a dev teardown leave nothing behind.
     bucket_soft_delete_seconds: int
+
+    def decommissioned(self) -> Profile:
+        """The profile with protection lifted on purpose (tpu-serving:decommission): the data stays retained."""
+        return replace(self, deletion_protection=False, protect=False)
 
 
 PROFILES: dict[str, Profile] = {

@@ -4,6 +4,7 @@
     python -m stacks.render examples/<name>/Pulumi.<name>.yaml
     python -m stacks.render --check dev              # also validate every Kubernetes object; non-zero on violations
     python -m stacks.render --golden                 # refresh tests/golden/<example>/ for every example
+    python -m stacks.render --compare old/ dev       # also name every change that would recreate a resource
 
 Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
 "(known after apply)") and writes build/<stack>/:
@@ -30,6 +31,7 @@ import yaml
 from stacks.config import ConfigError, StackConfig
 from stacks.k8s_objects import is_object, plain
 from stacks.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
+from stacks.recreate import recreations
 from stacks.schemas import crd_dir, validate_objects
 
 BUILD = ROOT / "build"
@@ -272,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=BUILD, help="output root (default: build/)")
     parser.add_argument("--check", action="store_true", help="validate every Kubernetes object; exit 1 on violations")
     parser.add_argument("--golden", action="store_true", help="render every example into tests/golden/")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="DIR",
+        help="an earlier render (DIR/<stack>/ or DIR itself): name every difference that recreates a resource",
+    )
     args = parser.parse_args(argv)
 
     if args.golden:
@@ -291,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: {len(recording.resources)} resources -> {(out_root / name).relative_to(ROOT) if (out_root / name).is_relative_to(ROOT) else out_root / name}"
         )
+        if args.compare:
+            earlier = args.compare / name if (args.compare / name / "gcp").is_dir() else args.compare
+            lines = recreations(earlier, out_root / name)
+            print(f"  {len(lines)} change(s) that recreate resources against {args.compare}")
+            for line in lines:
+                print(f"  recreates: {line}")
         if args.check:
             errors = check(cfg, recording)
             for line in errors:

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from stacks.offline import ROOT
+from stacks.recreate import recreations
 
 MARKER = "<!-- tpu-serving-render-diff -->"
 COMMENT_LIMIT = 60000  # GitHub comments hold 65536 characters
@@ -46,7 +47,9 @@ def diff_trees(base: Path, head: Path) -> str:
     return "".join(chunks)
 
 
-def comment(diff: str, stacks: list[str], base: str, note: str | None = None) -> str:
+def comment(
+    diff: str, stacks: list[str], base: str, note: str | None = None, recreated: list[str] | None = None
+) -> str:
     files = sorted(
         {
             line.split(" ", 1)[1].split("/")[1]  # "+++ head/<stack>/..." -> <stack>
@@ -66,6 +69,9 @@ def comment(diff: str, stacks: list[str], base: str, note: str | None = None) ->
             f"Rendered infrastructure changes against `{base}` (stacks: {', '.join(files)}):\n\n"
             f"<details><summary>{diff.count(chr(10))} lines of diff</summary>\n\n```diff\n{shown}```\n</details>"
         )
+    if recreated:
+        listed = "\n".join(f"- `{line}`" for line in recreated)
+        body = f"**Changes that recreate resources** (a TPU pool is a whole slice; the cluster is everything in it):\n\n{listed}\n\n{body}"
     if note:
         body = f"> {note}\n\n{body}"
     return f"{MARKER}\n### Offline render diff\n\n{body}\n"
@@ -104,10 +110,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(work / "src")], cwd=ROOT, check=False)
         diff = diff_trees(work / "base", work / "head")
+        recreated = [
+            f"{stack.name}: {line}"
+            for stack in sorted((work / "head").iterdir())
+            if (work / "base" / stack.name / "gcp").is_dir()
+            for line in recreations(work / "base" / stack.name, stack)
+        ]
     args.diff.write_text(diff)
     note = f"The base `{args.base}` {base_problem}: every file shows as added." if base_problem else None
     names = [s.name.removeprefix("Pulumi.").removesuffix(".yaml") for s in stacks]
-    args.comment.write_text(comment(diff, names, args.base, note))
+    args.comment.write_text(comment(diff, names, args.base, note, recreated))
     print(f"{len(diff.splitlines())} lines of render diff -> {args.diff}, comment -> {args.comment}")
     return 0
 

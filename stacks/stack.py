@@ -108,6 +108,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             node_service_account=cluster.node_service_account,
             labels=cfg.labels,
             protect=cfg.profile.protect,
+            paused=cfg.paused,
         )
         for plan in cfg.pools
     }
@@ -164,6 +165,7 @@ def build_stack(cfg: StackConfig) -> Platform:
     platform = build_platform(cfg)
     cluster = platform.cluster
     pulumi.export("environment", cfg.environment)
+    pulumi.export("paused", cfg.paused)
     pulumi.export("clusterName", cluster.name)
     pulumi.export("clusterLocation", cluster.location)
     pulumi.export("clusterEndpoint", cluster.endpoint)

@@ -18,12 +18,14 @@ def test_multi_host_pool_is_one_node_pool_per_slice(run):
     for index, name in enumerate(sorted(pools)):
         inputs = pools[name].inputs
         assert inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x8"}
-        assert inputs["nodeCount"] == 8  # hosts per slice: 32 chips / 4 per VM
+        # hosts per slice (32 chips / 4 per VM); a slice is sized through the autoscaler as 0 or whole
+        assert inputs["autoscaling"] == {"minNodeCount": 8, "maxNodeCount": 8}
+        assert inputs["initialNodeCount"] == 8 and "nodeCount" not in inputs
+        assert pools[name].ignore_changes == ["initialNodeCount"]
         assert inputs["nodeLocations"] == ["us-east5-b"]
         assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
         assert inputs["nodeConfig"]["labels"] == {"tpu-serving/pool": "sax", "tpu-serving/slice": str(index)}
         assert inputs["cluster"] == "tpu-serving-dev"
-        assert "autoscaling" not in inputs
         assert inputs["management"] == {"autoRepair": True, "autoUpgrade": True}
         assert inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
         assert pools[name].delete_before_replace
@@ -58,7 +60,8 @@ def test_topology_drives_node_count_and_machine_type(run, tpu, topology, machine
     extra = {"machineType": machine_type} if machine_type else {}
     rec = run(make_config(tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology, **extra)]))
     (node_pool,) = tpu_pools(rec).values()
-    assert node_pool.inputs["nodeCount"] == hosts
+    assert node_pool.inputs["autoscaling"] == {"minNodeCount": hosts, "maxNodeCount": hosts}
+    assert node_pool.inputs["initialNodeCount"] == hosts
     assert node_pool.inputs["placementPolicy"]["tpuTopology"] == topology
     assert node_pool.inputs["nodeConfig"]["machineType"].endswith("-4t")
 
@@ -79,6 +82,12 @@ def test_multi_host_scale_to_zero(run):
     inputs = tpu_pools(rec)["p-s0"].inputs
     assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4}
     assert "nodeCount" not in inputs
+
+
+def test_single_host_fixed_pool_has_a_node_count(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(topology="2x4")]))
+    inputs = tpu_pools(rec)["p"].inputs
+    assert inputs["nodeCount"] == 1 and "autoscaling" not in inputs
 
 
 def test_capacity_modes(run):

@@ -22,6 +22,7 @@ class WorkloadPlan:
     namespace: str
     bucket: str
     scrape_interval: str = "15s"
+    paused: bool = False  # tpu-serving:paused: the workload runs no replicas
 
     @property
     def name(self) -> str:

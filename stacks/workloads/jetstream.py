@@ -51,7 +51,8 @@ class JetStreamPlan(WorkloadPlan):
 
     @property
     def autoscaled(self) -> bool:
-        return self.workload.autoscaling is not None
+        """An HPA scales the Deployment (never while the stack is paused)."""
+        return self.workload.autoscaling is not None and not self.paused
 
     @property
     def privileged(self) -> bool:
@@ -186,7 +187,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         },
     }
     if not plan.autoscaled:
-        spec = {"replicas": plan.workload.replicas, **spec}
+        spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -221,7 +222,7 @@ def service(plan: JetStreamPlan) -> dict[str, Any]:
 
 def hpa(plan: JetStreamPlan) -> dict[str, Any]:
     auto = plan.workload.autoscaling
-    assert auto is not None
+    assert auto is not None and plan.autoscaled
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name},
         "minReplicas": auto.min_replicas,

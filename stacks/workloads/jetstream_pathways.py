@@ -255,7 +255,7 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
         "metadata": plan.metadata(plan.name, plan.labels, annotations=annotations),
-        "spec": {"replicas": plan.workload.replicas, "leaderWorkerTemplate": template},
+        "spec": {"replicas": 0 if plan.paused else plan.workload.replicas, "leaderWorkerTemplate": template},
     }
 
 

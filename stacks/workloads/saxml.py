@@ -160,7 +160,7 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "env": [{"name": "GSBUCKET", "value": plan.bucket}, {"name": "SAX_CELL", "value": plan.cell}],
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
     }
-    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), 1, container)
+    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), 0 if plan.paused else 1, container)
 
 
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
@@ -199,6 +199,8 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         "kind": "JobSet",
         "metadata": _meta(plan, "model-server", annotations={EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}),
         "spec": {
+            # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
+            **({"suspend": True} if plan.paused else {}),
             "failurePolicy": {"maxRestarts": plan.workload.max_restarts},
             "replicatedJobs": [
                 {
@@ -229,7 +231,8 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "readinessProbe": {**probe, "initialDelaySeconds": 5},
         "livenessProbe": {**probe, "initialDelaySeconds": 30},
     }
-    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), plan.workload.http.replicas, container)
+    replicas = 0 if plan.paused else plan.workload.http.replicas
+    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), replicas, container)
 
 
 def http_service(plan: SaxmlPlan) -> dict[str, Any]:

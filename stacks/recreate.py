@@ -1,0 +1,90 @@
+"""Which differences between two renders recreate the cluster, a TPU pool, the bucket or the network.
+
+Google Cloud cannot change these fields in place: Pulumi replaces the resource (for a TPU pool, the whole slice;
+for the cluster, everything in it). `python -m stacks.render --compare <old render>` names every such field, so
+a pull request shows a recreation before anyone runs `pulumi up`. Deleted resources are named too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Input paths (camelCase, dotted) whose change forces replacement, per resource type: the ForceNew fields of the
+# Google provider that this stack sets.
+REPLACE_FIELDS: dict[str, tuple[str, ...]] = {
+    "gcp:container/cluster:Cluster": (
+        "name",
+        "location",
+        "project",
+        "network",
+        "subnetwork",
+        "networkingMode",
+        "datapathProvider",
+        "ipAllocationPolicy",
+        "privateClusterConfig.enablePrivateEndpoint",
+    ),
+    "gcp:container/nodePool:NodePool": (
+        "name",
+        "cluster",
+        "location",
+        "project",
+        "nodeLocations",
+        "placementPolicy",
+        "nodeConfig.machineType",
+        "nodeConfig.spot",
+        "nodeConfig.flexStart",
+        "nodeConfig.reservationAffinity",
+        "nodeConfig.serviceAccount",
+        "nodeConfig.oauthScopes",
+        "nodeConfig.diskSizeGb",
+        "nodeConfig.diskType",
+        "nodeConfig.shieldedInstanceConfig",
+    ),
+    "gcp:storage/bucket:Bucket": ("name", "location", "project"),
+    "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "routingMode"),
+    "gcp:compute/subnetwork:Subnetwork": ("name", "project", "region", "network"),
+}
+MISSING = object()
+
+
+def _get(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return MISSING
+        data = data[part]
+    return data
+
+
+def _show(value: Any) -> str:
+    if value is MISSING:
+        return "(unset)"
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _resources(render: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted((render / "gcp").glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        if body["type"] in REPLACE_FIELDS:
+            out[f"{body['type']} {body['name']}"] = body
+    return out
+
+
+def recreations(old_render: Path, new_render: Path) -> list[str]:
+    """One line per field that forces a replacement, and per protected-kind resource that disappears."""
+    old, new = _resources(old_render), _resources(new_render)
+    lines = []
+    for key in sorted(old):
+        if key not in new:
+            lines.append(f"{key}: deleted")
+            continue
+        type_ = old[key]["type"]
+        for field in REPLACE_FIELDS[type_]:
+            before, after = _get(old[key]["inputs"], field), _get(new[key]["inputs"], field)
+            if before != after:
+                lines.append(f"{key}: {field} {_show(before)} -> {_show(after)} (replaces it)")
+    return lines

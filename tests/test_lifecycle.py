@@ -1,0 +1,273 @@
+"""Lifecycle: pause without teardown, decommissioning protected stacks, teardown order, upgrades that never
+recreate infrastructure, recreation review, leak audit, and the cost estimate."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pulumi
+import pytest
+
+from stacks import cost, render, versions
+from stacks.k8s_objects import kubernetes_objects
+from stacks.offline import ROOT, load_stack_file
+from stacks.recreate import recreations
+from tests.conftest import STACK_FILES, make_config, pool, recorded
+
+ALL_IN_ONE = ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml"
+DATA_TYPES = {"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool", "gcp:storage/bucket:Bucket"}
+
+
+def paused(config: dict) -> dict:
+    return {**config, "tpu-serving:paused": True}
+
+
+# ---- pause ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pause_pair(request):
+    from stacks.offline import run_program
+
+    config = load_stack_file(ALL_IN_ONE)
+    return run_program(config, stack="all-in-one"), run_program(paused(config), stack="all-in-one")
+
+
+def tpu(rec) -> dict:
+    return {r.name: r.inputs for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-")}
+
+
+def kept(rec) -> set:
+    return {r.urn for r in rec.resources if r.type in DATA_TYPES or r.type.startswith("tpu-serving:")}
+
+
+def data_names(rec) -> set:
+    return {r.inputs.get("name") for r in rec.resources if r.type in DATA_TYPES}
+
+
+def test_paused_tpu_pools_scale_to_zero_but_keep_their_definition(pause_pair):
+    running, stopped = pause_pair
+
+    assert tpu(running).keys() == tpu(stopped).keys()
+    for name, inputs in tpu(stopped).items():
+        assert inputs.get("nodeCount", 0) == 0, name
+        assert inputs.get("initialNodeCount", 0) == 0, name
+        assert inputs["autoscaling"]["minNodeCount"] == 0, name
+        before = tpu(running)[name]
+        # the slice definition is untouched: only the minimum moved
+        for key in ("placementPolicy", "nodeConfig", "nodeLocations", "name"):
+            assert inputs.get(key) == before.get(key), (name, key)
+        assert inputs["autoscaling"]["maxNodeCount"] == before["autoscaling"]["maxNodeCount"]
+
+
+def test_paused_workloads_run_no_replicas(pause_pair):
+    _, stopped = pause_pair
+    objects = kubernetes_objects(stopped)
+    workload_kinds = [
+        o
+        for o in objects
+        if o["kind"] in ("LeaderWorkerSet", "Deployment", "JobSet")
+        and o["metadata"].get("namespace") in {"llama3-405b", "llama2", "sax", "gemma"}
+    ]
+    assert len(workload_kinds) >= 5
+    for obj in workload_kinds:
+        if obj["kind"] == "JobSet":
+            assert obj["spec"]["suspend"] is True
+        else:
+            assert obj["spec"]["replicas"] == 0, obj["metadata"]["name"]
+    assert not [o for o in objects if o["kind"] in ("HorizontalPodAutoscaler", "Job")]
+    assert stopped.outputs["paused"] is True
+
+
+def test_paused_keeps_everything_that_holds_data_with_the_same_names(pause_pair):
+    running, stopped = pause_pair
+    assert kept(running) == kept(stopped)
+    removed = {r.urn for r in running.resources} - {r.urn for r in stopped.resources}
+    assert all("HorizontalPodAutoscaler" in urn or "batch/v1:Job" in urn for urn in removed), removed
+    assert data_names(running) == data_names(stopped)
+
+
+def test_paused_cost_is_the_platform_only():
+    cfg = render.parse_stack_file(ALL_IN_ONE)
+    from dataclasses import replace
+
+    running, stopped = cost.estimate(cfg), cost.estimate(replace(cfg, paused=True))
+    tpu_lines = [line for line in stopped.lines if line.item.startswith("TPU pool")]
+    assert tpu_lines and all(line.peak == 0 for line in tpu_lines)
+    assert stopped.peak < running.peak and stopped.peak == round(
+        sum(line.peak for line in stopped.lines if not line.item.startswith("TPU pool")), 2
+    )
+    assert "paused" in "\n".join(cost.summary_lines(stopped))
+
+
+# ---- protection and decommissioning ---------------------------------------------------------------------
+
+
+def test_decommission_lifts_protection_but_keeps_the_data(run):
+    config = make_config(tpu_serving__environment="prod", tpu_serving__decommission=True)
+    rec = run(config, stack="prod")
+    assert not [r.name for r in rec.resources if r.protect]
+    assert rec.one("gcp:container/cluster:Cluster").inputs["deletionProtection"] is False
+    bucket = rec.one("gcp:storage/bucket:Bucket")
+    assert bucket.retain_on_delete is True and bucket.inputs["forceDestroy"] is False
+    assert any("decommission=true" in w for w in rec.warnings)
+
+
+def test_bad_lifecycle_flags(run):
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:paused: Input should be a valid boolean"):
+        run({**make_config(), "tpu-serving:paused": "sometimes"})
+
+
+# ---- teardown order -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.stem)
+def test_teardown_order_leaves_nothing(path):
+    rec = recorded(path, False)
+    cluster = rec.one("gcp:container/cluster:Cluster")
+    provider = rec.one("pulumi:providers:kubernetes")
+    # the Kubernetes provider is built from the cluster's outputs, so everything using it is deleted first
+    assert cluster.urn in provider.dependencies
+    for r in rec.resources:
+        assert r.deleted_with == "", f"{r.type} {r.name} uses deleted_with"
+        if r.custom and r.type.startswith("kubernetes:"):
+            assert r.provider.startswith(provider.urn), f"{r.type} {r.name} is not on the cluster's provider"
+        if r.type == "gcp:container/nodePool:NodePool":
+            assert cluster.urn in r.dependencies, r.name
+    for svc in [
+        o for o in kubernetes_objects(rec) if o["kind"] == "Service" and o["spec"].get("type") == "LoadBalancer"
+    ]:
+        assert svc["metadata"]["name"]  # LoadBalancer Services are ordinary provider resources (checked above)
+
+
+# ---- upgrades -------------------------------------------------------------------------------------------
+
+
+def infrastructure(rec) -> dict:
+    return {
+        (r.type, r.name): r.inputs for r in rec.resources if r.type in DATA_TYPES or r.type.startswith("gcp:compute/")
+    }
+
+
+def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatch):
+    from stacks.offline import run_program
+
+    config = load_stack_file(ALL_IN_ONE)
+    before = run_program(config, stack="all-in-one")
+    monkeypatch.setitem(versions.IMAGES, "saxHttp", "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.9.9")
+    monkeypatch.setitem(versions.IMAGES, "maxengineServer", "example.com/maxengine-server:v9")
+    upgraded = {**config, "tpu-serving:addons": {"lws": {"version": "0.10.0"}, "jobset": {"version": "0.12.0"}}}
+    after = run_program(upgraded, stack="all-in-one")
+    assert infrastructure(before) == infrastructure(after)
+    changed = {
+        (r.type, r.name)
+        for r in after.resources
+        if r.inputs != next(b.inputs for b in before.resources if (b.type, b.name) == (r.type, r.name))
+    }
+    assert ("kubernetes:helm.sh/v3:Release", "addons-lws") in changed
+    assert all(t.startswith("kubernetes:") for t, _ in changed), changed
+
+
+# ---- recreation review ----------------------------------------------------------------------------------
+
+
+def test_compare_names_fields_that_recreate(tmp_path):
+    old_files = render.render_stack(ROOT / "Pulumi.dev.yaml")[2]
+    render.write(old_files, tmp_path / "old")
+    new_config = tmp_path / "Pulumi.dev.yaml"
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    new_config.write_text(
+        text.replace("topology: 4x4", "topology: 4x8").replace("location: us-east5\n", "location: us-east5-b\n")
+    )
+    cfg, rec, files = render.render_stack(new_config)
+    render.write(files, tmp_path / "new")
+    lines = recreations(tmp_path / "old", tmp_path / "new")
+    assert any("gcp:container/cluster:Cluster cluster-gke: location us-east5 -> us-east5-b" in line for line in lines)
+    assert any("tpu-v6e-4x4-s0: placementPolicy" in line and "4x8" in line for line in lines)
+    # an image or chart change recreates nothing
+    assert recreations(tmp_path / "old", tmp_path / "old") == []
+
+
+def test_compare_cli(tmp_path, capsys):
+    assert render.main(["--out", str(tmp_path / "a"), "dev"]) == 0
+    assert render.main(["--out", str(tmp_path / "b"), "--compare", str(tmp_path / "a"), "dev"]) == 0
+    assert "0 change(s) that recreate resources" in capsys.readouterr().out
+
+
+# ---- leak audit -----------------------------------------------------------------------------------------
+
+
+def load_audit():
+    spec = importlib.util.spec_from_file_location("leak_audit", ROOT / "scripts" / "leak_audit.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_leak_audit_finds_what_gke_left_behind(tmp_path, capsys):
+    audit = load_audit()
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text((ROOT / "Pulumi.dev.yaml").read_text().replace("my-tpu-project", "tpu-test-project"))
+    fixtures = ROOT / "tests" / "fixtures" / "gcloud"
+    assert audit.main([str(stack), "--from-dir", str(fixtures / "leaky")]) == 1
+    out = capsys.readouterr().out
+    for expected in (
+        "forwarding-rules: a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9",
+        "firewall-rules: gke-tpu-serving-dev-1a2b3c4d-all",
+        "firewall-rules: k8s-fw-a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9",
+        "backend-services: k8s2-ab12cd34-sax-sax-http-xyz",
+        "health-checks: k8s2-ab12cd34-sax-sax-http-xyz",
+        "network-endpoint-groups: k8s1-ab12cd34-sax-sax-http-8888-9f8e7d6c",
+        "disks: pvc-1234",
+        "service-accounts: tpu-serving-dev-nodes@",
+        "service-accounts: dev-sax-1a2b3c@",
+    ):
+        assert expected in out, expected
+    for unrelated in (
+        "other-team-lb",
+        "default-allow-ssh",
+        "someone-elses-disk",
+        "unrelated-static-ip",
+        "prod-sax",
+        "ci-deployer",
+    ):
+        assert unrelated not in out
+    assert "9 resource(s) left behind" in out
+    assert audit.main([str(stack), "--from-dir", str(fixtures / "clean")]) == 0
+    assert "nothing left behind" in capsys.readouterr().out
+
+
+def test_leak_audit_reports_gcloud_failure(monkeypatch, capsys):
+    audit = load_audit()
+
+    def broken(kind, project):
+        raise RuntimeError("not logged in")
+
+    monkeypatch.setattr(audit, "gcloud_lister", broken)
+    assert audit.main(["dev"]) == 2
+    assert "not logged in" in capsys.readouterr().err
+
+
+# ---- cost ---------------------------------------------------------------------------------------------
+
+
+def test_cost_output(run):
+    rec = run(make_config(tpu_serving__tpuPools=[pool(capacity="spot")]))
+    out = rec.outputs["estimatedHourlyCost"]
+    assert out["note"].startswith("estimate from public list prices of " + cost.PRICE_TABLE_DATE)
+    line = out["items"]["TPU pool p"]
+    assert line["baseline"] == line["peak"] == round(16 * cost.TPU_CHIP_HOUR["v6e"]["spot"], 4)
+    assert out["total"]["peak"] == round(sum(i["peak"] for i in out["items"].values()), 2)
+    assert json.dumps(out)  # a plain, serializable output
+
+
+def test_cost_per_workload_and_unknown_region(run):
+    cfg = render.parse_stack_file(ALL_IN_ONE)
+    est = cost.estimate(cfg)
+    assert est.workloads["llama3-405b"] == round(16 * cost.TPU_CHIP_HOUR["v6e"]["on-demand"], 4)
+    assert est.workloads["gemma"] == round(4 * 8 * cost.TPU_CHIP_HOUR["v5e"]["on-demand"], 4)
+    rec = run(make_config(gcp__region="europe-west4", tpu_serving__tpuPools=[pool(zone="europe-west4-a")]))
+    assert any("no list prices for region 'europe-west4'" in w for w in rec.warnings)
