@@ -248,7 +248,7 @@ def check_bucket_name(name: str) -> str | None:
             f"{name!r} is not a valid bucket name: 3-63 characters of lowercase letters, digits, '-' and '_', "
             "starting and ending with a letter or digit (dotted names need domain verification and are not accepted)"
         )
-    if name.startswith("goog") or "google" in name or "g00gle" in name:
+    if name.startswith("goog") or "google" in name or "g00gle" in name or "go0gle" in name:
         return f"{name!r} is not a valid bucket name: it may not start with 'goog' or contain 'google'"
     return None
 

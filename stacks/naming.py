@@ -52,9 +52,15 @@ def default_cluster_name(pulumi_project: str, stack: str) -> str:
 
 
 def default_bucket_name(gcp_project: str, pulumi_project: str, stack: str) -> str:
-    """Globally unique in practice: GCP project ids are unique, and the stack makes it unique within one."""
-    name = slug(f"{gcp_project}-{pulumi_project}-{stack}")
-    return fit(name.replace("google", "g00gle"), BUCKET_NAME_MAX)
+    """Globally unique in practice: GCP project ids are unique, and the stack makes it unique within one.
+
+    GCS refuses names containing "google" (or close misspellings) or starting with "goog", so a stack named
+    after it gets "gcp" instead.
+    """
+    name = slug(f"{gcp_project}-{pulumi_project}-{stack}").replace("google", "gcp")
+    if name.startswith("goog"):
+        name = f"tps-{name}"
+    return fit(name, BUCKET_NAME_MAX)
 
 
 def node_service_account_id(cluster_name: str) -> str:

@@ -47,11 +47,6 @@ class Registration:
     additional_secret_outputs: list[str]
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
 
-    @property
-    def provider_urn(self) -> str:
-        """The provider reference without its id (`urn::id`)."""
-        return self.provider.split("::")[0] + "::" + self.provider.split("::")[1] if self.provider else ""
-
 
 @dataclass
 class Recording:

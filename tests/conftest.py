@@ -52,10 +52,6 @@ def make_config(**changes: Any) -> dict[str, Any]:
     return config
 
 
-def pools(*items: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(items)
-
-
 def pool(**fields: Any) -> dict[str, Any]:
     base = {"name": "p", "tpu": "v6e", "topology": "4x4", "zone": "us-east5-b"}
     base.update(fields)
@@ -70,11 +66,6 @@ def run():
         return run_program(config, preview=preview, stack=stack, **kw)
 
     return _run
-
-
-@pytest.fixture(scope="session")
-def dev_recording() -> Recording:
-    return run_program(load_stack_file(ROOT / "Pulumi.dev.yaml"), stack="dev")
 
 
 @functools.cache

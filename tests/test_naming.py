@@ -46,3 +46,9 @@ def test_multi_host_node_pools_are_named_per_slice_even_with_one_slice():
 
 def test_workload_identity_member():
     assert naming.workload_identity_member("p", "ns", "ksa") == "serviceAccount:p.svc.id.goog[ns/ksa]"
+
+
+def test_bucket_name_never_names_google():
+    for stack in ("google-demo", "googly"):
+        name = naming.default_bucket_name("goog-project-1", "tpu-serving", stack)
+        assert check_bucket_name(name) is None, name
