@@ -9,15 +9,10 @@ import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
-from components.workload_identity import WorkloadIdentity
 from stacks.workloads import jetstream as js
 
 
 class JetStream(ServingWorkload):
-    namespace: str
-    service_name: str
-    commands: dict[str, str]
-
     def __init__(
         self,
         name: str,
@@ -32,40 +27,35 @@ class JetStream(ServingWorkload):
         adapter: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("tpu-serving:workloads:JetStream", name, None, opts)
-        ns_deps = [namespace] if namespace is not None else []
-        self.namespace = plan.namespace
+        super().__init__(
+            "tpu-serving:workloads:JetStream", name, plan=plan, provider=provider, namespace=namespace, opts=opts
+        )
         self.service_name = plan.service_name
         self.commands = js.commands(plan)
 
-        def k8s_opts(*depends_on: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ns_deps, *depends_on])
-
         # The engine reads the checkpoint: objectViewer on its bucket, nothing else.
         grant = js.checkpoint_grant_bucket(plan)
-        identity = WorkloadIdentity(
-            f"{name}-identity",
-            namespace=plan.namespace,
-            service_account_name=plan.service_account,
+        identity = self.identity(
             project=project,
             stack=stack,
             bucket=bucket if grant == plan.bucket else grant,
             bucket_roles=["roles/storage.objectViewer"] if grant else [],
-            provider=provider,
-            depends_on=ns_deps,
-            opts=pulumi.ResourceOptions(parent=self),
         )
         manifest = js.deployment(plan)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=k8s_opts(identity.ksa, *node_pools),
+            opts=self.k8s_opts(identity.ksa, *node_pools),
         )
         svc = js.service(plan)
-        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=k8s_opts())
+        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
         create_pod_monitoring(
-            f"{name}-podmonitoring", js.pod_monitoring(plan), provider=provider, parent=self, depends_on=ns_deps
+            f"{name}-podmonitoring",
+            js.pod_monitoring(plan),
+            provider=provider,
+            parent=self,
+            depends_on=self._namespace_deps,
         )
         if plan.autoscaled:
             autoscaler = js.hpa(plan)
@@ -74,6 +64,6 @@ class JetStream(ServingWorkload):
                 metadata=autoscaler["metadata"],
                 spec=autoscaler["spec"],
                 # the adapter must serve the metrics APIs before the HPA asks for them
-                opts=k8s_opts(deployment, *adapter),
+                opts=self.k8s_opts(deployment, *adapter),
             )
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

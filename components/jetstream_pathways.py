@@ -10,16 +10,12 @@ import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
-from components.workload_identity import WorkloadIdentity
 from stacks import metrics
 from stacks.workloads import jetstream_pathways as jp
+from stacks.workloads.common import checkpoint_bucket
 
 
 class JetStreamPathways(ServingWorkload):
-    namespace: str
-    service_name: str
-    commands: dict[str, str]
-
     def __init__(
         self,
         name: str,
@@ -34,26 +30,20 @@ class JetStreamPathways(ServingWorkload):
         node_pools: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("tpu-serving:workloads:JetStreamPathways", name, None, opts)
-        ns_deps = [namespace] if namespace is not None else []
-        self.namespace = plan.namespace
+        super().__init__(
+            "tpu-serving:workloads:JetStreamPathways",
+            name,
+            plan=plan,
+            provider=provider,
+            namespace=namespace,
+            opts=opts,
+        )
         self.service_name = plan.service_name
         self.commands = jp.commands(plan)
 
         # Leader and workers write Pathways scratch to the stack bucket and read the checkpoint.
-        identity = WorkloadIdentity(
-            f"{name}-identity",
-            namespace=plan.namespace,
-            service_account_name=plan.service_account,
-            project=project,
-            stack=stack,
-            bucket=bucket,
-            bucket_roles=["roles/storage.objectUser"],
-            provider=provider,
-            depends_on=ns_deps,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        source = jp.checkpoint_bucket(plan.workload.checkpoint)
+        identity = self.identity(project=project, stack=stack, bucket=bucket, bucket_roles=["roles/storage.objectUser"])
+        source = checkpoint_bucket(plan.workload.checkpoint)
         if plan.workload.grant_checkpoint_read and source != plan.bucket:
             gcp.storage.BucketIAMMember(
                 f"{name}-checkpoint-reader",
@@ -72,20 +62,11 @@ class JetStreamPathways(ServingWorkload):
             kind=lws["kind"],
             metadata=lws["metadata"],
             spec=lws["spec"],
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=provider,
-                # never before the LWS CRD/webhook, the slices it needs, and its identity
-                depends_on=[*lws_release, *node_pools, identity.ksa, *ns_deps],
-            ),
+            # never before the LWS CRD/webhook, the slices it needs, and its identity
+            opts=self.k8s_opts(*lws_release, *node_pools, identity.ksa),
         )
         svc = jp.service(plan)
-        k8s.core.v1.Service(
-            f"{name}-svc",
-            metadata=svc["metadata"],
-            spec=svc["spec"],
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ns_deps),
-        )
+        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
         create_pod_monitoring(
             f"{name}-podmonitoring",
             metrics.pod_monitoring(
@@ -99,6 +80,6 @@ class JetStreamPathways(ServingWorkload):
             ),
             provider=provider,
             parent=self,
-            depends_on=ns_deps,
+            depends_on=self._namespace_deps,
         )
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

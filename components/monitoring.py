@@ -74,9 +74,10 @@ class Monitoring(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:monitoring:Monitoring", name, None, opts)
-        self._name = name
+        # (not _name/_provider: pulumi.Resource uses those itself)
+        self._prefix = name
         self._config = config
-        self._provider = provider
+        self._k8s_provider = provider
         self._system_pool = system_pool
         monitoring = config.monitoring
         self.adapter = monitoring.adapter
@@ -116,13 +117,13 @@ class Monitoring(pulumi.ComponentResource):
     # ---- helpers --------------------------------------------------------------------------------------
 
     def _k8s(self, *depends_on: pulumi.Resource) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=list(depends_on))
+        return pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=list(depends_on))
 
     def _monitoring_viewer(self, suffix: str, project_number: pulumi.Output[str], ksa: str) -> gcp.projects.IAMMember:
         """Project-level roles/monitoring.viewer for one KSA, as a direct Workload Identity principal."""
         project = self._config.gcp_project
         return gcp.projects.IAMMember(
-            f"{self._name}-{suffix}-monitoring-viewer",
+            f"{self._prefix}-{suffix}-monitoring-viewer",
             gcp.projects.IAMMemberArgs(
                 project=project,
                 role="roles/monitoring.viewer",
@@ -136,7 +137,7 @@ class Monitoring(pulumi.ComponentResource):
     # ---- custom-metrics-stackdriver-adapter -----------------------------------------------------------
 
     def _stackdriver_adapter(self, project_number: pulumi.Output[str]) -> None:
-        n, ns, sa = self._name, ADAPTER_NAMESPACE, STACKDRIVER_ADAPTER
+        n, ns, sa = self._prefix, ADAPTER_NAMESPACE, STACKDRIVER_ADAPTER
         labels = {"run": sa, "k8s-app": sa}
         iam = self._monitoring_viewer("stackdriver-adapter", project_number, sa)
         account = k8s.core.v1.ServiceAccount(f"{n}-adapter-sa", metadata=_meta(sa, ns), opts=self._k8s(self._namespace))
@@ -272,7 +273,7 @@ class Monitoring(pulumi.ComponentResource):
     # ---- prometheus-adapter + GMP frontend ------------------------------------------------------------
 
     def _prometheus_adapter(self, project_number: pulumi.Output[str], hpa_namespaces: Sequence[str]) -> None:
-        n, ns, config = self._name, ADAPTER_NAMESPACE, self._config
+        n, ns, config = self._prefix, ADAPTER_NAMESPACE, self._config
         labels = {"app": GMP_FRONTEND}
         iam = self._monitoring_viewer("gmp-frontend", project_number, GMP_FRONTEND)
         account = k8s.core.v1.ServiceAccount(

@@ -9,7 +9,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from components.workload_identity import WorkloadIdentity
 from stacks.workloads import saxml
 
 
@@ -23,10 +22,6 @@ def _address(status: Any, fallback: str) -> str:
 
 
 class Saxml(ServingWorkload):
-    namespace: str
-    service_name: str
-    commands: dict[str, Any]
-
     def __init__(
         self,
         name: str,
@@ -41,31 +36,17 @@ class Saxml(ServingWorkload):
         node_pools: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("tpu-serving:workloads:Saxml", name, None, opts)
-        ns_deps = [namespace] if namespace is not None else []
-        self.namespace = plan.namespace
+        super().__init__(
+            "tpu-serving:workloads:Saxml", name, plan=plan, provider=provider, namespace=namespace, opts=opts
+        )
         self.service_name = plan.http_service
 
-        def k8s_opts(*depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ns_deps, *depends_on], **extra)
-
         # Admin, model and HTTP servers read and write the cell state under sax-root in the stack bucket.
-        identity = WorkloadIdentity(
-            f"{name}-identity",
-            namespace=plan.namespace,
-            service_account_name=plan.service_account,
-            project=project,
-            stack=stack,
-            bucket=bucket,
-            bucket_roles=["roles/storage.objectUser"],
-            provider=provider,
-            depends_on=ns_deps,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        identity = self.identity(project=project, stack=stack, bucket=bucket, bucket_roles=["roles/storage.objectUser"])
 
         admin = saxml.admin_deployment(plan)
         admin_server = k8s.apps.v1.Deployment(
-            f"{name}-admin", metadata=admin["metadata"], spec=admin["spec"], opts=k8s_opts(identity.ksa)
+            f"{name}-admin", metadata=admin["metadata"], spec=admin["spec"], opts=self.k8s_opts(identity.ksa)
         )
         jobset = saxml.model_server_jobset(plan)
         model_servers = k8s.apiextensions.CustomResource(
@@ -75,18 +56,20 @@ class Saxml(ServingWorkload):
             metadata=jobset["metadata"],
             spec=jobset["spec"],
             # never before the JobSet CRD/webhook and the slices; after the admin server they register with
-            opts=k8s_opts(*jobset_release, *node_pools, identity.ksa, admin_server),
+            opts=self.k8s_opts(*jobset_release, *node_pools, identity.ksa, admin_server),
         )
         policy = saxml.model_server_network_policy(plan)
         k8s.networking.v1.NetworkPolicy(
-            f"{name}-model-server-policy", metadata=policy["metadata"], spec=policy["spec"], opts=k8s_opts()
+            f"{name}-model-server-policy", metadata=policy["metadata"], spec=policy["spec"], opts=self.k8s_opts()
         )
         http = saxml.http_deployment(plan)
         http_server = k8s.apps.v1.Deployment(
-            f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=k8s_opts(identity.ksa)
+            f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=self.k8s_opts(identity.ksa)
         )
         svc = saxml.http_service(plan)
-        service = k8s.core.v1.Service(f"{name}-http-svc", metadata=svc["metadata"], spec=svc["spec"], opts=k8s_opts())
+        service = k8s.core.v1.Service(
+            f"{name}-http-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts()
+        )
 
         if plan.workload.models is not None and not plan.paused:
             job = saxml.publish_job(plan)
@@ -95,7 +78,7 @@ class Saxml(ServingWorkload):
                 metadata=job["metadata"],
                 spec=job["spec"],
                 # `pulumi up` ends when the models are loaded; loading a large model takes many minutes.
-                opts=k8s_opts(
+                opts=self.k8s_opts(
                     model_servers,
                     http_server,
                     service,

@@ -1,10 +1,16 @@
-"""What every serving workload component exposes to the stack: where it runs and how to reach it."""
+"""The base of every serving workload component: where it runs, how to reach it, and the set-up all share
+(Kubernetes options with the cluster's provider and the namespace, and the workload's own identity)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
+
+from components.workload_identity import WorkloadIdentity
+from stacks.workloads.common import WorkloadPlan
 
 
 class ServingWorkload(pulumi.ComponentResource):
@@ -14,3 +20,44 @@ class ServingWorkload(pulumi.ComponentResource):
     """The Service clients use."""
     commands: dict[str, Any]
     """Ready-to-run commands (port-forward, curl, ...), for the stack outputs."""
+
+    def __init__(
+        self,
+        type_: str,
+        name: str,
+        *,
+        plan: WorkloadPlan,
+        provider: k8s.Provider,
+        namespace: pulumi.Resource | None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(type_, name, None, opts)
+        # (not _name/_provider: pulumi.Resource uses those itself)
+        self._prefix = name
+        self._plan = plan
+        self._k8s_provider = provider
+        self._namespace_deps: list[pulumi.Resource] = [namespace] if namespace is not None else []
+        self.namespace = plan.namespace
+
+    def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
+        """Options of a Kubernetes child: the cluster's provider, after the namespace and `depends_on`."""
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._k8s_provider, depends_on=[*self._namespace_deps, *depends_on], **extra
+        )
+
+    def identity(
+        self, *, project: str, stack: str, bucket: pulumi.Input[str] | None, bucket_roles: Sequence[str]
+    ) -> WorkloadIdentity:
+        """The workload's Kubernetes ServiceAccount and Google identity, scoped to `bucket`."""
+        return WorkloadIdentity(
+            f"{self._prefix}-identity",
+            namespace=self._plan.namespace,
+            service_account_name=self._plan.service_account,
+            project=project,
+            stack=stack,
+            bucket=bucket,
+            bucket_roles=bucket_roles,
+            provider=self._k8s_provider,
+            depends_on=self._namespace_deps,
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -3,6 +3,9 @@ of pod specs that do not depend on the type."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,3 +66,42 @@ def cpu_deployment(
             },
         },
     }
+
+
+# ---- shared rules and commands -------------------------------------------------------------------------
+
+CHECKPOINT_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$")
+
+
+def checkpoint_ok(path: str) -> bool:
+    return bool(CHECKPOINT_RE.match(path))
+
+
+def checkpoint_bucket(path: str) -> str:
+    return path[5:].split("/")[0]
+
+
+def check_model_inputs(
+    path: str,
+    workload: Any,
+    presets: Mapping[str, Any],
+    reserved: Mapping[str, str],
+    checkpoint_example: str,
+    problems: list,
+) -> None:
+    """The rules every MaxText workload shares: a known preset, a gs:// checkpoint, no derived argument overridden."""
+    if workload.model not in presets:
+        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(presets)}"))
+    if not checkpoint_ok(workload.checkpoint):
+        problems.append(
+            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. {checkpoint_example}")
+        )
+    for key, why in reserved.items():
+        if key in workload.maxtext:
+            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+
+
+def generate_curl(port: int) -> str:
+    """The tutorials' `/generate` request against a port-forwarded JetStream HTTP server."""
+    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
+    return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'"

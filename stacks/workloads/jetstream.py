@@ -12,7 +12,6 @@ than that. A cluster pinned below 1.28 gets `privileged: true`, as those version
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +19,14 @@ from stacks import catalog, metrics
 from stacks.config_model import JetStreamWorkload
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
-from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan
-from stacks.workloads.jetstream_pathways import checkpoint_bucket, checkpoint_ok
+from stacks.workloads.common import (
+    INTERNAL_LB_ANNOTATION,
+    TPU_TOLERATION,
+    WorkloadPlan,
+    check_model_inputs,
+    checkpoint_bucket,
+    generate_curl,
+)
 from stacks.workloads.jetstream_presets import CHECKPOINT_ARG, METRICS_ARG, PRESETS, JetStreamPreset
 
 HTTP_PORT = 8000
@@ -76,15 +81,7 @@ class JetStreamPlan(WorkloadPlan):
 
 def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, warnings: list, adapter: str) -> bool:
     start = len(problems)
-    if workload.model not in PRESETS:
-        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(PRESETS)}"))
-    if not checkpoint_ok(workload.checkpoint):
-        problems.append(
-            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. gs://my-bucket/gemma-7b/items")
-        )
-    for key, why in RESERVED_MAXTEXT.items():
-        if key in workload.maxtext:
-            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+    check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/gemma-7b/items", problems)
     auto = workload.autoscaling
     if auto is not None:
         if auto.min_replicas < 1:
@@ -253,10 +250,9 @@ def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
 
 def commands(plan: JetStreamPlan) -> dict[str, str]:
     ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
-    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
     out = {
         "portForward": f"kubectl -n {ns} port-forward svc/{svc} {port}:{port} {GRPC_PORT}:{GRPC_PORT}",
-        "curl": f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'",
+        "curl": generate_curl(port),
         # JetStream's benchmark against the gRPC port (the reference's way to load the server)
         "loadTest": (
             f"python JetStream/benchmarks/benchmark_serving.py --server 127.0.0.1 --port {GRPC_PORT} "

@@ -8,8 +8,6 @@ reference tutorial substitutes by hand comes from the pool: node selectors, `goo
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +15,13 @@ from stacks import catalog, naming
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
-from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan
+from stacks.workloads.common import (
+    INTERNAL_LB_ANNOTATION,
+    TPU_TOLERATION,
+    WorkloadPlan,
+    check_model_inputs,
+    generate_curl,
+)
 from stacks.workloads.pathways_presets import CHECKPOINT_ARG, PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -94,15 +98,7 @@ def weight_bits(pairs: list[tuple[str, str]]) -> int:
 def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: list, warnings: list) -> bool:
     """Add (key path, message) problems and warning texts; return whether the workload is usable."""
     start = len(problems)
-    if workload.model not in PRESETS:
-        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(PRESETS)}"))
-    if not checkpoint_ok(workload.checkpoint):
-        problems.append(
-            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. gs://my-bucket/llama/checkpoint")
-        )
-    for key, why in RESERVED_MAXTEXT.items():
-        if key in workload.maxtext:
-            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+    check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/llama/checkpoint", problems)
     if pool is None or len(problems) > start:
         return len(problems) == start
 
@@ -131,17 +127,6 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
     if warning:
         warnings.append(warning)
     return len(problems) == start
-
-
-CHECKPOINT_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$")
-
-
-def checkpoint_ok(path: str) -> bool:
-    return bool(CHECKPOINT_RE.match(path))
-
-
-def checkpoint_bucket(path: str) -> str:
-    return path[5:].split("/")[0]
 
 
 # ---- manifests ----------------------------------------------------------------------------------------
@@ -285,8 +270,7 @@ def service(plan: PathwaysPlan) -> dict[str, Any]:
 
 def commands(plan: PathwaysPlan) -> dict[str, str]:
     port = plan.workload.service.port
-    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
     return {
         "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {port}:{port}",
-        "curl": f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'",
+        "curl": generate_curl(port),
     }
