@@ -10,7 +10,6 @@ import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
-from stacks import metrics
 from stacks.workloads import jetstream_pathways as jp
 from stacks.workloads.common import checkpoint_bucket
 
@@ -69,15 +68,7 @@ class JetStreamPathways(ServingWorkload):
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
         create_pod_monitoring(
             f"{name}-podmonitoring",
-            metrics.pod_monitoring(
-                f"{plan.name}-jetstream",
-                plan.namespace,
-                plan.labels,
-                "metrics",
-                interval=plan.scrape_interval,
-                path="/",
-                target_labels=["pod", "container", "node"],
-            ),
+            jp.pod_monitoring(plan),
             provider=provider,
             parent=self,
             depends_on=self._namespace_deps,

@@ -105,3 +105,40 @@ def generate_curl(port: int) -> str:
     """The tutorials' `/generate` request against a port-forwarded JetStream HTTP server."""
     body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
     return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'"
+
+
+# ---- JetStream objects both JetStream workload types expose ---------------------------------------------
+
+JETSTREAM_HTTP_PORT = 8000
+
+
+def jetstream_service(
+    plan: WorkloadPlan, name: str, labels: dict[str, str], extra_ports: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The Service in front of jetstream-http (`service.type` LoadBalancer is always internal), plus `extra_ports`."""
+    service = plan.workload.service
+    metadata = plan.metadata(name, labels)
+    if service.type == "LoadBalancer":
+        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
+    ports = [{"protocol": "TCP", "name": "jetstream-http", "port": service.port, "targetPort": JETSTREAM_HTTP_PORT}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {"type": service.type, "selector": labels, "ports": [*ports, *(extra_ports or [])]},
+    }
+
+
+def jetstream_pod_monitoring(plan: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
+    """Scrapes the JetStream server's Prometheus port, named `metrics` on its container."""
+    from stacks import metrics
+
+    return metrics.pod_monitoring(
+        f"{plan.name}-jetstream",
+        plan.namespace,
+        labels,
+        "metrics",
+        interval=plan.scrape_interval,
+        path="/",
+        target_labels=["pod", "container", "node"],
+    )

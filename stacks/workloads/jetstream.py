@@ -20,16 +20,18 @@ from stacks.config_model import JetStreamWorkload
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
-    INTERNAL_LB_ANNOTATION,
+    JETSTREAM_HTTP_PORT,
     TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
     checkpoint_bucket,
     generate_curl,
+    jetstream_pod_monitoring,
+    jetstream_service,
 )
 from stacks.workloads.jetstream_presets import CHECKPOINT_ARG, METRICS_ARG, PRESETS, JetStreamPreset
 
-HTTP_PORT = 8000
+HTTP_PORT = JETSTREAM_HTTP_PORT
 GRPC_PORT = 9000
 ENGINE_CONTAINER = "maxengine-server"
 PRIVILEGED_BELOW = (1, 28)
@@ -194,27 +196,8 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
 
 
 def service(plan: JetStreamPlan) -> dict[str, Any]:
-    metadata = plan.metadata(plan.service_name, plan.labels)
-    if plan.workload.service.type == "LoadBalancer":
-        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata,
-        "spec": {
-            "type": plan.workload.service.type,
-            "selector": plan.labels,
-            "ports": [
-                {
-                    "protocol": "TCP",
-                    "name": "jetstream-http",
-                    "port": plan.workload.service.port,
-                    "targetPort": HTTP_PORT,
-                },
-                {"protocol": "TCP", "name": "jetstream-grpc", "port": GRPC_PORT, "targetPort": GRPC_PORT},
-            ],
-        },
-    }
+    grpc = {"protocol": "TCP", "name": "jetstream-grpc", "port": GRPC_PORT, "targetPort": GRPC_PORT}
+    return jetstream_service(plan, plan.service_name, plan.labels, [grpc])
 
 
 def hpa(plan: JetStreamPlan) -> dict[str, Any]:
@@ -237,15 +220,7 @@ def hpa(plan: JetStreamPlan) -> dict[str, Any]:
 
 
 def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
-    return metrics.pod_monitoring(
-        f"{plan.name}-jetstream",
-        plan.namespace,
-        plan.labels,
-        "metrics",
-        interval=plan.scrape_interval,
-        path="/",
-        target_labels=["pod", "container", "node"],
-    )
+    return jetstream_pod_monitoring(plan, plan.labels)
 
 
 def commands(plan: JetStreamPlan) -> dict[str, str]:

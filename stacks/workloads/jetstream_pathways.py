@@ -16,11 +16,13 @@ from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
-    INTERNAL_LB_ANNOTATION,
+    JETSTREAM_HTTP_PORT,
     TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
     generate_curl,
+    jetstream_pod_monitoring,
+    jetstream_service,
 )
 from stacks.workloads.pathways_presets import CHECKPOINT_ARG, PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
@@ -33,7 +35,7 @@ RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
 PROXY_PORT = 38681
 JETSTREAM_GRPC_PORT = 9000
-HTTP_PORT = 8000
+HTTP_PORT = JETSTREAM_HTTP_PORT
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
     "prometheus_port": "set `metricsPort` instead",
@@ -245,27 +247,12 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
 
 
 def service(plan: PathwaysPlan) -> dict[str, Any]:
-    spec_type = plan.workload.service.type
-    metadata = plan.metadata(plan.service_name, plan.labels)
-    if spec_type == "LoadBalancer":
-        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata,
-        "spec": {
-            "type": spec_type,
-            "selector": plan.labels,
-            "ports": [
-                {
-                    "protocol": "TCP",
-                    "name": "jetstream-http",
-                    "port": plan.workload.service.port,
-                    "targetPort": HTTP_PORT,
-                }
-            ],
-        },
-    }
+    return jetstream_service(plan, plan.service_name, plan.labels)
+
+
+def pod_monitoring(plan: PathwaysPlan) -> dict[str, Any]:
+    """The leader's JetStream server metrics."""
+    return jetstream_pod_monitoring(plan, plan.labels)
 
 
 def commands(plan: PathwaysPlan) -> dict[str, str]:
