@@ -24,21 +24,21 @@ test: venv
 
 # Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated.
 render: venv
-	$(PY) -m stacks.render --check $(STACK)
+	$(PY) -m tooling.render --check $(STACK)
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv
-	$(PY) -m stacks.render --golden
+	$(PY) -m tooling.render --golden
 
 # Regenerate schema/stack-config.schema.json from the config models.
 schema: venv
-	$(PY) -m stacks.json_schema
+	$(PY) -m tooling.json_schema
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy components stacks
-	$(PY) -m stacks.json_schema --check
+	$(VENV)/bin/mypy components stacks tooling
+	$(PY) -m tooling.json_schema --check
 
 # Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3
 example:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stacks.offline import ROOT, Recording, load_stack_file, run_program
+from tooling.offline import ROOT, Recording, load_stack_file, run_program
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
 STACK_FILES = [ROOT / "Pulumi.dev.yaml", *EXAMPLES]

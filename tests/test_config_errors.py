@@ -3,8 +3,8 @@
 import pulumi
 import pytest
 
-from stacks.offline import Recording
 from tests.conftest import make_config, pool
+from tooling.offline import Recording
 
 CASES = {
     "unknown generation": (
@@ -214,7 +214,7 @@ def test_unknown_key_from_the_cli_config_bag_is_reported(run, monkeypatch):
 
 def test_duplicate_resource_names_are_detected(tmp_path):
     """The recorder catches what Pulumi's mocks do not: two resources with one URN."""
-    from stacks.offline import run_program
+    from tooling.offline import run_program
 
     program = tmp_path / "dup.py"
     program.write_text("import pulumi_gcp as gcp\nfor _ in range(2):\n    gcp.storage.Bucket('same', location='US')\n")

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from stacks import metrics
-from stacks.k8s_objects import kubernetes_objects
-from stacks.offline import ROOT
-from stacks.schemas import crd_dir, validate_objects
 from tests.conftest import make_config, pool, recorded, reference_dir
+from tooling.k8s_objects import kubernetes_objects
+from tooling.offline import ROOT
+from tooling.schemas import crd_dir, validate_objects
 
 AI_ON_GKE = reference_dir() / "ai-on-gke"
 KUBECTL = (

@@ -9,10 +9,10 @@ import pulumi
 import pytest
 import yaml
 
-from stacks.k8s_objects import kubernetes_objects
-from stacks.offline import ROOT
-from stacks.schemas import crd_dir, validate_objects
 from tests.conftest import make_config, pool, recorded, reference_dir
+from tooling.k8s_objects import kubernetes_objects
+from tooling.offline import ROOT
+from tooling.schemas import crd_dir, validate_objects
 
 PATHWAYS_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-serving-tpus-jetstream/pathways"
 needs_reference = pytest.mark.skipif(not PATHWAYS_REF.is_dir(), reason=f"reference manifests missing: {PATHWAYS_REF}")

@@ -6,8 +6,8 @@ import jsonschema
 import pytest
 import yaml
 
-from stacks import json_schema
 from tests.conftest import STACK_FILES
+from tooling import json_schema
 
 
 @pytest.fixture(scope="module")

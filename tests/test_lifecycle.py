@@ -10,11 +10,12 @@ import sys
 import pulumi
 import pytest
 
-from stacks import cost, render, versions
-from stacks.k8s_objects import kubernetes_objects
-from stacks.offline import ROOT, load_stack_file
-from stacks.recreate import recreations
+from stacks import cost, versions
 from tests.conftest import STACK_FILES, make_config, pool, recorded
+from tooling import render
+from tooling.k8s_objects import kubernetes_objects
+from tooling.offline import ROOT, load_stack_file
+from tooling.recreate import recreations
 
 ALL_IN_ONE = ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml"
 DATA_TYPES = {"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool", "gcp:storage/bucket:Bucket"}
@@ -29,7 +30,7 @@ def paused(config: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def pause_pair(request):
-    from stacks.offline import run_program
+    from tooling.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     return run_program(config, stack="all-in-one"), run_program(paused(config), stack="all-in-one")
@@ -152,7 +153,7 @@ def infrastructure(rec) -> dict:
 
 
 def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatch):
-    from stacks.offline import run_program
+    from tooling.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     before = run_program(config, stack="all-in-one")

@@ -2,7 +2,7 @@
 
 import json
 
-from stacks import preview_gate
+from tooling import preview_gate
 
 STACK = "urn:pulumi:prod::tpu-serving::"
 CLUSTER = STACK + "tpu-serving:cluster:Cluster$gcp:container/cluster:Cluster::cluster-gke"

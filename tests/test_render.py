@@ -7,10 +7,10 @@ import difflib
 import pytest
 import yaml
 
-from stacks import render
-from stacks.offline import ROOT, Registration
-from stacks.schemas import crd_dir
 from tests.conftest import STACK_FILES, recorded
+from tooling import render
+from tooling.offline import ROOT, Registration
+from tooling.schemas import crd_dir
 
 EXAMPLES = render.example_files()
 
@@ -119,7 +119,7 @@ def test_render_check_passes_for_every_shipped_stack(path, tmp_path, capsys):
 
 def test_check_reports_violations(capsys):
     from stacks.config import parse_stack_config
-    from stacks.offline import Recording
+    from tooling.offline import Recording
 
     cfg = parse_stack_config(
         {"environment": "dev"},

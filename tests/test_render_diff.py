@@ -1,6 +1,6 @@
 """The render diff posted on pull requests."""
 
-from stacks import render_diff
+from tooling import render_diff
 
 
 def test_diff_and_comment(tmp_path):

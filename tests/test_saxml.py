@@ -9,11 +9,11 @@ import pulumi
 import pytest
 import yaml
 
-from stacks.k8s_objects import kubernetes_objects
-from stacks.offline import ROOT
-from stacks.schemas import crd_dir, validate_objects
 from stacks.workloads import saxml
 from tests.conftest import make_config, pool, recorded, reference_dir
+from tooling.k8s_objects import kubernetes_objects
+from tooling.offline import ROOT
+from tooling.schemas import crd_dir, validate_objects
 
 SAX_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-multihost-tpus-saxml"
 needs_reference = pytest.mark.skipif(not SAX_REF.is_dir(), reason=f"reference manifests missing: {SAX_REF}")

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from stacks.offline import Recording, run_stack_file
 from tests.conftest import STACK_FILES, recorded
+from tooling.offline import Recording, run_stack_file
 
 MODES = {"up": False, "preview": True}
 COMPONENT_PREFIX = "tpu-serving:"

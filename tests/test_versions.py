@@ -1,7 +1,7 @@
 """requirements.txt and the version matrix agree: one version of each package, pinned exactly."""
 
-from stacks.offline import ROOT
 from stacks.versions import PYTHON_PACKAGES
+from tooling.offline import ROOT
 
 
 def test_requirements_match_version_matrix():

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stacks.offline import ROOT
 from stacks.versions import GITHUB_ACTIONS, PULUMI_CLI
+from tooling.offline import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
@@ -64,14 +64,14 @@ def test_pull_request_runs_tests_render_diff_and_gated_preview():
     assert wf["permissions"] == {"contents": "read"}
     runs = " ".join(s.get("run", "") for _, s in steps(wf))
     assert "make test" in runs and "make lint" in runs
-    assert "stacks.render_diff" in runs
+    assert "tooling.render_diff" in runs
     preview = wf["jobs"]["preview"]
     assert preview["if"] == "vars.GCP_WORKLOAD_IDENTITY_PROVIDER != ''"
     assert preview["permissions"]["id-token"] == "write"
     pulumi_steps = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions")]
     assert pulumi_steps[0]["with"]["command"] == "preview" and pulumi_steps[0]["with"]["comment-on-pr"] is True
     gate = preview["steps"][-1]["run"]
-    assert "pulumi preview" in gate and "--json" in gate and "stacks.preview_gate" in gate and "allow-replace" in gate
+    assert "pulumi preview" in gate and "--json" in gate and "tooling.preview_gate" in gate and "allow-replace" in gate
 
 
 def test_deploy_goes_dev_staging_prod_with_approval():

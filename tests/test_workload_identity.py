@@ -3,8 +3,8 @@
 import pytest
 
 from components.workload_identity import WorkloadIdentity
-from stacks.offline import ROOT, run_program
 from tests.conftest import make_config
+from tooling.offline import ROOT, run_program
 
 PROGRAM = ROOT / "tests" / "programs" / "workload_identity.py"
 

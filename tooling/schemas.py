@@ -24,7 +24,7 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from stacks.offline import ROOT
+from tooling.offline import ROOT
 
 CRD_DIR_ENV = "TPU_SERVING_CRDS"
 OBJECT_META_KEYS = {"name", "namespace", "labels", "annotations", "generateName", "finalizers", "ownerReferences"}

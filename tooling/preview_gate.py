@@ -1,7 +1,7 @@
 """Refuse a `pulumi preview` that would replace or delete a protected resource, unless a label allows it.
 
     pulumi preview --stack prod --json > preview.json
-    python -m stacks.preview_gate preview.json [--allow]
+    python -m tooling.preview_gate preview.json [--allow]
 
 Protected: the GKE cluster, the TPU node pools (their slices take long to get back) and the bucket (data).
 A replacement counts as destructive whichever order Pulumi uses (create-before-delete or delete-before-replace).

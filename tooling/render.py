@@ -1,10 +1,10 @@
 """Offline render: what a stack would create, without credentials, cloud or Pulumi CLI, as files to diff.
 
-    python -m stacks.render dev                      # Pulumi.dev.yaml -> build/dev/
-    python -m stacks.render examples/<name>/Pulumi.<name>.yaml
-    python -m stacks.render --check dev              # also validate every Kubernetes object; non-zero on violations
-    python -m stacks.render --golden                 # refresh tests/golden/<example>/ for every example
-    python -m stacks.render --compare old/ dev       # also name every change that would recreate a resource
+    python -m tooling.render dev                      # Pulumi.dev.yaml -> build/dev/
+    python -m tooling.render examples/<name>/Pulumi.<name>.yaml
+    python -m tooling.render --check dev              # also validate every Kubernetes object; non-zero on violations
+    python -m tooling.render --golden                 # refresh tests/golden/<example>/ for every example
+    python -m tooling.render --compare old/ dev       # also name every change that would recreate a resource
 
 Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
 "(known after apply)") and writes build/<stack>/:
@@ -29,10 +29,10 @@ from typing import Any
 import yaml
 
 from stacks.config import ConfigError, StackConfig
-from stacks.k8s_objects import is_object, plain
-from stacks.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
-from stacks.recreate import recreations
-from stacks.schemas import crd_dir, validate_objects
+from tooling.k8s_objects import is_object, plain
+from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
+from tooling.recreate import recreations
+from tooling.schemas import crd_dir, validate_objects
 
 BUILD = ROOT / "build"
 GOLDEN = ROOT / "tests" / "golden"
@@ -257,7 +257,7 @@ def render_stack(path: Path) -> tuple[StackConfig, Recording, dict[str, str]]:
 
 def check(cfg: StackConfig, recording: Recording) -> list[str]:
     """Lines describing violations (empty when valid); prints what could not be checked."""
-    from stacks.k8s_objects import kubernetes_objects
+    from tooling.k8s_objects import kubernetes_objects
 
     report = validate_objects(kubernetes_objects(recording), cfg.kubernetes_minor)
     if crd_dir() is None:

@@ -1,6 +1,6 @@
 """Run the real program offline, under Pulumi's mocks, and record everything it registers.
 
-Used by the tests and by `python -m stacks.render`. Pulumi's own mock API hides resource options, so the
+Used by the tests and by `python -m tooling.render`. Pulumi's own mock API hides resource options, so the
 monitor is subclassed to keep, per registration: type, name, inputs, parent, provider, dependencies,
 protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace.
 

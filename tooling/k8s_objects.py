@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.offline import UNKNOWN, Recording, Registration
+from tooling.offline import UNKNOWN, Recording, Registration
 
 # Registrations of the kubernetes provider that are not single API objects.
 NOT_OBJECTS = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")

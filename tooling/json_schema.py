@@ -1,7 +1,7 @@
 """The JSON Schema of `Pulumi.<stack>.yaml`, generated from the config models so editors validate stack files.
 
-    python -m stacks.json_schema            # rewrite schema/stack-config.schema.json
-    python -m stacks.json_schema --check    # exit 1 if the committed schema is stale
+    python -m tooling.json_schema            # rewrite schema/stack-config.schema.json
+    python -m tooling.json_schema --check    # exit 1 if the committed schema is stale
 
 The schema checks shapes and enums; the cross-field rules (catalog, zones, pools) stay in stacks.config.
 """
@@ -24,8 +24,8 @@ from stacks.config_model import (
     MonitoringConfig,
     TpuPoolConfig,
 )
-from stacks.offline import ROOT
 from stacks.profiles import PROFILES
+from tooling.offline import ROOT
 
 SCHEMA_PATH = ROOT / "schema" / "stack-config.schema.json"
 REF = "#/$defs/{model}"

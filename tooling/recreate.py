@@ -1,7 +1,7 @@
 """Which differences between two renders recreate the cluster, a TPU pool, the bucket or the network.
 
 Google Cloud cannot change these fields in place: Pulumi replaces the resource (for a TPU pool, the whole slice;
-for the cluster, everything in it). `python -m stacks.render --compare <old render>` names every such field, so
+for the cluster, everything in it). `python -m tooling.render --compare <old render>` names every such field, so
 a pull request shows a recreation before anyone runs `pulumi up`. Deleted resources are named too.
 """
 

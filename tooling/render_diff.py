@@ -1,6 +1,6 @@
 """The offline render of every environment stack, diffed between the base branch and this checkout.
 
-    python -m stacks.render_diff --base origin/main --diff render.diff --comment comment.md
+    python -m tooling.render_diff --base origin/main --diff render.diff --comment comment.md
 
 Renders each `Pulumi.<stack>.yaml` at the repository root here and in a worktree of the base revision, and
 writes a unified diff plus a Markdown comment for the pull request. Needs no credentials.
@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from stacks.offline import ROOT
-from stacks.recreate import recreations
+from tooling.offline import ROOT
+from tooling.recreate import recreations
 
 MARKER = "<!-- tpu-serving-render-diff -->"
 COMMENT_LIMIT = 60000  # GitHub comments hold 65536 characters
@@ -83,7 +83,7 @@ def render_into(repo: Path, out: Path, stacks: list[Path], python: str) -> str |
     if not present:
         return None
     result = subprocess.run(
-        [python, "-m", "stacks.render", "--out", str(out), *present], cwd=repo, capture_output=True, text=True
+        [python, "-m", "tooling.render", "--out", str(out), *present], cwd=repo, capture_output=True, text=True
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["unknown error"])[-1]
