@@ -197,6 +197,29 @@ def test_compare_cli(tmp_path, capsys):
     assert "0 change(s) that recreate resources" in capsys.readouterr().out
 
 
+def test_compare_reads_the_earlier_render_before_overwriting_it(tmp_path, capsys):
+    """`make render`, edit the config, `--compare build dev`: build/dev is both the earlier render and the output."""
+    config = tmp_path / "Pulumi.dev.yaml"
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    config.write_text(text)
+    assert render.main(["--out", str(tmp_path / "build"), str(config)]) == 0
+    config.write_text(text.replace("topology: 4x4", "topology: 4x8"))
+    capsys.readouterr()
+    assert render.main(["--out", str(tmp_path / "build"), "--compare", str(tmp_path / "build"), str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "0 change(s)" not in out and "placementPolicy" in out and "recreates:" in out
+
+
+@pytest.mark.parametrize("earlier", ["missing", "empty"])
+def test_compare_without_an_earlier_render_fails(tmp_path, capsys, earlier):
+    if earlier == "empty":
+        (tmp_path / earlier).mkdir()
+    assert render.main(["--out", str(tmp_path / "b"), "--compare", str(tmp_path / earlier), "dev"]) == 1
+    err = capsys.readouterr().err
+    assert f"--compare {tmp_path / earlier}: no earlier render of 'dev'" in err and "Traceback" not in err
+    assert not (tmp_path / "b" / "dev").exists()
+
+
 # ---- leak audit -----------------------------------------------------------------------------------------
 
 

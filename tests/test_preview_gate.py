@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tooling import preview_gate
 
 STACK = "urn:pulumi:prod::tpu-serving::"
@@ -13,7 +15,8 @@ DEPLOYMENT = STACK + "tpu-serving:workloads:JetStream$kubernetes:apps/v1:Deploym
 
 
 def preview(*steps):
-    return {"steps": [{"op": op, "urn": urn} for op, urn in steps]}
+    """The shape of `pulumi preview --json` (PreviewDigest, pulumi/pulumi sdk/go/common/display/json.go)."""
+    return {"steps": [{"op": op, "urn": urn} for op, urn in steps], "changeSummary": {"same": len(steps)}}
 
 
 def test_protected_resources():
@@ -44,4 +47,37 @@ def test_cli_fails_unless_allowed(tmp_path, capsys):
     assert "allow-replace" in capsys.readouterr().err
     assert preview_gate.main([str(path), "--allow"]) == 0
     path.write_text(json.dumps(preview(("update", CLUSTER), ("same", BUCKET))))
+    assert preview_gate.main([str(path)]) == 0
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("{}", "no `changeSummary`"),
+        ("", "is not JSON"),
+        ("{not json", "is not JSON"),
+        ("[]", "expected a JSON object"),
+        ('{"changeSummary": {}, "steps": {}}', "`steps` is not a list"),
+        ('{"changeSummary": {}, "steps": [{"op": "delete"}]}', "steps[0] has no `op` and `urn`"),
+        ('{"changeSummary": {}, "steps": [], "diagnostics": [{"severity": "error", "message": "boom"}]}', "boom"),
+    ],
+)
+def test_what_is_not_a_complete_preview_is_refused_even_when_allowed(tmp_path, capsys, text, reason):
+    path = tmp_path / "preview.json"
+    path.write_text(text)
+    for extra in ([], ["--allow"]):
+        assert preview_gate.main([str(path), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "preview gate: refused:" in err and reason in err and "Traceback" not in err
+
+
+def test_a_missing_file_is_refused(tmp_path, capsys):
+    assert preview_gate.main([str(tmp_path / "nope.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_a_complete_preview_without_steps_is_clean(tmp_path):
+    """Pulumi omits `steps` when there are none (`json:"steps,omitempty"`); the change summary proves it finished."""
+    path = tmp_path / "preview.json"
+    path.write_text(json.dumps({"changeSummary": {}}))
     assert preview_gate.main([str(path)]) == 0

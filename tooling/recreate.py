@@ -65,18 +65,38 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _resources(render: Path) -> dict[str, dict[str, Any]]:
+Resources = dict[str, dict[str, Any]]
+
+
+class NotARender(ValueError):
+    """A directory that is not an offline render of one stack."""
+
+
+def read_render(render: Path) -> Resources:
+    """The resources of a render whose replacement fields we compare; NotARender when `render` is not one.
+
+    A missing or empty directory is an error, never "no changes": comparing against nothing proves nothing.
+    """
+    files = sorted((render / "gcp").glob("*.yaml")) if (render / "gcp").is_dir() else []
+    if not files:
+        raise NotARender(f"{render} is not an offline render (no gcp/*.yaml in it)")
     out = {}
-    for path in sorted((render / "gcp").glob("*.yaml")):
+    for path in files:
         body = yaml.safe_load(path.read_text())
+        if not isinstance(body, dict) or "type" not in body or "name" not in body:
+            raise NotARender(f"{path} is not a rendered resource (no type and name)")
         if body["type"] in REPLACE_FIELDS:
             out[f"{body['type']} {body['name']}"] = body
     return out
 
 
-def recreations(old_render: Path, new_render: Path) -> list[str]:
-    """One line per field that forces a replacement, and per protected-kind resource that disappears."""
-    old, new = _resources(old_render), _resources(new_render)
+def recreations(old_render: Path | Resources, new_render: Path | Resources) -> list[str]:
+    """One line per field that forces a replacement, and per protected-kind resource that disappears.
+
+    Either side is a render directory or what `read_render` read from one (to compare against a render that is
+    about to be overwritten)."""
+    old = old_render if isinstance(old_render, dict) else read_render(old_render)
+    new = new_render if isinstance(new_render, dict) else read_render(new_render)
     lines = []
     for key in sorted(old):
         if key not in new:

@@ -31,7 +31,7 @@ import yaml
 from stacks.config import ConfigError, StackConfig
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
-from tooling.recreate import recreations
+from tooling.recreate import NotARender, Resources, read_render, recreations
 from tooling.schemas import crd_dir, validate_objects
 
 BUILD = ROOT / "build"
@@ -245,6 +245,11 @@ def stack_name(path: Path) -> str:
     return path.name.removeprefix("Pulumi.").removesuffix(".yaml")
 
 
+def earlier_render(compare: Path, name: str) -> Path:
+    """`DIR/<stack>/` when DIR holds renders of several stacks, else DIR itself."""
+    return compare / name if (compare / name).is_dir() else compare
+
+
 def example_files() -> list[Path]:
     return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
 
@@ -289,6 +294,20 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for path in paths:
         name = stack_name(path)
+        earlier: Resources | None = None
+        if args.compare:
+            # Read the earlier render before writing this one: they may be the same directory (`make render`,
+            # edit, `--compare build dev`), and a render compared with itself shows no change.
+            try:
+                earlier = read_render(earlier_render(args.compare, name))
+            except NotARender as err:
+                print(
+                    f"{name}: error: --compare {args.compare}: no earlier render of {name!r} to compare with "
+                    f"(expected {args.compare / name}/gcp/ or {args.compare}/gcp/): {err}",
+                    file=sys.stderr,
+                )
+                failed = True
+                continue
         try:
             cfg, recording, files = render_stack(path)
         except (ConfigError, Exception) as err:  # a config error: print it as `pulumi up` would
@@ -299,8 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: {len(recording.resources)} resources -> {(out_root / name).relative_to(ROOT) if (out_root / name).is_relative_to(ROOT) else out_root / name}"
         )
-        if args.compare:
-            earlier = args.compare / name if (args.compare / name / "gcp").is_dir() else args.compare
+        if earlier is not None:
             lines = recreations(earlier, out_root / name)
             print(f"  {len(lines)} change(s) that recreate resources against {args.compare}")
             for line in lines:
