@@ -89,6 +89,8 @@ class Monitoring(pulumi.ComponentResource):
                 metrics.tpu_device_plugin_monitoring(monitoring.scrape_interval),
                 provider=provider,
                 parent=self,
+                # GMP before 0.16 admits PodMonitorings through a webhook (failurePolicy: Fail) served from nodes.
+                depends_on=[system_pool],
             )
 
         if monitoring.adapter != "none":
@@ -131,7 +133,9 @@ class Monitoring(pulumi.ComponentResource):
                     lambda n: naming.workload_identity_principal(n, project, ADAPTER_NAMESPACE, ksa)
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            # The principal names the Workload Identity pool, created with the cluster: wait for the cluster's
+            # provider, which exists only after the cluster (terraform-google-kubernetes-engine#916).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self._k8s_provider]),
         )
 
     # ---- custom-metrics-stackdriver-adapter -----------------------------------------------------------

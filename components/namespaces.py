@@ -1,4 +1,8 @@
-"""The namespaces the stack's workloads live in, created once each (two workloads may share one)."""
+"""The namespaces the stack's workloads live in, created once each (two workloads may share one).
+
+Namespaces wait for `after` (the system pool): every namespaced object of a workload waits for its namespace,
+so none is applied before a node can serve the admission webhooks it goes through.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ class Namespaces(pulumi.ComponentResource):
         *,
         namespaces: Sequence[str],
         provider: k8s.Provider,
+        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:workloads:Namespaces", name, None, opts)
@@ -26,7 +31,7 @@ class Namespaces(pulumi.ComponentResource):
             ns: k8s.core.v1.Namespace(
                 f"{name}-{ns}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=naming.MANAGED_BY_LABELS),
-                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after)),
             )
             for ns in namespaces
         }

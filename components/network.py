@@ -36,11 +36,13 @@ class Network(pulumi.ComponentResource):
         self.services_range_name = config.services_range_name
 
         if not config.create:
-            assert config.network and config.subnetwork  # validated in stacks.config
+            assert config.network and config.subnetwork and config.nat is not None  # validated in stacks.config
             self.network = pulumi.Output.from_input(_self_link(project, "global", "networks", config.network))
             self.subnetwork = pulumi.Output.from_input(
                 _self_link(project, f"regions/{region}", "subnetworks", config.subnetwork)
             )
+            if config.nat:
+                self._nat(name, default_name, project, region, self.network, self.subnetwork)
             self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
             return
 
@@ -75,31 +77,44 @@ class Network(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        if config.nat:
-            router = gcp.compute.Router(
-                f"{name}-router",
-                gcp.compute.RouterArgs(name=f"{default_name}-router", project=project, region=region, network=vpc.id),
-                opts=child,
-            )
-            gcp.compute.RouterNat(
-                f"{name}-nat",
-                gcp.compute.RouterNatArgs(
-                    name=f"{default_name}-nat",
-                    project=project,
-                    region=region,
-                    router=router.name,
-                    nat_ip_allocate_option="AUTO_ONLY",
-                    source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
-                    subnetworks=[
-                        gcp.compute.RouterNatSubnetworkArgs(name=subnet.id, source_ip_ranges_to_nats=["ALL_IP_RANGES"])
-                    ],
-                    log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-                ),
-                opts=child,
-            )
+        if config.nat is not False:
+            self._nat(name, default_name, project, region, vpc.id, subnet.id)
         self.network = vpc.self_link
         self.subnetwork = subnet.self_link
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
+
+    def _nat(
+        self,
+        name: str,
+        default_name: str,
+        project: str,
+        region: str,
+        network: pulumi.Input[str],
+        subnetwork: pulumi.Input[str],
+    ) -> None:
+        """A Cloud Router and NAT for all ranges of the cluster's subnet (created or existing), and only that one."""
+        child = pulumi.ResourceOptions(parent=self)
+        router = gcp.compute.Router(
+            f"{name}-router",
+            gcp.compute.RouterArgs(name=f"{default_name}-router", project=project, region=region, network=network),
+            opts=child,
+        )
+        gcp.compute.RouterNat(
+            f"{name}-nat",
+            gcp.compute.RouterNatArgs(
+                name=f"{default_name}-nat",
+                project=project,
+                region=region,
+                router=router.name,
+                nat_ip_allocate_option="AUTO_ONLY",
+                source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+                subnetworks=[
+                    gcp.compute.RouterNatSubnetworkArgs(name=subnetwork, source_ip_ranges_to_nats=["ALL_IP_RANGES"])
+                ],
+                log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            ),
+            opts=child,
+        )
 
 
 def _self_link(project: str, scope: str, kind: str, name: str) -> str:

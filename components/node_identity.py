@@ -17,6 +17,8 @@ NODE_ROLES = (
 
 class NodeServiceAccount(pulumi.ComponentResource):
     email: pulumi.Output[str]
+    """Email of the account, known only after its role grants exist: pools that use it wait for them."""
+    grants: list[gcp.projects.IAMMember]
 
     def __init__(
         self,
@@ -37,13 +39,18 @@ class NodeServiceAccount(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        grants = []
         for role in NODE_ROLES:
-            gcp.projects.IAMMember(
+            grant = gcp.projects.IAMMember(
                 f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
                 gcp.projects.IAMMemberArgs(
                     project=project, role=role, member=account.email.apply(lambda e: f"serviceAccount:{e}")
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-        self.email = account.email
+            grants.append(grant)
+        self.grants = grants
+        # The email that node pools and the cluster use resolves only once every role is granted, so no node boots
+        # (and fails to write logs or pull images) before its roles exist.
+        self.email = pulumi.Output.all(account.email, *(g.id for g in grants)).apply(lambda values: values[0])
         self.register_outputs({"email": self.email})

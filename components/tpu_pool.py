@@ -41,6 +41,30 @@ def capacity_args(plan: PoolPlan) -> dict:
     return {}
 
 
+def gke_sets_upgrade_strategy(plan: PoolPlan) -> bool:
+    """GKE forces the SHORT_LIVED upgrade strategy on flex-start (and queued-provisioning) node pools."""
+    return plan.config.capacity == "flex-start"
+
+
+def upgrade_settings(plan: PoolPlan) -> gcp.container.NodePoolUpgradeSettingsArgs | None:
+    """How GKE replaces the pool's nodes on upgrade; None where GKE decides (flex-start: SHORT_LIVED)."""
+    if gke_sets_upgrade_strategy(plan):
+        return None
+    # A surge node would need spare TPU capacity (for multi-host, a whole second slice) that on-demand quota,
+    # reservations and spot rarely have: replace in place instead.
+    return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
+
+
+def ignored_changes(plan: PoolPlan, autoscaled: bool) -> list[str]:
+    """Fields GKE owns after creation, so a preview never proposes to change them back."""
+    out = []
+    if autoscaled:
+        out.append("initialNodeCount")  # create-only; the autoscaler owns the size afterwards
+    if gke_sets_upgrade_strategy(plan):
+        out.append("upgradeSettings")  # GKE reports SHORT_LIVED, which we do not send
+    return out
+
+
 class TpuSlicePool(pulumi.ComponentResource):
     node_pool_names: list[str]
     node_pools: list[gcp.container.NodePool]
@@ -97,18 +121,13 @@ class TpuSlicePool(pulumi.ComponentResource):
                         **node_pool_security(node_service_account),
                     ),
                     management=gcp.container.NodePoolManagementArgs(auto_repair=auto_repair, auto_upgrade=True),
-                    # A surge node would need spare TPU capacity (for multi-host, a whole second slice) that
-                    # on-demand quota, reservations and spot rarely have: replace in place instead.
-                    upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
-                        strategy="SURGE", max_surge=0, max_unavailable=1
-                    ),
+                    upgrade_settings=upgrade_settings(plan),
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     protect=protect,
                     delete_before_replace=True,
-                    # initial_node_count is create-only; the autoscaler owns the size afterwards.
-                    ignore_changes=["initialNodeCount"] if size.autoscaled else None,
+                    ignore_changes=ignored_changes(plan, size.autoscaled) or None,
                 ),
             )
             self.node_pools.append(node_pool)

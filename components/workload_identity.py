@@ -61,6 +61,10 @@ class WorkloadIdentity(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        # The member names the project's Workload Identity pool, which exists only once a cluster with Workload
+        # Identity does: IAM refuses the grant before that ("Identity Pool does not exist",
+        # terraform-google-kubernetes-engine#916). The cluster's provider is built from the cluster's endpoint, so
+        # it exists only after the cluster: waiting for it waits for the pool.
         gcp.serviceaccount.IAMMember(
             f"{name}-wi-user",
             gcp.serviceaccount.IAMMemberArgs(
@@ -68,7 +72,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 role="roles/iam.workloadIdentityUser",
                 member=naming.workload_identity_member(project, namespace, service_account_name),
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[provider]),
         )
         member = gsa.email.apply(lambda e: f"serviceAccount:{e}")
         for role in bucket_roles:

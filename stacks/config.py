@@ -285,6 +285,15 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
         for key, value in (("network", network.network), ("subnetwork", network.subnetwork)):
             if not value:
                 problems.append(Problem(f"{npath}.{key}", "required when network.create is false"))
+        if network.nat is None:
+            problems.append(
+                Problem(
+                    f"{npath}.nat",
+                    "required when network.create is false: true creates a Cloud Router and NAT for the subnet on "
+                    "that network; false when it already has NAT (without NAT, private nodes cannot pull public "
+                    "images)",
+                )
+            )
 
 
 def _check_location(location: str, region: str, problems: list[Problem]) -> None:

@@ -42,7 +42,11 @@ class NetworkConfig(CamelModel):
     services_cidr: str = Field("10.20.0.0/20", description="Secondary range for Services in the created subnet.")
     pods_range_name: str = Field("pods", description="Name of the Pods secondary range (existing or created).")
     services_range_name: str = Field("services", description="Name of the Services secondary range.")
-    nat: bool = Field(True, description="Create a Cloud Router + NAT so private nodes reach the internet.")
+    nat: bool | None = Field(
+        None,
+        description="Create a Cloud Router + NAT so private nodes reach the internet; default true for a created "
+        "network, required with create: false (false when that network already has NAT for the subnet).",
+    )
 
 
 class ClusterConfig(CamelModel):

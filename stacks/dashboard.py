@@ -18,7 +18,7 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
                 {
                     "plotType": "LINE",
                     "targetAxis": "Y1",
-                    "timeSeriesQuery": {"prometheusQuery": query, "unitOverride": ""},
+                    "timeSeriesQuery": {"prometheusQuery": query},
                 }
             ],
             "yAxis": {"label": y_label, "scale": "LINEAR"},
@@ -60,16 +60,28 @@ def panels(cluster: str) -> list[tuple[str, str, str]]:
 def dashboard(cluster: str, display_name: str) -> dict[str, Any]:
     tiles = []
     for i, (title, query, label) in enumerate(panels(cluster)):
-        tiles.append(
-            {
-                "xPos": (i % 2) * 24,
-                "yPos": (i // 2) * 16,
-                "width": 24,
-                "height": 16,
-                "widget": _tile(title, query, label),
-            }
-        )
+        tile = {
+            "xPos": (i % 2) * 24,
+            "yPos": (i // 2) * 16,
+            "width": 24,
+            "height": 16,
+            "widget": _tile(title, query, label),
+        }
+        tiles.append(api_shape(tile))
     return {"displayName": display_name, "mosaicLayout": {"columns": 48, "tiles": tiles}}
+
+
+def api_shape(value: Any) -> Any:
+    """`value` as the Monitoring API returns it: without zero numbers and empty strings, which the API drops.
+
+    The provider compares the JSON we send with what the API returns, so a dropped default (`xPos: 0`,
+    `unitOverride: ""`) shows as a change on every preview (terraform-provider-google#16173).
+    """
+    if isinstance(value, dict):
+        return {k: api_shape(v) for k, v in value.items() if v != "" and not (type(v) is int and v == 0)}
+    if isinstance(value, list):
+        return [api_shape(v) for v in value]
+    return value
 
 
 def dashboard_json(cluster: str, display_name: str) -> str:

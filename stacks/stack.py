@@ -130,7 +130,9 @@ def build_platform(cfg: StackConfig) -> Platform:
         system_pool=cluster.system_pool,
         hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
     )
-    namespaces = Namespaces("namespaces", namespaces=cfg.namespaces, provider=cluster.provider)
+    namespaces = Namespaces(
+        "namespaces", namespaces=cfg.namespaces, provider=cluster.provider, after=[cluster.system_pool]
+    )
     workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:
         common = dict(
@@ -139,7 +141,8 @@ def build_platform(cfg: StackConfig) -> Platform:
             stack=cfg.stack,
             bucket=bucket.name,
             provider=cluster.provider,
-            namespace=namespaces.by_name.get(plan.namespace),
+            # A workload in a namespace every cluster has (default) waits for the system pool directly.
+            namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
             node_pools=pools[plan.pool.name].node_pools,
         )
         name = f"workload-{plan.name}"

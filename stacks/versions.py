@@ -151,7 +151,11 @@ GITHUB_ACTIONS: dict[str, str] = {
     "actions/github-script": "v7.0.1",
     "actions/upload-artifact": "v4.4.3",
     "google-github-actions/auth": "v2.1.7",
+    "google-github-actions/setup-gcloud": "v2.1.5",
     "pulumi/actions": "v6.0.1",
 }
+# The Cloud SDK the workflows install with setup-gcloud, for its gke-gcloud-auth-plugin component (the kubeconfig's
+# credential plugin; a component follows its SDK release).
+GCLOUD_SDK = "547.0.0"
 # The Pulumi CLI the workflows install (the SDK in PYTHON_PACKAGES is the same release line).
 PULUMI_CLI = "3.272.0"

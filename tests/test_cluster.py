@@ -1,5 +1,8 @@
 """The GKE cluster, its system pool, node identity and network, as registered."""
 
+import pulumi
+import pytest
+
 from tests.conftest import make_config
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -105,20 +108,17 @@ def test_created_network(run):
     assert gke["subnetwork"].endswith("/subnetworks/tpu-serving-dev")
 
 
+EXISTING_NETWORK = {
+    "create": False,
+    "network": "shared-vpc",
+    "subnetwork": "gke",
+    "podsRangeName": "p",
+    "servicesRangeName": "s",
+}
+
+
 def test_existing_network_creates_nothing(run):
-    rec = run(
-        make_config(
-            tpu_serving__cluster={
-                "network": {
-                    "create": False,
-                    "network": "shared-vpc",
-                    "subnetwork": "gke",
-                    "podsRangeName": "p",
-                    "servicesRangeName": "s",
-                }
-            }
-        )
-    )
+    rec = run(make_config(tpu_serving__cluster={"network": {**EXISTING_NETWORK, "nat": False}}))
     assert not [r for r in rec.resources if r.type.startswith("gcp:compute/")]
     gke = rec.one(CLUSTER).inputs
     assert gke["network"] == "projects/tpu-test-project/global/networks/shared-vpc"
@@ -153,3 +153,23 @@ def test_kubernetes_provider_uses_exec_plugin_and_secret_kubeconfig(run):
     wrapped = provider.inputs["kubeconfig"]
     assert wrapped[rpc._special_sig_key] == rpc._special_secret_sig
     assert json.loads(wrapped["value"]) == kubeconfig
+
+
+def test_existing_network_gets_nat_when_asked(run):
+    """nat: true on an existing network creates a router and NAT for exactly the cluster's subnet."""
+    rec = run(make_config(tpu_serving__cluster={"network": {**EXISTING_NETWORK, "nat": True}}))
+    assert not rec.of_type("gcp:compute/network:Network") and not rec.of_type("gcp:compute/subnetwork:Subnetwork")
+    router = rec.one("gcp:compute/router:Router").inputs
+    assert router["network"] == "projects/tpu-test-project/global/networks/shared-vpc"
+    assert router["region"] == "us-east5"
+    nat = rec.one("gcp:compute/routerNat:RouterNat").inputs
+    assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
+    assert nat["subnetworks"] == [
+        {"name": "projects/tpu-test-project/regions/us-east5/subnetworks/gke", "sourceIpRangesToNats": ["ALL_IP_RANGES"]}
+    ]
+
+
+def test_existing_network_needs_an_explicit_nat_choice(run):
+    """Never silently ignore nat (issue 11 item 9): with an existing network the user says whether NAT is needed."""
+    with pytest.raises(pulumi.RunError, match=r"cluster\.network\.nat: required when network\.create is false"):
+        run(make_config(tpu_serving__cluster={"network": EXISTING_NETWORK}))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stacks.versions import GITHUB_ACTIONS, PULUMI_CLI
+from stacks.kubeconfig import gke_kubeconfig
+from stacks.versions import GCLOUD_SDK, GITHUB_ACTIONS, PULUMI_CLI
 from tooling.offline import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -96,3 +97,20 @@ def test_ephemeral_stack_is_opt_in_and_removed_on_close():
 def test_ci_run_is_the_offline_test_command():
     text = (ROOT / ".ci/run").read_text()
     assert "make test" in text and "set -euo pipefail" in text
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_jobs_with_cloud_credentials_install_the_gke_auth_plugin(path):
+    """The kubeconfig the program builds runs gke-gcloud-auth-plugin, which no runner image ships: every job that
+    authenticates installs it (setup-gcloud's `install_components`, google-github-actions/setup-gcloud@v2.1.5
+    action.yml) at the pinned Cloud SDK release, before any Pulumi step."""
+    assert "gke-gcloud-auth-plugin" in gke_kubeconfig("c", "203.0.113.10", "Q0E=")
+    for name, job in load(path)["jobs"].items():
+        uses = [step.get("uses", "").split("@")[0] for step in job.get("steps", [])]
+        if "google-github-actions/auth" not in uses:
+            continue
+        setup = [s for s in job["steps"] if s.get("uses", "").startswith("google-github-actions/setup-gcloud@")]
+        assert len(setup) == 1, f"{path.name}: job {name} does not install gke-gcloud-auth-plugin"
+        assert setup[0]["with"] == {"version": GCLOUD_SDK, "install_components": "gke-gcloud-auth-plugin"}
+        index = uses.index("google-github-actions/setup-gcloud")
+        assert uses.index("google-github-actions/auth") < index < uses.index("pulumi/actions")

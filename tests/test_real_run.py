@@ -1,0 +1,180 @@
+"""Rules that only a real `pulumi up` / `preview` enforces (mocks accept every violation), asserted over every
+shipped stack (the dev stack and every example) from the recorded inputs and dependencies (issue 11).
+
+Each rule cites the source that confirmed it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.tpu_pool import ignored_changes, upgrade_settings
+from stacks import dashboard
+from tests.conftest import STACK_FILES, make_config, pool, recorded
+from tooling.offline import Recording
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+IAM_TYPES = (
+    "gcp:serviceaccount/iAMMember:IAMMember",
+    "gcp:projects/iAMMember:IAMMember",
+    "gcp:storage/bucketIAMMember:BucketIAMMember",
+)
+
+stacks = pytest.mark.parametrize(
+    "path", STACK_FILES, ids=lambda p: p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+)
+
+
+def waits_for(rec: Recording, urn: str) -> set[str]:
+    """Every URN the resource `urn` waits for, directly or through what it waits for."""
+    deps = {r.urn: set(r.dependencies) for r in rec.resources}
+    seen: set[str] = set()
+    todo = list(deps.get(urn, ()))
+    while todo:
+        dep = todo.pop()
+        if dep not in seen:
+            seen.add(dep)
+            todo.extend(deps.get(dep, ()))
+    return seen
+
+
+def names_identity_pool(member: Any) -> bool:
+    return isinstance(member, str) and ".svc.id.goog" in member
+
+
+# ---- item 1: grants that name the Workload Identity pool wait for the cluster ---------------------------------
+
+
+@stacks
+def test_grants_naming_the_identity_pool_wait_for_the_cluster(path):
+    # The pool PROJECT.svc.id.goog is created with the project's first Workload Identity cluster; IAM refuses a
+    # member in it before ("Error 400: Identity Pool does not exist"):
+    # https://github.com/terraform-google-modules/terraform-google-kubernetes-engine/issues/916
+    rec = recorded(path, False)
+    cluster = rec.one(CLUSTER).urn
+    grants = [r for t in IAM_TYPES for r in rec.of_type(t) if names_identity_pool(r.inputs.get("member"))]
+    assert grants, "every shipped stack grants something to a Workload Identity principal"
+    for grant in grants:
+        assert cluster in waits_for(rec, grant.urn), f"{grant.name} does not wait for the cluster"
+
+
+# ---- item 2: the dashboard JSON is what the Monitoring API returns ---------------------------------------------
+
+
+def _defaults_the_api_drops(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _defaults_the_api_drops(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _defaults_the_api_drops(v, f"{path}[{i}]")]
+    if value == "" or (type(value) is int and value == 0):
+        return [f"{path}={value!r}"]
+    return []
+
+
+@stacks
+def test_dashboard_json_has_no_value_the_api_drops(path):
+    # The Monitoring API drops empty strings and zero numbers (xPos: 0, yPos: 0, unitOverride: ""); the provider
+    # then shows a change on every preview: https://github.com/hashicorp/terraform-provider-google/issues/16173
+    rec = recorded(path, False)
+    for board in rec.of_type("gcp:monitoring/dashboard:Dashboard"):
+        body = json.loads(board.inputs["dashboardJson"])
+        assert _defaults_the_api_drops(body) == []
+        tiles = body["mosaicLayout"]["tiles"]
+        assert "xPos" not in tiles[0] and "yPos" not in tiles[0]  # the first tile sits at (0, 0)
+        assert {(t.get("xPos", 0), t.get("yPos", 0)) for t in tiles} == {
+            ((i % 2) * 24, (i // 2) * 16) for i in range(len(tiles))
+        }
+
+
+def test_api_shape_keeps_false_and_non_zero_values():
+    assert dashboard.api_shape({"a": 0, "b": "", "c": False, "d": [{"e": 0, "f": 2}], "g": "x"}) == {
+        "c": False,
+        "d": [{"f": 2}],
+        "g": "x",
+    }
+
+
+# ---- item 4: flex-start pools leave their upgrade strategy to GKE ----------------------------------------------
+
+
+@stacks
+def test_node_pool_upgrade_settings_converge(path):
+    # GKE uses the SHORT_LIVED strategy for flex-start (and queued-provisioning) node pools ("SHORT_LIVED is the
+    # dedicated upgrade strategy for QueuedProvisioning and flex start nodepools", NodePoolUpdateStrategy,
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodePool#NodePoolUpdateStrategy and
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies: "For nodes that use
+    # flex-start VMs, GKE uses short-lived upgrades"): sending SURGE would never converge.
+    rec = recorded(path, False)
+    for node_pool in rec.of_type(NODE_POOL):
+        flex = node_pool.inputs.get("nodeConfig", {}).get("flexStart") is True
+        if flex:
+            assert "upgradeSettings" not in node_pool.inputs
+            assert "upgradeSettings" in node_pool.ignore_changes
+        else:
+            assert node_pool.inputs["upgradeSettings"]["strategy"] == "SURGE"
+
+
+def test_flex_start_pools_send_no_upgrade_settings_and_ignore_gke_s(run):
+    rec = run(
+        make_config(
+            tpu_serving__tpuPools=[
+                pool(name="flex", capacity="flex-start"),
+                pool(name="flex1", topology="2x4", capacity="flex-start"),
+                pool(name="od"),
+            ]
+        )
+    )
+    pools = {p.inputs["name"]: p for p in rec.of_type(NODE_POOL)}
+    for name in ("flex-s0", "flex1"):
+        assert "upgradeSettings" not in pools[name].inputs
+        assert "upgradeSettings" in pools[name].ignore_changes
+    assert pools["od-s0"].inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+    assert "upgradeSettings" not in pools["od-s0"].ignore_changes
+
+
+def test_upgrade_settings_per_capacity():
+    class Plan:
+        def __init__(self, capacity):
+            self.config = type("C", (), {"capacity": capacity})()
+
+    assert upgrade_settings(Plan("flex-start")) is None
+    assert ignored_changes(Plan("flex-start"), True) == ["initialNodeCount", "upgradeSettings"]
+    for capacity in ("on-demand", "spot", "reservation"):
+        assert upgrade_settings(Plan(capacity)) is not None
+        assert ignored_changes(Plan(capacity), False) == []
+
+
+# ---- item 7: nothing starts before what it needs --------------------------------------------------------------
+
+
+@stacks
+def test_pod_monitorings_and_releases_wait_for_a_node(path):
+    # GMP before 0.16 admits PodMonitorings through a webhook served by the operator on a node, failurePolicy Fail
+    # (issue 11; from GMP 0.16 a ValidatingAdmissionPolicy in the API server: prometheus-engine@v0.17.2
+    # manifests/operator.yaml, ../shared/reference/manifests/prometheus-engine-v0.17.2); Helm releases roll out
+    # controllers and webhooks that need a node. Both wait for the system pool (created with its first node).
+    rec = recorded(path, False)
+    system_pool = rec.one(NODE_POOL, "cluster-system").urn
+    waiting = [
+        *[r for r in rec.of_type("kubernetes:monitoring.googleapis.com/v1:PodMonitoring")],
+        *rec.of_type("kubernetes:helm.sh/v3:Release"),
+    ]
+    assert waiting
+    for resource in waiting:
+        assert system_pool in waits_for(rec, resource.urn), f"{resource.name} does not wait for the system pool"
+
+
+@stacks
+def test_nodes_wait_for_their_service_account_roles(path):
+    # A node that boots before its service account holds roles/container.defaultNodeServiceAccount cannot write
+    # logs and metrics, and one without roles/artifactregistry.reader cannot pull images; IAM grants are member
+    # updates the engine runs in parallel with anything that does not wait for them.
+    rec = recorded(path, False)
+    grants = {r.urn for r in rec.of_type("gcp:projects/iAMMember:IAMMember") if r.name.startswith("cluster-nodes-")}
+    assert len(grants) == 2
+    for resource in [rec.one(CLUSTER), *rec.of_type(NODE_POOL)]:
+        assert grants <= waits_for(rec, resource.urn), f"{resource.name} does not wait for the node roles"
