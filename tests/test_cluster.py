@@ -165,7 +165,10 @@ def test_existing_network_gets_nat_when_asked(run):
     nat = rec.one("gcp:compute/routerNat:RouterNat").inputs
     assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
     assert nat["subnetworks"] == [
-        {"name": "projects/tpu-test-project/regions/us-east5/subnetworks/gke", "sourceIpRangesToNats": ["ALL_IP_RANGES"]}
+        {
+            "name": "projects/tpu-test-project/regions/us-east5/subnetworks/gke",
+            "sourceIpRangesToNats": ["ALL_IP_RANGES"],
+        }
     ]
 
 
