@@ -1,7 +1,8 @@
 """One configured TPU pool: a GKE node pool per slice, everything derived from the catalog's slice shape.
 
 Multi-host slices are atomic (GKE creates, repairs and deletes a slice as a unit), so each slice is its own
-node pool with COMPACT placement and the slice topology, sized to the slice's host count.
+node pool, sized to the slice's host count and placed as the catalog says: COMPACT with the slice topology
+(v4 .. v6e), or a workload policy shared by the pool's slices (TPU7x).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.cluster import node_pool_security
+from stacks import naming
 from stacks.config import PoolPlan
 from stacks.pool_sizing import sizing
 
@@ -65,9 +67,47 @@ def ignored_changes(plan: PoolPlan, autoscaled: bool) -> list[str]:
     return out
 
 
+def workload_policy_args(plan: PoolPlan, name: str, project: str) -> gcp.compute.ResourcePolicyArgs:
+    """The regional workload policy that places a multi-host TPU7x slice.
+
+    S7 (https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood): TPU7x multi-host node pools
+    use a High throughput workload policy, applied as the node pool's placement policy, instead of a TPU
+    topology. xpk@367c838 src/xpk/core/nodepool.py `ensure_resource_policy_exists`: `gcloud compute
+    resource-policies create workload-policy --type=HIGH_THROUGHPUT --accelerator-topology=<topology>` in the
+    zone's region. Field names: pulumi_gcp 10.2.0 compute.ResourcePolicyWorkloadPolicyArgs.
+    """
+    return gcp.compute.ResourcePolicyArgs(
+        name=name,
+        project=project,
+        region=naming.region_of_zone(plan.config.zone),
+        description=f"tpu-serving: placement of the {plan.shape.topology} slices of TPU pool {plan.name}",
+        workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+            type="HIGH_THROUGHPUT", accelerator_topology=plan.shape.topology
+        ),
+    )
+
+
+def placement_args(
+    plan: PoolPlan, policy_name: pulumi.Input[str] | None
+) -> gcp.container.NodePoolPlacementPolicyArgs | None:
+    """A node pool's placement: none for one VM; COMPACT with the topology; or COMPACT naming a workload policy.
+
+    pulumi_gcp requires `type`; cluster-toolkit@v1.95.0 modules/compute/resource-policy/outputs.tf sets COMPACT
+    with a workload policy's name. tpu_topology is left out with a workload policy (S7: the policy replaces it;
+    xpk passes neither --placement-type nor --tpu-topology then).
+    """
+    if not plan.shape.multi_host:
+        return None
+    if plan.shape.uses_workload_policy:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy_name)
+    return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=plan.shape.topology)
+
+
 class TpuSlicePool(pulumi.ComponentResource):
     node_pool_names: list[str]
     node_pools: list[gcp.container.NodePool]
+    workload_policy: gcp.compute.ResourcePolicy | None
+    """The workload policy of a multi-host TPU7x pool, shared by its slices; None otherwise."""
 
     def __init__(
         self,
@@ -75,6 +115,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         *,
         plan: PoolPlan,
         cluster_name: pulumi.Input[str],
+        resource_prefix: str,
         location: str,
         project: str,
         node_service_account: pulumi.Input[str],
@@ -90,6 +131,16 @@ class TpuSlicePool(pulumi.ComponentResource):
         auto_repair = plan.config.capacity != "flex-start"
         self.node_pool_names = list(plan.node_pool_names)
         self.node_pools = []
+        self.workload_policy = None
+        if shape.uses_workload_policy:
+            self.workload_policy = gcp.compute.ResourcePolicy(
+                f"{name}-placement",
+                workload_policy_args(
+                    plan, naming.workload_policy_name(resource_prefix, plan.name, shape.topology), project
+                ),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect),
+            )
+        policy_name = self.workload_policy.name if self.workload_policy is not None else None
         for index, pool_name in enumerate(plan.node_pool_names):
             node_pool = gcp.container.NodePool(
                 f"{name}-s{index}" if shape.multi_host else name,
@@ -108,13 +159,10 @@ class TpuSlicePool(pulumi.ComponentResource):
                         if size.autoscaled
                         else None
                     ),
-                    placement_policy=(
-                        gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
-                        if shape.multi_host
-                        else None
-                    ),
+                    placement_policy=placement_args(plan, policy_name),
                     node_config=gcp.container.NodePoolNodeConfigArgs(
                         machine_type=shape.machine_type,
+                        disk_type=shape.generation.boot_disk_type,
                         labels={POOL_LABEL: plan.name, SLICE_LABEL: str(index)},
                         resource_labels={**labels, "tpu-pool": plan.name, "tpu-slice": str(index)},
                         **capacity_args(plan),

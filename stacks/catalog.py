@@ -1,9 +1,10 @@
 """The TPU catalog: the one place that knows Cloud TPU facts on GKE.
 
-Everything else (node pools, node selectors, `google.com/tpu` requests, LeaderWorkerSet sizes, JobSet
-parallelism, Pathways instance types, HBM sizing) asks this module, so a user never types the same fact
-twice. Facts come from `../shared/reference/gke-tpu-facts.md`; the source ids in comments (S2, R1, ...)
-are the ones that file uses.
+Everything else (node pools, their placement, node selectors, `google.com/tpu` requests, LeaderWorkerSet
+sizes, JobSet parallelism, Pathways instance types, HBM sizing, list prices) asks this module, so a user never
+types the same fact twice. One `Generation` entry carries every fact about a generation; a test checks that
+each entry is complete. Facts come from `../shared/reference/gke-tpu-facts.md`; the source ids in comments
+(S2, R1, ...) are the ones that file uses.
 
 Pure Python: no Pulumi import, so it is tested directly.
 """
@@ -21,22 +22,49 @@ ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"
 
+# How GKE places the VMs of a multi-host slice:
+# - COMPACT_TOPOLOGY: the node pool's placement_policy {type: COMPACT, tpu_topology} (v4 .. v6e; R1, S14).
+# - WORKLOAD_POLICY: a Compute Engine workload policy (a regional ResourcePolicy with workload_policy
+#   {type: HIGH_THROUGHPUT, accelerator_topology}) named by the node pool's placement_policy.policy_name, which
+#   replaces tpu_topology (S7: "This policy replaces the --tpu-topology flag used by other TPU versions").
+#   Single-host pools get no policy (xpk requires_workload_policy = ... and vms_per_slice > 1; xpk #825).
+COMPACT_TOPOLOGY = "compact-topology"
+WORKLOAD_POLICY = "workload-policy"
+PLACEMENTS = (COMPACT_TOPOLOGY, WORKLOAD_POLICY)
+
+# Date of the list prices below. Source: https://cloud.google.com/tpu/pricing (USD per chip-hour, on-demand and
+# Spot, US regions, as of this date; not re-verified from this offline environment: check the page before
+# relying on a number).
+PRICE_TABLE_DATE = "2025-06-01"
+
+
+@dataclass(frozen=True)
+class ChipPrice:
+    """Public list price of one chip-hour, USD."""
+
+    on_demand: float
+    spot: float
+
 
 @dataclass(frozen=True)
 class Generation:
-    """One TPU generation as GKE exposes it."""
+    """One TPU generation as GKE exposes it: every fact about it, each with its source."""
 
     name: str
     accelerator: str  # value of the cloud.google.com/gke-tpu-accelerator node label
     hbm_bytes_per_chip: int
     pathways_type: str  # the TPU part of Pathways' --instance_type, e.g. tpuv6e in tpuv6e:4x4
-    saxml_platform_chip: str  # Saxml model server --platform_chip
-    min_gke_version: str
+    saxml_platform_chip: str | None  # Saxml model server --platform_chip; None: Saxml has no build for it
+    min_gke_version: str  # GKE Standard
     # topology -> machine type, for slices that fit on one VM
     single_host: dict[str, str]
     multi_host_machine_type: str
     multi_host_chips_per_vm: int
     multi_host_topologies: tuple[str, ...]
+    placement: str  # COMPACT_TOPOLOGY or WORKLOAD_POLICY, for multi-host slices
+    list_price: ChipPrice | None  # None: no public list price (why in `price_note`)
+    price_note: str = ""
+    boot_disk_type: str | None = None  # None: GKE's default boot disk type for the machine type
 
 
 @dataclass(frozen=True)
@@ -75,8 +103,25 @@ class SliceShape:
         return f"{self.generation.pathways_type}:{self.topology}"
 
     @property
+    def uses_workload_policy(self) -> bool:
+        """A multi-host slice of a generation placed by a workload policy (single-host pools get none)."""
+        return self.multi_host and self.generation.placement == WORKLOAD_POLICY
+
+    @property
     def node_selector(self) -> dict[str, str]:
         return {ACCELERATOR_LABEL: self.generation.accelerator, TOPOLOGY_LABEL: self.topology}
+
+
+def _cube_topologies(max_cubes: int) -> tuple[str, ...]:
+    """Multi-host 3D topologies as xpk generates them (R1 `generate_tpu_topologies`): 2x2x2, 2x2x4, 2x4x4, then
+    every AxBxC with 4 <= A <= B <= C <= 256, each a multiple of 4 (a 4x4x4 cube), at most `max_cubes` cubes."""
+    found = ["2x2x2", "2x2x4", "2x4x4"]
+    for a in range(4, 257, 4):
+        for b in range(a, 257, 4):
+            for c in range(b, 257, 4):
+                if (a // 4) * (b // 4) * (c // 4) <= max_cubes:
+                    found.append(f"{a}x{b}x{c}")
+    return tuple(found)
 
 
 GENERATIONS: dict[str, Generation] = {
@@ -104,6 +149,8 @@ GENERATIONS: dict[str, Generation] = {
                 "8x8x16",
                 "8x16x16",
             ),  # R1 default topologies
+            placement=COMPACT_TOPOLOGY,
+            list_price=ChipPrice(on_demand=3.22, spot=0.97),
         ),
         Generation(
             name="v5e",
@@ -117,6 +164,8 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_machine_type="ct5lp-hightpu-4t",
             multi_host_chips_per_vm=4,  # GKE multi-host v5e pools use 4-chip VMs: nodes = chips / 4 (R1, R3)
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+            placement=COMPACT_TOPOLOGY,
+            list_price=ChipPrice(on_demand=1.20, spot=0.48),
         ),
         Generation(
             name="v5p",
@@ -141,6 +190,8 @@ GENERATIONS: dict[str, Generation] = {
                 "16x16x16",
                 "16x16x24",
             ),  # S4 "Hosts" column, plus 2x2x4 from R1
+            placement=COMPACT_TOPOLOGY,
+            list_price=ChipPrice(on_demand=4.20, spot=1.89),
         ),
         Generation(
             name="v6e",
@@ -154,6 +205,28 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,
             # S2: "2x4 on 2 VMs is only supported when using the GKE API"; 16x16 from R1
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+            placement=COMPACT_TOPOLOGY,
+            list_price=ChipPrice(on_demand=2.70, spot=1.08),
+        ),
+        Generation(
+            name="tpu7x",  # Ironwood
+            accelerator="tpu7x",  # R1 gke_accelerator='tpu7x'
+            hbm_bytes_per_chip=192 * GIB,  # S6
+            pathways_type="tpu7x",  # R1 pathways_tpu_version='tpu7x'
+            saxml_platform_chip=None,  # Saxml has no TPU7x platform; S6: TPU7x runs JAX only
+            min_gke_version="1.34.0-gke.2201000",  # S7: Standard 1.34.0-gke.2201000 and later
+            # R1: tpu7x-standard-1t for 1x1x1, tpu7x-standard-4t (4 chips per VM, also S7) for 2x2x1;
+            # xpk #825: the one-VM 2x2x1 slice needs no workload policy.
+            single_host={"1x1x1": "tpu7x-standard-1t", "2x2x1": "tpu7x-standard-4t"},
+            multi_host_machine_type="tpu7x-standard-4t",  # R1; cluster-toolkit examples/gke-tpu-7x
+            multi_host_chips_per_vm=4,  # S7: "Each Ironwood (TPU7x) VM contains four chips"
+            multi_host_topologies=_cube_topologies(max_cubes=144),  # R1 generate_tpu_topologies(max_cubes=144)
+            placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit
+            list_price=None,
+            price_note="no public list price: TPU7x is sold through the Google Cloud account team (S6)",
+            # cluster-toolkit@v1.95.0 examples/gke-tpu-7x/gke-tpu-7x.yaml and the flex-start variant:
+            # disk_type: hyperdisk-balanced for tpu7x-standard-4t pools
+            boot_disk_type="hyperdisk-balanced",
         ),
     )
 }
@@ -196,8 +269,16 @@ def shapes(gen: Generation, topology: str) -> list[SliceShape]:
     if topology in gen.multi_host_topologies:
         found.append(SliceShape(gen, topology, gen.multi_host_machine_type, gen.multi_host_chips_per_vm))
     if not found:
-        raise CatalogError(f"topology {topology!r} is not valid for {gen.name}; allowed: {', '.join(topologies(gen))}")
+        raise CatalogError(f"topology {topology!r} is not valid for {gen.name}; allowed: {allowed_topologies(gen)}")
     return found
+
+
+def allowed_topologies(gen: Generation, shown: int = 16) -> str:
+    """The topologies of a generation for an error message, smallest first; long lists end with a count."""
+    every = topologies(gen)
+    if len(every) <= shown:
+        return ", ".join(every)
+    return f"{', '.join(every[:shown])}, ... ({len(every)} in all; see the README's pool table)"
 
 
 def slice_shape(tpu: str, topology: str, machine_type: str | None = None) -> SliceShape:

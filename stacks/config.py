@@ -386,8 +386,25 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
     return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
 
 
-def _check_pool_versions(min_master_version: str | None, pools: list[PoolPlan], problems: list[Problem]) -> None:
+def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems: list[Problem]) -> None:
+    """Every pool's generation needs a minimum GKE version (catalog). Without minMasterVersion the cluster runs its
+    release channel's default version, which this program cannot know offline: a generation whose minimum is in
+    the matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later is refused until minMasterVersion says so."""
+    min_master_version = cluster.min_master_version
     if not min_master_version:
+        newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+        for plan in pools:
+            need = plan.shape.generation.min_gke_version
+            if catalog.version_tuple(need)[:2] >= newest:
+                problems.append(
+                    Problem(
+                        f"{NS}:cluster.minMasterVersion",
+                        f"required with {plan.shape.generation.name} (pool {plan.name!r}): set it to {need} or "
+                        f"later, a version the {cluster.release_channel} channel offers; the channel's default "
+                        "version may be older",
+                    )
+                )
+                break
         return
     for plan in pools:
         need = plan.shape.generation.min_gke_version
@@ -434,6 +451,31 @@ def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
                     f"{jobset_version!r} is too old for the PathwaysJob controller (needs >= {need})",
                 )
             )
+
+
+# Workload type -> the TPU generations its pinned images (stacks/versions.py) serve. The JetStream/MaxText,
+# Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x (Ironwood, GKE 1.34; S7) and no source shows
+# them serving it, so TPU7x pools are refused for them with the types that do serve it named.
+PRE_TPU7X = frozenset({"v4", "v5e", "v5p", "v6e"})
+WORKLOAD_GENERATIONS: dict[str, frozenset[str]] = {
+    "jetstream-pathways": PRE_TPU7X,
+    "saxml": PRE_TPU7X,
+    "jetstream": PRE_TPU7X,
+}
+
+
+def _check_generation(path: str, workload: Any, pool: PoolPlan, problems: list[Problem]) -> None:
+    gen = pool.shape.generation.name
+    if gen in WORKLOAD_GENERATIONS.get(workload.type, frozenset(catalog.GENERATIONS)):
+        return
+    serving = [t for t in WORKLOAD_TYPES if gen in WORKLOAD_GENERATIONS.get(t, frozenset(catalog.GENERATIONS))]
+    problems.append(
+        Problem(
+            f"{path}.pool",
+            f"{workload.type} cannot run on {gen} (pool {pool.name!r}): its pinned images do not support {gen}; "
+            f"workload types that do: {', '.join(serving) or 'none in this version'}",
+        )
+    )
 
 
 # Workload type -> the add-on its custom resources need.
@@ -534,6 +576,8 @@ def _check_workloads(
                 Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
             )
         pool = pools.get(workload.pool)
+        if pool is not None:
+            _check_generation(path, workload, pool, problems)
         check, make_plan = WORKLOAD_RULES[workload.type]
         raw_problems: list[tuple[str, str]] = []
         check(path, workload, pool, raw_problems, warnings, context)
@@ -631,7 +675,7 @@ def parse_stack_config(
             if plan is not None:
                 plans.append(plan)
     if cluster is not None:
-        _check_pool_versions(cluster.min_master_version, plans, problems)
+        _check_pool_versions(cluster, plans, problems)
     warnings: list[str] = []
     workload_plans = _check_workloads(
         workload_configs,

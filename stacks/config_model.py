@@ -88,8 +88,8 @@ Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
 
 class TpuPoolConfig(CamelModel):
     name: str = Field(description="Pool name; node pools are `<name>` (single-host) or `<name>-s<i>` (per slice).")
-    tpu: str = Field(description="TPU generation: v4, v5e, v5p or v6e.")
-    topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1.")
+    tpu: str = Field(description="TPU generation: v4, v5e, v5p, v6e or tpu7x (Ironwood).")
+    topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1, 2x2x4.")
     zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
     slices: int = Field(1, description="Multi-host only: number of slices, one node pool each.")
     capacity: Capacity = Field("on-demand", description="on-demand, spot, reservation or flex-start.")

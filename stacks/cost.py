@@ -1,7 +1,7 @@
 """Estimated hourly cost of a stack from public list prices: an estimate to compare configurations, not a bill.
 
-Prices are USD per hour, on-demand and Spot list prices per TPU chip, the GKE Standard cluster fee, and the CPU
-machine types the system pool uses. Committed-use and reservation discounts, flex-start pricing, disks,
+Prices are USD per hour: on-demand and Spot list prices per TPU chip (from each generation's catalog entry), the
+GKE Standard cluster fee, and the CPU machine types the system pool uses. Committed-use and reservation discounts, flex-start pricing, disks,
 network, load balancers, storage and logging are not included; reservation and flex-start pools are priced
 at on-demand rates (an upper bound).
 """
@@ -11,17 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PRICE_TABLE_DATE = "2025-06-01"
-# Source: https://cloud.google.com/tpu/pricing and https://cloud.google.com/compute/all-pricing (list prices per
-# chip-hour and per VM-hour in US regions as of the date above; not re-verified from this offline environment,
-# check the pages before relying on a number).
-TPU_CHIP_HOUR: dict[str, dict[str, float]] = {
-    # generation: {capacity: USD per chip-hour}
-    "v4": {"on-demand": 3.22, "spot": 0.97},
-    "v5e": {"on-demand": 1.20, "spot": 0.48},
-    "v5p": {"on-demand": 4.20, "spot": 1.89},
-    "v6e": {"on-demand": 2.70, "spot": 1.08},
-}
+from stacks import catalog
+
+PRICE_TABLE_DATE = catalog.PRICE_TABLE_DATE
+# Source: https://cloud.google.com/compute/all-pricing (per VM-hour in US regions as of the date above; not
+# re-verified from this offline environment, check the page before relying on a number). TPU chip prices are in
+# the catalog.
 # Regions where the table above is the published price; elsewhere the same numbers are used with a warning.
 PRICED_REGIONS = ("us-central1", "us-central2", "us-east1", "us-east5", "us-south1", "us-west1", "us-west4")
 GKE_CLUSTER_FEE = 0.10  # per cluster-hour, Standard (the free tier credit is not applied)
@@ -61,9 +56,12 @@ class Estimate:
         return round(sum(line.peak for line in self.lines), 2)
 
 
-def chip_price(generation: str, capacity: str) -> float:
-    prices = TPU_CHIP_HOUR[generation]
-    return prices["spot"] if capacity == "spot" else prices["on-demand"]
+def chip_price(generation: str, capacity: str) -> float | None:
+    """USD per chip-hour of a generation at a capacity, or None when the generation has no public list price."""
+    price = catalog.generation(generation).list_price
+    if price is None:
+        return None
+    return price.spot if capacity == "spot" else price.on_demand
 
 
 def pool_nodes(plan: Any, paused: bool = False) -> tuple[int, int]:
@@ -100,7 +98,11 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
         )
     )
     for plan in cfg.pools:
-        price = chip_price(plan.shape.generation.name, plan.config.capacity)
+        gen = plan.shape.generation
+        listed = chip_price(gen.name, plan.config.capacity)
+        if listed is None:
+            out.warnings.append(f"TPU pool {plan.name}: {gen.name} has {gen.price_note}; counted as 0")
+        price = listed or 0.0
         low, high = (0, 0) if paused else pool_nodes(plan)  # paused: nothing left running once idle
         chips_per_node = plan.shape.chips_per_host
         out.lines.append(
@@ -108,13 +110,15 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
                 f"TPU pool {plan.name}",
                 round(low * chips_per_node * price, 4),
                 round(high * chips_per_node * price, 4),
-                f"{plan.shape.generation.name} {plan.shape.topology} {plan.config.capacity}, {low}-{high} nodes x "
-                f"{chips_per_node} chips x ${price:.2f}/chip-hour" + (" (paused)" if paused else ""),
+                f"{gen.name} {plan.shape.topology} {plan.config.capacity}, {low}-{high} nodes x "
+                f"{chips_per_node} chips x "
+                + (f"${price:.2f}/chip-hour" if listed is not None else "no list price")
+                + (" (paused)" if paused else ""),
             )
         )
     for workload in cfg.workloads:
         pool = workload.pool
-        price = chip_price(pool.shape.generation.name, pool.config.capacity)
+        price = chip_price(pool.shape.generation.name, pool.config.capacity) or 0.0
         out.workloads[workload.name] = 0.0 if paused else round(workload_chips(workload) * price, 4)
     return out
 

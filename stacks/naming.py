@@ -89,6 +89,19 @@ def slice_node_pool_names(pool: str, slices: int, multi_host: bool) -> list[str]
     return [f"{pool}-s{i}" for i in range(slices)]
 
 
+RESOURCE_POLICY_NAME_MAX = 63
+
+
+def workload_policy_name(cluster_name: str, pool: str, topology: str) -> str:
+    """The regional workload policy of one multi-host pool. The topology is part of the name, so changing it
+    creates a new policy before the slices that use the old one are replaced."""
+    return fit(slug(f"{cluster_name}-{pool}-{topology}"), RESOURCE_POLICY_NAME_MAX)
+
+
+def region_of_zone(zone: str) -> str:
+    return zone.rsplit("-", 1)[0]
+
+
 def label_value(text: str) -> str:
     return fit(re.sub(r"[^a-z0-9_-]+", "-", text.lower()), LABEL_MAX)
 

@@ -103,6 +103,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             f"tpu-{plan.name}",
             plan=plan,
             cluster_name=cluster.name,
+            resource_prefix=cfg.cluster_name,
             location=cfg.cluster_location,
             project=cfg.gcp_project,
             node_service_account=cluster.node_service_account,

@@ -117,3 +117,75 @@ def test_sizing_warning_names_numbers_and_suggestion():
     assert text.startswith("tpu-serving:workloads[0]: a 175B model at 16-bit needs about 350 GB")
     assert "4x4 slice has 256 GB" in text and "is 4x8 (32 chips)" in text
     assert catalog.sizing_warning(175, 16, slice_shape("v5e", "4x8"), "x") is None
+
+
+# ---- every generation is complete; TPU7x (Ironwood) against its sources ------------------------------
+
+
+@pytest.mark.parametrize("name", list(catalog.GENERATIONS))
+def test_every_generation_is_complete(name):
+    """Each entry carries every fact the program derives from it, consistently."""
+    gen = catalog.generation(name)
+    assert gen.name == name and gen.accelerator and gen.pathways_type
+    assert gen.hbm_bytes_per_chip >= 16 * 10**9
+    assert len(catalog.version_tuple(gen.min_gke_version)) == 4  # 1.N.P-gke.B
+    assert gen.placement in catalog.PLACEMENTS
+    assert gen.list_price is not None or gen.price_note, "a generation without a price says why"
+    if gen.list_price is not None:
+        assert 0 < gen.list_price.spot < gen.list_price.on_demand
+    assert gen.single_host and gen.multi_host_topologies
+    for topology, machine_type in gen.single_host.items():
+        # a single-host machine type holds the whole topology: '-<chips>t' (R2: machine type = <family>-<N>t)
+        assert machine_type.endswith(f"-{catalog.topology_chips(topology)}t"), (topology, machine_type)
+    assert gen.multi_host_machine_type.endswith(f"-{gen.multi_host_chips_per_vm}t")
+    for topology in gen.multi_host_topologies:
+        shape = catalog.slice_shape(name, topology, gen.multi_host_machine_type)
+        assert shape.multi_host and shape.chips % gen.multi_host_chips_per_vm == 0, topology
+    assert len(set(gen.multi_host_topologies)) == len(gen.multi_host_topologies)
+
+
+def test_tpu7x_facts():
+    gen = catalog.generation("tpu7x")
+    # S7 (https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood): Standard 1.34.0-gke.2201000+
+    assert gen.min_gke_version == "1.34.0-gke.2201000"
+    # xpk@367c838 src/xpk/core/system_characteristics.py: gke_accelerator, machine types, pathways_tpu_version
+    assert (gen.accelerator, gen.pathways_type) == ("tpu7x", "tpu7x")
+    assert gen.single_host == {"1x1x1": "tpu7x-standard-1t", "2x2x1": "tpu7x-standard-4t"}
+    assert gen.multi_host_machine_type == "tpu7x-standard-4t" and gen.multi_host_chips_per_vm == 4
+    assert gen.hbm_bytes_per_chip == 192 * 2**30  # S6 https://docs.cloud.google.com/tpu/docs/tpu7x
+    assert gen.placement == catalog.WORKLOAD_POLICY and gen.saxml_platform_chip is None
+    assert gen.list_price is None and "account team" in gen.price_note
+    # xpk generate_tpu_topologies(max_cubes=144): 2x2x1 .. 2x4x4 plus AxBxC (multiples of 4, A<=B<=C) <= 144 cubes
+    topos = catalog.topologies(gen)
+    assert topos[:6] == ["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4"]
+    assert len(topos) == 433  # xpk's 432 plus 1x1x1 on tpu7x-standard-1t
+    assert "12x12x16" in topos and "4x8x4" not in topos and "24x24x24" not in topos  # 216 cubes > 144
+
+
+@pytest.mark.parametrize(
+    "topology,machine_type,hosts,chips_per_host,workload_policy",
+    [
+        ("1x1x1", "tpu7x-standard-1t", 1, 1, False),
+        ("2x2x1", "tpu7x-standard-4t", 1, 4, False),  # xpk #825: one VM, no workload policy
+        ("2x2x2", "tpu7x-standard-4t", 2, 4, True),
+        ("4x4x4", "tpu7x-standard-4t", 16, 4, True),
+        ("8x8x8", "tpu7x-standard-4t", 128, 4, True),
+    ],
+)
+def test_tpu7x_shapes(topology, machine_type, hosts, chips_per_host, workload_policy):
+    shape = slice_shape("tpu7x", topology)
+    assert (shape.machine_type, shape.hosts, shape.tpu_request) == (machine_type, hosts, chips_per_host)
+    assert shape.uses_workload_policy is workload_policy
+    assert shape.pathways_instance_type == f"tpu7x:{topology}"
+    assert shape.node_selector == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": topology,
+    }
+    assert not slice_shape("v6e", "4x4").uses_workload_policy
+
+
+def test_long_topology_lists_are_cut_in_messages():
+    with pytest.raises(
+        CatalogError, match=r"not valid for tpu7x; allowed: 1x1x1, 2x2x1, .*\(433 in all; see the README"
+    ):
+        slice_shape("tpu7x", "4x4")

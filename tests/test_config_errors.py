@@ -145,6 +145,43 @@ CASES = {
             "tpu-serving:cluster.minMasterVersion: '1.30.5-gke.1000' is below 1.31.2-gke.1115000, the minimum GKE version for v6e"
         ],
     ),
+    # S7 https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood: Standard 1.34.0-gke.2201000+
+    "tpu7x below its minimum GKE version": (
+        make_config(
+            tpu_serving__cluster={"minMasterVersion": "1.34.0-gke.1000"},
+            tpu_serving__tpuPools=[pool(tpu="tpu7x", topology="2x2x2")],
+        ),
+        [
+            "tpu-serving:cluster.minMasterVersion: '1.34.0-gke.1000' is below 1.34.0-gke.2201000, the minimum GKE "
+            "version for tpu7x (pool 'p')"
+        ],
+    ),
+    "tpu7x without a minimum version": (
+        make_config(tpu_serving__tpuPools=[pool(tpu="tpu7x", topology="2x2x1")]),
+        [
+            "tpu-serving:cluster.minMasterVersion: required with tpu7x (pool 'p'): set it to 1.34.0-gke.2201000 or "
+            "later, a version the REGULAR channel offers"
+        ],
+    ),
+    "workload type whose images do not serve tpu7x": (
+        make_config(
+            tpu_serving__cluster={"minMasterVersion": "1.34.0-gke.2201000"},
+            tpu_serving__tpuPools=[pool(name="iw", tpu="tpu7x", topology="4x4x4")],
+            tpu_serving__workloads=[
+                {
+                    "type": "jetstream-pathways",
+                    "name": "llama",
+                    "pool": "iw",
+                    "model": "llama3.1-405b",
+                    "checkpoint": "gs://b/ckpt",
+                }
+            ],
+        ),
+        [
+            "tpu-serving:workloads[0].pool: jetstream-pathways cannot run on tpu7x (pool 'iw'): its pinned images do "
+            "not support tpu7x; workload types that do: "
+        ],
+    ),
     "system pool min above max": (
         make_config(tpu_serving__cluster={"systemPool": {"minNodes": 4, "maxNodes": 2}}),
         ["tpu-serving:cluster.systemPool.minNodes: 4 is above maxNodes 2"],

@@ -10,7 +10,7 @@ import sys
 import pulumi
 import pytest
 
-from stacks import cost, versions
+from stacks import catalog, cost, versions
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling import render
 from tooling.k8s_objects import kubernetes_objects
@@ -283,7 +283,7 @@ def test_cost_output(run):
     out = rec.outputs["estimatedHourlyCost"]
     assert out["note"].startswith("estimate from public list prices of " + cost.PRICE_TABLE_DATE)
     line = out["items"]["TPU pool p"]
-    assert line["baseline"] == line["peak"] == round(16 * cost.TPU_CHIP_HOUR["v6e"]["spot"], 4)
+    assert line["baseline"] == line["peak"] == round(16 * catalog.generation("v6e").list_price.spot, 4)
     assert out["total"]["peak"] == round(sum(i["peak"] for i in out["items"].values()), 2)
     assert json.dumps(out)  # a plain, serializable output
 
@@ -291,7 +291,7 @@ def test_cost_output(run):
 def test_cost_per_workload_and_unknown_region(run):
     cfg = render.parse_stack_file(ALL_IN_ONE)
     est = cost.estimate(cfg)
-    assert est.workloads["llama3-405b"] == round(16 * cost.TPU_CHIP_HOUR["v6e"]["on-demand"], 4)
-    assert est.workloads["gemma"] == round(4 * 8 * cost.TPU_CHIP_HOUR["v5e"]["on-demand"], 4)
+    assert est.workloads["llama3-405b"] == round(16 * catalog.generation("v6e").list_price.on_demand, 4)
+    assert est.workloads["gemma"] == round(4 * 8 * catalog.generation("v5e").list_price.on_demand, 4)
     rec = run(make_config(gcp__region="europe-west4", tpu_serving__tpuPools=[pool(zone="europe-west4-a")]))
     assert any("no list prices for region 'europe-west4'" in w for w in rec.warnings)

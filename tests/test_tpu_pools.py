@@ -128,3 +128,65 @@ def test_tpu_pools_never_get_system_labels_and_system_pool_has_no_tpu(run):
             node_pool.inputs["nodeConfig"]["resourceLabels"]["tpu-pool"]
             == node_pool.inputs["nodeConfig"]["labels"]["tpu-serving/pool"]
         )
+
+
+# ---- TPU7x (Ironwood): a workload policy places multi-host slices ------------------------------------
+
+RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+TPU7X_CLUSTER = {"minMasterVersion": "1.34.0-gke.2201000"}
+
+
+def test_tpu7x_multi_host_slices_share_one_workload_policy(run):
+    """S7 (GKE Ironwood docs): a High throughput workload policy replaces --tpu-topology for multi-host pools;
+    xpk@367c838 nodepool.py: `resource-policies create workload-policy --type=HIGH_THROUGHPUT
+    --accelerator-topology=<topology> --region=<zone's region>`."""
+    config = make_config(
+        tpu_serving__cluster=TPU7X_CLUSTER,
+        tpu_serving__tpuPools=[pool(name="iw", tpu="tpu7x", topology="2x4x4", zone="us-east5-b", slices=2)],
+    )
+    for preview in (False, True):
+        rec = run(config, preview=preview)
+        policy = rec.one(RESOURCE_POLICY)
+        assert policy.name == "tpu-iw-placement"
+        assert policy.inputs == {
+            "name": "tpu-serving-dev-iw-2x4x4",
+            "project": "tpu-test-project",
+            "region": "us-east5",
+            "description": "tpu-serving: placement of the 2x4x4 slices of TPU pool iw",
+            "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "2x4x4"},
+        }
+        pools = tpu_pools(rec)
+        assert sorted(pools) == ["iw-s0", "iw-s1"]
+        for node_pool in pools.values():
+            inputs = node_pool.inputs
+            assert "tpuTopology" not in inputs["placementPolicy"]
+            assert inputs["placementPolicy"]["type"] == "COMPACT"
+            assert policy.urn in node_pool.dependencies  # the policy exists before a slice names it
+            assert inputs["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
+            assert inputs["nodeConfig"]["diskType"] == "hyperdisk-balanced"
+            assert inputs["autoscaling"] == {"minNodeCount": 8, "maxNodeCount": 8}  # 32 chips / 4 per VM
+        if not preview:
+            assert pools["iw-s0"].inputs["placementPolicy"]["policyName"] == "tpu-serving-dev-iw-2x4x4"
+    assert rec.outputs["tpuPools"]["iw"]["hostsPerSlice"] == 8
+
+
+@pytest.mark.parametrize("topology,machine_type", [("2x2x1", "tpu7x-standard-4t"), ("1x1x1", "tpu7x-standard-1t")])
+def test_tpu7x_single_host_pool_has_no_placement(run, topology, machine_type):
+    """xpk #825: a one-VM tpu7x slice needs no workload policy."""
+    rec = run(
+        make_config(tpu_serving__cluster=TPU7X_CLUSTER, tpu_serving__tpuPools=[pool(tpu="tpu7x", topology=topology)])
+    )
+    assert rec.of_type(RESOURCE_POLICY) == []
+    (node_pool,) = tpu_pools(rec).values()
+    assert "placementPolicy" not in node_pool.inputs
+    assert node_pool.inputs["nodeConfig"]["machineType"] == machine_type
+
+
+def test_workload_policy_is_protected_with_its_pool(run):
+    config = make_config(
+        tpu_serving__environment="prod",
+        tpu_serving__cluster=TPU7X_CLUSTER,
+        tpu_serving__tpuPools=[pool(tpu="tpu7x", topology="2x2x4")],
+    )
+    rec = run(config, stack="prod")
+    assert rec.one(RESOURCE_POLICY).protect and tpu_pools(rec)["p-s0"].protect
