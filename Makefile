@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv test render golden schema lint example preview up destroy stack leak-audit clean
+.PHONY: venv crds test render golden schema lint example preview up destroy stack leak-audit smoke clean
 
 venv: $(VENV)/.installed
 
@@ -18,6 +18,11 @@ $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
+
+# The upstream CRDs of the matrix's versions into .cache/crds/ (sha256-checked), so --check and the tests validate
+# custom resources without ../shared/reference. Needs network (or TPU_SERVING_CRDS_MIRROR).
+crds: venv
+	$(PY) -m tooling.crds
 
 test: venv
 	$(PY) -m pytest
@@ -41,12 +46,18 @@ lint: venv
 	$(PY) -m tooling.json_schema --check
 
 # Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3
+EXAMPLES := $(sort $(patsubst Pulumi.%.yaml,%,$(notdir $(wildcard examples/*/Pulumi.*.yaml))))
 example:
-	@test -n "$(EXAMPLE)" || { echo "usage: make example EXAMPLE=<examples/ folder> STACK=<new stack>"; exit 1; }
-	@test -f examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml || { echo "no examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml"; exit 1; }
-	@test ! -e Pulumi.$(STACK).yaml || { echo "Pulumi.$(STACK).yaml exists"; exit 1; }
-	sed 's#\$$schema=../../schema/#$$schema=./schema/#' examples/$(EXAMPLE)/Pulumi.$(EXAMPLE).yaml > Pulumi.$(STACK).yaml
-	@echo "Pulumi.$(STACK).yaml created: set gcp:project in it, then 'make render STACK=$(STACK)' and 'make preview STACK=$(STACK)'"
+	@if [ -z "$(EXAMPLE)$(filter command line,$(origin STACK))" ]; then \
+	  echo "make example EXAMPLE=<example> STACK=<new stack> writes Pulumi.<new stack>.yaml from one of:"; \
+	  echo "examples: $(EXAMPLES)"; exit 0; fi; \
+	if [ -z "$(EXAMPLE)" ] || [ "$(origin STACK)" != "command line" ]; then \
+	  echo "usage: make example EXAMPLE=<example> STACK=<new stack>"; echo "examples: $(EXAMPLES)"; exit 2; fi; \
+	src=$$(ls examples/*/Pulumi.$(EXAMPLE).yaml 2>/dev/null | head -n 1); \
+	test -n "$$src" || { echo "no example '$(EXAMPLE)'; examples: $(EXAMPLES)"; exit 1; }; \
+	test ! -e Pulumi.$(STACK).yaml || { echo "Pulumi.$(STACK).yaml exists; choose another STACK"; exit 1; }; \
+	sed 's#\$$schema=../../schema/#$$schema=./schema/#' "$$src" > Pulumi.$(STACK).yaml; \
+	echo "Pulumi.$(STACK).yaml created from $$src: set gcp:project in it, then 'make render STACK=$(STACK)' and 'make preview STACK=$(STACK)'"
 
 stack: venv
 	@if [ -z "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ]; then \

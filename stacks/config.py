@@ -219,6 +219,14 @@ def _parse_pools(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None
     return [_parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
 
 
+def _declared_pool_names(raw: Any) -> set[str]:
+    """Names of every pool entry, valid or not: a workload naming a pool that has its own problem (say a misspelt
+    key) must not get a second, misleading "not a TPU pool" problem; the pool's problem is the real one."""
+    if not isinstance(raw, list):
+        return set()
+    return {item["name"] for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)}
+
+
 # ---- rules --------------------------------------------------------------------------------------------
 
 
@@ -680,7 +688,7 @@ def parse_stack_config(
     workload_plans = _check_workloads(
         workload_configs,
         {p.name: p for p in plans},
-        {p.name for p in pool_configs if p is not None},
+        _declared_pool_names(raw.get("tpuPools")),
         addons,
         bucket_name,
         WorkloadContext(

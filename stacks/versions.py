@@ -122,6 +122,124 @@ def jobset_satisfies(jobset_version: str, minimum: str) -> bool:
     return version_tuple(jobset_version) >= version_tuple(minimum)
 
 
+@dataclass(frozen=True)
+class CrdFile:
+    """One upstream CRD file at a release tag, and the sha256 of its bytes there (`make crds` checks it).
+
+    The offline render validates custom resources against these; the file name is the upstream one,
+    `<group>_<plural>.yaml`, which is how tooling/schemas.py finds a group's schemas.
+    """
+
+    repo: str  # GitHub owner/name
+    tag: str
+    path: str  # path in the repository at that tag
+    sha256: str
+
+    @property
+    def file_name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def url(self) -> str:
+        # raw.githubusercontent.com/<owner>/<repo>/<ref>/<path> serves a file's bytes at a tag
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.tag}/{self.path}"
+
+
+def _crd(repo: str, tag: str, directory: str, file_name: str, sha256: str) -> CrdFile:
+    return CrdFile(repo, tag, f"{directory}/{file_name}", sha256)
+
+
+_LWS_CRD = "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+_JOBSET_CRD = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+_KUEUE_CRDS = "config/components/crd/bases"
+_GMP_CRDS = "charts/operator/crds"
+
+# CRDs per project and version (sources: ../shared/reference/SOURCES.md). The first version of a project is the
+# one objects are validated against (the default chart version, or what GKE installs); the others are the other
+# supported chart versions. Adding a custom resource kind = adding its CRD file here.
+CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
+    "lws": {
+        "0.7.0": (
+            CrdFile(
+                "kubernetes-sigs/lws",
+                "v0.7.0",
+                _LWS_CRD,
+                "1f0a68582d5aea22c6b422747a09b1fb7f7768a4f741ae14b7d0abb46e3be5d2",
+            ),
+        ),
+        "0.10.0": (
+            CrdFile(
+                "kubernetes-sigs/lws",
+                "v0.10.0",
+                _LWS_CRD,
+                "c5dcad8ed943e495490241f00b9a1b45d51203b6d484020db3636d5bf553568e",
+            ),
+        ),
+    },
+    "jobset": {
+        "0.10.1": (
+            CrdFile(
+                "kubernetes-sigs/jobset",
+                "v0.10.1",
+                _JOBSET_CRD,
+                "dd2d5dbb3186ea36f6815b19d9bc18c0f59ce50e28348d11d2a0888e0b5d0f16",
+            ),
+        ),
+        "0.12.0": (
+            CrdFile(
+                "kubernetes-sigs/jobset",
+                "v0.12.0",
+                _JOBSET_CRD,
+                "d022b87624512cf0b6741b31b24a2bea9945b5a838b50713af29332c878bb6fe",
+            ),
+        ),
+    },
+    "kueue": {
+        "0.17.1": tuple(
+            _crd("kubernetes-sigs/kueue", "v0.17.1", _KUEUE_CRDS, f"kueue.x-k8s.io_{plural}.yaml", sha256)
+            for plural, sha256 in (
+                ("clusterqueues", "666f5466bf85ace8c494a9a790ba87c4c18ddf3ab3eb9f18c878927d396869f3"),
+                ("localqueues", "5c5768caeb499bb869bb8f90e4f5293170b183a4a74b618f1f182264d9ce4437"),
+                ("resourceflavors", "19e339c47e9ca3fa2c9eeddd27715a512f765c4794ed859733408a9715720173"),
+                ("topologies", "0debce5049a3931db15c99d8acddb0cc509c24fedc98f0bb0235095f7092fc11"),
+            )
+        ),
+    },
+    "pathwaysJob": {
+        "0.1.4": (
+            CrdFile(
+                "google/pathways-job",
+                "v0.1.4",
+                "config/crd/bases/pathways-job.pathways.domain_pathwaysjobs.yaml",
+                "bb223015f2ec178cdb01cd4baebe50d6f2013f945aa7816f93d926b6d4ab5d02",
+            ),
+        ),
+    },
+    # Google Cloud Managed Service for Prometheus: GKE installs these CRDs itself; validated at this release.
+    "prometheusEngine": {
+        "0.17.2": tuple(
+            _crd("GoogleCloudPlatform/prometheus-engine", "v0.17.2", _GMP_CRDS, name, sha256)
+            for name, sha256 in (
+                (
+                    "monitoring.googleapis.com_podmonitorings.yaml",
+                    "d344029bc7754e0254d7c253db9d6400b344d5837e121b42790946757bc79f1f",
+                ),
+                (
+                    "monitoring.googleapis.com_clusterpodmonitorings.yaml",
+                    "9bc1857ded418ef5de06bffa47020d68b2e00eac0f8867ac83a88e16a87bbc28",
+                ),
+            )
+        ),
+    },
+}
+
+
+def crd_cache_path(project: str, version: str) -> str:
+    """Where a project's CRDs go in a CRD folder: the first (validated) version at the top, the others in
+    alternates/<project>-v<version>/ (the layout of ../shared/reference/crds)."""
+    return "" if version == next(iter(CRDS[project])) else f"alternates/{project}-v{version}/"
+
+
 # Container images. Workload layers add theirs here.
 IMAGES: dict[str, str] = {
     # k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml

@@ -257,3 +257,20 @@ def test_duplicate_resource_names_are_detected(tmp_path):
     program.write_text("import pulumi_gcp as gcp\nfor _ in range(2):\n    gcp.storage.Bucket('same', location='US')\n")
     rec = run_program(make_config(), program=program)
     assert len(rec.duplicate_urns) == 1
+
+
+def test_a_broken_pool_is_reported_once_not_again_by_every_workload_naming_it(run):
+    """Issue 14: a misspelt key in a pool used to add "'v5e-2x4' is not a TPU pool ...; available: none" per workload."""
+    from tests.conftest import EXAMPLES
+    from tooling.offline import load_stack_file
+
+    config = load_stack_file(next(p for p in EXAMPLES if p.name == "Pulumi.all-in-one.yaml"))
+    pools = config["tpu-serving:tpuPools"]
+    broken = next(p for p in pools if p["name"] == "v5e-2x4")
+    broken["autoscalling"] = broken.pop("autoscaling")
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    message = str(err.value)
+    assert "(1 problem)" in message, message
+    assert f"tpu-serving:tpuPools[{pools.index(broken)}].autoscalling" in message
+    assert "is not a TPU pool" not in message

@@ -2,6 +2,7 @@
 
     python -m tooling.render dev                      # Pulumi.dev.yaml -> build/dev/
     python -m tooling.render examples/<name>/Pulumi.<name>.yaml
+    python -m tooling.render examples/<name>          # every stack file in a folder
     python -m tooling.render --check dev              # also validate every Kubernetes object; non-zero on violations
     python -m tooling.render --golden                 # refresh tests/golden/<example>/ for every example
     python -m tooling.render --compare old/ dev       # also name every change that would recreate a resource
@@ -29,10 +30,11 @@ from typing import Any
 import yaml
 
 from stacks.config import ConfigError, StackConfig
+from tooling.crds import crd_source
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
 from tooling.recreate import NotARender, Resources, read_render, recreations
-from tooling.schemas import crd_dir, validate_objects
+from tooling.schemas import validate_objects
 
 BUILD = ROOT / "build"
 GOLDEN = ROOT / "tests" / "golden"
@@ -231,14 +233,22 @@ def write(files: dict[str, str], out: Path) -> None:
         path.write_text(text)
 
 
-def stack_file(arg: str) -> Path:
+def stack_files(arg: str) -> list[Path]:
+    """A stack name (Pulumi.<name>.yaml here), a stack file, or a folder of stack files (e.g. examples/<name>)."""
     path = Path(arg)
-    if path.suffix in (".yaml", ".yml") and path.exists():
-        return path.resolve()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return [path.resolve()]
+    if path.is_dir():
+        found = sorted(path.resolve().glob("Pulumi.*.yaml"))
+        if found:
+            return found
+        raise SystemExit(f"no Pulumi.<stack>.yaml in the folder {arg}")
     candidate = ROOT / f"Pulumi.{arg}.yaml"
     if candidate.exists():
-        return candidate
-    raise SystemExit(f"no stack config for {arg!r}: expected {candidate.name} or a path to a stack YAML file")
+        return [candidate]
+    raise SystemExit(
+        f"no stack config for {arg!r}: expected {candidate.name}, a stack YAML file or a folder holding one"
+    )
 
 
 def stack_name(path: Path) -> str:
@@ -265,17 +275,22 @@ def check(cfg: StackConfig, recording: Recording) -> list[str]:
     from tooling.k8s_objects import kubernetes_objects
 
     report = validate_objects(kubernetes_objects(recording), cfg.kubernetes_minor)
-    if crd_dir() is None:
-        print("  note: custom resources NOT checked: no CRDs found (../shared/reference/crds or $TPU_SERVING_CRDS)")
+    directory, source = crd_source()
+    if directory is None:
+        print(f"  note: custom resources NOT checked: {source}")
+    else:
+        print(f"  {source}")
     for line in report.unchecked:
         print(f"  not checked: {line}")
     print(f"  {report.checked} objects validated at Kubernetes {cfg.kubernetes_minor}, {len(report.errors)} violations")
     return report.errors
 
 
-def main(argv: list[str] | None = None) -> int:
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stacks", nargs="*", help="stack names (Pulumi.<stack>.yaml) or stack files; default: dev")
+    parser.add_argument(
+        "stacks", nargs="*", help="stack names (Pulumi.<stack>.yaml), stack files or folders of them; default: dev"
+    )
     parser.add_argument("--out", type=Path, default=BUILD, help="output root (default: build/)")
     parser.add_argument("--check", action="store_true", help="validate every Kubernetes object; exit 1 on violations")
     parser.add_argument("--golden", action="store_true", help="render every example into tests/golden/")
@@ -285,12 +300,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="an earlier render (DIR/<stack>/ or DIR itself): name every difference that recreates a resource",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argument_parser().parse_args(argv)
 
     if args.golden:
         paths, out_root = example_files(), GOLDEN
     else:
-        paths, out_root = [stack_file(s) for s in (args.stacks or ["dev"])], args.out
+        paths, out_root = [p for s in (args.stacks or ["dev"]) for p in stack_files(s)], args.out
     failed = False
     for path in paths:
         name = stack_name(path)

@@ -4,14 +4,13 @@
 - Custom resources: the upstream CRD's openAPIV3Schema, made strict the same way (an object schema with
   `properties` rejects other keys unless it preserves unknown fields), so a snake_case or misspelled field fails.
 
-CRDs are read from $TPU_SERVING_CRDS, else ../shared/reference/crds. When neither exists, custom resources are
-reported as not checked; they never count as valid.
+CRDs are read from $TPU_SERVING_CRDS, else the `make crds` cache, else ../shared/reference/crds (tooling/crds.py).
+When none exists, custom resources are reported as not checked; they never count as valid.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -24,18 +23,13 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from tooling.offline import ROOT
+from tooling.crds import CRD_DIR_ENV, crd_source
 
-CRD_DIR_ENV = "TPU_SERVING_CRDS"
 OBJECT_META_KEYS = {"name", "namespace", "labels", "annotations", "generateName", "finalizers", "ownerReferences"}
 
 
 def crd_dir() -> Path | None:
-    configured = os.environ.get(CRD_DIR_ENV)
-    if configured:
-        return Path(configured) if Path(configured).is_dir() else None
-    default = ROOT.parent / "shared" / "reference" / "crds"
-    return default if default.is_dir() else None
+    return crd_source()[0]
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -157,7 +151,7 @@ def validate_objects(objects: list[dict[str, Any]], kubernetes_minor: str) -> Re
         if key in crds:
             problems = validate_custom(obj, crds[key])
         elif "." in group and not group.endswith(".k8s.io"):
-            report.unchecked.append(f"{_ident(obj)}: no CRD schema found (set {CRD_DIR_ENV})")
+            report.unchecked.append(f"{_ident(obj)}: no CRD schema found (run `make crds` or set {CRD_DIR_ENV})")
             continue
         else:
             try:

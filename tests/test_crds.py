@@ -1,0 +1,119 @@
+"""`make crds` (tooling/crds.py): the CRDs of exactly the matrix's versions, checked against recorded sha256 sums,
+downloaded offline here from a local mirror of the reference copies (byte-for-byte upstream files at the tags
+../shared/reference/SOURCES.md names), and the order in which validation finds a CRD folder."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import shutil
+import threading
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from stacks import versions
+from tests.conftest import STACK_FILES, recorded, reference_dir
+from tooling import crds
+from tooling.k8s_objects import kubernetes_objects
+
+REFERENCE_CRDS = reference_dir() / "crds"
+needs_reference = pytest.mark.skipif(not REFERENCE_CRDS.is_dir(), reason=f"reference CRDs missing: {REFERENCE_CRDS}")
+
+
+def mirror_tree(root: Path, tamper: str | None = None) -> Path:
+    """<root>/<owner>/<repo>/<tag>/<path>, as raw.githubusercontent.com serves it, from the reference copies."""
+    for rel, crd in crds.expected().items():
+        target = root / crd.url.removeprefix(crds.GITHUB_RAW)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REFERENCE_CRDS / rel, target)
+        if rel == tamper:
+            target.write_bytes(target.read_bytes() + b"# changed\n")
+    return root
+
+
+@needs_reference
+def test_recorded_sums_are_those_of_the_upstream_files():
+    for rel, crd in crds.expected().items():
+        assert hashlib.sha256((REFERENCE_CRDS / rel).read_bytes()).hexdigest() == crd.sha256, rel
+
+
+def test_table_covers_exactly_the_supported_versions():
+    assert list(versions.CRDS["lws"]) == list(versions.CHARTS["lws"])
+    assert list(versions.CRDS["jobset"]) == list(versions.CHARTS["jobset"])
+    assert list(versions.CRDS["kueue"]) == list(versions.CHARTS["kueue"])
+    assert list(versions.CRDS["pathwaysJob"]) == list(versions.PATHWAYS_JOB)
+    for rel, crd in crds.expected().items():
+        assert crd.url == f"https://raw.githubusercontent.com/{crd.repo}/{crd.tag}/{crd.path}"
+        assert rel.endswith(crd.file_name) and crd.tag.startswith("v")
+
+
+def test_every_custom_resource_we_render_has_a_crd_in_the_table():
+    validated = {rel.split("_", 1)[0] for rel in crds.expected() if "/" not in rel}
+    groups = {
+        obj["apiVersion"].split("/")[0]
+        for path in STACK_FILES
+        for obj in kubernetes_objects(recorded(path, True))
+        if "." in obj["apiVersion"].split("/")[0] and not obj["apiVersion"].split("/")[0].endswith("k8s.io")
+    }
+    assert groups and groups <= validated, groups - validated
+
+
+@needs_reference
+def test_download_over_http_writes_verified_files_and_a_manifest(tmp_path):
+    tree = mirror_tree(tmp_path / "mirror")
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), partial(http.server.SimpleHTTPRequestHandler, directory=str(tree))
+    )
+    server.RequestHandlerClass.log_message = lambda *a: None  # type: ignore[method-assign]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cache = tmp_path / "cache"
+        assert crds.main(["--cache", str(cache), "--mirror", f"http://127.0.0.1:{server.server_port}/"]) == 0
+    finally:
+        server.shutdown()
+    for rel in crds.expected():
+        assert (cache / rel).read_bytes() == (REFERENCE_CRDS / rel).read_bytes()
+    assert crds.cache_is_current(cache)
+    assert (cache / "alternates/lws-v0.10.0/leaderworkerset.x-k8s.io_leaderworkersets.yaml").is_file()
+
+
+@needs_reference
+def test_a_wrong_checksum_fails_and_writes_nothing(tmp_path, capsys):
+    tampered = "pathways-job.pathways.domain_pathwaysjobs.yaml"
+    tree = mirror_tree(tmp_path / "mirror", tamper=tampered)
+    cache = tmp_path / "cache"
+    assert crds.main(["--cache", str(cache), "--mirror", tree.as_uri()]) == 1
+    err = capsys.readouterr().err
+    assert f"{tampered}: sha256 " in err and "does not match the recorded" in err and "1 problem(s)" in err
+    assert not cache.exists()
+
+
+def test_an_unreachable_source_fails_naming_the_url(tmp_path, capsys):
+    assert crds.main(["--cache", str(tmp_path / "c"), "--mirror", (tmp_path / "empty").as_uri()]) == 1
+    err = capsys.readouterr().err
+    assert "cannot download file://" in err and "kubernetes-sigs/lws/v0.7.0/config/crd/bases/" in err
+    assert not (tmp_path / "c").exists()
+
+
+def test_lookup_order_env_then_current_cache_then_reference(monkeypatch, tmp_path):
+    cache, reference, env = tmp_path / "cache", tmp_path / "reference", tmp_path / "env"
+    reference.mkdir()
+    env.mkdir()
+    monkeypatch.delenv(crds.CRD_DIR_ENV, raising=False)
+    assert crds.crd_source(cache, reference)[0] == reference
+    cache.mkdir()
+    (cache / crds.MANIFEST).write_text("0000  old.yaml\n")  # a cache from an older matrix is not used
+    directory, why = crds.crd_source(cache, reference)
+    assert directory == reference and "out of date" in why
+    (cache / crds.MANIFEST).write_text(crds.manifest_text())
+    assert crds.crd_source(cache, reference) == (cache, f"CRDs from the `make crds` cache ({cache})")
+    monkeypatch.setenv(crds.CRD_DIR_ENV, str(env))
+    assert crds.crd_source(cache, reference)[0] == env
+    monkeypatch.setenv(crds.CRD_DIR_ENV, str(tmp_path / "missing"))
+    assert crds.crd_source(cache, reference)[0] is None
+    monkeypatch.delenv(crds.CRD_DIR_ENV)
+    shutil.rmtree(reference)
+    shutil.rmtree(cache)
+    assert crds.crd_source(cache, reference) == (None, "no CRDs: run `make crds` (or set $TPU_SERVING_CRDS)")
