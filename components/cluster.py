@@ -16,6 +16,7 @@ from components.node_identity import NodeServiceAccount
 from stacks import naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
+from stacks.pool_sizing import cluster_zones, system_pool_sizing
 from stacks.profiles import Profile
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -142,6 +143,7 @@ class Cluster(pulumi.ComponentResource):
         )
 
         system = config.system_pool
+        size = system_pool_sizing(system.min_nodes, system.max_nodes, cluster_zones(location))
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             gcp.container.NodePoolArgs(
@@ -149,10 +151,13 @@ class Cluster(pulumi.ComponentResource):
                 cluster=self.gke.name,
                 location=location,
                 project=project,
+                # Totals over the pool's zones, as configured (min/max_node_count would be per zone: x3 regional).
                 autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                    min_node_count=system.min_nodes, max_node_count=system.max_nodes
+                    total_min_node_count=size.total_min,
+                    total_max_node_count=size.total_max,
+                    location_policy="BALANCED",
                 ),
-                initial_node_count=system.min_nodes or 1,
+                initial_node_count=size.initial_per_zone,
                 node_config=gcp.container.NodePoolNodeConfigArgs(
                     machine_type=system.machine_type,
                     disk_size_gb=system.disk_size_gb,

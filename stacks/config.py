@@ -17,7 +17,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from stacks import catalog, naming, versions
+from stacks import catalog, naming, pool_sizing, versions
 from stacks.config_model import (
     WORKLOAD_TYPES,
     AddonsConfig,
@@ -659,6 +659,15 @@ def parse_stack_config(
         if region:
             cluster_location = cluster.location or region
             _check_location(cluster_location, region, problems)
+            zones = pool_sizing.cluster_zones(cluster_location)
+            if cluster.system_pool.max_nodes < zones:
+                problems.append(
+                    Problem(
+                        f"{NS}:cluster.systemPool.maxNodes",
+                        f"{cluster.system_pool.max_nodes} is below {zones}: a regional cluster's system pool starts "
+                        f"with a node in each of its {zones} zones (maxNodes is the total over them)",
+                    )
+                )
 
     bucket_name = None
     if bucket is not None and gcp_project:

@@ -21,8 +21,8 @@ class SystemPoolConfig(CamelModel):
     """The CPU pool for system pods and the platform's controllers (LWS, JobSet, adapters); never TPU."""
 
     machine_type: str = Field("e2-standard-4", description="Compute Engine machine type of the system nodes.")
-    min_nodes: int = Field(1, ge=0, description="Autoscaling minimum, per zone of the cluster.")
-    max_nodes: int = Field(3, ge=1, description="Autoscaling maximum, per zone of the cluster.")
+    min_nodes: int = Field(1, ge=0, description="Autoscaling minimum, in total over the cluster's zones.")
+    max_nodes: int = Field(3, ge=1, description="Autoscaling maximum, in total over the cluster's zones.")
     disk_size_gb: int = Field(100, ge=10, description="Boot disk size of each system node.")
 
 

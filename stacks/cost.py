@@ -85,16 +85,16 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
     out.lines.append(Line("GKE cluster fee", GKE_CLUSTER_FEE, GKE_CLUSTER_FEE, "Standard cluster"))
     system = cfg.cluster.system_pool
     machine = CPU_MACHINE_HOUR.get(system.machine_type)
-    zones = 3 if cfg.regional else 1  # a regional cluster's pool sizes are per zone
     if machine is None:
         out.warnings.append(f"no price for system pool machine type {system.machine_type!r}; counted as 0")
         machine = 0.0
+    # minNodes/maxNodes are totals over the pool's zones (stacks.pool_sizing.system_pool_sizing)
     out.lines.append(
         Line(
             "system pool",
-            round(machine * system.min_nodes * zones, 4),
-            round(machine * system.max_nodes * zones, 4),
-            f"{system.machine_type} x {system.min_nodes}-{system.max_nodes} per zone x {zones} zone(s)",
+            round(machine * system.min_nodes, 4),
+            round(machine * system.max_nodes, 4),
+            f"{system.machine_type} x {system.min_nodes}-{system.max_nodes} nodes in total",
         )
     )
     for plan in cfg.pools:

@@ -1,9 +1,37 @@
-"""How many nodes each node pool of a TPU pool gets, and whether GKE's autoscaler owns that number."""
+"""How many nodes each node pool gets (TPU pools and the system pool), and whether GKE's autoscaler owns that number."""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
+
+# GKE spreads a regional cluster's node pools over three zones of its region unless node locations are given.
+REGIONAL_CLUSTER_ZONES = 3
+ZONE = re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]")
+
+
+def cluster_zones(location: str) -> int:
+    """How many zones a node pool of a cluster at `location` (a region or a zone) spans by default."""
+    return 1 if ZONE.fullmatch(location) else REGIONAL_CLUSTER_ZONES
+
+
+@dataclass(frozen=True)
+class SystemPoolSizing:
+    """The system pool's autoscaling limits for the whole pool, and its node count per zone at creation."""
+
+    total_min: int
+    total_max: int
+    initial_per_zone: int
+
+
+def system_pool_sizing(min_nodes: int, max_nodes: int, zones: int) -> SystemPoolSizing:
+    """`minNodes`/`maxNodes` are totals over the pool's zones (GKE's `min/max_node_count` are per zone, its
+    `total_min/total_max_node_count` for the whole pool). `initial_node_count` is per zone, so creation starts
+    with at least one node per zone (the first controllers need one) and the autoscaler keeps the total within
+    the limits afterwards."""
+    return SystemPoolSizing(min_nodes, max_nodes, max(1, math.ceil(min_nodes / zones)))
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ def test_system_pool_is_cpu_autoscaled_and_secured(run):
     )
     system = rec.one(NODE_POOL, "cluster-system")
     inputs = system.inputs
-    assert inputs["autoscaling"] == {"minNodeCount": 2, "maxNodeCount": 5}
+    assert inputs["autoscaling"] == {"totalMinNodeCount": 2, "totalMaxNodeCount": 5, "locationPolicy": "BALANCED"}
+    assert inputs["initialNodeCount"] == 1  # per zone, x3 zones of the regional cluster
     assert inputs["nodeConfig"]["machineType"] == "e2-standard-8"
     assert inputs["nodeConfig"]["labels"] == {"tpu-serving/role": "system"}
     assert inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}

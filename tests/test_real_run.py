@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from components.tpu_pool import ignored_changes, upgrade_settings
-from stacks import dashboard
+from stacks import cost, dashboard
+from stacks.config import StackConfig
+from stacks.pool_sizing import cluster_zones, system_pool_sizing
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling.offline import Recording
+from tooling.offline import Recording, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -178,3 +180,41 @@ def test_nodes_wait_for_their_service_account_roles(path):
     assert len(grants) == 2
     for resource in [rec.one(CLUSTER), *rec.of_type(NODE_POOL)]:
         assert grants <= waits_for(rec, resource.urn), f"{resource.name} does not wait for the node roles"
+
+
+# ---- item 8: system pool sizes are totals, and the cost estimate counts them so ----------------------------------
+
+
+@stacks
+def test_system_pool_sizes_are_totals_and_the_cost_estimate_matches(path):
+    # GKE's NodePoolAutoscaling: min/max_node_count are "per zone", total_min/total_max_node_count count the whole
+    # pool and cannot be combined with them; initial_node_count is per zone
+    # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools#NodePoolAutoscaling;
+    # pulumi_gcp container NodePoolAutoscalingArgs). A regional pool spans 3 zones by default.
+    rec = recorded(path, False)
+    cfg: StackConfig = parse_stack_file(path)
+    system = cfg.cluster.system_pool
+    inputs = rec.one(NODE_POOL, "cluster-system").inputs
+    assert inputs["autoscaling"] == {
+        "totalMinNodeCount": system.min_nodes,
+        "totalMaxNodeCount": system.max_nodes,
+        "locationPolicy": "BALANCED",
+    }
+    zones = cluster_zones(cfg.cluster_location)
+    assert inputs["initialNodeCount"] * zones <= system.max_nodes
+    line = next(x for x in cost.estimate(cfg).lines if x.item == "system pool")
+    price = cost.CPU_MACHINE_HOUR[system.machine_type]
+    assert (line.baseline, line.peak) == (round(price * system.min_nodes, 4), round(price * system.max_nodes, 4))
+
+
+def test_system_pool_sizing_per_location():
+    assert cluster_zones("us-east5") == 3 and cluster_zones("us-east5-b") == 1
+    assert system_pool_sizing(1, 3, 3).initial_per_zone == 1
+    assert system_pool_sizing(0, 3, 1).initial_per_zone == 1  # the first controllers need a node
+    assert system_pool_sizing(7, 9, 3).initial_per_zone == 3
+
+
+def test_regional_system_pool_needs_room_for_a_node_per_zone(run):
+    with pytest.raises(Exception, match=r"cluster\.systemPool\.maxNodes: 2 is below 3"):
+        run(make_config(tpu_serving__cluster={"systemPool": {"minNodes": 1, "maxNodes": 2}}))
+    run(make_config(tpu_serving__cluster={"location": "us-east5-b", "systemPool": {"minNodes": 1, "maxNodes": 2}}))
