@@ -501,6 +501,7 @@ class WorkloadContext:
     min_master_version: str | None
     scrape_interval: str
     paused: bool = False
+    cluster_name: str = ""
 
 
 # Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
@@ -518,7 +519,7 @@ WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
     "jetstream": (
         lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
         lambda w, pool, ns, bucket, ctx: jetstream.JetStreamPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.min_master_version
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.min_master_version, ctx.cluster_name
         ),
     ),
 }
@@ -705,6 +706,7 @@ def parse_stack_config(
             min_master_version=cluster.min_master_version if cluster is not None else None,
             scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
             paused=paused,
+            cluster_name=cluster_name or "",
         ),
         problems,
         warnings,

@@ -246,7 +246,11 @@ HpaMetricName = Literal[
 
 class HpaMetricConfig(CamelModel):
     name: HpaMetricName = Field(description="JetStream server metric or TPU HBM metric.")
-    target: float = Field(gt=0, description="Average value per replica the HPA keeps (a percentage for *_percentage).")
+    target: float = Field(
+        gt=0,
+        description="Value one replica should carry, in the metric's unit: *_percentage metrics are 0-1 fractions "
+        "(0.5 = half), tpu_memory_used is bytes, jetstream_prefill_backlog_size is queued requests.",
+    )
 
 
 class JetStreamAutoscalingConfig(CamelModel):

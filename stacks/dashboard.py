@@ -27,23 +27,29 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
 
 
 def panels(cluster: str) -> list[tuple[str, str, str]]:
-    """(title, PromQL, y-axis label) of every tile."""
+    """(title, PromQL, y-axis label) of every tile.
+
+    Grouping labels are ones the stack's PodMonitorings attach (stacks.metrics.SERIES_LABELS; a test checks):
+    JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
+    and node. Fractions (JetStream's slots, HBM used/total) are drawn as percentages.
+    """
     c = f'cluster="{cluster}"'
+    hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
     return [
         ("JetStream prefill backlog", f"sum by (namespace, pod) (jetstream_prefill_backlog_size{{{c}}})", "requests"),
-        ("JetStream slots used", f"avg by (namespace, pod) (jetstream_slots_used_percentage{{{c}}})", "%"),
+        (
+            "JetStream slots used",
+            f"avg by (namespace, pod) (jetstream_slots_used_percentage{{{c}}}) * 100",
+            "% of decode slots",
+        ),
         ("JetStream generate backlog", f"sum by (namespace, pod) (jetstream_generate_backlog_size{{{c}}})", "requests"),
         (
             "JetStream transfer backlog (disaggregated)",
             f"sum by (namespace, pod) (jetstream_transfer_backlog_size{{{c}}})",
             "requests",
         ),
-        (
-            "TPU HBM used",
-            f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}}) * 100",
-            "%",
-        ),
-        ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "%"),
+        ("TPU HBM used", f"{hbm} * 100", "% of HBM"),
+        ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "% busy"),
         (
             "Serving replicas (Deployments)",
             f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{c}}})",

@@ -1,22 +1,161 @@
-"""Metrics plumbing shared by the add-ons and the workloads: PodMonitoring objects and metrics-adapter rules.
+"""Metrics plumbing shared by the add-ons and the workloads: PodMonitoring objects, the HPA metrics the stack
+serves (each with its unit, defined once here), and how each metrics adapter serves them.
 
 Prometheus-adapter and the GMP frontend query the whole Cloud Monitoring project, so every rule is filtered
 by this cluster's name and the workload namespaces (otherwise an HPA would scale on another cluster's data).
+
+How the HPA turns a metric into replicas (kubernetes pkg/controller/podautoscaler/replica_calculator.go):
+- `Pods` metric, AverageValue target: ceil(mean of the per-pod values / target x ready pods);
+- `External` metric, AverageValue target: ceil(SUM of every value the adapter returns / target).
+So an External metric must return the load of ALL replicas (a sum), never an average: with `avg` the proposal
+ignores how many replicas carry the load. Every adapter rule below sums; tests/hpa_model.py checks that at N
+ready replicas each carrying load L every metric proposes ceil(N*L/target).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 PODMONITORING_API = "monitoring.googleapis.com/v1"
 
 # The TPU device plugin's metrics (HBM used/total, duty cycle), scraped from kube-system.
 TPU_DEVICE_PLUGIN_SELECTOR = {"k8s-app": "tpu-device-plugin"}
 TPU_DEVICE_PLUGIN_PORT = 2112
+# Target labels Managed Prometheus attaches to the device plugin's series besides cluster/location/project_id/
+# namespace/job/instance: `node` (the device plugin is a DaemonSet, so it is the TPU node) for per-node
+# dashboards and per-replica HBM ratios; `pod` and `container` keep the CRD's defaults for the other keys.
+TPU_DEVICE_PLUGIN_TARGET_LABELS = ["pod", "container", "node"]
+# Target labels on the JetStream server's series (as ai-on-gke's jetstream PodMonitoring template).
+SERVER_TARGET_LABELS = ["pod", "container", "node"]
+# Labels Managed Prometheus puts on every scraped series (prometheus_target resource labels + job/instance).
+GMP_TARGET_LABELS = frozenset({"project_id", "location", "cluster", "namespace", "job", "instance"})
 
-# JetStream server metrics the adapters expose to HPAs.
-JETSTREAM_METRICS = ("jetstream_prefill_backlog_size", "jetstream_slots_used_percentage")
+
+# Labels each series the dashboard and the adapter rules read carries once Managed Prometheus stored it: the
+# target labels above plus the exporter's own. A metric label that collides with a target label is renamed
+# `exported_<label>` (the device plugin's `namespace`, `pod` of the workload: ai-on-gke's rules filter on
+# `exported_namespace`, modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl).
+_JETSTREAM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"id", "idx"}  # JetStream@v0.3 prometheus.py
+_DEVICE_PLUGIN_LABELS = (
+    GMP_TARGET_LABELS | set(TPU_DEVICE_PLUGIN_TARGET_LABELS) | {"exported_namespace", "exported_pod", "accelerator_id"}
+)
+# GKE's managed kube-state-metrics package (cluster monitoring components DEPLOYMENT, HPA):
+# https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics
+_KSM_LABELS = GMP_TARGET_LABELS
+SERIES_LABELS: dict[str, frozenset[str]] = {
+    **{
+        name: frozenset(_JETSTREAM_LABELS)
+        for name in (
+            "jetstream_prefill_backlog_size",
+            "jetstream_slots_used_percentage",
+            "jetstream_generate_backlog_size",
+            "jetstream_transfer_backlog_size",
+        )
+    },
+    **{name: frozenset(_DEVICE_PLUGIN_LABELS) for name in ("memory_used", "memory_total", "duty_cycle")},
+    "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
+    "kube_horizontalpodautoscaler_status_desired_replicas": frozenset(_KSM_LABELS | {"horizontalpodautoscaler"}),
+}
+
+
+# ---- units and HPA metrics ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one replica's value of a metric means; HPA targets are validated against it."""
+
+    name: str
+    meaning: str
+    maximum: float | None = None  # the largest value one replica can report, when bounded
+
+    def target_problem(self, target: float) -> str | None:
+        if self.maximum is None or target <= self.maximum:
+            return None
+        hint = f"; for {target:g}% write {target / 100:g}" if self.maximum == 1 and target <= 100 else ""
+        return f"{target:g} is above {self.maximum:g}: the unit is {self.name}, {self.meaning}{hint}"
+
+
+FRACTION = Unit("fraction", "0 to 1 of one replica's capacity (0.5 = half)", maximum=1.0)
+REQUESTS = Unit("requests", "requests queued per replica")
+BYTES = Unit("bytes", "bytes of TPU HBM per replica, all of its chips together")
+
+
+@dataclass(frozen=True)
+class HpaMetric:
+    """A metric an HPA can scale a workload on.
+
+    origin "server": the model server's own series, one per pod, scraped by the workload's PodMonitoring;
+    origin "tpu": the TPU device plugin's per-chip series (in kube-system; the workload's namespace is
+    `exported_namespace`); `series / denominator` summed per node is then one replica's fraction.
+    """
+
+    name: str  # the key users write in autoscaling.metrics[].name
+    series: str  # the Prometheus metric name at the source
+    unit: Unit
+    origin: Literal["server", "tpu"]
+    source: str  # where the series and its unit are defined upstream
+    denominator: str | None = None
+    adapter_name: str | None = None  # the external-metric name prometheus-adapter serves (default: name)
+
+
+HPA_METRICS: dict[str, HpaMetric] = {
+    m.name: m
+    for m in (
+        # JetStream orchestrator: the prefill queue's size (AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py)
+        HpaMetric(
+            "jetstream_prefill_backlog_size",
+            "jetstream_prefill_backlog_size",
+            REQUESTS,
+            "server",
+            "AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py",
+        ),
+        # set to 1 - free_slots/max_concurrent_decodes: a 0-1 fraction despite its name
+        # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py, _generate_thread)
+        HpaMetric(
+            "jetstream_slots_used_percentage",
+            "jetstream_slots_used_percentage",
+            FRACTION,
+            "server",
+            "AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py",
+        ),
+        # GKE TPU device plugin, per chip (ai-on-gke modules/jetstream-maxtext-deployment README)
+        HpaMetric(
+            "tpu_memory_used",
+            "memory_used",
+            BYTES,
+            "tpu",
+            "ai-on-gke modules/jetstream-maxtext-deployment/README.md",
+            adapter_name="memory_used",
+        ),
+        # memory_used / memory_total: a 0-1 ratio, as the ai-on-gke prometheus-adapter rule computes it
+        # (ai-on-gke modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl)
+        HpaMetric(
+            "tpu_memory_used_percentage",
+            "memory_used",
+            FRACTION,
+            "tpu",
+            "ai-on-gke modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl",
+            denominator="memory_total",
+            adapter_name="memory_used_percentage",
+        ),
+    )
+}
+
+
+def target_problem(name: str, target: float) -> str | None:
+    """Why `target` is not a sensible per-replica target for metric `name`, naming the unit; None if it is."""
+    return HPA_METRICS[name].unit.target_problem(target)
+
+
+def describe(name: str) -> str:
+    metric = HPA_METRICS[name]
+    return f"{name} ({metric.unit.name}: {metric.unit.meaning})"
+
+
+# ---- PodMonitoring ---------------------------------------------------------------------------------------
 
 
 def pod_monitoring(
@@ -50,12 +189,47 @@ def tpu_device_plugin_monitoring(interval: str) -> dict[str, Any]:
         TPU_DEVICE_PLUGIN_SELECTOR,
         TPU_DEVICE_PLUGIN_PORT,
         interval=interval,
+        target_labels=TPU_DEVICE_PLUGIN_TARGET_LABELS,
         labels=dict(TPU_DEVICE_PLUGIN_SELECTOR),
     )
 
 
+# ---- prometheus-adapter -----------------------------------------------------------------------------------
+
+
 def _regex(values: Iterable[str]) -> str:
     return "|".join(sorted(set(values)))
+
+
+def prometheus_adapter_rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str, Any]:
+    """The external-metrics rule serving `metric`: the SUM over the HPA namespace's replicas.
+
+    prometheus-adapter puts `<namespace label>="<the HPA's namespace>"` into <<.LabelMatchers>>
+    (kubernetes-sigs/prometheus-adapter@v0.12.0:pkg/naming/metrics_query.go, BuildExternal) and returns one
+    value per sample of the result (pkg/external-provider/metric_converter.go); the HPA sums them.
+    """
+    ns = _regex(namespaces)
+    if metric.origin == "server":
+        where = f'cluster="{cluster}",namespace=~"{ns}"'
+        resources: dict[str, Any] = {"template": "<<.Resource>>"}
+        query = f"sum(<<.Series>>{{<<.LabelMatchers>>,{where}}})"
+    else:
+        # device plugin series live in kube-system: the workload's namespace is exported_namespace
+        where = f'cluster="{cluster}",exported_namespace=~"{ns}"'
+        resources = {"overrides": {"exported_namespace": {"resource": "namespace"}}}
+        used = f"{metric.series}{{<<.LabelMatchers>>,{where}}}"
+        if metric.denominator is None:
+            query = f"sum({used})"
+        else:
+            # one replica per node (single-host pools): sum over nodes of used/total = sum of replica fractions
+            total = f"{metric.denominator}{{<<.LabelMatchers>>,{where}}}"
+            query = f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
+    return {
+        "seriesQuery": f"{metric.series}{{{where}}}",
+        "resources": resources,
+        "name": {"matches": "", "as": metric.adapter_name or metric.name},
+        "metricsQuery": query,
+    }
 
 
 def prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
@@ -63,57 +237,25 @@ def prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[di
 
     With no namespaces (no autoscaled workload yet) the rules match nothing rather than everything.
     """
-    ns = _regex(namespaces)
-    rules: list[dict[str, Any]] = [
-        {
-            "seriesQuery": f'{metric}{{cluster="{cluster}",namespace=~"{ns}"}}',
-            "resources": {"template": "<<.Resource>>"},
-            "name": {"matches": "", "as": metric},
-            "metricsQuery": f'avg(<<.Series>>{{<<.LabelMatchers>>,cluster="{cluster}",namespace=~"{ns}"}})',
-        }
-        for metric in JETSTREAM_METRICS
-    ]
-    # TPU metrics come from the device plugin in kube-system; the workload's namespace is `exported_namespace`.
-    # Filtering by namespace (not container) does not depend on which container the plugin attributes chips to.
-    tpu_filter = f'cluster="{cluster}",exported_namespace=~"{ns}"'
-    series = f"memory_used{{{tpu_filter}}}"
-    rules.append(
-        {
-            "seriesQuery": series,
-            "resources": {"template": "<<.Resource>>"},
-            "name": {"matches": "", "as": "memory_used_percentage"},
-            "metricsQuery": f"avg(memory_used{{{tpu_filter}}}) / avg(memory_total{{{tpu_filter}}}) * 100",
-        }
-    )
-    rules.append(
-        {
-            "seriesQuery": series,
-            "resources": {"template": "<<.Resource>>"},
-            "name": {"matches": "", "as": "memory_used"},
-            "metricsQuery": f"avg(memory_used{{{tpu_filter}}})",
-        }
-    )
-    return rules
+    names = list(namespaces)
+    return [prometheus_adapter_rule(m, cluster, names) for m in HPA_METRICS.values()]
 
 
-# ---- HPA metrics ----------------------------------------------------------------------------------------
+# ---- HPA metric specs -----------------------------------------------------------------------------------
 
-# Which HPA metric names each adapter can serve (config name -> available).
-ADAPTER_METRICS = {
-    "custom-metrics-stackdriver": {
-        "jetstream_prefill_backlog_size",
-        "jetstream_slots_used_percentage",
-        "tpu_memory_used",
-    },
-    "prometheus-adapter": {
-        "jetstream_prefill_backlog_size",
-        "jetstream_slots_used_percentage",
-        "tpu_memory_used",
-        "tpu_memory_used_percentage",
-    },
-    "none": set(),
-}
-_PROMETHEUS_ADAPTER_NAMES = {"tpu_memory_used": "memory_used", "tpu_memory_used_percentage": "memory_used_percentage"}
+Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
+
+
+def adapter_serves(adapter: str, name: str) -> bool:
+    metric = HPA_METRICS.get(name)
+    if metric is None or adapter == "none":
+        return False
+    # custom-metrics-stackdriver reads one Cloud Monitoring metric at a time: no used/total ratio
+    return not (adapter == "custom-metrics-stackdriver" and metric.denominator is not None)
+
+
+def served_metrics(adapter: str) -> list[str]:
+    return [name for name in HPA_METRICS if adapter_serves(adapter, name)]
 
 
 def quantity(value: float) -> str:
@@ -121,30 +263,24 @@ def quantity(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
 
 
-def hpa_metric(adapter: str, name: str, target: float, namespace: str) -> dict[str, Any]:
-    """An autoscaling/v2 metric spec for `name`, named the way `adapter` serves it."""
+def hpa_metric(adapter: str, name: str, target: float, namespace: str, cluster: str) -> dict[str, Any]:
+    """An autoscaling/v2 metric spec for `name`, named the way `adapter` serves it, with an AverageValue target
+    per replica in the metric's unit."""
+    if not adapter_serves(adapter, name):
+        raise ValueError(f"adapter {adapter!r} does not serve {name!r}")
+    metric = HPA_METRICS[name]
     goal = {"type": "AverageValue", "averageValue": quantity(target)}
     if adapter == "custom-metrics-stackdriver":
-        if name.startswith("jetstream_"):
-            # per-pod server metrics from Managed Prometheus
-            return {
-                "type": "Pods",
-                "pods": {"metric": {"name": f"prometheus.googleapis.com|{name}|gauge"}, "target": goal},
-            }
-        if name == "tpu_memory_used":
-            return {
-                "type": "External",
-                "external": {
-                    "metric": {
-                        "name": "prometheus.googleapis.com|memory_used|gauge",
-                        "selector": {"matchLabels": {"metric.labels.exported_namespace": namespace}},
-                    },
-                    "target": goal,
-                },
-            }
-    if adapter == "prometheus-adapter" and name in ADAPTER_METRICS[adapter]:
+        stackdriver_name = f"prometheus.googleapis.com|{metric.series}|gauge"
+        if metric.origin == "server":
+            # per-pod server series: a Pods metric, averaged over the ready pods by the HPA itself
+            return {"type": "Pods", "pods": {"metric": {"name": stackdriver_name}, "target": goal}}
+        # per-chip device-plugin series of this cluster (prometheus_target's `cluster` resource label,
+        # GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/pkg/adapter/translator/
+        # utils/filter_builder.go PrometheusSchema) and the workload's namespace; the HPA sums them.
+        selector = {"metric.labels.exported_namespace": namespace, "resource.labels.cluster": cluster}
         return {
             "type": "External",
-            "external": {"metric": {"name": _PROMETHEUS_ADAPTER_NAMES.get(name, name)}, "target": goal},
+            "external": {"metric": {"name": stackdriver_name, "selector": {"matchLabels": selector}}, "target": goal},
         }
-    raise ValueError(f"adapter {adapter!r} does not serve {name!r}")
+    return {"type": "External", "external": {"metric": {"name": metric.adapter_name or name}, "target": goal}}

@@ -240,25 +240,145 @@ def crd_cache_path(project: str, version: str) -> str:
     return "" if version == next(iter(CRDS[project])) else f"alternates/{project}-v{version}/"
 
 
-# Container images. Workload layers add theirs here.
-IMAGES: dict[str, str] = {
-    # k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml
-    "customMetricsStackdriverAdapter": "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0",
-    # ai-on-gke modules/prometheus-adapter/main.tf: the GMP query frontend for prometheus-adapter
-    "gmpFrontend": "gke.gcr.io/prometheus-engine/frontend:v0.8.0-gke.4",
-    # kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways (GKE tutorial serve-multihost-tpu-jetstream)
-    "pathwaysProxy": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
-    "pathwaysServer": "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
-    "jetstreamPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
-    "jetstreamHttpPathways": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
-    # ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/kubectl/deployment.yaml
-    "maxengineServer": "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2",
-    "jetstreamHttp": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2",
-    # kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml (GKE tutorial tpu-multihost-saxml)
-    "saxAdminServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
-    "saxModelServer": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
-    "saxHttp": "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
+# ---- container images and what each serves -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Serves:
+    """What a pinned image provides that the stack relies on. None = not recorded (nothing is checked)."""
+
+    endpoints: frozenset[str] | None = None  # HTTP paths the stack probes or calls
+    metrics: frozenset[str] | None = None  # Prometheus series it exports
+    tpus: frozenset[str] | None = None  # TPU generations (catalog names) it runs on
+
+
+@dataclass(frozen=True)
+class Image:
+    """One pinned container image, what it serves, and where that is established."""
+
+    ref: str
+    serves: Serves
+    source: str
+
+
+def _set(*items: str) -> frozenset[str]:
+    return frozenset(items)
+
+
+IMAGE_RECORDS: dict[str, Image] = {
+    "customMetricsStackdriverAdapter": Image(
+        "gcr.io/gke-release/custom-metrics-stackdriver-adapter:v0.16.9-gke.0",
+        Serves(),
+        "k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml",
+    ),
+    "gmpFrontend": Image(
+        "gke.gcr.io/prometheus-engine/frontend:v0.8.0-gke.4",
+        Serves(),
+        "ai-on-gke modules/prometheus-adapter/main.tf: the GMP query frontend for prometheus-adapter",
+    ),
+    # kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways (GKE tutorial serve-multihost-tpu-jetstream);
+    # Pathways TPU types tpuv4/tpuv5e/tpuv5/tpuv6e (gke-tpu-facts.md, xpk).
+    "pathwaysProxy": Image(
+        "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
+        Serves(tpus=_set("v4", "v5e", "v5p", "v6e")),
+        "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+    ),
+    "pathwaysServer": Image(
+        "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
+        Serves(tpus=_set("v4", "v5e", "v5p", "v6e")),
+        "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+    ),
+    # The samples run it on v6e only; its JetStream series are not recorded upstream (only a deploy can tell).
+    "jetstreamPathways": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
+        Serves(),
+        "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/jetstream-pathways-llama-3-1-405b-4x4.yaml",
+    ),
+    # ai-on-gke tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py: GET /, POST /generate,
+    # and GET /healthcheck since commit 707c3e38 (2024-10-01). The Pathways samples probe /healthcheck on :8000 of
+    # this tag.
+    "jetstreamHttp": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
+        Serves(endpoints=_set("/", "/generate", "/healthcheck")),
+        "ai-on-gke .../jetstream/http-server/http_server.py@707c3e38; kubernetes-engine-samples "
+        "ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml (probes /healthcheck on jetstream-http:v0.2.3)",
+    ),
+    # ai-on-gke .../jetstream/maxtext/maxengine-server/Dockerfile builds maxtext@jetstream-v0.2.2 (2024-06-05), whose
+    # requirements.txt installs google-jetstream from PyPI, newest 0.2.2 (2024-05-31): JetStream v0.2.2 exports
+    # jetstream_prefill_backlog_size and jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:
+    # jetstream/core/metrics/prometheus.py); the rename to jetstream_slots_used_percentage came after (JetStream
+    # 26872c3, 2024-06-12). MaxText's first Trillium (v6e) support is later still (maxtext bc4f66e0b, 2024-09-11).
+    "maxengineServer": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2",
+        Serves(
+            metrics=_set("jetstream_prefill_backlog_size", "jetstream_slots_available_percentage"),
+            tpus=_set("v4", "v5e", "v5p"),
+        ),
+        "ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/maxengine-server/Dockerfile; "
+        "AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py",
+    ),
+    "jetstreamHttpPathways": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
+        Serves(endpoints=_set("/", "/generate", "/healthcheck")),
+        "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+    ),
+    # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only and raises "chip type unknown" otherwise
+    # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type; server/model_service_base.py).
+    "saxAdminServer": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
+        Serves(),
+        "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-admin-server.yaml",
+    ),
+    "saxModelServer": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
+        Serves(tpus=_set("v4", "v5e")),
+        "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml; "
+        "google/saxml@v1.1.0:saxml/server/proto_util.py",
+    ),
+    "saxHttp": Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
+        Serves(),
+        "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-http.yaml",
+    ),
 }
+
+# Tags the tutorials use that the matrix does not pin (superseded), recorded so a config naming them is checked.
+SUPERSEDED_IMAGES: tuple[Image, ...] = (
+    # ai-on-gke's single-host tutorial pins it; http_server.py gained /healthcheck only in 707c3e38 (2024-10-01),
+    # after this tag was first pinned (ai-on-gke f2883eb6, 2024-07-09).
+    Image(
+        "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2",
+        Serves(endpoints=_set("/", "/generate")),
+        "ai-on-gke tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py history",
+    ),
+)
+
+# key -> reference, the form the workloads read.
+IMAGES: dict[str, str] = {key: image.ref for key, image in IMAGE_RECORDS.items()}
+
+
+def image_record(ref: str) -> Image | None:
+    """The record of an image reference the matrix pins (under any key) or knows as superseded, else None."""
+    return next((image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if image.ref == ref), None)
+
+
+def image_gaps(ref: str, needs: Serves) -> list[str]:
+    """What `ref` is recorded not to serve among `needs` (empty for an unrecorded image or field)."""
+    image = image_record(ref)
+    if image is None:
+        return []
+    gaps = []
+    for field, what in (("endpoints", "endpoint"), ("metrics", "metric"), ("tpus", "TPU generation")):
+        have, want = getattr(image.serves, field), getattr(needs, field)
+        if have is None or not want:
+            continue
+        missing = sorted(want - have)
+        if missing:
+            gaps.append(
+                f"{ref} does not serve {what} {', '.join(missing)} "
+                f"(it serves: {', '.join(sorted(have)) or 'none'}; recorded with its source in stacks/versions.py)"
+            )
+    return gaps
 
 
 # GitHub Actions the user workflows in .github/workflows use, pinned to exact releases (a test checks every

@@ -53,7 +53,11 @@ def test_deployment_and_service_match_reference(adapter):
     # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that
     assert ref_engine["securityContext"] == {"privileged": True} and "securityContext" not in engine
     http, ref_http = pod["containers"][1], ref_pod["containers"][1]
-    assert (http["image"], http["ports"]) == (ref_http["image"], ref_http["ports"])
+    # the reference's jetstream-http:v0.2.2 has no /healthcheck, which the probes use: v0.2.3 has it
+    # (ai-on-gke .../jetstream/http-server/http_server.py, added in 707c3e38; kubernetes-engine-samples
+    # ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml probe /healthcheck on jetstream-http:v0.2.3)
+    assert ref_http["image"].endswith(":v0.2.2") and http["image"].endswith("/jetstream-http:v0.2.3")
+    assert http["ports"] == ref_http["ports"]
     assert pod["serviceAccountName"] == "gemma"
     svc, ref_svc = objects[("Service", "gemma-svc")], reference("Service")
     assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
@@ -89,7 +93,13 @@ def test_stackdriver_hpa_matches_reference_template():
     }
     assert external["type"] == "External"
     assert external["external"]["metric"]["name"] == "prometheus.googleapis.com|memory_used|gauge"
-    assert external["external"]["metric"]["selector"] == {"matchLabels": {"metric.labels.exported_namespace": "gemma"}}
+    # the reference's selector has no cluster: any cluster of the project with a `gemma` namespace would count.
+    # prometheus_target's cluster label is resource.labels.cluster (GoogleCloudPlatform/k8s-stackdriver
+    # custom-metrics-stackdriver-adapter/pkg/adapter/translator/utils/filter_builder.go, PrometheusSchema), and
+    # resource.labels.* selectors are allowed for External metrics (translator/query_builder.go).
+    assert external["external"]["metric"]["selector"] == {
+        "matchLabels": {"metric.labels.exported_namespace": "gemma", "resource.labels.cluster": "tpu-serving-gemma-hpa"}
+    }
     assert external["external"]["target"] == {"type": "AverageValue", "averageValue": "100000000000"}
     template = (TEMPLATES / "custom-metrics-stackdriver-adapter/hpa.jetstream.yaml.tftpl").read_text()
     assert "type: Pods" in template and "prometheus.googleapis.com|${rule.target_query}|gauge" in template
@@ -101,16 +111,18 @@ def test_prometheus_adapter_hpa_matches_reference_template():
     hpa = objects_of(rec)[("HorizontalPodAutoscaler", "gemma")]
     assert [m["type"] for m in hpa["spec"]["metrics"]] == ["External", "External"]
     assert [m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == [
-        "jetstream_slots_used_percentage",
+        "jetstream_prefill_backlog_size",
         "memory_used_percentage",
     ]
+    # memory_used_percentage is a 0-1 ratio, as the reference rule computes it (values.yaml.tftpl)
+    assert hpa["spec"]["metrics"][1]["external"]["target"] == {"type": "AverageValue", "averageValue": "800m"}
     assert hpa["spec"]["behavior"] == {"scaleDown": {"stabilizationWindowSeconds": 300}}
     template = (TEMPLATES / "prometheus-adapter/hpa.jetstream.yaml.tftpl").read_text()
     assert "- type: External" in template and "name: ${rule.target_query}" in template
     # the adapter's rules are filtered to the workload's namespace
     release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter")
     for rule in release.inputs["values"]["rules"]["external"]:
-        assert '=~"gemma"' in rule["metricsQuery"]
+        assert '=~"gemma"' in rule["seriesQuery"] and "<<.LabelMatchers>>" in rule["metricsQuery"]
 
 
 @pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
@@ -135,6 +147,7 @@ def js(**fields) -> dict:
 POOLS = [
     pool(name="single", tpu="v5e", topology="2x4", zone="us-east5-a", autoscaling={"minNodes": 0, "maxNodes": 3}),
     pool(name="multi", tpu="v5e", topology="4x8", zone="us-east5-a"),
+    pool(name="v6e", tpu="v6e", topology="2x4", zone="us-east5-b"),
 ]
 AUTO = {"minReplicas": 1, "maxReplicas": 3, "metrics": [{"name": "jetstream_prefill_backlog_size", "target": 5}]}
 
@@ -210,6 +223,31 @@ BAD = {
         "tpu-serving:workloads[0].autoscaling.metrics[0].name: 'tpu_memory_used_percentage' is not served by the "
         "custom-metrics-stackdriver adapter",
     ),
+    # JetStream's slots metric is a 0-1 fraction (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py)
+    "fraction target written in percent": (
+        {"autoscaling": {**AUTO, "metrics": [{"name": "jetstream_slots_used_percentage", "target": 50}]}},
+        "tpu-serving:workloads[0].autoscaling.metrics[0].target: 50 is above 1: the unit is fraction, 0 to 1 of one "
+        "replica's capacity (0.5 = half); for 50% write 0.5",
+    ),
+    # maxengine-server:v0.2.2 runs JetStream 0.2.2 (PyPI google-jetstream, newest 0.2.2), which exports
+    # jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py)
+    "metric the engine image does not export": (
+        {"autoscaling": {**AUTO, "metrics": [{"name": "jetstream_slots_used_percentage", "target": 0.5}]}},
+        "tpu-serving:workloads[0].images.server: us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2 "
+        "does not serve metric jetstream_slots_used_percentage (it serves: jetstream_prefill_backlog_size, "
+        "jetstream_slots_available_percentage;",
+    ),
+    # maxtext@jetstream-v0.2.2 (2024-06-05) predates MaxText's first Trillium support (bc4f66e0b, 2024-09-11)
+    "TPU generation the engine image predates": (
+        {"pool": "v6e"},
+        "tpu-serving:workloads[0].images.server: us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2 "
+        "does not serve TPU generation v6e (it serves: v4, v5e, v5p;",
+    ),
+    "HTTP image without /healthcheck": (
+        {"images": {"http": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2"}},
+        "tpu-serving:workloads[0].images.http: us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2 does "
+        "not serve endpoint /healthcheck",
+    ),
     "max replicas beyond the pool": (
         {"autoscaling": {**AUTO, "maxReplicas": 4}},
         "tpu-serving:workloads[0].autoscaling.maxReplicas: 4 replicas x 8 chips = 32 chips, but pool 'single' holds at "
@@ -240,6 +278,16 @@ def test_jetstream_errors(run, case):
     with pytest.raises(pulumi.RunError) as err:
         run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl]))
     assert expected in str(err.value)
+
+
+def test_unrecorded_image_is_a_warning_not_an_error(run):
+    config = make_config(
+        tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(images={"server": "example.com/engine:v1"})]
+    )
+    rec = run(config)
+    engine = objects_of(rec)[("Deployment", "gemma")]["spec"]["template"]["spec"]["containers"][0]
+    assert engine["image"] == "example.com/engine:v1"
+    assert any("example.com/engine:v1 is not in the version matrix" in w for w in rec.warnings), rec.warnings
 
 
 def test_autoscaling_without_adapter_is_an_error(run):

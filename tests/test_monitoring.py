@@ -28,6 +28,8 @@ def test_tpu_device_plugin_podmonitoring(run):
     assert podmon["spec"] == {
         "selector": {"matchLabels": {"k8s-app": "tpu-device-plugin"}},
         "endpoints": [{"port": 2112, "interval": "15s"}],
+        # `node` for per-node panels and HBM ratios; pod/container as the CRD's defaults
+        "targetLabels": {"metadata": ["pod", "container", "node"]},
     }
     assert rec.one(PODMON).provider.startswith(rec.one("pulumi:providers:kubernetes").urn)
 
@@ -111,8 +113,8 @@ def test_prometheus_adapter_with_gmp_frontend(run):
     assert names == [
         "jetstream_prefill_backlog_size",
         "jetstream_slots_used_percentage",
-        "memory_used_percentage",
         "memory_used",
+        "memory_used_percentage",
     ]
     frontend = rec.one("kubernetes:apps/v1:Deployment", "monitoring-gmp-frontend").inputs["spec"]["template"]["spec"]
     container = frontend["containers"][0]
@@ -152,11 +154,15 @@ def test_adapter_rules_filter_by_cluster_and_namespaces():
     rules = metrics.prometheus_adapter_rules("c1", ["b", "a"])
     for rule in rules:
         assert 'cluster="c1"' in rule["seriesQuery"] and 'cluster="c1"' in rule["metricsQuery"]
-    assert 'namespace=~"a|b"' in rules[0]["metricsQuery"]
+        # the HPA's namespace arrives in <<.LabelMatchers>> (prometheus-adapter@v0.12.0 pkg/naming/metrics_query.go)
+        assert "<<.LabelMatchers>>" in rule["metricsQuery"]
+    assert 'namespace=~"a|b"' in rules[0]["seriesQuery"]
+    assert rules[0]["resources"] == {"template": "<<.Resource>>"}
     for rule in rules[2:]:  # TPU metrics: the workload's namespace is exported_namespace
-        assert 'exported_namespace=~"a|b"' in rule["metricsQuery"] and "container=" not in rule["metricsQuery"]
+        assert 'exported_namespace=~"a|b"' in rule["seriesQuery"] and "container=" not in rule["metricsQuery"]
+        assert rule["resources"] == {"overrides": {"exported_namespace": {"resource": "namespace"}}}
     # no workloads: the rules match nothing, never every namespace of every cluster
-    assert 'namespace=~""' in metrics.prometheus_adapter_rules("c1", [])[0]["metricsQuery"]
+    assert 'namespace=~""' in metrics.prometheus_adapter_rules("c1", [])[0]["seriesQuery"]
 
 
 def test_dashboard(run):
@@ -198,3 +204,27 @@ def test_pod_monitoring_helper_builds_valid_objects():
         "endpoints": [{"port": "metrics", "interval": "15s", "path": "/"}],
         "targetLabels": {"metadata": ["pod", "container", "node"]},
     }
+
+
+def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
+    """Every label a dashboard query groups or filters by is on the series it reads (stacks.metrics.SERIES_LABELS,
+    derived from the PodMonitorings' target labels: the PodMonitoring CRD's targetLabels.metadata,
+    ../shared/reference/crds/monitoring.googleapis.com_podmonitorings.yaml)."""
+    import re
+
+    for title, query, _ in dashboard.panels("c1"):
+        for grouping, series, selector in re.findall(r"by \(([^)]*)\) \((\w+)\{([^}]*)\}\)", query):
+            have = metrics.SERIES_LABELS[series]
+            used = {g.strip() for g in grouping.split(",")} | {m.split("=")[0] for m in selector.split(",")}
+            assert used <= have, (title, series, used - have)
+        assert re.findall(r"by \(", query), title  # every query was checked
+    # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
+    assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
+    assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)
+
+
+def test_dashboard_draws_fractions_as_percent():
+    queries = {title: (query, label) for title, query, label in dashboard.panels("c1")}
+    for title in ("JetStream slots used", "TPU HBM used"):
+        query, label = queries[title]
+        assert query.endswith("* 100") and label.startswith("%")

@@ -140,5 +140,5 @@ def jetstream_pod_monitoring(plan: WorkloadPlan, labels: dict[str, str]) -> dict
         "metrics",
         interval=plan.scrape_interval,
         path="/",
-        target_labels=["pod", "container", "node"],
+        target_labels=list(metrics.SERVER_TARGET_LABELS),
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 from stacks import catalog, metrics
 from stacks.config_model import JetStreamWorkload
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
     JETSTREAM_HTTP_PORT,
@@ -35,6 +35,7 @@ HTTP_PORT = JETSTREAM_HTTP_PORT
 GRPC_PORT = 9000
 ENGINE_CONTAINER = "maxengine-server"
 PRIVILEGED_BELOW = (1, 28)
+HEALTH_PATH = "/healthcheck"
 RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "set `prometheusPort` instead"}
 
 
@@ -43,6 +44,7 @@ class JetStreamPlan(WorkloadPlan):
     workload: JetStreamWorkload
     adapter: str = "custom-metrics-stackdriver"
     min_master_version: str | None = None
+    cluster: str = ""
 
     @property
     def preset(self) -> JetStreamPreset:
@@ -77,6 +79,20 @@ class JetStreamPlan(WorkloadPlan):
     def image(self, key: str) -> str:
         return getattr(self.workload.images, key) or IMAGES[{"server": "maxengineServer", "http": "jetstreamHttp"}[key]]
 
+    def needs(self) -> dict[str, Serves]:
+        """What the stack asks of each image: the engine exports the HPA's server series and runs on the pool's
+        TPUs; the HTTP server answers the probes and /generate."""
+        auto = self.workload.autoscaling
+        series = {
+            metrics.HPA_METRICS[m.name].series
+            for m in (auto.metrics if auto is not None else [])
+            if m.name in metrics.HPA_METRICS and metrics.HPA_METRICS[m.name].origin == "server"
+        }
+        return {
+            "server": Serves(metrics=frozenset(series), tpus=frozenset({self.shape.generation.name})),
+            "http": Serves(endpoints=frozenset({HEALTH_PATH, "/generate"})),
+        }
+
 
 # ---- validation ---------------------------------------------------------------------------------------
 
@@ -101,14 +117,18 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
             )
         else:
             for i, metric in enumerate(auto.metrics):
-                if metric.name not in metrics.ADAPTER_METRICS[adapter]:
+                if not metrics.adapter_serves(adapter, metric.name):
                     problems.append(
                         (
                             f"{path}.autoscaling.metrics[{i}].name",
                             f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
-                            f"{', '.join(sorted(metrics.ADAPTER_METRICS[adapter]))}",
+                            f"{', '.join(metrics.served_metrics(adapter))}",
                         )
                     )
+        for i, metric in enumerate(auto.metrics):
+            why = metrics.target_problem(metric.name, metric.target)
+            if why:
+                problems.append((f"{path}.autoscaling.metrics[{i}].target", why))
     if pool is None or len(problems) > start:
         return len(problems) == start
     shape = pool.shape
@@ -134,6 +154,15 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
             )
         )
     plan = JetStreamPlan(workload, pool, "", "")
+    for key, needs in plan.needs().items():
+        ref = plan.image(key)
+        for gap in image_gaps(ref, needs):
+            problems.append((f"{path}.images.{key}", f"{gap}: pin an image that does, or do not ask for it"))
+        if image_record(ref) is None:
+            warnings.append(
+                f"{path}.images.{key}: {ref} is not in the version matrix; the stack cannot check that it serves "
+                f"{_describe(needs)}"
+            )
     mesh_problem = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
     if mesh_problem:
         problems.append((f"{path}.maxtext", f"{mesh_problem} ({shape.generation.name} {shape.topology})"))
@@ -143,11 +172,20 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
     return len(problems) == start
 
 
+def _describe(needs: Serves) -> str:
+    parts = [
+        f"{what} {', '.join(sorted(have))}"
+        for what, have in (("endpoints", needs.endpoints), ("metrics", needs.metrics), ("TPU", needs.tpus))
+        if have
+    ]
+    return "; ".join(parts)
+
+
 # ---- manifests ----------------------------------------------------------------------------------------
 
 
 def _http_probe(**timing: int) -> dict[str, Any]:
-    return {"httpGet": {"path": "/healthcheck", "port": HTTP_PORT, "scheme": "HTTP"}, **timing}
+    return {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT, "scheme": "HTTP"}, **timing}
 
 
 def deployment(plan: JetStreamPlan) -> dict[str, Any]:
@@ -207,7 +245,9 @@ def hpa(plan: JetStreamPlan) -> dict[str, Any]:
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name},
         "minReplicas": auto.min_replicas,
         "maxReplicas": auto.max_replicas,
-        "metrics": [metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace) for m in auto.metrics],
+        "metrics": [
+            metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics
+        ],
     }
     if auto.behavior:
         spec["behavior"] = auto.behavior

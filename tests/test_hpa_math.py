@@ -1,0 +1,116 @@
+"""HPA math: at N ready replicas each carrying load L, every metric the stack serves makes the HPA propose
+ceil(N*L/target), through either adapter (the model and its sources are in tests/hpa_model.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stacks import metrics
+from tests import hpa_model
+from tests.hpa_model import World
+
+CLUSTER, NS = "tpu-serving-dev", "gemma"
+CHIPS, HBM_PER_CHIP = 8, 16e9
+# (load per replica, target) per unit: loads below, near and above the target
+CASES = {
+    "fraction": [(0.2, 0.5), (0.6, 0.5), (0.9, 0.5), (1.0, 0.7)],
+    "requests": [(3, 10), (12, 10), (40, 10)],
+    "bytes": [(60e9, 100e9), (120e9, 100e9), (30e9, 100e9)],
+}
+
+
+def world(metric: metrics.HpaMetric, replicas: int, load: float) -> World:
+    """`replicas` pods of the workload each carrying `load`, plus the same series from another cluster's
+    namespace of the same name and from another namespace of this cluster, which must not count."""
+    w = World()
+    places = [(CLUSTER, NS, replicas, load), ("other-cluster", NS, 3, 5 * load), (CLUSTER, "other", 2, 7 * load)]
+    for cluster, ns, count, value in places:
+        for i in range(count):
+            if metric.origin == "server":
+                w.add(metric.series, value, cluster=cluster, namespace=ns, pod=f"{ns}-{i}", node=f"n{i}", id=f"{i}")
+                continue
+            for chip in range(CHIPS):  # device-plugin series: one per chip, in kube-system
+                labels = dict(
+                    cluster=cluster,
+                    namespace="kube-system",
+                    exported_namespace=ns,
+                    node=f"{cluster}-{ns}-n{i}",
+                    accelerator_id=str(chip),
+                )
+                used = value / CHIPS if metric.unit is metrics.BYTES else value * HBM_PER_CHIP
+                w.add(metric.series, used, **labels)
+                if metric.denominator:
+                    w.add(metric.denominator, HBM_PER_CHIP, **labels)
+    return w
+
+
+def values(adapter: str, spec: dict, metric: metrics.HpaMetric, w: World) -> list[float]:
+    if adapter == "prometheus-adapter":
+        return hpa_model.prometheus_adapter_values(metrics.prometheus_adapter_rule(metric, CLUSTER, [NS]), NS, w)
+    if spec["type"] == "Pods":  # the adapter reads this cluster's pods of the HPA's namespace
+        w = World([s for s in w.series if s[0].get("cluster") == CLUSTER and s[0].get("namespace") == NS])
+    return hpa_model.stackdriver_values(spec, w)
+
+
+SERVED = [(a, n) for a in ("custom-metrics-stackdriver", "prometheus-adapter") for n in metrics.served_metrics(a)]
+
+
+@pytest.mark.parametrize("adapter,name", SERVED)
+def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
+    metric = metrics.HPA_METRICS[name]
+    for load, target in CASES[metric.unit.name]:
+        spec = metrics.hpa_metric(adapter, name, target, NS, CLUSTER)
+        for replicas in (1, 2, 3, 5):
+            got = hpa_model.proposal(
+                spec, values(adapter, spec, metric, world(metric, replicas, load)), replicas, replicas
+            )
+            assert got == hpa_model.expected(replicas, load, target), (adapter, name, replicas, load, target)
+
+
+def test_the_model_catches_an_averaging_rule():
+    """The rule the tutorial and this stack used to render (avg) proposes ceil(L/target) whatever N is."""
+    metric = metrics.HPA_METRICS["jetstream_prefill_backlog_size"]
+    rule = metrics.prometheus_adapter_rule(metric, CLUSTER, [NS])
+    averaging = {**rule, "metricsQuery": rule["metricsQuery"].replace("sum(", "avg(", 1)}
+    spec = metrics.hpa_metric("prometheus-adapter", metric.name, 10, NS, CLUSTER)
+    got = hpa_model.proposal(spec, hpa_model.prometheus_adapter_values(averaging, NS, world(metric, 3, 20)), 3, 3)
+    assert got == 2 != hpa_model.expected(3, 20, 10) == 6
+
+
+def test_the_model_catches_a_missing_cluster_filter():
+    metric = metrics.HPA_METRICS["tpu_memory_used"]
+    spec = metrics.hpa_metric("custom-metrics-stackdriver", metric.name, 100e9, NS, CLUSTER)
+    del spec["external"]["metric"]["selector"]["matchLabels"]["resource.labels.cluster"]
+    got = hpa_model.proposal(spec, values("custom-metrics-stackdriver", spec, metric, world(metric, 2, 60e9)), 2, 2)
+    assert got != hpa_model.expected(2, 60e9, 100e9)
+
+
+def test_every_metric_has_a_unit_and_a_source():
+    for metric in metrics.HPA_METRICS.values():
+        assert metric.unit.name in CASES and metric.source
+    # JetStream sets jetstream_slots_used_percentage to 1 - free/max slots: a fraction
+    # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py)
+    assert metrics.HPA_METRICS["jetstream_slots_used_percentage"].unit is metrics.FRACTION
+    # the tutorial's memory_used_percentage is avg(memory_used)/avg(memory_total), no *100
+    # (ai-on-gke modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl)
+    assert metrics.HPA_METRICS["tpu_memory_used_percentage"].unit is metrics.FRACTION
+
+
+@pytest.mark.parametrize(
+    "name,target,problem",
+    [
+        (
+            "jetstream_slots_used_percentage",
+            50,
+            "50 is above 1: the unit is fraction, 0 to 1 of one replica's capacity",
+        ),
+        ("tpu_memory_used_percentage", 80, "for 80% write 0.8"),
+        ("jetstream_slots_used_percentage", 0.5, None),
+        ("tpu_memory_used_percentage", 1, None),
+        ("jetstream_prefill_backlog_size", 50, None),
+        ("tpu_memory_used", 1e11, None),
+    ],
+)
+def test_targets_are_checked_against_the_unit(name, target, problem):
+    found = metrics.target_problem(name, target)
+    assert (found is None) if problem is None else (problem in (found or ""))
