@@ -84,6 +84,10 @@ class Addons(pulumi.ComponentResource):
 
     def dependency(self, addon: str) -> list[pulumi.Resource]:
         """What a custom resource of this add-on must depend on (its release), for `depends_on`."""
+        if addon == "pathwaysJob":
+            if self.pathways_job is None:
+                raise ValueError("add-on 'pathwaysJob' is not installed; enable tpu-serving:addons.pathwaysJob")
+            return [self.pathways_job]
         release = self.releases.get(addon)
         if release is None:
             raise ValueError(f"add-on {addon!r} is not installed; enable tpu-serving:addons.{addon}")

@@ -26,6 +26,8 @@ class NodeServiceAccount(pulumi.ComponentResource):
         *,
         account_id: str,
         project: str,
+        display_name: str | None = None,
+        description: str = "tpu-serving: node service account (logging, monitoring, image pulls only)",
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:identity:NodeServiceAccount", name, None, opts)
@@ -34,8 +36,8 @@ class NodeServiceAccount(pulumi.ComponentResource):
             gcp.serviceaccount.AccountArgs(
                 account_id=account_id,
                 project=project,
-                display_name=f"GKE nodes of {account_id.removesuffix('-nodes')}",
-                description="tpu-serving: node service account (logging, monitoring, image pulls only)",
+                display_name=display_name or f"GKE nodes of {account_id.removesuffix('-nodes')}",
+                description=description,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

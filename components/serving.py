@@ -16,8 +16,8 @@ from stacks.workloads.common import WorkloadPlan
 class ServingWorkload(pulumi.ComponentResource):
     namespace: str
     """Kubernetes namespace of the workload."""
-    service_name: str
-    """The Service clients use."""
+    service_name: str | None
+    """The Service clients use (None: the workload has none)."""
     commands: dict[str, Any]
     """Ready-to-run commands (port-forward, curl, ...), for the stack outputs."""
 

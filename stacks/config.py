@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_snake
 
 from stacks import catalog, naming, pool_sizing, versions
 from stacks.config_model import (
@@ -27,7 +28,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream, jetstream_pathways, saxml
+from stacks.workloads import jetstream, jetstream_pathways, pathways_job, saxml
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -487,7 +488,10 @@ def _check_generation(path: str, workload: Any, pool: PoolPlan, problems: list[P
 
 
 # Workload type -> the add-on its custom resources need.
-WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset"}
+# (camelCase keys under tpu-serving:addons)
+WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset", "pathways-job": "pathwaysJob"}
+# Workload types whose pods run on the host network as the node's identity: their TPU pool serves them alone.
+EXCLUSIVE_POOL_TYPES = {"pathways-job"}
 PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 WORKLOAD_NAME_MAX = 40
@@ -515,6 +519,12 @@ WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
     "saxml": (
         lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings),
         lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval, ctx.paused),
+    ),
+    "pathways-job": (
+        lambda path, w, pool, problems, warnings, ctx: pathways_job.check(path, w, pool, problems, warnings),
+        lambda w, pool, ns, bucket, ctx: pathways_job.PathwaysJobPlan(
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused
+        ),
     ),
     "jetstream": (
         lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
@@ -580,7 +590,7 @@ def _check_workloads(
                 Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
             )
         addon = WORKLOAD_ADDONS.get(workload.type)
-        if addon and addons is not None and not getattr(addons, addon).enabled:
+        if addon and addons is not None and not getattr(addons, to_snake(addon)).enabled:
             problems.append(
                 Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
             )
@@ -593,7 +603,40 @@ def _check_workloads(
         problems.extend(Problem(p, m) for p, m in raw_problems)
         if len(problems) == start and pool is not None and bucket_name:
             plans.append(make_plan(workload, pool, namespace, bucket_name, context))
+    _check_exclusive_pools(workloads, pools, problems)
     return plans
+
+
+def _check_exclusive_pools(
+    workloads: list[tuple[int, Any]], pools: dict[str, PoolPlan], problems: list[Problem]
+) -> None:
+    """A pool of a host-network workload serves it alone (its nodes act as that workload's identity), and the node
+    pools the stack adds for such a workload do not collide with the TPU node pools."""
+    users: dict[str, list[int]] = {}
+    for i, workload in workloads:
+        users.setdefault(workload.pool, []).append(i)
+    node_pools = {name: pool for pool in pools.values() for name in pool.node_pool_names}
+    for i, workload in workloads:
+        if workload.type not in EXCLUSIVE_POOL_TYPES:
+            continue
+        others = [j for j in users.get(workload.pool, []) if j != i]
+        if others:
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{i}].pool",
+                    f"pool {workload.pool!r} is also used by workloads[{others[0]}]; a {workload.type} workload runs "
+                    "as its pool's node identity, so its pool serves it alone: add a pool",
+                )
+            )
+        if workload.type == "pathways-job" and workload.deployment_mode == "default":
+            head = pathways_job.head_pool_name(workload.name)
+            if head in node_pools:
+                problems.append(
+                    Problem(
+                        f"{NS}:workloads[{i}].name",
+                        f"its head node pool {head!r} would collide with a node pool of tpuPools {node_pools[head].name!r}",
+                    )
+                )
 
 
 def parse_stack_config(

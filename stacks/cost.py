@@ -27,6 +27,10 @@ CPU_MACHINE_HOUR: dict[str, float] = {
     "e2-standard-16": 0.536,
     "n2-standard-4": 0.194,
     "n2-standard-8": 0.388,
+    "n2-standard-32": 1.554,
+    "n2-highmem-32": 2.096,
+    "n2-standard-48": 2.331,
+    "n2-standard-64": 3.108,
     "n4-standard-4": 0.190,
     "n4-standard-8": 0.380,
 }
@@ -117,6 +121,18 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
             )
         )
     for workload in cfg.workloads:
+        machine = getattr(workload, "head_machine", None)
+        if machine is not None:  # a PathwaysJob head's CPU node pool: 0 nodes, 1 while the job runs
+            price = CPU_MACHINE_HOUR[machine.name]
+            out.lines.append(
+                Line(
+                    f"Pathways head pool {workload.name}",
+                    0.0,
+                    0.0 if paused else price,
+                    f"{machine.name} x 0-1" + (" (paused)" if paused else ""),
+                )
+            )
+    for workload in cfg.workloads:
         pool = workload.pool
         price = chip_price(pool.shape.generation.name, pool.config.capacity) or 0.0
         out.workloads[workload.name] = 0.0 if paused else round(workload_chips(workload) * price, 4)
@@ -128,7 +144,7 @@ def workload_chips(workload: Any) -> int:
     w, pool = workload.workload, workload.pool
     if w.type == "jetstream-pathways":
         return w.replicas * pool.total_chips
-    if w.type == "saxml":
+    if w.type in ("saxml", "pathways-job"):
         return pool.total_chips
     replicas = w.autoscaling.max_replicas if w.autoscaling else w.replicas
     return replicas * pool.shape.tpu_request

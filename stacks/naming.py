@@ -21,7 +21,10 @@ LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 # Node label of the CPU system pool; controllers and adapters select it so they never land on TPU nodes.
-SYSTEM_POOL_SELECTOR = {"tpu-serving/role": "system"}
+ROLE_LABEL = "tpu-serving/role"
+SYSTEM_POOL_SELECTOR = {ROLE_LABEL: "system"}
+# Node label of a node pool the stack provisions for one workload (e.g. a Pathways head pool).
+WORKLOAD_LABEL = "tpu-serving/workload"
 
 # Labels on every Kubernetes object the stack creates.
 MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}

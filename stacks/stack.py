@@ -14,10 +14,12 @@ from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
 from components.namespaces import Namespaces
 from components.network import Network
+from components.node_identity import NodeServiceAccount
+from components.pathways_job import PathwaysJob
 from components.saxml import Saxml
 from components.serving import ServingWorkload
 from components.tpu_pool import TpuSlicePool
-from stacks import cost
+from stacks import cost, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 
@@ -98,6 +100,19 @@ def build_platform(cfg: StackConfig) -> Platform:
         profile=cfg.profile,
         labels=cfg.labels,
     )
+    # Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
+    # account, used by its pool (and the nodes the workload adds), before any of those pools exist.
+    own_nodes = {
+        plan.pool.name: NodeServiceAccount(
+            f"workload-{plan.name}-nodes",
+            account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
+            project=cfg.gcp_project,
+            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
+            description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
+        )
+        for plan in cfg.workloads
+        if getattr(plan, "owns_pool", False)
+    }
     pools = {
         plan.name: TpuSlicePool(
             f"tpu-{plan.name}",
@@ -106,7 +121,9 @@ def build_platform(cfg: StackConfig) -> Platform:
             resource_prefix=cfg.cluster_name,
             location=cfg.cluster_location,
             project=cfg.gcp_project,
-            node_service_account=cluster.node_service_account,
+            node_service_account=(
+                own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+            ),
             labels=cfg.labels,
             protect=cfg.profile.protect,
             paused=cfg.paused,
@@ -153,6 +170,16 @@ def build_platform(cfg: StackConfig) -> Platform:
             workloads[plan.name] = Saxml(name, jobset_release=addons.dependency("jobset"), **common)
         elif plan.workload.type == "jetstream":
             workloads[plan.name] = JetStream(name, adapter=monitoring.adapter_resources, **common)
+        elif plan.workload.type == "pathways-job":
+            workloads[plan.name] = PathwaysJob(
+                name,
+                controller=addons.dependency("pathwaysJob"),
+                node_service_account=own_nodes[plan.pool.name].email,
+                cluster_name=cluster.name,
+                location=cfg.cluster_location,
+                labels=cfg.labels,
+                **common,
+            )
     return Platform(
         config=cfg,
         network=network,

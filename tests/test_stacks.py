@@ -32,7 +32,8 @@ def test_resource_names_are_unique(recording):
 def test_every_resource_has_a_component_parent(recording):
     components = {r.urn: r for r in recording.resources if not r.custom}
     for r in recording.resources:
-        if r.type.startswith("pulumi:providers:") or r.custom:
+        # a provider's multi-language component (e.g. kubernetes:yaml/v2:ConfigFile) sits inside ours like a resource
+        if r.type.startswith("pulumi:providers:") or r.custom or r.remote:
             assert r.parent in components, f"{r.type} {r.name} is not inside a component"
             parent = components[r.parent]
             assert r.name.startswith(parent.name), f"{r.name} is not named after its component {parent.name}"

@@ -46,6 +46,7 @@ class Registration:
     delete_before_replace: bool
     additional_secret_outputs: list[str]
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
+    replace_on_changes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -147,6 +148,7 @@ def _monitor(mocks, recording: Recording):
                 delete_before_replace=bool(request.deleteBeforeReplace),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 remote=bool(request.remote),
+                replace_on_changes=list(request.replaceOnChanges),
             )
             with lock:
                 if any(r.urn == urn for r in recording.resources):

@@ -1,0 +1,106 @@
+"""A PathwaysJob workload (manifest from stacks.workloads.pathways_job): the job, the CPU node pool its head needs
+in `default` mode, and its identity's access to its prefix of the stack bucket.
+
+The controller runs every pod of the job on the host network, and GKE does not apply Workload Identity to
+host-network pods (they get the node's identity). So the workload's own Google service account is the node
+service account of the nodes that run it: its TPU pool (which serves it alone) and its head pool. The stack
+creates that account before the pools (`stacks.stack`); here it gets `objectUser` on the bucket, limited by an
+IAM condition to the workload's prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.cluster import node_pool_security
+from components.serving import ServingWorkload
+from stacks.workloads import pathways_job as pj
+
+
+class PathwaysJob(ServingWorkload):
+    head_pool: gcp.container.NodePool | None
+    """The CPU node pool of the head pod (default mode)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        plan: pj.PathwaysJobPlan,
+        project: str,
+        stack: str,
+        bucket: pulumi.Input[str],
+        provider: k8s.Provider,
+        namespace: pulumi.Resource | None,
+        node_pools: Sequence[pulumi.Resource],
+        controller: Sequence[pulumi.Resource],
+        node_service_account: pulumi.Input[str],
+        cluster_name: pulumi.Input[str],
+        location: str,
+        labels: dict[str, str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(
+            "tpu-serving:workloads:PathwaysJob", name, plan=plan, provider=provider, namespace=namespace, opts=opts
+        )
+        self.service_name = None
+        self.commands = pj.commands(plan)
+        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
+        condition = pj.prefix_condition(plan.bucket, plan.prefix)
+        grant = gcp.storage.BucketIAMMember(
+            f"{name}-prefix-objectuser",
+            gcp.storage.BucketIAMMemberArgs(
+                bucket=bucket,
+                role="roles/storage.objectUser",
+                member=member,
+                condition=gcp.storage.BucketIAMMemberConditionArgs(**condition),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.head_pool = None
+        machine = plan.head_machine
+        if machine is not None:
+            self.head_pool = gcp.container.NodePool(
+                f"{name}-head",
+                gcp.container.NodePoolArgs(
+                    name=plan.head_pool_name,
+                    cluster=cluster_name,
+                    location=location,
+                    project=project,
+                    node_locations=[plan.pool.config.zone],  # beside the TPU slices
+                    # from zero: the autoscaler adds the node while the head pod is pending, removes it after
+                    autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=1),
+                    initial_node_count=0,
+                    node_config=gcp.container.NodePoolNodeConfigArgs(
+                        machine_type=machine.name,
+                        disk_type="pd-balanced",
+                        labels=plan.head_selector,
+                        resource_labels={**labels, "workload": plan.name},
+                        **node_pool_security(node_service_account),
+                    ),
+                    management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+                ),
+                opts=pulumi.ResourceOptions(
+                    parent=self, delete_before_replace=True, ignore_changes=["initialNodeCount"]
+                ),
+            )
+
+        if not plan.paused:
+            # Paused: no PathwaysJob, so its JobSet and pods are garbage-collected and the pools drain.
+            job = pj.pathways_job(plan)
+            nodes = [*node_pools, *([self.head_pool] if self.head_pool is not None else [])]
+            k8s.apiextensions.CustomResource(
+                f"{name}-job",
+                api_version=job["apiVersion"],
+                kind=job["kind"],
+                metadata=job["metadata"],
+                spec=job["spec"],
+                # the CRD makes the spec immutable: a change replaces the job (same name, so delete first);
+                # never before the controller, the nodes it runs on and its access to the bucket
+                opts=self.k8s_opts(*controller, *nodes, grant, replace_on_changes=["spec"], delete_before_replace=True),
+            )
+        self.register_outputs({"namespace": self.namespace, **self.commands})

@@ -1,0 +1,303 @@
+"""A PathwaysJob (google/pathways-job): batch or interactive Pathways on a multi-host TPU pool.
+
+The PathwaysJob controller builds a JobSet from a short spec: a `pathways-head` job (Pathways resource manager
+and proxy, plus the user's program in batch mode) and a `worker` job per slice with one Pathways worker per TPU
+host. Every value the spec needs comes from the pool: `workers[0].type` (machine type), `topology`, `numSlices`;
+the scratch directory `pathwaysDir` is a prefix of the stack bucket. What the controller derives from them
+(node selectors, worker count, chips per worker, ports, requests) is mirrored here from its source at the pinned
+release, google/pathways-job@v0.1.4:internal/controller/pathwaysjob_controller.go, so the stack can check a pool
+before anything is applied and size the node the head pod needs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog, cpu_machines, naming
+from stacks.config_model import PathwaysJobWorkload
+from stacks.versions import IMAGES
+from stacks.workloads.common import TPU_TOLERATION, WorkloadPlan
+
+API_VERSION = "pathways-job.pathways.domain/v1"
+KIND = "PathwaysJob"
+
+# ---- what the controller (v0.1.4) does, from pathwaysjob_controller.go ----------------------------------------
+PROXY_PORT = 29000  # PathwaysProxyPort; JAX clients connect to grpc://<head>:29000
+RM_PORT = 29001  # PathwaysRMPort
+HEAD_JOB = "pathways-head"  # PathwaysHeadJobName
+WORKER_JOB = "worker"
+MAIN_CONTAINER = "main"  # ControllerSpec.MainContainerName default
+# The head's containers carry limits only (so requests = limits): pathways-rm 8 CPU / 32e9 bytes,
+# pathways-proxy 16 CPU / 100e9 bytes (MakeResourceManagerContainer, MakeProxyContainer).
+HEAD_CPU = 8 + 16
+HEAD_MEMORY_BYTES = 32_000_000_000 + 100_000_000_000
+# Environment the controller appends to the main container (injectJAXBackendTargetIntoMainContainer): a user
+# value of the same name would be overridden.
+CONTROLLER_ENV = ("PATHWAYS_HEAD", "JAX_PLATFORMS", "XCLOUD_ENVIRONMENT", "JAX_BACKEND_TARGET")
+# Pod labels JobSet sets on every pod of the job (the controller's own affinity rules select on the first).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+# The MachineType enum and ValidTpuTopologiesMap, for the machine types the TPU catalog provisions multi-host.
+_V5P_TOPOLOGIES = (
+    "2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x4x12 4x8x8 4x4x20 4x8x12 4x4x28 8x8x8 4x12x12 4x8x20 4x4x44 8x8x12 "
+    "4x4x52 4x8x28 4x12x20 8x8x16 4x4x68 8x12x12 4x4x76 8x8x20 4x12x28 4x8x44 4x4x92 8x12x16 4x20x20 4x8x52 "
+    "12x12x12 8x8x28 4x4x116 8x12x20 4x4x124 8x16x16 4x12x44 4x8x68 4x20x28 12x12x16 4x4x148 4x8x76 4x12x52 "
+    "8x16x20 4x4x164 8x12x28 4x4x172 8x8x44 12x12x20 4x8x92 4x4x188 12x16x16 4x28x28 8x20x20 4x12x68 8x8x52 "
+    "4x4x212 12x12x24 4x20x44 8x16x28 4x12x76 4x8x116 4x4x236 12x16x20 4x4x244 4x8x124 12x12x28 16x16x16 "
+    "4x20x52 8x12x44 8x8x68 4x12x92 8x20x28 12x16x24 4x8x148 12x20x20 8x8x76 4x28x44 8x12x52 16x16x20 "
+    "12x12x36 4x8x164 12x16x28 4x20x68 4x8x172 4x12x116 8x16x44 12x20x24 4x28x52 8x8x92 4x12x124 4x8x188 "
+    "4x20x76 16x16x24 12x24x24 16x20x28"
+).split()
+CONTROLLER_TOPOLOGIES: dict[str, tuple[str, ...]] = {
+    "ct6e-standard-4t": ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+    "ct6e-standard-8t": ("2x4",),
+    "ct5p-hightpu-4t": tuple(_V5P_TOPOLOGIES),
+    "ct5lp-hightpu-4t": ("2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
+    "ct5lp-hightpu-8t": ("2x4",),
+    "ct4p-hightpu-4t": tuple(
+        "2x2x1 2x2x2 2x2x4 2x4x4 4x4x4 4x4x8 4x8x8 4x4x16 8x8x8 8x8x12 8x8x16 4x16x16 8x16x16".split()
+    ),
+}
+_EIGHT_CHIP_MACHINES = ("ct6e-standard-8t", "ct5lp-hightpu-8t")
+
+
+def controller_workers(machine_type: str, topology: str) -> tuple[int, int]:
+    """(workers per slice, chips per worker) as the controller computes them (calculateVMsFromMachineTypeAndTopology):
+    chips of the topology over 4 (8 for the 8-chip machine types)."""
+    chips = catalog.topology_chips(topology)
+    per_vm = 8 if machine_type in _EIGHT_CHIP_MACHINES else 4
+    return (chips // per_vm if chips >= per_vm else 1), per_vm
+
+
+# ---- plan ------------------------------------------------------------------------------------------------------
+
+IMAGE_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*[a-z0-9](:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+ENV_NAME_RE = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+HEAD_POOL_ROLE = "pathways-head"
+COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
+
+
+def default_pathways_version() -> str:
+    """The tag the version matrix pins for the Pathways server and proxy images (the controller's default is
+    `latest`, which would float)."""
+    return IMAGES["pathwaysServer"].rsplit(":", 1)[1]
+
+
+@dataclass(frozen=True)
+class PathwaysJobPlan(WorkloadPlan):
+    workload: PathwaysJobWorkload
+
+    @property
+    def prefix(self) -> str:
+        """The workload's prefix of the stack bucket: the only objects its identity may touch."""
+        return f"{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/"
+
+    @property
+    def pathways_dir(self) -> str:
+        return f"gs://{self.bucket}/{self.prefix}tmp"
+
+    @property
+    def pathways_version(self) -> str:
+        return self.workload.pathways_version or default_pathways_version()
+
+    @property
+    def interactive(self) -> bool:
+        return self.workload.job is None
+
+    @property
+    def head_on_cpu(self) -> bool:
+        return self.workload.deployment_mode == "default"
+
+    @property
+    def head_machine(self) -> cpu_machines.CpuMachine | None:
+        """The CPU machine type of the head's node pool (default mode): the cheapest that holds the head pod."""
+        if not self.head_on_cpu:
+            return None
+        return cpu_machines.smallest_fitting(HEAD_CPU, HEAD_MEMORY_BYTES)
+
+    @property
+    def head_pool_name(self) -> str:
+        return head_pool_name(self.name)
+
+    @property
+    def head_selector(self) -> dict[str, str]:
+        return {naming.ROLE_LABEL: HEAD_POOL_ROLE, naming.WORKLOAD_LABEL: self.name}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"app": self.name}
+
+    @property
+    def owns_pool(self) -> bool:
+        """The TPU pool runs only this workload, as this identity (its pods use the host network)."""
+        return True
+
+
+# ---- validation ------------------------------------------------------------------------------------------------
+
+
+def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, warnings: list) -> bool:
+    """Add (key path, message) problems and warning texts; return whether the workload is usable."""
+    start = len(problems)
+    version = workload.pathways_version
+    if version is not None and not IMAGE_TAG_RE.match(version):
+        problems.append(
+            (f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
+        )
+    for key in COMPONENTS:
+        image = getattr(workload.images, key)
+        if image is not None and not IMAGE_RE.match(image):
+            problems.append(
+                (f"{path}.images.{key}", f"{image!r} is not an image reference, e.g. {IMAGES['pathwaysServer']}")
+            )
+    job = workload.job
+    if job is not None:
+        if not IMAGE_RE.match(job.image):
+            problems.append((f"{path}.job.image", f"{job.image!r} is not an image reference, e.g. python:3.12"))
+        for name in job.env:
+            if name in CONTROLLER_ENV:
+                problems.append(
+                    (
+                        f"{path}.job.env.{name}",
+                        "set by the PathwaysJob controller (it points JAX at the proxy); remove it",
+                    )
+                )
+            elif not ENV_NAME_RE.match(name):
+                problems.append((f"{path}.job.env.{name}", "not a valid environment variable name"))
+    elif workload.deployment_mode == "colocate_head_with_workers":
+        warnings.append(
+            f"{path}: an interactive PathwaysJob in colocate_head_with_workers mode: the controller (v0.1.4) gives "
+            "the head pod no toleration for the TPU nodes' google.com/tpu taint; use deploymentMode default, or a job"
+        )
+    if pool is None:
+        return len(problems) == start
+    shape = pool.shape
+    if not shape.multi_host:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"a PathwaysJob needs a multi-host pool; {pool.name!r} is single-host "
+                f"({shape.generation.name} {shape.topology} on {shape.machine_type})",
+            )
+        )
+        return False
+    allowed = CONTROLLER_TOPOLOGIES.get(shape.machine_type)
+    if allowed is None:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"the PathwaysJob controller does not support machine type {shape.machine_type} of pool "
+                f"{pool.name!r}; supported: {', '.join(CONTROLLER_TOPOLOGIES)}",
+            )
+        )
+    elif shape.topology not in allowed:
+        problems.append(
+            (
+                f"{path}.pool",
+                f"the PathwaysJob controller does not accept topology {shape.topology} on {shape.machine_type} "
+                f"(pool {pool.name!r})",
+            )
+        )
+    elif controller_workers(shape.machine_type, shape.topology) != (shape.hosts, shape.chips_per_host):
+        workers, chips = controller_workers(shape.machine_type, shape.topology)
+        problems.append(
+            (
+                f"{path}.pool",
+                f"the PathwaysJob controller would run {workers} workers of {chips} chips per slice, but pool "
+                f"{pool.name!r} has {shape.hosts} hosts of {shape.chips_per_host} chips",
+            )
+        )
+    return len(problems) == start
+
+
+# ---- manifests -------------------------------------------------------------------------------------------------
+
+
+def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
+    """The head pod template of a batch job: the user's program as the `main` container. The controller adds the
+    resource manager and proxy as sidecars, host networking and the JAX environment."""
+    job = plan.workload.job
+    assert job is not None
+    container: dict[str, Any] = {"name": MAIN_CONTAINER, "image": job.image, "imagePullPolicy": "IfNotPresent"}
+    if job.command is not None:
+        container["command"] = list(job.command)
+    if job.args is not None:
+        container["args"] = list(job.args)
+    if job.env:
+        container["env"] = [{"name": k, "value": v} for k, v in job.env.items()]
+    container["securityContext"] = {"allowPrivilegeEscalation": False}
+    spec: dict[str, Any] = {"containers": [container]}
+    if plan.head_on_cpu:
+        spec["nodeSelector"] = plan.head_selector
+    else:
+        # beside a worker on a TPU host (the controller sets the TPU node selector); TPU nodes are tainted
+        spec["tolerations"] = [dict(TPU_TOLERATION)]
+    return {"metadata": {"labels": dict(plan.labels)}, "spec": spec}
+
+
+def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
+    shape = plan.shape
+    controller: dict[str, Any] = {"deploymentMode": plan.workload.deployment_mode, "mainContainerName": MAIN_CONTAINER}
+    if not plan.interactive:
+        controller["template"] = _template(plan)
+    spec: dict[str, Any] = {
+        "maxRestarts": plan.workload.max_restarts,
+        "pathwaysDir": plan.pathways_dir,
+        "pathwaysVersion": plan.pathways_version,
+        "workers": [{"type": shape.machine_type, "topology": shape.topology, "numSlices": plan.pool.slices}],
+        "controller": controller,
+    }
+    custom = [
+        {"componentType": component, "image": getattr(plan.workload.images, key)}
+        for key, component in COMPONENTS.items()
+        if getattr(plan.workload.images, key)
+    ]
+    if custom:
+        spec["customComponents"] = custom
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": plan.metadata(plan.name, plan.labels), "spec": spec}
+
+
+def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
+    """An IAM condition that limits a bucket-level grant to the objects under `prefix`, and to listing that prefix
+    (a list request names the bucket, not an object; its prefix is the objectListPrefix API attribute)."""
+    return {
+        "title": f"only {prefix}"[:100],
+        "description": f"objects under gs://{bucket}/{prefix} only",
+        "expression": (
+            f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{prefix}") || '
+            f'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("{prefix}")'
+        ),
+    }
+
+
+def commands(plan: PathwaysJobPlan) -> dict[str, str]:
+    """How to follow the job: its status, its pods, the head's and the workers' logs; interactive: how to connect."""
+    ns, name = plan.namespace, plan.name
+    head = f"{JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={HEAD_JOB}"
+    workers = plan.shape.hosts * plan.pool.slices
+    out = {
+        "status": f"kubectl -n {ns} get pathwaysjob {name} --watch",
+        "pods": f"kubectl -n {ns} get pods -l {JOBSET_NAME_LABEL}={name} -o wide --watch",
+        "headLogs": f"kubectl -n {ns} logs -f -l {head} -c {'pathways-proxy' if plan.interactive else MAIN_CONTAINER}",
+        "workerLogs": (
+            f"kubectl -n {ns} logs -f -l {JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={WORKER_JOB} "
+            f"--prefix --max-log-requests={workers}"
+        ),
+    }
+    if plan.interactive:
+        out["portForward"] = (
+            f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l {head} -o name) {PROXY_PORT}:{PROXY_PORT}"
+        )
+        out["connect"] = (
+            f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://localhost:{PROXY_PORT} python -c "
+            "'import pathwaysutils, jax; pathwaysutils.initialize(); print(jax.devices())'"
+        )
+    return out
+
+
+def head_pool_name(name: str) -> str:
+    """GKE node pool of the head (default mode), `<name>-head`."""
+    return naming.fit(f"{name}-head", naming.NODE_POOL_NAME_MAX)
