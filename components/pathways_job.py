@@ -83,6 +83,10 @@ class PathwaysJob(ServingWorkload):
                         **node_pool_security(node_service_account),
                     ),
                     management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+                    # a CPU machine is usually available for a surge node
+                    upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                        strategy="SURGE", max_surge=1, max_unavailable=0
+                    ),
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self, delete_before_replace=True, ignore_changes=["initialNodeCount"]
