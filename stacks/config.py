@@ -470,6 +470,8 @@ WORKLOAD_GENERATIONS: dict[str, frozenset[str]] = {
     "jetstream-pathways": PRE_TPU7X,
     "saxml": PRE_TPU7X,
     "jetstream": PRE_TPU7X,
+    # the default Pathways images (pathwaysVersion jax-0.5.3) predate TPU7x as well
+    "pathways-job": PRE_TPU7X,
 }
 
 

@@ -283,7 +283,7 @@ def test_outputs_say_how_to_follow_the_job():
 
 def test_cost_counts_the_pool_and_the_head():
     est = cost.estimate(parse())
-    assert est.workloads["pw"] == round(16 * cost.TPU_CHIP_HOUR["v6e"]["on-demand"], 4)
+    assert est.workloads["pw"] == round(16 * cost.chip_price("v6e", "on-demand"), 4)
     head = next(line for line in est.lines if line.item == "Pathways head pool pw")
     assert (head.baseline, head.peak) == (0.0, cost.CPU_MACHINE_HOUR["n2-highmem-32"])
 
