@@ -314,7 +314,9 @@ class PathwaysJobWorkload(WorkloadConfig):
     without it, it is interactive: connect a JAX client to the proxy."""
 
     type: Literal["pathways-job"]
-    max_restarts: int = Field(0, ge=0, description="Restarts of the whole job (JobSet failurePolicy.maxRestarts).")
+    max_restarts: int = Field(
+        0, ge=0, le=2**31 - 1, description="Restarts of the whole job (JobSet failurePolicy.maxRestarts)."
+    )
     deployment_mode: Literal["default", "colocate_head_with_workers"] = Field(
         "default",
         description="default: the head on a dedicated CPU node the stack provisions; colocate_head_with_workers: "

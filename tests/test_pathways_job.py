@@ -257,6 +257,20 @@ def test_crd_makes_the_spec_immutable():
     assert set(pj.CONTROLLER_TOPOLOGIES) <= set(enum)
 
 
+def test_controller_pods_are_host_network():
+    # CTRL MakePathwaysHeadPodSpec: HostNetwork true, DNSClusterFirstWithHostNet (head, both modes);
+    # MakeWorkerJob: the same, plus a hostPath /tmp volume (DirectoryOrCreate). Pod Security Standards baseline
+    # forbids both (https://kubernetes.io/docs/concepts/security/pod-security-standards/ "Host Namespaces",
+    # "HostPath Volumes"), so the namespace of a PathwaysJob can only enforce `privileged`.
+    for mode in ({}, {"job": {"image": "python:3.12"}}):
+        pods = parse(workloads=[workload(**mode)]).workloads[0].pod_manifests()
+        head, worker = (p["spec"] for p in pods)
+        assert head["hostNetwork"] and worker["hostNetwork"]
+        assert worker["volumes"] == [{"name": "shared-tmp", "hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}}]
+        names = [c["name"] for c in head["containers"]]
+        assert names[-2:] == ["pathways-rm", "pathways-proxy"] and (names[0] == "main") == bool(mode)
+
+
 # ---- pause, outputs, cost ------------------------------------------------------------------------------------
 
 

@@ -130,6 +130,10 @@ class PathwaysJobPlan(WorkloadPlan):
     def labels(self) -> dict[str, str]:
         return {"app": self.name}
 
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        """The pods of this workload, for its namespace's Pod Security level: the ones the controller makes."""
+        return controller_pods(self)
+
     @property
     def owns_pool(self) -> bool:
         """The TPU pool runs only this workload, as this identity (its pods use the host network)."""
@@ -258,6 +262,23 @@ def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
     if custom:
         spec["customComponents"] = custom
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": plan.metadata(plan.name, plan.labels), "spec": spec}
+
+
+def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
+    """The security-relevant part of the pod specs the controller builds from the PathwaysJob (CTRL
+    MakePathwaysHeadPodSpec, MakeWorkerJob): every pod on the host network, the workers with a hostPath /tmp. They
+    pass only the `privileged` Pod Security level, so the workload's namespace must allow it."""
+    head_containers: list[dict[str, Any]] = [{"name": "pathways-rm"}, {"name": "pathways-proxy"}]
+    if not plan.interactive:
+        head_containers = [*_template(plan)["spec"]["containers"], *head_containers]
+    head = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
+    worker = {
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "containers": [{"name": "pathways-worker", "volumeMounts": [{"name": "shared-tmp", "mountPath": "/tmp"}]}],
+        "volumes": [{"name": "shared-tmp", "hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}}],
+    }
+    return [{"kind": "Pod", "spec": head}, {"kind": "Pod", "spec": worker}]
 
 
 def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
