@@ -285,7 +285,9 @@ def test_outputs_say_how_to_follow_the_job():
     out = minimal_run().outputs["workloads"]["pw"]
     assert out["type"] == "pathways-job" and out["namespace"] == "pw"
     assert out["status"] == "kubectl -n pw get pathwaysjob pw --watch"
-    # JobSet labels every pod with its JobSet and replicated job (CTRL MakePodAffinityRules selects on the first)
+    # JobSet labels every pod with its JobSet and replicated job: kubernetes-sigs/jobset pod webhook genLeaderPodName
+    # reads pod.Labels[JobSetNameKey] and pod.Labels[ReplicatedJobNameKey] ("jobset.sigs.k8s.io/jobset-name",
+    # "jobset.sigs.k8s.io/replicatedjob-name"); CTRL MakePodAffinityRules selects pods on the first
     head = "jobset.sigs.k8s.io/jobset-name=pw,jobset.sigs.k8s.io/replicatedjob-name=pathways-head"
     assert out["portForward"] == f"kubectl -n pw port-forward $(kubectl -n pw get pods -l {head} -o name) 29000:29000"
     # CTRL PathwaysProxyPort 29000; the samples' client env JAX_PLATFORMS=proxy, JAX_BACKEND_TARGET=grpc://...:29000
