@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks import addon_values
+from stacks import addon_values, naming, pod_security
 from stacks.config import StackConfig
 from stacks.versions import ChartVersion
 
@@ -65,8 +65,20 @@ class Addons(pulumi.ComponentResource):
             if not addon.enabled:
                 continue
             chart = config.chart(key)
+            # The namespace is ours, not Helm's: it carries the Pod Security labels, and `pulumi destroy` removes
+            # it (Helm never deletes a namespace it created).
+            labels = pod_security.namespace_labels(addon_values.CHART_POD_SECURITY[key], config.kubernetes_minor)
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-{key}-ns",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=chart.namespace, labels={**naming.MANAGED_BY_LABELS, **labels}
+                ),
+                opts=child,
+            )
             self.releases[key] = k8s.helm.v3.Release(
-                f"{name}-{key}", release_args(chart, values(chart, addon.values)), opts=child
+                f"{name}-{key}",
+                release_args(chart, values(chart, addon.values), create_namespace=False),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
 
         self.pathways_job = None

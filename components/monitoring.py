@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import release_args
-from stacks import addon_values, dashboard, metrics, naming
+from stacks import addon_values, dashboard, metrics, naming, pod_security
 from stacks.config import StackConfig
 from stacks.versions import IMAGES
 
@@ -55,6 +55,87 @@ def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None
 
 def _subject(name: str, namespace: str) -> k8s.rbac.v1.SubjectArgs:
     return k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=name, namespace=namespace)
+
+
+# custom-metrics-stackdriver-adapter: GoogleCloudPlatform/k8s-stackdriver
+# custom-metrics-stackdriver-adapter/Dockerfile builds on gcr.io/distroless/static with no USER (root), and the
+# adapter serves its API on port 443 (upstream adapter_new_resource_model.yaml): it keeps root with every
+# capability dropped but NET_BIND_SERVICE (to bind 443), and a writable root filesystem (it generates its
+# self-signed serving certificate at start; where it writes it is unverified). So the namespace is `baseline`.
+STACKDRIVER_ADAPTER_SECURITY = pod_security.ContainerSecurity(
+    non_root=False,
+    read_only_root=False,
+    writable=(),
+    add_capabilities=("NET_BIND_SERVICE",),
+    why="binds port 443 as root (distroless/static image without USER)",
+)
+# The GMP query frontend runs as a non-root user upstream (ai-on-gke modules/prometheus-adapter, GKE's
+# frontend.yaml: runAsUser 1000, drop ALL) and is a stateless HTTP proxy: restricted, read-only root, /tmp.
+GMP_FRONTEND_SECURITY = pod_security.ContainerSecurity(writable=("/tmp",))
+# prometheus-adapter chart 5.3.0 values.yaml: securityContext runAsNonRoot/runAsUser 10001, drop ALL,
+# readOnlyRootFilesystem, allowPrivilegeEscalation false, seccompProfile RuntimeDefault: restricted.
+PROMETHEUS_ADAPTER_CHART_LEVEL = pod_security.RESTRICTED
+
+
+def stackdriver_adapter_pod() -> dict[str, Any]:
+    return pod_security.secure_pod(
+        {
+            "serviceAccountName": STACKDRIVER_ADAPTER,
+            # On the CPU system pool, never on TPU nodes (upstream tolerates TPU/GPU taints instead).
+            "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+            "containers": [
+                {
+                    "name": "pod-custom-metrics-stackdriver-adapter",
+                    "image": IMAGES["customMetricsStackdriverAdapter"],
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
+                    "resources": {
+                        "limits": {"cpu": "250m", "memory": "200Mi"},
+                        "requests": {"cpu": "250m", "memory": "200Mi"},
+                    },
+                    "readinessProbe": {
+                        "httpGet": {"path": "/healthz", "port": 443, "scheme": "HTTPS"},
+                        "initialDelaySeconds": 40,
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 5,
+                    },
+                }
+            ],
+        },
+        STACKDRIVER_ADAPTER_SECURITY,
+        uses_kubernetes_api=True,  # it serves an aggregated API and reads pods/nodes
+    )
+
+
+def gmp_frontend_pod(project: str) -> dict[str, Any]:
+    return pod_security.secure_pod(
+        {
+            "serviceAccountName": GMP_FRONTEND,
+            "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+            "containers": [
+                {
+                    "name": "frontend",
+                    "image": IMAGES["gmpFrontend"],
+                    "args": ["--web.listen-address=:9090", f"--query.project-id={project}"],
+                    "ports": [{"name": "web", "containerPort": 9090}],
+                    "readinessProbe": {"httpGet": {"path": "/-/ready", "port": "web"}},
+                    "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": "web"}},
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                }
+            ],
+        },
+        GMP_FRONTEND_SECURITY,
+        # Only Cloud Monitoring is called (through Workload Identity, which needs no Kubernetes token).
+        uses_kubernetes_api=False,
+    )
+
+
+def adapter_namespace_level(adapter: str, project: str) -> str:
+    """The Pod Security level of the adapter namespace: the strictest that every pod in it passes."""
+    if adapter == "custom-metrics-stackdriver":
+        return pod_security.strictest_level([stackdriver_adapter_pod()])
+    frontend = pod_security.strictest_level([gmp_frontend_pod(project)])
+    return min(frontend, PROMETHEUS_ADAPTER_CHART_LEVEL, key=pod_security.LEVELS.index)
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -94,8 +175,17 @@ class Monitoring(pulumi.ComponentResource):
             )
 
         if monitoring.adapter != "none":
+            level = adapter_namespace_level(monitoring.adapter, config.gcp_project)
             self._namespace = k8s.core.v1.Namespace(
-                f"{name}-adapter-ns", metadata=_meta(ADAPTER_NAMESPACE), opts=self._k8s()
+                f"{name}-adapter-ns",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=ADAPTER_NAMESPACE,
+                    labels={
+                        **naming.MANAGED_BY_LABELS,
+                        **pod_security.namespace_labels(level, config.kubernetes_minor),
+                    },
+                ),
+                opts=self._k8s(),
             )
             project_number = gcp.organizations.get_project_output(project_id=config.gcp_project).number
             if monitoring.adapter == "custom-metrics-stackdriver":
@@ -190,33 +280,7 @@ class Monitoring(pulumi.ComponentResource):
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, "kubernetes.io/cluster-service": "true"}),
-                    spec=k8s.core.v1.PodSpecArgs(
-                        service_account_name=sa,
-                        # On the CPU system pool, never on TPU nodes (upstream tolerates TPU/GPU taints instead).
-                        node_selector=dict(naming.SYSTEM_POOL_SELECTOR),
-                        containers=[
-                            k8s.core.v1.ContainerArgs(
-                                name="pod-custom-metrics-stackdriver-adapter",
-                                image=IMAGES["customMetricsStackdriverAdapter"],
-                                image_pull_policy="IfNotPresent",
-                                command=[
-                                    "/adapter",
-                                    "--use-new-resource-model=true",
-                                    "--fallback-for-container-metrics=true",
-                                ],
-                                resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    limits={"cpu": "250m", "memory": "200Mi"},
-                                    requests={"cpu": "250m", "memory": "200Mi"},
-                                ),
-                                readiness_probe=k8s.core.v1.ProbeArgs(
-                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/healthz", port=443, scheme="HTTPS"),
-                                    initial_delay_seconds=40,
-                                    period_seconds=10,
-                                    timeout_seconds=5,
-                                ),
-                            )
-                        ],
-                    ),
+                    spec=stackdriver_adapter_pod(),
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),
@@ -290,37 +354,7 @@ class Monitoring(pulumi.ComponentResource):
                 replicas=2,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=k8s.core.v1.PodSpecArgs(
-                        service_account_name=GMP_FRONTEND,
-                        automount_service_account_token=True,
-                        node_selector=dict(naming.SYSTEM_POOL_SELECTOR),
-                        containers=[
-                            k8s.core.v1.ContainerArgs(
-                                name="frontend",
-                                image=IMAGES["gmpFrontend"],
-                                args=["--web.listen-address=:9090", f"--query.project-id={config.gcp_project}"],
-                                ports=[k8s.core.v1.ContainerPortArgs(name="web", container_port=9090)],
-                                readiness_probe=k8s.core.v1.ProbeArgs(
-                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/-/ready", port="web")
-                                ),
-                                liveness_probe=k8s.core.v1.ProbeArgs(
-                                    http_get=k8s.core.v1.HTTPGetActionArgs(path="/-/healthy", port="web")
-                                ),
-                                resources=k8s.core.v1.ResourceRequirementsArgs(
-                                    requests={"cpu": "100m", "memory": "128Mi"}, limits={"memory": "512Mi"}
-                                ),
-                                security_context=k8s.core.v1.SecurityContextArgs(
-                                    allow_privilege_escalation=False,
-                                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-                                    privileged=False,
-                                    run_as_group=1000,
-                                    run_as_non_root=True,
-                                    run_as_user=1000,
-                                ),
-                            )
-                        ],
-                    ),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=gmp_frontend_pod(config.gcp_project)
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),

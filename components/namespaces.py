@@ -1,4 +1,5 @@
-"""The namespaces the stack's workloads live in, created once each (two workloads may share one).
+"""The namespaces the stack's workloads live in, created once each (two workloads may share one), each with the
+Pod Security Admission labels of the strictest level its pods pass (stacks/pod_security.py).
 
 Namespaces wait for `after` (the system pool): every namespaced object of a workload waits for its namespace,
 so none is applied before a node can serve the admission webhooks it goes through.
@@ -6,12 +7,12 @@ so none is applied before a node can serve the admission webhooks it goes throug
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks import naming
+from stacks import naming, pod_security
 
 
 class Namespaces(pulumi.ComponentResource):
@@ -21,18 +22,23 @@ class Namespaces(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        namespaces: Sequence[str],
+        levels: Mapping[str, str],
+        kubernetes_minor: str,
         provider: k8s.Provider,
         after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`levels`: namespace -> the Pod Security level it enforces (warn and audit are always restricted)."""
         super().__init__("tpu-serving:workloads:Namespaces", name, None, opts)
         self.by_name = {
             ns: k8s.core.v1.Namespace(
                 f"{name}-{ns}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=naming.MANAGED_BY_LABELS),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=ns,
+                    labels={**naming.MANAGED_BY_LABELS, **pod_security.namespace_labels(level, kubernetes_minor)},
+                ),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after)),
             )
-            for ns in namespaces
+            for ns, level in sorted(levels.items())
         }
-        self.register_outputs({"namespaces": sorted(self.by_name)})
+        self.register_outputs({"namespaces": dict(sorted(levels.items()))})

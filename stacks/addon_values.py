@@ -6,7 +6,20 @@ import copy
 from typing import Any
 
 from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.pod_security import BASELINE, RESTRICTED
 from stacks.versions import ChartVersion
+
+# The Pod Security level each add-on namespace enforces: what the chart's pods pass with the values below.
+CHART_POD_SECURITY: dict[str, str] = {
+    # lws chart values.yaml (v0.7.0): podSecurityContext.runAsNonRoot, securityContext allowPrivilegeEscalation
+    # false, readOnlyRootFilesystem, drop ALL; lws_values adds the RuntimeDefault seccomp profile it lacks.
+    "lws": RESTRICTED,
+    # jobset chart README (v0.10.1): controller.podSecurityContext {runAsNonRoot, seccompProfile RuntimeDefault},
+    # controller.securityContext allowPrivilegeEscalation false, readOnlyRootFilesystem, drop ALL.
+    "jobset": RESTRICTED,
+    # The kueue chart's pod security defaults are not in the reference set: baseline until verified.
+    "kueue": BASELINE,
+}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -25,8 +38,13 @@ def _image(chart: ChartVersion) -> dict[str, str]:
 
 
 def lws_values(chart: ChartVersion, user: dict[str, Any]) -> dict[str, Any]:
-    # keys of charts/lws/values.yaml: image.manager.*, nodeSelector
-    ours = {"image": {"manager": _image(chart)}, "nodeSelector": dict(SYSTEM_POOL_SELECTOR)}
+    # keys of charts/lws/values.yaml: image.manager.*, nodeSelector, podSecurityContext (whose default is
+    # {runAsNonRoot: true}: the seccomp profile makes the pod pass Pod Security `restricted`)
+    ours = {
+        "image": {"manager": _image(chart)},
+        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+        "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    }
     return deep_merge(ours, user)
 
 

@@ -18,7 +18,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from stacks import catalog, naming, pool_sizing, versions
+from stacks import catalog, naming, pod_security, pool_sizing, versions
 from stacks.config_model import (
     WORKLOAD_TYPES,
     AddonsConfig,
@@ -126,6 +126,14 @@ class StackConfig:
     def namespaces(self) -> list[str]:
         """Namespaces the stack creates for its workloads (never the ones every cluster has)."""
         return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
+
+    @property
+    def namespace_levels(self) -> dict[str, str]:
+        """Pod Security level each workload namespace enforces: the strictest one all of its pods pass."""
+        return {
+            ns: pod_security.strictest_level(m for w in self.workloads if w.namespace == ns for m in w.pod_manifests())
+            for ns in self.namespaces
+        }
 
     def chart(self, name: str) -> versions.ChartVersion:
         """The pinned chart release of an add-on (lws, jobset, kueue, prometheusAdapter)."""

@@ -149,7 +149,11 @@ def build_platform(cfg: StackConfig) -> Platform:
         hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
     )
     namespaces = Namespaces(
-        "namespaces", namespaces=cfg.namespaces, provider=cluster.provider, after=[cluster.system_pool]
+        "namespaces",
+        levels=cfg.namespace_levels,
+        kubernetes_minor=cfg.kubernetes_minor,
+        provider=cluster.provider,
+        after=[cluster.system_pool],
     )
     workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:

@@ -35,7 +35,7 @@ def test_lws_and_jobset_are_installed_pinned_by_default(run):
         "pullPolicy": "IfNotPresent",
     }
     assert jobset["values"]["image"]["tag"] == "v0.10.1"
-    assert lws["createNamespace"] is True and lws["atomic"] is True
+    assert lws["createNamespace"] is False and lws["atomic"] is True  # the stack owns the namespace
 
 
 def test_controllers_are_scheduled_on_the_system_pool(run):

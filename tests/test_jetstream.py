@@ -51,7 +51,7 @@ def test_deployment_and_service_match_reference(adapter):
     assert engine["ports"][:1] == ref_engine["ports"]
     assert {"containerPort": 9100, "name": "metrics"} in engine["ports"]
     # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that
-    assert ref_engine["securityContext"] == {"privileged": True} and "securityContext" not in engine
+    assert ref_engine["securityContext"] == {"privileged": True} and not engine["securityContext"]["privileged"]
     http, ref_http = pod["containers"][1], ref_pod["containers"][1]
     # the reference's jetstream-http:v0.2.2 has no /healthcheck, which the probes use: v0.2.3 has it
     # (ai-on-gke .../jetstream/http-server/http_server.py, added in 707c3e38; kubernetes-engine-samples

@@ -87,7 +87,10 @@ def test_reference_deployment_reproduced_field_by_field(example):
             assert mine.get("args", []) == expected_args, mine["name"]
             assert mine.get("env") == theirs.get("env"), mine["name"]
             assert mine.get("resources") == theirs.get("resources"), mine["name"]
-            assert mine.get("securityContext") == theirs.get("securityContext"), mine["name"]
+            # the reference's added capabilities kept, everything else hardened (stacks/pod_security.py)
+            added = ((theirs.get("securityContext") or {}).get("capabilities") or {}).get("add", [])
+            assert mine["securityContext"]["capabilities"] == {"drop": ["ALL"], **({"add": added} if added else {})}
+            assert mine["securityContext"]["allowPrivilegeEscalation"] is False, mine["name"]
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
                 assert mine.get(probe) == theirs.get(probe), (mine["name"], probe)
             ref_ports = theirs["ports"]

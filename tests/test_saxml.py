@@ -64,7 +64,7 @@ def test_admin_and_http_servers_match_reference():
     assert (c["name"], c["image"], c["ports"]) == (rc["name"], rc["image"], rc["ports"])
     assert {"name": "GSBUCKET", "value": bucket} in c["env"]
     assert {"name": "SAX_CELL", "value": "/sax/test"} in c["env"]  # the image's own default, made explicit
-    assert "privileged" not in c["securityContext"]  # the tutorial's admin runs privileged; ours does not
+    assert not c["securityContext"]["privileged"]  # the tutorial's admin runs privileged; ours does not
     assert admin["spec"]["template"]["spec"]["hostNetwork"] is False
 
     http, ref_http = objects[("Deployment", "sax-http")], ref("sax-http.yaml", "Deployment")

@@ -11,6 +11,7 @@ from typing import Any
 
 from stacks import catalog
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
+from stacks.pod_security import ContainerSecurity, secure_pod
 
 TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
@@ -43,11 +44,26 @@ class WorkloadPlan:
     def metadata(self, name: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
         return {"name": name, "namespace": self.namespace, "labels": {**labels, **MANAGED_BY_LABELS}, **extra}
 
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
+        raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
+
 
 def cpu_deployment(
-    plan: WorkloadPlan, name: str, labels: dict[str, str], replicas: int, container: dict[str, Any]
+    plan: WorkloadPlan,
+    name: str,
+    labels: dict[str, str],
+    replicas: int,
+    container: dict[str, Any],
+    security: ContainerSecurity,
 ) -> dict[str, Any]:
-    """A Deployment of one unprivileged container on the CPU system pool, running as the workload's identity."""
+    """A Deployment of one hardened container on the CPU system pool, running as the workload's identity."""
+    pod = {
+        "hostNetwork": False,
+        "serviceAccountName": plan.service_account,
+        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+        "containers": [container],
+    }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -57,12 +73,7 @@ def cpu_deployment(
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "hostNetwork": False,
-                    "serviceAccountName": plan.service_account,
-                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
-                    "containers": [{**container, "securityContext": {"allowPrivilegeEscalation": False}}],
-                },
+                "spec": secure_pod(pod, security),
             },
         },
     }

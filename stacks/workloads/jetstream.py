@@ -17,6 +17,7 @@ from typing import Any
 
 from stacks import catalog, metrics
 from stacks.config_model import JetStreamWorkload
+from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
@@ -92,6 +93,9 @@ class JetStreamPlan(WorkloadPlan):
             "server": Serves(metrics=frozenset(series), tpus=frozenset({self.shape.generation.name})),
             "http": Serves(endpoints=frozenset({HEALTH_PATH, "/generate"})),
         }
+
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        return [deployment(self)]
 
 
 # ---- validation ---------------------------------------------------------------------------------------
@@ -188,6 +192,16 @@ def _http_probe(**timing: int) -> dict[str, Any]:
     return {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT, "scheme": "HTTP"}, **timing}
 
 
+# The maxengine-server and jetstream-http images' users and writable paths are not published (their Dockerfiles
+# are not in the tutorials' sources): they keep the image's user and a writable root filesystem; everything
+# else is restricted. The engine is privileged only below GKE 1.28 (see the module docstring).
+ENGINE_SECURITY = IMAGE_DEFAULTS
+HTTP_SECURITY = IMAGE_DEFAULTS
+PRIVILEGED_ENGINE_SECURITY = ContainerSecurity(
+    non_root=False, read_only_root=False, writable=(), privileged=True, why="TPU device access on GKE < 1.28"
+)
+
+
 def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     chips = plan.shape.tpu_request
     engine: dict[str, Any] = {
@@ -202,8 +216,6 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "livenessProbe": _http_probe(periodSeconds=60, failureThreshold=10),
         "readinessProbe": _http_probe(periodSeconds=10, failureThreshold=3),
     }
-    if plan.privileged:
-        engine["securityContext"] = {"privileged": True}  # TPU device access on GKE < 1.28
     http = {
         "name": "jetstream-http",
         "image": plan.image("http"),
@@ -215,12 +227,18 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "selector": {"matchLabels": plan.labels},
         "template": {
             "metadata": {"labels": plan.labels},
-            "spec": {
-                "serviceAccountName": plan.service_account,
-                "nodeSelector": plan.shape.node_selector,
-                "tolerations": [dict(TPU_TOLERATION)],
-                "containers": [engine, http],
-            },
+            "spec": secure_pod(
+                {
+                    "serviceAccountName": plan.service_account,
+                    "nodeSelector": plan.shape.node_selector,
+                    "tolerations": [dict(TPU_TOLERATION)],
+                    "containers": [engine, http],
+                },
+                {
+                    ENGINE_CONTAINER: PRIVILEGED_ENGINE_SECURITY if plan.privileged else ENGINE_SECURITY,
+                    "jetstream-http": HTTP_SECURITY,
+                },
+            ),
         },
     }
     if not plan.autoscaled:

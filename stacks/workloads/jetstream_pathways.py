@@ -13,6 +13,7 @@ from typing import Any
 
 from stacks import catalog, naming
 from stacks.config_model import JetStreamPathwaysWorkload
+from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
@@ -87,6 +88,9 @@ class PathwaysPlan(WorkloadPlan):
         }[key]
         return override or IMAGES[default]
 
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        return [leader_worker_set(self)]
+
 
 # ---- validation ---------------------------------------------------------------------------------------
 
@@ -144,6 +148,27 @@ def _probe(plan: PathwaysPlan, *, startup: bool) -> dict[str, Any]:
     return probe
 
 
+# The Pathways proxy/server, JetStream and jetstream-http images' users and writable paths are not published:
+# every container keeps its image's user and a writable root filesystem; everything else is restricted.
+def jax_security(plan: PathwaysPlan) -> ContainerSecurity:
+    """The JetStream server: in disaggregated mode it gets the capabilities the reference adds.
+
+    kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/jetstream-pathways-disagg-llama-2-70b-2-2x4.yaml
+    adds SYS_PTRACE, NET_ADMIN and SYS_TIME to jax-tpu without saying why, and no upstream source says the
+    server runs without them; they are kept (which makes the namespace `privileged`) until a real deploy shows
+    otherwise.
+    """
+    if not plan.mode.capabilities:
+        return IMAGE_DEFAULTS
+    return ContainerSecurity(
+        non_root=False,
+        read_only_root=False,
+        writable=(),
+        add_capabilities=tuple(plan.mode.capabilities),
+        why="disaggregated JetStream server, as the GKE reference manifest",
+    )
+
+
 def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "serviceAccountName": plan.service_account,
@@ -186,9 +211,6 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "env": [{"name": k, "value": v} for k, v in plan.preset.env],
         "imagePullPolicy": "IfNotPresent",
     }
-    if plan.mode.capabilities:
-        # as the disaggregated reference: the JetStream server needs these to run its transfer server
-        jax["securityContext"] = {"capabilities": {"add": list(plan.mode.capabilities)}}
     jax.update(
         ports=[
             {"containerPort": JETSTREAM_GRPC_PORT},
@@ -233,10 +255,20 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     template.update(
         leaderTemplate={
             "metadata": {"labels": plan.labels},
-            "spec": {**_pod_placement(plan), "containers": leader_containers(plan)},
+            "spec": secure_pod(
+                {**_pod_placement(plan), "containers": leader_containers(plan)},
+                {
+                    "pathways-proxy": IMAGE_DEFAULTS,
+                    "pathways-rm": IMAGE_DEFAULTS,
+                    "jax-tpu": jax_security(plan),
+                    "jetstream-http": IMAGE_DEFAULTS,
+                },
+            ),
         },
         size=plan.size,
-        workerTemplate={"spec": {**_pod_placement(plan), "containers": [worker_container(plan)]}},
+        workerTemplate={
+            "spec": secure_pod({**_pod_placement(plan), "containers": [worker_container(plan)]}, IMAGE_DEFAULTS)
+        },
     )
     return {
         "apiVersion": LWS_API,

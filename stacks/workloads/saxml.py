@@ -20,6 +20,7 @@ from typing import Any
 from stacks import catalog
 from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES
 from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan, cpu_deployment
 
@@ -78,6 +79,10 @@ class SaxmlPlan(WorkloadPlan):
             }
             for m in self.workload.models or []
         ]
+
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        pods = [admin_deployment(self), model_server_jobset(self), http_deployment(self)]
+        return [*pods, publish_job(self)] if self.workload.models is not None and not self.paused else pods
 
 
 # ---- validation ---------------------------------------------------------------------------------------
@@ -146,6 +151,25 @@ def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warning
 
 # ---- manifests ----------------------------------------------------------------------------------------
 
+# google/saxml saxml/tools/docker/Dockerfile.admin: Ubuntu, static binaries in /usr/bin started by a bash
+# entrypoint, no USER (root) but nothing that needs root; glog writes its log files to /tmp (golang/glog exits
+# when it cannot create them), and the cell state goes to gs://. So: a non-root UID, read-only root, /tmp writable.
+ADMIN_SECURITY = ContainerSecurity(writable=("/tmp",))
+# The sax-http image's Dockerfile is not published with the tutorial (ai-on-gke tools/saxml-on-gke/httpserver
+# has only its README): its user and writable paths are unverified, so the server keeps them.
+HTTP_SECURITY = IMAGE_DEFAULTS
+# The publication Job runs `python3 -c` with the standard library only and writes no file: restricted.
+PUBLISH_SECURITY = ContainerSecurity(writable=())
+# kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml: privileged + hostNetwork
+# for the model server's TPU runtime (multi-host ICI on port 8471). The namespace is `privileged` as a result.
+MODEL_SERVER_SECURITY = ContainerSecurity(
+    non_root=False,
+    read_only_root=False,
+    writable=(),
+    privileged=True,
+    why="Saxml model server TPU runtime, as the upstream tutorial (sax-model-server-set.yaml)",
+)
+
 
 def _meta(plan: SaxmlPlan, role: str, **extra: Any) -> dict[str, Any]:
     return plan.metadata(plan.component(role), plan.labels(role), **extra)
@@ -160,7 +184,8 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "env": [{"name": "GSBUCKET", "value": plan.bucket}, {"name": "SAX_CELL", "value": plan.cell}],
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
     }
-    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), 0 if plan.paused else 1, container)
+    replicas = 0 if plan.paused else 1
+    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), replicas, container, ADMIN_SECURITY)
 
 
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
@@ -185,7 +210,6 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                     f"--platform_chip={shape.generation.saxml_platform_chip}",
                 ],
                 "ports": [{"containerPort": MODEL_PORT}, {"containerPort": TPU_RUNTIME_PORT}],
-                "securityContext": {"privileged": True},
                 "env": [
                     {"name": "SAX_ROOT", "value": plan.sax_root},
                     {"name": "MEGASCALE_NUM_SLICES", "value": ""},  # one model server per slice, as upstream
@@ -211,7 +235,10 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                             "parallelism": shape.hosts,
                             "completions": shape.hosts,
                             "backoffLimit": 0,
-                            "template": {"metadata": {"labels": plan.labels("model-server")}, "spec": pod_spec},
+                            "template": {
+                                "metadata": {"labels": plan.labels("model-server")},
+                                "spec": secure_pod(pod_spec, MODEL_SERVER_SECURITY),
+                            },
                         }
                     },
                 }
@@ -232,7 +259,7 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "livenessProbe": {**probe, "initialDelaySeconds": 30},
     }
     replicas = 0 if plan.paused else plan.workload.http.replicas
-    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), replicas, container)
+    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), replicas, container, HTTP_SECURITY)
 
 
 def http_service(plan: SaxmlPlan) -> dict[str, Any]:
@@ -346,26 +373,30 @@ def publish_job(plan: SaxmlPlan) -> dict[str, Any]:
             "activeDeadlineSeconds": LOAD_TIMEOUT_MINUTES * 60,
             "template": {
                 "metadata": {"labels": plan.labels("models")},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "automountServiceAccountToken": False,
-                    "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
-                    "containers": [
-                        {
-                            "name": "publish",
-                            "image": plan.image("http"),
-                            "command": ["python3", "-c", PUBLISH_SCRIPT],
-                            "env": [
-                                {"name": "SAX_HTTP", "value": plan.http_url},
-                                {"name": "SAX_CELL", "value": plan.cell},
-                                {"name": "MODELS", "value": json.dumps(plan.desired_models(), sort_keys=True)},
-                                {"name": "LOAD_TIMEOUT_SECONDS", "value": str(LOAD_TIMEOUT_MINUTES * 60 - 120)},
-                            ],
-                            "securityContext": {"allowPrivilegeEscalation": False},
-                            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-                        }
-                    ],
-                },
+                "spec": secure_pod(
+                    {
+                        "restartPolicy": "Never",
+                        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+                        "containers": [
+                            {
+                                "name": "publish",
+                                "image": plan.image("http"),
+                                "command": ["python3", "-c", PUBLISH_SCRIPT],
+                                "env": [
+                                    {"name": "SAX_HTTP", "value": plan.http_url},
+                                    {"name": "SAX_CELL", "value": plan.cell},
+                                    {"name": "MODELS", "value": json.dumps(plan.desired_models(), sort_keys=True)},
+                                    {"name": "LOAD_TIMEOUT_SECONDS", "value": str(LOAD_TIMEOUT_MINUTES * 60 - 120)},
+                                ],
+                                "resources": {
+                                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                                    "limits": {"memory": "256Mi"},
+                                },
+                            }
+                        ],
+                    },
+                    PUBLISH_SECURITY,
+                ),
             },
         },
     }

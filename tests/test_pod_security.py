@@ -1,0 +1,176 @@
+"""Pod Security: the helper's output, the level evaluator against the Pod Security Standards, and every example's
+pods and namespace labels.
+
+Source of the levels and their controls: https://kubernetes.io/docs/concepts/security/pod-security-standards/
+Namespace labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stacks import addon_values, pod_security
+from stacks.pod_security import (
+    BASELINE,
+    IMAGE_DEFAULTS,
+    PRIVILEGED,
+    RESTRICTED,
+    ContainerSecurity,
+    namespace_labels,
+    pod_level,
+    pod_specs,
+    secure_pod,
+)
+from tests.conftest import EXAMPLES, recorded
+from tooling.k8s_objects import kubernetes_objects
+
+POD = {"containers": [{"name": "app", "image": "example"}]}
+
+
+def test_restricted_by_default():
+    spec = secure_pod(POD)
+    assert pod_level(spec) == RESTRICTED
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = spec["containers"]
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["runAsNonRoot"] is True and c["securityContext"]["runAsUser"] != 0
+    # the read-only root filesystem keeps /tmp writable through an emptyDir
+    assert c["volumeMounts"] == [{"name": "writable-0-tmp", "mountPath": "/tmp"}]
+    assert spec["volumes"] == [{"name": "writable-0-tmp", "emptyDir": {}}]
+    assert POD == {"containers": [{"name": "app", "image": "example"}]}  # the input is not modified
+
+
+def test_image_defaults_pass_baseline_only():
+    spec = secure_pod(POD, IMAGE_DEFAULTS)
+    assert pod_level(spec) == BASELINE
+    assert pod_security.restricted_violations(spec) == ["app: runAsNonRoot not true"]
+    assert "runAsNonRoot" not in spec["securityContext"]
+    assert "volumes" not in spec
+
+
+def test_api_access_is_explicit():
+    assert secure_pod(POD, uses_kubernetes_api=True)["automountServiceAccountToken"] is True
+
+
+def test_per_container_security_must_name_every_container():
+    with pytest.raises(ValueError, match="no ContainerSecurity for container"):
+        secure_pod({"containers": [{"name": "a"}, {"name": "b"}]}, {"a": IMAGE_DEFAULTS})
+
+
+@pytest.mark.parametrize(
+    "security,level",
+    [
+        # PSS restricted "Capabilities": NET_BIND_SERVICE may be added; root still fails "Running as Non-root"
+        (ContainerSecurity(add_capabilities=("NET_BIND_SERVICE",)), RESTRICTED),
+        (ContainerSecurity(non_root=False, add_capabilities=("NET_BIND_SERVICE",)), BASELINE),
+        # PSS baseline "Capabilities": SYS_TIME, SYS_PTRACE, NET_ADMIN are not in the allowed list
+        (ContainerSecurity(non_root=False, add_capabilities=("SYS_TIME",)), PRIVILEGED),
+        (ContainerSecurity(non_root=False, add_capabilities=("NET_ADMIN",)), PRIVILEGED),
+        # PSS baseline "Privileged Containers"
+        (ContainerSecurity(non_root=False, privileged=True), PRIVILEGED),
+    ],
+)
+def test_levels_follow_the_pod_security_standards(security, level):
+    assert pod_level(secure_pod(POD, security)) == level
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"hostNetwork": True},  # PSS baseline "Host Namespaces"
+        {"hostPID": True},
+        {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]},  # PSS baseline "HostPath Volumes"
+        {"containers": [{"name": "app", "ports": [{"containerPort": 80, "hostPort": 80}]}]},  # "Host Ports"
+    ],
+)
+def test_host_access_is_privileged(change):
+    assert pod_level(secure_pod({**POD, **change})) == PRIVILEGED
+
+
+def test_restricted_volume_types():
+    # PSS restricted "Volume Types": e.g. nfs is not allowed, emptyDir and secret are
+    spec = secure_pod({**POD, "volumes": [{"name": "n", "nfs": {"server": "x", "path": "/"}}]})
+    assert pod_level(spec) == BASELINE
+    assert pod_level(secure_pod({**POD, "volumes": [{"name": "s", "secret": {"secretName": "x"}}]})) == RESTRICTED
+
+
+def test_pod_specs_found_in_every_kind_of_template():
+    lws = {"spec": {"leaderWorkerTemplate": {"leaderTemplate": {"spec": POD}, "workerTemplate": {"spec": POD}}}}
+    jobset = {"spec": {"replicatedJobs": [{"template": {"spec": {"template": {"spec": POD}}}}]}}
+    assert len(list(pod_specs(lws))) == 2 and len(list(pod_specs(jobset))) == 1
+
+
+def test_namespace_labels():
+    labels = namespace_labels(BASELINE, "1.34")
+    assert labels == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/enforce-version": "v1.34",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/warn-version": "v1.34",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/audit-version": "v1.34",
+    }
+    with pytest.raises(ValueError, match="not a Pod Security level"):
+        namespace_labels("strict", "1.34")
+
+
+# ---- every example ---------------------------------------------------------------------------------------
+
+# The level each namespace of each example enforces, and why it is not `restricted` (stacks/pod_security.py and
+# the ContainerSecurity declarations name the sources).
+EXPECTED_LEVELS = {
+    "all-in-one": {
+        "custom-metrics": BASELINE,  # stackdriver adapter: root image binding 443
+        "lws-system": RESTRICTED,
+        "jobset-system": RESTRICTED,
+    },
+    "gemma-hpa": {"gemma": BASELINE, "custom-metrics": BASELINE},  # TPU images keep their (root) user
+    "gemma-hpa-prometheus": {"gemma": BASELINE, "custom-metrics": RESTRICTED},
+    "llama2-70b-disaggregated": {"llama2-70b": PRIVILEGED},  # jax-tpu adds SYS_PTRACE, NET_ADMIN, SYS_TIME
+    "llama3-405b-pathways": {"llama3-405b": BASELINE},
+    "saxml-175b": {"sax": PRIVILEGED},  # privileged, host-network model servers
+}
+
+
+def _objects(path):
+    return kubernetes_objects(recorded(path, False))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_every_pod_is_hardened(path):
+    for obj in _objects(path):
+        for spec in pod_specs(obj.get("spec", {})):
+            where = f"{obj['kind']} {obj['metadata']['name']}"
+            assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, where
+            assert isinstance(spec["automountServiceAccountToken"], bool), where
+            for c in spec["containers"]:
+                ctx = c["securityContext"]
+                if ctx.get("privileged"):
+                    continue
+                assert ctx["allowPrivilegeEscalation"] is False and "ALL" in ctx["capabilities"]["drop"], where
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_namespaces_enforce_the_strictest_level_their_pods_pass(path):
+    objects = _objects(path)
+    namespaces = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objects if o["kind"] == "Namespace"}
+    assert namespaces, "every stack creates namespaces"
+    for name, labels in namespaces.items():
+        assert labels["pod-security.kubernetes.io/warn"] == RESTRICTED, name
+        assert labels["pod-security.kubernetes.io/audit"] == RESTRICTED, name
+        pods = [s for o in objects if o["metadata"].get("namespace") == name for s in pod_specs(o.get("spec", {}))]
+        enforce = labels["pod-security.kubernetes.io/enforce"]
+        # no pod the stack renders would be rejected by its namespace ...
+        for spec in pods:
+            assert pod_security.LEVELS.index(pod_level(spec)) >= pod_security.LEVELS.index(enforce), name
+        # ... and the namespace is no looser than its pods need (Helm-installed pods: the chart's declared level)
+        chart_levels = [lvl for key, lvl in addon_values.CHART_POD_SECURITY.items() if name == f"{key}-system"]
+        assert enforce == pod_security.strictest_level([{"containers": []}] if not pods else pods) or (
+            chart_levels and enforce == chart_levels[0]
+        ), name
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    for name, level in EXPECTED_LEVELS.get(stack, {}).items():
+        assert namespaces[name]["pod-security.kubernetes.io/enforce"] == level, (stack, name)
