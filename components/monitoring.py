@@ -130,6 +130,11 @@ def gmp_frontend_pod(project: str) -> dict[str, Any]:
     )
 
 
+def _pod_spec(spec: dict[str, Any]) -> Any:
+    """A PodSpec built by stacks.pod_security as the camelCase dict the provider takes (like the workloads')."""
+    return spec
+
+
 def adapter_namespace_level(adapter: str, project: str) -> str:
     """The Pod Security level of the adapter namespace: the strictest that every pod in it passes."""
     if adapter == "custom-metrics-stackdriver":
@@ -280,7 +285,7 @@ class Monitoring(pulumi.ComponentResource):
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, "kubernetes.io/cluster-service": "true"}),
-                    spec=stackdriver_adapter_pod(),
+                    spec=_pod_spec(stackdriver_adapter_pod()),
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),
@@ -354,7 +359,8 @@ class Monitoring(pulumi.ComponentResource):
                 replicas=2,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels), spec=gmp_frontend_pod(config.gcp_project)
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=_pod_spec(gmp_frontend_pod(config.gcp_project)),
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),
