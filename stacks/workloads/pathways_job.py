@@ -17,6 +17,7 @@ from typing import Any
 
 from stacks import catalog, cpu_machines, naming
 from stacks.config_model import PathwaysJobWorkload
+from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
 from stacks.versions import IMAGES
 from stacks.workloads.common import TPU_TOLERATION, WorkloadPlan
 
@@ -232,14 +233,14 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
         container["args"] = list(job.args)
     if job.env:
         container["env"] = [{"name": k, "value": v} for k, v in job.env.items()]
-    container["securityContext"] = {"allowPrivilegeEscalation": False}
     spec: dict[str, Any] = {"containers": [container]}
     if plan.head_on_cpu:
         spec["nodeSelector"] = plan.head_selector
     else:
         # beside a worker on a TPU host (the controller sets the TPU node selector); TPU nodes are tainted
         spec["tolerations"] = [dict(TPU_TOLERATION)]
-    return {"metadata": {"labels": dict(plan.labels)}, "spec": spec}
+    # The user's image: its user and writable paths are unknown, so it keeps them (stacks/pod_security.py).
+    return {"metadata": {"labels": dict(plan.labels)}, "spec": secure_pod(spec, IMAGE_DEFAULTS)}
 
 
 def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
