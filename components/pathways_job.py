@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
 from components.serving import ServingWorkload
+from stacks.bucket_access import prefix_condition
 from stacks.workloads import pathways_job as pj
 
 
@@ -49,7 +50,7 @@ class PathwaysJob(ServingWorkload):
         self.service_name = None
         self.commands = pj.commands(plan)
         member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
-        condition = pj.prefix_condition(plan.bucket, plan.prefix)
+        condition = prefix_condition(plan.bucket, plan.prefix)
         grant = gcp.storage.BucketIAMMember(
             f"{name}-prefix-objectuser",
             gcp.storage.BucketIAMMemberArgs(

@@ -16,7 +16,7 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, cpu_machines
+from stacks import bucket_access, catalog, cost, cpu_machines
 from stacks.config import ConfigError, parse_stack_config
 from stacks.workloads import pathways_job as pj
 from tests.conftest import make_config, pool, recorded, reference_dir
@@ -255,6 +255,14 @@ def test_crd_makes_the_spec_immutable():
         assert [v["rule"] for v in spec[key]["x-kubernetes-validations"]] == ["self == oldSelf"], key
     enum = spec["workers"]["items"]["properties"]["type"]["enum"]
     assert set(pj.CONTROLLER_TOPOLOGIES) <= set(enum)
+
+
+def test_prefix_condition_matches_only_the_prefix():
+    # the condition must end the prefix with "/": "pathways/pw" would also match "pathways/pw2/..."
+    expression = bucket_access.prefix_expression("b", "pathways/pw/")
+    assert '"projects/_/buckets/b/objects/pathways/pw/"' in expression
+    with pytest.raises(ValueError, match="must end with '/'"):
+        bucket_access.prefix_expression("b", "pathways/pw")
 
 
 def test_controller_pods_are_host_network():

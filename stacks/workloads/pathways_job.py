@@ -282,19 +282,6 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     return [{"kind": "Pod", "spec": head}, {"kind": "Pod", "spec": worker}]
 
 
-def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
-    """An IAM condition that limits a bucket-level grant to the objects under `prefix`, and to listing that prefix
-    (a list request names the bucket, not an object; its prefix is the objectListPrefix API attribute)."""
-    return {
-        "title": f"only {prefix}"[:100],
-        "description": f"objects under gs://{bucket}/{prefix} only",
-        "expression": (
-            f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{prefix}") || '
-            f'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("{prefix}")'
-        ),
-    }
-
-
 def commands(plan: PathwaysJobPlan) -> dict[str, str]:
     """How to follow the job: its status, its pods, the head's and the workers' logs; interactive: how to connect."""
     ns, name = plan.namespace, plan.name
