@@ -56,7 +56,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
             gcp.serviceaccount.AccountArgs(
                 account_id=account_id,
                 project=project,
-                display_name=f"{namespace}/{service_account_name} ({stack})",
+                display_name=naming.service_account_display_name(f"{namespace}/{service_account_name} ({stack})"),
                 description=f"tpu-serving: Workload Identity of KSA {namespace}/{service_account_name}",
             ),
             opts=pulumi.ResourceOptions(parent=self),

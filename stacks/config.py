@@ -44,10 +44,26 @@ KNOWN_KEYS = (
     "decommission",
 )
 
-REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
-BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$")
-GCP_PROJECT_RE = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+# Google Cloud region and zone names (https://cloud.google.com/compute/docs/regions-zones): a geography prefix,
+# a direction and a number (us-east5, europe-west4, me-central2); zones add a letter (us-east5-b) or, for AI
+# zones, ai<n><letter> (us-central1-ai1a, https://cloud.google.com/tpu/docs/regions-zones).
+REGION_RE = re.compile(r"(us|europe|asia|australia|northamerica|southamerica|me|africa)-[a-z]+[1-9][0-9]?")
+ZONE_RE = re.compile(rf"({REGION_RE.pattern})-(?:[a-h]|ai[1-9][a-z]?)")
+BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
+GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
+# Compute Engine machine types: e2-standard-4, n2-custom-4-16384, ct6e-standard-4t.
+MACHINE_TYPE_RE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
+# A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
+RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+# A VPC or subnet given by name, or by path (projects/p/global/networks/n, projects/p/regions/r/subnetworks/n).
+NETWORK_REF_RE = re.compile(
+    r"(projects/[a-z][-a-z0-9.:]*/(global|regions/[a-z0-9-]+)/(networks|subnetworks)/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+)
+GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
+# Cloud Storage locations: a region (us-east5), dual-region (NAM4) or multi-region (US, EU, ASIA).
+BUCKET_LOCATION_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*")
+# GKE: a cluster has at most 15,000 nodes (https://cloud.google.com/kubernetes-engine/quotas); no count here is more.
+MAX_NODES = 15000
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,11 @@ class PoolPlan:
     @property
     def total_chips(self) -> int:
         return self.shape.chips * self.slices
+
+    @property
+    def capacity_hosts(self) -> int:
+        """TPU hosts (nodes) the pool reaches at most: every slice whole, or the single-host autoscaling maximum."""
+        return self.max_nodes_per_node_pool * (self.slices if self.shape.multi_host else 1)
 
     @property
     def max_nodes_per_node_pool(self) -> int:
@@ -171,6 +192,8 @@ def _allowed_keys(root: Any, loc: tuple) -> list[str]:
     """The keys the model at `loc` accepts, for an 'unknown key' message."""
     tp = root
     for part in loc:
+        if isinstance(part, str) and (part in _BRANCH_SEGMENTS or part.startswith(("function-", "is-instance"))):
+            continue
         tp = _unwrap(tp)
         if isinstance(part, int):
             args = get_args(tp)
@@ -192,28 +215,106 @@ def _unwrap(tp: Any) -> Any:
     return tp
 
 
+# Path segments pydantic adds for the branch of a union or a validator: never part of a key path a user wrote.
+_BRANCH_SEGMENTS = {"str", "int", "float", "bool", "list", "dict", "none", "json-or-python", "lax-or-strict"}
+FLOAT64_EXACT = 2**53
+
+
 def _path(base: str, loc: tuple) -> str:
     out = base
     for part in loc:
+        if isinstance(part, str) and (part in _BRANCH_SEGMENTS or part.startswith(("function-", "is-instance"))):
+            continue
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out
 
 
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _message(tp: Any, e: Any) -> str:
+    """One pydantic error in the stack's words: what is wrong with the value, and what is allowed."""
+    loc, kind, ctx, got = tuple(e["loc"]), e["type"], e.get("ctx") or {}, _fmt(e.get("input"))
+    if kind == "extra_forbidden":
+        return f"unknown key; allowed: {', '.join(_allowed_keys(tp, loc[:-1]))}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        keys = _allowed_keys(tp, loc)
+        return f"must be a mapping{' with keys ' + ', '.join(keys) if keys else ''} (got {got})"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]} (got {got})"
+    if kind == "literal_error":
+        return f"{got} is not allowed; allowed: {ctx.get('expected', '').replace(' or ', ', ').replace(chr(39), '')}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        words = {"greater_than_equal": "at least", "greater_than": "greater than", "less_than_equal": "at most"}
+        limit = next(v for k, v in ctx.items() if k in ("ge", "gt", "le", "lt"))
+        return f"{got} is not allowed; must be {words.get(kind, 'less than')} {limit}"
+    if kind in ("too_short", "too_long"):
+        return f"{got} is not allowed; must have {'at least' if kind == 'too_short' else 'at most'} " + (
+            f"{ctx.get('min_length', ctx.get('max_length'))} item(s)"
+        )
+    if kind == "string_pattern_mismatch":
+        return f"{got} is not allowed; must match {ctx.get('pattern')}"
+    if kind in ("finite_number",):
+        return f"{got} is not allowed; must be a finite number"
+    text = str(e["msg"]).removeprefix("Value error, ").replace("Input should be", "must be")
+    return f"{text} (got {got})"
+
+
+def _too_large(base: str, raw: Any, problems: list[Problem], loc: tuple = ()) -> bool:
+    """Numbers a float64 does not hold exactly, anywhere in `raw`: Pulumi sends every number as a float64
+    (google.protobuf.Value), so larger ones would change or fail in transit. Fields have their own, lower bounds."""
+    found = False
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            found = _too_large(base, v, problems, (*loc, k)) or found
+    elif isinstance(raw, list):
+        for i, v in enumerate(raw):
+            found = _too_large(base, v, problems, (*loc, i)) or found
+    elif isinstance(raw, int | float) and not isinstance(raw, bool) and not -FLOAT64_EXACT <= raw <= FLOAT64_EXACT:
+        problems.append(Problem(_path(base, loc), f"{_fmt(raw)} is too large; numbers are at most 2^53"))
+        found = True
+    return found
+
+
 def _parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
-    """Validate `raw` as `tp`; on failure add one problem per pydantic error and return None."""
+    """Validate `raw` as `tp`; on failure add one problem per error, in the stack's words, and return None."""
+    if _too_large(base, raw, problems):
+        return None
     try:
         return TypeAdapter(tp).validate_python(raw)
     except ValidationError as err:
+        found: dict[str, list[str]] = {}
+        branches: dict[str, list[str]] = {}  # a union reports one type error per branch: say them as one
         for e in err.errors():
-            loc = tuple(e["loc"])
-            if e["type"] == "extra_forbidden":
-                allowed = _allowed_keys(tp, loc[:-1])
-                msg = f"unknown key; allowed: {', '.join(allowed)}"
-            elif e["type"] == "missing":
-                msg = "required key is missing"
-            else:
-                msg = f"{e['msg']} (got {_fmt(e['input'])})"
-            problems.append(Problem(_path(base, loc), msg))
+            path = _path(base, tuple(e["loc"]))
+            if e["type"] in _TYPE_WORDS and any(p in _BRANCH_SEGMENTS for p in e["loc"]):
+                branches.setdefault(path, []).append(_TYPE_WORDS[e["type"]])
+                found.setdefault(path, [])
+                continue
+            message = _message(tp, e)
+            if message not in found.setdefault(path, []):
+                found[path].append(message)
+        for e in err.errors():
+            path = _path(base, tuple(e["loc"]))
+            if path in branches and not found[path]:
+                words = list(dict.fromkeys(branches[path]))
+                found[path].append(f"must be {', '.join(words[:-1])} or {words[-1]} (got {_fmt(e['input'])})")
+        problems.extend(Problem(path, m) for path, messages in found.items() for m in messages)
         return None
 
 
@@ -248,7 +349,7 @@ def _check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv
 
 
 def _check_name(path: str, value: str, max_len: int, what: str, problems: list[Problem]) -> None:
-    if len(value) > max_len or not naming.RFC1035.match(value):
+    if len(value) > max_len or not naming.RFC1035.fullmatch(value):
         problems.append(
             Problem(
                 path,
@@ -260,7 +361,7 @@ def _check_name(path: str, value: str, max_len: int, what: str, problems: list[P
 
 def check_bucket_name(name: str) -> str | None:
     """Why `name` is not a bucket name this stack accepts, or None. Dots are refused: they need domain proof."""
-    if not BUCKET_RE.match(name):
+    if not BUCKET_RE.fullmatch(name):
         return (
             f"{name!r} is not a valid bucket name: 3-63 characters of lowercase letters, digits, '-' and '_', "
             "starting and ending with a letter or digit (dotted names need domain verification and are not accepted)"
@@ -272,7 +373,7 @@ def check_bucket_name(name: str) -> str | None:
 
 def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) -> None:
     for key, value in labels.items():
-        if not naming.LABEL_KEY.match(key) or not naming.LABEL_VALUE.match(value):
+        if not naming.LABEL_KEY.fullmatch(key) or not naming.LABEL_VALUE.fullmatch(value):
             problems.append(
                 Problem(
                     f"{path}.{key}",
@@ -288,6 +389,27 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
         _check_cidr(f"{base}.masterAuthorizedNetworks[{i}].cidrBlock", net.cidr_block, problems)
     network = cluster.network
     npath = f"{base}.network"
+    ranges_named = (("podsRangeName", network.pods_range_name), ("servicesRangeName", network.services_range_name))
+    for key, range_name in ranges_named:
+        # SubnetworkSecondaryRange.rangeName: RFC 1035, 1-63 characters, unique within the subnetwork
+        # (https://cloud.google.com/compute/docs/reference/rest/v1/subnetworks)
+        _check_name(f"{npath}.{key}", range_name, naming.COMPUTE_NAME_MAX, "secondary range name", problems)
+    if network.pods_range_name == network.services_range_name:
+        problems.append(
+            Problem(
+                f"{npath}.servicesRangeName",
+                f"{network.services_range_name!r} is also podsRangeName; a subnet's secondary ranges need distinct names",
+            )
+        )
+    for key, given in (("network", network.network), ("subnetwork", network.subnetwork)):
+        if given is not None and not NETWORK_REF_RE.fullmatch(given):
+            problems.append(
+                Problem(
+                    f"{npath}.{key}",
+                    f"{given!r} is not a {key} name (RFC 1035, at most 63 characters) or "
+                    f"projects/<project>/.../{key}s/<name> path",
+                )
+            )
     if network.create:
         ranges = {
             key: _check_cidr(f"{npath}.{key}", getattr(network, attr), problems)
@@ -313,9 +435,39 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
             )
 
 
+def _check_cluster(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    """Free-text fields that Google Cloud reads: machine type, version, label count."""
+    base = f"{NS}:cluster"
+    system = cluster.system_pool
+    if not MACHINE_TYPE_RE.fullmatch(system.machine_type):
+        problems.append(
+            Problem(
+                f"{base}.systemPool.machineType", f"{system.machine_type!r} is not a machine type, e.g. e2-standard-4"
+            )
+        )
+    if cluster.min_master_version is not None and not GKE_VERSION_RE.fullmatch(cluster.min_master_version):
+        problems.append(
+            Problem(
+                f"{base}.minMasterVersion",
+                f"{cluster.min_master_version!r} is not a GKE version, e.g. 1.32 or 1.32.2-gke.1297000",
+            )
+        )
+    # 64 labels per resource at most; the stack adds app, stack and environment
+    if len(cluster.labels) > 61:
+        problems.append(Problem(f"{base}.labels", f"{len(cluster.labels)} labels; at most 61 (64 with the stack's)"))
+    for i, net in enumerate(cluster.master_authorized_networks):
+        if not re.fullmatch(r"[^\x00-\x1f\x7f]{0,100}", net.display_name):
+            problems.append(
+                Problem(
+                    f"{base}.masterAuthorizedNetworks[{i}].displayName",
+                    f"{net.display_name!r} is not allowed: at most 100 characters, no control characters",
+                )
+            )
+
+
 def _check_location(location: str, region: str, problems: list[Problem]) -> None:
     path = f"{NS}:cluster.location"
-    zone = ZONE_RE.match(location)
+    zone = ZONE_RE.fullmatch(location)
     if location == region:
         return
     if zone and zone.group(1) == region:
@@ -332,8 +484,20 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
     start = len(problems)
 
     _check_name(f"{base}.name", pool.name, naming.NODE_POOL_NAME_MAX - 4, "pool name", problems)
+    if pool.machine_type is not None and not MACHINE_TYPE_RE.fullmatch(pool.machine_type):
+        problems.append(
+            Problem(f"{base}.machineType", f"{pool.machine_type!r} is not a machine type, e.g. ct6e-standard-4t")
+        )
+    if pool.reservation is not None and not RESERVATION_RE.fullmatch(pool.reservation):
+        problems.append(
+            Problem(
+                f"{base}.reservation",
+                f"{pool.reservation!r} is not a reservation: its name (lowercase letters, digits, '-', at most 63) or "
+                "projects/<project>/reservations/<name>",
+            )
+        )
 
-    zone = ZONE_RE.match(pool.zone)
+    zone = ZONE_RE.fullmatch(pool.zone)
     if not zone or zone.group(1) != region:
         problems.append(
             Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
@@ -400,7 +564,42 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
     if len(problems) > start or shape is None:
         return None
     names = naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
+    longest = max(names, key=len)
+    if len(longest) > naming.NODE_POOL_NAME_MAX:
+        problems.append(
+            Problem(
+                f"{base}.name",
+                f"{pool.name!r} with {pool.slices} slices gives node pool {longest!r} ({len(longest)} characters); GKE "
+                f"node pool names are at most {naming.NODE_POOL_NAME_MAX}: shorten the name",
+            )
+        )
+        return None
     return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
+
+
+# Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
+CLUSTER_NODE_POOLS = ("system",)
+
+
+def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Problem]) -> list[PoolPlan]:
+    """Every GKE node pool name the stack derives is unique in the cluster (`mh` with 2 slices and `mh-s1` both
+    derive `mh-s1`; a pool named `system` derives the system pool's name). Returns the plans without clashes."""
+    owner: dict[str, str] = {name: "the cluster's system pool" for name in CLUSTER_NODE_POOLS}
+    kept = []
+    for i, plan in plans:
+        clash = next((n for n in plan.node_pool_names if n in owner), None)
+        if clash is not None:
+            problems.append(
+                Problem(
+                    f"{NS}:tpuPools[{i}].name",
+                    f"{plan.name!r} derives node pool {clash!r}, which is already the name of {owner[clash]}; "
+                    "rename the pool",
+                )
+            )
+            continue
+        owner.update({n: f"a node pool of tpuPools[{i}] ({plan.name!r})" for n in plan.node_pool_names})
+        kept.append(plan)
+    return kept
 
 
 def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems: list[Problem]) -> None:
@@ -577,7 +776,12 @@ def _check_workloads(
     context: WorkloadContext,
     problems: list[Problem],
     warnings: list[str],
+    pools_complete: bool = True,
 ) -> list[Any]:
+    """Each workload's own rules, then what workloads share: namespaces and pool capacity.
+
+    `pools_complete` is false when tpuPools itself has problems: a workload's pool is then not reported as
+    missing (the pool list is the problem, and it is reported at its own key)."""
     plans = []
     seen: dict[str, int] = {}
     for i, workload in workloads:
@@ -594,7 +798,7 @@ def _check_workloads(
             problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
         else:
             _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
-        if workload.pool not in all_pool_names:
+        if workload.pool not in all_pool_names and pools_complete:
             available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
             problems.append(
                 Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
@@ -611,10 +815,66 @@ def _check_workloads(
         raw_problems: list[tuple[str, str]] = []
         check(path, workload, pool, raw_problems, warnings, context)
         problems.extend(Problem(p, m) for p, m in raw_problems)
+        _check_images(path, workload, problems)
         if len(problems) == start and pool is not None and bucket_name:
-            plans.append(make_plan(workload, pool, namespace, bucket_name, context))
+            plans.append((i, make_plan(workload, pool, namespace, bucket_name, context)))
     _check_exclusive_pools(workloads, pools, problems)
-    return plans
+    _check_shared_namespaces(plans, problems)
+    _check_pool_capacity(plans, problems)
+    return [plan for _, plan in plans]
+
+
+def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
+    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull."""
+    images = getattr(workload, "images", None)
+    for key, image in (images.model_dump() if images is not None else {}).items():
+        why = naming.image_reference_problem(image) if isinstance(image, str) else None
+        if why:
+            problems.append(Problem(f"{path}.images.{_camel(key)}", why))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _check_shared_namespaces(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+    """Workloads name their objects `<workload>` or `<workload>-<role>`; in one namespace, a workload whose name
+    is another's followed by '-' could get the same object name (Saxml `sax` has Deployment `sax-http`, as does a
+    JetStream workload `sax-http`). Such names need separate namespaces."""
+    for i, plan in plans:
+        for j, other in plans:
+            if i != j and plan.namespace == other.namespace and plan.name.startswith(f"{other.name}-"):
+                problems.append(
+                    Problem(
+                        f"{NS}:workloads[{i}].name",
+                        f"{plan.name!r} starts with {other.name + '-'!r}, the prefix of the objects of workloads[{j}] "
+                        f"in the same namespace {plan.namespace!r}; rename it or give it its own namespace",
+                    )
+                )
+
+
+def _check_pool_capacity(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+    """The TPU hosts workloads on one pool need at most, added up, fit in the pool (a workload type that does not
+    say what it needs, `hosts_needed` None, is not counted)."""
+    by_pool: dict[str, list[tuple[int, Any, int]]] = {}
+    for i, plan in plans:
+        need = plan.hosts_needed
+        if need is not None:
+            by_pool.setdefault(plan.pool.name, []).append((i, plan, need))
+    for name, users in by_pool.items():
+        pool = users[0][1].pool
+        capacity = pool.capacity_hosts
+        total = sum(n for _, _, n in users)
+        if total > capacity:
+            who = ", ".join(f"workloads[{i}] {p.name!r} {n}" for i, p, n in users)
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{users[-1][0]}].pool",
+                    f"pool {name!r} has {capacity} TPU host(s), but its workloads need {total} at most ({who}); "
+                    "give them separate pools or lower their replicas",
+                )
+            )
 
 
 def _check_exclusive_pools(
@@ -668,13 +928,13 @@ def parse_stack_config(
         problems.append(
             Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
         )
-    elif not GCP_PROJECT_RE.match(gcp_project):
+    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
         problems.append(
             Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
         )
     if not region:
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
-    elif not REGION_RE.match(region):
+    elif not REGION_RE.fullmatch(region):
         problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
         region = None
 
@@ -702,6 +962,7 @@ def parse_stack_config(
         cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
         _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
         _check_network(cluster, problems)
+        _check_cluster(cluster, problems)
         _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
         if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
             problems.append(
@@ -729,8 +990,12 @@ def parse_stack_config(
         why = check_bucket_name(bucket_name)
         if why:
             problems.append(Problem(f"{NS}:bucket.name", why))
+    if bucket is not None and bucket.location is not None and not BUCKET_LOCATION_RE.fullmatch(bucket.location):
+        problems.append(
+            Problem(f"{NS}:bucket.location", f"{bucket.location!r} is not a bucket location, e.g. us-east5, US, NAM4")
+        )
 
-    plans: list[PoolPlan] = []
+    indexed: list[tuple[int, PoolPlan]] = []
     seen: dict[str, int] = {}
     for i, pool in enumerate(pool_configs):
         if pool is None:
@@ -744,7 +1009,8 @@ def parse_stack_config(
         if region:
             plan = _check_pool(i, pool, region, problems)
             if plan is not None:
-                plans.append(plan)
+                indexed.append((i, plan))
+    plans = _check_node_pool_names(indexed, problems)
     if cluster is not None:
         _check_pool_versions(cluster, plans, problems)
     warnings: list[str] = []
@@ -763,6 +1029,7 @@ def parse_stack_config(
         ),
         problems,
         warnings,
+        pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in pool_configs,
     )
 
     if problems:

@@ -12,6 +12,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+# Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
+# (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
+# (https://cloud.google.com/compute/docs/disks#pdspecs). Replica counts and the like are Kubernetes int32 fields;
+# the stack's own bounds (SLICES_MAX, REPLICAS_MAX, DAYS_MAX) keep an evaluation short and a typo visible.
+NODES_MAX = 1000
+DISK_GB_MAX = 65536
+SLICES_MAX = 256
+REPLICAS_MAX = 10000
+DAYS_MAX = 36500
+
 
 class CamelModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
@@ -21,9 +31,9 @@ class SystemPoolConfig(CamelModel):
     """The CPU pool for system pods and the platform's controllers (LWS, JobSet, adapters); never TPU."""
 
     machine_type: str = Field("e2-standard-4", description="Compute Engine machine type of the system nodes.")
-    min_nodes: int = Field(1, ge=0, description="Autoscaling minimum, in total over the cluster's zones.")
-    max_nodes: int = Field(3, ge=1, description="Autoscaling maximum, in total over the cluster's zones.")
-    disk_size_gb: int = Field(100, ge=10, description="Boot disk size of each system node.")
+    min_nodes: int = Field(1, ge=0, le=NODES_MAX, description="Autoscaling minimum, in total over the cluster's zones.")
+    max_nodes: int = Field(3, ge=1, le=NODES_MAX, description="Autoscaling maximum, in total over the cluster's zones.")
+    disk_size_gb: int = Field(100, ge=10, le=DISK_GB_MAX, description="Boot disk size of each system node.")
 
 
 class AuthorizedNetworkConfig(CamelModel):
@@ -74,13 +84,15 @@ class BucketConfig(CamelModel):
         None, description="Override the environment profile: delete objects on destroy (dev: true, else false)."
     )
     versioning: bool = Field(True, description="Keep noncurrent object versions (expired after noncurrentVersionDays).")
-    noncurrent_version_days: int = Field(30, ge=1, description="Days a noncurrent version is kept.")
-    scratch_ttl_days: int = Field(7, ge=1, description="Days Pathways scratch objects (pathways/) are kept.")
+    noncurrent_version_days: int = Field(30, ge=1, le=DAYS_MAX, description="Days a noncurrent version is kept.")
+    scratch_ttl_days: int = Field(
+        7, ge=1, le=DAYS_MAX, description="Days Pathways scratch objects (pathways/) are kept."
+    )
 
 
 class AutoscalingConfig(CamelModel):
-    min_nodes: int = Field(ge=0, description="Minimum nodes of each node pool of this pool.")
-    max_nodes: int = Field(ge=1, description="Maximum nodes of each node pool of this pool.")
+    min_nodes: int = Field(ge=0, le=NODES_MAX, description="Minimum nodes of each node pool of this pool.")
+    max_nodes: int = Field(ge=1, le=NODES_MAX, description="Maximum nodes of each node pool of this pool.")
 
 
 Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
@@ -91,7 +103,7 @@ class TpuPoolConfig(CamelModel):
     tpu: str = Field(description="TPU generation: v4, v5e, v5p, v6e or tpu7x (Ironwood).")
     topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1, 2x2x4.")
     zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
-    slices: int = Field(1, description="Multi-host only: number of slices, one node pool each.")
+    slices: int = Field(1, le=SLICES_MAX, description="Multi-host only: number of slices, one node pool each.")
     capacity: Capacity = Field("on-demand", description="on-demand, spot, reservation or flex-start.")
     reservation: str | None = Field(
         None, description="With capacity reservation: reservation name (or projects/<p>/reservations/<name>)."
@@ -175,7 +187,9 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     mode: Literal["interleaved", "disaggregated"] = Field(
         "interleaved", description="Prefill and decode together or apart."
     )
-    replicas: int = Field(1, ge=1, description="LeaderWorkerSet replicas (each takes the pool's slices).")
+    replicas: int = Field(
+        1, ge=1, le=REPLICAS_MAX, description="LeaderWorkerSet replicas (each takes the pool's slices)."
+    )
     model: str = Field(description="Model preset, e.g. llama3.1-405b or llama2-70b.")
     checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint.")
     maxtext: dict[str, str | int | float | bool] = Field(
@@ -194,7 +208,7 @@ WORKLOAD_TYPES: dict[str, type[CamelModel]] = {"jetstream-pathways": JetStreamPa
 
 
 class SaxHttpConfig(CamelModel):
-    replicas: int = Field(1, ge=1, description="HTTP server replicas.")
+    replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="HTTP server replicas.")
     exposure: Literal["cluster", "internal", "external"] = Field(
         "internal",
         description="cluster: ClusterIP; internal: internal passthrough load balancer; external: public, needs sourceRanges.",
@@ -210,9 +224,11 @@ class SaxModelConfig(CamelModel):
         description="Saxml model class, e.g. saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
     )
     checkpoint: str = Field("None", description="Checkpoint path, or None for the test models' random weights.")
-    replicas: int = Field(1, ge=1, description="Model server replicas serving it (at most the pool's slices).")
+    replicas: int = Field(
+        1, ge=1, le=REPLICAS_MAX, description="Model server replicas serving it (at most the pool's slices)."
+    )
     params_billion: float | None = Field(
-        None, gt=0, description="Model size for the HBM check; default: from modelPath."
+        None, gt=0, le=1_000_000, description="Model size for the HBM check; default: from modelPath."
     )
 
 
@@ -233,7 +249,7 @@ class SaxmlWorkload(WorkloadConfig):
     models: list[SaxModelConfig] | None = Field(
         None, description="Models to publish; when set, the stack owns the cell's model list (others are unpublished)."
     )
-    max_restarts: int = Field(4, ge=0, description="JobSet failurePolicy.maxRestarts.")
+    max_restarts: int = Field(4, ge=0, le=REPLICAS_MAX, description="JobSet failurePolicy.maxRestarts.")
 
 
 WORKLOAD_TYPES["saxml"] = SaxmlWorkload
@@ -248,18 +264,41 @@ class HpaMetricConfig(CamelModel):
     name: HpaMetricName = Field(description="JetStream server metric or TPU HBM metric.")
     target: float = Field(
         gt=0,
+        le=1e15,
+        allow_inf_nan=False,
         description="Value one replica should carry, in the metric's unit: *_percentage metrics are 0-1 fractions "
         "(0.5 = half), tpu_memory_used is bytes, jetstream_prefill_backlog_size is queued requests.",
     )
 
 
+class HpaScalingPolicy(CamelModel):
+    """autoscaling/v2 HPAScalingPolicy; bounds from kubernetes pkg/apis/autoscaling/validation/validation.go
+    (value > 0, 0 < periodSeconds <= MaxPeriodSeconds = 1800)."""
+
+    type: Literal["Pods", "Percent"] = Field(description="Pods or Percent.")
+    value: int = Field(ge=1, le=2**31 - 1, description="Pods or percent of current replicas per period.")
+    period_seconds: int = Field(ge=1, le=1800, description="Window the policy holds for (1-1800 s).")
+
+
+class HpaScalingRules(CamelModel):
+    """autoscaling/v2 HPAScalingRules (stabilizationWindowSeconds <= MaxStabilizationWindowSeconds = 3600; a given
+    policy list has at least one policy)."""
+
+    stabilization_window_seconds: int | None = Field(None, ge=0, le=3600, description="0-3600 s.")
+    select_policy: Literal["Max", "Min", "Disabled"] | None = Field(None, description="Max, Min or Disabled.")
+    policies: list[HpaScalingPolicy] | None = Field(None, min_length=1, description="At least one policy.")
+
+
+class HpaBehavior(CamelModel):
+    scale_up: HpaScalingRules | None = None
+    scale_down: HpaScalingRules | None = None
+
+
 class JetStreamAutoscalingConfig(CamelModel):
-    min_replicas: int = Field(1, description="At least 1.")
-    max_replicas: int = Field(description="At most what the pool's nodes can hold.")
+    min_replicas: int = Field(1, le=REPLICAS_MAX, description="At least 1.")
+    max_replicas: int = Field(le=REPLICAS_MAX, description="At most what the pool's nodes can hold.")
     metrics: list[HpaMetricConfig] = Field(min_length=1, description="Combined in one HPA: the largest proposal wins.")
-    behavior: dict[str, Any] | None = Field(
-        None, description="autoscaling/v2 HPA behavior (scaleUp/scaleDown), camelCase."
-    )
+    behavior: HpaBehavior | None = Field(None, description="autoscaling/v2 HPA behavior (scaleUp/scaleDown).")
 
 
 class JetStreamImages(CamelModel):
@@ -276,7 +315,7 @@ class JetStreamWorkload(WorkloadConfig):
     maxtext: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="MaxText argument overrides."
     )
-    replicas: int = Field(1, ge=1, description="Replicas when autoscaling is off.")
+    replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off.")
     autoscaling: JetStreamAutoscalingConfig | None = Field(None, description="An HPA on JetStream/TPU metrics.")
     prometheus_port: int = Field(9100, ge=1, le=65535, description="The engine's Prometheus metrics port.")
     images: JetStreamImages = Field(default_factory=JetStreamImages)

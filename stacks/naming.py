@@ -16,9 +16,27 @@ SERVICE_ACCOUNT_ID_MIN, SERVICE_ACCOUNT_ID_MAX = 6, 30
 BUCKET_NAME_MAX = 63
 LABEL_MAX = 63
 
-RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+SERVICE_ACCOUNT_DISPLAY_NAME_BYTES = 100
+COMPUTE_NAME_MAX = 63
+DNS_LABEL_MAX = 63
+
+# Always used with fullmatch (re.match with "$" accepts a trailing newline).
+RFC1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+# Google Cloud resource labels: https://cloud.google.com/resource-manager/docs/labels-overview#requirements
+LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
+LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+# Kubernetes: a DNS-1123 label (namespaces, container names, JobSet-derived Job names), as
+# kubernetes/apimachinery pkg/util/validation/validation.go (DNS1123LabelFmt, DNS1123LabelMaxLength = 63).
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+# OCI image reference grammar, distribution/reference reference.go (domain, path components, tag, digest).
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+IMAGE_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
+)
+IMAGE_NAME_MAX = 255  # distribution/reference NameTotalLengthMax (domain and path)
 
 # Node label of the CPU system pool; controllers and adapters select it so they never land on TPU nodes.
 ROLE_LABEL = "tpu-serving/role"
@@ -48,6 +66,36 @@ def fit(name: str, max_len: int) -> str:
         return name
     head = name[: max_len - 7].rstrip("-")
     return f"{head}-{short_hash(name)}"
+
+
+def image_reference_problem(image: str) -> str | None:
+    """Why `image` is not an image reference a kubelet can pull, or None."""
+    if not IMAGE_REFERENCE.fullmatch(image):
+        return (
+            f"{image!r} is not an image reference: [registry/]path[:tag][@sha256:digest], lowercase path, "
+            "no spaces, e.g. us-docker.pkg.dev/my-project/repo/server:v1"
+        )
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last) + last.index(":")]
+    if len(name) > IMAGE_NAME_MAX:
+        return f"{image!r} is not an image reference: the name is longer than {IMAGE_NAME_MAX} characters"
+    return None
+
+
+def fit_bytes(text: str, max_bytes: int) -> str:
+    """`text` when its UTF-8 form fits `max_bytes`, else a start of it and a hash of the whole."""
+    if len(text.encode()) <= max_bytes:
+        return text
+    head = text.encode()[: max_bytes - 8].decode(errors="ignore")
+    return f"{head}~{short_hash(text)}"
+
+
+def service_account_display_name(text: str) -> str:
+    """IAM ServiceAccount.displayName holds 100 UTF-8 bytes at most
+    (https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts)."""
+    return fit_bytes(text, SERVICE_ACCOUNT_DISPLAY_NAME_BYTES)
 
 
 def default_cluster_name(pulumi_project: str, stack: str) -> str:

@@ -122,14 +122,12 @@ CASES = {
     "bad capacity value": (
         make_config(tpu_serving__tpuPools=[pool(capacity="preemptible")]),
         [
-            "tpu-serving:tpuPools[0].capacity: Input should be 'on-demand', 'spot', 'reservation' or 'flex-start' (got 'preemptible')"
+            "tpu-serving:tpuPools[0].capacity: 'preemptible' is not allowed; allowed: on-demand, spot, reservation, flex-start"
         ],
     ),
     "bad release channel": (
         make_config(tpu_serving__cluster={"releaseChannel": "regular"}),
-        [
-            "tpu-serving:cluster.releaseChannel: Input should be 'RAPID', 'REGULAR', 'STABLE' or 'EXTENDED' (got 'regular')"
-        ],
+        ["tpu-serving:cluster.releaseChannel: 'regular' is not allowed; allowed: RAPID, REGULAR, STABLE, EXTENDED"],
     ),
     "pools not a list": (
         make_config(tpu_serving__tpuPools={"name": "x"}),
@@ -236,7 +234,7 @@ def test_every_problem_is_reported_at_once(run):
 def test_non_json_structured_value_is_reported_at_its_key(run):
     config = make_config()
     config["tpu-serving:cluster"] = "not-an-object"
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:cluster: Input should be a valid dictionary"):
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:cluster: must be a mapping with keys name, location"):
         run(config)
 
 

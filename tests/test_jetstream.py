@@ -212,11 +212,11 @@ BAD = {
     ),
     "unknown metric": (
         {"autoscaling": {**AUTO, "metrics": [{"name": "qps", "target": 1}]}},
-        "tpu-serving:workloads[0].autoscaling.metrics[0].name: Input should be 'jetstream_prefill_backlog_size'",
+        "tpu-serving:workloads[0].autoscaling.metrics[0].name: 'qps' is not allowed; allowed: jetstream_prefill_backlog_size",
     ),
     "non-positive target": (
         {"autoscaling": {**AUTO, "metrics": [{"name": "jetstream_prefill_backlog_size", "target": 0}]}},
-        "tpu-serving:workloads[0].autoscaling.metrics[0].target: Input should be greater than 0 (got 0)",
+        "tpu-serving:workloads[0].autoscaling.metrics[0].target: 0 is not allowed; must be greater than 0",
     ),
     "metric the adapter does not serve": (
         {"autoscaling": {**AUTO, "metrics": [{"name": "tpu_memory_used_percentage", "target": 80}]}},

@@ -321,7 +321,10 @@ BAD = {
         {"type": "vllm"},
         "tpu-serving:workloads[0].type: 'vllm' is not a workload type; allowed: jetstream-pathways",
     ),
-    "bad mode": ({"mode": "split"}, "tpu-serving:workloads[0].mode: Input should be 'interleaved' or 'disaggregated'"),
+    "bad mode": (
+        {"mode": "split"},
+        "tpu-serving:workloads[0].mode: 'split' is not allowed; allowed: interleaved, disaggregated",
+    ),
 }
 
 

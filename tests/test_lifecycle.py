@@ -117,7 +117,7 @@ def test_decommission_lifts_protection_but_keeps_the_data(run):
 
 
 def test_bad_lifecycle_flags(run):
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:paused: Input should be a valid boolean"):
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:paused: must be true or false"):
         run({**make_config(), "tpu-serving:paused": "sometimes"})
 
 

@@ -145,7 +145,7 @@ def test_adapter_none_installs_no_adapter(run):
 def test_unknown_adapter_is_an_error(run):
     with pytest.raises(
         pulumi.RunError,
-        match=r"tpu-serving:monitoring.adapter: Input should be 'custom-metrics-stackdriver', 'prometheus-adapter' or 'none' \(got 'keda'\)",
+        match=r"tpu-serving:monitoring.adapter: 'keda' is not allowed; allowed: custom-metrics-stackdriver, prometheus-adapter, none",
     ):
         run(make_config(tpu_serving__monitoring={"adapter": "keda"}))
 

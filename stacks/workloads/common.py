@@ -4,6 +4,7 @@ of pod specs that do not depend on the type."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,12 @@ class WorkloadPlan:
     @property
     def shape(self) -> catalog.SliceShape:
         return self.pool.shape
+
+    @property
+    def hosts_needed(self) -> int | None:
+        """TPU hosts of its pool the workload takes at most (replicas at their maximum), for the check that the
+        workloads sharing a pool fit in it; None when the type does not say."""
+        return None
 
     @property
     def service_account(self) -> str:
@@ -81,11 +88,11 @@ def cpu_deployment(
 
 # ---- shared rules and commands -------------------------------------------------------------------------
 
-CHECKPOINT_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$")
+CHECKPOINT_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s\x00-\x1f\x7f]*)?")
 
 
 def checkpoint_ok(path: str) -> bool:
-    return bool(CHECKPOINT_RE.match(path))
+    return bool(CHECKPOINT_RE.fullmatch(path))
 
 
 def checkpoint_bucket(path: str) -> str:
@@ -110,6 +117,35 @@ def check_model_inputs(
     for key, why in reserved.items():
         if key in workload.maxtext:
             problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+    check_maxtext_overrides(f"{path}.maxtext", workload.maxtext, problems)
+
+
+# A MaxText argument `key=value` on the server's command line (MaxText's pyconfig reads key=value pairs).
+MAXTEXT_KEY_RE = re.compile(r"[a-z][a-z0-9_]{0,99}")
+MAXTEXT_VALUE_RE = re.compile(r"[^\s\x00-\x1f\x7f]{1,1024}")
+
+
+def check_maxtext_overrides(path: str, overrides: Mapping[str, Any], problems: list) -> None:
+    """Each override is one `key=value` argument: a snake_case key, a value without whitespace or control
+    characters, numbers finite."""
+    for key, value in overrides.items():
+        if not MAXTEXT_KEY_RE.fullmatch(key):
+            problems.append(
+                (f"{path}.{key}", "is not a MaxText argument name: snake_case (a-z, 0-9, '_'), at most 100 characters")
+            )
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append((f"{path}.{key}", f"{value} is not allowed; numbers must be finite"))
+        elif isinstance(value, str) and not MAXTEXT_VALUE_RE.fullmatch(value):
+            problems.append(
+                (f"{path}.{key}", f"{value!r} is not allowed: 1-1024 characters without spaces or control characters")
+            )
+
+
+def check_ports(path: str, port: int, taken: Mapping[int, str], problems: list) -> None:
+    """A configurable port must not be one the workload's pod (or Service) already uses: containers of a pod
+    share one network namespace, and a Service's ports are unique (kubernetes pkg/apis/core/validation)."""
+    if port in taken:
+        problems.append((path, f"{port} is already the {taken[port]} port; choose another"))
 
 
 def generate_curl(port: int) -> str:

@@ -25,6 +25,7 @@ from stacks.workloads.common import (
     TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
+    check_ports,
     checkpoint_bucket,
     generate_curl,
     jetstream_pod_monitoring,
@@ -37,6 +38,7 @@ GRPC_PORT = 9000
 ENGINE_CONTAINER = "maxengine-server"
 PRIVILEGED_BELOW = (1, 28)
 HEALTH_PATH = "/healthcheck"
+POD_PORTS = {GRPC_PORT: "engine's gRPC", HTTP_PORT: "jetstream-http"}
 RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "set `prometheusPort` instead"}
 
 
@@ -63,6 +65,12 @@ class JetStreamPlan(WorkloadPlan):
     def autoscaled(self) -> bool:
         """An HPA scales the Deployment (never while the stack is paused)."""
         return self.workload.autoscaling is not None and not self.paused
+
+    @property
+    def hosts_needed(self) -> int:
+        """One replica is one pod on one single-host node."""
+        auto = self.workload.autoscaling
+        return auto.max_replicas if auto is not None else self.workload.replicas
 
     @property
     def privileged(self) -> bool:
@@ -104,6 +112,8 @@ class JetStreamPlan(WorkloadPlan):
 def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, warnings: list, adapter: str) -> bool:
     start = len(problems)
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/gemma-7b/items", problems)
+    check_ports(f"{path}.prometheusPort", workload.prometheus_port, POD_PORTS, problems)
+    check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
     if auto is not None:
         if auto.min_replicas < 1:
@@ -268,7 +278,7 @@ def hpa(plan: JetStreamPlan) -> dict[str, Any]:
         ],
     }
     if auto.behavior:
-        spec["behavior"] = auto.behavior
+        spec["behavior"] = auto.behavior.model_dump(by_alias=True, exclude_none=True)
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",

@@ -21,6 +21,7 @@ from stacks.workloads.common import (
     TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
+    check_ports,
     generate_curl,
     jetstream_pod_monitoring,
     jetstream_service,
@@ -37,6 +38,13 @@ WORKER_PORT = 38679
 PROXY_PORT = 38681
 JETSTREAM_GRPC_PORT = 9000
 HTTP_PORT = JETSTREAM_HTTP_PORT
+# Ports of the leader pod's containers (proxy, resource manager, JetStream, HTTP): the metrics port is not one.
+LEADER_PORTS = {
+    PROXY_PORT: "Pathways proxy",
+    RM_PORT: "Pathways resource manager",
+    JETSTREAM_GRPC_PORT: "JetStream gRPC",
+    HTTP_PORT: "jetstream-http",
+}
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
     "prometheus_port": "set `metricsPort` instead",
@@ -59,6 +67,11 @@ class PathwaysPlan(WorkloadPlan):
     def size(self) -> int:
         """Pods per LWS group: one Pathways worker per host of every slice, plus the leader."""
         return self.pool.slices * self.shape.hosts + 1
+
+    @property
+    def hosts_needed(self) -> int:
+        """Each replica (LeaderWorkerSet group) takes every slice of the pool."""
+        return self.workload.replicas * self.pool.slices * self.shape.hosts
 
     @property
     def scratch(self) -> str:
@@ -105,6 +118,7 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
     """Add (key path, message) problems and warning texts; return whether the workload is usable."""
     start = len(problems)
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/llama/checkpoint", problems)
+    check_ports(f"{path}.metricsPort", workload.metrics_port, LEADER_PORTS, problems)
     if pool is None or len(problems) > start:
         return len(problems) == start
 

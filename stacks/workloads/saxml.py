@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog
+from stacks import catalog, naming
 from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -32,7 +32,7 @@ MODEL_PORT = 10001
 # TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
 TPU_RUNTIME_PORT = 8471
 HTTP_PORT = 8888
-CELL_RE = re.compile(r"^/sax/[a-z0-9][a-z0-9_-]*$")
+CELL_RE = re.compile(r"/sax/[a-z0-9][a-z0-9_-]{0,62}")
 SAX_WEIGHT_BITS = 16
 
 
@@ -47,6 +47,11 @@ class SaxmlPlan(WorkloadPlan):
     @property
     def sax_root(self) -> str:
         return f"gs://{self.bucket}/sax-root"
+
+    @property
+    def hosts_needed(self) -> int:
+        """One model server per slice of the pool (the JobSet's replicas)."""
+        return self.pool.slices * self.shape.hosts
 
     def component(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -94,10 +99,21 @@ def params_billion(model_path: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
+MODEL_SERVER_ROLE = "model-server"
+MODEL_SERVER_JOB = "sax-model-server"
+
+
+def longest_pod_hostname(name: str, slices: int, hosts: int) -> str:
+    """JobSet names Jobs `<jobset>-<replicatedJob>-<index>` and their pods' hostnames `<job>-<pod index>`; its
+    webhook refuses a JobSet whose longest such name is not a DNS-1123 label of 63 characters at most
+    (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go)."""
+    return f"{name}-{MODEL_SERVER_ROLE}-{MODEL_SERVER_JOB}-{slices - 1}-{hosts - 1}"
+
+
 def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list) -> bool:
     start = len(problems)
     cell = workload.cell or f"/sax/{workload.name}"
-    if not CELL_RE.match(cell):
+    if not CELL_RE.fullmatch(cell):
         problems.append(
             (f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
         )
@@ -133,6 +149,16 @@ def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warning
             )
         )
         return False
+    hostname = longest_pod_hostname(workload.name, pool.slices, pool.shape.hosts)
+    if len(hostname) > naming.DNS_LABEL_MAX:
+        problems.append(
+            (
+                f"{path}.name",
+                f"{workload.name!r} is too long for a Saxml workload on pool {pool.name!r}: JobSet names its model "
+                f"server pods {hostname!r} ({len(hostname)} characters), and JobSet refuses names over "
+                f"{naming.DNS_LABEL_MAX}; use at most {len(workload.name) - len(hostname) + naming.DNS_LABEL_MAX} characters",
+            )
+        )
     for i, model in enumerate(workload.models or []):
         if model.replicas > pool.slices:
             problems.append(
@@ -221,14 +247,14 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
-        "metadata": _meta(plan, "model-server", annotations={EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}),
+        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}),
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),
             "failurePolicy": {"maxRestarts": plan.workload.max_restarts},
             "replicatedJobs": [
                 {
-                    "name": "sax-model-server",
+                    "name": MODEL_SERVER_JOB,
                     "replicas": plan.pool.slices,
                     "template": {
                         "spec": {
