@@ -519,11 +519,18 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
     if pool.slices < 1:
         problems.append(Problem(f"{base}.slices", f"{pool.slices} is not allowed; a pool has at least 1 slice"))
     elif shape is not None and not shape.multi_host and pool.slices > 1:
+        multi = [s for s in catalog.shapes(shape.generation, pool.topology) if s.multi_host]
+        advice = (
+            f"for {pool.slices} multi-host slices of {pool.topology} set machineType: {multi[0].machine_type} "
+            f"({multi[0].hosts} hosts x {multi[0].chips_per_host} chips per slice), or "
+            if multi
+            else ""
+        )
         problems.append(
             Problem(
                 f"{base}.slices",
                 f"{pool.slices} slices on single-host {pool.tpu} {pool.topology} ({shape.machine_type}) is not allowed: "
-                "multislice needs multi-host slices; use autoscaling.maxNodes for more single-host nodes",
+                f"multislice needs multi-host slices; {advice}use autoscaling.maxNodes for more single-host nodes",
             )
         )
 

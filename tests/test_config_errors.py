@@ -35,7 +35,20 @@ CASES = {
     ),
     "slices on single-host": (
         make_config(tpu_serving__tpuPools=[pool(topology="2x4", slices=2)]),
-        ["tpu-serving:tpuPools[0].slices: 2 slices on single-host v6e 2x4 (ct6e-standard-8t) is not allowed"],
+        [
+            "tpu-serving:tpuPools[0].slices: 2 slices on single-host v6e 2x4 (ct6e-standard-8t) is not allowed: "
+            # the tutorial's "two v6e-8 slices": 2x4 on ct6e-standard-4t is 2 VMs x 4 chips (gke-tpu-facts.md, v6e
+            # slice table: "2x4 8 chips, 1 host, 2 VMs (ct6e-standard-4t), GKE API only")
+            "multislice needs multi-host slices; for 2 multi-host slices of 2x4 set machineType: ct6e-standard-4t "
+            "(2 hosts x 4 chips per slice), or use autoscaling.maxNodes"
+        ],
+    ),
+    "slices on a topology with no multi-host machine type": (
+        make_config(tpu_serving__tpuPools=[pool(topology="1x1", slices=2)]),
+        [
+            "tpu-serving:tpuPools[0].slices: 2 slices on single-host v6e 1x1 (ct6e-standard-1t) is not allowed: "
+            "multislice needs multi-host slices; use autoscaling.maxNodes"
+        ],
     ),
     "reservation missing": (
         make_config(tpu_serving__tpuPools=[pool(capacity="reservation")]),

@@ -10,10 +10,17 @@ import pytest
 import yaml
 
 from stacks.workloads import saxml
-from tests.conftest import make_config, pool, recorded, reference_dir
+from tests.conftest import make_config, recorded, reference_dir
+from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
+
+
+def pool(**fields):
+    """A Saxml-capable pool: v5e multi-host unless a test says otherwise (Saxml knows tpuv4 and tpuv5e only)."""
+    return any_pool(**{"tpu": "v5e", "topology": "4x8", **fields})
+
 
 SAX_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-multihost-tpus-saxml"
 needs_reference = pytest.mark.skipif(not SAX_REF.is_dir(), reason=f"reference manifests missing: {SAX_REF}")
@@ -96,8 +103,8 @@ def objects_of(rec) -> dict:
     "tpu,topology,slices,replicas,parallelism,chip,chips",
     [
         ("v5e", "4x8", 3, 3, 8, "tpuv5e", 4),
-        ("v6e", "4x4", 1, 1, 4, "tpuv6e", 4),
-        ("v5p", "2x2x2", 2, 2, 2, "tpuv5p", 4),
+        ("v5e", "4x4", 1, 1, 4, "tpuv5e", 4),
+        ("v4", "2x2x2", 2, 2, 2, "tpuv4", 4),
     ],
 )
 def test_pool_drives_replicas_parallelism_and_platform_chip(
@@ -269,7 +276,7 @@ def test_saxml_objects_validate(run):
 
 
 BAD = {
-    "single-host pool": ({"pool": "single"}, "tpu-serving:workloads[0].pool: pool 'single' is single-host (v6e 2x4)"),
+    "single-host pool": ({"pool": "single"}, "tpu-serving:workloads[0].pool: pool 'single' is single-host (v5e 2x4)"),
     "unknown pool": ({"pool": "nope"}, "tpu-serving:workloads[0].pool: 'nope' is not a TPU pool of this stack"),
     "model replicas above slices": (
         {"models": [{"model": "m", "modelPath": "a.B", "replicas": 2}]},
@@ -291,6 +298,19 @@ BAD = {
 }
 
 
+@pytest.mark.parametrize("tpu,topology", [("v6e", "4x4"), ("v5p", "2x2x2")])
+def test_generations_saxml_does_not_know_are_refused(run, tpu, topology):
+    # google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type maps tpuv2/v3/v4/v4i/v5e only, and
+    # saxml/server/model_service_base.py raises ValueError('chip type unknown') for anything else (also at v1.2.0)
+    config = make_config(tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology)], tpu_serving__workloads=[sax()])
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    assert (
+        f"tpu-serving:workloads[0].pool: pool 'p' is {tpu}, but us-docker.pkg.dev/cloud-tpu-images/inference/"
+        f"sax-model-server:v1.1.0 does not serve TPU generation {tpu} (it serves: v4, v5e;"
+    ) in str(err.value)
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_saxml_errors(run, case):
     change, expected = BAD[case]
@@ -310,3 +330,57 @@ def test_jobset_addon_disabled_is_an_error(run):
     )
     with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].type: saxml needs the jobset add-on"):
         run(config)
+
+
+def test_publish_script_retries_every_call(tmp_path):
+    """One early error on any call (here /listall, /publish and /listcell each fail once) must not fail the Job."""
+    import http.server
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    failures = {"/listall": 1, "/publish": 1, "/listcell": 1}
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _reply(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            seen.append(self.path)
+            if failures.get(self.path, 0) > 0:
+                failures[self.path] -= 1
+                self.send_response(503)
+                self.end_headers()
+                self.wfile.write(b"cell not ready")
+                return
+            body = {"/": {}, "/listall": ["/sax/sax/old"], "/listcell": {"active_replicas": 1}}.get(self.path, {})
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps(body).encode())
+
+        do_GET = do_POST = _reply
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {
+            **os.environ,
+            "SAX_HTTP": f"http://127.0.0.1:{server.server_address[1]}",
+            "SAX_CELL": "/sax/sax",
+            "MODELS": json.dumps([{"model": "/sax/sax/m", "model_path": "a.B", "checkpoint": "None", "replicas": 1}]),
+            "LOAD_TIMEOUT_SECONDS": "30",
+            "RETRY_SECONDS": "0.01",
+            "POLL_SECONDS": "0.01",
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", saxml.PUBLISH_SCRIPT], env=env, capture_output=True, text=True, timeout=30
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cell in sync" in done.stdout
+    assert seen.count("/listall") == 2 and seen.count("/publish") == 2 and "/unpublish" in seen

@@ -21,7 +21,7 @@ from stacks import catalog, naming
 from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan, cpu_deployment
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -159,6 +159,11 @@ def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warning
                 f"{naming.DNS_LABEL_MAX}; use at most {len(workload.name) - len(hostname) + naming.DNS_LABEL_MAX} characters",
             )
         )
+    # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
+    # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
+    model_image = SaxmlPlan(workload, pool, "", "").image("model")
+    for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
+        problems.append((f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
     for i, model in enumerate(workload.models or []):
         if model.replicas > pool.slices:
             problems.append(
@@ -335,6 +340,10 @@ import json, os, sys, time, urllib.error, urllib.request
 BASE, CELL = os.environ["SAX_HTTP"], os.environ["SAX_CELL"]
 DESIRED = json.loads(os.environ["MODELS"])
 DEADLINE = time.time() + int(os.environ.get("LOAD_TIMEOUT_SECONDS", "3300"))
+FIRST_BACKOFF, POLL = float(os.environ.get("RETRY_SECONDS", "5")), float(os.environ.get("POLL_SECONDS", "15"))
+
+class Already(Exception):
+    pass
 
 def call(method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
@@ -343,37 +352,48 @@ def call(method, path, body=None):
         raw = resp.read()
         return json.loads(raw) if raw else None
 
-def wait(what, ready):
+def retry(what, fn):
+    # Every call: retried with exponential backoff (5 s doubling to 60 s) until the Job's deadline.
+    delay, last = FIRST_BACKOFF, None
     while time.time() < DEADLINE:
         try:
-            if ready():
-                return
+            return fn()
+        except urllib.error.HTTPError as err:
+            text = err.read().decode(errors="replace")
+            if "already" in text.lower():
+                raise Already(text)
+            last = f"{err.code} {text}"
         except (urllib.error.URLError, OSError, ValueError) as err:
-            print(f"waiting for {what}: {err}", flush=True)
-        time.sleep(15)
-    sys.exit(f"timed out waiting for {what}")
+            last = str(err)
+        print(f"{what}: {last}; retrying in {delay}s", flush=True)
+        time.sleep(min(delay, max(0.0, DEADLINE - time.time())))
+        delay = min(delay * 2, 60)
+    sys.exit(f"{what}: gave up at the deadline; last error: {last}")
 
-wait("the Sax HTTP server", lambda: call("GET", "/") is not None)
-current = set(call("GET", "/listall", {"sax_cell": CELL}) or [])
+def until(what, ready):
+    while not retry(what, ready):
+        time.sleep(POLL)
+        if time.time() >= DEADLINE:
+            sys.exit(f"timed out waiting for {what}")
+
+until("the Sax HTTP server", lambda: call("GET", "/") is not None)
+current = set(retry("listing the cell's models", lambda: call("GET", "/listall", {"sax_cell": CELL})) or [])
 for model in DESIRED:
     if model["model"] in current:
         print(f"{model['model']}: already published", flush=True)
         continue
     try:
-        print(f"publishing {model['model']}: {call('POST', '/publish', model)}", flush=True)
-    except urllib.error.HTTPError as err:
-        text = err.read().decode(errors="replace")
-        if "already" not in text.lower():
-            sys.exit(f"publish {model['model']} failed: {err.code} {text}")
+        print(f"publishing {model['model']}: {retry('publish ' + model['model'], lambda: call('POST', '/publish', model))}", flush=True)
+    except Already:
         print(f"{model['model']}: already published", flush=True)
 for name in sorted(current - {m["model"] for m in DESIRED}):
-    print(f"unpublishing {name}: {call('POST', '/unpublish', {'model': name})}", flush=True)
+    print(f"unpublishing {name}: {retry('unpublish ' + name, lambda: call('POST', '/unpublish', {'model': name}))}", flush=True)
 for model in DESIRED:
     def loaded(model=model):
         state = call("GET", "/listcell", {"model": model["model"]}) or {}
         print(f"{model['model']}: {state.get('active_replicas', 0)}/{model['replicas']} replicas loaded", flush=True)
         return int(state.get("active_replicas") or 0) >= model["replicas"]
-    wait(f"{model['model']} to load", loaded)
+    until(f"{model['model']} to load", loaded)
 print("cell in sync", flush=True)
 """
 
