@@ -28,3 +28,17 @@ def test_an_unrenderable_base_is_said():
         "+++ head/dev/x\n", ["dev"], "origin/main", "The base `origin/main` could not be rendered (x)"
     )
     assert "> The base `origin/main` could not be rendered (x)" in text
+
+
+def test_changed_stacks_show_their_graph_within_the_comment_limit():
+    """GitHub draws ```mermaid blocks in comments; the diff is cut so that the comment stays under 65536."""
+    graph = 'flowchart LR\n  Cluster_cluster["cluster"]\n'
+    text = render_diff.comment(
+        "+++ head/dev/x\n" + "+x\n" * 40000, ["dev", "prod"], "origin/main", graphs={"dev": graph, "prod": graph}
+    )
+    assert (
+        f"**dev** (one node per component; `make render STACK=dev` writes graph-full.mmd):\n\n```mermaid\n{graph}```"
+        in text
+    )
+    assert "**prod**" not in text  # unchanged stacks are not drawn
+    assert len(text) < 65536 and "truncated" in text

@@ -12,18 +12,18 @@ Runs the real program under Pulumi mocks in first-preview mode (values the cloud
   k8s/<namespace>/<Kind>-<name>.yaml   every Kubernetes object as the provider sends it (cluster-scoped: _cluster/);
                                        Helm releases and manifest files as HelmRelease-/ConfigFile- entries
   gcp/<module.Type>-<name>.yaml        every Google Cloud resource: inputs and resource options
-  graph.mmd                            the dependency graph (Mermaid), components as subgraphs
-  summary.md                           resources by type, TPU pools, workloads, estimated cost, warnings
+  graph.mmd                            the graph (Mermaid), one node per component: small enough for GitHub
+  graph-full.mmd                       every resource, components as subgraphs (tooling/graph.py)
+  summary.md                           stack outputs, IAM grants, images, network exposure, protection, the graph,
+                                       resources by type, TPU pools, workloads, estimated cost, warnings
 Output is sorted and stable, so `git diff` of two renders is a review. Secrets print as "[secret]".
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,12 @@ import yaml
 
 from stacks.config import ConfigError, StackConfig
 from tooling.crds import crd_source
+from tooling.graph import component_graph, full_graph, short_type
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
 from tooling.recreate import NotARender, Resources, read_render, recreations
 from tooling.schemas import validate_objects
+from tooling.summary import summary
 
 BUILD = ROOT / "build"
 GOLDEN = ROOT / "tests" / "golden"
@@ -43,13 +45,6 @@ CLUSTER_SCOPED = "_cluster"
 
 def dump(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120, allow_unicode=True)
-
-
-def short_type(type_: str) -> str:
-    """gcp:container/nodePool:NodePool -> container.NodePool; kubernetes:helm.sh/v3:Release -> helm.sh.Release."""
-    package_module, _, kind = type_.rpartition(":")
-    module = package_module.split(":", 1)[-1].split("/")[0]
-    return f"{module}.{kind}"
 
 
 def _names(recording: Recording) -> dict[str, str]:
@@ -106,120 +101,10 @@ def gcp_files(recording: Recording) -> dict[str, str]:
     return files
 
 
-def _node_id(urn: str) -> str:
-    return "n" + hashlib.sha256(urn.encode()).hexdigest()[:10]
-
-
-def graph(recording: Recording) -> str:
-    """Mermaid flowchart: components as nested subgraphs, an edge from each dependency to its dependent."""
-    children: dict[str, list[Registration]] = {}
-    for reg in recording.resources:
-        children.setdefault(reg.parent, []).append(reg)
-    known = {r.urn for r in recording.resources}
-    lines = ["flowchart LR"]
-
-    def emit(parent: str, depth: int) -> None:
-        pad = "  " * depth
-        for reg in sorted(children.get(parent, []), key=lambda r: (r.type, r.name)):
-            label = f"{reg.name}<br/><small>{short_type(reg.type)}</small>"
-            if reg.custom:
-                lines.append(f'{pad}{_node_id(reg.urn)}["{label}"]')
-            else:
-                lines.append(f'{pad}subgraph {_node_id(reg.urn)}["{reg.name} ({reg.type.rsplit(":", 1)[-1]})"]')
-                emit(reg.urn, depth + 1)
-                lines.append(f"{pad}end")
-
-    roots = [p for p in children if p not in known]
-    for root in sorted(roots):
-        emit(root, 1)
-    edges = set()
-    for reg in recording.resources:
-        for dep in set(reg.dependencies):
-            if dep in known and dep != reg.parent:
-                edges.add((_node_id(dep), _node_id(reg.urn)))
-    lines.extend(f"  {a} --> {b}" for a, b in sorted(edges))
-    return "\n".join(lines) + "\n"
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
-    return out
-
-
-def summary(cfg: StackConfig, recording: Recording) -> str:
-    from stacks import cost
-
-    lines = [
-        f"# Stack `{cfg.stack}` ({cfg.environment})",
-        "",
-        f"- project `{cfg.gcp_project}`, region `{cfg.region}`",
-        f"- cluster `{cfg.cluster_name}` in `{cfg.cluster_location}` ({'regional' if cfg.regional else 'zonal'}), "
-        f"release channel {cfg.cluster.release_channel}",
-        f"- bucket `{cfg.bucket_name}`",
-        f"- metrics adapter `{cfg.monitoring.adapter}`",
-        "",
-        "## Resources by type",
-        "",
-    ]
-    counts = Counter(r.type for r in recording.resources)
-    lines += _table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())])
-    lines += ["", f"{sum(counts.values())} resources.", "", "## TPU pools", ""]
-    if cfg.pools:
-        rows = [
-            [
-                p.name,
-                p.shape.generation.name,
-                p.shape.topology,
-                p.shape.machine_type,
-                p.shape.hosts,
-                p.shape.chips_per_host,
-                p.shape.chips,
-                p.slices,
-                p.total_chips,
-                p.config.capacity,
-                p.config.zone,
-                ", ".join(p.node_pool_names),
-            ]
-            for p in cfg.pools
-        ]
-        lines += _table(
-            [
-                "pool",
-                "tpu",
-                "topology",
-                "machine type",
-                "hosts/slice",
-                "chips/host",
-                "chips/slice",
-                "slices",
-                "chips",
-                "capacity",
-                "zone",
-                "node pools",
-            ],
-            rows,
-        )
-    else:
-        lines.append("No TPU pools.")
-    lines += ["", "## Workloads", ""]
-    if cfg.workloads:
-        lines += _table(
-            ["workload", "type", "pool", "namespace"],
-            [[w.name, w.workload.type, w.pool.name, w.namespace] for w in cfg.workloads],
-        )
-    else:
-        lines.append("No workloads.")
-    lines += ["", "## Estimated cost", ""]
-    lines += cost.summary_lines(cost.estimate(cfg))
-    lines += ["", "## Warnings", ""]
-    lines += [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."]
-    return "\n".join(lines) + "\n"
-
-
 def render_files(cfg: StackConfig, recording: Recording) -> dict[str, str]:
     files = {**kubernetes_files(recording), **gcp_files(recording)}
-    files["graph.mmd"] = graph(recording)
+    files["graph.mmd"] = component_graph(recording)
+    files["graph-full.mmd"] = full_graph(recording)
     files["summary.md"] = summary(cfg, recording)
     return files
 

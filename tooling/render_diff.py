@@ -48,8 +48,15 @@ def diff_trees(base: Path, head: Path) -> str:
 
 
 def comment(
-    diff: str, stacks: list[str], base: str, note: str | None = None, recreated: list[str] | None = None
+    diff: str,
+    stacks: list[str],
+    base: str,
+    note: str | None = None,
+    recreated: list[str] | None = None,
+    graphs: dict[str, str] | None = None,
 ) -> str:
+    """The pull-request comment; `graphs` (stack -> its graph.mmd at the head) are drawn for every changed stack,
+    so a reviewer sees the shape of what changed, not a file."""
     files = sorted(
         {
             line.split(" ", 1)[1].split("/")[1]  # "+++ head/<stack>/..." -> <stack>
@@ -60,13 +67,20 @@ def comment(
     if not diff:
         body = f"No change to the rendered infrastructure of {', '.join(stacks) or 'any stack'} against `{base}`."
     else:
+        pictures = "".join(
+            f"\n\n**{stack}** (one node per component; `make render STACK={stack}` writes graph-full.mmd):\n\n"
+            f"```mermaid\n{(graphs or {})[stack]}```"
+            for stack in files
+            if stack in (graphs or {})
+        )
+        limit = COMMENT_LIMIT - len(pictures)
         shown = (
             diff
-            if len(diff) <= COMMENT_LIMIT
-            else diff[:COMMENT_LIMIT] + "\n... (truncated; the full diff is an artifact of this run)\n"
+            if len(diff) <= limit
+            else diff[:limit] + "\n... (truncated; the full diff is an artifact of this run)\n"
         )
         body = (
-            f"Rendered infrastructure changes against `{base}` (stacks: {', '.join(files)}):\n\n"
+            f"Rendered infrastructure changes against `{base}` (stacks: {', '.join(files)}):{pictures}\n\n"
             f"<details><summary>{diff.count(chr(10))} lines of diff</summary>\n\n```diff\n{shown}```\n</details>"
         )
     if recreated:
@@ -110,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(work / "src")], cwd=ROOT, check=False)
         diff = diff_trees(work / "base", work / "head")
+        graphs = {
+            stack.name: (stack / "graph.mmd").read_text()
+            for stack in (work / "head").iterdir()
+            if (stack / "graph.mmd").is_file()
+        }
         recreated = [
             f"{stack.name}: {line}"
             for stack in sorted((work / "head").iterdir())
@@ -119,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args.diff.write_text(diff)
     note = f"The base `{args.base}` {base_problem}: every file shows as added." if base_problem else None
     names = [s.name.removeprefix("Pulumi.").removesuffix(".yaml") for s in stacks]
-    args.comment.write_text(comment(diff, names, args.base, note, recreated))
+    args.comment.write_text(comment(diff, names, args.base, note, recreated, graphs))
     print(f"{len(diff.splitlines())} lines of render diff -> {args.diff}, comment -> {args.comment}")
     return 0
 

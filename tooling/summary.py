@@ -1,0 +1,354 @@
+"""summary.md of a render: what a reviewer checks first, in one page.
+
+Stack outputs as `pulumi stack output --json` prints them, every IAM grant, every image and its pinned version,
+every network exposure, the protection of each stateful resource, the resource graph, TPU pools, workloads,
+estimated cost and warnings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from stacks import versions
+from stacks.config import StackConfig
+from tooling.graph import MERMAID_MAX_EDGES, MERMAID_MAX_TEXT, component_graph, fits_github, full_graph, short_type
+from tooling.k8s_objects import is_object, plain
+from tooling.offline import UNKNOWN, Recording, Registration
+
+SECRET = "[secret]"  # what `pulumi stack output` prints for a secret without --show-secrets
+STATEFUL = ("gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool", "gcp:storage/bucket:Bucket")
+
+
+def table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out.extend("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows)
+    return out
+
+
+def code(text: Any) -> str:
+    return f"`{text}`"
+
+
+# ---- stack outputs -----------------------------------------------------------------------------------------
+
+
+def stack_outputs(recording: Recording) -> str:
+    """The outputs as `pulumi stack output --json` prints them: a JSON object with sorted keys, indented by two
+    spaces, each secret output replaced by "[secret]" (pulumi/pulumi pkg/cmd/pulumi/stack/stack_output.go:
+    display.MassageSecrets, then ui.FprintJSON; Go's encoding/json sorts map keys). Values the cloud computes
+    print as "(known after apply)": the render is a first preview."""
+    shown = {k: (SECRET if k in recording.secret_outputs else v) for k, v in recording.outputs.items()}
+    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+# ---- IAM ---------------------------------------------------------------------------------------------------
+
+
+def _account_email(account: Registration, project: str) -> str:
+    # a service account's email is <accountId>@<project>.iam.gserviceaccount.com
+    # (https://cloud.google.com/iam/docs/service-account-overview)
+    return f"{account.inputs.get('accountId')}@{account.inputs.get('project') or project}.iam.gserviceaccount.com"
+
+
+def iam_grants(recording: Recording, project: str) -> list[list[str]]:
+    by_urn = {r.urn: r for r in recording.resources}
+    rows = []
+    for reg in recording.resources:
+        if not reg.type.startswith("gcp:") or not reg.type.endswith(("IAMMember", "IAMBinding")):
+            continue
+        inputs = plain(reg.inputs, mask_secrets=True)
+        accounts = [
+            by_urn[d]
+            for d in reg.dependencies
+            if d in by_urn and by_urn[d].type == "gcp:serviceaccount/account:Account"
+        ]
+        email = _account_email(accounts[0], project) if len(accounts) == 1 else None
+        members = inputs.get("members") or [inputs.get("member")]
+        members = [f"serviceAccount:{email}" if m == UNKNOWN and email else m for m in members]
+        module = reg.type.split(":")[1].split("/")[0]
+        if module == "storage":
+            on = f"bucket {code(inputs.get('bucket'))}"
+        elif module == "serviceaccount":
+            target = inputs.get("serviceAccountId")
+            on = f"service account {code(email if target == UNKNOWN and email else target)}"
+        elif module == "projects":
+            on = f"project {code(inputs.get('project') or project)}"
+        else:
+            on = f"{module} {code(inputs.get('name') or inputs.get('resource') or reg.name)}"
+        for member in members:
+            rows.append([code(member), code(inputs.get("role")), on, f"{short_type(reg.type)} {reg.name}"])
+    return sorted(rows)
+
+
+# ---- images ------------------------------------------------------------------------------------------------
+
+
+def _containers(spec: Any, path: str = ""):
+    """(container name, image) of every container and initContainer anywhere in an object."""
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key in ("containers", "initContainers") and isinstance(value, list):
+                for c in value:
+                    if isinstance(c, dict) and "image" in c:
+                        yield c.get("name", "?"), c["image"]
+            else:
+                yield from _containers(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from _containers(value)
+
+
+def _chart_images(values: Any):
+    """Images a Helm chart's values pin: dicts with `repository` and `tag`."""
+    if isinstance(values, dict):
+        if isinstance(values.get("repository"), str) and values.get("tag"):
+            yield f"{values['repository']}:{values['tag']}"
+        for value in values.values():
+            yield from _chart_images(value)
+    elif isinstance(values, list):
+        for value in values:
+            yield from _chart_images(value)
+
+
+def pinned(image: str) -> bool:
+    if "@sha256:" in image:
+        return True
+    name, _, tag = image.rpartition(":")
+    return bool(name) and "/" not in tag and tag not in ("", "latest", "main")
+
+
+def images(recording: Recording) -> list[list[str]]:
+    matrix = {image: f"`IMAGES[{key!r}]`" for key, image in versions.IMAGES.items()}
+    for chart, releases in versions.CHARTS.items():
+        for version, release in releases.items():
+            matrix[f"{release.image_repository}:{release.image_tag}"] = f"`CHARTS[{chart!r}][{version!r}]`"
+    users: dict[str, set[str]] = {}
+    for reg in recording.resources:
+        if not reg.type.startswith("kubernetes:") or not reg.custom:
+            continue
+        inputs = plain(reg.inputs, mask_secrets=True)
+        if is_object(reg):
+            meta = inputs.get("metadata", {})
+            where = (
+                f"{inputs.get('kind')} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
+            )
+            for container, image in _containers(inputs.get("spec")):
+                users.setdefault(image, set()).add(f"{where} ({container})")
+        elif reg.type.startswith("kubernetes:helm.sh/"):
+            for image in _chart_images(inputs.get("values")):
+                users.setdefault(image, set()).add(
+                    f"Helm release {inputs.get('name')} ({inputs.get('chart')} {inputs.get('version')})"
+                )
+    rows = []
+    for image, where in sorted(users.items()):
+        source = matrix.get(image, "")
+        rows.append([code(image), "yes" if pinned(image) else "**no**", source, "<br/>".join(sorted(where))])
+    return rows
+
+
+# ---- network exposure --------------------------------------------------------------------------------------
+
+
+def _ports(spec: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{p.get('port')}/{p.get('protocol', 'TCP')}" + (f" ({p['name']})" if p.get("name") else "")
+        for p in spec.get("ports", [])
+    )
+
+
+def exposure(recording: Recording) -> list[list[str]]:
+    rows = []
+    for reg in recording.of_type("gcp:container/cluster:Cluster"):
+        inputs = plain(reg.inputs, mask_secrets=True)
+        private = (inputs.get("privateClusterConfig") or {}).get("enablePrivateEndpoint")
+        cidrs = [c.get("cidrBlock") for c in (inputs.get("masterAuthorizedNetworksConfig") or {}).get("cidrBlocks", [])]
+        if private:
+            reach = "the VPC only (private endpoint)"
+        elif inputs.get("masterAuthorizedNetworksConfig") is not None and cidrs:
+            reach = "public endpoint, authorized networks " + ", ".join(code(c) for c in cidrs)
+        else:
+            reach = "**public endpoint, any address** (set cluster.masterAuthorizedNetworks)"
+        nodes = (
+            "private nodes (no public IPs)"
+            if (inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes")
+            else "**nodes with public IPs**"
+        )
+        rows.append([f"GKE control plane {code(inputs.get('name'))}", "Kubernetes API", "443/TCP", f"{reach}; {nodes}"])
+    for reg in recording.of_type("kubernetes:core/v1:Service"):
+        inputs = plain(reg.inputs, mask_secrets=True)
+        meta, spec = inputs.get("metadata", {}), inputs.get("spec", {})
+        kind = spec.get("type", "ClusterIP")
+        annotations = meta.get("annotations") or {}
+        internal = annotations.get("networking.gke.io/load-balancer-type") == "Internal"
+        ranges = spec.get("loadBalancerSourceRanges") or []
+        if kind == "LoadBalancer":
+            lb = "internal passthrough load balancer" if internal else "**external load balancer**"
+            where = "the VPC" if internal else "the internet"
+            reach = f"{lb}: {where}" + (
+                ", source ranges " + ", ".join(code(r) for r in ranges) if ranges else ", any source"
+            )
+        elif kind == "NodePort":
+            reach = "**every node's IP** (NodePort)"
+        else:
+            reach = "inside the cluster (ClusterIP)"
+        rows.append(
+            [
+                f"Service {code(meta.get('namespace', 'default') + '/' + meta.get('name', '?'))}",
+                kind,
+                _ports(spec),
+                reach,
+            ]
+        )
+    return rows
+
+
+# ---- protection --------------------------------------------------------------------------------------------
+
+
+def protection(recording: Recording) -> list[list[str]]:
+    rows = []
+    for reg in recording.resources:
+        inputs = reg.inputs if reg.type.startswith("gcp:") else {}
+        deletion = inputs.get("deletionProtection")
+        force = inputs.get("forceDestroy")
+        if reg.type in STATEFUL or reg.protect or reg.retain_on_delete or deletion:
+            rows.append(
+                [
+                    f"{short_type(reg.type)} {reg.name}",
+                    "yes" if reg.protect else "no",
+                    "yes" if reg.retain_on_delete else "no",
+                    {True: "yes", False: "no", None: ""}.get(deletion, str(deletion)),
+                    {True: "yes", False: "no", None: ""}.get(force, str(force)),
+                ]
+            )
+    return sorted(rows)
+
+
+# ---- the page ----------------------------------------------------------------------------------------------
+
+
+def graph_section(recording: Recording) -> list[str]:
+    small, full = component_graph(recording), full_graph(recording)
+    lines = ["```mermaid", small.rstrip("\n"), "```", ""]
+    count = sum(1 for r in recording.resources)
+    if fits_github(full):
+        lines += [
+            f"<details><summary>Expand: every resource ({count})</summary>",
+            "",
+            "```mermaid",
+            full.rstrip("\n"),
+            "```",
+            "</details>",
+        ]
+    else:
+        lines.append(
+            f"Every resource ({count}): `graph-full.mmd` (beyond GitHub's Mermaid limits of {MERMAID_MAX_TEXT} "
+            f"characters or {MERMAID_MAX_EDGES} edges)."
+        )
+    return lines
+
+
+def summary(cfg: StackConfig, recording: Recording) -> str:
+    from stacks import cost
+
+    lines = [
+        f"# Stack `{cfg.stack}` ({cfg.environment})",
+        "",
+        f"- project `{cfg.gcp_project}`, region `{cfg.region}`",
+        f"- cluster `{cfg.cluster_name}` in `{cfg.cluster_location}` ({'regional' if cfg.regional else 'zonal'}), "
+        f"release channel {cfg.cluster.release_channel}",
+        f"- bucket `{cfg.bucket_name}`",
+        f"- metrics adapter `{cfg.monitoring.adapter}`",
+        "",
+        "## Graph",
+        "",
+        "One node per component; `-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's "
+        "provider, `-.->|uses|` a resource naming the stack bucket.",
+        "",
+        *graph_section(recording),
+        "",
+        "## Stack outputs",
+        "",
+        "As `pulumi stack output --json` prints them after `up` (secrets as `[secret]`); "
+        f"`{UNKNOWN}` marks what only the cloud knows.",
+        "",
+        "```json",
+        stack_outputs(recording),
+        "```",
+        "",
+        "## IAM grants",
+        "",
+    ]
+    grants = iam_grants(recording, cfg.gcp_project)
+    lines += table(["member", "role", "on", "resource"], grants) if grants else ["None."]
+    lines += ["", "## Images", ""]
+    found = images(recording)
+    lines += table(["image", "pinned", "pinned in", "used by"], found) if found else ["None."]
+    lines += ["", "## Network exposure", ""]
+    lines += table(["what", "type", "ports", "reachable from"], exposure(recording))
+    lines += [
+        "",
+        "## Protection",
+        "",
+        "Pulumi `protect` and `retainOnDelete`, and GCP's own `deletionProtection` / `forceDestroy`:",
+        "",
+    ]
+    lines += table(
+        ["resource", "protect", "retainOnDelete", "deletionProtection", "forceDestroy"], protection(recording)
+    )
+    lines += ["", "## Resources by type", ""]
+    counts = Counter(r.type for r in recording.resources)
+    lines += table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())])
+    lines += ["", f"{sum(counts.values())} resources.", "", "## TPU pools", ""]
+    if cfg.pools:
+        rows = [
+            [
+                p.name,
+                p.shape.generation.name,
+                p.shape.topology,
+                p.shape.machine_type,
+                p.shape.hosts,
+                p.shape.chips_per_host,
+                p.shape.chips,
+                p.slices,
+                p.total_chips,
+                p.config.capacity,
+                p.config.zone,
+                ", ".join(p.node_pool_names),
+            ]
+            for p in cfg.pools
+        ]
+        lines += table(
+            [
+                "pool",
+                "tpu",
+                "topology",
+                "machine type",
+                "hosts/slice",
+                "chips/host",
+                "chips/slice",
+                "slices",
+                "chips",
+                "capacity",
+                "zone",
+                "node pools",
+            ],
+            rows,
+        )
+    else:
+        lines.append("No TPU pools.")
+    lines += ["", "## Workloads", ""]
+    if cfg.workloads:
+        lines += table(
+            ["workload", "type", "pool", "namespace"],
+            [[w.name, w.workload.type, w.pool.name, w.namespace] for w in cfg.workloads],
+        )
+    else:
+        lines.append("No workloads.")
+    lines += ["", "## Estimated cost", ""]
+    lines += cost.summary_lines(cost.estimate(cfg))
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."]
+    return "\n".join(lines) + "\n"
