@@ -52,15 +52,29 @@ def test_secrets_never_written(dev_files):
 
 
 def test_graph_has_components_as_subgraphs_and_dependency_edges(dev_files):
-    graph = dev_files["graph.mmd"]
+    graph = dev_files["graph-full.mmd"]
     assert graph.startswith("flowchart LR\n")
     assert "subgraph" in graph and '["cluster (Cluster)"]' in graph
     assert graph.count(" --> ") > 10
+    small = dev_files["graph.mmd"]
+    assert "subgraph" not in small and 'Cluster_cluster["cluster<br/><small>Cluster' in small
 
 
 def test_summary(dev_files):
     summary = dev_files["summary.md"]
-    for heading in ("## Resources by type", "## TPU pools", "## Workloads", "## Estimated cost", "## Warnings"):
+    for heading in (
+        "## Graph",
+        "## Stack outputs",
+        "## IAM grants",
+        "## Images",
+        "## Network exposure",
+        "## Protection",
+        "## Resources by type",
+        "## TPU pools",
+        "## Workloads",
+        "## Estimated cost",
+        "## Warnings",
+    ):
         assert heading in summary
     assert "| v6e-4x4 | v6e | 4x4 | ct6e-standard-4t | 4 | 4 | 16 | 1 | 16 | spot |" in summary
     assert "estimate" in summary.lower() and "2025-06-01" in summary

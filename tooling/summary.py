@@ -159,7 +159,7 @@ def _ports(spec: dict[str, Any]) -> str:
 
 
 def exposure(recording: Recording) -> list[list[str]]:
-    rows = []
+    rows: list[list[str]] = []
     for reg in recording.of_type("gcp:container/cluster:Cluster"):
         inputs = plain(reg.inputs, mask_secrets=True)
         private = (inputs.get("privateClusterConfig") or {}).get("enablePrivateEndpoint")
@@ -176,6 +176,7 @@ def exposure(recording: Recording) -> list[list[str]]:
             else "**nodes with public IPs**"
         )
         rows.append([f"GKE control plane {code(inputs.get('name'))}", "Kubernetes API", "443/TCP", f"{reach}; {nodes}"])
+    clusters = len(rows)
     for reg in recording.of_type("kubernetes:core/v1:Service"):
         inputs = plain(reg.inputs, mask_secrets=True)
         meta, spec = inputs.get("metadata", {}), inputs.get("spec", {})
@@ -201,7 +202,7 @@ def exposure(recording: Recording) -> list[list[str]]:
                 reach,
             ]
         )
-    return rows
+    return rows[:clusters] + sorted(rows[clusters:])
 
 
 # ---- protection --------------------------------------------------------------------------------------------
