@@ -95,6 +95,7 @@ def test_preview_leaves_computed_values_unknown():
 
 
 def test_largest_example_evaluates_in_a_few_seconds():
-    start = time.perf_counter()
+    # CPU time of this process (all its threads), not wall time: a machine shared by other jobs must not fail it
+    start = time.process_time()
     run_stack_file(next(p for p in STACK_FILES if p.parent.name == "all-in-one"))
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
