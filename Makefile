@@ -77,5 +77,10 @@ destroy: stack
 leak-audit: venv
 	$(PY) scripts/leak_audit.py $(STACK)
 
+# After `make up`: pods Ready, one real request per serving workload (port-forward), HPA metrics served, PodMonitoring
+# targets live, add-on controllers Available; one table, non-zero on any failure. Needs kubectl and the Pulumi CLI.
+smoke: venv
+	$(PY) scripts/smoke.py $(STACK)
+
 clean:
 	rm -rf build .pytest_cache

@@ -88,10 +88,11 @@ class Saxml(ServingWorkload):
                 ),
             )
 
+        local_port = plan.local_port(saxml.HTTP_PORT)
         port_forward = (
-            f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {saxml.HTTP_PORT}:{saxml.HTTP_PORT}"
+            f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{saxml.HTTP_PORT}"
         )
-        local = f"localhost:{saxml.HTTP_PORT}"
+        local = f"localhost:{local_port}"
         if plan.workload.http.exposure == "cluster":
             address: pulumi.Input[str] = local
             examples: Any = saxml.curl_examples(plan, local)

@@ -8,6 +8,7 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
@@ -28,7 +29,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream, jetstream_pathways, pathways_job, saxml
+from stacks.workloads import jetstream, jetstream_pathways, local_ports, pathways_job, saxml
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -327,6 +328,12 @@ def _parse_pools(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None
         problems.append(Problem(base, f"must be a list of pools (got {_fmt(raw)})"))
         return []
     return [_parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
+
+
+def with_local_ports(plans: list[Any]) -> list[Any]:
+    """Each workload's port-forward commands get local ports of their own across the stack."""
+    ports = local_ports.allocate([(p.name, p.forwarded_ports) for p in plans])
+    return [dataclasses.replace(p, local_ports=tuple(sorted(ports[p.name].items()))) for p in plans]
 
 
 def _declared_pool_names(raw: Any) -> set[str]:
@@ -1041,6 +1048,7 @@ def parse_stack_config(
 
     if problems:
         raise ConfigError(stack, problems)
+    workload_plans = with_local_ports(workload_plans)
 
     assert cluster is not None and bucket is not None and environment and gcp_project and region
     assert addons is not None and monitoring is not None

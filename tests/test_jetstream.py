@@ -169,8 +169,8 @@ def test_hpa_depends_on_adapter_and_deployment(run):
     outputs = rec.outputs["workloads"]["gemma"]
     assert outputs["watchHpa"] == "kubectl -n gemma get hpa gemma --watch"
     assert outputs["portForward"] == "kubectl -n gemma port-forward svc/gemma-svc 8000:8000 9000:9000"
-    assert "benchmark_serving.py --server 127.0.0.1 --port 9000" in outputs["loadTest"]
-    assert "maxtext/assets/tokenizer.gemma" in outputs["loadTest"]
+    # runs as given through the port-forward: no cloned repositories, no downloaded dataset (tests/test_local_ports.py)
+    assert outputs["loadTest"].startswith("seq 200 | xargs -P 16 ") and "localhost:8000/generate" in outputs["loadTest"]
 
 
 def test_identity_reads_only_the_checkpoint_bucket(run):

@@ -142,9 +142,9 @@ def images(recording: Recording) -> list[list[str]]:
                     f"Helm release {inputs.get('name')} ({inputs.get('chart')} {inputs.get('version')})"
                 )
     rows = []
-    for image, where in sorted(users.items()):
+    for image, users_of in sorted(users.items()):
         source = matrix.get(image, "")
-        rows.append([code(image), "yes" if pinned(image) else "**no**", source, "<br/>".join(sorted(where))])
+        rows.append([code(image), "yes" if pinned(image) else "**no**", source, "<br/>".join(sorted(users_of))])
     return rows
 
 

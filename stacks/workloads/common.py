@@ -7,7 +7,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import catalog
@@ -28,6 +28,18 @@ class WorkloadPlan:
     bucket: str
     scrape_interval: str = "15s"
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
+    # (remote port, local port) for its port-forward commands, unique across the stack (stacks/workloads/local_ports.py)
+    # keyword-only: workload types add positional fields after the base ones
+    local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
+
+    @property
+    def forwarded_ports(self) -> tuple[int, ...]:
+        """Service ports its `portForward` command forwards; a type with such a command overrides this."""
+        return ()
+
+    def local_port(self, remote: int) -> int:
+        """The local port its commands use for a Service port (the port itself until the stack assigns one)."""
+        return dict(self.local_ports).get(remote, remote)
 
     @property
     def name(self) -> str:
@@ -148,10 +160,22 @@ def check_ports(path: str, port: int, taken: Mapping[int, str], problems: list) 
         problems.append((path, f"{port} is already the {taken[port]} port; choose another"))
 
 
+GENERATE_BODY = {"prompt": "What are the top 5 programming languages", "max_tokens": 200}
+
+
 def generate_curl(port: int) -> str:
     """The tutorials' `/generate` request against a port-forwarded JetStream HTTP server."""
-    body = json.dumps({"prompt": "What are the top 5 programming languages", "max_tokens": 200})
-    return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}'"
+    return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{json.dumps(GENERATE_BODY)}'"
+
+
+def generate_load(port: int, requests: int = 200, concurrency: int = 16) -> str:
+    """A load that runs as given (bash, curl, xargs) against a port-forwarded /generate: `requests` requests,
+    `concurrency` at a time, then a count of the HTTP status codes; enough to move an HPA on JetStream metrics."""
+    body = json.dumps(GENERATE_BODY)
+    return (
+        f"seq {requests} | xargs -P {concurrency} -I{{}} curl -s -o /dev/null -w '%{{http_code}}\\n' "
+        f"-X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}' | sort | uniq -c"
+    )
 
 
 # ---- JetStream objects both JetStream workload types expose ---------------------------------------------

@@ -28,6 +28,7 @@ from stacks.workloads.common import (
     check_ports,
     checkpoint_bucket,
     generate_curl,
+    generate_load,
     jetstream_pod_monitoring,
     jetstream_service,
 )
@@ -52,6 +53,10 @@ class JetStreamPlan(WorkloadPlan):
     @property
     def preset(self) -> JetStreamPreset:
         return PRESETS[self.workload.model]
+
+    @property
+    def forwarded_ports(self) -> tuple[int, ...]:
+        return (self.workload.service.port, GRPC_PORT)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -293,15 +298,12 @@ def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
 
 def commands(plan: JetStreamPlan) -> dict[str, str]:
     ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
+    http, grpc = plan.local_port(port), plan.local_port(GRPC_PORT)
     out = {
-        "portForward": f"kubectl -n {ns} port-forward svc/{svc} {port}:{port} {GRPC_PORT}:{GRPC_PORT}",
-        "curl": generate_curl(port),
-        # JetStream's benchmark against the gRPC port (the reference's way to load the server)
-        "loadTest": (
-            f"python JetStream/benchmarks/benchmark_serving.py --server 127.0.0.1 --port {GRPC_PORT} "
-            f"--tokenizer maxtext/{plan.preset.tokenizer} --num-prompts 1000 --request-rate 10 --dataset sharegpt "
-            "--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --max-output-length 1024"
-        ),
+        "portForward": f"kubectl -n {ns} port-forward svc/{svc} {http}:{port} {grpc}:{GRPC_PORT}",
+        "curl": generate_curl(http),
+        # concurrent /generate requests through the port-forward: enough to move the HPA, runs as given
+        "loadTest": generate_load(http),
     }
     if plan.autoscaled:
         out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"

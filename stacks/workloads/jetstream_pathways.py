@@ -60,6 +60,10 @@ class PathwaysPlan(WorkloadPlan):
         return PRESETS[self.workload.model]
 
     @property
+    def forwarded_ports(self) -> tuple[int, ...]:
+        return (self.workload.service.port,)
+
+    @property
     def mode(self) -> ModeSpec:
         return mode_spec(self.preset, self.workload.mode)
 
@@ -303,7 +307,8 @@ def pod_monitoring(plan: PathwaysPlan) -> dict[str, Any]:
 
 def commands(plan: PathwaysPlan) -> dict[str, str]:
     port = plan.workload.service.port
+    local = plan.local_port(port)
     return {
-        "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {port}:{port}",
-        "curl": generate_curl(port),
+        "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {local}:{port}",
+        "curl": generate_curl(local),
     }

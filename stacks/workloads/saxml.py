@@ -45,6 +45,10 @@ class SaxmlPlan(WorkloadPlan):
         return self.workload.cell or f"/sax/{self.name}"
 
     @property
+    def forwarded_ports(self) -> tuple[int, ...]:
+        return (HTTP_PORT,)
+
+    @property
     def sax_root(self) -> str:
         return f"gs://{self.bucket}/sax-root"
 

@@ -1,0 +1,439 @@
+"""After `pulumi up`: check with kubectl that the stack really serves, and report every check in one table.
+
+    make smoke STACK=dev
+    .venv/bin/python scripts/smoke.py dev [--kubeconfig PATH] [--request-timeout SECONDS]
+
+What is expected comes from the stack's config, run through the program offline (the objects `pulumi up`
+applied); what is found comes from the live cluster:
+- pods      every workload's pods are Ready (pods of finished Jobs: Succeeded), at least one per workload;
+- serve     each serving workload answers one real request through `kubectl port-forward` on its own local port;
+- metrics   every metric of every HPA is served by the custom or external metrics API, and the HPA can scale;
+- targets   every PodMonitoring reports live scrape targets, none unhealthy;
+- addons    every add-on controller and metrics adapter Deployment is Available.
+A paused stack expects no workload pods and skips the serving and HPA checks.
+
+The kubeconfig is the stack's `kubeconfig` output (`pulumi stack output kubeconfig --show-secrets`, written to a
+private temporary file) unless --kubeconfig names one. Each failure prints the command to investigate.
+Exit status: 0 all passed, 1 a check failed, 2 kubectl (or pulumi) could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from stacks.workloads import common  # noqa: E402
+from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
+from tooling.offline import parse_stack_file, run_stack_file  # noqa: E402
+
+# The PathwaysJob controller's namespace (google/pathways-job@v0.1.4:release/install.yaml).
+PATHWAYS_JOB_NAMESPACE = "pathways-job-system"
+
+
+class KubectlError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Result:
+    check: str
+    target: str
+    ok: bool
+    detail: str
+    investigate: str = ""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One real request to a serving workload through a port-forward (to a free local port, so the smoke test
+    never clashes with a port-forward the user already runs)."""
+
+    namespace: str
+    service: str
+    remote_port: int
+    method: str
+    path: str
+    body: dict[str, Any] | None
+    expect_key: str | None  # a key the JSON answer must have; None: any 2xx answer with a body
+
+
+class Kubectl:
+    """kubectl with one kubeconfig; `get` returns parsed JSON."""
+
+    def __init__(self, kubeconfig: str | None, binary: str = "kubectl"):
+        self.env = {**os.environ, **({"KUBECONFIG": kubeconfig} if kubeconfig else {})}
+        self.binary = binary
+
+    def get(self, *args: str) -> Any:
+        result = subprocess.run(
+            [self.binary, *args], capture_output=True, text=True, env=self.env, timeout=120, check=False
+        )
+        if result.returncode != 0:
+            raise KubectlError(f"kubectl {' '.join(args)}: {result.stderr.strip() or result.returncode}")
+        return json.loads(result.stdout or "{}")
+
+    @contextmanager
+    def port_forward(self, namespace: str, service: str, local: int, remote: int, wait: float) -> Iterator[None]:
+        process = subprocess.Popen(
+            [self.binary, "-n", namespace, "port-forward", f"svc/{service}", f"{local}:{remote}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                if process.poll() is not None:
+                    raise KubectlError(f"port-forward svc/{service} exited: {process.stderr.read().strip()}")
+                try:
+                    socket.create_connection(("127.0.0.1", local), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise KubectlError(
+                            f"port-forward svc/{service} not listening on {local} after {wait}s"
+                        ) from None
+                    time.sleep(0.2)
+            yield
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+# ---- what the stack should have ----------------------------------------------------------------------------
+
+
+@dataclass
+class Expected:
+    stack: str
+    paused: bool
+    workloads: list[Any]  # WorkloadPlans
+    hpas: list[dict[str, Any]]
+    pod_monitorings: list[dict[str, Any]]
+    addon_namespaces: list[str]
+
+
+def expected(stack_file: Path) -> Expected:
+    cfg = parse_stack_file(stack_file)
+    recording = run_stack_file(stack_file, preview=True)
+    objects = kubernetes_objects(recording)
+    workload_namespaces = {plan.namespace for plan in cfg.workloads}
+    namespaces = {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} - workload_namespaces
+    namespaces |= {
+        plain(r.inputs).get("namespace") for r in recording.resources if r.type.startswith("kubernetes:helm.sh/")
+    }
+    if cfg.addons.pathways_job.enabled:
+        namespaces.add(PATHWAYS_JOB_NAMESPACE)
+    return Expected(
+        stack=cfg.stack,
+        paused=cfg.paused,
+        workloads=list(cfg.workloads),
+        hpas=[o for o in objects if o["kind"] == "HorizontalPodAutoscaler"],
+        pod_monitorings=[o for o in objects if o["kind"] == "PodMonitoring"],
+        addon_namespaces=sorted(n for n in namespaces if n),
+    )
+
+
+# ---- the checks (each pure over kubectl JSON, so recorded output tests them) ---------------------------------
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def check_pods(plan: Any, pods: dict[str, Any], paused: bool) -> Result:
+    """Pod status.conditions[type=Ready] (Kubernetes API, core/v1 PodCondition); Jobs' pods end Succeeded."""
+    investigate = f"kubectl -n {plan.namespace} get pods -o wide; kubectl -n {plan.namespace} describe pods"
+    items = pods.get("items", [])
+    if paused:
+        running = [p["metadata"]["name"] for p in items if p.get("status", {}).get("phase") == "Running"]
+        return Result("pods", plan.name, not running, f"paused; {len(running)} running", investigate)
+    finished = [p for p in items if p.get("status", {}).get("phase") == "Succeeded"]
+    serving = [p for p in items if p not in finished]
+    not_ready = [p["metadata"]["name"] for p in serving if _condition(p, "Ready").get("status") != "True"]
+    if not serving:
+        return Result("pods", plan.name, False, f"no pods in namespace {plan.namespace}", investigate)
+    if not_ready:
+        return Result("pods", plan.name, False, f"not Ready: {', '.join(sorted(not_ready))}", investigate)
+    return Result(
+        "pods", plan.name, True, f"{len(serving)} Ready" + (f", {len(finished)} completed" if finished else "")
+    )
+
+
+def check_deployments(namespace: str, deployments: dict[str, Any]) -> Result:
+    """Deployment status.conditions[type=Available] (Kubernetes API, apps/v1 DeploymentCondition)."""
+    investigate = f"kubectl -n {namespace} get deployments; kubectl -n {namespace} describe deployments"
+    items = deployments.get("items", [])
+    down = [d["metadata"]["name"] for d in items if _condition(d, "Available").get("status") != "True"]
+    if not items:
+        return Result("addons", namespace, False, "no Deployments", investigate)
+    if down:
+        return Result("addons", namespace, False, f"not Available: {', '.join(sorted(down))}", investigate)
+    return Result(
+        "addons", namespace, True, f"{len(items)} Available: {', '.join(sorted(d['metadata']['name'] for d in items))}"
+    )
+
+
+def metric_paths(hpa: dict[str, Any]) -> list[tuple[str, str]]:
+    """(metric, raw API path) for each metric of an autoscaling/v2 HPA spec. External metrics:
+    /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric>?labelSelector=<selector>; Pods metrics:
+    /apis/custom.metrics.k8s.io/v1beta2/namespaces/<ns>/pods/*/<metric> (kubernetes/community design-proposals
+    instrumentation/external-metrics-api.md and custom-metrics-api.md; kubernetes/metrics types)."""
+    ns = hpa["metadata"]["namespace"]
+    out = []
+    for metric in hpa["spec"].get("metrics", []):
+        kind = metric["type"]
+        if kind == "External":
+            spec = metric["external"]["metric"]
+            labels = (spec.get("selector") or {}).get("matchLabels") or {}
+            query = (
+                "?" + urllib.parse.urlencode({"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(labels.items()))})
+                if labels
+                else ""
+            )
+            out.append(
+                (
+                    spec["name"],
+                    f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{ns}/{urllib.parse.quote(spec['name'], safe='')}{query}",
+                )
+            )
+        elif kind == "Pods":
+            name = metric["pods"]["metric"]["name"]
+            out.append(
+                (
+                    name,
+                    f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{ns}/pods/*/{urllib.parse.quote(name, safe='')}",
+                )
+            )
+    return out
+
+
+def check_metric(hpa: dict[str, Any], metric: str, values: dict[str, Any] | None, error: str = "") -> Result:
+    """A served metric is a value list (ExternalMetricValueList / MetricValueList) with at least one item."""
+    ns, name = hpa["metadata"]["namespace"], hpa["metadata"]["name"]
+    investigate = f"kubectl -n {ns} describe hpa {name}"
+    items = (values or {}).get("items") or []
+    if error or not items:
+        return Result("metrics", f"{name}: {metric}", False, error or "served, but no value", investigate)
+    return Result("metrics", f"{name}: {metric}", True, f"{len(items)} value(s)")
+
+
+def check_hpa(hpa: dict[str, Any], live: dict[str, Any]) -> Result:
+    """HPA status.conditions[type=ScalingActive] is True when the controller could compute a scale from the metrics
+    (autoscaling/v2 HorizontalPodAutoscalerCondition)."""
+    ns, name = hpa["metadata"]["namespace"], hpa["metadata"]["name"]
+    active = _condition(live, "ScalingActive")
+    ok = active.get("status") == "True"
+    detail = f"ScalingActive={active.get('status', 'missing')}" + (
+        f" ({active.get('reason')}: {active.get('message', '')})" if not ok else ""
+    )
+    return Result("metrics", f"{name}: HPA", ok, detail, f"kubectl -n {ns} describe hpa {name}")
+
+
+def check_targets(pod_monitoring: dict[str, Any], live: dict[str, Any]) -> Result:
+    """PodMonitoring status.endpointStatuses[].activeTargets / unhealthyTargets (GoogleCloudPlatform/prometheus-engine
+    @v0.17.2:charts/operator/crds/monitoring.googleapis.com_podmonitorings.yaml). The status is reported only with
+    OperatorConfig features.targetStatus.enabled (manifests/setup.yaml of the same release)."""
+    ns, name = pod_monitoring["metadata"]["namespace"], pod_monitoring["metadata"]["name"]
+    investigate = f"kubectl -n {ns} describe podmonitoring {name}"
+    statuses = live.get("status", {}).get("endpointStatuses")
+    if not statuses:
+        return Result(
+            "targets",
+            f"{ns}/{name}",
+            False,
+            "no target status (is target status reporting on?)",
+            "kubectl -n gmp-public patch operatorconfig config --type=merge "
+            '-p \'{"features":{"targetStatus":{"enabled":true}}}\'; ' + investigate,
+        )
+    active = sum(int(s.get("activeTargets") or 0) for s in statuses)
+    unhealthy = sum(int(s.get("unhealthyTargets") or 0) for s in statuses)
+    ok = active > 0 and unhealthy == 0
+    return Result("targets", f"{ns}/{name}", ok, f"{active} active, {unhealthy} unhealthy", "" if ok else investigate)
+
+
+def check_answer(probe: Probe, status: int, body: bytes, error: str = "") -> Result:
+    target = f"{probe.namespace}/{probe.service} {probe.method} /{probe.path}"
+    investigate = (
+        f"kubectl -n {probe.namespace} describe svc {probe.service}; "
+        f"kubectl -n {probe.namespace} logs -l app --all-containers --tail=50"
+    )
+    if error:
+        return Result("serve", target, False, error, investigate)
+    if not 200 <= status < 300 or not body:
+        return Result("serve", target, False, f"HTTP {status}, {len(body)} bytes", investigate)
+    if probe.expect_key:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return Result("serve", target, False, f"HTTP {status}, not JSON: {body[:80]!r}", investigate)
+        if not isinstance(answer, dict) or probe.expect_key not in answer:
+            return Result("serve", target, False, f"HTTP {status}, no {probe.expect_key!r} in the answer", investigate)
+    return Result("serve", target, True, f"HTTP {status}, {len(body)} bytes")
+
+
+# ---- how each workload type answers one request ------------------------------------------------------------
+
+GENERATE = {**common.GENERATE_BODY, "max_tokens": 16}
+
+
+def _jetstream_probe(plan: Any) -> Probe | None:
+    # JetStream's HTTP server: POST /generate answers {"response": ...} (ai-on-gke tutorials-and-examples/
+    # inference-servers/jetstream/maxtext/single-host-inference/README.md)
+    port = plan.workload.service.port
+    return Probe(plan.namespace, plan.service_name, port, "POST", "generate", GENERATE, "response")
+
+
+def _saxml_probe(plan: Any) -> Probe | None:
+    # sax-http's /listcell lists a model of the cell (the admin server and the HTTP server both answer)
+    from stacks.workloads import saxml
+
+    model = plan.desired_models()[0]["model"] if plan.workload.models else None
+    if model is None:
+        return None
+    return Probe(plan.namespace, plan.http_service, saxml.HTTP_PORT, "GET", "listcell", {"model": model}, None)
+
+
+# workload type -> the request that shows it serves (None: nothing to ask, e.g. a batch job)
+PROBES: dict[str, Callable[[Any], Probe | None]] = {
+    "jetstream": _jetstream_probe,
+    "jetstream-pathways": _jetstream_probe,
+    "saxml": _saxml_probe,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ask(probe: Probe, local_port: int, timeout: float) -> tuple[int, bytes]:
+    data = json.dumps(probe.body).encode() if probe.body is not None else None
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{local_port}/{probe.path}",
+        data=data,
+        method=probe.method,
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (localhost)
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+# ---- run ---------------------------------------------------------------------------------------------------
+
+
+def smoke(want: Expected, kubectl: Kubectl, request_timeout: float = 300.0, forward_wait: float = 30.0) -> list[Result]:
+    results: list[Result] = []
+    for plan in want.workloads:
+        results.append(check_pods(plan, kubectl.get("-n", plan.namespace, "get", "pods", "-o", "json"), want.paused))
+    if not want.paused:
+        for plan in want.workloads:
+            probe = PROBES.get(plan.workload.type, lambda p: None)(plan)
+            if probe is None:
+                continue
+            local = free_port()
+            try:
+                with kubectl.port_forward(probe.namespace, probe.service, local, probe.remote_port, forward_wait):
+                    status, body = ask(probe, local, request_timeout)
+                results.append(check_answer(probe, status, body))
+            except (KubectlError, OSError) as err:
+                results.append(check_answer(probe, 0, b"", str(err)))
+        for hpa in want.hpas:
+            ns, name = hpa["metadata"]["namespace"], hpa["metadata"]["name"]
+            for metric, path in metric_paths(hpa):
+                try:
+                    results.append(check_metric(hpa, metric, kubectl.get("get", "--raw", path)))
+                except KubectlError as err:
+                    results.append(check_metric(hpa, metric, None, str(err)))
+            results.append(check_hpa(hpa, kubectl.get("-n", ns, "get", "hpa", name, "-o", "json")))
+    for pm in want.pod_monitorings:
+        ns, name = pm["metadata"]["namespace"], pm["metadata"]["name"]
+        results.append(check_targets(pm, kubectl.get("-n", ns, "get", "podmonitoring", name, "-o", "json")))
+    for namespace in want.addon_namespaces:
+        results.append(check_deployments(namespace, kubectl.get("-n", namespace, "get", "deployments", "-o", "json")))
+    return results
+
+
+def table(results: list[Result]) -> str:
+    lines = ["| check | what | result | detail |", "|---|---|---|---|"]
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")  # metric names such as prometheus.googleapis.com|<name>|gauge
+
+    lines += [f"| {r.check} | {cell(r.target)} | {'ok' if r.ok else 'FAIL'} | {cell(r.detail)} |" for r in results]
+    failures = [r for r in results if not r.ok]
+    if failures:
+        lines += ["", "To investigate:"] + [
+            f"- {r.check} {r.target}: `{r.investigate}`" for r in failures if r.investigate
+        ]
+    return "\n".join(lines)
+
+
+@contextmanager
+def stack_kubeconfig(stack: str) -> Iterator[str]:
+    """The stack's kubeconfig output (a secret) in a file only this user can read, removed afterwards."""
+    result = subprocess.run(
+        ["pulumi", "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise KubectlError(f"pulumi stack output kubeconfig: {result.stderr.strip()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kubeconfig"
+        path.touch(mode=0o600)
+        path.write_text(result.stdout)
+        yield str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml) or a stack file")
+    parser.add_argument("--kubeconfig", help="use this kubeconfig instead of the stack's kubeconfig output")
+    parser.add_argument("--request-timeout", type=float, default=300.0, help="seconds for each serving request")
+    args = parser.parse_args(argv)
+    path = Path(args.stack) if args.stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{args.stack}.yaml"
+    want = expected(path)
+    try:
+        if args.kubeconfig:
+            results = smoke(want, Kubectl(args.kubeconfig), args.request_timeout)
+        else:
+            with stack_kubeconfig(want.stack) as kubeconfig:
+                results = smoke(want, Kubectl(kubeconfig), args.request_timeout)
+    except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
+        print(f"smoke test of stack {want.stack} could not run: {err}", file=sys.stderr)
+        return 2
+    failed = sum(not r.ok for r in results)
+    print(f"smoke test of stack {want.stack}: {len(results) - failed} passed, {failed} failed\n")
+    print(table(results))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""`make smoke` (scripts/smoke.py) against recorded kubectl output, through a stand-in kubectl on PATH that answers
+from tests/fixtures/kubectl/<scenario>/ and serves recorded answers for `port-forward` (fake_kubectl.py).
+
+The recorded JSON follows the documented shapes:
+- Pod status.conditions[type=Ready] and Deployment status.conditions[type=Available]: Kubernetes API reference,
+  core/v1 PodCondition and apps/v1 DeploymentCondition (https://kubernetes.io/docs/reference/kubernetes-api/);
+- HPA autoscaling/v2 status.conditions AbleToScale / ScalingActive (ValidMetricFound, FailedGetExternalMetric) /
+  ScalingLimited: https://access.redhat.com/documentation/ja-jp/openshift_container_platform/4.5/html/nodes/nodes-pods-autoscaling-status-about_nodes-pods-autoscaling
+  (the `kubectl describe hpa` conditions), kubernetes/api autoscaling/v2 HorizontalPodAutoscalerStatus;
+- External metrics: GET /apis/external.metrics.k8s.io/v1beta1/namespaces/<ns>/<metric>?labelSelector=... returns an
+  ExternalMetricValueList {items: [{metricName, metricLabels, timestamp, value}]} (kubernetes/metrics
+  pkg/apis/external_metrics/v1beta1/types.go; kubernetes/community design-proposals external-metrics-api.md);
+  Pods metrics: GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/<ns>/pods/*/<metric> returns a MetricValueList
+  {items: [{describedObject, metric: {name, selector}, timestamp, value}]} (kubernetes/metrics
+  pkg/apis/custom_metrics/v1beta2/types.go);
+- PodMonitoring status.endpointStatuses[] {name, activeTargets, unhealthyTargets, lastUpdateTime,
+  collectorsFraction}: GoogleCloudPlatform/prometheus-engine@v0.17.2:charts/operator/crds/monitoring.googleapis.com_podmonitorings.yaml;
+- JetStream POST /generate answers {"response": ...}: ai-on-gke tutorials-and-examples/inference-servers/jetstream/
+  maxtext/single-host-inference/README.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+from tooling.offline import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import smoke  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "kubectl"
+GEMMA = ROOT / "examples" / "gemma-hpa" / "Pulumi.gemma-hpa.yaml"
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return smoke.expected(GEMMA)
+
+
+@pytest.fixture
+def fake_kubectl(tmp_path, monkeypatch):
+    def use(scenario: str) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        script = bin_dir / "kubectl"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FIXTURES / "fake_kubectl.py"}" "$@"\n')
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("FAKE_KUBECTL_DIR", str(FIXTURES / scenario))
+
+    return use
+
+
+def test_expectations_come_from_the_stack(expected):
+    assert [p.name for p in expected.workloads] == ["gemma"]
+    assert [h["metadata"]["name"] for h in expected.hpas] == ["gemma"]
+    assert sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in expected.pod_monitorings) == [
+        "gemma/gemma-jetstream",
+        "kube-system/tpu-device-plugin",
+    ]
+    # the metrics adapter's namespace and every add-on release's namespace
+    assert expected.addon_namespaces == ["custom-metrics", "jobset-system", "lws-system"]
+    # the stackdriver adapter's names: a Pods metric and an External one with the HPA's selector
+    assert smoke.metric_paths(expected.hpas[0]) == [
+        (
+            "prometheus.googleapis.com|jetstream_prefill_backlog_size|gauge",
+            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/gemma/pods/*/prometheus.googleapis.com%7Cjetstream_prefill_backlog_size%7Cgauge",
+        ),
+        (
+            "prometheus.googleapis.com|memory_used|gauge",
+            "/apis/external.metrics.k8s.io/v1beta1/namespaces/gemma/prometheus.googleapis.com%7Cmemory_used%7Cgauge"
+            "?labelSelector=metric.labels.exported_namespace%3Dgemma%2Cresource.labels.cluster%3Dtpu-serving-gemma-hpa",
+        ),
+    ]
+
+
+def test_a_healthy_stack_passes_every_check(expected, fake_kubectl, capsys, tmp_path):
+    fake_kubectl("healthy")
+    results = smoke.smoke(expected, smoke.Kubectl(str(tmp_path / "kubeconfig")), request_timeout=10, forward_wait=10)
+    assert [r for r in results if not r.ok] == []
+    assert {r.check for r in results} == {"pods", "serve", "metrics", "targets", "addons"}
+    serve = next(r for r in results if r.check == "serve")
+    assert serve.target == "gemma/gemma-svc POST /generate" and serve.detail.startswith("HTTP 200")
+
+
+def test_a_broken_stack_fails_each_check_with_the_command_to_investigate(expected, fake_kubectl, capsys):
+    fake_kubectl("broken")
+    assert smoke.main(["--kubeconfig", "/dev/null", "--request-timeout", "10", str(GEMMA)]) == 1
+    out = capsys.readouterr().out
+    assert "smoke test of stack gemma-hpa: " in out and "| check | what | result | detail |" in out
+    # table cells escape the "|" of metric names (Markdown); read them back unescaped
+    rows = {
+        line.split(" | ")[0].lstrip("| ") + " " + line.split(" | ")[1].replace("\\|", "|"): line.replace("\\|", "|")
+        for line in out.splitlines()
+        if line.startswith("| ") and " | " in line
+    }
+    assert "| metrics | gemma: prometheus.googleapis.com\\|memory_used\\|gauge | FAIL |" in out
+    assert "FAIL | not Ready: gemma-7d9f8b6c4-x2kqv" in rows["pods gemma"]
+    assert "FAIL | HTTP 503" in rows["serve gemma/gemma-svc POST /generate"]
+    assert (
+        "FAIL | served, but no value"
+        in rows["metrics gemma: prometheus.googleapis.com|jetstream_prefill_backlog_size|gauge"]
+    )
+    assert (
+        "FAIL | kubectl get --raw" in rows["metrics gemma: prometheus.googleapis.com|memory_used|gauge"]
+        and "NotFound" in rows["metrics gemma: prometheus.googleapis.com|memory_used|gauge"]
+    )
+    assert "FAIL | ScalingActive=False (FailedGetExternalMetric" in rows["metrics gemma: HPA"]
+    assert "FAIL | no target status" in rows["targets gemma/gemma-jetstream"]
+    assert "FAIL | 4 active, 1 unhealthy" in rows["targets kube-system/tpu-device-plugin"]
+    assert "FAIL | not Available: jobset-controller-manager" in rows["addons jobset-system"]
+    assert "| ok |" in rows["addons lws-system"]
+    investigate = out.split("To investigate:", 1)[1]
+    assert "`kubectl -n gemma describe hpa gemma`" in investigate
+    assert "`kubectl -n jobset-system get deployments; kubectl -n jobset-system describe deployments`" in investigate
+    assert "patch operatorconfig config" in investigate  # how to turn target status reporting on
+
+
+def test_a_paused_stack_expects_no_pods_and_skips_serving(expected, fake_kubectl, tmp_path):
+    fake_kubectl("healthy")
+    paused = smoke.Expected(**{**expected.__dict__, "paused": True})
+    results = smoke.smoke(paused, smoke.Kubectl(None), request_timeout=10, forward_wait=10)
+    assert {r.check for r in results} == {"pods", "targets", "addons"}
+    assert next(r for r in results if r.check == "pods").detail == "paused; 1 running"  # still running: a failure
+    assert not next(r for r in results if r.check == "pods").ok
+
+
+def test_without_kubectl_it_says_so_and_exits_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no kubectl anywhere
+    assert shutil.which("kubectl") is None
+    assert smoke.main(["--kubeconfig", "/dev/null", str(GEMMA)]) == 2
+    assert "could not run" in capsys.readouterr().err
