@@ -768,7 +768,7 @@ def _parse_workloads(raw: Any, problems: list[Problem]) -> list[tuple[int, Any]]
     parsed = []
     for i, item in enumerate(raw):
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind not in WORKLOAD_TYPES:
+        if not isinstance(kind, str) or kind not in WORKLOAD_TYPES:
             problems.append(
                 Problem(
                     f"{base}[{i}].type", f"{_fmt(kind)} is not a workload type; allowed: {', '.join(WORKLOAD_TYPES)}"

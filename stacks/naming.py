@@ -88,7 +88,7 @@ def fit_bytes(text: str, max_bytes: int) -> str:
     """`text` when its UTF-8 form fits `max_bytes`, else a start of it and a hash of the whole."""
     if len(text.encode()) <= max_bytes:
         return text
-    head = text.encode()[: max_bytes - 8].decode(errors="ignore")
+    head = text.encode()[: max_bytes - 7].decode(errors="ignore")
     return f"{head}~{short_hash(text)}"
 
 

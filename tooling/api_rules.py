@@ -125,6 +125,7 @@ def _labels(where: str, labels: Any, errors: list[str]) -> None:
 
 
 def _ints(where: str, node: Any, errors: list[str], key: str = "") -> None:
+    """Integers within int32 (int64 for INT64_KEYS): the Kubernetes and Google APIs' integer fields."""
     if isinstance(node, bool):
         return
     if isinstance(node, float) and node.is_integer():
@@ -132,13 +133,13 @@ def _ints(where: str, node: Any, errors: list[str], key: str = "") -> None:
     if isinstance(node, int):
         limit = 2**63 - 1 if key in INT64_KEYS else INT32_MAX
         if not -limit - 1 <= node <= limit:
-            errors.append(f"{where}.{key}: {node} is outside the {'int64' if limit > INT32_MAX else 'int32'} range")
+            errors.append(f"{where}: {node} is outside the {'int64' if limit > INT32_MAX else 'int32'} range")
     elif isinstance(node, dict):
         for k, v in node.items():
-            _ints(f"{where}.{k}" if key else where, v, errors, k)
+            _ints(f"{where}.{k}".lstrip("."), v, errors, k)
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _ints(f"{where}[{i}]" if key else where, v, errors, key)
+            _ints(f"{where}[{i}]", v, errors, key)
 
 
 def _pod_spec(where: str, spec: Any, errors: list[str]) -> None:

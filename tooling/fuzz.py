@@ -282,7 +282,10 @@ def classify(config: dict[str, Any], stack: str, *, render: bool) -> tuple[str, 
     from stacks.config import ConfigError
 
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_SECONDS)
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)  # e.g. pytest-timeout's alarm: keep it running
+    limit = min(TIME_LIMIT_SECONDS, outer) if outer else TIME_LIMIT_SECONDS
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         try:
             cfg = parse(config, stack)
@@ -306,6 +309,8 @@ def classify(config: dict[str, Any], stack: str, *, render: bool) -> tuple[str, 
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
 
 def run(cases: int, seed: int, *, render: int | None = None, files: list[Path] | None = None) -> Summary:

@@ -157,9 +157,13 @@ def render_stack(path: Path) -> tuple[StackConfig, Recording, dict[str, str]]:
 
 def check(cfg: StackConfig, recording: Recording) -> list[str]:
     """Lines describing violations (empty when valid); prints what could not be checked."""
+    from tooling import api_rules
     from tooling.k8s_objects import kubernetes_objects
 
-    report = validate_objects(kubernetes_objects(recording), cfg.kubernetes_minor)
+    objects = kubernetes_objects(recording)
+    report = validate_objects(objects, cfg.kubernetes_minor)
+    # what the API servers enforce beyond the schemas: names, labels, ports, int32, images; and Google Cloud's rules
+    report.errors += api_rules.kubernetes_errors(objects) + api_rules.gcp_errors(recording)
     directory, source = crd_source()
     if directory is None:
         print(f"  note: custom resources NOT checked: {source}")

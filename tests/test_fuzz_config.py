@@ -1,0 +1,73 @@
+"""The config fuzzer in the suite: every mutant of every shipped stack file is either refused with a clear
+RunError (key path, bad value, what is allowed) or renders a stack whose Kubernetes objects and Google Cloud
+resources an API would accept (tooling/fuzz.py, tooling/api_rules.py).
+
+The default run is a fixed sample (seed 11, 300 mutants, the first accepted ones rendered); `pytest -m slow
+tests/test_fuzz_config.py` runs thousands and renders every accepted mutant.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tooling import fuzz
+
+SEED = 11
+
+
+def _report(summary: fuzz.Summary) -> str:
+    lines = [f"--- {r.outcome} {r.source} {r.mutations}\n{r.detail[:1500]}" for r in summary.findings()[:10]]
+    return "\n".join(lines)
+
+
+def _check(summary: fuzz.Summary, cases: int) -> None:
+    counts = summary.counts()
+    assert len(summary.results) == cases
+    assert not summary.findings(), f"{dict(counts)}\n{_report(summary)}"
+    # the sample exercises both outcomes, over every shipped stack file
+    assert counts["rejected"] > cases // 2 and counts["valid"] > 0 and summary.rendered > 0, dict(counts)
+    assert {r.source for r in summary.results} == {str(p.relative_to(fuzz.ROOT)) for p in fuzz.stack_files()}, (
+        "a shipped stack file was not fuzzed"
+    )
+
+
+def test_fuzzed_configs_fail_clearly_or_render_valid():
+    _check(fuzz.run(300, SEED, render=4), 300)
+
+
+@pytest.mark.slow
+def test_fuzzed_configs_thousands():
+    _check(fuzz.run(3000, SEED + 1, render=None), 3000)
+
+
+def test_every_shipped_stack_file_is_a_fuzz_source():
+    """Found at run time: an example added later is fuzzed without touching this test."""
+    files = fuzz.stack_files()
+    assert fuzz.ROOT / "Pulumi.dev.yaml" in files
+    assert set(files) >= set((fuzz.ROOT / "examples").glob("*/Pulumi.*.yaml"))
+
+
+def test_the_classifier_finds_what_it_must():
+    """The oracle is not vacuous: a crash, an unclear message and an invalid render are each reported."""
+    assert (
+        fuzz.unclear_reason(
+            "invalid stack configuration for stack 'x' (1 problem):\n  - tpu-serving:a: Input "
+            "should be a valid dictionary or instance of X"
+        )
+        is not None
+    )
+    assert (
+        fuzz.unclear_reason(
+            "invalid stack configuration for stack 'x' (1 problem):\n  - tpu-serving:a.b.str: must be a string (got 1)"
+        )
+        is not None
+    )
+    assert fuzz.unclear_reason("boom") is not None
+    assert (
+        fuzz.unclear_reason(
+            "invalid stack configuration for stack 'x' (1 problem):\n  - tpu-serving:a: 'b' is not allowed; allowed: c"
+        )
+        is None
+    )
+    config = fuzz.load_stack_file(fuzz.ROOT / "Pulumi.dev.yaml")
+    assert fuzz.classify({**config, "tpu-serving:tpuPools": "x"}, "dev", render=False)[0] == "rejected"
