@@ -12,7 +12,7 @@ Pure Python: no Pulumi import, so it is tested directly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 GB = 10**9
@@ -65,6 +65,8 @@ class Generation:
     list_price: ChipPrice | None  # None: no public list price (why in `price_note`)
     price_note: str = ""
     boot_disk_type: str | None = None  # None: GKE's default boot disk type for the machine type
+    # machine type -> (vCPUs, memory in GB) of one VM, as the TPU docs list them
+    host_resources: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,11 @@ class SliceShape:
     @property
     def multi_host(self) -> bool:
         return self.hosts > 1
+
+    @property
+    def host_resources(self) -> tuple[int, int] | None:
+        """(vCPUs, memory GB) of one node of this shape, when the catalog records them."""
+        return self.generation.host_resources.get(self.machine_type)
 
     @property
     def tpu_request(self) -> int:
@@ -136,6 +143,9 @@ GENERATIONS: dict[str, Generation] = {
             min_gke_version="1.26.1-gke.1500",  # [U] in the facts file
             single_host={"2x2x1": "ct4p-hightpu-4t"},  # S8
             multi_host_machine_type="ct4p-hightpu-4t",
+            # https://cloud.google.com/tpu/docs/v4 (system architecture: 240 vCPUs, 407 GB per host); not in
+            # gke-tpu-facts.md, so unverified offline
+            host_resources={"ct4p-hightpu-4t": (240, 407)},
             multi_host_chips_per_vm=4,
             multi_host_topologies=(
                 "2x2x2",
@@ -162,6 +172,12 @@ GENERATIONS: dict[str, Generation] = {
             # S3: serving types v5litepod-1/4/8 = ct5lp-hightpu-1t/4t/8t; S12: 1x1 = ct5lp-hightpu-1t
             single_host={"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
             multi_host_machine_type="ct5lp-hightpu-4t",
+            # S3 (gke-tpu-facts.md, v5e VM types)
+            host_resources={
+                "ct5lp-hightpu-1t": (24, 48),
+                "ct5lp-hightpu-4t": (112, 192),
+                "ct5lp-hightpu-8t": (224, 384),
+            },
             multi_host_chips_per_vm=4,  # GKE multi-host v5e pools use 4-chip VMs: nodes = chips / 4 (R1, R3)
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
             placement=COMPACT_TOPOLOGY,
@@ -172,10 +188,11 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v5p-slice",  # R1, R2
             hbm_bytes_per_chip=95 * GIB,  # S4
             pathways_type="tpuv5",  # R1: xpk names v5p "tpuv5" for Pathways
-            saxml_platform_chip="tpuv5p",
+            saxml_platform_chip=None,  # Saxml's chip map has no tpuv5p (google/saxml@v1.1.0 server/proto_util.py)
             min_gke_version="1.28.3-gke.1024000",  # [U]
             single_host={"2x2x1": "ct5p-hightpu-4t"},  # S4: 4 chips, 1 host
             multi_host_machine_type="ct5p-hightpu-4t",
+            host_resources={"ct5p-hightpu-4t": (208, 448)},  # S4 (gke-tpu-facts.md: 4-chip VM, 208 vCPU / 448 GB)
             multi_host_chips_per_vm=4,
             multi_host_topologies=(
                 "2x2x2",
@@ -198,10 +215,16 @@ GENERATIONS: dict[str, Generation] = {
             accelerator="tpu-v6e-slice",  # R1, R2, R3
             hbm_bytes_per_chip=32 * GB,  # S2
             pathways_type="tpuv6e",
-            saxml_platform_chip="tpuv6e",
+            saxml_platform_chip=None,  # Saxml's chip map has no tpuv6e (google/saxml@v1.1.0 server/proto_util.py)
             min_gke_version="1.31.2-gke.1115000",  # S10
             single_host={"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
             multi_host_machine_type="ct6e-standard-4t",
+            # S2 (gke-tpu-facts.md, v6e VM types)
+            host_resources={
+                "ct6e-standard-1t": (44, 176),
+                "ct6e-standard-4t": (180, 720),
+                "ct6e-standard-8t": (180, 1440),
+            },
             multi_host_chips_per_vm=4,
             # S2: "2x4 on 2 VMs is only supported when using the GKE API"; 16x16 from R1
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
@@ -219,6 +242,7 @@ GENERATIONS: dict[str, Generation] = {
             # xpk #825: the one-VM 2x2x1 slice needs no workload policy.
             single_host={"1x1x1": "tpu7x-standard-1t", "2x2x1": "tpu7x-standard-4t"},
             multi_host_machine_type="tpu7x-standard-4t",  # R1; cluster-toolkit examples/gke-tpu-7x
+            host_resources={"tpu7x-standard-4t": (224, 960)},  # S6 (gke-tpu-facts.md: 4-chip VM, 224 vCPU / 960 GB)
             multi_host_chips_per_vm=4,  # S7: "Each Ironwood (TPU7x) VM contains four chips"
             multi_host_topologies=_cube_topologies(max_cubes=144),  # R1 generate_tpu_topologies(max_cubes=144)
             placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit

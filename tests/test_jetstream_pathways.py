@@ -82,11 +82,23 @@ def test_reference_deployment_reproduced_field_by_field(example):
         for mine, theirs in zip(ours_pod["containers"], ref_pod["containers"], strict=True):
             assert mine["image"] == theirs["image"], mine["name"]
             expected_args = substitute(theirs.get("args"), scratch, checkpoint)
+            if mine["name"] == "pathways-proxy" and not expected_args:
+                # the interleaved sample leaves the proxy's `args:` empty; the proxy always gets its connection
+                # arguments, as the PathwaysJob controller passes them
+                # (google/pathways-job@v0.1.4:internal/controller/pathwaysjob_controller.go, MakeProxyContainer)
+                expected_args = [
+                    "--resource_manager_address=$(LWS_LEADER_ADDRESS):38677",
+                    "--server_port=38681",
+                    f"--gcs_scratch_location={scratch}",
+                ]
             if mine["name"] == "jax-tpu":
                 expected_args.append("prometheus_port=9100")  # the one argument we add: server metrics
             assert mine.get("args", []) == expected_args, mine["name"]
             assert mine.get("env") == theirs.get("env"), mine["name"]
-            assert mine.get("resources") == theirs.get("resources"), mine["name"]
+            if role == "workerTemplate":
+                assert mine.get("resources") == theirs.get("resources"), mine["name"]
+            else:  # the reference's leader requests nothing; ours requests CPU and memory (see below)
+                assert "resources" not in theirs and set(mine["resources"]) == {"requests"}, mine["name"]
             # the reference's added capabilities kept, everything else hardened (stacks/pod_security.py)
             added = ((theirs.get("securityContext") or {}).get("capabilities") or {}).get("add", [])
             assert mine["securityContext"]["capabilities"] == {"drop": ["ALL"], **({"add": added} if added else {})}
@@ -108,7 +120,34 @@ def test_tpu_request_per_worker_matches_reference():
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert worker["resources"] == {"limits": {"google.com/tpu": "4"}}
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
-    assert all("resources" not in c for c in leader)  # the leader takes no TPU
+    assert all("google.com/tpu" not in str(c["resources"]) for c in leader)  # the leader takes no TPU
+
+
+@pytest.mark.parametrize("tpu,topology", [("v6e", "4x4"), ("v5e", "4x8"), ("v5p", "2x2x2"), ("v4", "2x2x2")])
+def test_leader_requests_fit_half_the_host(tpu, topology):
+    """The leader shares a TPU host with a worker: its containers request CPU and memory (else they are evicted
+    first), at most the PathwaysJob controller's figures (google/pathways-job@v0.1.4 pathwaysjob_controller.go:
+    RM 8 CPU / 32 GB, proxy 16 CPU / 100 GB) and together at most half the host (catalog host_resources)."""
+    from stacks import catalog
+    from stacks.workloads import jetstream_pathways as jp
+
+    shape = catalog.slice_shape(tpu, topology)
+    requests = jp.leader_requests(shape)
+    assert set(requests) == {"pathways-proxy", "pathways-rm", "jax-tpu", "jetstream-http"}
+
+    def cpu(q: str) -> float:
+        return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+    def gb(q: str) -> float:
+        return float(q[:-1]) / 1000
+
+    vcpus, memory = shape.host_resources
+    assert sum(cpu(r["cpu"]) for r in requests.values()) <= vcpus / 2
+    assert sum(gb(r["memory"]) for r in requests.values()) <= memory / 2
+    assert cpu(requests["pathways-rm"]["cpu"]) <= 8 and gb(requests["pathways-rm"]["memory"]) <= 32
+    assert cpu(requests["pathways-proxy"]["cpu"]) <= 16 and gb(requests["pathways-proxy"]["memory"]) <= 100
+    if (tpu, topology) == ("v5e", "4x8"):  # 112 vCPU / 192 GB: memory scaled to fit 96 GB
+        assert gb(requests["pathways-proxy"]["memory"]) < 100
 
 
 # ---- derived from the pool ------------------------------------------------------------------------------
@@ -362,3 +401,26 @@ def test_duplicate_workload_names(run):
     config = make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload(), copy.deepcopy(workload())])
     with pytest.raises(pulumi.RunError, match=r"workloads\[1\].name: 'llm' is already the name of workloads\[0\]"):
         run(config)
+
+
+def test_http_image_without_healthcheck_is_refused(run):
+    # ai-on-gke .../jetstream/http-server/http_server.py gained /healthcheck in 707c3e38, after jetstream-http:v0.2.2
+    config = make_config(
+        tpu_serving__tpuPools=[pool(topology="4x4")],
+        tpu_serving__workloads=[
+            {
+                "type": "jetstream-pathways",
+                "name": "llama",
+                "pool": "p",
+                "model": "llama3.1-405b",
+                "checkpoint": "gs://my-ckpts/llama/ckpt",
+                "images": {"http": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2"},
+            }
+        ],
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    assert (
+        "tpu-serving:workloads[0].images.http: us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2 "
+        "does not serve endpoint /healthcheck" in str(err.value)
+    )

@@ -14,7 +14,7 @@ from typing import Any
 from stacks import catalog, naming
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
     JETSTREAM_HTTP_PORT,
@@ -143,7 +143,11 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
                 f"preset {workload.model!r} serves interleaved on {spec.slices} slice(s); pool {pool.name!r} has {slices}",
             )
         )
-    plan_pairs = PathwaysPlan(workload, pool, "", "").maxtext_pairs()
+    plan = PathwaysPlan(workload, pool, "", "")
+    # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/versions.py records which tags serve it)
+    for gap in image_gaps(plan.image("http"), Serves(endpoints=frozenset({"/healthcheck", "/generate"}))):
+        problems.append((f"{path}.images.http", f"{gap}: pin an image that does"))
+    plan_pairs = plan.maxtext_pairs()
     mesh_problem = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
     if mesh_problem:
         problems.append((f"{path}.maxtext", f"{mesh_problem} ({pool.shape.generation.name} {pool.shape.topology})"))
@@ -195,15 +199,51 @@ def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
     }
 
 
+# What each leader container asks for, before scaling to the host (vCPUs, GB). The Pathways resource manager and
+# proxy take the PathwaysJob controller's defaults (google/pathways-job@v0.1.4:internal/controller/
+# pathwaysjob_controller.go: RM 8 CPU / 32 GB, proxy 16 CPU / 100 GB); JetStream and its HTTP front are ours
+# (no upstream figure): the JetStream server only drives the proxy, the HTTP server relays requests.
+LEADER_DEMAND: dict[str, tuple[float, float]] = {
+    "pathways-proxy": (16, 100),
+    "pathways-rm": (8, 32),
+    "jax-tpu": (8, 32),
+    "jetstream-http": (0.5, 0.5),
+}
+# The leader shares a TPU host with a Pathways worker: together its containers request at most this share of the
+# host's vCPUs and memory (the rest, less GKE's reservations, stays with the worker).
+LEADER_HOST_SHARE = 0.5
+
+
+def _cpu(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{int(value * 1000)}m"
+
+
+def leader_requests(shape: catalog.SliceShape) -> dict[str, dict[str, str]]:
+    """CPU and memory requests of each leader container, scaled down (never up) so that together they fit the
+    host share; without the host's figures in the catalog, the demands as they are."""
+    cpu_total = sum(c for c, _ in LEADER_DEMAND.values())
+    mem_total = sum(m for _, m in LEADER_DEMAND.values())
+    host = shape.host_resources
+    cpu_scale = min(1.0, LEADER_HOST_SHARE * host[0] / cpu_total) if host else 1.0
+    mem_scale = min(1.0, LEADER_HOST_SHARE * host[1] / mem_total) if host else 1.0
+    return {
+        name: {"cpu": _cpu(round(cpu * cpu_scale, 1)), "memory": f"{int(mem * mem_scale * 1000)}M"}
+        for name, (cpu, mem) in LEADER_DEMAND.items()
+    }
+
+
 def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
+    requests = leader_requests(plan.shape)
     proxy: dict[str, Any] = {"name": "pathways-proxy", "image": plan.image("proxy")}
-    if plan.workload.mode == "disaggregated":
-        proxy["args"] = [
-            f"--resource_manager_address=$(LWS_LEADER_ADDRESS):{RM_PORT}",
-            f"--server_port={PROXY_PORT}",
-            f"--gcs_scratch_location={plan.scratch}",
-            *plan.mode.proxy_args,
-        ]
+    # Always connected to the resource manager: the PathwaysJob controller passes these three to every proxy
+    # (google/pathways-job@v0.1.4:internal/controller/pathwaysjob_controller.go, MakeProxyContainer); the
+    # interleaved sample in kubernetes-engine-samples leaves `args:` empty.
+    proxy["args"] = [
+        f"--resource_manager_address=$(LWS_LEADER_ADDRESS):{RM_PORT}",
+        f"--server_port={PROXY_PORT}",
+        f"--gcs_scratch_location={plan.scratch}",
+        *plan.mode.proxy_args,
+    ]
     proxy.update(imagePullPolicy="IfNotPresent", ports=[{"containerPort": PROXY_PORT}])
     resource_manager = {
         "name": "pathways-rm",
@@ -244,7 +284,10 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": HTTP_PORT}],
     }
-    return [proxy, resource_manager, jax, http]
+    containers = [proxy, resource_manager, jax, http]
+    for container in containers:
+        container["resources"] = {"requests": requests[container["name"]]}
+    return containers
 
 
 def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
