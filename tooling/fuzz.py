@@ -36,7 +36,8 @@ from tooling.offline import ROOT, load_stack_file
 
 OUTCOMES = ("rejected", "valid", "crash", "hang", "unclear", "invalid")
 FINDINGS = ("crash", "hang", "unclear", "invalid")
-TIME_LIMIT_SECONDS = 20
+TIME_LIMIT_SECONDS = 20  # validation of one config
+RENDER_TIME_LIMIT_SECONDS = 120  # a full offline run (the first one of a workload type imports its modules)
 NOT_RENDERED = "accepted (not rendered)"
 RENDERED = "rendered: "
 
@@ -294,6 +295,9 @@ def classify(config: dict[str, Any], stack: str, *, render: bool) -> tuple[str, 
             return ("unclear", f"{why}\n{err}") if why else ("rejected", str(err))
         if not render:
             return "valid", NOT_RENDERED
+        signal.setitimer(
+            signal.ITIMER_REAL, min(RENDER_TIME_LIMIT_SECONDS, outer) if outer else RENDER_TIME_LIMIT_SECONDS
+        )
         try:
             errors = render_errors(config, stack, cfg.kubernetes_minor)
         except pulumi.RunError as err:
@@ -303,7 +307,10 @@ def classify(config: dict[str, Any], stack: str, *, render: bool) -> tuple[str, 
             return "invalid", RENDERED + "\n".join(errors[:20])
         return "valid", RENDERED
     except _Timeout:
-        return "hang", f"over {TIME_LIMIT_SECONDS} s"
+        return (
+            "hang",
+            f"over the time limit ({TIME_LIMIT_SECONDS} s to validate, {RENDER_TIME_LIMIT_SECONDS} s to render)",
+        )
     except Exception as err:  # noqa: BLE001 - every other exception is the finding
         return "crash", f"{type(err).__name__}: {err}"[:2000]
     finally:
