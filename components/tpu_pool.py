@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
-from stacks import naming
+from stacks import compute_class, naming
 from stacks.config import PoolPlan
 from stacks.pool_sizing import sizing
 
-POOL_LABEL = "tpu-serving/pool"
-SLICE_LABEL = "tpu-serving/slice"
+POOL_LABEL = naming.POOL_LABEL
+SLICE_LABEL = naming.SLICE_LABEL
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
@@ -108,6 +109,8 @@ class TpuSlicePool(pulumi.ComponentResource):
     node_pools: list[gcp.container.NodePool]
     workload_policy: gcp.compute.ResourcePolicy | None
     """The workload policy of a multi-host TPU7x pool, shared by its slices; None otherwise."""
+    compute_class: k8s.apiextensions.CustomResource | None
+    """The ComputeClass of a pool whose capacity is a list (GKE creates its node pools); None otherwise."""
 
     def __init__(
         self,
@@ -122,6 +125,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         labels: dict[str, str],
         protect: bool,
         paused: bool = False,
+        k8s_provider: k8s.Provider | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:tpu:TpuSlicePool", name, None, opts)
@@ -141,6 +145,21 @@ class TpuSlicePool(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
         policy_name = self.workload_policy.name if self.workload_policy is not None else None
+        self.compute_class = None
+        if plan.compute_class:
+            if k8s_provider is None:
+                raise ValueError(f"TPU pool {plan.name}: a capacity list needs the cluster's Kubernetes provider")
+            manifest = compute_class.compute_class(
+                plan, node_service_account=node_service_account, policy_name=policy_name
+            )
+            self.compute_class = k8s.apiextensions.CustomResource(
+                f"{name}-class",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
+            )
         for index, pool_name in enumerate(plan.node_pool_names):
             node_pool = gcp.container.NodePool(
                 f"{name}-s{index}" if shape.multi_host else name,
@@ -179,4 +198,9 @@ class TpuSlicePool(pulumi.ComponentResource):
                 ),
             )
             self.node_pools.append(node_pool)
-        self.register_outputs({"nodePoolNames": self.node_pool_names})
+        self.register_outputs({"nodePoolNames": self.node_pool_names, "computeClass": plan.compute_class})
+
+    @property
+    def capacity(self) -> list[pulumi.Resource]:
+        """What a workload on this pool waits for: its node pools, or its ComputeClass."""
+        return [*self.node_pools, *([self.compute_class] if self.compute_class is not None else [])]

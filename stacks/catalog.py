@@ -21,6 +21,8 @@ GIB = 2**30
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"
+# Every TPU pod tolerates the TPU nodes' taint (facts rule 5).
+TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 
 # How GKE places the VMs of a multi-host slice:
 # - COMPACT_TOPOLOGY: the node pool's placement_policy {type: COMPACT, tpu_topology} (v4 .. v6e; R1, S14).

@@ -19,7 +19,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from stacks import catalog, naming, pod_security, pool_sizing, versions
+from stacks import catalog, compute_class, naming, pod_security, pool_sizing, versions
 from stacks.config_model import (
     WORKLOAD_TYPES,
     AddonsConfig,
@@ -110,6 +110,32 @@ class PoolPlan:
     def capacity_hosts(self) -> int:
         """TPU hosts (nodes) the pool reaches at most: every slice whole, or the single-host autoscaling maximum."""
         return self.max_nodes_per_node_pool * (self.slices if self.shape.multi_host else 1)
+
+    @property
+    def capacities(self) -> tuple[str, ...]:
+        """The pool's capacity types in priority order (one for a pool of node pools)."""
+        capacity = self.config.capacity
+        return tuple(capacity) if isinstance(capacity, list) else (capacity,)
+
+    @property
+    def compute_class(self) -> str | None:
+        """The ComputeClass of a pool whose capacity is a list; None for a pool of node pools."""
+        return compute_class.class_name(self.name) if len(self.capacities) > 1 else None
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """What a TPU pod of this pool selects: the slice shape, and the ComputeClass when there is one."""
+        selector = dict(self.shape.node_selector)
+        if self.compute_class:
+            selector[compute_class.COMPUTE_CLASS_LABEL] = self.compute_class
+        return selector
+
+    def tolerations(self) -> list[dict[str, str]]:
+        """What a TPU pod of this pool tolerates: the TPU taint, and its ComputeClass's taint."""
+        out = [dict(catalog.TPU_TOLERATION)]
+        if self.compute_class:
+            out.append(compute_class.toleration(self.compute_class))
+        return out
 
     @property
     def max_nodes_per_node_pool(self) -> int:
@@ -541,12 +567,21 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
             )
         )
 
-    if pool.capacity == "reservation" and not pool.reservation:
+    capacities = pool.capacity if isinstance(pool.capacity, list) else [pool.capacity]
+    if "reservation" in capacities and not pool.reservation:
         problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
-    if pool.reservation and pool.capacity != "reservation":
-        why = "spot VMs cannot consume a reservation" if pool.capacity == "spot" else "set capacity: reservation"
+    if pool.reservation and "reservation" not in capacities:
+        why = (
+            "spot VMs cannot consume a reservation"
+            if pool.capacity == "spot"
+            else "add reservation to the capacity list"
+            if isinstance(pool.capacity, list)
+            else "set capacity: reservation"
+        )
         problems.append(
-            Problem(f"{base}.reservation", f"given with capacity {pool.capacity!r}: {why}, or remove the reservation")
+            Problem(
+                f"{base}.reservation", f"given with capacity {_fmt(pool.capacity)}: {why}, or remove the reservation"
+            )
         )
 
     auto = pool.autoscaling
@@ -568,6 +603,14 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
                     f"{shape.hosts}",
                 )
             )
+        if len(capacities) > 1 and auto.min_nodes != 0:
+            problems.append(
+                Problem(
+                    f"{base}.autoscaling.minNodes",
+                    f"{auto.min_nodes} with a capacity list: GKE creates this pool's node pools for pending pods and "
+                    "removes them when empty, so minNodes is 0 (maxNodes bounds what workloads may use)",
+                )
+            )
         if pool.capacity == "flex-start" and auto.min_nodes != 0:
             problems.append(
                 Problem(
@@ -577,8 +620,9 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
 
     if len(problems) > start or shape is None:
         return None
-    names = naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
-    longest = max(names, key=len)
+    # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
+    names = [] if len(capacities) > 1 else naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
+    longest = max(names, key=len, default="")
     if len(longest) > naming.NODE_POOL_NAME_MAX:
         problems.append(
             Problem(
@@ -621,31 +665,34 @@ def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems
     release channel's default version, which this program cannot know offline: a generation whose minimum is in
     the matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later is refused until minMasterVersion says so."""
     min_master_version = cluster.min_master_version
-    if not min_master_version:
-        newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
-        for plan in pools:
-            need = plan.shape.generation.min_gke_version
-            if catalog.version_tuple(need)[:2] >= newest:
+    newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+    for plan in pools:
+        needs = [(plan.shape.generation.min_gke_version, f"the minimum GKE version for {plan.shape.generation.name}")]
+        if plan.compute_class:
+            needs.append(
+                (
+                    compute_class.MIN_GKE_VERSION,
+                    "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)",
+                )
+            )
+        for need, what in needs:
+            if not min_master_version:
+                if catalog.version_tuple(need)[:2] >= newest or plan.compute_class:
+                    problems.append(
+                        Problem(
+                            f"{NS}:cluster.minMasterVersion",
+                            f"required with pool {plan.name!r}: set it to {need} or later ({what}), a version the "
+                            f"{cluster.release_channel} channel offers; the channel's default version may be older",
+                        )
+                    )
+                    return
+            elif catalog.version_tuple(min_master_version) < catalog.version_tuple(need):
                 problems.append(
                     Problem(
                         f"{NS}:cluster.minMasterVersion",
-                        f"required with {plan.shape.generation.name} (pool {plan.name!r}): set it to {need} or "
-                        f"later, a version the {cluster.release_channel} channel offers; the channel's default "
-                        "version may be older",
+                        f"{min_master_version!r} is below {need}, {what} (pool {plan.name!r})",
                     )
                 )
-                break
-        return
-    for plan in pools:
-        need = plan.shape.generation.min_gke_version
-        if catalog.version_tuple(min_master_version) < catalog.version_tuple(need):
-            problems.append(
-                Problem(
-                    f"{NS}:cluster.minMasterVersion",
-                    f"{min_master_version!r} is below {need}, the minimum GKE version for {plan.shape.generation.name} "
-                    f"(pool {plan.name!r})",
-                )
-            )
 
 
 def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
@@ -683,24 +730,54 @@ def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
             )
 
 
-# Workload type -> the TPU generations its pinned images (stacks/versions.py) serve. The JetStream/MaxText,
-# Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x (Ironwood, GKE 1.34; S7) and no source shows
-# them serving it, so TPU7x pools are refused for them with the types that do serve it named.
-PRE_TPU7X = frozenset({"v4", "v5e", "v5p", "v6e"})
-WORKLOAD_GENERATIONS: dict[str, frozenset[str]] = {
-    "jetstream-pathways": PRE_TPU7X,
-    "saxml": PRE_TPU7X,
-    "jetstream": PRE_TPU7X,
-    # the default Pathways images (pathwaysVersion jax-0.5.3) predate TPU7x as well
-    "pathways-job": PRE_TPU7X,
+# Workload type -> the pinned images (stacks/versions.py) its TPU pods run by default. The generations a type
+# serves are those every one of these images is recorded to serve (versions.IMAGE_RECORDS, with sources); the
+# JetStream/MaxText, Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x.
+WORKLOAD_TPU_IMAGES: dict[str, tuple[str, ...]] = {
+    "jetstream": ("maxengineServer",),
+    "jetstream-pathways": ("pathwaysServer", "pathwaysProxy", "jetstreamPathways"),
+    "saxml": ("saxModelServer",),
+    "pathways-job": ("pathwaysServer", "pathwaysProxy"),
 }
 
 
-def _check_generation(path: str, workload: Any, pool: PoolPlan, problems: list[Problem]) -> None:
+def generations_served(workload_type: str) -> frozenset[str]:
+    """TPU generations a workload type's default images serve (all, where nothing is recorded)."""
+    served = frozenset(catalog.GENERATIONS)
+    for key in WORKLOAD_TPU_IMAGES.get(workload_type, ()):
+        tpus = versions.IMAGE_RECORDS[key].serves.tpus
+        served &= tpus if tpus is not None else served
+    return served
+
+
+# Workload types whose TPU pods a controller writes (it sets their node selectors itself), so they cannot select
+# a pool's ComputeClass: refused on pools whose capacity is a list.
+NO_COMPUTE_CLASS = {"pathways-job": "the PathwaysJob controller writes the TPU pods' node selectors itself"}
+
+
+def _check_compute_class(path: str, workload: Any, pool: PoolPlan, problems: list[Problem]) -> None:
+    why = NO_COMPUTE_CLASS.get(workload.type)
+    if pool.compute_class and why:
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"{workload.type} cannot run on pool {pool.name!r}, whose capacity is a list (ComputeClass "
+                f"{pool.compute_class}): {why}; give the pool a single capacity",
+            )
+        )
+
+
+def _check_generation(
+    path: str, workload: Any, pool: PoolPlan, reported: list[tuple[str, str]], problems: list[Problem]
+) -> None:
+    """Refuse a pool whose generation the workload type's default images do not serve, naming the types that do.
+    Image overrides are the workload's own check (versions.image_gaps), as is a gap it reported already."""
     gen = pool.shape.generation.name
-    if gen in WORKLOAD_GENERATIONS.get(workload.type, frozenset(catalog.GENERATIONS)):
+    images = getattr(workload, "images", None)
+    overridden = images is not None and any(v is not None for v in images.model_dump().values())
+    if gen in generations_served(workload.type) or overridden or any("TPU generation" in m for _, m in reported):
         return
-    serving = [t for t in WORKLOAD_TYPES if gen in WORKLOAD_GENERATIONS.get(t, frozenset(catalog.GENERATIONS))]
+    serving = [t for t in WORKLOAD_TYPES if gen in generations_served(t)]
     problems.append(
         Problem(
             f"{path}.pool",
@@ -823,11 +900,12 @@ def _check_workloads(
                 Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
             )
         pool = pools.get(workload.pool)
-        if pool is not None:
-            _check_generation(path, workload, pool, problems)
         check, make_plan = WORKLOAD_RULES[workload.type]
         raw_problems: list[tuple[str, str]] = []
         check(path, workload, pool, raw_problems, warnings, context)
+        if pool is not None:
+            _check_generation(path, workload, pool, raw_problems, problems)
+            _check_compute_class(path, workload, pool, problems)
         problems.extend(Problem(p, m) for p, m in raw_problems)
         _check_images(path, workload, problems)
         if len(problems) == start and pool is not None and bucket_name:

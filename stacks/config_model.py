@@ -7,10 +7,11 @@ every problem at once with its key path.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -104,7 +105,11 @@ class TpuPoolConfig(CamelModel):
     topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1, 2x2x4.")
     zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
     slices: int = Field(1, le=SLICES_MAX, description="Multi-host only: number of slices, one node pool each.")
-    capacity: Capacity = Field("on-demand", description="on-demand, spot, reservation or flex-start.")
+    capacity: Capacity | list[Capacity] = Field(
+        "on-demand",
+        description="on-demand, spot, reservation or flex-start; or a list in priority order, e.g. [reservation, "
+        "spot, on-demand, flex-start]: a GKE ComputeClass that falls back from one to the next.",
+    )
     reservation: str | None = Field(
         None, description="With capacity reservation: reservation name (or projects/<p>/reservations/<name>)."
     )
@@ -114,6 +119,27 @@ class TpuPoolConfig(CamelModel):
     machine_type: str | None = Field(
         None, description="Only to choose among the machine types the catalog allows for the topology."
     )
+
+    @field_validator("capacity", mode="before")
+    @classmethod
+    def _capacity_list(cls, value: Any) -> Any:
+        """One capacity, or a list naming each at most once; a list of one is that one value (node pools)."""
+        allowed = get_args(Capacity)
+        expected = " or ".join([", ".join(repr(a) for a in allowed[:-1]), repr(allowed[-1])])
+        if isinstance(value, list):
+            bad = [v for v in value if v not in allowed]
+            if bad or not value or len(set(value)) != len(value):
+                raise PydanticCustomError(
+                    "capacity_list",
+                    "a capacity list names each of {expected} at most once, at least one",
+                    {"expected": expected},
+                )
+            return value[0] if len(value) == 1 else value
+        if value not in allowed:
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}, or a list of them", {"expected": expected}
+            )
+        return value
 
 
 class ChartAddonConfig(CamelModel):

@@ -42,6 +42,7 @@ class Line:
     baseline: float  # USD/hour with every autoscaled pool at its minimum
     peak: float  # USD/hour with every autoscaled pool at its maximum
     detail: str
+    peak_by_priority: dict[str, float] = field(default_factory=dict)  # a capacity list: the peak on each capacity
 
 
 @dataclass
@@ -68,10 +69,16 @@ def chip_price(generation: str, capacity: str) -> float | None:
     return price.spot if capacity == "spot" else price.on_demand
 
 
+def _price_text(price: float | None) -> str:
+    return f"${price:.2f}/chip-hour" if price is not None else "no list price"
+
+
 def pool_nodes(plan: Any, paused: bool = False) -> tuple[int, int]:
     """(minimum, maximum) nodes of all node pools of a TPU pool."""
     from stacks.pool_sizing import sizing
 
+    if plan.compute_class:  # GKE creates the node pools for pending pods and removes them when empty
+        return 0, plan.capacity_hosts
     size = sizing(plan, paused)
     low = size.node_count if size.node_count is not None else size.min_nodes or 0
     high = size.node_count if size.node_count is not None else size.max_nodes or 0
@@ -103,21 +110,30 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
     )
     for plan in cfg.pools:
         gen = plan.shape.generation
-        listed = chip_price(gen.name, plan.config.capacity)
+        # A capacity list is priced at its first priority, the one GKE tries first; the detail prices them all.
+        assumed = plan.capacities[0]
+        listed = chip_price(gen.name, assumed)
         if listed is None:
             out.warnings.append(f"TPU pool {plan.name}: {gen.name} has {gen.price_note}; counted as 0")
         price = listed or 0.0
         low, high = (0, 0) if paused else pool_nodes(plan)  # paused: nothing left running once idle
         chips_per_node = plan.shape.chips_per_host
+        priorities = ""
+        by_priority: dict[str, float] = {}
+        if plan.compute_class:
+            each = ", ".join(f"{c} {_price_text(chip_price(gen.name, c))}" for c in plan.capacities)
+            priorities = f"; ComputeClass {plan.compute_class}, priced at its first priority {assumed} ({each})"
+            by_priority = {
+                c: round(high * chips_per_node * (chip_price(gen.name, c) or 0.0), 4) for c in plan.capacities
+            }
         out.lines.append(
             Line(
                 f"TPU pool {plan.name}",
                 round(low * chips_per_node * price, 4),
                 round(high * chips_per_node * price, 4),
-                f"{gen.name} {plan.shape.topology} {plan.config.capacity}, {low}-{high} nodes x "
-                f"{chips_per_node} chips x "
-                + (f"${price:.2f}/chip-hour" if listed is not None else "no list price")
-                + (" (paused)" if paused else ""),
+                f"{gen.name} {plan.shape.topology} {assumed}, {low}-{high} nodes x {chips_per_node} chips x "
+                f"{_price_text(listed)}{priorities}" + (" (paused)" if paused else ""),
+                by_priority,
             )
         )
     for workload in cfg.workloads:
@@ -134,7 +150,7 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
             )
     for workload in cfg.workloads:
         pool = workload.pool
-        price = chip_price(pool.shape.generation.name, pool.config.capacity) or 0.0
+        price = chip_price(pool.shape.generation.name, pool.capacities[0]) or 0.0
         out.workloads[workload.name] = 0.0 if paused else round(workload_chips(workload) * price, 4)
     return out
 
@@ -156,7 +172,13 @@ def as_output(est: Estimate) -> dict[str, Any]:
         "note": f"estimate from public list prices of {PRICE_TABLE_DATE}, USD per hour; not a bill",
         "paused": est.paused,
         "items": {
-            line.item: {"baseline": line.baseline, "peak": line.peak, "detail": line.detail} for line in est.lines
+            line.item: {
+                "baseline": line.baseline,
+                "peak": line.peak,
+                "detail": line.detail,
+                **({"peakByPriority": line.peak_by_priority} if line.peak_by_priority else {}),
+            }
+            for line in est.lines
         },
         "workloads": est.workloads,
         "total": {"baseline": est.baseline, "peak": est.peak},

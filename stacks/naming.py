@@ -44,6 +44,10 @@ SYSTEM_POOL_SELECTOR = {ROLE_LABEL: "system"}
 # Node label of a node pool the stack provisions for one workload (e.g. a Pathways head pool).
 WORKLOAD_LABEL = "tpu-serving/workload"
 
+# Node labels of TPU nodes: the configured pool, and the slice index within it.
+POOL_LABEL = "tpu-serving/pool"
+SLICE_LABEL = "tpu-serving/slice"
+
 # Labels on every Kubernetes object the stack creates.
 MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
 

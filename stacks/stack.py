@@ -46,6 +46,7 @@ def pool_summary(cfg: StackConfig) -> dict[str, dict]:
             "machineType": plan.shape.machine_type,
             "zone": plan.config.zone,
             "capacity": plan.config.capacity,
+            **({"computeClass": plan.compute_class} if plan.compute_class else {}),
             "slices": plan.slices,
             "hostsPerSlice": plan.shape.hosts,
             "chipsPerHost": plan.shape.chips_per_host,
@@ -127,6 +128,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             labels=cfg.labels,
             protect=cfg.profile.protect,
             paused=cfg.paused,
+            k8s_provider=cluster.provider,
         )
         for plan in cfg.pools
     }
@@ -165,7 +167,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             provider=cluster.provider,
             # A workload in a namespace every cluster has (default) waits for the system pool directly.
             namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
-            node_pools=pools[plan.pool.name].node_pools,
+            node_pools=pools[plan.pool.name].capacity,
         )
         name = f"workload-{plan.name}"
         if plan.workload.type == "jetstream-pathways":

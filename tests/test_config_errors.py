@@ -138,6 +138,57 @@ CASES = {
             "tpu-serving:tpuPools[0].capacity: 'preemptible' is not allowed; allowed: on-demand, spot, reservation, flex-start"
         ],
     ),
+    "capacity list with a repeat or an unknown entry": (
+        make_config(
+            tpu_serving__tpuPools=[
+                pool(name="a", capacity=["spot", "spot"]),
+                pool(name="b", capacity=["spot", "preemptible"]),
+                pool(name="c", capacity=[]),
+            ]
+        ),
+        [
+            "tpu-serving:tpuPools[0].capacity: a capacity list names each of 'on-demand', 'spot', 'reservation' or "
+            '\'flex-start\' at most once, at least one (got ["spot", "spot"])',
+            "tpu-serving:tpuPools[1].capacity: a capacity list names each of",
+            "tpu-serving:tpuPools[2].capacity: a capacity list names each of",
+        ],
+    ),
+    "capacity list: reservation, minNodes and version": (
+        make_config(
+            tpu_serving__tpuPools=[
+                pool(capacity=["reservation", "spot"], autoscaling={"minNodes": 4, "maxNodes": 4}),
+                pool(name="q", capacity=["spot", "on-demand"], reservation="r1"),
+            ]
+        ),
+        [
+            "tpu-serving:tpuPools[0].reservation: required with capacity 'reservation'",
+            "tpu-serving:tpuPools[0].autoscaling.minNodes: 4 with a capacity list: GKE creates this pool's node pools",
+            'tpu-serving:tpuPools[1].reservation: given with capacity ["spot", "on-demand"]: add reservation to '
+            "the capacity list, or remove the reservation",
+        ],
+    ),
+    "pathways-job on a capacity-list pool": (
+        make_config(
+            tpu_serving__cluster={"minMasterVersion": "1.34.0-gke.2201000"},
+            tpu_serving__addons={"pathwaysJob": {"enabled": True}},
+            tpu_serving__tpuPools=[pool(name="v6e", capacity=["spot", "on-demand"])],
+            tpu_serving__workloads=[{"type": "pathways-job", "name": "pw", "pool": "v6e"}],
+        ),
+        [
+            "tpu-serving:workloads[0].pool: pathways-job cannot run on pool 'v6e', whose capacity is a list "
+            "(ComputeClass tpu-v6e): the PathwaysJob controller writes the TPU pods' node selectors itself"
+        ],
+    ),
+    "capacity list without a recent enough GKE version": (
+        make_config(
+            tpu_serving__cluster={"minMasterVersion": "1.33.1-gke.1000000"},
+            tpu_serving__tpuPools=[pool(capacity=["spot", "on-demand"])],
+        ),
+        [
+            "tpu-serving:cluster.minMasterVersion: '1.33.1-gke.1000000' is below 1.33.3-gke.1136000, the minimum GKE "
+            "version for a capacity list (ComputeClass node pool auto-creation) (pool 'p')"
+        ],
+    ),
     "bad release channel": (
         make_config(tpu_serving__cluster={"releaseChannel": "regular"}),
         ["tpu-serving:cluster.releaseChannel: 'regular' is not allowed; allowed: RAPID, REGULAR, STABLE, EXTENDED"],
@@ -170,8 +221,8 @@ CASES = {
     "tpu7x without a minimum version": (
         make_config(tpu_serving__tpuPools=[pool(tpu="tpu7x", topology="2x2x1")]),
         [
-            "tpu-serving:cluster.minMasterVersion: required with tpu7x (pool 'p'): set it to 1.34.0-gke.2201000 or "
-            "later, a version the REGULAR channel offers"
+            "tpu-serving:cluster.minMasterVersion: required with pool 'p': set it to 1.34.0-gke.2201000 or later "
+            "(the minimum GKE version for tpu7x), a version the REGULAR channel offers"
         ],
     ),
     "workload type whose images do not serve tpu7x": (

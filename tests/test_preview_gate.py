@@ -81,3 +81,18 @@ def test_a_complete_preview_without_steps_is_clean(tmp_path):
     path = tmp_path / "preview.json"
     path.write_text(json.dumps({"changeSummary": {}}))
     assert preview_gate.main([str(path)]) == 0
+
+
+def test_a_capacity_list_pools_class_and_a_tpu7x_pools_policy_are_protected_with_the_pool(run):
+    """The URNs the program registers for them (not hand-written ones) are what the gate protects."""
+    from tests.conftest import make_config, pool
+
+    rec = run(
+        make_config(
+            tpu_serving__cluster={"minMasterVersion": "1.34.0-gke.2201000"},
+            tpu_serving__tpuPools=[pool(tpu="tpu7x", topology="2x2x2", capacity=["spot", "on-demand"])],
+        )
+    )
+    compute_class = rec.one("kubernetes:cloud.google.com/v1:ComputeClass")
+    policy = rec.one("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert preview_gate.is_protected(compute_class.urn) and preview_gate.is_protected(policy.urn)

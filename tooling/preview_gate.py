@@ -3,7 +3,8 @@
     pulumi preview --stack prod --json > preview.json
     python -m tooling.preview_gate preview.json [--allow]
 
-Protected: the GKE cluster, the TPU node pools (their slices take long to get back) and the bucket (data).
+Protected: the GKE cluster, the TPU pools (their node pools, whose slices take long to get back, a pool's
+ComputeClass, which owns the node pools GKE creates for it, and a TPU7x pool's workload policy) and the bucket (data).
 A replacement counts as destructive whichever order Pulumi uses (create-before-delete or delete-before-replace).
 
 The gate fails closed: a file that is not a complete preview (not JSON, `{}`, no change summary, a malformed
@@ -22,6 +23,12 @@ DESTRUCTIVE_OPS = {"delete", "replace", "create-replacement", "delete-replaced",
 PROTECTED_TYPES = {"gcp:container/cluster:Cluster", "gcp:storage/bucket:Bucket"}
 TPU_NODE_POOL = "gcp:container/nodePool:NodePool"
 TPU_POOL_COMPONENT = "tpu-serving:tpu:TpuSlicePool"
+# Children of a TPU pool that are protected with it.
+TPU_POOL_PARTS = {
+    TPU_NODE_POOL,
+    "kubernetes:cloud.google.com/v1:ComputeClass",
+    "gcp:compute/resourcePolicy:ResourcePolicy",
+}
 
 
 class NotAPreview(ValueError):
@@ -35,7 +42,7 @@ def is_protected(urn: str) -> bool:
         return False
     types = parts[2].split("$")
     kind = types[-1]
-    return kind in PROTECTED_TYPES or (kind == TPU_NODE_POOL and TPU_POOL_COMPONENT in types[:-1])
+    return kind in PROTECTED_TYPES or (kind in TPU_POOL_PARTS and TPU_POOL_COMPONENT in types[:-1])
 
 
 def check_preview(preview: Any) -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@
 - Built-in kinds: `kubernetes-validate` in strict mode (unknown fields are errors) at the cluster's minor version.
 - Custom resources: the upstream CRD's openAPIV3Schema, made strict the same way (an object schema with
   `properties` rejects other keys unless it preserves unknown fields), so a snake_case or misspelled field fails.
+- GKE-installed custom resources with no published CRD file (ComputeClass): the strict schema written from GKE's
+  reference page in tooling/documented_schemas.py.
 
 CRDs are read from $TPU_SERVING_CRDS, else the `make crds` cache, else ../shared/reference/crds (tooling/crds.py).
 When none exists, custom resources are reported as not checked; they never count as valid.
@@ -23,6 +25,7 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
+from tooling import documented_schemas
 from tooling.crds import CRD_DIR_ENV, crd_source
 
 OBJECT_META_KEYS = {"name", "namespace", "labels", "annotations", "generateName", "finalizers", "ownerReferences"}
@@ -150,6 +153,8 @@ def validate_objects(objects: list[dict[str, Any]], kubernetes_minor: str) -> Re
         crds = _crd_schemas(str(directory), group) if directory and "." in group else {}
         if key in crds:
             problems = validate_custom(obj, crds[key])
+        elif key in documented_schemas.SCHEMAS:  # GKE-installed CRDs published only as documentation
+            problems = validate_custom(obj, documented_schemas.SCHEMAS[key])
         elif "." in group and not group.endswith(".k8s.io"):
             report.unchecked.append(f"{_ident(obj)}: no CRD schema found (run `make crds` or set {CRD_DIR_ENV})")
             continue

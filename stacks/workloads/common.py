@@ -14,7 +14,7 @@ from stacks import catalog
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
 from stacks.pod_security import ContainerSecurity, secure_pod
 
-TPU_TOLERATION = {"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+TPU_TOLERATION = catalog.TPU_TOLERATION
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 
 

@@ -22,7 +22,6 @@ from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
     JETSTREAM_HTTP_PORT,
-    TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
     check_ports,
@@ -245,8 +244,8 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
             "spec": secure_pod(
                 {
                     "serviceAccountName": plan.service_account,
-                    "nodeSelector": plan.shape.node_selector,
-                    "tolerations": [dict(TPU_TOLERATION)],
+                    "nodeSelector": plan.pool.node_selector,
+                    "tolerations": plan.pool.tolerations(),
                     "containers": [engine, http],
                 },
                 {

@@ -18,7 +18,6 @@ from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
     JETSTREAM_HTTP_PORT,
-    TPU_TOLERATION,
     WorkloadPlan,
     check_model_inputs,
     check_ports,
@@ -194,8 +193,8 @@ def jax_security(plan: PathwaysPlan) -> ContainerSecurity:
 def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "serviceAccountName": plan.service_account,
-        "nodeSelector": plan.shape.node_selector,
-        "tolerations": [dict(TPU_TOLERATION)],
+        "nodeSelector": plan.pool.node_selector,
+        "tolerations": plan.pool.tolerations(),
     }
 
 

@@ -22,7 +22,7 @@ from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workloads.common import INTERNAL_LB_ANNOTATION, TPU_TOLERATION, WorkloadPlan, cpu_deployment
+from stacks.workloads.common import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -233,8 +233,8 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         # that gets either.
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
-        "nodeSelector": shape.node_selector,
-        "tolerations": [dict(TPU_TOLERATION)],
+        "nodeSelector": plan.pool.node_selector,
+        "tolerations": plan.pool.tolerations(),
         "containers": [
             {
                 "name": "sax-model-server",
