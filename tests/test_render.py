@@ -175,3 +175,17 @@ def test_config_error_exits_non_zero(tmp_path, capsys):
     bad.write_text("config:\n  gcp:project: tpu-test-project\n  gcp:region: us-east5\n  tpu-serving:environment: qa\n")
     assert render.main(["--out", str(tmp_path), str(bad)]) == 1
     assert "tpu-serving:environment: 'qa' is not allowed" in capsys.readouterr().err
+
+
+def test_the_pathways_job_controller_manifest_is_rendered_and_said_unchecked(tmp_path, capsys):
+    """Issue 14: the PathwaysJob controller's ConfigFile (a multi-language component) appears in k8s/ like a Helm
+    release, with the pinned manifest it applies; --check says its objects are not validated offline."""
+    path = next(p for p in EXAMPLES if p.parent.name == "pathways-job")
+    files = render.render_files(render.parse_stack_file(path), recorded(path, True))
+    entry = files["k8s/_cluster/ConfigFile-addons-pathways-job.yaml"]
+    assert entry == "file: https://github.com/google/pathways-job/releases/download/v0.1.4/install.yaml\n"
+    assert render.main(["--check", "--out", str(tmp_path), str(path)]) == 0
+    assert (
+        "not checked: ConfigFile addons-pathways-job: the upstream manifest https://github.com/google/pathways-job"
+        in capsys.readouterr().out
+    )
