@@ -9,6 +9,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
+from stacks import naming
+
 NODE_ROLES = (
     "roles/container.defaultNodeServiceAccount",  # logging, monitoring, metadata for GKE nodes
     "roles/artifactregistry.reader",  # pull images from Artifact Registry in this project
@@ -36,8 +38,10 @@ class NodeServiceAccount(pulumi.ComponentResource):
             gcp.serviceaccount.AccountArgs(
                 account_id=account_id,
                 project=project,
-                display_name=display_name or f"GKE nodes of {account_id.removesuffix('-nodes')}",
-                description=description,
+                display_name=naming.service_account_display_name(
+                    display_name or f"GKE nodes of {account_id.removesuffix('-nodes')}"
+                ),
+                description=naming.fit_bytes(description, naming.SERVICE_ACCOUNT_DESCRIPTION_BYTES),
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

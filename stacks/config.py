@@ -67,13 +67,17 @@ BUCKET_LOCATION_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*")
 MAX_NODES = 15000
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 @dataclass(frozen=True)
 class Problem:
     path: str
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        # one line per problem: control characters a bad value carries are shown escaped, never raw
+        return f"{self.path}: {_CONTROL.sub(lambda m: repr(m.group())[1:-1], self.message)}"
 
 
 class ConfigError(Exception):

@@ -242,3 +242,9 @@ def test_union_branches_never_appear_in_a_key_path():
 def test_every_shipped_stack_still_parses():
     for path in [ROOT / "Pulumi.dev.yaml", *sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))]:
         parse(load_stack_file(path), path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+
+
+def test_a_control_character_in_a_value_never_breaks_a_problem_onto_two_lines():
+    """Found by the fuzzer: a pool named 'a\nb' split the 'available: ...' list of another problem."""
+    text = errors(changed(tpuPools=pools((2, {"name": "v5e-4x8\n"}))))
+    assert all(line.startswith("  - ") for line in text.splitlines()[1:]), text
