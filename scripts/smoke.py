@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from stacks.workloads import common  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
-from tooling.offline import parse_stack_file, run_stack_file  # noqa: E402
+from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
 
 # The PathwaysJob controller's namespace (google/pathways-job@v0.1.4:release/install.yaml).
 PATHWAYS_JOB_NAMESPACE = "pathways-job-system"
@@ -134,9 +134,10 @@ class Expected:
     addon_namespaces: list[str]
 
 
-def expected(stack_file: Path) -> Expected:
+def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
+    """What the stack applies: its config, and its objects from an offline preview run (or `recording`)."""
     cfg = parse_stack_file(stack_file)
-    recording = run_stack_file(stack_file, preview=True)
+    recording = recording or run_stack_file(stack_file, preview=True)
     objects = kubernetes_objects(recording)
     workload_namespaces = {plan.namespace for plan in cfg.workloads}
     namespaces = {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} - workload_namespaces

@@ -27,6 +27,7 @@ import sys
 
 import pytest
 
+from tests.conftest import recorded
 from tooling.offline import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -38,7 +39,7 @@ GEMMA = ROOT / "examples" / "gemma-hpa" / "Pulumi.gemma-hpa.yaml"
 
 @pytest.fixture(scope="module")
 def expected():
-    return smoke.expected(GEMMA)
+    return smoke.expected(GEMMA, recorded(GEMMA, True))  # the session's recording (tests/conftest.py)
 
 
 @pytest.fixture
