@@ -51,21 +51,32 @@ class Sizing:
 def sizing(plan: Any, paused: bool = False) -> Sizing:
     """Node counts of each node pool of a TPU pool.
 
-    Single-host pools have a fixed `node_count` or the configured autoscaling range. Multi-host slices are atomic:
-    GKE creates, repairs and removes a slice as a whole and does not resize it, so their size always goes through
-    the autoscaler, as 0 or the whole slice: a fixed slice is {min: hosts, max: hosts}. Pausing lowers every
-    minimum to 0 (the idle slice is then removed whole) and keeps every definition; unpausing raises the minimum
-    again, an in-place update, and the restored workloads bring the slices back.
-    Flex-start pools always start empty and are autoscaled from 0.
+    Only capacity a reservation guarantees is created whole: `pulumi up` then waits for every TPU host of each
+    slice (single-host pools at a fixed `node_count`, multi-host slices at {min: hosts, max: hosts}). On-demand,
+    spot and flex-start capacity can stock out, and a node pool create that waits for it fails the whole run, so
+    those pools are created empty ({min: 0, max: the slice}) and GKE's cluster autoscaler brings each slice up,
+    whole, when the workload's pending pods ask for it. `autoscaling` chooses either behaviour explicitly
+    ({minNodes: hosts} creates whole, {minNodes: 0} starts empty).
+    Multi-host slices are atomic: GKE creates, repairs and removes a slice as a whole and does not resize it, so
+    their size always goes through the autoscaler, as 0 or the whole slice. Pausing lowers every minimum to 0 (an
+    idle slice is then removed whole) and keeps every definition; unpausing restores the configured minimum, an
+    in-place update, and the restored workloads' pending pods bring the slices back.
     """
     auto = plan.config.autoscaling
     hosts = plan.shape.hosts
-    if plan.config.capacity == "flex-start" and auto is None:
-        return Sizing(None, 0, plan.max_nodes_per_node_pool, 0)
     if auto is not None:
         low = 0 if paused else auto.min_nodes
         return Sizing(None, low, auto.max_nodes, low)
+    if plan.config.capacity != "reservation":
+        return Sizing(None, 0, plan.max_nodes_per_node_pool, 0)
     if plan.shape.multi_host:
         low = 0 if paused else hosts
         return Sizing(None, low, hosts, low)
     return Sizing(0 if paused else hosts, None, None, None)
+
+
+def waits_for_capacity(plan: Any) -> bool:
+    """Whether `pulumi up` creates the pool's nodes (and so waits for TPU capacity) rather than leaving them to
+    the autoscaler and the workload's pending pods."""
+    size = sizing(plan)
+    return bool(size.node_count or size.initial_node_count)

@@ -14,7 +14,7 @@ import pytest
 from components.tpu_pool import ignored_changes, upgrade_settings
 from stacks import cost, dashboard
 from stacks.config import StackConfig
-from stacks.pool_sizing import cluster_zones, system_pool_sizing
+from stacks.pool_sizing import cluster_zones, sizing, system_pool_sizing, waits_for_capacity
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling.offline import Recording, parse_stack_file
 
@@ -218,3 +218,70 @@ def test_regional_system_pool_needs_room_for_a_node_per_zone(run):
     with pytest.raises(Exception, match=r"cluster\.systemPool\.maxNodes: 2 is below 3"):
         run(make_config(tpu_serving__cluster={"systemPool": {"minNodes": 1, "maxNodes": 2}}))
     run(make_config(tpu_serving__cluster={"location": "us-east5-b", "systemPool": {"minNodes": 1, "maxNodes": 2}}))
+
+
+# ---- item 5: a stockout cannot fail `pulumi up` -----------------------------------------------------------------
+
+
+@stacks
+def test_only_reserved_capacity_is_waited_for(path):
+    # A multi-host slice is atomic: "if GKE cannot deploy one node in the slice, no node of the slice is deployed",
+    # and GKE scales it "to 0 and creates new nodes" as a unit (About TPUs in GKE,
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/tpus, multi-host TPU slice node pools); a node pool
+    # create that waits for hosts a zone does not have fails. So only a reservation's slices are created whole;
+    # every other pool starts at 0 with {min: 0, max: the slice}, and its pods' Deployments are not awaited
+    # (pulumi.com/skipAwait, pulumi/pulumi-kubernetes#417).
+    cfg = parse_stack_file(path)
+    rec = recorded(path, False)
+    pools = {r.inputs["name"]: r.inputs for r in rec.of_type(NODE_POOL) if r.name != "cluster-system"}
+    for plan in cfg.pools:
+        reserved = plan.config.capacity == "reservation" and plan.config.autoscaling is None
+        for name in plan.node_pool_names:
+            inputs = pools[name]
+            created = inputs.get("nodeCount") or inputs.get("initialNodeCount") or 0
+            if plan.config.autoscaling is None:
+                assert (created > 0) == reserved, name
+            if not reserved and plan.config.autoscaling is None:
+                assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": plan.max_nodes_per_node_pool}
+            assert waits_for_capacity(plan) == (created > 0), name
+    for workload in cfg.workloads:
+        for deployment in rec.of_type("kubernetes:apps/v1:Deployment"):
+            meta, pod = deployment.inputs["metadata"], deployment.inputs["spec"]["template"]["spec"]
+            if meta.get("namespace") != workload.namespace or "google.com/tpu" not in json.dumps(pod["containers"]):
+                continue
+            skipped = meta.get("annotations", {}).get("pulumi.com/skipAwait") == "true"
+            assert skipped == (not waits_for_capacity(workload.pool)), deployment.name
+
+
+@pytest.mark.parametrize(
+    "capacity,autoscaling,whole",
+    [
+        ("on-demand", None, False),
+        ("spot", None, False),
+        ("flex-start", None, False),
+        ("reservation", None, True),
+        ("on-demand", {"minNodes": 4, "maxNodes": 4}, True),
+        ("reservation", {"minNodes": 0, "maxNodes": 4}, False),
+    ],
+)
+def test_stockout_safe_sizing_and_pause_stay_consistent(capacity, autoscaling, whole):
+    """Created whole only where capacity is reserved (or asked for); paused, every slice may go to 0; unpaused,
+    the configured minimum comes back, with the same maximum (an in-place autoscaling update, never a replace)."""
+    from stacks.config import parse_stack_config
+
+    extra = {"reservation": "r"} if capacity == "reservation" else {}
+    if autoscaling:
+        extra["autoscaling"] = autoscaling
+    raw = {
+        "environment": "dev",
+        "tpuPools": [
+            {"name": "p", "tpu": "v6e", "topology": "4x4", "zone": "us-east5-b", "capacity": capacity, **extra}
+        ],
+    }
+    (plan,) = parse_stack_config(
+        raw, stack="dev", pulumi_project="p", gcp_project="tpu-test-project", region="us-east5"
+    ).pools
+    running, paused = sizing(plan), sizing(plan, paused=True)
+    assert waits_for_capacity(plan) == whole
+    assert (running.min_nodes, running.max_nodes, running.initial_node_count) == ((4, 4, 4) if whole else (0, 4, 0))
+    assert (paused.min_nodes, paused.max_nodes, paused.initial_node_count) == (0, 4, 0)

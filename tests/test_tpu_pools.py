@@ -18,9 +18,10 @@ def test_multi_host_pool_is_one_node_pool_per_slice(run):
     for index, name in enumerate(sorted(pools)):
         inputs = pools[name].inputs
         assert inputs["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x8"}
-        # hosts per slice (32 chips / 4 per VM); a slice is sized through the autoscaler as 0 or whole
-        assert inputs["autoscaling"] == {"minNodeCount": 8, "maxNodeCount": 8}
-        assert inputs["initialNodeCount"] == 8 and "nodeCount" not in inputs
+        # hosts per slice (32 chips / 4 per VM); a slice is sized through the autoscaler as 0 or whole, and
+        # on-demand capacity starts empty (brought up by pending pods; see test_stockout_safe_sizing)
+        assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 8}
+        assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
         assert pools[name].ignore_changes == ["initialNodeCount"]
         assert inputs["nodeLocations"] == ["us-east5-b"]
         assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
@@ -60,8 +61,8 @@ def test_topology_drives_node_count_and_machine_type(run, tpu, topology, machine
     extra = {"machineType": machine_type} if machine_type else {}
     rec = run(make_config(tpu_serving__tpuPools=[pool(tpu=tpu, topology=topology, **extra)]))
     (node_pool,) = tpu_pools(rec).values()
-    assert node_pool.inputs["autoscaling"] == {"minNodeCount": hosts, "maxNodeCount": hosts}
-    assert node_pool.inputs["initialNodeCount"] == hosts
+    assert node_pool.inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": hosts}
+    assert node_pool.inputs["initialNodeCount"] == 0
     assert node_pool.inputs["placementPolicy"]["tpuTopology"] == topology
     assert node_pool.inputs["nodeConfig"]["machineType"].endswith("-4t")
 
@@ -85,9 +86,12 @@ def test_multi_host_scale_to_zero(run):
 
 
 def test_single_host_fixed_pool_has_a_node_count(run):
-    rec = run(make_config(tpu_serving__tpuPools=[pool(topology="2x4")]))
+    rec = run(make_config(tpu_serving__tpuPools=[pool(topology="2x4", capacity="reservation", reservation="r")]))
     inputs = tpu_pools(rec)["p"].inputs
     assert inputs["nodeCount"] == 1 and "autoscaling" not in inputs
+    # capacity that can stock out starts empty instead
+    inputs = tpu_pools(run(make_config(tpu_serving__tpuPools=[pool(topology="2x4")])))["p"].inputs
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 1} and inputs["initialNodeCount"] == 0
 
 
 def test_capacity_modes(run):
@@ -164,7 +168,7 @@ def test_tpu7x_multi_host_slices_share_one_workload_policy(run):
             assert policy.urn in node_pool.dependencies  # the policy exists before a slice names it
             assert inputs["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
             assert inputs["nodeConfig"]["diskType"] == "hyperdisk-balanced"
-            assert inputs["autoscaling"] == {"minNodeCount": 8, "maxNodeCount": 8}  # 32 chips / 4 per VM
+            assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 8}  # 32 chips / 4 per VM
         if not preview:
             assert pools["iw-s0"].inputs["placementPolicy"]["policyName"] == "tpu-serving-dev-iw-2x4x4"
     assert rec.outputs["tpuPools"]["iw"]["hostsPerSlice"] == 8

@@ -13,8 +13,10 @@ from typing import Any
 from stacks import catalog
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
 from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pool_sizing import waits_for_capacity
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 
 
@@ -66,6 +68,17 @@ class WorkloadPlan:
     def pod_manifests(self) -> list[dict[str, Any]]:
         """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
         raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
+
+    def tpu_metadata(self, name: str, labels: dict[str, str]) -> dict[str, Any]:
+        """Metadata of a Deployment whose pods run on the workload's TPU pool.
+
+        A pool that starts empty gets its slices from the autoscaler when these pods are pending, which takes
+        minutes and waits out a stockout: `pulumi up` must not wait for the rollout (pulumi-kubernetes awaits
+        Deployments unless annotated `pulumi.com/skipAwait`, pulumi/pulumi-kubernetes#417).
+        """
+        if waits_for_capacity(self.pool):
+            return self.metadata(name, labels)
+        return self.metadata(name, labels, annotations={SKIP_AWAIT_ANNOTATION: "true"})
 
 
 def cpu_deployment(

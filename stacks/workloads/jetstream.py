@@ -260,7 +260,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels),
+        "metadata": plan.tpu_metadata(plan.name, plan.labels),
         "spec": spec,
     }
 
