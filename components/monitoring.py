@@ -77,10 +77,10 @@ GMP_FRONTEND_SECURITY = pod_security.ContainerSecurity(writable=("/tmp",))
 PROMETHEUS_ADAPTER_CHART_LEVEL = pod_security.RESTRICTED
 
 
-def stackdriver_adapter_pod() -> dict[str, Any]:
+def stackdriver_adapter_pod(service_account: str = STACKDRIVER_ADAPTER) -> dict[str, Any]:
     return pod_security.secure_pod(
         {
-            "serviceAccountName": STACKDRIVER_ADAPTER,
+            "serviceAccountName": service_account,
             # On the CPU system pool, never on TPU nodes (upstream tolerates TPU/GPU taints instead).
             "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
             "containers": [
@@ -107,10 +107,10 @@ def stackdriver_adapter_pod() -> dict[str, Any]:
     )
 
 
-def gmp_frontend_pod(project: str) -> dict[str, Any]:
+def gmp_frontend_pod(project: str, service_account: str = GMP_FRONTEND) -> dict[str, Any]:
     return pod_security.secure_pod(
         {
-            "serviceAccountName": GMP_FRONTEND,
+            "serviceAccountName": service_account,
             "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
             "containers": [
                 {
@@ -238,15 +238,19 @@ class Monitoring(pulumi.ComponentResource):
     def _stackdriver_adapter(self, project_number: pulumi.Output[str]) -> None:
         n, ns, sa = self._prefix, ADAPTER_NAMESPACE, STACKDRIVER_ADAPTER
         labels = {"run": sa, "k8s-app": sa}
-        iam = self._monitoring_viewer("stackdriver-adapter", project_number, sa)
-        account = k8s.core.v1.ServiceAccount(f"{n}-adapter-sa", metadata=_meta(sa, ns), opts=self._k8s(self._namespace))
+        # The KSA holds Google access (Workload Identity), so its name is unique per stack.
+        ksa = naming.stack_service_account(sa, self._config.identity_suffix)
+        iam = self._monitoring_viewer("stackdriver-adapter", project_number, ksa)
+        account = k8s.core.v1.ServiceAccount(
+            f"{n}-adapter-sa", metadata=_meta(ksa, ns), opts=self._k8s(self._namespace)
+        )
         k8s.rbac.v1.ClusterRoleBinding(
             f"{n}-adapter-auth-delegator",
             metadata=_meta("custom-metrics:system:auth-delegator"),
             role_ref=k8s.rbac.v1.RoleRefArgs(
                 api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="system:auth-delegator"
             ),
-            subjects=[_subject(sa, ns)],
+            subjects=[_subject(ksa, ns)],
             opts=self._k8s(),
         )
         k8s.rbac.v1.RoleBinding(
@@ -255,7 +259,7 @@ class Monitoring(pulumi.ComponentResource):
             role_ref=k8s.rbac.v1.RoleRefArgs(
                 api_group="rbac.authorization.k8s.io", kind="Role", name="extension-apiserver-authentication-reader"
             ),
-            subjects=[_subject(sa, ns)],
+            subjects=[_subject(ksa, ns)],
             opts=self._k8s(),
         )
         reader = k8s.rbac.v1.ClusterRole(
@@ -274,7 +278,7 @@ class Monitoring(pulumi.ComponentResource):
             role_ref=k8s.rbac.v1.RoleRefArgs(
                 api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="custom-metrics-resource-reader"
             ),
-            subjects=[_subject(sa, ns)],
+            subjects=[_subject(ksa, ns)],
             opts=self._k8s(reader),
         )
         deployment = k8s.apps.v1.Deployment(
@@ -285,7 +289,7 @@ class Monitoring(pulumi.ComponentResource):
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels={**labels, "kubernetes.io/cluster-service": "true"}),
-                    spec=_pod_spec(stackdriver_adapter_pod()),
+                    spec=_pod_spec(stackdriver_adapter_pod(ksa)),
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),
@@ -348,9 +352,11 @@ class Monitoring(pulumi.ComponentResource):
     def _prometheus_adapter(self, project_number: pulumi.Output[str], hpa_namespaces: Sequence[str]) -> None:
         n, ns, config = self._prefix, ADAPTER_NAMESPACE, self._config
         labels = {"app": GMP_FRONTEND}
-        iam = self._monitoring_viewer("gmp-frontend", project_number, GMP_FRONTEND)
+        # The KSA holds Google access (Workload Identity), so its name is unique per stack.
+        ksa = naming.stack_service_account(GMP_FRONTEND, config.identity_suffix)
+        iam = self._monitoring_viewer("gmp-frontend", project_number, ksa)
         account = k8s.core.v1.ServiceAccount(
-            f"{n}-gmp-frontend-sa", metadata=_meta(GMP_FRONTEND, ns), opts=self._k8s(self._namespace)
+            f"{n}-gmp-frontend-sa", metadata=_meta(ksa, ns), opts=self._k8s(self._namespace)
         )
         frontend = k8s.apps.v1.Deployment(
             f"{n}-gmp-frontend",
@@ -360,7 +366,7 @@ class Monitoring(pulumi.ComponentResource):
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=_pod_spec(gmp_frontend_pod(config.gcp_project)),
+                    spec=_pod_spec(gmp_frontend_pod(config.gcp_project, ksa)),
                 ),
             ),
             opts=self._k8s(account, iam, self._system_pool),

@@ -175,6 +175,11 @@ class StackConfig:
     """Protection lifted on purpose so that `pulumi destroy` can run on a staging/prod stack."""
 
     @property
+    def identity_suffix(self) -> str:
+        """naming.stack_identity_suffix of this stack: on every KSA that holds Google access."""
+        return naming.stack_identity_suffix(self.pulumi_project, self.stack)
+
+    @property
     def namespaces(self) -> list[str]:
         """Namespaces the stack creates for its workloads (never the ones every cluster has)."""
         return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
@@ -810,6 +815,7 @@ class WorkloadContext:
     scrape_interval: str
     paused: bool = False
     cluster_name: str = ""
+    identity_suffix: str = ""
 
 
 # Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
@@ -913,7 +919,8 @@ def _check_workloads(
         problems.extend(Problem(p, m) for p, m in raw_problems)
         _check_images(path, workload, problems)
         if len(problems) == start and pool is not None and bucket_name:
-            plans.append((i, make_plan(workload, pool, namespace, bucket_name, context)))
+            plan = make_plan(workload, pool, namespace, bucket_name, context)
+            plans.append((i, dataclasses.replace(plan, identity_suffix=context.identity_suffix)))
     _check_exclusive_pools(workloads, pools, problems)
     _check_shared_namespaces(plans, problems)
     _check_pool_capacity(plans, problems)
@@ -1122,6 +1129,7 @@ def parse_stack_config(
             scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
             paused=paused,
             cluster_name=cluster_name or "",
+            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
         ),
         problems,
         warnings,

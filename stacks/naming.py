@@ -162,6 +162,24 @@ def label_value(text: str) -> str:
     return fit(re.sub(r"[^a-z0-9_-]+", "-", text.lower()), LABEL_MAX)
 
 
+def stack_identity_suffix(pulumi_project: str, stack: str) -> str:
+    """A short token unique per stack (Pulumi project and stack), readable where it can be.
+
+    Workload Identity pools are per project: every cluster of a project shares `PROJECT.svc.id.goog`, and a KSA is
+    the principal `ns/<namespace>/sa/<name>` in every cluster alike. Kubernetes ServiceAccounts that hold Google
+    access carry this suffix, so a pod of one stack never acts as another stack's workload and no two stacks hold
+    the same IAM grant (destroying one removes only its own).
+    """
+    readable = slug(stack)[:20].rstrip("-")
+    token = short_hash(f"{pulumi_project}/{stack}")
+    return f"{readable}-{token}" if readable else token
+
+
+def stack_service_account(base: str, suffix: str) -> str:
+    """The name of a Kubernetes ServiceAccount with Google access: `<base>-<stack suffix>`, a DNS label."""
+    return fit(f"{base}-{suffix}", LABEL_MAX) if suffix else base
+
+
 def workload_pool(gcp_project: str) -> str:
     return f"{gcp_project}.svc.id.goog"
 

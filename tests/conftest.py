@@ -40,6 +40,13 @@ BASE: dict[str, Any] = {
 }
 
 
+def stack_ksa(name: str, stack: str = "dev") -> str:
+    """The name a Kubernetes ServiceAccount with Google access gets in `stack` (unique per stack)."""
+    from stacks import naming
+
+    return naming.stack_service_account(name, naming.stack_identity_suffix("tpu-serving", stack))
+
+
 def make_config(**changes: Any) -> dict[str, Any]:
     """BASE with keys replaced; a key given as None is removed. Keys use '__' for ':' (tpu_serving__cluster)."""
     config = copy.deepcopy(BASE)

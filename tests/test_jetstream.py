@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from stacks import metrics
-from tests.conftest import make_config, pool, recorded, reference_dir
+from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -58,7 +58,7 @@ def test_deployment_and_service_match_reference(adapter):
     # ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml probe /healthcheck on jetstream-http:v0.2.3)
     assert ref_http["image"].endswith(":v0.2.2") and http["image"].endswith("/jetstream-http:v0.2.3")
     assert http["ports"] == ref_http["ports"]
-    assert pod["serviceAccountName"] == "gemma"
+    assert pod["serviceAccountName"] == stack_ksa("gemma", EXAMPLES[adapter].name[len("Pulumi.") : -len(".yaml")])
     svc, ref_svc = objects[("Service", "gemma-svc")], reference("Service")
     assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
     assert svc["spec"]["selector"] == {"app": "gemma"} == ours["spec"]["selector"]["matchLabels"]

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, pool, recorded, reference_dir
+from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -77,7 +77,8 @@ def test_reference_deployment_reproduced_field_by_field(example):
         assert ours_pod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
         if "tolerations" in ref_pod:
             assert ours_pod["tolerations"] == ref_pod["tolerations"]
-        assert ours_pod["serviceAccountName"] == name  # Workload Identity; the reference uses the node's identity
+        # Workload Identity, unique per stack; the reference uses the node's identity
+        assert ours_pod["serviceAccountName"] == stack_ksa(name, example)
         assert [c["name"] for c in ours_pod["containers"]] == [c["name"] for c in ref_pod["containers"]]
         for mine, theirs in zip(ours_pod["containers"], ref_pod["containers"], strict=True):
             assert mine["image"] == theirs["image"], mine["name"]

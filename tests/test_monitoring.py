@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from stacks import dashboard, metrics
-from tests.conftest import make_config
+from tests.conftest import make_config, stack_ksa
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
 APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
@@ -49,7 +49,7 @@ def test_stackdriver_adapter_objects_are_complete(run):
     assert kinds == sorted(
         [
             ("Namespace", "custom-metrics"),
-            ("ServiceAccount", "custom-metrics-stackdriver-adapter"),
+            ("ServiceAccount", stack_ksa("custom-metrics-stackdriver-adapter")),
             ("ClusterRoleBinding", "custom-metrics:system:auth-delegator"),
             ("RoleBinding", "custom-metrics-auth-reader"),
             ("ClusterRole", "custom-metrics-resource-reader"),
@@ -81,7 +81,11 @@ def test_stackdriver_adapter_objects_are_complete(run):
         r for r in rec.resources if r.type.endswith("RoleBinding") and r.name.startswith("monitoring-adapter")
     ]:
         assert binding.inputs["subjects"] == [
-            {"kind": "ServiceAccount", "name": "custom-metrics-stackdriver-adapter", "namespace": "custom-metrics"}
+            {
+                "kind": "ServiceAccount",
+                "name": stack_ksa("custom-metrics-stackdriver-adapter"),
+                "namespace": "custom-metrics",
+            }
         ]
 
 
@@ -91,7 +95,7 @@ def test_stackdriver_adapter_iam_is_project_monitoring_viewer_member_only(run):
         {
             "project": "tpu-test-project",
             "role": "roles/monitoring.viewer",
-            "member": PRINCIPAL.format("custom-metrics-stackdriver-adapter"),
+            "member": PRINCIPAL.format(stack_ksa("custom-metrics-stackdriver-adapter")),
         }
     ]
 
@@ -123,11 +127,15 @@ def test_prometheus_adapter_with_gmp_frontend(run):
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["readinessProbe"]["httpGet"]["path"] == "/-/ready"
     assert container["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
-    assert frontend["serviceAccountName"] == "gmp-frontend"
+    assert frontend["serviceAccountName"] == stack_ksa("gmp-frontend")
     svc = rec.one("kubernetes:core/v1:Service", "monitoring-gmp-frontend-svc").inputs
     assert svc["metadata"]["name"] == "prometheus" and svc["spec"]["ports"][0]["port"] == 9090
     assert adapter_iam(rec) == [
-        {"project": "tpu-test-project", "role": "roles/monitoring.viewer", "member": PRINCIPAL.format("gmp-frontend")}
+        {
+            "project": "tpu-test-project",
+            "role": "roles/monitoring.viewer",
+            "member": PRINCIPAL.format(stack_ksa("gmp-frontend")),
+        }
     ]
     assert not rec.of_type("kubernetes:core/v1:ServiceAccount") or all(
         r.inputs["metadata"]["name"] != "custom-metrics-stackdriver-adapter"

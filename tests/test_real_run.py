@@ -285,3 +285,52 @@ def test_stockout_safe_sizing_and_pause_stay_consistent(capacity, autoscaling, w
     assert waits_for_capacity(plan) == whole
     assert (running.min_nodes, running.max_nodes, running.initial_node_count) == ((4, 4, 4) if whole else (0, 4, 0))
     assert (paused.min_nodes, paused.max_nodes, paused.initial_node_count) == (0, 4, 0)
+
+
+# ---- item 3: stacks that share a project share no identity and no grant --------------------------------------
+
+
+def _grants(rec: Recording) -> set[tuple[str, str, str, str]]:
+    """Member-level IAM grants as the API keys them: (kind, resource, role, member)."""
+    out = set()
+    for type_ in IAM_TYPES:
+        for r in rec.of_type(type_):
+            target = r.inputs.get("project") or r.inputs.get("bucket") or r.inputs.get("serviceAccountId")
+            out.add((type_, str(target), r.inputs["role"], r.inputs["member"]))
+    return out
+
+
+def _principals(rec: Recording) -> set[str]:
+    """Workload Identity principals (namespace/KSA) the stack grants anything to."""
+    out = set()
+    for _, _, _, member in _grants(rec):
+        if "[" in member and member.endswith("]"):  # serviceAccount:PROJECT.svc.id.goog[ns/ksa]
+            out.add(member[member.index("[") + 1 : -1])
+        elif "/subject/ns/" in member:  # principal://.../subject/ns/<ns>/sa/<ksa>
+            ns, ksa = member.split("/subject/ns/")[1].split("/sa/")
+            out.add(f"{ns}/{ksa}")
+    return out
+
+
+@stacks
+def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
+    # Workload Identity pools are per project: every cluster of a project shares PROJECT.svc.id.goog, so the same
+    # namespace/KSA in two clusters is one principal ("identity sameness",
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#identity_sameness); and a
+    # member-level grant is keyed by (resource, role, member), so two stacks' identical grants are one binding,
+    # removed by whichever stack is destroyed first.
+    from tooling.offline import load_stack_file, run_program
+
+    first = recorded(path, False)
+    name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    second = run_program(load_stack_file(path), stack=f"{name}-b")
+    assert _principals(first), "every shipped stack grants something to a Workload Identity principal"
+    assert not _grants(first) & _grants(second)
+    assert not _principals(first) & _principals(second)
+    # the KSAs the pods run as are those principals
+    for rec in (first, second):
+        ksas = {
+            f"{r.inputs['metadata']['namespace']}/{r.inputs['metadata']['name']}"
+            for r in rec.of_type("kubernetes:core/v1:ServiceAccount")
+        }
+        assert _principals(rec) <= ksas

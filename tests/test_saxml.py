@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from stacks.workloads import saxml
-from tests.conftest import make_config, recorded, reference_dir
+from tests.conftest import make_config, recorded, reference_dir, stack_ksa
 from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -55,7 +55,9 @@ def test_model_server_jobset_matches_reference():
     pod, ref_pod = job["template"]["spec"]["template"]["spec"], ref_job["template"]["spec"]["template"]["spec"]
     for key in ("hostNetwork", "dnsPolicy", "nodeSelector"):
         assert pod[key] == ref_pod[key], key
-    assert pod["serviceAccountName"] == "sax"  # the workload's own Workload Identity KSA (tutorial: sax-sa)
+    assert pod["serviceAccountName"] == stack_ksa(
+        "sax", "saxml-175b"
+    )  # the workload's own Workload Identity KSA (tutorial: sax-sa)
     (container,), (ref_container,) = pod["containers"], ref_pod["containers"]
     for key in ("name", "image", "args", "ports", "securityContext", "resources"):
         assert container[key] == ref_container[key], key
@@ -166,7 +168,7 @@ def test_iam_is_bucket_scoped_and_member_level(run):
     project_roles = [m.inputs["role"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")]
     assert not [r for r in project_roles if r.startswith("roles/storage")]
     wi = rec.one("gcp:serviceaccount/iAMMember:IAMMember")
-    assert wi.inputs["member"] == "serviceAccount:tpu-test-project.svc.id.goog[sax/sax]"
+    assert wi.inputs["member"] == f"serviceAccount:tpu-test-project.svc.id.goog[sax/{stack_ksa('sax')}]"
 
 
 def test_network_policy_limits_model_server_ports(run):

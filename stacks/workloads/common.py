@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import catalog
-from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
+from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_sizing import waits_for_capacity
 
@@ -33,6 +33,8 @@ class WorkloadPlan:
     # (remote port, local port) for its port-forward commands, unique across the stack (stacks/workloads/local_ports.py)
     # keyword-only: workload types add positional fields after the base ones
     local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
+    # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
+    identity_suffix: str = field(default="", kw_only=True)
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -59,8 +61,8 @@ class WorkloadPlan:
 
     @property
     def service_account(self) -> str:
-        """The workload's Kubernetes ServiceAccount (its Workload Identity)."""
-        return self.name
+        """The workload's Kubernetes ServiceAccount (its Workload Identity), unique per stack."""
+        return stack_service_account(self.name, self.identity_suffix)
 
     def metadata(self, name: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
         return {"name": name, "namespace": self.namespace, "labels": {**labels, **MANAGED_BY_LABELS}, **extra}
