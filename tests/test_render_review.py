@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.conftest import EXAMPLES, STACK_FILES, recorded
+from tests.conftest import EXAMPLES, STACK_FILES, recorded, stack_ksa
 from tooling import graph, summary
 from tooling.k8s_objects import is_object, kubernetes_objects
 from tooling.offline import UNKNOWN, parse_stack_file
@@ -124,7 +124,7 @@ def test_every_iam_grant_is_listed_with_a_readable_member():
     assert {row[3].split(" ", 1)[1] for row in rows} == {g.name for g in grants}
     assert not any(UNKNOWN in row[0] or UNKNOWN in row[2] for row in rows)
     assert [
-        "`serviceAccount:my-tpu-project.svc.id.goog[gemma/gemma]`",
+        f"`serviceAccount:my-tpu-project.svc.id.goog[gemma/{stack_ksa('gemma', 'all-in-one')}]`",
         "`roles/iam.workloadIdentityUser`",
     ] in [row[:2] for row in rows]
 
