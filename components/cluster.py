@@ -37,6 +37,48 @@ def node_pool_security(service_account: pulumi.Input[str]) -> dict:
     )
 
 
+# cluster-toolkit's blueprints hold minor and node upgrades the same way (exclusion "no-minor-or-node-upgrades-
+# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT).
+HOLD_EXCLUSION = "tpu-serving-hold-minor-and-node-upgrades"
+
+
+def holds_minor_and_node_upgrades(config: ClusterConfig, profile: Profile) -> bool:
+    hold = config.maintenance.hold_minor_and_node_upgrades
+    return profile.hold_minor_and_node_upgrades if hold is None else hold
+
+
+def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+    """The configured window, and the exclusion that keeps GKE from upgrading the minor version or any node pool
+    (a node upgrade recreates a multi-host slice whole) until an operator upgrades deliberately."""
+    maintenance = config.maintenance
+    window = maintenance.window
+    exclusions = (
+        [
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=HOLD_EXCLUSION,
+                start_time=maintenance.hold_start,
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                    scope="NO_MINOR_OR_NODE_UPGRADES", end_time_behavior="UNTIL_END_OF_SUPPORT"
+                ),
+            )
+        ]
+        if holds_minor_and_node_upgrades(config, profile)
+        else None
+    )
+    if window is None and exclusions is None:
+        return None
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        recurring_window=(
+            gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+                start_time=window.start, end_time=window.end, recurrence=window.recurrence
+            )
+            if window
+            else None
+        ),
+        maintenance_exclusions=exclusions,
+    )
+
+
 class Cluster(pulumi.ComponentResource):
     name: pulumi.Output[str]
     location: pulumi.Output[str]
@@ -99,6 +141,7 @@ class Cluster(pulumi.ComponentResource):
                     ),
                 ),
                 release_channel=gcp.container.ClusterReleaseChannelArgs(channel=config.release_channel),
+                maintenance_policy=maintenance_policy(config, profile),
                 min_master_version=config.min_master_version,
                 workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
                     workload_pool=naming.workload_pool(project)

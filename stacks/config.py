@@ -9,6 +9,7 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import ipaddress
 import json
 import re
@@ -423,6 +424,37 @@ def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) ->
                     "lowercase letters, digits, '_' and '-', at most 63 characters",
                 )
             )
+
+
+def _rfc3339(path: str, value: str, problems: list[Problem]) -> datetime.datetime | None:
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None or "T" not in value:
+        problems.append(Problem(path, f"{value!r} is not an RFC 3339 time with a zone, e.g. 2025-01-04T03:00:00Z"))
+        return None
+    return parsed
+
+
+def _check_maintenance(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    base = f"{NS}:cluster.maintenance"
+    maintenance = cluster.maintenance
+    _rfc3339(f"{base}.holdStart", maintenance.hold_start, problems)
+    window = maintenance.window
+    if window is None:
+        return
+    start = _rfc3339(f"{base}.window.start", window.start, problems)
+    end = _rfc3339(f"{base}.window.end", window.end, problems)
+    if start and end and end <= start:
+        problems.append(Problem(f"{base}.window.end", f"{window.end!r} is not after window.start {window.start!r}"))
+    if not re.fullmatch(r"FREQ=(DAILY|WEEKLY|MONTHLY)(;[A-Z]+=[A-Z0-9,+-]+)*", window.recurrence):
+        problems.append(
+            Problem(
+                f"{base}.window.recurrence",
+                f"{window.recurrence!r} is not an RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU or FREQ=DAILY",
+            )
+        )
 
 
 def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
@@ -1065,6 +1097,7 @@ def parse_stack_config(
         cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
         _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
         _check_network(cluster, problems)
+        _check_maintenance(cluster, problems)
         _check_cluster(cluster, problems)
         _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
         if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:

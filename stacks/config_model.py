@@ -60,6 +60,33 @@ class NetworkConfig(CamelModel):
     )
 
 
+class MaintenanceWindowConfig(CamelModel):
+    """A recurring window in which GKE may start automatic upgrades (GKE recurring maintenance window)."""
+
+    start: str = Field(description="Start of the first window, RFC 3339, e.g. 2025-01-04T03:00:00Z.")
+    end: str = Field(description="End of the first window, RFC 3339; each recurrence lasts as long.")
+    recurrence: str = Field(
+        "FREQ=WEEKLY;BYDAY=SA,SU", description="RFC 5545 RRULE of the window, e.g. FREQ=WEEKLY;BYDAY=SA,SU."
+    )
+
+
+class MaintenanceConfig(CamelModel):
+    """When GKE may upgrade the cluster by itself, and what it must leave alone until an operator upgrades."""
+
+    window: MaintenanceWindowConfig | None = Field(
+        None, description="When automatic upgrades may start; default: any time (GKE's default)."
+    )
+    hold_minor_and_node_upgrades: bool | None = Field(
+        None,
+        description="A NO_MINOR_OR_NODE_UPGRADES exclusion until the end of support of the running minor version: "
+        "GKE never upgrades the minor version or any node pool (a multi-host slice is recreated whole) by itself; "
+        "default true in staging and prod, false in dev.",
+    )
+    hold_start: str = Field(
+        "2025-01-01T00:00:00Z", description="Start of that exclusion, RFC 3339 (fixed, so previews stay clean)."
+    )
+
+
 class ClusterConfig(CamelModel):
     name: str | None = Field(None, description="GKE cluster name; default `<pulumi project>-<stack>`.")
     location: str | None = Field(None, description="A region (regional cluster) or zone; default gcp:region.")
@@ -75,6 +102,7 @@ class ClusterConfig(CamelModel):
         default_factory=list, description="CIDRs allowed to reach the public control plane endpoint."
     )
     network: NetworkConfig = Field(default_factory=NetworkConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     labels: dict[str, str] = Field(default_factory=dict, description="Extra resource labels on GCP resources.")
 
 

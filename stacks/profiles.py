@@ -25,6 +25,9 @@ class Profile:
     bucket_force_destroy: bool
     # Soft-deleted objects are kept (and billed) this long; 0 lets a dev teardown leave nothing behind.
     bucket_soft_delete_seconds: int
+    # A maintenance exclusion keeps GKE from upgrading the minor version and the node pools (which recreates a
+    # serving slice) until an operator chooses to (cluster.maintenance.holdMinorAndNodeUpgrades overrides it).
+    hold_minor_and_node_upgrades: bool = False
 
     def decommissioned(self) -> Profile:
         """The profile with protection lifted on purpose (tpu-serving:decommission): the data stays retained."""
@@ -33,6 +36,6 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "dev": Profile("dev", False, False, False, True, 0),
-    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS),
-    "prod": Profile("prod", True, True, True, False, SEVEN_DAYS),
+    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True),
+    "prod": Profile("prod", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True),
 }

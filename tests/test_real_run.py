@@ -334,3 +334,50 @@ def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
             for r in rec.of_type("kubernetes:core/v1:ServiceAccount")
         }
         assert _principals(rec) <= ksas
+
+
+# ---- item 6: GKE never takes a serving slice down by itself in staging and prod -------------------------------
+
+HOLD = {
+    "exclusionName": "tpu-serving-hold-minor-and-node-upgrades",
+    "startTime": "2025-01-01T00:00:00Z",
+    "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
+}
+
+
+@stacks
+def test_staging_and_prod_hold_minor_and_node_upgrades(path):
+    # Scope NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the cluster, and also exclude all node pool
+    # upgrades. Only control plane patches are allowed" (GKE API MaintenanceExclusionOptions.Scope,
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope); a node
+    # upgrade recreates a multi-host slice whole. end_time_behavior UNTIL_END_OF_SUPPORT replaces end_time
+    # (pulumi_gcp container ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs: exactly one of them).
+    # GoogleCloudPlatform/cluster-toolkit blueprints hold upgrades the same way (maintenance_exclusions
+    # "no-minor-or-node-upgrades-indefinite", modules/scheduler/gke-cluster/main.tf exclusion_options).
+    cfg = parse_stack_file(path)
+    policy = recorded(path, False).one(CLUSTER).inputs.get("maintenancePolicy") or {}
+    configured = cfg.cluster.maintenance.hold_minor_and_node_upgrades
+    hold = cfg.environment in ("staging", "prod") if configured is None else configured
+    assert policy.get("maintenanceExclusions") == ([HOLD] if hold else None)
+
+
+def test_maintenance_window_and_explicit_hold(run):
+    window = {"start": "2025-01-04T03:00:00Z", "end": "2025-01-04T09:00:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
+    rec = run(make_config(tpu_serving__cluster={"maintenance": {"window": window, "holdMinorAndNodeUpgrades": True}}))
+    policy = rec.one(CLUSTER).inputs["maintenancePolicy"]
+    assert policy == {
+        "recurringWindow": {"startTime": window["start"], "endTime": window["end"], "recurrence": window["recurrence"]},
+        "maintenanceExclusions": [HOLD],
+    }
+    # dev holds nothing and sets no policy unless asked
+    assert "maintenancePolicy" not in run(make_config()).one(CLUSTER).inputs
+
+
+def test_bad_maintenance_config_is_a_clear_error(run):
+    bad = {"window": {"start": "2025-01-04T09:00:00Z", "end": "2025-01-04T03:00:00Z", "recurrence": "weekly"}}
+    with pytest.raises(Exception) as err:
+        run(make_config(tpu_serving__cluster={"maintenance": {**bad, "holdStart": "tomorrow"}}))
+    message = str(err.value)
+    assert "cluster.maintenance.window.end: '2025-01-04T03:00:00Z' is not after window.start" in message
+    assert "cluster.maintenance.window.recurrence: 'weekly' is not an RFC 5545 RRULE" in message
+    assert "cluster.maintenance.holdStart: 'tomorrow' is not an RFC 3339 time" in message
