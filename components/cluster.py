@@ -103,8 +103,12 @@ class Cluster(pulumi.ComponentResource):
         network: Network,
         profile: Profile,
         labels: dict[str, str],
+        gateway_api: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`gateway_api`: enable the Gateway API (standard channel) and the HTTP load-balancing add-on, which the
+        GKE Gateway controller needs (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources:
+        "Your cluster must have the HttpLoadBalancing add-on enabled")."""
         super().__init__("tpu-serving:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
@@ -172,6 +176,14 @@ class Cluster(pulumi.ComponentResource):
                     gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                         enabled=True
                     ),
+                    http_load_balancing=(
+                        gcp.container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False) if gateway_api else None
+                    ),
+                ),
+                # pulumi-gcp 10.2.0 container.ClusterGatewayApiConfigArgs(channel): CHANNEL_STANDARD installs the
+                # Gateway API's standard-channel CRDs and GKE's GatewayClasses (gcloud --gateway-api=standard).
+                gateway_api_config=(
+                    gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if gateway_api else None
                 ),
                 resource_labels=labels,
                 deletion_protection=profile.deletion_protection,

@@ -19,6 +19,8 @@ class Network(pulumi.ComponentResource):
     """Self link of the subnet, for the cluster's `subnetwork`."""
     pods_range_name: str
     services_range_name: str
+    proxy_subnet: gcp.compute.Subnetwork | None
+    """The proxy-only subnet of a regional gateway, when the stack creates it; the Gateway depends on it."""
 
     def __init__(
         self,
@@ -28,12 +30,15 @@ class Network(pulumi.ComponentResource):
         default_name: str,
         project: str,
         region: str,
+        proxy_subnet_cidr: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`proxy_subnet_cidr`: create the proxy-only subnet a regional gateway needs in this VPC, with this range."""
         super().__init__("tpu-serving:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.pods_range_name = config.pods_range_name
         self.services_range_name = config.services_range_name
+        self.proxy_subnet = None
 
         if not config.create:
             assert config.network and config.subnetwork and config.nat is not None  # validated in stacks.config
@@ -43,6 +48,8 @@ class Network(pulumi.ComponentResource):
             )
             if config.nat:
                 self._nat(name, default_name, project, region, self.network, self.subnetwork)
+            if proxy_subnet_cidr:
+                self._proxy_subnet(name, default_name, project, region, self.network, proxy_subnet_cidr)
             self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
             return
 
@@ -79,9 +86,35 @@ class Network(pulumi.ComponentResource):
         )
         if config.nat is not False:
             self._nat(name, default_name, project, region, vpc.id, subnet.id)
+        if proxy_subnet_cidr:
+            self._proxy_subnet(name, default_name, project, region, vpc.id, proxy_subnet_cidr)
         self.network = vpc.self_link
         self.subnetwork = subnet.self_link
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
+
+    def _proxy_subnet(
+        self, name: str, default_name: str, project: str, region: str, network: pulumi.Input[str], cidr: str
+    ) -> None:
+        """The proxy-only subnet: the Envoy proxies of the regional (internal or external) Application Load
+        Balancer GKE builds for a regional Gateway take their addresses from it. GKE's Gateway requirements:
+        "If you are using the regional or cross-region GatewayClasses, you must enable a proxy-only subnet"
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources); one ACTIVE
+        REGIONAL_MANAGED_PROXY subnet per region and VPC (https://cloud.google.com/load-balancing/docs/proxy-only-subnets).
+        """
+        self.proxy_subnet = gcp.compute.Subnetwork(
+            f"{name}-proxy-only",
+            gcp.compute.SubnetworkArgs(
+                name=f"{default_name}-proxy-only",
+                project=project,
+                region=region,
+                network=network,
+                ip_cidr_range=cidr,
+                purpose="REGIONAL_MANAGED_PROXY",
+                role="ACTIVE",
+                description="tpu-serving: proxy-only subnet of the inference gateway's regional load balancer",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _nat(
         self,

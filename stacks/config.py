@@ -26,7 +26,9 @@ from stacks.config_model import (
     AddonsConfig,
     BucketConfig,
     ClusterConfig,
+    GatewayConfig,
     MonitoringConfig,
+    NetworkConfig,
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
@@ -41,6 +43,7 @@ KNOWN_KEYS = (
     "tpuPools",
     "addons",
     "monitoring",
+    "gateway",
     "workloads",
     "paused",
     "decommission",
@@ -168,6 +171,7 @@ class StackConfig:
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=AddonsConfig)
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
     workloads: tuple[Any, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
     paused: bool = False
@@ -184,6 +188,19 @@ class StackConfig:
     def namespaces(self) -> list[str]:
         """Namespaces the stack creates for its workloads (never the ones every cluster has)."""
         return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
+
+    @property
+    def gateway_workloads(self) -> list[Any]:
+        """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless
+        the workload opts out), and only when tpu-serving:gateway is enabled."""
+        if not self.gateway.enabled:
+            return []
+        return [w for w in self.workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+
+    @property
+    def proxy_subnet_created(self) -> bool:
+        """The stack creates the proxy-only subnet the regional gateway needs."""
+        return self.gateway.enabled and (self.gateway.proxy_subnet or "create") == "create"
 
     @property
     def namespace_levels(self) -> dict[str, str]:
@@ -507,6 +524,101 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
                     "images)",
                 )
             )
+
+
+# A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
+# https://cloud.google.com/load-balancing/docs/proxy-only-subnets#proxy_only_subnet_size).
+PROXY_SUBNET_PREFIX_MAX = 26
+# A regional Cloud Armor security policy: a name (RFC 1035) or its projects/<p>/regions/<r>/securityPolicies/ path.
+SECURITY_POLICY_RE = re.compile(
+    r"(projects/[a-z][-a-z0-9.:]*/regions/[a-z0-9-]+/securityPolicies/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+)
+
+
+def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
+    """tpu-serving:gateway: who may reach it, and where its load balancer's proxies get their addresses."""
+    base = f"{NS}:gateway"
+    for i, cidr in enumerate(gateway.source_ranges):
+        _check_cidr(f"{base}.sourceRanges[{i}]", cidr, problems)
+    if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
+        problems.append(
+            Problem(
+                f"{base}.cloudArmorPolicy",
+                f"{gateway.cloud_armor_policy!r} is not a security policy name (RFC 1035, at most 63 characters) or "
+                "projects/<project>/regions/<region>/securityPolicies/<name> path",
+            )
+        )
+    if gateway.exposure == "external":
+        if not gateway.source_ranges and gateway.cloud_armor_policy is None:
+            problems.append(
+                Problem(
+                    f"{base}.exposure",
+                    "external needs sourceRanges (client CIDRs; every other source is denied) or cloudArmorPolicy "
+                    "(an existing regional Cloud Armor policy); the gateway is never open to the internet by default",
+                )
+            )
+        elif gateway.source_ranges and gateway.cloud_armor_policy is not None:
+            problems.append(
+                Problem(
+                    f"{base}.cloudArmorPolicy",
+                    "give sourceRanges or cloudArmorPolicy, not both (a backend has one security policy)",
+                )
+            )
+    else:
+        for key, given in (("sourceRanges", gateway.source_ranges), ("cloudArmorPolicy", gateway.cloud_armor_policy)):
+            if given:
+                problems.append(
+                    Problem(
+                        f"{base}.{key}",
+                        "only for exposure: external (an internal gateway is reachable from the VPC only)",
+                    )
+                )
+    if not gateway.enabled:
+        return
+    if network.create and gateway.proxy_subnet == "existing":
+        problems.append(
+            Problem(
+                f"{base}.proxySubnet",
+                "'existing' needs cluster.network.create: false; a network the stack creates has no proxy-only "
+                "subnet unless the stack creates it (create)",
+            )
+        )
+    if not network.create and gateway.proxy_subnet is None:
+        problems.append(
+            Problem(
+                f"{base}.proxySubnet",
+                "required when cluster.network.create is false: existing (the network already has an ACTIVE "
+                "REGIONAL_MANAGED_PROXY subnet in gcp:region; a region holds one) or create (the stack adds one "
+                "with proxySubnetCidr)",
+            )
+        )
+    if (gateway.proxy_subnet or "create") == "create":
+        proxy = _check_cidr(f"{base}.proxySubnetCidr", gateway.proxy_subnet_cidr, problems)
+        if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
+            problems.append(
+                Problem(
+                    f"{base}.proxySubnetCidr",
+                    f"{gateway.proxy_subnet_cidr} is smaller than /{PROXY_SUBNET_PREFIX_MAX}; a proxy-only subnet "
+                    "needs /26 or larger (/23 recommended)",
+                )
+            )
+        if proxy is not None and network.create:
+            for key, attr in (
+                ("nodesCidr", "nodes_cidr"),
+                ("podsCidr", "pods_cidr"),
+                ("servicesCidr", "services_cidr"),
+            ):
+                try:
+                    other = ipaddress.IPv4Network(getattr(network, attr), strict=True)
+                except ValueError:
+                    continue  # reported at its own key
+                if proxy.overlaps(other):
+                    problems.append(
+                        Problem(
+                            f"{base}.proxySubnetCidr",
+                            f"{proxy} overlaps cluster.network.{key} {other}; the ranges must be disjoint",
+                        )
+                    )
 
 
 def _check_cluster(cluster: ClusterConfig, problems: list[Problem]) -> None:
@@ -1086,6 +1198,7 @@ def parse_stack_config(
     pool_configs = _parse_pools(raw.get("tpuPools"), problems)
     addons = _parse(f"{NS}:addons", AddonsConfig, raw.get("addons") or {}, problems)
     monitoring = _parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
+    gateway = _parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
     if addons is not None:
         _check_addons(addons, problems)
     workload_configs = _parse_workloads(raw.get("workloads"), problems)
@@ -1099,6 +1212,8 @@ def parse_stack_config(
         _check_network(cluster, problems)
         _check_maintenance(cluster, problems)
         _check_cluster(cluster, problems)
+        if gateway is not None:
+            _check_gateway(gateway, cluster.network, problems)
         _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
         if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
             problems.append(
@@ -1174,7 +1289,7 @@ def parse_stack_config(
     workload_plans = with_local_ports(workload_plans)
 
     assert cluster is not None and bucket is not None and environment and gcp_project and region
-    assert addons is not None and monitoring is not None
+    assert addons is not None and monitoring is not None and gateway is not None
     assert cluster_name and cluster_location and bucket_name
     profile = PROFILES[environment]
     if decommission:
@@ -1185,6 +1300,11 @@ def parse_stack_config(
         )
     if paused:
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
+    if gateway.enabled and not any(getattr(w, "gateway_backend", None) and w.gateway_backend() for w in workload_plans):
+        warnings.append(
+            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
+            "opt out): the Gateway routes nothing"
+        )
     warnings = _warnings(environment, profile, cluster, bucket) + warnings
     labels = {
         "app": "tpu-serving",
@@ -1209,6 +1329,7 @@ def parse_stack_config(
         labels=labels,
         addons=addons,
         monitoring=monitoring,
+        gateway=gateway,
         workloads=tuple(workload_plans),
         warnings=tuple(warnings),
         paused=paused,

@@ -207,6 +207,37 @@ class MonitoringConfig(CamelModel):
     scrape_interval: str = Field("15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval, e.g. 15s.")
 
 
+class GatewayConfig(CamelModel):
+    """GKE Inference Gateway in front of the vllm workloads: one Gateway per stack, an InferencePool, endpoint
+    picker and HTTPRoute per workload (a workload may opt out)."""
+
+    enabled: bool = Field(False, description="Serve every vllm workload through one GKE Inference Gateway.")
+    exposure: Literal["internal", "external"] = Field(
+        "internal",
+        description="internal: regional internal Application Load Balancer (VPC clients only); external: regional "
+        "external Application Load Balancer, which needs sourceRanges or cloudArmorPolicy.",
+    )
+    source_ranges: list[str] = Field(
+        default_factory=list,
+        description="external only: client CIDRs allowed through (a regional Cloud Armor policy the stack creates "
+        "denies every other source).",
+    )
+    cloud_armor_policy: str | None = Field(
+        None,
+        description="external only: name of an existing regional Cloud Armor security policy (in gcp:region) to "
+        "attach instead of sourceRanges.",
+    )
+    proxy_subnet: Literal["create", "existing"] | None = Field(
+        None,
+        description="The proxy-only subnet (REGIONAL_MANAGED_PROXY, ACTIVE) the regional load balancers need in the "
+        "cluster's VPC and region: create (default for a network the stack creates) or existing (the network "
+        "already has one). Required when cluster.network.create is false.",
+    )
+    proxy_subnet_cidr: str = Field(
+        "10.24.0.0/23", description="Range of the created proxy-only subnet (/26 or larger; GKE recommends /23)."
+    )
+
+
 # ---- workloads ------------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import pulumi
 from components.addons import Addons
 from components.bucket import Bucket
 from components.cluster import Cluster
+from components.gateway import InferenceGateway
 from components.jetstream import JetStream
 from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
@@ -19,7 +20,7 @@ from components.pathways_job import PathwaysJob
 from components.saxml import Saxml
 from components.serving import ServingWorkload
 from components.tpu_pool import TpuSlicePool
-from stacks import cost, naming
+from stacks import cost, gateway, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 
@@ -36,6 +37,7 @@ class Platform:
     addons: Addons
     monitoring: Monitoring
     workloads: dict[str, ServingWorkload]
+    gateway: InferenceGateway | None = None
 
 
 def pool_summary(cfg: StackConfig) -> dict[str, dict]:
@@ -90,6 +92,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         default_name=cfg.cluster_name,
         project=cfg.gcp_project,
         region=cfg.region,
+        proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
     )
     cluster = Cluster(
         "cluster",
@@ -100,6 +103,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         network=network,
         profile=cfg.profile,
         labels=cfg.labels,
+        gateway_api=cfg.gateway.enabled,
     )
     # Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
     # account, used by its pool (and the nodes the workload adds), before any of those pools exist.
@@ -157,6 +161,16 @@ def build_platform(cfg: StackConfig) -> Platform:
         provider=cluster.provider,
         after=[cluster.system_pool],
     )
+    inference_gateway = None
+    if cfg.gateway.enabled:
+        inference_gateway = InferenceGateway(
+            "gateway",
+            exposure=cfg.gateway.exposure,
+            route_namespaces=[w.namespace for w in cfg.gateway_workloads],
+            kubernetes_minor=cfg.kubernetes_minor,
+            provider=cluster.provider,
+            after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+        )
     workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:
         common = dict(
@@ -195,6 +209,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         addons=addons,
         monitoring=monitoring,
         workloads=workloads,
+        gateway=inference_gateway,
     )
 
 
@@ -221,6 +236,10 @@ def build_stack(cfg: StackConfig) -> Platform:
     for warning in estimate.warnings:
         pulumi.log.warn(f"cost estimate: {warning}")
     pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
+    if cfg.gateway.enabled:
+        pulumi.export(
+            "gateway", gateway.gateway_summary(cfg.gateway.exposure, [w.namespace for w in cfg.gateway_workloads])
+        )
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
     return platform

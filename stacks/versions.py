@@ -215,6 +215,38 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
             ),
         ),
     },
+    # Gateway API standard channel: GKE installs these CRDs itself when the Gateway API is enabled on the cluster
+    # (gatewayApiConfig CHANNEL_STANDARD); validated at this release (../shared/reference/SOURCES.md section 7).
+    "gatewayApi": {
+        "1.6.1": tuple(
+            _crd("kubernetes-sigs/gateway-api", "v1.6.1", "config/crd/standard", name, sha256)
+            for name, sha256 in (
+                (
+                    "gateway.networking.k8s.io_gatewayclasses.yaml",
+                    "53710048ba26f8620eed59d5e51b157ecf040daf5c6eef31a4b991e0808c4be5",
+                ),
+                (
+                    "gateway.networking.k8s.io_gateways.yaml",
+                    "25b885f5870b8fff1ae82efa2628b2761cef3745900c2aecf8fb76629a01255a",
+                ),
+                (
+                    "gateway.networking.k8s.io_httproutes.yaml",
+                    "a424a0d6c953b162e71d1d97bb7e75012d8f1ac264e7274f2763d1b96ab39852",
+                ),
+            )
+        ),
+    },
+    # The InferencePool (inference.networking.k8s.io/v1); the stack applies this file when the gateway is enabled.
+    "gatewayApiInferenceExtension": {
+        "1.6.0": (
+            CrdFile(
+                "kubernetes-sigs/gateway-api-inference-extension",
+                "v1.6.0",
+                "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
+                "55e0dbf39c50c4bbdd60106493a4573df4bb44479f9ce46762f1af718883e5cd",
+            ),
+        ),
+    },
     # Google Cloud Managed Service for Prometheus: GKE installs these CRDs itself; validated at this release.
     "prometheusEngine": {
         "0.17.2": tuple(
@@ -232,6 +264,34 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
         ),
     },
 }
+
+
+# The CRD file of the InferencePool the stack applies when tpu-serving:gateway is enabled.
+INFERENCE_POOL_CRD: CrdFile = next(iter(CRDS["gatewayApiInferenceExtension"].values()))[0]
+
+
+@dataclass(frozen=True)
+class RouterChart:
+    """The endpoint picker (llm-d router) chart for Gateway mode and the picker image it runs."""
+
+    chart: str
+    version: str
+    image_registry: str
+    image_repository: str
+    image_tag: str
+
+
+# llm-d/llm-d-router@v0.10.0: .github/ISSUE_TEMPLATE/new-release.md publishes the gateway chart at
+# oci://ghcr.io/llm-d/charts/llm-d-router-gateway with version ${VERSION} (the tag, "v0.10.0": hack/push-chart.sh
+# packages with --version "${EXTRA_TAG}") and the picker at ghcr.io/llm-d/llm-d-router-endpoint-picker:${VERSION}.
+# Serves the ext-proc gRPC port 9002 and gRPC health 9003 (config/charts/routerlib/values.yaml, templates/_gke.yaml).
+LLM_D_ROUTER = RouterChart(
+    chart="oci://ghcr.io/llm-d/charts/llm-d-router-gateway",
+    version="v0.10.0",
+    image_registry="ghcr.io/llm-d",
+    image_repository="llm-d-router-endpoint-picker",
+    image_tag="v0.10.0",
+)
 
 
 def crd_cache_path(project: str, version: str) -> str:

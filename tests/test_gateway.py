@@ -1,0 +1,224 @@
+"""tpu-serving:gateway, the GKE Inference Gateway: config rules, the platform pieces (Gateway API, HTTP load
+balancing, proxy-only subnet, InferencePool CRD) and the one Gateway, as registered and as the CRDs accept them.
+
+Sources:
+- GKE Gateway controller requirements (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources):
+  VPC-native clusters only; "If you are using the regional or cross-region GatewayClasses, you must enable a
+  proxy-only subnet"; "Your cluster must have the HttpLoadBalancing add-on enabled".
+- GKE Inference Gateway guide (https://cloud.google.com/kubernetes-engine/docs/how-to/deploy-gke-inference-gateway,
+  with its llm-d edition https://llm-d.ai/docs/resources/gateway/gke): steps "Configure a proxy-only subnet",
+  "Enable Gateway API in your cluster"; external class gke-l7-regional-external-managed (also
+  llm-d/llm-d-router@v0.10.0:config/manifests/gateway/gke/gateway.yaml).
+- pulumi-gcp 10.2.0 container/_inputs.py ClusterGatewayApiConfigArgs(channel: CHANNEL_DISABLED |
+  CHANNEL_EXPERIMENTAL | CHANNEL_STANDARD), ClusterAddonsConfigHttpLoadBalancingArgs(disabled);
+  compute/subnetwork.py purpose REGIONAL_MANAGED_PROXY, role "only used when purpose is REGIONAL_MANAGED_PROXY".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stacks import gateway
+from stacks.config import ConfigError, parse_stack_config
+from stacks.versions import CRDS, INFERENCE_POOL_CRD
+from tests.conftest import make_config
+from tooling.k8s_objects import kubernetes_objects
+from tooling.schemas import crd_dir, validate_objects
+
+CLUSTER = "gcp:container/cluster:Cluster"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+needs_crds = pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+
+
+def parse(gateway_config: dict[str, Any], network: dict[str, Any] | None = None):
+    cfg = make_config(tpu_serving__gateway=gateway_config)
+    if network is not None:
+        cfg["tpu-serving:cluster"] = {"network": network}
+    raw = {k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("tpu-serving:")}
+    return parse_stack_config(
+        raw, stack="dev", pulumi_project="tpu-serving", gcp_project=cfg["gcp:project"], region=cfg["gcp:region"]
+    )
+
+
+def problems(gateway_config: dict[str, Any], network: dict[str, Any] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        parse(gateway_config, network)
+    return [str(p) for p in err.value.problems]
+
+
+EXISTING = {"create": False, "network": "shared", "subnetwork": "shared-us-east5", "nat": False}
+
+
+def test_defaults_off_and_internal():
+    cfg = parse({})
+    assert cfg.gateway.enabled is False and cfg.gateway.exposure == "internal"
+    assert cfg.proxy_subnet_created is False
+
+
+def test_external_needs_source_ranges_or_a_cloud_armor_policy():
+    assert problems({"enabled": True, "exposure": "external"}) == [
+        "tpu-serving:gateway.exposure: external needs sourceRanges (client CIDRs; every other source is denied) or "
+        "cloudArmorPolicy (an existing regional Cloud Armor policy); the gateway is never open to the internet by "
+        "default"
+    ]
+    assert parse({"enabled": True, "exposure": "external", "sourceRanges": ["203.0.113.0/24"]}).gateway.source_ranges
+    assert parse({"enabled": True, "exposure": "external", "cloudArmorPolicy": "llm-clients"}).gateway
+
+
+def test_every_gateway_problem_at_once():
+    found = problems(
+        {
+            "enabled": True,
+            "exposure": "internal",
+            "sourceRanges": ["203.0.113.7/24"],
+            "cloudArmorPolicy": "Bad_Name",
+            "proxySubnetCidr": "10.0.8.0/27",
+        }
+    )
+    joined = "\n".join(found)
+    assert "gateway.sourceRanges[0]: '203.0.113.7/24' is not a valid IPv4 CIDR block" in joined
+    assert "gateway.cloudArmorPolicy: 'Bad_Name' is not a security policy name" in joined
+    assert "gateway.sourceRanges: only for exposure: external" in joined
+    assert "gateway.cloudArmorPolicy: only for exposure: external" in joined
+    # a proxy-only subnet is /26 or larger (https://cloud.google.com/load-balancing/docs/proxy-only-subnets)
+    assert "gateway.proxySubnetCidr: 10.0.8.0/27 is smaller than /26" in joined
+    assert "gateway.proxySubnetCidr: 10.0.8.0/27 overlaps cluster.network.nodesCidr 10.0.0.0/20" in joined
+
+
+def test_both_source_ranges_and_policy_refused():
+    assert problems(
+        {"enabled": True, "exposure": "external", "sourceRanges": ["203.0.113.0/24"], "cloudArmorPolicy": "p"}
+    ) == [
+        "tpu-serving:gateway.cloudArmorPolicy: give sourceRanges or cloudArmorPolicy, not both (a backend has one "
+        "security policy)"
+    ]
+
+
+def test_existing_network_must_say_whether_it_has_a_proxy_only_subnet():
+    (found,) = problems({"enabled": True}, EXISTING)
+    assert found.startswith("tpu-serving:gateway.proxySubnet: required when cluster.network.create is false")
+    assert parse({"enabled": True, "proxySubnet": "existing"}, EXISTING).proxy_subnet_created is False
+    assert parse({"enabled": True, "proxySubnet": "create"}, EXISTING).proxy_subnet_created is True
+    (found,) = problems({"enabled": True, "proxySubnet": "existing"})
+    assert found.startswith("tpu-serving:gateway.proxySubnet: 'existing' needs cluster.network.create: false")
+
+
+def test_disabled_gateway_adds_nothing(run):
+    rec = run(make_config())
+    gke = rec.one(CLUSTER).inputs
+    assert "gatewayApiConfig" not in gke and "httpLoadBalancing" not in gke["addonsConfig"]
+    assert not rec.of_type(GATEWAY) and not [r for r in rec.of_type(SUBNET) if "proxy" in r.name]
+    assert "gateway" not in rec.outputs
+
+
+@pytest.fixture(scope="module")
+def internal():
+    from tooling.offline import run_program
+
+    return run_program(make_config(tpu_serving__gateway={"enabled": True}), stack="dev")
+
+
+def test_cluster_gets_gateway_api_standard_and_http_load_balancing(internal):
+    gke = internal.one(CLUSTER).inputs
+    assert gke["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}
+    assert gke["addonsConfig"]["httpLoadBalancing"] == {"disabled": False}
+    assert gke["networkingMode"] == "VPC_NATIVE"  # Gateway API needs a VPC-native cluster
+
+
+def test_proxy_only_subnet_in_the_stack_vpc_and_region(internal):
+    proxy = internal.one(SUBNET, "network-proxy-only").inputs
+    assert proxy["purpose"] == "REGIONAL_MANAGED_PROXY" and proxy["role"] == "ACTIVE"
+    assert proxy["region"] == "us-east5" and proxy["ipCidrRange"] == "10.24.0.0/23"
+    vpc = internal.one("gcp:compute/network:Network")
+    assert proxy["network"] == internal.one(SUBNET, "network-subnet").inputs["network"]
+    assert vpc.name == "network-vpc"
+    # a proxy-only subnet takes no Private Google Access or secondary ranges
+    assert "privateIpGoogleAccess" not in proxy and "secondaryIpRanges" not in proxy
+
+
+def test_existing_network_with_existing_proxy_subnet_creates_none(run):
+    cfg = make_config(
+        tpu_serving__gateway={"enabled": True, "proxySubnet": "existing"}, tpu_serving__cluster={"network": EXISTING}
+    )
+    rec = run(cfg)
+    assert not [r for r in rec.of_type(SUBNET) if "proxy" in r.name]
+    assert rec.one(GATEWAY)
+
+
+def test_one_gateway_internal_class_waits_for_subnet_and_system_pool(internal):
+    gw = internal.one(GATEWAY)
+    assert gw.inputs["spec"]["gatewayClassName"] == "gke-l7-rilb"
+    assert gw.inputs["metadata"] == {
+        "name": "inference-gateway",
+        "namespace": "inference-gateway",
+        "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"},
+    }
+    (listener,) = gw.inputs["spec"]["listeners"]
+    assert listener["protocol"] == "HTTP" and listener["port"] == 80
+    # no gateway-served workload: routes only from the Gateway's own namespace, which holds none
+    assert listener["allowedRoutes"] == {"namespaces": {"from": "Same"}}
+    deps = set(gw.dependencies)
+    assert internal.one(SUBNET, "network-proxy-only").urn in deps
+    assert internal.one(NODE_POOL, "cluster-system").urn in deps
+    assert internal.one("kubernetes:core/v1:Namespace", "gateway-ns").urn in deps
+
+
+def test_gateway_namespace_enforces_restricted(internal):
+    ns = internal.one("kubernetes:core/v1:Namespace", "gateway-ns").inputs["metadata"]
+    assert ns["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_inference_pool_crd_applied_at_the_pinned_release(internal):
+    crd = internal.one(CONFIG_FILE, "gateway-inferencepool-crd")
+    assert crd.inputs["file"] == (
+        "https://raw.githubusercontent.com/kubernetes-sigs/gateway-api-inference-extension/v1.6.0/"
+        "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"
+    )
+    assert INFERENCE_POOL_CRD in CRDS["gatewayApiInferenceExtension"]["1.6.0"]
+
+
+def test_external_class(run):
+    rec = run(
+        make_config(tpu_serving__gateway={"enabled": True, "exposure": "external", "sourceRanges": ["203.0.113.0/24"]})
+    )
+    assert rec.one(GATEWAY).inputs["spec"]["gatewayClassName"] == "gke-l7-regional-external-managed"
+    assert rec.outputs["gateway"]["exposure"] == "external"
+
+
+def test_route_namespaces_selected_by_name():
+    assert gateway.route_namespace_selector(["b", "a", "b"]) == {
+        "from": "Selector",
+        "selector": {
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["a", "b"]}]
+        },
+    }
+
+
+def test_output_says_how_to_reach_it(internal):
+    out = internal.outputs["gateway"]
+    assert out["gatewayClassName"] == "gke-l7-rilb"
+    assert out["addressCommand"] == (
+        "kubectl get gateway inference-gateway -n inference-gateway -o jsonpath='{.status.addresses[0].value}'"
+    )
+    assert any("gateway.enabled=true but no workload is served" in w for w in internal.warnings)
+
+
+@needs_crds
+@pytest.mark.parametrize("routes", [[], ["serving", "llm"]])
+@pytest.mark.parametrize("exposure", ["internal", "external"])
+def test_gateway_validates_against_the_gateway_api_crd(exposure, routes):
+    report = validate_objects([gateway.gateway_manifest(exposure, routes)], "1.34")
+    assert report.errors == [] and report.unchecked == [] and report.checked == 1
+
+
+@needs_crds
+def test_registered_objects_validate(internal):
+    objects = kubernetes_objects(internal)
+    report = validate_objects(objects, "1.34")
+    assert report.errors == [] and report.unchecked == []
