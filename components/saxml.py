@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
+from stacks.bucket_access import prefix_condition
 from stacks.workloads import saxml
 
 
@@ -34,6 +36,7 @@ class Saxml(ServingWorkload):
         namespace: pulumi.Resource | None,
         jobset_release: Sequence[pulumi.Resource],
         node_pools: Sequence[pulumi.Resource],
+        node_service_account: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(
@@ -43,6 +46,30 @@ class Saxml(ServingWorkload):
 
         # Admin, model and HTTP servers read and write the cell state under sax-root in the stack bucket.
         identity = self.identity(project=project, stack=stack, bucket=bucket, bucket_roles=["roles/storage.objectUser"])
+
+        # The model servers (host network) act as their pool's own node service account: it gets SAX_ROOT's prefix
+        # and the models' checkpoints, nothing else (stacks.workloads.saxml.SaxmlPlan.node_grants).
+        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
+        node_grants = []
+        for grant_bucket, role, prefix in plan.node_grants():
+            target = grant_bucket or plan.bucket
+            suffix = role.split(".")[-1].lower() + (f"-{prefix.strip('/').replace('/', '-')}" if prefix else "")
+            node_grants.append(
+                gcp.storage.BucketIAMMember(
+                    f"{name}-nodes-{grant_bucket + '-' if grant_bucket else ''}{suffix}",
+                    gcp.storage.BucketIAMMemberArgs(
+                        bucket=grant_bucket or bucket,
+                        role=role,
+                        member=member,
+                        condition=(
+                            gcp.storage.BucketIAMMemberConditionArgs(**prefix_condition(target, prefix))
+                            if prefix
+                            else None
+                        ),
+                    ),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
 
         admin = saxml.admin_deployment(plan)
         admin_server = k8s.apps.v1.Deployment(
@@ -56,7 +83,7 @@ class Saxml(ServingWorkload):
             metadata=jobset["metadata"],
             spec=jobset["spec"],
             # never before the JobSet CRD/webhook and the slices; after the admin server they register with
-            opts=self.k8s_opts(*jobset_release, *node_pools, identity.ksa, admin_server),
+            opts=self.k8s_opts(*jobset_release, *node_pools, *node_grants, identity.ksa, admin_server),
         )
         policy = saxml.model_server_network_policy(plan)
         k8s.networking.v1.NetworkPolicy(

@@ -944,7 +944,7 @@ def _check_generation(
 # (camelCase keys under tpu-serving:addons)
 WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset", "pathways-job": "pathwaysJob"}
 # Workload types whose pods run on the host network as the node's identity: their TPU pool serves them alone.
-EXCLUSIVE_POOL_TYPES = {"pathways-job"}
+EXCLUSIVE_POOL_TYPES = {"pathways-job", "saxml"}
 PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 WORKLOAD_NAME_MAX = 40

@@ -112,7 +112,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             f"workload-{plan.name}-nodes",
             account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
             project=cfg.gcp_project,
-            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
+            display_name=naming.service_account_display_name(f"{plan.namespace}/{plan.name} nodes ({cfg.stack})"),
             description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
         )
         for plan in cfg.workloads
@@ -187,7 +187,12 @@ def build_platform(cfg: StackConfig) -> Platform:
         if plan.workload.type == "jetstream-pathways":
             workloads[plan.name] = JetStreamPathways(name, lws_release=addons.dependency("lws"), **common)
         elif plan.workload.type == "saxml":
-            workloads[plan.name] = Saxml(name, jobset_release=addons.dependency("jobset"), **common)
+            workloads[plan.name] = Saxml(
+                name,
+                jobset_release=addons.dependency("jobset"),
+                node_service_account=own_nodes[plan.pool.name].email,
+                **common,
+            )
         elif plan.workload.type == "jetstream":
             workloads[plan.name] = JetStream(name, adapter=monitoring.adapter_resources, **common)
         elif plan.workload.type == "pathways-job":

@@ -162,7 +162,8 @@ def test_http_exposure(run, http, service_type, annotations, source_ranges):
 
 def test_iam_is_bucket_scoped_and_member_level(run):
     rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()]))
-    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    bindings = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    (binding,) = [b for b in bindings if "nodes" not in b.name]  # the Workload Identity of admin and HTTP servers
     assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
     assert binding.inputs["role"] == "roles/storage.objectUser"
     project_roles = [m.inputs["role"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")]
@@ -386,3 +387,40 @@ def test_publish_script_retries_every_call(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cell in sync" in done.stdout
     assert seen.count("/listall") == 2 and seen.count("/publish") == 2 and "/unpublish" in seen
+
+
+def test_model_servers_get_a_node_identity_of_their_own_limited_to_sax_root(run):
+    """Host-network pods act as their node's identity: GKE does not apply Workload Identity to them
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#restrictions: "Pods running on the
+    host network (hostNetwork: true) don't use Workload Identity Federation for GKE"). So the Saxml pool's nodes
+    run as a service account of the workload's own, whose only storage access is SAX_ROOT's prefix (and the models'
+    checkpoints), and the model servers start only after that grant exists."""
+    models = [{"model": "m", "modelPath": "a.B", "checkpoint": "gs://tpu-test-project-tpu-serving-dev/ckpt/m"}]
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(models=models)]))
+    account = rec.one("gcp:serviceaccount/account:Account", "workload-sax-nodes-sa")
+    email = f"{account.inputs['accountId']}@tpu-test-project.iam.gserviceaccount.com"
+    pools = {r.name: r for r in rec.of_type("gcp:container/nodePool:NodePool")}
+    assert pools["tpu-p-s0"].inputs["nodeConfig"]["serviceAccount"] == email
+    assert pools["cluster-system"].inputs["nodeConfig"]["serviceAccount"] != email
+    grants = {b.name: b for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if "-nodes-" in b.name}
+    sax_root = grants["workload-sax-nodes-objectuser-sax-root"].inputs
+    assert sax_root["role"] == "roles/storage.objectUser"
+    assert (
+        'startsWith("projects/_/buckets/tpu-test-project-tpu-serving-dev/objects/sax-root/")'
+        in (sax_root["condition"]["expression"])
+    )
+    checkpoint = grants["workload-sax-nodes-objectviewer-ckpt-m"].inputs
+    assert (
+        checkpoint["role"] == "roles/storage.objectViewer"
+        and "objects/ckpt/m/" in checkpoint["condition"]["expression"]
+    )
+    jobset = rec.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    for grant in grants.values():
+        assert grant.urn in jobset.dependencies
+
+
+def test_saxml_pool_serves_saxml_alone(run):
+    other = {"type": "pathways-job", "name": "pw", "pool": "p"}
+    with pytest.raises(pulumi.RunError) as err:
+        run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(), other]))
+    assert "so its pool serves it alone" in str(err.value)

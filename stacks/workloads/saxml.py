@@ -32,6 +32,7 @@ MODEL_PORT = 10001
 # TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
 TPU_RUNTIME_PORT = 8471
 HTTP_PORT = 8888
+SAX_ROOT_PREFIX = "sax-root/"
 CELL_RE = re.compile(r"/sax/[a-z0-9][a-z0-9_-]{0,62}")
 SAX_WEIGHT_BITS = 16
 
@@ -50,7 +51,29 @@ class SaxmlPlan(WorkloadPlan):
 
     @property
     def sax_root(self) -> str:
-        return f"gs://{self.bucket}/sax-root"
+        return f"gs://{self.bucket}/{SAX_ROOT_PREFIX.rstrip('/')}"
+
+    @property
+    def owns_pool(self) -> bool:
+        """The model servers run on the host network, so they act as their nodes' identity: the pool serves this
+        workload alone, with a node service account of its own (stacks/stack.py)."""
+        return True
+
+    def node_grants(self) -> list[tuple[str | None, str, str | None]]:
+        """(bucket, role, prefix) the model servers' node identity needs; bucket None = the stack bucket, prefix
+        None = the whole bucket. SAX_ROOT for the cell state; each model's gs:// checkpoint, read-only (limited to
+        its prefix in the stack bucket; elsewhere the bucket, which may lack the uniform access IAM conditions need)."""
+        grants: list[tuple[str | None, str, str | None]] = [(None, "roles/storage.objectUser", SAX_ROOT_PREFIX)]
+        for model in self.workload.models or []:
+            if not model.checkpoint.startswith("gs://"):
+                continue
+            bucket, _, path = model.checkpoint[5:].partition("/")
+            if bucket == self.bucket:
+                prefix = path.rstrip("/") + "/" if path else None
+                grants.append((None, "roles/storage.objectViewer", prefix))
+            else:
+                grants.append((bucket, "roles/storage.objectViewer", None))
+        return list(dict.fromkeys(grants))
 
     @property
     def hosts_needed(self) -> int:
@@ -229,8 +252,13 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     pod_spec = {
         "serviceAccountName": plan.service_account,
         # The Saxml model server's TPU runtime (multi-host ICI on port 8471) needs the host network and a
-        # privileged container, as in the upstream tutorial. This pod template is the only one in the stack
-        # that gets either.
+        # privileged container, as in the upstream tutorial (kubernetes-engine-samples
+        # ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml); no upstream source (the tutorial, the saxml
+        # repository at v1.1.0/v1.2.0) shows a multi-host model server without them, so they stay until a real
+        # deploy shows otherwise. Consequence: "Pods running on the host network (hostNetwork: true) don't use
+        # Workload Identity Federation for GKE" (https://cloud.google.com/kubernetes-engine/docs/concepts/
+        # workload-identity#restrictions), so the model servers act as their pool's node service account, which the
+        # stack makes per Saxml workload with access to SAX_ROOT's prefix only (node_grants, owns_pool).
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
         "nodeSelector": plan.pool.node_selector,
