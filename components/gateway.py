@@ -7,13 +7,23 @@ proxy-only subnet its regional load balancer takes proxy addresses from.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.addons import release_args
 from stacks import gateway, naming, pod_security
-from stacks.versions import INFERENCE_POOL_CRD
+from stacks.gateway import GatewayBackend
+from stacks.versions import INFERENCE_POOL_CRD, LLM_D_ROUTER
+
+# Cloud Armor: at most 10 source IP ranges per rule (basic match condition, srcIpRanges),
+# https://cloud.google.com/armor/docs/security-policy-overview#match_conditions ; the default rule has the lowest
+# priority, 2147483647.
+RANGES_PER_RULE = 10
+DEFAULT_RULE_PRIORITY = 2147483647
 
 
 class InferenceGateway(pulumi.ComponentResource):
@@ -29,11 +39,22 @@ class InferenceGateway(pulumi.ComponentResource):
         route_namespaces: list[str],
         kubernetes_minor: str,
         provider: k8s.Provider,
+        project: str,
+        region: str,
+        resource_prefix: str,
+        system_selector: dict[str, str],
+        source_ranges: Sequence[str] = (),
+        cloud_armor_policy: str | None = None,
         after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`after`: the system pool and the proxy-only subnet (when the stack creates it)."""
+        """`after`: the system pool and the proxy-only subnet (when the stack creates it). `source_ranges`: an
+        external gateway's allowed clients (a regional Cloud Armor policy); `cloud_armor_policy`: an existing one."""
         super().__init__("tpu-serving:gateway:InferenceGateway", name, None, opts)
+        self._name = name
+        self._provider = provider
+        self._after = list(after)
+        self._system_selector = system_selector
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after))
         # Holds only the Gateway (no pods): the strictest Pod Security level.
         namespace = k8s.core.v1.Namespace(
@@ -58,6 +79,85 @@ class InferenceGateway(pulumi.ComponentResource):
             spec=manifest["spec"],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
+        self.security_policy: pulumi.Input[str] | None = cloud_armor_policy
+        if source_ranges:
+            self.security_policy = self._allow_only(
+                f"{resource_prefix}-gateway", project=project, region=region, ranges=list(source_ranges)
+            ).name
+        self.commands: dict[str, str] = {}
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
+
+    def _allow_only(self, policy_name: str, *, project: str, region: str, ranges: list[str]):
+        """A regional Cloud Armor policy that lets `ranges` through and denies every other source (403)."""
+        chunks = [ranges[i : i + RANGES_PER_RULE] for i in range(0, len(ranges), RANGES_PER_RULE)]
+
+        def rule(priority: int, action: str, src: list[str], description: str):
+            return gcp.compute.RegionSecurityPolicyRuleArgs(
+                priority=priority,
+                action=action,
+                description=description,
+                match=gcp.compute.RegionSecurityPolicyRuleMatchArgs(
+                    versioned_expr="SRC_IPS_V1",
+                    config=gcp.compute.RegionSecurityPolicyRuleMatchConfigArgs(src_ip_ranges=src),
+                ),
+            )
+
+        return gcp.compute.RegionSecurityPolicy(
+            f"{self._name}-armor",
+            gcp.compute.RegionSecurityPolicyArgs(
+                name=policy_name,
+                project=project,
+                region=region,
+                type="CLOUD_ARMOR",
+                description="tpu-serving: clients allowed through the inference gateway (tpu-serving:gateway.sourceRanges)",
+                rules=[
+                    *(
+                        rule(1000 + i, "allow", chunk, "tpu-serving:gateway.sourceRanges")
+                        for i, chunk in enumerate(chunks)
+                    ),
+                    rule(DEFAULT_RULE_PRIORITY, "deny(403)", ["*"], "every other source"),
+                ],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def serve(self, backend: GatewayBackend, *, namespace: pulumi.Resource, paused: bool) -> dict[str, str]:
+        """Route one workload through the Gateway: the endpoint picker chart (its InferencePool, picker and GKE
+        policies), an HTTPRoute, and the Cloud Armor policy on its backend. Paused: nothing (the Gateway stays and
+        routes nothing). Returns the workload's gateway commands."""
+        if paused:
+            return {}
+        prefix = f"{self._name}-{backend.name}"
+        opts = pulumi.ResourceOptions(parent=self, provider=self._provider)
+        chart = dataclasses.replace(LLM_D_ROUTER, namespace=backend.namespace, release_name=backend.name)
+        release = k8s.helm.v3.Release(
+            f"{prefix}-router",
+            release_args(chart, gateway.router_values(backend, self._system_selector), create_namespace=False),
+            # the InferencePool CRD first; GKE's HealthCheckPolicy/GCPBackendPolicy CRDs come with the Gateway API
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=[namespace, self.inference_pool_crd, *self._after])
+            ),
+        )
+        route = gateway.http_route_manifest(backend)
+        k8s.apiextensions.CustomResource(
+            f"{prefix}-route",
+            api_version=route["apiVersion"],
+            kind=route["kind"],
+            metadata=route["metadata"],
+            spec=route["spec"],
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, self.gateway])),
+        )
+        if self.security_policy is not None:
+            # The chart's GCPBackendPolicy (named after the release, targeting the InferencePool) gets the policy:
+            # GCPBackendPolicy spec.default.securityPolicy (https://googlecloudplatform.github.io/gke-gateway-api).
+            k8s.apiextensions.CustomResourcePatch(
+                f"{prefix}-armor",
+                api_version="networking.gke.io/v1",
+                kind="GCPBackendPolicy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=backend.name, namespace=backend.namespace),
+                spec={"default": {"securityPolicy": self.security_policy}},
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release])),
+            )
+        return {"gatewayCurl": gateway.curl_command(backend), "modelHeader": f"{gateway.MODEL_HEADER}: {backend.model}"}

@@ -9,9 +9,13 @@ the pod's HTTP port on a TPU host.
 
 from __future__ import annotations
 
+import json
+import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming
+from stacks.versions import LLM_D_ROUTER
 
 # GatewayClass per exposure. Both are regional Application Load Balancers whose proxies live in a proxy-only subnet
 # (REGIONAL_MANAGED_PROXY) of the cluster's VPC and region:
@@ -85,3 +89,144 @@ def gateway_summary(exposure: str, route_namespaces: list[str]) -> dict[str, Any
         "routeNamespaces": sorted(set(route_namespaces)),
         "addressCommand": address_command(),
     }
+
+
+# ---- per workload: InferencePool, endpoint picker, HTTPRoute --------------------------------------------------
+
+# Model selection: each workload's HTTPRoute matches this header, exactly the served model name (the "model" of
+# the OpenAI request body). It is the header the llm-d gateway chart's own HTTPRoute matches for a base model
+# (llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/httproute.yaml, httpRoute.baseModel),
+# the one a body-based router would set from the body; here the client sends it.
+MODEL_HEADER = "X-Gateway-Base-Model-Name"
+INFERENCE_API = "inference.networking.k8s.io"
+# The endpoint picker's ext-proc gRPC port (routerlib values.yaml router.epp.extProcPort) and gRPC health port
+# (templates/_gke.yaml: "The GKE gateway controller health-checks the EPP backend on gRPC port 9003 by default").
+EPP_EXT_PROC_PORT = 9002
+EPP_HEALTH_PORT = 9003
+# The picker's CPU and memory: the chart's default asks 8 CPUs and 8Gi (routerlib values.yaml), more than a
+# system node of the default machine type (e2-standard-4) has; one workload's picker needs far less.
+EPP_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}
+
+
+@dataclass(frozen=True)
+class GatewayBackend:
+    """Where the gateway finds one workload: its serving pods (the leaders of a multi-host LeaderWorkerSet), their
+    HTTP port, and the model name they serve."""
+
+    name: str  # the workload's name: the InferencePool and the endpoint picker release are named after it
+    namespace: str
+    selector: dict[str, str]
+    port: int
+    model: str
+
+
+def epp_name(release: str) -> str:
+    """The picker's Deployment and Service name (routerlib _helpers.tpl llm-d-router.name: release, lowercased,
+    at most 40 characters, + "-epp")."""
+    return f"{release.lower().strip()[:40]}-epp"
+
+
+def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> dict[str, Any]:
+    """Values of the llm-d-router-gateway chart for one workload (every key exists in the chart's values.yaml or
+    its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the
+    serving pods on their port, the endpoint picker for it, and with provider gke the HealthCheckPolicy (HTTP
+    /health on the pods' port) and GCPBackendPolicy GKE's load balancer reads."""
+    return {
+        "provider": {"name": "gke"},
+        "router": {
+            "modelServers": {
+                "matchLabels": dict(backend.selector),
+                "targetPorts": [{"number": backend.port}],
+                "type": "vllm",
+                "protocol": "http",
+            },
+            "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            "epp": {
+                "replicas": 1,
+                "image": {
+                    # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
+                    "registry": LLM_D_ROUTER.image_repository.rsplit("/", 1)[0],
+                    "repository": LLM_D_ROUTER.image_repository.rsplit("/", 1)[1],
+                    "tag": LLM_D_ROUTER.image_tag,
+                    "pullPolicy": "IfNotPresent",
+                },
+                "resources": EPP_RESOURCES,
+                # the picker is a CPU pod: the system pool, never a TPU node
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": k, "operator": "In", "values": [v]}
+                                        for k, v in sorted(system_selector.items())
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        },
+    }
+
+
+def inference_pool_manifest(backend: GatewayBackend) -> dict[str, Any]:
+    """The InferencePool the chart renders from `router_values` (routerlib templates/_inferencepool.yaml at
+    v0.10.0): shown in the render and validated against the CRD; the chart, not the stack, applies it."""
+    return {
+        "apiVersion": f"{INFERENCE_API}/v1",
+        "kind": "InferencePool",
+        "metadata": {"name": backend.name, "namespace": backend.namespace},
+        "spec": {
+            "targetPorts": [{"number": backend.port}],
+            "appProtocol": "http",
+            "selector": {"matchLabels": dict(backend.selector)},
+            "endpointPickerRef": {
+                "name": epp_name(backend.name),
+                "port": {"number": EPP_EXT_PROC_PORT},
+                "failureMode": "FailOpen",
+            },
+        },
+    }
+
+
+def http_route_manifest(backend: GatewayBackend) -> dict[str, Any]:
+    """The workload's route: requests to the stack's Gateway whose model header names this workload's model go to
+    its InferencePool (the endpoint picker chooses the pod)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": backend.name, "namespace": backend.namespace, "labels": dict(naming.MANAGED_BY_LABELS)},
+        "spec": {
+            "parentRefs": [
+                {
+                    "group": "gateway.networking.k8s.io",
+                    "kind": "Gateway",
+                    "name": GATEWAY_NAME,
+                    "namespace": GATEWAY_NAMESPACE,
+                    "sectionName": LISTENER_NAME,
+                }
+            ],
+            "rules": [
+                {
+                    "matches": [
+                        {
+                            "path": {"type": "PathPrefix", "value": "/"},
+                            "headers": [{"type": "Exact", "name": MODEL_HEADER, "value": backend.model}],
+                        }
+                    ],
+                    "backendRefs": [{"group": INFERENCE_API, "kind": "InferencePool", "name": backend.name}],
+                }
+            ],
+        },
+    }
+
+
+def curl_command(backend: GatewayBackend) -> str:
+    """One completion through the Gateway (from where the Gateway is reachable)."""
+    body = json.dumps({"model": backend.model, "prompt": "What is a TPU?", "max_tokens": 64})
+    return (
+        f'curl -s "http://$({address_command()})/v1/completions" -H "Content-Type: application/json" '
+        f"-H {shlex.quote(f'{MODEL_HEADER}: {backend.model}')} -d {shlex.quote(body)}"
+    )

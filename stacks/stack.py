@@ -169,8 +169,20 @@ def build_platform(cfg: StackConfig) -> Platform:
             route_namespaces=[w.namespace for w in cfg.gateway_workloads],
             kubernetes_minor=cfg.kubernetes_minor,
             provider=cluster.provider,
+            project=cfg.gcp_project,
+            region=cfg.region,
+            resource_prefix=cfg.cluster_name,
+            system_selector=naming.SYSTEM_POOL_SELECTOR,
+            source_ranges=cfg.gateway.source_ranges,
+            cloud_armor_policy=cfg.gateway.cloud_armor_policy,
             after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
         )
+        for plan in cfg.gateway_workloads:
+            inference_gateway.commands[plan.name] = inference_gateway.serve(
+                plan.gateway_backend(),
+                namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
+                paused=cfg.paused,
+            )
     workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:
         common = dict(
@@ -242,8 +254,13 @@ def build_stack(cfg: StackConfig) -> Platform:
         pulumi.log.warn(f"cost estimate: {warning}")
     pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
     if cfg.gateway.enabled:
+        assert platform.gateway is not None
         pulumi.export(
-            "gateway", gateway.gateway_summary(cfg.gateway.exposure, [w.namespace for w in cfg.gateway_workloads])
+            "gateway",
+            {
+                **gateway.gateway_summary(cfg.gateway.exposure, [w.namespace for w in cfg.gateway_workloads]),
+                "routes": platform.gateway.commands,
+            },
         )
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)

@@ -270,27 +270,14 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
 INFERENCE_POOL_CRD: CrdFile = next(iter(CRDS["gatewayApiInferenceExtension"].values()))[0]
 
 
-@dataclass(frozen=True)
-class RouterChart:
-    """The endpoint picker (llm-d router) chart for Gateway mode and the picker image it runs."""
-
-    chart: str
-    version: str
-    image_registry: str
-    image_repository: str
-    image_tag: str
-
-
-# llm-d/llm-d-router@v0.10.0: .github/ISSUE_TEMPLATE/new-release.md publishes the gateway chart at
-# oci://ghcr.io/llm-d/charts/llm-d-router-gateway with version ${VERSION} (the tag, "v0.10.0": hack/push-chart.sh
-# packages with --version "${EXTRA_TAG}") and the picker at ghcr.io/llm-d/llm-d-router-endpoint-picker:${VERSION}.
-# Serves the ext-proc gRPC port 9002 and gRPC health 9003 (config/charts/routerlib/values.yaml, templates/_gke.yaml).
-LLM_D_ROUTER = RouterChart(
+# One release per gateway-served workload, in the workload's namespace and named after it (set per release).
+LLM_D_ROUTER = ChartVersion(
     chart="oci://ghcr.io/llm-d/charts/llm-d-router-gateway",
     version="v0.10.0",
-    image_registry="ghcr.io/llm-d",
-    image_repository="llm-d-router-endpoint-picker",
+    image_repository="ghcr.io/llm-d/llm-d-router-endpoint-picker",
     image_tag="v0.10.0",
+    namespace="",
+    release_name="",
 )
 
 

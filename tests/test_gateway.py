@@ -222,3 +222,117 @@ def test_registered_objects_validate(internal):
     objects = kubernetes_objects(internal)
     report = validate_objects(objects, "1.34")
     assert report.errors == [] and report.unchecked == []
+
+
+# ---- per workload: the endpoint picker chart, InferencePool, HTTPRoute ----------------------------------------
+
+CHARTS = "llm-d-router-v0.10.0/config/charts"
+BACKEND = gateway.GatewayBackend(
+    name="llama",
+    namespace="serving",
+    selector={"leaderworkerset.sigs.k8s.io/name": "llama", "role": "leader"},
+    port=8000,
+    model="meta-llama/Llama-3.1-70B-Instruct",
+)
+
+
+def _chart_defaults() -> tuple[dict[str, Any], str, str]:
+    """The gateway chart's values with routerlib's under `router` (Chart.yaml: dependency routerlib, alias router),
+    and the raw texts (for keys the chart documents commented out)."""
+    import yaml
+
+    from tests.conftest import reference_dir
+
+    base = reference_dir() / CHARTS
+    gateway_text = (base / "llm-d-router-gateway/values.yaml").read_text()
+    routerlib_text = (base / "routerlib/values.yaml").read_text()
+    values = yaml.safe_load(gateway_text)
+    router = yaml.safe_load(routerlib_text)
+    for key, value in (values.get("router") or {}).items():
+        if value is not None:
+            router[key] = value
+    values["router"] = router
+    return values, gateway_text, routerlib_text
+
+
+def _missing_keys(given: dict[str, Any], defaults: Any, path: str = "") -> list[str]:
+    """Paths of `given` absent from the chart's values; maps whose default is empty ({}: affinity, resources) are
+    the user's to fill and are not descended into."""
+    missing = []
+    for key, value in given.items():
+        where = f"{path}.{key}" if path else key
+        if not isinstance(defaults, dict) or key not in defaults:
+            missing.append(where)
+        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key]:
+            missing += _missing_keys(value, defaults[key], where)
+    return missing
+
+
+def test_router_values_keys_exist_in_the_pinned_chart():
+    # llm-d/llm-d-router@v0.10.0 config/charts/llm-d-router-gateway/values.yaml and routerlib/values.yaml
+    defaults, gateway_text, _ = _chart_defaults()
+    values = gateway.router_values(BACKEND, {"tpu-serving/role": "system"})
+    missing = _missing_keys(values, defaults)
+    # matchLabels is documented commented out ("# matchLabels: # REQUIRED") and required by the chart's
+    # validation (templates/_validations.tpl: ".Values.router.modelServers.matchLabels is required")
+    assert missing == ["router.modelServers.matchLabels"]
+    assert "# matchLabels: # REQUIRED" in gateway_text
+    assert defaults["provider"]["name"] == "none" and values["provider"] == {"name": "gke"}
+
+
+def test_router_values_select_exactly_the_serving_pods_and_port():
+    values = gateway.router_values(BACKEND, {"tpu-serving/role": "system"})["router"]
+    assert values["modelServers"]["matchLabels"] == BACKEND.selector
+    assert values["modelServers"]["targetPorts"] == [{"number": 8000}]
+    # HTTP: the chart's GKE HealthCheckPolicy then checks HTTP /health on that port (templates/gke.yaml)
+    assert values["modelServers"]["protocol"] == "http" and values["modelServers"]["type"] == "vllm"
+    assert values["epp"]["image"] == {
+        "registry": "ghcr.io/llm-d",
+        "repository": "llm-d-router-endpoint-picker",
+        "tag": "v0.10.0",
+        "pullPolicy": "IfNotPresent",
+    }
+    (term,) = values["epp"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term == {"matchExpressions": [{"key": "tpu-serving/role", "operator": "In", "values": ["system"]}]}
+
+
+def test_inference_pool_is_what_the_chart_renders_and_selects_the_serving_pods():
+    pool = gateway.inference_pool_manifest(BACKEND)
+    # routerlib templates/_inferencepool.yaml at v0.10.0: name = release, targetPorts from modelServers.targetPorts,
+    # appProtocol http, selector.matchLabels, endpointPickerRef <release>-epp port 9002, failureMode FailOpen
+    assert pool["metadata"] == {"name": "llama", "namespace": "serving"}
+    assert pool["spec"]["selector"] == {"matchLabels": BACKEND.selector}
+    assert pool["spec"]["targetPorts"] == [{"number": 8000}]
+    assert pool["spec"]["endpointPickerRef"] == {
+        "name": "llama-epp",
+        "port": {"number": 9002},
+        "failureMode": "FailOpen",
+    }
+    assert gateway.epp_name("A" * 50) == "a" * 40 + "-epp"
+
+
+def test_route_sends_the_model_header_to_the_pool_through_the_stack_gateway():
+    route = gateway.http_route_manifest(BACKEND)
+    (parent,) = route["spec"]["parentRefs"]
+    assert (parent["name"], parent["namespace"], parent["sectionName"]) == (
+        "inference-gateway",
+        "inference-gateway",
+        "http",
+    )
+    (rule,) = route["spec"]["rules"]
+    assert rule["backendRefs"] == [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "llama"}]
+    assert rule["matches"][0]["headers"] == [
+        {"type": "Exact", "name": "X-Gateway-Base-Model-Name", "value": "meta-llama/Llama-3.1-70B-Instruct"}
+    ]
+    curl = gateway.curl_command(BACKEND)
+    assert "/v1/completions" in curl and "'X-Gateway-Base-Model-Name: meta-llama/Llama-3.1-70B-Instruct'" in curl
+    assert '"model": "meta-llama/Llama-3.1-70B-Instruct"' in curl
+
+
+@needs_crds
+def test_pool_and_route_validate_against_their_crds():
+    objects = [gateway.inference_pool_manifest(BACKEND), gateway.http_route_manifest(BACKEND)]
+    report = validate_objects(objects, "1.34")
+    assert report.errors == [] and report.unchecked == [] and report.checked == 2
