@@ -84,7 +84,8 @@ class InferenceGateway(pulumi.ComponentResource):
             self.security_policy = self._allow_only(
                 f"{resource_prefix}-gateway", project=project, region=region, ranges=list(source_ranges)
             ).name
-        self.commands: dict[str, str] = {}
+        self.commands: dict[str, dict[str, str]] = {}
+        """Per served workload: its gateway commands (the `gateway.routes` output)."""
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
