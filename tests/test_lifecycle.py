@@ -86,7 +86,11 @@ def test_paused_keeps_everything_that_holds_data_with_the_same_names(pause_pair)
     running, stopped = pause_pair
     assert kept(running) == kept(stopped)
     removed = {r.urn for r in running.resources} - {r.urn for r in stopped.resources}
-    assert all("HorizontalPodAutoscaler" in urn or "batch/v1:Job" in urn for urn in removed), removed
+    # a PathwaysJob has no suspend field (google/pathways-job@v0.1.4:api/v1/pathwaysjob_types.go PathwaysJobSpec):
+    # pausing removes it, and the controller's JobSet goes with it (owner reference)
+    assert all(
+        "HorizontalPodAutoscaler" in urn or "batch/v1:Job" in urn or ":PathwaysJob::" in urn for urn in removed
+    ), removed
     assert data_names(running) == data_names(stopped)
 
 
@@ -159,7 +163,8 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
     before = run_program(config, stack="all-in-one")
     monkeypatch.setitem(versions.IMAGES, "saxHttp", "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.9.9")
     monkeypatch.setitem(versions.IMAGES, "maxengineServer", "example.com/maxengine-server:v9")
-    upgraded = {**config, "tpu-serving:addons": {"lws": {"version": "0.10.0"}, "jobset": {"version": "0.12.0"}}}
+    addons = {**config.get("tpu-serving:addons", {}), "lws": {"version": "0.10.0"}, "jobset": {"version": "0.12.0"}}
+    upgraded = {**config, "tpu-serving:addons": addons}
     after = run_program(upgraded, stack="all-in-one")
     assert infrastructure(before) == infrastructure(after)
     changed = {
