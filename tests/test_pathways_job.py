@@ -305,6 +305,13 @@ def test_outputs_say_how_to_follow_the_job():
     assert "portForward" not in batch and batch["headLogs"].endswith("-c main")
 
 
+def test_two_interactive_jobs_forward_to_local_ports_of_their_own():
+    parsed = parse(pools=[pool(), pool(name="q")], workloads=[workload(), workload(name="pw2", pool="q")])
+    first, second = (pj.commands(p) for p in parsed.workloads)
+    assert first["portForward"].endswith(" 29000:29000") and "grpc://localhost:29000 " in first["connect"]
+    assert second["portForward"].endswith(" 29001:29000") and "grpc://localhost:29001 " in second["connect"]
+
+
 def test_cost_counts_the_pool_and_the_head():
     est = cost.estimate(parse())
     assert est.workloads["pw"] == round(16 * cost.chip_price("v6e", "on-demand"), 4)

@@ -131,6 +131,11 @@ class PathwaysJobPlan(WorkloadPlan):
     def labels(self) -> dict[str, str]:
         return {"app": self.name}
 
+    @property
+    def forwarded_ports(self) -> tuple[int, ...]:
+        """An interactive job's `portForward` forwards the proxy."""
+        return (PROXY_PORT,) if self.interactive else ()
+
     def pod_manifests(self) -> list[dict[str, Any]]:
         """The pods of this workload, for its namespace's Pod Security level: the ones the controller makes."""
         return controller_pods(self)
@@ -297,11 +302,12 @@ def commands(plan: PathwaysJobPlan) -> dict[str, str]:
         ),
     }
     if plan.interactive:
+        local = plan.local_port(PROXY_PORT)
         out["portForward"] = (
-            f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l {head} -o name) {PROXY_PORT}:{PROXY_PORT}"
+            f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l {head} -o name) {local}:{PROXY_PORT}"
         )
         out["connect"] = (
-            f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://localhost:{PROXY_PORT} python -c "
+            f"JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://localhost:{local} python -c "
             "'import pathwaysutils, jax; pathwaysutils.initialize(); print(jax.devices())'"
         )
     return out
