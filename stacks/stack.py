@@ -112,7 +112,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             f"workload-{plan.name}-nodes",
             account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
             project=cfg.gcp_project,
-            display_name=naming.service_account_display_name(f"{plan.namespace}/{plan.name} nodes ({cfg.stack})"),
+            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
             description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
         )
         for plan in cfg.workloads
