@@ -122,6 +122,13 @@ def test_capacity_modes(run):
         assert flex["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": max_nodes}
         assert flex["initialNodeCount"] == 0
         assert flex["management"]["autoRepair"] is False
+        # Plain flex-start, never queued provisioning: GKE does not require it for flex-start TPUs, multi-host
+        # included (GoogleCloudPlatform/cluster-toolkit@3d6360a examples/gke-consumption-options/dws-flex-start/
+        # gke-tpu-7x: a 2x2x2 tpu7x flex-start pool without it), and queued-provisioning nodes are tainted
+        # cloud.google.com/gke-queued and come up only for pods admitted through a ProvisioningRequest
+        # (cluster-toolkit@58a864a .../dws-flex-start-queued-provisioning/gke-tpu-7x/README.md), which no serving
+        # workload of this stack creates: it would wait forever.
+        assert "queuedProvisioning" not in flex
 
 
 def test_tpu_pools_never_get_system_labels_and_system_pool_has_no_tpu(run):
