@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
 from stacks.workloads import jetstream as js
 
@@ -50,20 +49,7 @@ class JetStream(ServingWorkload):
         )
         svc = js.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
-        create_pod_monitoring(
-            f"{name}-podmonitoring",
-            js.pod_monitoring(plan),
-            provider=provider,
-            parent=self,
-            depends_on=self._namespace_deps,
+        self.monitor_and_autoscale(
+            js.pod_monitoring(plan), js.hpa(plan) if plan.autoscaled else None, deployment, adapter
         )
-        if plan.autoscaled:
-            autoscaler = js.hpa(plan)
-            k8s.autoscaling.v2.HorizontalPodAutoscaler(
-                f"{name}-hpa",
-                metadata=autoscaler["metadata"],
-                spec=autoscaler["spec"],
-                # the adapter must serve the metrics APIs before the HPA asks for them
-                opts=self.k8s_opts(deployment, *adapter),
-            )
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

@@ -204,7 +204,11 @@ class Monitoring(pulumi.ComponentResource):
                 f"{name}-dashboard",
                 gcp.monitoring.DashboardArgs(
                     project=config.gcp_project,
-                    dashboard_json=dashboard.dashboard_json(config.cluster_name, f"tpu-serving: {config.cluster_name}"),
+                    dashboard_json=dashboard.dashboard_json(
+                        config.cluster_name,
+                        f"tpu-serving: {config.cluster_name}",
+                        vllm=any(w.workload.type == "vllm" for w in config.workloads),
+                    ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -349,6 +353,17 @@ class Monitoring(pulumi.ComponentResource):
 
     # ---- prometheus-adapter + GMP frontend ------------------------------------------------------------
 
+    def _vllm_rules(self) -> list[dict]:
+        """External rules for the autoscaled vLLM workloads' metrics (none without such a workload)."""
+        namespaces = sorted(
+            {
+                w.namespace
+                for w in self._config.workloads
+                if w.workload.type == "vllm" and getattr(w, "autoscaled", False)
+            }
+        )
+        return metrics.vllm_prometheus_adapter_rules(self._config.cluster_name, namespaces) if namespaces else []
+
     def _prometheus_adapter(self, project_number: pulumi.Output[str], hpa_namespaces: Sequence[str]) -> None:
         n, ns, config = self._prefix, ADAPTER_NAMESPACE, self._config
         labels = {"app": GMP_FRONTEND}
@@ -385,7 +400,7 @@ class Monitoring(pulumi.ComponentResource):
         values = addon_values.prometheus_adapter_values(
             chart,
             f"http://{GMP_FRONTEND_SERVICE}.{ns}.svc",
-            metrics.prometheus_adapter_rules(config.cluster_name, hpa_namespaces),
+            [*metrics.prometheus_adapter_rules(config.cluster_name, hpa_namespaces), *self._vllm_rules()],
             {},
         )
         # create_namespace off: the namespace above also holds the frontend and is managed here.

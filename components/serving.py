@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.workload_identity import WorkloadIdentity
+from components.workload_identity import PrefixGrant, WorkloadIdentity
 from stacks.workloads.common import WorkloadPlan
 
 
@@ -45,8 +45,40 @@ class ServingWorkload(pulumi.ComponentResource):
             parent=self, provider=self._k8s_provider, depends_on=[*self._namespace_deps, *depends_on], **extra
         )
 
+    def monitor_and_autoscale(
+        self,
+        pod_monitoring: dict[str, Any],
+        hpa: dict[str, Any] | None,
+        scaled: pulumi.Resource,
+        adapter: Sequence[pulumi.Resource],
+    ) -> None:
+        """The workload's PodMonitoring, and its HPA after what it scales and the adapter serving the metrics APIs
+        (the HPA would otherwise ask for metrics nothing serves yet)."""
+        from components.monitoring import create_pod_monitoring
+
+        create_pod_monitoring(
+            f"{self._prefix}-podmonitoring",
+            pod_monitoring,
+            provider=self._k8s_provider,
+            parent=self,
+            depends_on=self._namespace_deps,
+        )
+        if hpa is not None:
+            k8s.autoscaling.v2.HorizontalPodAutoscaler(
+                f"{self._prefix}-hpa",
+                metadata=hpa["metadata"],
+                spec=hpa["spec"],
+                opts=self.k8s_opts(scaled, *adapter),
+            )
+
     def identity(
-        self, *, project: str, stack: str, bucket: pulumi.Input[str] | None, bucket_roles: Sequence[str]
+        self,
+        *,
+        project: str,
+        stack: str,
+        bucket: pulumi.Input[str] | None,
+        bucket_roles: Sequence[str],
+        prefix_grants: Sequence[PrefixGrant] = (),
     ) -> WorkloadIdentity:
         """The workload's Kubernetes ServiceAccount and Google identity, scoped to `bucket`."""
         return WorkloadIdentity(
@@ -57,6 +89,7 @@ class ServingWorkload(pulumi.ComponentResource):
             stack=stack,
             bucket=bucket,
             bucket_roles=bucket_roles,
+            prefix_grants=prefix_grants,
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
             opts=pulumi.ResourceOptions(parent=self),

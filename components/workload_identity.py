@@ -8,15 +8,28 @@ GSA for exactly that KSA, and the bucket-level roles the workload needs. All IAM
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from stacks import naming
+from stacks import bucket_access, naming
 
 BUCKET_ROLES = ("roles/storage.objectUser", "roles/storage.objectViewer")
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
+
+
+@dataclass(frozen=True)
+class PrefixGrant:
+    """A bucket role limited by an IAM condition to the objects under `prefix` and to listing it
+    (stacks.bucket_access)."""
+
+    key: str  # names the IAM member resource
+    bucket: pulumi.Input[str]
+    bucket_name: str  # for the condition's expression
+    role: str
+    prefix: str  # ends with "/"
 
 
 class WorkloadIdentity(pulumi.ComponentResource):
@@ -38,10 +51,11 @@ class WorkloadIdentity(pulumi.ComponentResource):
         bucket: pulumi.Input[str] | None,
         bucket_roles: Sequence[str],
         provider: k8s.Provider,
+        prefix_grants: Sequence[PrefixGrant] = (),
         depends_on: Sequence[pulumi.Resource] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        bad = [r for r in bucket_roles if r not in BUCKET_ROLES]
+        bad = [r for r in [*bucket_roles, *(g.role for g in prefix_grants)] if r not in BUCKET_ROLES]
         if bad:
             raise ValueError(f"bucket roles {bad} are not allowed; allowed: {', '.join(BUCKET_ROLES)}")
         if bucket_roles and bucket is None:
@@ -80,6 +94,19 @@ class WorkloadIdentity(pulumi.ComponentResource):
             gcp.storage.BucketIAMMember(
                 f"{name}-{role.split('.')[-1].lower()}",
                 gcp.storage.BucketIAMMemberArgs(bucket=bucket, role=role, member=member),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        for grant in prefix_grants:
+            gcp.storage.BucketIAMMember(
+                f"{name}-{grant.key}",
+                gcp.storage.BucketIAMMemberArgs(
+                    bucket=grant.bucket,
+                    role=grant.role,
+                    member=member,
+                    condition=gcp.storage.BucketIAMMemberConditionArgs(
+                        **bucket_access.prefix_condition(grant.bucket_name, grant.prefix)
+                    ),
+                ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
         self.ksa = k8s.core.v1.ServiceAccount(

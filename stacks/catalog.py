@@ -63,6 +63,12 @@ class Generation:
     multi_host_machine_type: str
     multi_host_chips_per_vm: int
     multi_host_topologies: tuple[str, ...]
+    # TensorCores per chip (facts file, per generation). vLLM's TPU backend counts one device per core on every
+    # generation but v5e/v6e (tpu-inference@v0.27.0:tpu_inference/tpu_info.py get_num_cores_per_chip), so it
+    # sets --tensor-parallel-size = chips x cores.
+    cores_per_chip: int
+    # vLLM TPU (tpu-inference@v0.27.0 README "Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p").
+    vllm_support: str
     placement: str  # COMPACT_TOPOLOGY or WORKLOAD_POLICY, for multi-host slices
     list_price: ChipPrice | None  # None: no public list price (why in `price_note`)
     price_note: str = ""
@@ -104,6 +110,11 @@ class SliceShape:
         return self.chips_per_host
 
     @property
+    def devices(self) -> int:
+        """Accelerator devices of one slice as vLLM's TPU backend counts them (its tensor-parallel size)."""
+        return self.chips * self.generation.cores_per_chip
+
+    @property
     def hbm_bytes(self) -> int:
         return self.chips * self.generation.hbm_bytes_per_chip
 
@@ -138,6 +149,8 @@ GENERATIONS: dict[str, Generation] = {
     for g in (
         Generation(
             name="v4",
+            cores_per_chip=2,
+            vllm_support="experimental",
             accelerator="tpu-v4-podslice",  # R1, R2
             hbm_bytes_per_chip=32 * GIB,  # S5
             pathways_type="tpuv4",  # R1
@@ -166,6 +179,8 @@ GENERATIONS: dict[str, Generation] = {
         ),
         Generation(
             name="v5e",
+            cores_per_chip=1,
+            vllm_support="recommended",
             accelerator="tpu-v5-lite-podslice",  # R1, R2, R3
             hbm_bytes_per_chip=16 * GB,  # S3
             pathways_type="tpuv5e",
@@ -187,6 +202,8 @@ GENERATIONS: dict[str, Generation] = {
         ),
         Generation(
             name="v5p",
+            cores_per_chip=2,
+            vllm_support="experimental",
             accelerator="tpu-v5p-slice",  # R1, R2
             hbm_bytes_per_chip=95 * GIB,  # S4
             pathways_type="tpuv5",  # R1: xpk names v5p "tpuv5" for Pathways
@@ -214,6 +231,8 @@ GENERATIONS: dict[str, Generation] = {
         ),
         Generation(
             name="v6e",
+            cores_per_chip=1,
+            vllm_support="recommended",
             accelerator="tpu-v6e-slice",  # R1, R2, R3
             hbm_bytes_per_chip=32 * GB,  # S2
             pathways_type="tpuv6e",
@@ -247,6 +266,8 @@ GENERATIONS: dict[str, Generation] = {
             host_resources={"tpu7x-standard-4t": (224, 960)},  # S6 (gke-tpu-facts.md: 4-chip VM, 224 vCPU / 960 GB)
             multi_host_chips_per_vm=4,  # S7: "Each Ironwood (TPU7x) VM contains four chips"
             multi_host_topologies=_cube_topologies(max_cubes=144),  # R1 generate_tpu_topologies(max_cubes=144)
+            cores_per_chip=2,  # S6: 2 TensorCores per chip
+            vllm_support="recommended",
             placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit
             list_price=None,
             price_note="no public list price: TPU7x is sold through the Google Cloud account team (S6)",

@@ -32,7 +32,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream, jetstream_pathways, local_ports, pathways_job, saxml
+from stacks.workloads import jetstream, jetstream_pathways, local_ports, pathways_job, saxml, vllm
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -47,7 +47,10 @@ KNOWN_KEYS = (
     "workloads",
     "paused",
     "decommission",
+    "hfToken",
 )
+# Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
+SECRET_KEYS = ("hfToken",)
 
 # Google Cloud region and zone names (https://cloud.google.com/compute/docs/regions-zones): a geography prefix,
 # a direction and a number (us-east5, europe-west4, me-central2); zones add a letter (us-east5-b) or, for AI
@@ -960,6 +963,8 @@ class WorkloadContext:
     paused: bool = False
     cluster_name: str = ""
     identity_suffix: str = ""
+    lws_enabled: bool = True
+    hf_token: bool = False
 
 
 # Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
@@ -984,6 +989,14 @@ WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
         lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
         lambda w, pool, ns, bucket, ctx: jetstream.JetStreamPlan(
             w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.min_master_version, ctx.cluster_name
+        ),
+    ),
+    "vllm": (
+        lambda path, w, pool, problems, warnings, ctx: vllm.check(
+            path, w, pool, problems, warnings, adapter=ctx.adapter, lws_enabled=ctx.lws_enabled, hf_token=ctx.hf_token
+        ),
+        lambda w, pool, ns, bucket, ctx: vllm.VllmPlan(
+            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.hf_token, ctx.cluster_name
         ),
     ),
 }
@@ -1164,9 +1177,21 @@ def parse_stack_config(
     gcp_project: str | None,
     region: str | None,
     extra_keys: tuple[str, ...] = (),
+    hf_token: str | None = None,
 ) -> StackConfig:
-    """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem."""
+    """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem.
+
+    `hf_token` says how tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be
+    stored in plain text in the stack file)."""
     problems: list[Problem] = []
+    if hf_token == "plain":
+        problems.append(
+            Problem(
+                f"{NS}:hfToken",
+                "is set in plain text; set it as a secret so it is encrypted in the stack file and state: "
+                "pulumi config set --secret tpu-serving:hfToken <token>",
+            )
+        )
 
     for key in extra_keys:
         problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(KNOWN_KEYS)}"))
@@ -1278,6 +1303,8 @@ def parse_stack_config(
             paused=paused,
             cluster_name=cluster_name or "",
             identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
+            lws_enabled=addons.lws.enabled if addons is not None else False,
+            hf_token=hf_token == "secret",
         ),
         problems,
         warnings,
@@ -1362,6 +1389,8 @@ def _raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
     so validation reports it at its key ("should be a valid dictionary") with the other problems."""
     raw: dict[str, Any] = {}
     for key in KNOWN_KEYS:
+        if key in SECRET_KEYS:
+            continue
         text = get(key)
         if text is None:
             continue
@@ -1375,6 +1404,16 @@ def _raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
 def _all_config_keys(runtime_config) -> set[str]:
     """Keys set for this run: the CLI passes them in the PULUMI_CONFIG bag; tests and mocks set them in-process."""
     return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+
+
+def _secret_state(runtime_config, key: str) -> str | None:
+    """None when `tpu-serving:<key>` is unset, else "secret" or "plain" (without reading the value)."""
+    full = f"{NS}:{key}"
+    if full not in _all_config_keys(runtime_config):
+        return None
+    # the CLI lists secret keys in PULUMI_CONFIG_SECRET_KEYS; tests and mocks set them in-process
+    secret = full in runtime_config.get_config_secret_keys_env() or runtime_config.is_config_secret(full)
+    return "secret" if secret else "plain"
 
 
 def load_stack_config() -> StackConfig:
@@ -1396,6 +1435,7 @@ def load_stack_config() -> StackConfig:
             gcp_project=gcp.get("project"),
             region=gcp.get("region"),
             extra_keys=extra,
+            hf_token=_secret_state(runtime_config, "hfToken"),
         )
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None

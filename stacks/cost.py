@@ -162,6 +162,9 @@ def workload_chips(workload: Any) -> int:
         return w.replicas * pool.total_chips
     if w.type in ("saxml", "pathways-job"):
         return pool.total_chips
+    if w.type == "vllm" and pool.shape.multi_host:
+        # one slice per replica
+        return (w.autoscaling.max_replicas if w.autoscaling else w.replicas) * pool.shape.chips
     replicas = w.autoscaling.max_replicas if w.autoscaling else w.replicas
     return replicas * pool.shape.tpu_request
 

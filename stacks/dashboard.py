@@ -26,16 +26,34 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
     }
 
 
-def panels(cluster: str) -> list[tuple[str, str, str]]:
-    """(title, PromQL, y-axis label) of every tile.
+def vllm_panels(cluster: str) -> list[tuple[str, str, str]]:
+    """vLLM server tiles (series of the pinned image, stacks.versions IMAGE_RECORDS["vllmTpu"]), by namespace and
+    pod; latencies as the 90th percentile over 5 minutes; the KV-cache fraction drawn as a percentage."""
+    c = f'cluster="{cluster}"'
+
+    def p90(histogram: str) -> str:
+        return f"histogram_quantile(0.9, sum by (namespace, le) (rate({histogram}_bucket{{{c}}}[5m])))"
+
+    return [
+        ("vLLM running requests", f"sum by (namespace, pod) (vllm:num_requests_running{{{c}}})", "requests"),
+        ("vLLM waiting requests", f"sum by (namespace, pod) (vllm:num_requests_waiting{{{c}}})", "requests"),
+        ("vLLM KV-cache usage", f"avg by (namespace, pod) (vllm:kv_cache_usage_perc{{{c}}}) * 100", "% of KV cache"),
+        ("vLLM time to first token (p90)", p90("vllm:time_to_first_token_seconds"), "seconds"),
+        ("vLLM time per output token (p90)", p90("vllm:request_time_per_output_token_seconds"), "seconds"),
+    ]
+
+
+def panels(cluster: str, vllm: bool = False) -> list[tuple[str, str, str]]:
+    """(title, PromQL, y-axis label) of every tile; the vLLM tiles first when the stack runs vLLM.
 
     Grouping labels are ones the stack's PodMonitorings attach (stacks.metrics.SERIES_LABELS; a test checks):
     JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
     and node. Fractions (JetStream's slots, HBM used/total) are drawn as percentages.
     """
     c = f'cluster="{cluster}"'
+    head = vllm_panels(cluster) if vllm else []
     hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
-    return [
+    return head + [
         ("JetStream prefill backlog", f"sum by (namespace, pod) (jetstream_prefill_backlog_size{{{c}}})", "requests"),
         (
             "JetStream slots used",
@@ -63,9 +81,9 @@ def panels(cluster: str) -> list[tuple[str, str, str]]:
     ]
 
 
-def dashboard(cluster: str, display_name: str) -> dict[str, Any]:
+def dashboard(cluster: str, display_name: str, vllm: bool = False) -> dict[str, Any]:
     tiles = []
-    for i, (title, query, label) in enumerate(panels(cluster)):
+    for i, (title, query, label) in enumerate(panels(cluster, vllm)):
         tile = {
             "xPos": (i % 2) * 24,
             "yPos": (i // 2) * 16,
@@ -90,8 +108,8 @@ def api_shape(value: Any) -> Any:
     return value
 
 
-def dashboard_json(cluster: str, display_name: str) -> str:
-    return json.dumps(dashboard(cluster, display_name), sort_keys=True)
+def dashboard_json(cluster: str, display_name: str, vllm: bool = False) -> str:
+    return json.dumps(dashboard(cluster, display_name, vllm), sort_keys=True)
 
 
 def dashboard_url(dashboard_id: str, project: str) -> str:

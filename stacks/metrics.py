@@ -41,6 +41,7 @@ _JETSTREAM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"id", "idx"
 _DEVICE_PLUGIN_LABELS = (
     GMP_TARGET_LABELS | set(TPU_DEVICE_PLUGIN_TARGET_LABELS) | {"exported_namespace", "exported_pod", "accelerator_id"}
 )
+_VLLM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"model_name", "engine", "app"}
 # GKE's managed kube-state-metrics package (cluster monitoring components DEPLOYMENT, HPA):
 # https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics
 _KSM_LABELS = GMP_TARGET_LABELS
@@ -55,6 +56,20 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
         )
     },
     **{name: frozenset(_DEVICE_PLUGIN_LABELS) for name in ("memory_used", "memory_total", "duty_cycle")},
+    # vLLM's series carry model_name and engine (vllm 0.27.0 vllm/v1/metrics/loggers.py labelnames), histograms
+    # `le` on their _bucket series; the vLLM PodMonitoring copies the pod's `app` label.
+    **{
+        name: frozenset(_VLLM_LABELS)
+        for name in (
+            "vllm:num_requests_running",
+            "vllm:num_requests_waiting",
+            "vllm:kv_cache_usage_perc",
+        )
+    },
+    **{
+        f"{name}_bucket": frozenset(_VLLM_LABELS | {"le"})
+        for name in ("vllm:time_to_first_token_seconds", "vllm:request_time_per_output_token_seconds")
+    },
     "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
     "kube_horizontalpodautoscaler_status_desired_replicas": frozenset(_KSM_LABELS | {"horizontalpodautoscaler"}),
 }
@@ -142,6 +157,47 @@ HPA_METRICS: dict[str, HpaMetric] = {
             adapter_name="memory_used_percentage",
         ),
     )
+}
+
+
+# vLLM's server metrics an HPA can scale on (vllm 0.27.0 vllm/v1/metrics/loggers.py: the scheduler gauges, and
+# vllm:kv_cache_usage_perc, "KV-cache usage. 1 means 100 percent usage"). prometheus-adapter serves them without the
+# colon. A vLLM workload may also scale on the TPU metrics above.
+_VLLM_SOURCE = "vllm-project/vllm@v0.27.0:vllm/v1/metrics/loggers.py"
+RUNNING = Unit("requests", "requests in the running batch per replica")
+VLLM_HPA_METRICS: dict[str, HpaMetric] = {
+    m.name: m
+    for m in (
+        HpaMetric(
+            "vllm:num_requests_waiting",
+            "vllm:num_requests_waiting",
+            REQUESTS,
+            "server",
+            _VLLM_SOURCE,
+            adapter_name="vllm_num_requests_waiting",
+        ),
+        HpaMetric(
+            "vllm:num_requests_running",
+            "vllm:num_requests_running",
+            RUNNING,
+            "server",
+            _VLLM_SOURCE,
+            adapter_name="vllm_num_requests_running",
+        ),
+        HpaMetric(
+            "vllm:kv_cache_usage_perc",
+            "vllm:kv_cache_usage_perc",
+            FRACTION,
+            "server",
+            _VLLM_SOURCE,
+            adapter_name="vllm_kv_cache_usage_perc",
+        ),
+    )
+}
+# Everything a vLLM workload's HPA may name.
+VLLM_METRICS: dict[str, HpaMetric] = {
+    **VLLM_HPA_METRICS,
+    **{name: m for name, m in HPA_METRICS.items() if m.origin == "tpu"},
 }
 
 
@@ -241,21 +297,29 @@ def prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[di
     return [prometheus_adapter_rule(m, cluster, names) for m in HPA_METRICS.values()]
 
 
+def vllm_prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
+    """The rules serving vLLM's server metrics to the vLLM workloads' HPAs (the TPU rules above serve the rest).
+    Each sums over the pods matched by the HPA's namespace and selector (`app=<workload>`)."""
+    names = list(namespaces)
+    return [prometheus_adapter_rule(m, cluster, names) for m in VLLM_HPA_METRICS.values()]
+
+
 # ---- HPA metric specs -----------------------------------------------------------------------------------
 
 Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
 
 
-def adapter_serves(adapter: str, name: str) -> bool:
-    metric = HPA_METRICS.get(name)
+def adapter_serves(adapter: str, name: str, registry: dict[str, HpaMetric] | None = None) -> bool:
+    metric = (HPA_METRICS if registry is None else registry).get(name)
     if metric is None or adapter == "none":
         return False
     # custom-metrics-stackdriver reads one Cloud Monitoring metric at a time: no used/total ratio
     return not (adapter == "custom-metrics-stackdriver" and metric.denominator is not None)
 
 
-def served_metrics(adapter: str) -> list[str]:
-    return [name for name in HPA_METRICS if adapter_serves(adapter, name)]
+def served_metrics(adapter: str, registry: dict[str, HpaMetric] | None = None) -> list[str]:
+    registry = HPA_METRICS if registry is None else registry
+    return [name for name in registry if adapter_serves(adapter, name, registry)]
 
 
 def quantity(value: float) -> str:
@@ -263,12 +327,23 @@ def quantity(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
 
 
-def hpa_metric(adapter: str, name: str, target: float, namespace: str, cluster: str) -> dict[str, Any]:
-    """An autoscaling/v2 metric spec for `name`, named the way `adapter` serves it, with an AverageValue target
-    per replica in the metric's unit."""
-    if not adapter_serves(adapter, name):
+def hpa_metric(
+    adapter: str,
+    name: str,
+    target: float,
+    namespace: str,
+    cluster: str,
+    *,
+    registry: dict[str, HpaMetric] | None = None,
+    selector: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An autoscaling/v2 metric spec for `name` (from `registry`, default HPA_METRICS), named the way `adapter`
+    serves it, with an AverageValue target per replica in the metric's unit. `selector` narrows a
+    prometheus-adapter server metric to one workload's pods (labels its PodMonitoring attaches)."""
+    registry = HPA_METRICS if registry is None else registry
+    if not adapter_serves(adapter, name, registry):
         raise ValueError(f"adapter {adapter!r} does not serve {name!r}")
-    metric = HPA_METRICS[name]
+    metric = registry[name]
     goal = {"type": "AverageValue", "averageValue": quantity(target)}
     if adapter == "custom-metrics-stackdriver":
         stackdriver_name = f"prometheus.googleapis.com|{metric.series}|gauge"
@@ -283,4 +358,7 @@ def hpa_metric(adapter: str, name: str, target: float, namespace: str, cluster: 
             "type": "External",
             "external": {"metric": {"name": stackdriver_name, "selector": {"matchLabels": selector}}, "target": goal},
         }
-    return {"type": "External", "external": {"metric": {"name": metric.adapter_name or name}, "target": goal}}
+    external: dict[str, Any] = {"name": metric.adapter_name or name}
+    if selector and metric.origin == "server":
+        external["selector"] = {"matchLabels": dict(selector)}
+    return {"type": "External", "external": {"metric": external, "target": goal}}

@@ -20,6 +20,7 @@ from components.pathways_job import PathwaysJob
 from components.saxml import Saxml
 from components.serving import ServingWorkload
 from components.tpu_pool import TpuSlicePool
+from components.vllm import Vllm
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
@@ -71,6 +72,10 @@ def addon_summary(cfg: StackConfig) -> dict[str, dict]:
     return out
 
 
+# Where a gateway (e.g. an InferencePool) finds a workload's serving pods, for the workload types that say so.
+SERVING_ENDPOINT = {"servingSelector": "serving_selector", "httpPort": "http_port"}
+
+
 def workload_summary(platform: Platform) -> dict[str, dict]:
     out = {}
     for plan in platform.config.workloads:
@@ -80,6 +85,7 @@ def workload_summary(platform: Platform) -> dict[str, dict]:
             "pool": plan.pool.name,
             "namespace": component.namespace,
             "service": component.service_name,
+            **{k: getattr(component, a) for k, a in SERVING_ENDPOINT.items() if hasattr(component, a)},
             **component.commands,
         }
     return out
@@ -217,6 +223,9 @@ def build_platform(cfg: StackConfig) -> Platform:
                 labels=cfg.labels,
                 **common,
             )
+        elif plan.workload.type == "vllm":
+            lws = addons.dependency("lws") if plan.multi_host else []
+            workloads[plan.name] = Vllm(name, adapter=monitoring.adapter_resources, lws_release=lws, **common)
     return Platform(
         config=cfg,
         network=network,

@@ -387,6 +387,29 @@ IMAGE_RECORDS: dict[str, Image] = {
         Serves(),
         "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-http.yaml",
     ),
+    # vLLM's TPU image: vLLM 0.27.0 with tpu-inference 0.27.0 (PyPI vllm-tpu 0.27.0 requirements/tpu.txt pins
+    # tpu-inference==0.27.0; tpu-inference@v0.27.0 requirements.txt: jax 0.11.0, libtpu 0.0.44; its docker/Dockerfile
+    # keeps vLLM's tree at /workspace/vllm). Endpoints: vllm 0.27.0 vllm/entrypoints (OpenAI server, /health,
+    # /metrics); metrics: vllm/v1/metrics/loggers.py; TPUs: tpu-inference@v0.27.0 README ("Recommended: v7x, v5e,
+    # v6e; Experimental: v3, v4, v5p") and tpu_inference/tpu_info.py.
+    "vllmTpu": Image(
+        "docker.io/vllm/vllm-tpu:v0.27.0",
+        Serves(
+            endpoints=_set("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"),
+            metrics=_set(
+                "vllm:num_requests_running",
+                "vllm:num_requests_waiting",
+                "vllm:kv_cache_usage_perc",
+                "vllm:time_to_first_token_seconds",
+                "vllm:inter_token_latency_seconds",
+                "vllm:request_time_per_output_token_seconds",
+                "vllm:e2e_request_latency_seconds",
+            ),
+            tpus=_set("v4", "v5e", "v5p", "v6e", "tpu7x"),
+        ),
+        "vllm-project/vllm@v0.27.0 (vllm/entrypoints, vllm/v1/metrics/loggers.py); "
+        "vllm-project/tpu-inference@v0.27.0 (README, requirements.txt, docker/Dockerfile)",
+    ),
 }
 
 # Tags the tutorials use that the matrix does not pin (superseded), recorded so a config naming them is checked.

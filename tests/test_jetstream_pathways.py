@@ -358,8 +358,8 @@ BAD = {
     "bad name": ({"name": "LLM_1"}, "tpu-serving:workloads[0].name: 'LLM_1' is not a valid workload name"),
     "system namespace": ({"namespace": "kube-system"}, "tpu-serving:workloads[0].namespace: 'kube-system' is reserved"),
     "unknown type": (
-        {"type": "vllm"},
-        "tpu-serving:workloads[0].type: 'vllm' is not a workload type; allowed: jetstream-pathways",
+        {"type": "tgi"},
+        "tpu-serving:workloads[0].type: 'tgi' is not a workload type; allowed: jetstream-pathways",
     ),
     "bad mode": (
         {"mode": "split"},

@@ -60,6 +60,14 @@ def stack_config_schema() -> dict[str, Any]:
             "type": "boolean",
             "description": "Lift protection on purpose so `pulumi destroy` can retire a staging/prod stack",
         },
+        f"{NS}:hfToken": {
+            # only as a secret: `pulumi config set --secret` writes {secure: <ciphertext>}
+            "type": "object",
+            "properties": {"secure": {"type": "string"}},
+            "required": ["secure"],
+            "additionalProperties": False,
+            "description": "Hugging Face token for gated models; set with `pulumi config set --secret`",
+        },
         f"{NS}:workloads": {
             "type": "array",
             "items": {"oneOf": workload_refs, "required": ["type"]},

@@ -196,9 +196,11 @@ def run_program(
     preview: bool = False,
     program: Path | None = None,
     recording: Recording | None = None,
+    secret_keys: tuple[str, ...] = (),
 ) -> Recording:
     """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
 
+    `secret_keys` are config keys passed as secrets (as `pulumi config set --secret` makes them).
     Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate; pass `recording` to
     see what was registered before the error.
     """
@@ -212,7 +214,7 @@ def run_program(
     project = str(values.get("gcp:project", "offline-project"))
 
     runtime_settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack per run
-    pulumi.runtime.set_all_config(values)
+    pulumi.runtime.set_all_config(values, list(secret_keys))
     logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
     logger.propagate = False
     logger.addHandler(_WarningCollector(recording))

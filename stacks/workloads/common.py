@@ -115,6 +115,65 @@ def cpu_deployment(
 
 # ---- shared rules and commands -------------------------------------------------------------------------
 
+
+def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], problems: list) -> None:
+    """The HPA rules every autoscaled workload shares: 1 <= minReplicas <= maxReplicas, an adapter, only metrics
+    that adapter serves from the workload type's `registry` (stacks.metrics), and targets in each metric's unit."""
+    from stacks import metrics
+
+    registry = dict(registry)
+    if auto.min_replicas < 1:
+        problems.append((f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
+    if auto.min_replicas > auto.max_replicas:
+        problems.append(
+            (f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
+        )
+    if adapter == "none":
+        problems.append(
+            (
+                f"{path}.autoscaling",
+                "needs a metrics adapter: set tpu-serving:monitoring.adapter to custom-metrics-stackdriver or "
+                "prometheus-adapter",
+            )
+        )
+    else:
+        for i, metric in enumerate(auto.metrics):
+            if not metrics.adapter_serves(adapter, metric.name, registry):
+                problems.append(
+                    (
+                        f"{path}.autoscaling.metrics[{i}].name",
+                        f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
+                        f"{', '.join(metrics.served_metrics(adapter, registry))}",
+                    )
+                )
+    for i, metric in enumerate(auto.metrics):
+        if metric.name in registry:
+            why = registry[metric.name].unit.target_problem(metric.target)
+            if why:
+                problems.append((f"{path}.autoscaling.metrics[{i}].target", why))
+
+
+def hpa_manifest(
+    plan: WorkloadPlan, labels: dict[str, str], target: dict[str, str], metric_specs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An autoscaling/v2 HPA named after the workload, from its `autoscaling` config and the metric specs."""
+    auto = plan.workload.autoscaling
+    spec: dict[str, Any] = {
+        "scaleTargetRef": target,
+        "minReplicas": auto.min_replicas,
+        "maxReplicas": auto.max_replicas,
+        "metrics": metric_specs,
+    }
+    if auto.behavior:
+        spec["behavior"] = auto.behavior.model_dump(by_alias=True, exclude_none=True)
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": plan.metadata(plan.name, labels),
+        "spec": spec,
+    }
+
+
 CHECKPOINT_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s\x00-\x1f\x7f]*)?")
 
 

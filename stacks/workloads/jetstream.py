@@ -23,11 +23,13 @@ from stacks.workloads import maxtext
 from stacks.workloads.common import (
     JETSTREAM_HTTP_PORT,
     WorkloadPlan,
+    check_autoscaling,
     check_model_inputs,
     check_ports,
     checkpoint_bucket,
     generate_curl,
     generate_load,
+    hpa_manifest,
     jetstream_pod_monitoring,
     jetstream_service,
 )
@@ -120,33 +122,7 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
     if auto is not None:
-        if auto.min_replicas < 1:
-            problems.append((f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
-        if auto.min_replicas > auto.max_replicas:
-            problems.append(
-                (f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
-            )
-        if adapter == "none":
-            problems.append(
-                (
-                    f"{path}.autoscaling",
-                    "needs a metrics adapter: set tpu-serving:monitoring.adapter to custom-metrics-stackdriver or prometheus-adapter",
-                )
-            )
-        else:
-            for i, metric in enumerate(auto.metrics):
-                if not metrics.adapter_serves(adapter, metric.name):
-                    problems.append(
-                        (
-                            f"{path}.autoscaling.metrics[{i}].name",
-                            f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
-                            f"{', '.join(metrics.served_metrics(adapter))}",
-                        )
-                    )
-        for i, metric in enumerate(auto.metrics):
-            why = metrics.target_problem(metric.name, metric.target)
-            if why:
-                problems.append((f"{path}.autoscaling.metrics[{i}].target", why))
+        check_autoscaling(path, auto, adapter, metrics.HPA_METRICS, problems)
     if pool is None or len(problems) > start:
         return len(problems) == start
     shape = pool.shape
@@ -273,22 +249,9 @@ def service(plan: JetStreamPlan) -> dict[str, Any]:
 def hpa(plan: JetStreamPlan) -> dict[str, Any]:
     auto = plan.workload.autoscaling
     assert auto is not None and plan.autoscaled
-    spec: dict[str, Any] = {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name},
-        "minReplicas": auto.min_replicas,
-        "maxReplicas": auto.max_replicas,
-        "metrics": [
-            metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics
-        ],
-    }
-    if auto.behavior:
-        spec["behavior"] = auto.behavior.model_dump(by_alias=True, exclude_none=True)
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": plan.metadata(plan.name, plan.labels),
-        "spec": spec,
-    }
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
+    specs = [metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics]
+    return hpa_manifest(plan, plan.labels, target, specs)
 
 
 def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:

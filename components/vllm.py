@@ -1,0 +1,101 @@
+"""A vLLM workload on TPU: a Deployment (single-host pool) or a LeaderWorkerSet + Ray (multi-host pool), its
+Service, PodMonitoring, optional HPA and Hugging Face token Secret (manifests from stacks.workloads.vllm)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.serving import ServingWorkload
+from components.workload_identity import PrefixGrant
+from stacks.workloads import vllm
+
+
+class Vllm(ServingWorkload):
+    serving_selector: dict[str, str]
+    """Labels of the pods that serve HTTP (leaders only on a multi-host pool), e.g. for an InferencePool."""
+    http_port: int
+    """The container port of the OpenAI-compatible API."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        plan: vllm.VllmPlan,
+        project: str,
+        stack: str,
+        bucket: pulumi.Input[str],
+        provider: k8s.Provider,
+        namespace: pulumi.Resource | None,
+        node_pools: Sequence[pulumi.Resource],
+        adapter: Sequence[pulumi.Resource] = (),
+        lws_release: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__(
+            "tpu-serving:workloads:Vllm", name, plan=plan, provider=provider, namespace=namespace, opts=opts
+        )
+        self.service_name = plan.service_name
+        self.serving_selector = plan.serving_selector
+        self.http_port = vllm.HTTP_PORT
+        self.commands = vllm.commands(plan)
+
+        # Read-write on the workload's own prefix of the stack bucket (downloads, XLA cache); read-only on the
+        # gs:// weights' prefix. Nothing else.
+        grants = []
+        if plan.workload.xla_cache:
+            grants.append(PrefixGrant("data", bucket, plan.bucket, "roles/storage.objectUser", plan.data_prefix))
+        weights = plan.weights_prefix
+        if weights is not None:
+            source, prefix = weights
+            grants.append(
+                PrefixGrant(
+                    "weights", bucket if source == plan.bucket else source, source, "roles/storage.objectViewer", prefix
+                )
+            )
+        identity = self.identity(project=project, stack=stack, bucket=None, bucket_roles=[], prefix_grants=grants)
+
+        after: list[pulumi.Resource] = [identity.ksa, *node_pools]
+        if plan.uses_token:
+            token = pulumi.Config("tpu-serving").require_secret("hfToken")
+            secret = vllm.token_secret(plan, token)
+            after.append(
+                k8s.core.v1.Secret(
+                    f"{name}-hf-token",
+                    metadata=secret["metadata"],
+                    type=secret["type"],
+                    string_data=secret["stringData"],
+                    opts=self.k8s_opts(),
+                )
+            )
+        if plan.multi_host:
+            manifest = vllm.leader_worker_set(plan)
+            server: pulumi.Resource = k8s.apiextensions.CustomResource(
+                f"{name}-lws",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=self.k8s_opts(*after, *lws_release),
+            )
+        else:
+            manifest = vllm.deployment(plan)
+            server = k8s.apps.v1.Deployment(
+                f"{name}-deployment", metadata=manifest["metadata"], spec=manifest["spec"], opts=self.k8s_opts(*after)
+            )
+        svc = vllm.service(plan)
+        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
+        self.monitor_and_autoscale(
+            vllm.pod_monitoring(plan), vllm.hpa(plan) if plan.autoscaled else None, server, adapter
+        )
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "service": self.service_name,
+                "servingSelector": self.serving_selector,
+                "httpPort": self.http_port,
+                **self.commands,
+            }
+        )
