@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import release_args
-from stacks import addon_values, dashboard, metrics, naming, pod_security
+from stacks import addon_values, dashboard, metrics, naming, network_policy, pod_security, scan_exceptions
 from stacks.config import StackConfig
 from stacks.versions import IMAGES
 
@@ -26,6 +26,9 @@ ADAPTER_NAMESPACE = "custom-metrics"
 STACKDRIVER_ADAPTER = "custom-metrics-stackdriver-adapter"
 GMP_FRONTEND = "gmp-frontend"
 GMP_FRONTEND_SERVICE = "prometheus"
+STACKDRIVER_ADAPTER_PORT = 443  # upstream adapter_new_resource_model.yaml (Service and readiness probe)
+# prometheus-adapter chart 5.3.0 values.yaml `listenPort: 6443`
+PROMETHEUS_ADAPTER_PORT = 6443
 
 
 def create_pod_monitoring(
@@ -47,10 +50,36 @@ def create_pod_monitoring(
     )
 
 
-def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> k8s.meta.v1.ObjectMetaArgs:
+def _meta(
+    name: str,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    skips: Sequence[scan_exceptions.Skip] = (),
+) -> k8s.meta.v1.ObjectMetaArgs:
+    """Metadata with the stack's labels, and the checkov findings the object accepts (`skips`) as annotations."""
     return k8s.meta.v1.ObjectMetaArgs(
-        name=name, namespace=namespace, labels={**naming.MANAGED_BY_LABELS, **(labels or {})}
+        name=name,
+        namespace=namespace,
+        labels={**naming.MANAGED_BY_LABELS, **(labels or {})},
+        annotations=scan_exceptions.annotations(skips) if skips else None,
     )
+
+
+# The checkov findings the adapters accept (stacks/scan_exceptions.py), with their reasons.
+STACKDRIVER_ADAPTER_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    *scan_exceptions.IMAGE_USER,
+    ("CKV_K8S_25", "NET_BIND_SERVICE: the adapter binds port 443 as in the upstream manifest"),
+    ("CKV_K8S_38", "the adapter serves an aggregated API and reads pods and nodes: it needs its token"),
+    ("CKV_K8S_8", "no liveness probe upstream (adapter_new_resource_model.yaml has a readiness probe only)"),
+)
+GMP_FRONTEND_SKIPS = (*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT)
+# external.metrics.k8s.io serves one resource per metric name, so the HPA controller's role names them all
+# (upstream adapter_new_resource_model.yaml); the group holds no Secrets.
+EXTERNAL_METRICS_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    ("CKV_K8S_49", "external.metrics.k8s.io resources are metric names; the upstream role lists them all"),
+    ("CKV2_K8S_5", "the wildcard is limited to the external.metrics.k8s.io group, which holds no Secrets"),
+)
 
 
 def _subject(name: str, namespace: str) -> k8s.rbac.v1.SubjectArgs:
@@ -192,6 +221,23 @@ class Monitoring(pulumi.ComponentResource):
                 ),
                 opts=self._k8s(),
             )
+            # Default-deny ingress; the adapters' pods to each other (prometheus-adapter -> GMP frontend), and the
+            # API server (not a pod: a rule without `from`) to the port that serves the metrics APIs.
+            api_port = (
+                STACKDRIVER_ADAPTER_PORT
+                if monitoring.adapter == "custom-metrics-stackdriver"
+                else PROMETHEUS_ADAPTER_PORT
+            )
+            for policy in [
+                *network_policy.namespace_baseline(ADAPTER_NAMESPACE),
+                network_policy.allow_clients("metrics-api", ADAPTER_NAMESPACE, {}, [api_port]),
+            ]:
+                k8s.networking.v1.NetworkPolicy(
+                    f"{name}-{policy['metadata']['name']}",
+                    metadata=policy["metadata"],
+                    spec=policy["spec"],
+                    opts=self._k8s(self._namespace),
+                )
             project_number = gcp.organizations.get_project_output(project_id=config.gcp_project).number
             if monitoring.adapter == "custom-metrics-stackdriver":
                 self._stackdriver_adapter(project_number)
@@ -287,7 +333,7 @@ class Monitoring(pulumi.ComponentResource):
         )
         deployment = k8s.apps.v1.Deployment(
             f"{n}-adapter",
-            metadata=_meta(sa, ns, labels),
+            metadata=_meta(sa, ns, labels, STACKDRIVER_ADAPTER_SKIPS),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=1,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
@@ -333,7 +379,7 @@ class Monitoring(pulumi.ComponentResource):
             self.adapter_resources.append(api_service)
         external_reader = k8s.rbac.v1.ClusterRole(
             f"{n}-external-metrics-reader",
-            metadata=_meta("external-metrics-reader"),
+            metadata=_meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(
                     api_groups=["external.metrics.k8s.io"], resources=["*"], verbs=["list", "get", "watch"]
@@ -343,7 +389,7 @@ class Monitoring(pulumi.ComponentResource):
         )
         k8s.rbac.v1.ClusterRoleBinding(
             f"{n}-external-metrics-reader-binding",
-            metadata=_meta("external-metrics-reader"),
+            metadata=_meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
             role_ref=k8s.rbac.v1.RoleRefArgs(
                 api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="external-metrics-reader"
             ),
@@ -375,7 +421,7 @@ class Monitoring(pulumi.ComponentResource):
         )
         frontend = k8s.apps.v1.Deployment(
             f"{n}-gmp-frontend",
-            metadata=_meta(GMP_FRONTEND, ns, labels),
+            metadata=_meta(GMP_FRONTEND, ns, labels, GMP_FRONTEND_SKIPS),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=2,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),

@@ -8,6 +8,7 @@ so none is applied before a node can serve the admission webhooks it goes throug
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -26,9 +27,11 @@ class Namespaces(pulumi.ComponentResource):
         kubernetes_minor: str,
         provider: k8s.Provider,
         after: Sequence[pulumi.Resource] = (),
+        network_policies: Mapping[str, Sequence[dict[str, Any]]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`levels`: namespace -> the Pod Security level it enforces (warn and audit are always restricted)."""
+        """`levels`: namespace -> the Pod Security level it enforces (warn and audit are always restricted).
+        `network_policies`: namespace -> its ingress NetworkPolicies (stacks/network_policy.py)."""
         super().__init__("tpu-serving:workloads:Namespaces", name, None, opts)
         self.by_name = {
             ns: k8s.core.v1.Namespace(
@@ -41,4 +44,13 @@ class Namespaces(pulumi.ComponentResource):
             )
             for ns, level in sorted(levels.items())
         }
+        for ns, policies in sorted((network_policies or {}).items()):
+            for policy in policies:
+                meta = policy["metadata"]
+                k8s.networking.v1.NetworkPolicy(
+                    f"{name}-{ns}-{meta['name']}",
+                    metadata=meta,
+                    spec=policy["spec"],
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.by_name[ns]]),
+                )
         self.register_outputs({"namespaces": dict(sorted(levels.items()))})

@@ -20,7 +20,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from stacks import catalog, compute_class, naming, pod_security, pool_sizing, versions
+from stacks import catalog, compute_class, naming, network_policy, pod_security, pool_sizing, versions
 from stacks.config_model import (
     WORKLOAD_TYPES,
     AddonsConfig,
@@ -210,6 +210,17 @@ class StackConfig:
         """Pod Security level each workload namespace enforces: the strictest one all of its pods pass."""
         return {
             ns: pod_security.strictest_level(m for w in self.workloads if w.namespace == ns for m in w.pod_manifests())
+            for ns in self.namespaces
+        }
+
+    @property
+    def network_policies(self) -> dict[str, list[dict[str, Any]]]:
+        """Per workload namespace: default-deny ingress, its own pods to each other, and each workload's allows."""
+        return {
+            ns: [
+                *network_policy.namespace_baseline(ns),
+                *(p for w in self.workloads if w.namespace == ns for p in w.ingress_allows()),
+            ]
             for ns in self.namespaces
         }
 

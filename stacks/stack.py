@@ -166,6 +166,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         kubernetes_minor=cfg.kubernetes_minor,
         provider=cluster.provider,
         after=[cluster.system_pool],
+        network_policies=cfg.network_policies,
     )
     inference_gateway = None
     if cfg.gateway.enabled:

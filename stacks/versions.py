@@ -27,6 +27,10 @@ PYTHON_PACKAGES: dict[str, str] = {
     "types-PyYAML": "6.0.12.20261113",
 }
 
+# The scanner `make scan` installs into its own virtualenv from requirements-scan.txt (checkov pins packaging<24,
+# which pulumi refuses, so it cannot share requirements.txt's environment).
+SCAN_PACKAGES: dict[str, str] = {"checkov": "3.3.30"}
+
 # Kubernetes minor version the rendered objects are validated against when cluster.minMasterVersion is unset
 # (the GKE REGULAR channel's minor when this matrix was last updated).
 DEFAULT_KUBERNETES_MINOR = "1.34"

@@ -1,15 +1,23 @@
 """requirements.txt and the version matrix agree: one version of each package, pinned exactly."""
 
-from stacks.versions import PYTHON_PACKAGES
+from stacks.versions import PYTHON_PACKAGES, SCAN_PACKAGES
 from tooling.offline import ROOT
 
 
-def test_requirements_match_version_matrix():
+def _pins(file: str) -> dict[str, str]:
     pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    for line in (ROOT / file).read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             name, sep, version = line.partition("==")
-            assert sep, f"requirements.txt: {line!r} is not pinned with =="
+            assert sep, f"{file}: {line!r} is not pinned with =="
             pins[name] = version
-    assert pins == PYTHON_PACKAGES
+    return pins
+
+
+def test_requirements_match_version_matrix():
+    assert _pins("requirements.txt") == PYTHON_PACKAGES
+
+
+def test_scan_requirements_match_version_matrix():
+    assert _pins("requirements-scan.txt") == SCAN_PACKAGES

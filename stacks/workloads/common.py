@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stacks import catalog
+from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_sizing import waits_for_capacity
@@ -71,16 +71,24 @@ class WorkloadPlan:
         """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
         raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
 
-    def tpu_metadata(self, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    def tpu_metadata(
+        self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """Metadata of a Deployment whose pods run on the workload's TPU pool.
 
         A pool that starts empty gets its slices from the autoscaler when these pods are pending, which takes
         minutes and waits out a stockout: `pulumi up` must not wait for the rollout (pulumi-kubernetes awaits
         Deployments unless annotated `pulumi.com/skipAwait`, pulumi/pulumi-kubernetes#417).
         """
-        if waits_for_capacity(self.pool):
-            return self.metadata(name, labels)
-        return self.metadata(name, labels, annotations={SKIP_AWAIT_ANNOTATION: "true"})
+        extra = dict(annotations or {})
+        if not waits_for_capacity(self.pool):
+            extra[SKIP_AWAIT_ANNOTATION] = "true"
+        return self.metadata(name, labels, **({"annotations": extra} if extra else {}))
+
+    def ingress_allows(self) -> list[dict[str, Any]]:
+        """NetworkPolicies that open this workload's serving and metrics ports (stacks/network_policy.py); the
+        namespace denies every other ingress except from its own pods."""
+        return []
 
 
 def cpu_deployment(
@@ -90,8 +98,14 @@ def cpu_deployment(
     replicas: int,
     container: dict[str, Any],
     security: ContainerSecurity,
+    skips: tuple[scan_exceptions.Skip, ...] = (),
 ) -> dict[str, Any]:
-    """A Deployment of one hardened container on the CPU system pool, running as the workload's identity."""
+    """A Deployment of one hardened container on the CPU system pool, running as the workload's identity.
+
+    `skips`: the checkov findings this Deployment accepts beyond the shared ones, with their reasons."""
+    accepted = [*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT, *skips]
+    if not security.non_root:
+        accepted += scan_exceptions.IMAGE_USER
     pod = {
         "hostNetwork": False,
         "serviceAccountName": plan.service_account,
@@ -101,7 +115,7 @@ def cpu_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(name, labels),
+        "metadata": plan.metadata(name, labels, annotations=scan_exceptions.annotations(accepted)),
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics
+from stacks import catalog, metrics, network_policy, scan_exceptions
 from stacks.config_model import JetStreamWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
@@ -110,6 +110,12 @@ class JetStreamPlan(WorkloadPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [deployment(self)]
+
+    def ingress_allows(self) -> list[dict[str, Any]]:
+        return [
+            network_policy.allow_clients(self.name, self.namespace, self.labels, [HTTP_PORT, GRPC_PORT]),
+            network_policy.allow_metrics(self.name, self.namespace, self.labels, self.workload.prometheus_port),
+        ]
 
 
 # ---- validation ---------------------------------------------------------------------------------------
@@ -233,10 +239,19 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
+    no_probe = "jetstream-http is probed through the engine's probes, which call its /healthcheck"
+    skips = [
+        *scan_exceptions.TAG_PINNED,
+        scan_exceptions.CPU_LIMIT,
+        *scan_exceptions.TPU_HOST_RESOURCES,
+        *scan_exceptions.IMAGE_USER,
+        ("CKV_K8S_8", no_probe),
+        ("CKV_K8S_9", no_probe),
+    ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.tpu_metadata(plan.name, plan.labels),
+        "metadata": plan.tpu_metadata(plan.name, plan.labels, scan_exceptions.annotations(skips)),
         "spec": spec,
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, naming
+from stacks import catalog, naming, network_policy
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps
@@ -106,6 +106,13 @@ class PathwaysPlan(WorkloadPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [leader_worker_set(self)]
+
+    def ingress_allows(self) -> list[dict[str, Any]]:
+        """The leader's HTTP server to clients, its JetStream metrics to Managed Prometheus."""
+        return [
+            network_policy.allow_clients(self.name, self.namespace, self.labels, [HTTP_PORT]),
+            network_policy.allow_metrics(self.name, self.namespace, self.labels, self.workload.metrics_port),
+        ]
 
 
 # ---- validation ---------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, naming
+from stacks import catalog, naming, network_policy, scan_exceptions
 from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -110,6 +110,14 @@ class SaxmlPlan(WorkloadPlan):
                 "replicas": m.replicas,
             }
             for m in self.workload.models or []
+        ]
+
+    def ingress_allows(self) -> list[dict[str, Any]]:
+        """The HTTP server to its clients; the admin server to the model servers, which run on the host network
+        (their traffic comes from node addresses, which only a rule without `from` admits)."""
+        return [
+            network_policy.allow_clients(self.component("http"), self.namespace, self.labels("http"), [HTTP_PORT]),
+            network_policy.allow_clients(self.component("admin"), self.namespace, self.labels("admin"), [ADMIN_PORT]),
         ]
 
     def pod_manifests(self) -> list[dict[str, Any]]:
@@ -243,7 +251,11 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
     }
     replicas = 0 if plan.paused else 1
-    return cpu_deployment(plan, plan.component("admin"), plan.labels("admin"), replicas, container, ADMIN_SECURITY)
+    no_probe = "the admin server serves gRPC only (no HTTP health endpoint); the upstream tutorial has no probe"
+    skips = (("CKV_K8S_8", no_probe), ("CKV_K8S_9", no_probe))
+    return cpu_deployment(
+        plan, plan.component("admin"), plan.labels("admin"), replicas, container, ADMIN_SECURITY, skips
+    )
 
 
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
@@ -445,7 +457,11 @@ def publish_job(plan: SaxmlPlan) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {**_meta(plan, "models"), "name": f"{plan.component('models')}-{models_hash(plan)}"},
+        "metadata": {
+            **_meta(plan, "models"),
+            "name": f"{plan.component('models')}-{models_hash(plan)}",
+            "annotations": scan_exceptions.annotations([*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT]),
+        },
         "spec": {
             "backoffLimit": 2,
             "activeDeadlineSeconds": LOAD_TIMEOUT_MINUTES * 60,
