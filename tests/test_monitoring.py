@@ -61,6 +61,10 @@ def test_stackdriver_adapter_objects_are_complete(run):
             ("APIService", "v1beta1.external.metrics.k8s.io"),
             ("ClusterRole", "external-metrics-reader"),
             ("ClusterRoleBinding", "external-metrics-reader"),
+            # default-deny ingress, the namespace's own pods, the API server to the adapter port (test_network_policy)
+            ("NetworkPolicy", "default-deny-ingress"),
+            ("NetworkPolicy", "allow-same-namespace"),
+            ("NetworkPolicy", "allow-metrics-api-clients"),
         ]
     )
     service = rec.one("kubernetes:core/v1:Service", "monitoring-adapter-svc")
