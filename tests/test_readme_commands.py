@@ -31,7 +31,20 @@ DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md"]
 PLACEHOLDERS = {"<example>": "llama3-405b-pathways", "<stack>": "dev", "<earlier render>": "build"}
 RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
-DRY_RUN = {"test", "lint", "golden", "schema", "preview", "up", "destroy", "leak-audit", "smoke", "stack", "clean"}
+DRY_RUN = {
+    "test",
+    "lint",
+    "scan",
+    "golden",
+    "schema",
+    "preview",
+    "up",
+    "destroy",
+    "leak-audit",
+    "smoke",
+    "stack",
+    "clean",
+}
 
 
 def commands(text: str) -> list[str]:
