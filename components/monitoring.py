@@ -61,7 +61,7 @@ def _meta(
         name=name,
         namespace=namespace,
         labels={**naming.MANAGED_BY_LABELS, **(labels or {})},
-        annotations=scan_exceptions.annotations(skips) if skips else None,
+        annotations=scan_exceptions.skip_annotations(skips) if skips else None,
     )
 
 

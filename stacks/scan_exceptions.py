@@ -37,7 +37,7 @@ TPU_HOST_RESOURCES: tuple[Skip, ...] = tuple(
 TAG_PINNED: tuple[Skip, ...] = (IMAGE_DIGEST, PULL_POLICY)
 
 
-def annotations(skips: Iterable[Skip]) -> dict[str, str]:
+def skip_annotations(skips: Iterable[Skip]) -> dict[str, str]:
     """`checkov.io/skip1..N` annotations, in the order given, one per distinct check id."""
     seen: dict[str, str] = {}
     for check, reason in skips:

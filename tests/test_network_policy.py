@@ -114,8 +114,10 @@ def test_every_skip_annotation_has_a_check_id_and_a_reason(path: Path):
 
 def test_annotations_refuse_a_reason_checkov_would_split():
     with pytest.raises(ValueError, match="must not contain"):
-        scan_exceptions.annotations([("CKV_K8S_8", "a=b")])
-    assert scan_exceptions.annotations([("CKV_K8S_8", "x"), ("CKV_K8S_8", "y")]) == {"checkov.io/skip1": "CKV_K8S_8=x"}
+        scan_exceptions.skip_annotations([("CKV_K8S_8", "a=b")])
+    assert scan_exceptions.skip_annotations([("CKV_K8S_8", "x"), ("CKV_K8S_8", "y")]) == {
+        "checkov.io/skip1": "CKV_K8S_8=x"
+    }
 
 
 def test_scan_fails_on_failures_and_on_skips_without_reason():

@@ -115,7 +115,7 @@ def cpu_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(name, labels, annotations=scan_exceptions.annotations(accepted)),
+        "metadata": plan.metadata(name, labels, annotations=scan_exceptions.skip_annotations(accepted)),
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},

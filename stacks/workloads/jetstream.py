@@ -251,7 +251,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.tpu_metadata(plan.name, plan.labels, scan_exceptions.annotations(skips)),
+        "metadata": plan.tpu_metadata(plan.name, plan.labels, scan_exceptions.skip_annotations(skips)),
         "spec": spec,
     }
 

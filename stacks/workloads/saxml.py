@@ -460,7 +460,7 @@ def publish_job(plan: SaxmlPlan) -> dict[str, Any]:
         "metadata": {
             **_meta(plan, "models"),
             "name": f"{plan.component('models')}-{models_hash(plan)}",
-            "annotations": scan_exceptions.annotations([*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT]),
+            "annotations": scan_exceptions.skip_annotations([*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT]),
         },
         "spec": {
             "backoffLimit": 2,
