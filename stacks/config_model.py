@@ -519,6 +519,11 @@ class VllmWorkload(WorkloadConfig):
         le=1_000_000,
         description="Model size for the HBM check when the name does not tell it (e.g. 70 for 70B).",
     )
+    gateway: bool = Field(
+        True,
+        description="Served through the stack's Inference Gateway when tpu-serving:gateway is enabled (an "
+        "InferencePool, endpoint picker and HTTPRoute of its own); false opts out.",
+    )
 
 
 WORKLOAD_TYPES["vllm"] = VllmWorkload

@@ -336,3 +336,118 @@ def test_pool_and_route_validate_against_their_crds():
     objects = [gateway.inference_pool_manifest(BACKEND), gateway.http_route_manifest(BACKEND)]
     report = validate_objects(objects, "1.34")
     assert report.errors == [] and report.unchecked == [] and report.checked == 2
+
+
+# ---- vllm workloads through the gateway ----------------------------------------------------------------------
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def _multi_host():
+    from tests.conftest import EXAMPLES, recorded
+
+    (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-multi-host"]
+    return recorded(path, False)
+
+
+def _pool_values(rec, workload: str) -> dict[str, Any]:
+    release = rec.one(RELEASE, f"gateway-{workload}-router").inputs
+    assert release["chart"] == "oci://ghcr.io/llm-d/charts/llm-d-router-gateway" and release["version"] == "v0.10.0"
+    return release
+
+
+def test_multi_host_pool_selects_exactly_the_leaders_on_the_server_port():
+    rec = _multi_host()
+    release = _pool_values(rec, "llama70b")
+    assert (release["name"], release["namespace"]) == ("llama70b", "llama70b")
+    servers = release["values"]["router"]["modelServers"]
+    lws = rec.one(LWS).inputs["spec"]["leaderWorkerTemplate"]
+    leader, worker = lws["leaderTemplate"], lws["workerTemplate"]
+    # LWS puts leaderworkerset.sigs.k8s.io/name=<lws name> on every pod of the set (leaders and workers); role
+    # tells them apart (LeaderWorkerSet API, ../shared/reference/lws); only the leader runs the HTTP server.
+    lws_name = rec.one(LWS).inputs["metadata"]["name"]
+    leader_pod_labels = {**leader["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/name": lws_name}
+    worker_pod_labels = {**worker["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/name": lws_name}
+    selector = servers["matchLabels"]
+    assert selector.items() <= leader_pod_labels.items()
+    assert not selector.items() <= worker_pod_labels.items()
+    (server,) = [c for c in leader["spec"]["containers"] if any(p.get("name") == "http" for p in c.get("ports", []))]
+    (http,) = [p for p in server["ports"] if p["name"] == "http"]
+    assert servers["targetPorts"] == [{"number": http["containerPort"]}]
+
+
+def test_single_host_pool_selects_the_deployment_pods(run):
+    from tests.conftest import EXAMPLES
+    from tooling.offline import load_stack_file
+
+    (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-single-host"]
+    cfg = load_stack_file(path)
+    cfg["tpu-serving:gateway"] = {"enabled": True}
+    rec = run(cfg, stack="vllm-single-host")
+    servers = _pool_values(rec, "llama70b")["values"]["router"]["modelServers"]
+    deployment = rec.one(DEPLOYMENT, "workload-llama70b-deployment").inputs["spec"]
+    assert servers["matchLabels"] == deployment["selector"]["matchLabels"]
+    assert servers["matchLabels"].items() <= deployment["template"]["metadata"]["labels"].items()
+    (container,) = deployment["template"]["spec"]["containers"]
+    assert servers["targetPorts"] == [{"number": container["ports"][0]["containerPort"]}]
+    route = rec.one(ROUTE).inputs
+    # the model name clients send: the workload's model (vLLM serves it under --model without --served-model-name)
+    assert route["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] == "meta-llama/Llama-3.1-70B"
+
+
+def test_route_and_release_order():
+    rec = _multi_host()
+    route = rec.one(ROUTE)
+    release = rec.one(RELEASE, "gateway-llama70b-router")
+    assert release.urn in route.dependencies and rec.one(GATEWAY).urn in route.dependencies
+    assert rec.one(CONFIG_FILE, "gateway-inferencepool-crd").urn in release.dependencies
+    assert rec.one("kubernetes:core/v1:Namespace", "namespaces-llama70b").urn in release.dependencies
+    gw = rec.one(GATEWAY).inputs["spec"]["listeners"][0]["allowedRoutes"]
+    assert gw["namespaces"]["selector"]["matchExpressions"][0]["values"] == ["llama70b"]
+    out = rec.outputs["gateway"]["routes"]["llama70b"]
+    assert "X-Gateway-Base-Model-Name: gs://my-tpu-project-models/Llama-3.3-70B-Instruct" in out["gatewayCurl"]
+
+
+def _example_config(**gateway_config: Any) -> dict[str, Any]:
+    from tests.conftest import EXAMPLES
+    from tooling.offline import load_stack_file
+
+    (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-multi-host"]
+    cfg = load_stack_file(path)
+    cfg["tpu-serving:gateway"] = {**cfg["tpu-serving:gateway"], **gateway_config}
+    return cfg
+
+
+def test_paused_keeps_the_gateway_and_routes_nothing(run):
+    cfg = _example_config()
+    cfg["tpu-serving:paused"] = True
+    rec = run(cfg, stack="vllm-multi-host")
+    assert rec.one(GATEWAY)
+    assert not rec.of_type(ROUTE) and not [r for r in rec.of_type(RELEASE) if r.name.startswith("gateway-")]
+    assert rec.outputs["gateway"]["routes"] == {"llama70b": {}}
+
+
+def test_workload_opts_out(run):
+    cfg = _example_config()
+    cfg["tpu-serving:workloads"][0]["gateway"] = False
+    rec = run(cfg, stack="vllm-multi-host")
+    assert not rec.of_type(ROUTE) and rec.outputs["gateway"]["routes"] == {}
+    assert rec.one(GATEWAY).inputs["spec"]["listeners"][0]["allowedRoutes"] == {"namespaces": {"from": "Same"}}
+
+
+def test_external_source_ranges_become_a_cloud_armor_policy_on_the_pool(run):
+    ranges = [f"198.51.{i}.0/24" for i in range(12)]
+    rec = run(_example_config(exposure="external", sourceRanges=ranges), stack="vllm-multi-host")
+    policy = rec.one("gcp:compute/regionSecurityPolicy:RegionSecurityPolicy").inputs
+    assert policy["type"] == "CLOUD_ARMOR" and policy["region"] == "us-west4"
+    rules = sorted(policy["rules"], key=lambda r: r["priority"])
+    assert [r["match"]["config"]["srcIpRanges"] for r in rules[:2]] == [ranges[:10], ranges[10:]]
+    assert [r["action"] for r in rules] == ["allow", "allow", "deny(403)"]
+    assert rules[-1]["priority"] == 2147483647 and rules[-1]["match"]["config"]["srcIpRanges"] == ["*"]
+    patch = rec.one("kubernetes:networking.gke.io/v1:GCPBackendPolicyPatch").inputs
+    # the chart's GCPBackendPolicy is named after the release (templates/gke.yaml)
+    assert patch["metadata"] == {"name": "llama70b", "namespace": "llama70b"}
+    assert patch["spec"] == {"default": {"securityPolicy": policy["name"]}}

@@ -21,6 +21,7 @@ from typing import Any
 
 from stacks import catalog, metrics, naming
 from stacks.config_model import VllmWorkload
+from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads.common import (
@@ -122,6 +123,13 @@ class VllmPlan(WorkloadPlan):
     @property
     def service_name(self) -> str:
         return self.name
+
+    def gateway_backend(self) -> GatewayBackend | None:
+        """What the Inference Gateway routes to: the serving pods (leaders only on a multi-host pool, where the
+        Ray head runs the server) on vLLM's port, under the model name clients send; None when opted out."""
+        if not self.workload.gateway:
+            return None
+        return GatewayBackend(self.name, self.namespace, self.serving_selector, HTTP_PORT, served_model_name(self))
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
