@@ -20,7 +20,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from stacks import catalog, compute_class, naming, network_policy, pod_security, pool_sizing, versions
+from stacks import catalog, compute_class, gateway, naming, network_policy, pod_security, pool_sizing, versions
 from stacks.config_model import (
     WORKLOAD_TYPES,
     AddonsConfig,
@@ -220,9 +220,29 @@ class StackConfig:
             ns: [
                 *network_policy.namespace_baseline(ns),
                 *(p for w in self.workloads if w.namespace == ns for p in w.ingress_allows()),
+                *(p for w in self.gateway_workloads if w.namespace == ns for p in self._gateway_allows(w)),
             ]
             for ns in self.namespaces
         }
+
+    def _gateway_allows(self, plan: Any) -> list[dict[str, Any]]:
+        """The gateway's load balancer (its proxies and health checks are not pods of the cluster, so no `from`,
+        as stacks/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and
+        gRPC health ports; paused, nothing is routed and nothing is opened."""
+        if self.paused:
+            return []
+        backend = plan.gateway_backend()
+        return [
+            network_policy.allow_clients(
+                f"{backend.name}-gateway", backend.namespace, backend.selector, [backend.port]
+            ),
+            network_policy.allow_clients(
+                gateway.epp_name(backend.name),
+                backend.namespace,
+                gateway.epp_pod_labels(backend.name),
+                [gateway.EPP_EXT_PROC_PORT, gateway.EPP_HEALTH_PORT],
+            ),
+        ]
 
     def chart(self, name: str) -> versions.ChartVersion:
         """The pinned chart release of an add-on (lws, jobset, kueue, prometheusAdapter)."""

@@ -126,6 +126,12 @@ def epp_name(release: str) -> str:
     return f"{release.lower().strip()[:40]}-epp"
 
 
+def epp_pod_labels(release: str) -> dict[str, str]:
+    """The labels of the picker's pods (routerlib _helpers.tpl llm-d-router.selectorLabels in gateway mode:
+    `llm-d-router-gateway: <picker name>`; templates/_deployment.yaml puts them on the pod template)."""
+    return {"llm-d-router-gateway": epp_name(release)}
+
+
 def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> dict[str, Any]:
     """Values of the llm-d-router-gateway chart for one workload (every key exists in the chart's values.yaml or
     its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the

@@ -451,3 +451,28 @@ def test_external_source_ranges_become_a_cloud_armor_policy_on_the_pool(run):
     # the chart's GCPBackendPolicy is named after the release (templates/gke.yaml)
     assert patch["metadata"] == {"name": "llama70b", "namespace": "llama70b"}
     assert patch["spec"] == {"default": {"securityPolicy": policy["name"]}}
+
+
+def test_network_policies_open_the_served_pods_and_the_picker_to_the_load_balancer():
+    rec = _multi_host()
+    policies = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]
+        for r in rec.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.inputs["metadata"]["namespace"] == "llama70b"
+    }
+    assert "default-deny-ingress" in policies
+    serving = policies["allow-llama70b-gateway-clients"]
+    assert serving["podSelector"] == {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "llama70b", "role": "leader"}}
+    assert serving["ingress"] == [{"ports": [{"protocol": "TCP", "port": 8000}]}]
+    picker = policies["allow-llama70b-epp-clients"]
+    # the picker's pod labels (routerlib selectorLabels, gateway mode) and its ext-proc and gRPC health ports
+    assert picker["podSelector"] == {"matchLabels": {"llm-d-router-gateway": "llama70b-epp"}}
+    assert picker["ingress"] == [{"ports": [{"protocol": "TCP", "port": 9002}, {"protocol": "TCP", "port": 9003}]}]
+
+
+def test_paused_opens_nothing_for_the_gateway(run):
+    cfg = _example_config()
+    cfg["tpu-serving:paused"] = True
+    rec = run(cfg, stack="vllm-multi-host")
+    names = {r.inputs["metadata"]["name"] for r in rec.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")}
+    assert not {"allow-llama70b-gateway-clients", "allow-llama70b-epp-clients"} & names
