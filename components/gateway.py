@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import release_args
-from stacks import gateway, naming, pod_security
+from stacks import gateway, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
 from stacks.versions import INFERENCE_POOL_CRD, LLM_D_ROUTER
 
@@ -65,6 +65,14 @@ class InferenceGateway(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        # No pods live here; like every namespace of the stack it denies ingress by default.
+        for policy in network_policy.namespace_baseline(gateway.GATEWAY_NAMESPACE)[:1]:
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy['metadata']['name']}",
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
+            )
         # The InferencePool CRD (inference.networking.k8s.io/v1) at the matrix's pinned release, applied
         # server-side from its upstream file (stacks/versions.py CRDS, sha256 recorded for `make crds`).
         self.inference_pool_crd = k8s.yaml.v2.ConfigFile(
