@@ -395,7 +395,9 @@ IMAGE_RECORDS: dict[str, Image] = {
     # tpu-inference==0.27.0; tpu-inference@v0.27.0 requirements.txt: jax 0.11.0, libtpu 0.0.44; its docker/Dockerfile
     # keeps vLLM's tree at /workspace/vllm). Endpoints: vllm 0.27.0 vllm/entrypoints (OpenAI server, /health,
     # /metrics); metrics: vllm/v1/metrics/loggers.py; TPUs: tpu-inference@v0.27.0 README ("Recommended: v7x, v5e,
-    # v6e; Experimental: v3, v4, v5p") and tpu_inference/tpu_info.py.
+    # v6e; Experimental: v3, v4, v5p") and tpu_inference/tpu_info.py. TPU7x multi-host: tpu-inference@v0.27.0
+    # .buildkite/features/multi-host.yml (Qwen3-30B-A3B, --tensor-parallel-size 16, queue tpu_v7x_16_queue) and
+    # support_matrices/release/v7x/vllm/feature_support_matrix.csv ("multi-host" correctness passing).
     "vllmTpu": Image(
         "docker.io/vllm/vllm-tpu:v0.27.0",
         Serves(
@@ -412,7 +414,8 @@ IMAGE_RECORDS: dict[str, Image] = {
             tpus=_set("v4", "v5e", "v5p", "v6e", "tpu7x"),
         ),
         "vllm-project/vllm@v0.27.0 (vllm/entrypoints, vllm/v1/metrics/loggers.py); "
-        "vllm-project/tpu-inference@v0.27.0 (README, requirements.txt, docker/Dockerfile)",
+        "vllm-project/tpu-inference@v0.27.0 (README, requirements.txt, docker/Dockerfile, "
+        "support_matrices/release/v7x)",
     ),
 }
 

@@ -241,7 +241,7 @@ CASES = {
         ),
         [
             "tpu-serving:workloads[0].pool: jetstream-pathways cannot run on tpu7x (pool 'iw'): its pinned images do "
-            "not support tpu7x; workload types that do: "
+            "not support tpu7x; workload types that do: vllm"  # tpu-inference@v0.27.0 README: v7x recommended
         ],
     ),
     "system pool min above max": (
