@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics, naming
+from stacks import catalog, metrics, naming, scan_exceptions
 from stacks.config_model import VllmWorkload
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
@@ -482,10 +482,17 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
+    # the checkov findings this Deployment accepts, with their reasons (stacks/scan_exceptions.py)
+    skips = [
+        *scan_exceptions.TAG_PINNED,
+        scan_exceptions.CPU_LIMIT,
+        *scan_exceptions.TPU_HOST_RESOURCES,
+        *scan_exceptions.IMAGE_USER,
+    ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels),
+        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(skips)),
         "spec": spec,
     }
 
