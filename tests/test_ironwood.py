@@ -6,17 +6,24 @@ Upstream facts relied on:
   Qwen3-30B-A3B with --tensor-parallel-size 16 on queue tpu_v7x_16_queue; support_matrices/release/v7x/vllm/
   feature_support_matrix.csv: "multi-host" correctness passing;
 - AI-Hypercomputer/xpk@367c838 src/xpk/core/system_characteristics.py: device type f'{prefix}-{num_tensorcores}',
-  so tpu7x-16 is 16 TensorCores = 8 chips (2 per chip) = the 2x2x2 slice of two tpu7x-standard-4t VMs.
+  so tpu7x-16 is 16 TensorCores = 8 chips (2 per chip) = the 2x2x2 slice of two tpu7x-standard-4t VMs;
+- tpu-inference@v0.27.0 examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml (in the reference
+  directory): vLLM's own GKE multi-host example is this shape, a LeaderWorkerSet of size 2 on tpu7x 2x2x2 with
+  google.com/tpu 4 per pod and --tensor-parallel-size 16, compared field by field below.
 """
 
 from __future__ import annotations
 
+import pytest
+import yaml
+
 from stacks import catalog
-from tests.conftest import recorded
+from tests.conftest import recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 
 IRONWOOD = ROOT / "examples/ironwood/Pulumi.ironwood.yaml"
+UPSTREAM = reference_dir() / "tpu-inference/examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml"
 
 
 def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
@@ -45,3 +52,20 @@ def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
     ]
     assert "tpuTopology" not in node_pool.inputs["placementPolicy"]
     assert node_pool.inputs["placementPolicy"]["policyName"]
+
+
+@pytest.mark.skipif(not UPSTREAM.is_file(), reason=f"reference manifest missing: {UPSTREAM}")
+def test_ironwood_matches_vllm_s_own_tpu7x_multi_host_gke_example():
+    (theirs,) = [d for d in yaml.safe_load_all(UPSTREAM.read_text()) if d and d["kind"] == "LeaderWorkerSet"]
+    (ours,) = [o for o in kubernetes_objects(recorded(IRONWOOD, False)) if o["kind"] == "LeaderWorkerSet"]
+    tmpl, ref_tmpl = ours["spec"]["leaderWorkerTemplate"], theirs["spec"]["leaderWorkerTemplate"]
+    assert tmpl["size"] == ref_tmpl["size"] == 2
+    for role in ("leaderTemplate", "workerTemplate"):
+        (c,), (ref_c,) = tmpl[role]["spec"]["containers"], ref_tmpl[role]["spec"]["containers"]
+        assert tmpl[role]["spec"]["nodeSelector"] == ref_tmpl[role]["spec"]["nodeSelector"]
+        assert c["resources"]["limits"]["google.com/tpu"] == int(ref_c["resources"]["limits"]["google.com/tpu"])
+        ref_env = {e["name"]: e.get("value") for e in ref_c["env"]}
+        assert {"name": "TPU_MULTIHOST_BACKEND", "value": ref_env["TPU_MULTIHOST_BACKEND"]} in c["env"]
+    ref_leader = " ".join(ref_tmpl["leaderTemplate"]["spec"]["containers"][0]["args"])
+    leader = tmpl["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
+    assert "--tensor-parallel-size 16" in ref_leader and "--tensor-parallel-size=16" in leader
