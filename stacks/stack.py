@@ -152,7 +152,13 @@ def build_platform(cfg: StackConfig) -> Platform:
         force_destroy=cfg.bucket_force_destroy,
         labels=cfg.labels,
     )
-    addons = Addons("addons", config=cfg, provider=cluster.provider, depends_on=[cluster.system_pool])
+    addons = Addons(
+        "addons",
+        config=cfg,
+        provider=cluster.provider,
+        kubeconfig=cluster.kubeconfig,
+        depends_on=[cluster.system_pool],
+    )
     monitoring = Monitoring(
         "monitoring",
         config=cfg,

@@ -37,6 +37,29 @@ DEFAULT_KUBERNETES_MINOR = "1.34"
 
 
 @dataclass(frozen=True)
+class ChartCrds:
+    """The CRD files a chart release ships, in its repository at the release tag. The stack applies these itself
+    (components/addons.py), because Helm never updates a chart's `crds/` on upgrade and deletes a templated CRD, with
+    every object of its kind, once it leaves the templates (helm.sh docs, "Custom Resource Definitions")."""
+
+    repo: str  # GitHub owner/name
+    tag: str
+    paths: tuple[str, ...]
+    templated: bool  # under templates/ (Helm installs, updates and deletes it) rather than crds/
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        # raw.githubusercontent.com/<owner>/<repo>/<ref>/<path> serves a file's bytes at a tag
+        return tuple(f"https://raw.githubusercontent.com/{self.repo}/{self.tag}/{path}" for path in self.paths)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """metadata.name of each CRD, `<plural>.<group>`, from the upstream file name `<group>_<plural>.yaml`."""
+        stems = (path.rsplit("/", 1)[-1].removesuffix(".yaml") for path in self.paths)
+        return tuple(f"{plural}.{group}" for group, plural in (stem.split("_", 1) for stem in stems))
+
+
+@dataclass(frozen=True)
 class ChartVersion:
     """One release of a Helm chart published in an OCI registry, and the controller image it runs."""
 
@@ -46,12 +69,34 @@ class ChartVersion:
     image_tag: str
     namespace: str
     release_name: str
+    crds: ChartCrds | None = None  # None: Helm manages the chart's CRDs (one supported version, no upgrade)
+
+
+# The CRD files of each chart release (git ls-tree at the tag): kubernetes-sigs/lws@v0.7.0 templates its CRD
+# (charts/lws/templates/crds/), @v0.10.0 ships three under charts/lws/crds/; kubernetes-sigs/jobset@v0.10.1 and
+# @v0.12.0 ship one under charts/jobset/crds/.
+_LWS_CHART_CRDS: dict[str, tuple[str, bool]] = {
+    "0.7.0": ("charts/lws/templates/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml", True),
+    "0.10.0": (
+        "charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+        " charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsets.yaml"
+        " charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml",
+        False,
+    ),
+}
 
 
 def _lws(version: str) -> ChartVersion:
     # oci://registry.k8s.io/lws/charts/lws, namespace lws-system (lws installation docs, v0.7.0)
+    paths, templated = _LWS_CHART_CRDS[version]
     return ChartVersion(
-        "oci://registry.k8s.io/lws/charts/lws", version, "registry.k8s.io/lws/lws", f"v{version}", "lws-system", "lws"
+        "oci://registry.k8s.io/lws/charts/lws",
+        version,
+        "registry.k8s.io/lws/lws",
+        f"v{version}",
+        "lws-system",
+        "lws",
+        ChartCrds("kubernetes-sigs/lws", f"v{version}", tuple(paths.split()), templated),
     )
 
 
@@ -64,6 +109,7 @@ def _jobset(version: str) -> ChartVersion:
         f"v{version}",
         "jobset-system",
         "jobset",
+        ChartCrds("kubernetes-sigs/jobset", f"v{version}", ("charts/jobset/crds/jobset.x-k8s.io_jobsets.yaml",), False),
     )
 
 

@@ -45,7 +45,7 @@ def test_controllers_are_scheduled_on_the_system_pool(run):
     assert found["jobset"].inputs["values"]["controller"]["nodeSelector"] == SYSTEM
     assert found["kueue"].inputs["values"]["controllerManager"]["nodeSelector"] == SYSTEM
     system_pool = rec.one("gcp:container/nodePool:NodePool", "cluster-system")
-    provider = rec.one("pulumi:providers:kubernetes")
+    provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     for release in found.values():
         assert system_pool.urn in release.dependencies
         assert release.provider.startswith(provider.urn)

@@ -147,7 +147,7 @@ def test_kubernetes_provider_uses_exec_plugin_and_secret_kubeconfig(run):
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert "token" not in user and "client-key-data" not in user
     assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
-    provider = rec.one("pulumi:providers:kubernetes")
+    provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     # the provider's kubeconfig input stays a secret (wrapped with Pulumi's secret signature)
     from pulumi.runtime import rpc
 

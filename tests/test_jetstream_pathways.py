@@ -256,7 +256,7 @@ def test_lws_depends_on_its_release_and_node_pools(run):
     assert len(node_pools) == 2
     for urn in [release.urn, *node_pools]:
         assert urn in lws.dependencies
-    assert lws.provider.startswith(rec.one("pulumi:providers:kubernetes").urn)
+    assert lws.provider.startswith(rec.one("pulumi:providers:kubernetes", "cluster-k8s").urn)
 
 
 def test_service_podmonitoring_and_outputs(run):

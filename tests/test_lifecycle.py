@@ -3,6 +3,7 @@ recreate infrastructure, recreation review, leak audit, and the cost estimate.""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import sys
@@ -132,7 +133,7 @@ def test_bad_lifecycle_flags(run):
 def test_teardown_order_leaves_nothing(path):
     rec = recorded(path, False)
     cluster = rec.one("gcp:container/cluster:Cluster")
-    provider = rec.one("pulumi:providers:kubernetes")
+    provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     # the Kubernetes provider is built from the cluster's outputs, so everything using it is deleted first
     assert cluster.urn in provider.dependencies
     for r in rec.resources:
@@ -167,13 +168,124 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
     upgraded = {**config, "tpu-serving:addons": addons}
     after = run_program(upgraded, stack="all-in-one")
     assert infrastructure(before) == infrastructure(after)
-    changed = {
-        (r.type, r.name)
-        for r in after.resources
-        if r.inputs != next(b.inputs for b in before.resources if (b.type, b.name) == (r.type, r.name))
-    }
+    earlier = {(r.type, r.name): r.inputs for r in before.resources}
+    changed = {(r.type, r.name) for r in after.resources if earlier.get((r.type, r.name), r.inputs) != r.inputs}
     assert ("kubernetes:helm.sh/v3:Release", "addons-lws") in changed
     assert all(t.startswith("kubernetes:") for t, _ in changed), changed
+
+
+# Every supported upgrade (older -> newer) of each add-on whose CRDs the stack manages.
+CRD_UPGRADES = [
+    (key, old, new)
+    for key, charts in versions.CHARTS.items()
+    for old in charts
+    for new in charts
+    if charts[old].crds is not None and catalog.version_tuple(old) < catalog.version_tuple(new)
+]
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
+CUSTOM_RESOURCES = {
+    "lws": "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+    "jobset": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+}
+
+
+def test_every_supported_version_pair_is_checked():
+    assert {(k, o, n) for k, o, n in CRD_UPGRADES} == {("lws", "0.7.0", "0.10.0"), ("jobset", "0.10.1", "0.12.0")}
+
+
+@functools.cache
+def all_in_one_at(key: str, version: str):
+    from tooling.offline import run_program
+
+    config = load_stack_file(ALL_IN_ONE)
+    return run_program({**config, "tpu-serving:addons": {key: {"version": version}}}, stack="all-in-one")
+
+
+def keep_patches(rec, key: str) -> dict[str, object]:
+    return {r.inputs["metadata"]["name"]: r for r in rec.of_type(CRD_PATCH) if r.name.startswith(f"addons-{key}-")}
+
+
+@pytest.mark.parametrize(("key", "old", "new"), CRD_UPGRADES, ids=lambda v: str(v))
+def test_addon_upgrade_updates_its_crds_in_place_and_never_deletes_one(key, old, new):
+    before, after = all_in_one_at(key, old), all_in_one_at(key, new)
+    old_crds, new_crds = versions.CHARTS[key][old].crds, versions.CHARTS[key][new].crds
+    assert old_crds is not None and new_crds is not None
+    group_before = before.one(CONFIG_GROUP, f"addons-{key}-crds")
+    group_after = after.one(CONFIG_GROUP, f"addons-{key}-crds")
+    # One ConfigGroup per add-on, named for the add-on and not the version: the same URN, so a version change is an
+    # update. Its objects are named `<resourcePrefix>-<object name>`, the prefix defaulting to the group's name
+    # (pulumi-kubernetes 4.34.2 sdk/python pulumi_kubernetes/yaml/v2/ConfigGroup.py, resource_prefix), so each CRD
+    # keeps its URN too; and server-side apply updates it in place.
+    assert group_before.urn == group_after.urn
+    assert not group_after.delete_before_replace
+    # It applies the chart's own CRD files at the new tag (what `helm install` of that version would create).
+    assert group_before.inputs["files"] == list(old_crds.urls)
+    assert group_after.inputs["files"] == list(new_crds.urls)
+    assert all(f"/v{new}/" in url for url in group_after.inputs["files"])
+    # No CRD leaves the program (that would delete it and, by garbage collection, every object of its kind).
+    assert set(old_crds.names) <= set(new_crds.names)
+    # Every CRD carries Helm's keep annotation before the new release is installed: Helm's upgrade skips deleting
+    # an object that left the templates when its LIVE annotations say keep (helm/helm@v3.16.0 pkg/kube/client.go,
+    # Update: info.Get() then ResourcePolicyIsKeep). lws 0.7.0 templates its CRD (kubernetes-sigs/lws@v0.7.0
+    # charts/lws/templates/crds/), 0.10.0 moves it to crds/ (kubernetes-sigs/lws@v0.10.0 charts/lws/crds/).
+    kept_before, kept_after = keep_patches(before, key), keep_patches(after, key)
+    assert set(kept_before) == set(old_crds.names) and set(kept_after) == set(new_crds.names)
+    release = after.one("kubernetes:helm.sh/v3:Release", f"addons-{key}")
+    for name in old_crds.names:
+        assert kept_before[name].urn == kept_after[name].urn
+    for patch in kept_after.values():
+        assert patch.inputs["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+        assert patch.urn in release.dependencies or group_after.urn in release.dependencies
+    # Helm never upgrades or deletes `crds/` ("There is no support at this time for upgrading or deleting CRDs
+    # using Helm", helm.sh/docs/chart_best_practices/custom_resource_definitions; a CRD moved from templates/ to
+    # crds/ is deleted on upgrade: helm/helm#8163): the release skips them, and a
+    # chart that keeps them under crds/ gets them from the stack first.
+    assert release.inputs["skipCrds"] is True
+    if not new_crds.templated:
+        assert group_after.urn in release.dependencies
+        assert {p.urn for p in kept_after.values()} <= set(release.dependencies)
+    # The provider that applies them forces server-side apply conflicts (fields Helm set from the old template) and
+    # adopts a CRD that already exists (pulumi-kubernetes 4.34.2 Provider enable_patch_force,
+    # upsert_existing_objects: "By default, Pulumi will error if a resource already exists in the cluster").
+    provider = after.one("pulumi:providers:kubernetes", "addons-crds-k8s")
+    assert group_after.provider.startswith(provider.urn)
+    assert provider.inputs["enablePatchForce"] in (True, "true")
+    assert provider.inputs["upsertExistingObjects"] in (True, "true")
+    assert provider.inputs["enableServerSideApply"] in (True, "true")
+    # Every serving custom resource of the add-on waits for its CRDs.
+    workloads = after.of_type(CUSTOM_RESOURCES[key])
+    assert workloads, f"the all-in-one example has no {CUSTOM_RESOURCES[key]}"
+    for workload in workloads:
+        assert group_after.urn in workload.dependencies, workload.name
+
+
+def test_templated_crds_are_adopted_after_the_release_creates_them():
+    rec = all_in_one_at("lws", "0.7.0")
+    crds = versions.CHARTS["lws"]["0.7.0"].crds
+    assert crds is not None and crds.templated
+    # the chart's template creates the CRD on install: the group (which upserts it) waits for the release, so Helm
+    # never meets a CRD it does not own
+    assert (
+        rec.one("kubernetes:helm.sh/v3:Release", "addons-lws").urn
+        in rec.one(CONFIG_GROUP, "addons-lws-crds").dependencies
+    )
+
+
+def test_crd_names_match_the_upstream_crds():
+    from tooling.schemas import crd_dir
+
+    folder = crd_dir()
+    if folder is None:
+        pytest.skip("no CRD folder (make crds, or ../shared/reference/crds)")
+    import yaml
+
+    # the name each ChartCrds derives from its file name is the CRD's metadata.name in the upstream file
+    for key in ("lws", "jobset"):
+        for chart in versions.CHARTS[key].values():
+            assert chart.crds is not None
+            path = folder / chart.crds.paths[0].rsplit("/", 1)[-1]
+            assert yaml.safe_load(path.read_text())["metadata"]["name"] == chart.crds.names[0]
 
 
 # ---- recreation review ----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def test_tpu_device_plugin_podmonitoring(run):
         # `node` for per-node panels and HBM ratios; pod/container as the CRD's defaults
         "targetLabels": {"metadata": ["pod", "container", "node"]},
     }
-    assert rec.one(PODMON).provider.startswith(rec.one("pulumi:providers:kubernetes").urn)
+    assert rec.one(PODMON).provider.startswith(rec.one("pulumi:providers:kubernetes", "cluster-k8s").urn)
 
 
 def test_no_tpu_podmonitoring_without_tpu_pools(run):

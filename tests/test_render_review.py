@@ -80,7 +80,7 @@ def test_ids_name_the_resource_and_stay_stable():
 
 def test_every_kubernetes_object_has_an_edge_from_the_clusters_provider():
     rec = recorded(ALL_IN_ONE, True)
-    provider = rec.one("pulumi:providers:kubernetes")
+    provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     from_provider = {e.target for e in graph.edges(rec) if e.source == provider.urn}
     objects = [r for r in rec.resources if r.type.startswith("kubernetes:") and r.custom]
     assert objects and all(r.urn in from_provider for r in objects)

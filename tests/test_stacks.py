@@ -44,9 +44,7 @@ def test_every_resource_has_a_component_parent(recording):
 def test_every_kubernetes_resource_has_an_explicit_provider(recording):
     for r in recording.resources:
         if r.custom and r.type.startswith("kubernetes:"):
-            assert r.provider.startswith(
-                next(p.urn for p in recording.resources if p.type == "pulumi:providers:kubernetes")
-            )
+            assert r.provider.startswith(recording.one("pulumi:providers:kubernetes", "cluster-k8s").urn)
 
 
 def test_iam_is_member_level_only(recording):

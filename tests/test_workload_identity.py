@@ -23,7 +23,7 @@ def test_gsa_and_ksa(rec):
     assert ksa.inputs["metadata"]["name"] == "jetstream"
     assert ksa.inputs["metadata"]["namespace"] == "serving"
     assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
-    provider = rec.one("pulumi:providers:kubernetes")
+    provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     assert ksa.provider.startswith(provider.urn)
     namespace = rec.one("kubernetes:core/v1:Namespace", "serving-ns")
     assert namespace.urn in ksa.dependencies

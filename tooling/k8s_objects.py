@@ -38,7 +38,13 @@ def plain(value: Any, *, mask_secrets: bool = False) -> Any:
 
 
 def is_object(reg: Registration) -> bool:
-    return reg.custom and reg.type.startswith("kubernetes:") and not reg.type.startswith(NOT_OBJECTS)
+    # a `...Patch` resource is a partial object (server-side apply of a few fields onto an existing one)
+    return (
+        reg.custom
+        and reg.type.startswith("kubernetes:")
+        and not reg.type.startswith(NOT_OBJECTS)
+        and not reg.type.endswith("Patch")
+    )
 
 
 def to_object(reg: Registration) -> dict[str, Any]:
