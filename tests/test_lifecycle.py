@@ -199,7 +199,9 @@ def all_in_one_at(key: str, version: str):
     from tooling.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
-    return run_program({**config, "tpu-serving:addons": {key: {"version": version}}}, stack="all-in-one")
+    addons = config.get("tpu-serving:addons", {})
+    addons = {**addons, key: {**addons.get(key, {}), "version": version}}
+    return run_program({**config, "tpu-serving:addons": addons}, stack="all-in-one")
 
 
 def keep_patches(rec, key: str) -> dict[str, object]:
