@@ -106,8 +106,17 @@ def checkout(tmp_path_factory) -> Path:
     return copy
 
 
+# A user's fresh shell: no virtualenv, no pytest variables, and no outer make's variables (CI runs the suite
+# through `make test`; an inherited MAKELEVEL makes the inner make print "Entering/Leaving directory" lines).
+_NOT_IN_A_FRESH_SHELL = ("VIRTUAL_ENV", "PYTEST", "TPU_SERVING_CRDS", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+
+
+def _fresh_shell_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(_NOT_IN_A_FRESH_SHELL)}
+
+
 def _env(copy: Path, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTEST", "TPU_SERVING_CRDS"))}
+    env = _fresh_shell_env()
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"  # no virtualenv on PATH, as in a fresh shell
     if REFERENCE_CRDS.is_dir():
         env["TPU_SERVING_CRDS_MIRROR"] = mirror_tree(tmp_path / "mirror").as_uri()
@@ -175,7 +184,9 @@ def test_every_readme_command_works_as_written(checkout, tmp_path):
 
 def test_make_example_takes_example_names_and_says_its_usage(checkout):
     def make(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["make", "example", *args], cwd=checkout, capture_output=True, text=True)
+        return subprocess.run(
+            ["make", "example", *args], cwd=checkout, env=_fresh_shell_env(), capture_output=True, text=True
+        )
 
     done = make("EXAMPLE=gemma-hpa-prometheus")  # no STACK: its usage, not "Pulumi.dev.yaml exists"
     assert done.returncode == 2 and "usage: make example EXAMPLE=<example> STACK=<new stack>" in done.stdout
