@@ -2,7 +2,8 @@
 
 TPU node pools are separate components (`components.tpu_pool`); the default node pool is removed at creation.
 Secure defaults: Workload Identity, GKE metadata server on every pool, shielded nodes with secure boot, private
-nodes, Dataplane V2 (enforces NetworkPolicy), and a dedicated node service account.
+nodes, Dataplane V2 (enforces NetworkPolicy), a dedicated node service account, and a control plane reached through
+its IAM-gated DNS-based endpoint with the IP endpoint closed to the internet (`control_plane_access`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,56 @@ def node_pool_security(service_account: pulumi.Input[str]) -> dict:
         shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
             enable_secure_boot=True, enable_integrity_monitoring=True
         ),
+    )
+
+
+def control_plane_access(config: ClusterConfig) -> dict:
+    """Cluster arguments deciding who reaches the control plane and how they authenticate.
+
+    dns (default): the DNS-based endpoint takes user traffic (IAM checks container.clusters.connect before RBAC);
+    the IP endpoint stays for the nodes but master authorized networks are enforced with only the listed CIDRs and
+    no Google Cloud public addresses, and with private nodes and no CIDRs the public IP endpoint is off
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation; CIS GKE 5.6.4 "Use DNS based
+    access or private GKE control plane endpoints"). ip (dev only): the public IP endpoint, open unless CIDRs are
+    listed. Either way no client certificates and no legacy ABAC (GKE hardening guide); Dataplane V2 enforces
+    NetworkPolicy itself, so the Calico `network_policy` setting and add-on stay off."""
+    authorized = config.master_authorized_networks
+    cidrs = [
+        gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+            cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
+        )
+        for n in authorized
+    ]
+    dns = config.control_plane_endpoint == "dns"
+    return dict(
+        control_plane_endpoints_config=(
+            gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True
+                ),
+                ip_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(enabled=True),
+            )
+            if dns
+            else None
+        ),
+        private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+            enable_private_nodes=config.private_nodes,
+            enable_private_endpoint=dns and config.private_nodes and not authorized,
+        ),
+        master_authorized_networks_config=(
+            gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=cidrs or None, gcp_public_cidrs_access_enabled=False
+            )
+            if dns or authorized
+            else None
+        ),
+        master_auth=gcp.container.ClusterMasterAuthArgs(
+            client_certificate_config=gcp.container.ClusterMasterAuthClientCertificateConfigArgs(
+                issue_client_certificate=False
+            )
+        ),
+        enable_legacy_abac=False,
+        network_policy=gcp.container.ClusterNetworkPolicyArgs(enabled=False, provider="PROVIDER_UNSPECIFIED"),
     )
 
 
@@ -79,6 +130,14 @@ def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container
     )
 
 
+def dns_endpoint(endpoints) -> str:
+    """The cluster's DNS endpoint (`gke-<id>.<location>.gke.goog`), from the computed endpoints config."""
+    dns = endpoints.dns_endpoint_config if endpoints else None
+    if dns is None or not dns.endpoint:
+        raise ValueError("the cluster reports no DNS endpoint (controlPlaneEndpointsConfig.dnsEndpointConfig)")
+    return dns.endpoint
+
+
 class Cluster(pulumi.ComponentResource):
     name: pulumi.Output[str]
     location: pulumi.Output[str]
@@ -115,7 +174,6 @@ class Cluster(pulumi.ComponentResource):
         nodes = NodeServiceAccount(
             f"{name}-nodes", account_id=naming.node_service_account_id(cluster_name), project=project, opts=child
         )
-        authorized = config.master_authorized_networks
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
             gcp.container.ClusterArgs(
@@ -151,28 +209,14 @@ class Cluster(pulumi.ComponentResource):
                     workload_pool=naming.workload_pool(project)
                 ),
                 enable_shielded_nodes=True,
-                private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
-                    enable_private_nodes=config.private_nodes,
-                    enable_private_endpoint=False,
-                ),
-                master_authorized_networks_config=(
-                    gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
-                        cidr_blocks=[
-                            gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                                cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
-                            )
-                            for n in authorized
-                        ]
-                    )
-                    if authorized
-                    else None
-                ),
+                **control_plane_access(config),
                 logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOGGING_COMPONENTS),
                 monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                     enable_components=MONITORING_COMPONENTS,
                     managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
                 ),
                 addons_config=gcp.container.ClusterAddonsConfigArgs(
+                    network_policy_config=gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=True),
                     gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                         enabled=True
                     ),
@@ -232,10 +276,16 @@ class Cluster(pulumi.ComponentResource):
 
         self.name = self.gke.name
         self.location = self.gke.location
-        self.endpoint = self.gke.endpoint
+        if config.control_plane_endpoint == "dns":
+            # The DNS endpoint serves a publicly trusted certificate: no cluster CA in the kubeconfig.
+            self.endpoint = self.gke.control_plane_endpoints_config.apply(dns_endpoint)
+            ca = pulumi.Output.from_input(None)
+        else:
+            self.endpoint = self.gke.endpoint
+            ca = self.gke.master_auth.cluster_ca_certificate
         self.node_service_account = nodes.email
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.gke.name, self.gke.endpoint, self.gke.master_auth.cluster_ca_certificate).apply(
+            pulumi.Output.all(self.gke.name, self.endpoint, ca).apply(
                 lambda args: gke_kubeconfig(f"gke_{project}_{location}_{args[0]}", args[1], args[2])
             )
         )

@@ -1266,6 +1266,14 @@ def parse_stack_config(
         cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
         _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
         _check_network(cluster, problems)
+        if cluster.control_plane_endpoint == "ip" and environment != "dev":
+            problems.append(
+                Problem(
+                    f"{NS}:cluster.controlPlaneEndpoint",
+                    f"'ip' is allowed only in dev (environment is {_fmt(environment)}); staging and prod reach the "
+                    "control plane through the DNS-based endpoint (allowed: 'dns')",
+                )
+            )
         _check_maintenance(cluster, problems)
         _check_cluster(cluster, problems)
         if gateway is not None:
@@ -1402,10 +1410,10 @@ def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket
             f"{NS}:bucket.forceDestroy={str(bucket.force_destroy).lower()} overrides the {environment} profile "
             f"({str(profile.bucket_force_destroy).lower()})"
         )
-    if environment != "dev" and not cluster.master_authorized_networks:
+    if cluster.control_plane_endpoint == "ip" and not cluster.master_authorized_networks:
         out.append(
-            f"{NS}:cluster.masterAuthorizedNetworks is empty: the {environment} control plane endpoint accepts "
-            "connections from any address (authenticated); list the CIDRs of your operators and CI"
+            f"{NS}:cluster.controlPlaneEndpoint=ip with no masterAuthorizedNetworks: the {environment} control plane "
+            "endpoint accepts connections from any address (authenticated); list the CIDRs of your operators and CI"
         )
     if not cluster.private_nodes:
         out.append(f"{NS}:cluster.privateNodes=false: nodes get public IP addresses")

@@ -98,8 +98,17 @@ class ClusterConfig(CamelModel):
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
     private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")
+    control_plane_endpoint: Literal["dns", "ip"] = Field(
+        "dns",
+        description="How kubectl and the Kubernetes provider reach the control plane. dns (default): GKE's "
+        "DNS-based endpoint, gated by IAM (container.clusters.connect), with the IP endpoint closed to the internet "
+        "unless masterAuthorizedNetworks lists CIDRs. ip: the public IP endpoint (dev only; open to any address "
+        "unless masterAuthorizedNetworks lists CIDRs).",
+    )
     master_authorized_networks: list[AuthorizedNetworkConfig] = Field(
-        default_factory=list, description="CIDRs allowed to reach the public control plane endpoint."
+        default_factory=list,
+        description="CIDRs allowed to reach the public IP endpoint; none: the IP endpoint is closed to the internet "
+        "(controlPlaneEndpoint dns) or open to any address (ip, dev only).",
     )
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)

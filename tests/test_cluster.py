@@ -1,5 +1,7 @@
 """The GKE cluster, its system pool, node identity and network, as registered."""
 
+import json
+
 import pulumi
 import pytest
 
@@ -21,14 +23,57 @@ def test_cluster_settings(run):
     assert gke["loggingConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS", "WORKLOADS"]}
     assert gke["releaseChannel"] == {"channel": "REGULAR"}
     assert gke["enableShieldedNodes"] is True
-    assert gke["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    # Control plane (control_plane_access): user traffic through the DNS-based endpoint, gated by IAM
+    # (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation ; CIS GKE Benchmark 2.0.0 5.6.4
+    # "Use DNS based access or private GKE control plane endpoints"); field names: pulumi-gcp 10.2.0
+    # container/_inputs.py ClusterControlPlaneEndpointsConfig{DnsEndpointConfig,IpEndpointsConfig}Args.
+    assert gke["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True},
+        "ipEndpointsConfig": {"enabled": True},  # the nodes still use the private IP endpoint
+    }
+    # no CIDRs listed: the public IP endpoint is off (private endpoint only) and authorized networks are enforced
+    # with no entry and no Google Cloud public addresses
+    assert gke["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
+    assert gke["masterAuthorizedNetworksConfig"] == {"gcpPublicCidrsAccessEnabled": False}
+    # GKE hardening guide: no client certificates, no legacy ABAC
+    # (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster)
+    assert gke["masterAuth"] == {"clientCertificateConfig": {"issueClientCertificate": False}}
+    assert gke["enableLegacyAbac"] is False
+    # Dataplane V2 enforces NetworkPolicy itself; the Calico setting and add-on stay off so the two never mix
+    # (https://cloud.google.com/kubernetes-engine/docs/concepts/dataplane-v2: "network policy enforcement is built in")
+    assert gke["networkPolicy"] == {"enabled": False, "provider": "PROVIDER_UNSPECIFIED"}
+    assert gke["addonsConfig"]["networkPolicyConfig"] == {"disabled": True}
     assert gke["datapathProvider"] == "ADVANCED_DATAPATH"  # NetworkPolicy enforcement
     assert gke["networkingMode"] == "VPC_NATIVE"
     assert gke["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
     assert gke["resourceLabels"] == {"app": "tpu-serving", "stack": "dev", "environment": "dev"}
     assert gke["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert gke["nodeConfig"]["serviceAccount"].startswith("tpu-serving-dev-nodes@")
-    assert "masterAuthorizedNetworksConfig" not in gke
+
+
+def test_dev_may_opt_out_to_the_public_ip_endpoint(run):
+    rec = run(make_config(tpu_serving__cluster={"controlPlaneEndpoint": "ip"}))
+    gke = rec.one(CLUSTER).inputs
+    assert "controlPlaneEndpointsConfig" not in gke and "masterAuthorizedNetworksConfig" not in gke
+    assert gke["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert gke["masterAuth"] == {"clientCertificateConfig": {"issueClientCertificate": False}}
+    assert any("controlPlaneEndpoint=ip with no masterAuthorizedNetworks" in w for w in rec.warnings)
+    kubeconfig = json.loads(rec.outputs["kubeconfig"])
+    assert kubeconfig["clusters"][0]["cluster"] == {
+        "server": "https://203.0.113.10",
+        "certificate-authority-data": "LS0tLS1CRUdJTi1GQUtFLUNBLS0tLS0=",
+    }
+    assert not rec.outputs["getCredentialsCommand"].endswith("--dns-endpoint")
+
+
+@pytest.mark.parametrize("environment", ["staging", "prod"])
+def test_only_dev_may_use_the_ip_endpoint(run, environment):
+    cfg = make_config(tpu_serving__environment=environment, tpu_serving__cluster={"controlPlaneEndpoint": "ip"})
+    with pytest.raises(pulumi.RunError) as err:
+        run(cfg, stack=environment)
+    assert (
+        f"tpu-serving:cluster.controlPlaneEndpoint: 'ip' is allowed only in dev (environment is '{environment}')"
+    ) in str(err.value)
 
 
 def test_master_authorized_networks_and_public_nodes(run):
@@ -48,8 +93,11 @@ def test_master_authorized_networks_and_public_nodes(run):
         "cidrBlocks": [
             {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
             {"cidrBlock": "198.51.100.7/32", "displayName": "198.51.100.7/32"},
-        ]
+        ],
+        "gcpPublicCidrsAccessEnabled": False,
     }
+    # listed CIDRs keep the public IP endpoint, reachable from them only
+    assert gke["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert gke["privateClusterConfig"]["enablePrivateNodes"] is False
     assert any("privateNodes=false" in w for w in rec.warnings)
 
@@ -133,7 +181,8 @@ def test_zonal_cluster(run):
     for node_pool in rec.of_type(NODE_POOL):
         assert node_pool.inputs["location"] == "us-east5-b"
     assert rec.outputs["getCredentialsCommand"] == (
-        "gcloud container clusters get-credentials tpu-serving-dev --location us-east5-b --project tpu-test-project"
+        "gcloud container clusters get-credentials tpu-serving-dev --location us-east5-b --project tpu-test-project "
+        "--dns-endpoint"
     )
 
 
@@ -146,7 +195,10 @@ def test_kubernetes_provider_uses_exec_plugin_and_secret_kubeconfig(run):
     user = kubeconfig["users"][0]["user"]
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert "token" not in user and "client-key-data" not in user
-    assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    # the DNS endpoint, with no cluster CA: it serves a publicly trusted certificate, as the kubeconfig
+    # `gcloud container clusters get-credentials --dns-endpoint` writes
+    assert kubeconfig["clusters"][0]["cluster"] == {"server": "https://gke-0123456789abcdef-tpu-serving-dev.x.gke.goog"}
+    assert rec.outputs["clusterEndpoint"] == "gke-0123456789abcdef-tpu-serving-dev.x.gke.goog"
     provider = rec.one("pulumi:providers:kubernetes", "cluster-k8s")
     # the provider's kubeconfig input stays a secret (wrapped with Pulumi's secret signature)
     from pulumi.runtime import rpc

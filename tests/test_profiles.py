@@ -21,8 +21,10 @@ def test_prod_and_staging_protect_cluster_tpu_pools_and_bucket(run, environment)
     assert bucket.retain_on_delete is True
     assert bucket.inputs["forceDestroy"] is False
     assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 24 * 3600}
-    # no masterAuthorizedNetworks in a protected environment is said out loud
-    assert any("masterAuthorizedNetworks is empty" in w for w in rec.warnings)
+    # no masterAuthorizedNetworks: the IP endpoint is closed to the internet (private endpoint only), so there is
+    # nothing to warn about; operators and CI use the DNS endpoint
+    assert gke.inputs["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert not any("controlPlaneEndpoint" in w or "masterAuthorizedNetworks" in w for w in rec.warnings)
 
 
 def test_dev_tears_down_completely(run):

@@ -93,10 +93,11 @@ def test_summary_lists_every_warning(tmp_path):
     path = tmp_path / "Pulumi.p.yaml"
     path.write_text(
         "config:\n  gcp:project: tpu-test-project\n  gcp:region: europe-west4\n  tpu-serving:environment: prod\n"
+        "  tpu-serving:cluster:\n    privateNodes: false\n"
     )
     summary = render.render_stack(path)[2]["summary.md"]
     warnings = summary.split("## Warnings")[1]
-    assert "- tpu-serving:cluster.masterAuthorizedNetworks is empty" in warnings
+    assert "- tpu-serving:cluster.privateNodes=false: nodes get public IP addresses" in warnings
     assert "- cost estimate: no list prices for region 'europe-west4'" in warnings
 
 

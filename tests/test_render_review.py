@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.conftest import EXAMPLES, STACK_FILES, recorded, stack_ksa
+from tests.conftest import EXAMPLES, STACK_FILES, make_config, recorded, stack_ksa
 from tooling import graph, summary
 from tooling.k8s_objects import is_object, kubernetes_objects
 from tooling.offline import UNKNOWN, parse_stack_file
@@ -151,7 +151,7 @@ def _containers(node):
             yield from _containers(value)
 
 
-def test_network_exposure_lists_the_control_plane_and_every_service():
+def test_network_exposure_lists_the_control_plane_and_every_service(run):
     rec = recorded(ALL_IN_ONE, True)
     rows = summary.exposure(rec)
     services = [r for r in rec.resources if r.type == "kubernetes:core/v1:Service" and is_object(r)]
@@ -160,7 +160,10 @@ def test_network_exposure_lists_the_control_plane_and_every_service():
     sax = next(r for r in rows if "`sax/sax-http`" in r[0])
     assert sax[1:] == ["LoadBalancer", "8888/TCP", "internal passthrough load balancer: the VPC, any source"]
     dev = summary.exposure(recorded(DEV, True))
-    assert "any address" in dev[0][3]  # the dev stack leaves the control plane open, and says so
+    # the dev stack reaches its control plane through the DNS endpoint; its IP endpoint is the VPC's only
+    assert dev[0][3].startswith("DNS endpoint (IAM: container.clusters.connect); IP endpoint: the VPC only")
+    opened = make_config(tpu_serving__cluster={"controlPlaneEndpoint": "ip"})
+    assert "**public IP endpoint, any address**" in summary.exposure(run(opened, preview=True))[0][3]  # said out loud
 
 
 def test_protection_of_stateful_resources_per_environment():

@@ -80,9 +80,13 @@ def _fake_outputs(type_: str, name: str, inputs: dict[str, Any], project: str) -
     if type_ == "gcp:container/cluster:Cluster":
         out = {
             "endpoint": "203.0.113.10",
-            "masterAuth": {"clusterCaCertificate": "LS0tLS1CRUdJTi1GQUtFLUNBLS0tLS0="},
+            "masterAuth": {**inputs.get("masterAuth", {}), "clusterCaCertificate": "LS0tLS1CRUdJTi1GQUtFLUNBLS0tLS0="},
             "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/x/clusters/{rname}",
         }
+        endpoints = inputs.get("controlPlaneEndpointsConfig")
+        if endpoints and "dnsEndpointConfig" in endpoints:
+            dns = {**endpoints["dnsEndpointConfig"], "endpoint": f"gke-0123456789abcdef-{rname}.x.gke.goog"}
+            out["controlPlaneEndpointsConfig"] = {**endpoints, "dnsEndpointConfig": dns}
     elif type_ == "gcp:serviceaccount/account:Account":
         out = {
             "email": f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com",
@@ -99,6 +103,18 @@ def _fake_outputs(type_: str, name: str, inputs: dict[str, Any], project: str) -
     return out
 
 
+def _unknown_computed(type_: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Computed fields nested in an input block are unknown in a real first preview (the provider plans them as
+    computed); an echoed input would otherwise make them look known and empty."""
+    from pulumi.runtime.rpc import UNKNOWN
+
+    endpoints = inputs.get("controlPlaneEndpointsConfig")
+    if type_ == "gcp:container/cluster:Cluster" and endpoints and "dnsEndpointConfig" in endpoints:
+        dns = {**endpoints["dnsEndpointConfig"], "endpoint": UNKNOWN}
+        return {"controlPlaneEndpointsConfig": {**endpoints, "dnsEndpointConfig": dns}}
+    return {}
+
+
 def _mocks(preview: bool, project: str):
     import pulumi
 
@@ -106,7 +122,7 @@ def _mocks(preview: bool, project: str):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
             inputs = dict(args.inputs)
             if preview:
-                return (None, inputs)
+                return (None, {**inputs, **_unknown_computed(args.typ, inputs)})
             state = {**inputs, **_fake_outputs(args.typ, args.name, inputs, project)}
             return (f"{args.name}-id", state)
 

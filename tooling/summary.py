@@ -165,11 +165,18 @@ def exposure(recording: Recording) -> list[list[str]]:
         private = (inputs.get("privateClusterConfig") or {}).get("enablePrivateEndpoint")
         cidrs = [c.get("cidrBlock") for c in (inputs.get("masterAuthorizedNetworksConfig") or {}).get("cidrBlocks", [])]
         if private:
-            reach = "the VPC only (private endpoint)"
+            reach = "IP endpoint: the VPC only (private endpoint)"
         elif inputs.get("masterAuthorizedNetworksConfig") is not None and cidrs:
-            reach = "public endpoint, authorized networks " + ", ".join(code(c) for c in cidrs)
+            reach = "IP endpoint: authorized networks " + ", ".join(code(c) for c in cidrs)
+        elif inputs.get("masterAuthorizedNetworksConfig") is not None:
+            reach = "IP endpoint: closed to the internet (authorized networks, none listed)"
         else:
-            reach = "**public endpoint, any address** (set cluster.masterAuthorizedNetworks)"
+            reach = "**public IP endpoint, any address** (set cluster.masterAuthorizedNetworks)"
+        dns = ((inputs.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig") or {}).get(
+            "allowExternalTraffic"
+        )
+        if dns:
+            reach = "DNS endpoint (IAM: container.clusters.connect); " + reach
         nodes = (
             "private nodes (no public IPs)"
             if (inputs.get("privateClusterConfig") or {}).get("enablePrivateNodes")
