@@ -86,6 +86,30 @@ def test_saxml_http_and_admin_ports():
     assert _allowed(objects, "sax", {"app": "sax-models"}) == {("namespace", None)}
 
 
+@pytest.mark.parametrize(
+    "example,namespace,serving,workers",
+    [
+        ("vllm-single-host", "llama70b", {"app": "llama70b"}, None),
+        (
+            "vllm-multi-host",
+            "llama70b",
+            {"app": "llama70b", "leaderworkerset.sigs.k8s.io/name": "llama70b", "role": "leader"},
+            {"app": "llama70b", "leaderworkerset.sigs.k8s.io/name": "llama70b", "role": "worker"},
+        ),
+    ],
+)
+def test_vllm_serving_pods_open_their_port_to_clients_and_metrics(example, namespace, serving, workers):
+    """Without the gateway's allows, the Service's clients and the PodMonitoring's collectors still reach vLLM's
+    port 8000 (its API and /metrics), and only on the serving pods (the leaders on a multi-host pool)."""
+    objects = _objects(example)
+    assert _default_deny(objects, namespace)
+    allowed = _allowed(objects, namespace, serving)
+    assert {("namespace", None), ("any", 8000), ("ns:gmp-system", 8000)} <= allowed
+    assert {port for source, port in allowed if source == "any"} == {8000}
+    if workers:
+        assert _allowed(objects, namespace, workers) == {("namespace", None)}
+
+
 @pytest.mark.parametrize("stack,port", [("gemma-hpa", 443), ("gemma-hpa-prometheus", 6443)])
 def test_adapter_namespace_admits_the_api_server_only_on_the_api_port(stack, port):
     objects = _objects("gemma-hpa", stack)

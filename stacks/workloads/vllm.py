@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics, naming, scan_exceptions
+from stacks import catalog, metrics, naming, network_policy, scan_exceptions
 from stacks.config_model import VllmWorkload
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
@@ -123,6 +123,15 @@ class VllmPlan(WorkloadPlan):
     @property
     def service_name(self) -> str:
         return self.name
+
+    def ingress_allows(self) -> list[dict[str, Any]]:
+        """The Service's clients to the OpenAI-compatible port, and Managed Prometheus to `/metrics`, which vLLM
+        serves on that same port (HTTP_PORT, METRICS_PATH above): serving pods only (the leaders on a multi-host
+        pool); multi-host workers reach their leader through the namespace's own allow-same-namespace rule."""
+        return [
+            network_policy.allow_clients(self.name, self.namespace, self.serving_selector, [HTTP_PORT]),
+            network_policy.allow_metrics(self.name, self.namespace, self.serving_selector, HTTP_PORT),
+        ]
 
     def gateway_backend(self) -> GatewayBackend | None:
         """What the Inference Gateway routes to: the serving pods (leaders only on a multi-host pool, where the
