@@ -31,6 +31,7 @@ class Network(pulumi.ComponentResource):
         project: str,
         region: str,
         proxy_subnet_cidr: str | None = None,
+        flow_logs: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`proxy_subnet_cidr`: create the proxy-only subnet a regional gateway needs in this VPC, with this range."""
@@ -73,6 +74,14 @@ class Network(pulumi.ComponentResource):
                 network=vpc.id,
                 ip_cidr_range=config.nodes_cidr,
                 private_ip_google_access=True,
+                # VPC flow logs (pulumi-gcp 10.2.0 compute.SubnetworkLogConfigArgs; a log_config block enables them)
+                log_config=(
+                    gcp.compute.SubnetworkLogConfigArgs(
+                        aggregation_interval="INTERVAL_5_SEC", flow_sampling=0.5, metadata="INCLUDE_ALL_METADATA"
+                    )
+                    if flow_logs
+                    else None
+                ),
                 secondary_ip_ranges=[
                     gcp.compute.SubnetworkSecondaryIpRangeArgs(
                         range_name=config.pods_range_name, ip_cidr_range=config.pods_cidr

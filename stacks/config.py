@@ -1274,6 +1274,14 @@ def parse_stack_config(
                     "control plane through the DNS-based endpoint (allowed: 'dns')",
                 )
             )
+        if cluster.network.flow_logs and not cluster.network.create:
+            problems.append(
+                Problem(
+                    f"{NS}:cluster.network.flowLogs",
+                    "true applies only to a subnet the stack creates (network.create: true); enable flow logs on the "
+                    "existing subnet where it is managed",
+                )
+            )
         _check_maintenance(cluster, problems)
         _check_cluster(cluster, problems)
         if gateway is not None:

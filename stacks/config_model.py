@@ -53,6 +53,11 @@ class NetworkConfig(CamelModel):
     services_cidr: str = Field("10.20.0.0/20", description="Secondary range for Services in the created subnet.")
     pods_range_name: str = Field("pods", description="Name of the Pods secondary range (existing or created).")
     services_range_name: str = Field("services", description="Name of the Services secondary range.")
+    flow_logs: bool | None = Field(
+        None,
+        description="VPC flow logs on the created subnet (5 s aggregation, half the flows sampled, all metadata); "
+        "default true in prod, false elsewhere; only with create: true.",
+    )
     nat: bool | None = Field(
         None,
         description="Create a Cloud Router + NAT so private nodes reach the internet; default true for a created "
@@ -111,6 +116,16 @@ class ClusterConfig(CamelModel):
         "(controlPlaneEndpoint dns) or open to any address (ip, dev only).",
     )
     network: NetworkConfig = Field(default_factory=NetworkConfig)
+    intranode_visibility: bool | None = Field(
+        None,
+        description="Pod-to-pod traffic on one node goes through the VPC (seen by flow logs and firewall rules); "
+        "default true in prod, false elsewhere.",
+    )
+    binary_authorization: bool = Field(
+        False,
+        description="Enforce the project's Binary Authorization policy (PROJECT_SINGLETON_POLICY_ENFORCE); the policy "
+        "must admit every pinned image (stacks/versions.py) or their pods are refused.",
+    )
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     labels: dict[str, str] = Field(default_factory=dict, description="Extra resource labels on GCP resources.")
 

@@ -28,6 +28,10 @@ class Profile:
     # A maintenance exclusion keeps GKE from upgrading the minor version and the node pools (which recreates a
     # serving slice) until an operator chooses to (cluster.maintenance.holdMinorAndNodeUpgrades overrides it).
     hold_minor_and_node_upgrades: bool = False
+    # VPC flow logs on the created subnet and intranode visibility on the cluster (traffic records for audits);
+    # cluster.network.flowLogs and cluster.intranodeVisibility override them.
+    vpc_flow_logs: bool = False
+    intranode_visibility: bool = False
 
     def decommissioned(self) -> Profile:
         """The profile with protection lifted on purpose (tpu-serving:decommission): the data stays retained."""
@@ -37,5 +41,15 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "dev": Profile("dev", False, False, False, True, 0),
     "staging": Profile("staging", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True),
-    "prod": Profile("prod", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True),
+    "prod": Profile(
+        "prod",
+        True,
+        True,
+        True,
+        False,
+        SEVEN_DAYS,
+        hold_minor_and_node_upgrades=True,
+        vpc_flow_logs=True,
+        intranode_visibility=True,
+    ),
 }

@@ -99,6 +99,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         project=cfg.gcp_project,
         region=cfg.region,
         proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
+        flow_logs=cfg.profile.vpc_flow_logs if cfg.cluster.network.flow_logs is None else cfg.cluster.network.flow_logs,
     )
     cluster = Cluster(
         "cluster",

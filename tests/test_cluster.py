@@ -229,3 +229,59 @@ def test_existing_network_needs_an_explicit_nat_choice(run):
     """Never silently ignore nat (issue 11 item 9): with an existing network the user says whether NAT is needed."""
     with pytest.raises(pulumi.RunError, match=r"cluster\.network\.nat: required when network\.create is false"):
         run(make_config(tpu_serving__cluster={"network": EXISTING_NETWORK}))
+
+
+def test_every_node_pool_turns_the_kubelet_read_only_port_off(run):
+    # pulumi-gcp 10.2.0 container NodePoolNodeConfigKubeletConfigArgs.insecure_kubelet_readonly_port_enabled
+    # ("Possible values: TRUE, FALSE"; "strongly recommended to set this to FALSE"); CIS GKE Benchmark 3.2.4
+    rec = run(make_config())
+    pools = rec.of_type(NODE_POOL)
+    assert pools
+    for node_pool in pools:
+        config = node_pool.inputs["nodeConfig"]
+        assert config["kubeletConfig"] == {"insecureKubeletReadonlyPortEnabled": "FALSE"}, node_pool.name
+        assert config["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    gke = rec.one(CLUSTER).inputs
+    assert gke["nodeConfig"]["kubeletConfig"] == {"insecureKubeletReadonlyPortEnabled": "FALSE"}
+
+
+def test_binary_authorization_flow_logs_and_intranode_visibility_follow_profile_and_config(run):
+    dev = run(make_config())
+    gke = dev.one(CLUSTER).inputs
+    # evaluation_mode: DISABLED or PROJECT_SINGLETON_POLICY_ENFORCE (pulumi-gcp 10.2.0 ClusterBinaryAuthorizationArgs)
+    assert gke["binaryAuthorization"] == {"evaluationMode": "DISABLED"}
+    assert gke["enableIntranodeVisibility"] is False
+    assert "logConfig" not in dev.one("gcp:compute/subnetwork:Subnetwork").inputs
+
+    prod = run(make_config(tpu_serving__environment="prod"), stack="prod")
+    assert prod.one(CLUSTER).inputs["enableIntranodeVisibility"] is True
+    assert prod.one("gcp:compute/subnetwork:Subnetwork").inputs["logConfig"] == {
+        "aggregationInterval": "INTERVAL_5_SEC",
+        "flowSampling": 0.5,
+        "metadata": "INCLUDE_ALL_METADATA",
+    }
+
+    opted = run(
+        make_config(
+            tpu_serving__cluster={
+                "binaryAuthorization": True,
+                "intranodeVisibility": True,
+                "network": {"flowLogs": True},
+            }
+        )
+    )
+    gke = opted.one(CLUSTER).inputs
+    assert gke["binaryAuthorization"] == {"evaluationMode": "PROJECT_SINGLETON_POLICY_ENFORCE"}
+    assert gke["enableIntranodeVisibility"] is True
+    assert "logConfig" in opted.one("gcp:compute/subnetwork:Subnetwork").inputs
+
+
+def test_flow_logs_need_a_created_subnet(run):
+    cfg = make_config(
+        tpu_serving__cluster={
+            "network": {"create": False, "network": "vpc", "subnetwork": "sub", "nat": False, "flowLogs": True}
+        }
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(cfg)
+    assert "tpu-serving:cluster.network.flowLogs: true applies only to a subnet the stack creates" in str(err.value)
