@@ -996,6 +996,7 @@ class WorkloadContext:
     identity_suffix: str = ""
     lws_enabled: bool = True
     hf_token: bool = False
+    environment: str = "dev"
 
 
 # Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
@@ -1007,7 +1008,7 @@ WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
         ),
     ),
     "saxml": (
-        lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings),
+        lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings, ctx.environment),
         lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval, ctx.paused),
     ),
     "pathways-job": (
@@ -1352,6 +1353,7 @@ def parse_stack_config(
             identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
             lws_enabled=addons.lws.enabled if addons is not None else False,
             hf_token=hf_token == "secret",
+            environment=environment if isinstance(environment, str) else "",
         ),
         problems,
         warnings,

@@ -319,11 +319,13 @@ WORKLOAD_TYPES: dict[str, type[CamelModel]] = {"jetstream-pathways": JetStreamPa
 class SaxHttpConfig(CamelModel):
     replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="HTTP server replicas.")
     exposure: Literal["cluster", "internal", "external"] = Field(
-        "internal",
-        description="cluster: ClusterIP; internal: internal passthrough load balancer; external: public, needs sourceRanges.",
+        "cluster",
+        description="cluster (default: Saxml's /publish API has no authentication): ClusterIP; internal: internal "
+        "passthrough load balancer (optionally limited to sourceRanges); external: public, needs sourceRanges "
+        "(0.0.0.0/0 only in dev).",
     )
     source_ranges: list[str] = Field(
-        default_factory=list, description="CIDRs allowed to reach an external load balancer."
+        default_factory=list, description="CIDRs allowed to reach the internal or external load balancer."
     )
 
 

@@ -158,7 +158,8 @@ def test_network_exposure_lists_the_control_plane_and_every_service(run):
     assert len(rows) == len(services) + 1
     assert rows[0][0].startswith("GKE control plane") and "`203.0.113.0/24`" in rows[0][3]
     sax = next(r for r in rows if "`sax/sax-http`" in r[0])
-    assert sax[1:] == ["LoadBalancer", "8888/TCP", "internal passthrough load balancer: the VPC, any source"]
+    # Saxml's unauthenticated HTTP API defaults to exposure: cluster
+    assert sax[1:] == ["ClusterIP", "8888/TCP", "inside the cluster (ClusterIP)"]
     dev = summary.exposure(recorded(DEV, True))
     # the dev stack reaches its control plane through the DNS endpoint; its IP endpoint is the VPC's only
     assert dev[0][3].startswith("DNS endpoint (IAM: container.clusters.connect); IP endpoint: the VPC only")

@@ -147,8 +147,17 @@ def test_privileged_and_host_network_only_on_model_servers(run):
 @pytest.mark.parametrize(
     "http,service_type,annotations,source_ranges",
     [
-        ({"exposure": "cluster"}, "ClusterIP", None, None),
-        ({}, "LoadBalancer", {"networking.gke.io/load-balancer-type": "Internal"}, None),
+        ({}, "ClusterIP", None, None),  # default: /publish has no authentication, so in-cluster only
+        ({"exposure": "internal"}, "LoadBalancer", {"networking.gke.io/load-balancer-type": "Internal"}, None),
+        # an internal passthrough LB honours loadBalancerSourceRanges (GKE creates the VPC firewall rule from it:
+        # https://cloud.google.com/kubernetes-engine/docs/concepts/service-load-balancer-parameters)
+        (
+            {"exposure": "internal", "sourceRanges": ["10.8.0.0/16"]},
+            "LoadBalancer",
+            {"networking.gke.io/load-balancer-type": "Internal"},
+            ["10.8.0.0/16"],
+        ),
+        ({"exposure": "external", "sourceRanges": ["0.0.0.0/0"]}, "LoadBalancer", None, ["0.0.0.0/0"]),  # dev only
         ({"exposure": "external", "sourceRanges": ["203.0.113.0/24"]}, "LoadBalancer", None, ["203.0.113.0/24"]),
     ],
 )
@@ -293,12 +302,30 @@ BAD = {
         {"http": {"exposure": "external", "sourceRanges": ["0.0.0.0/33"]}},
         "tpu-serving:workloads[0].http.sourceRanges[0]: '0.0.0.0/33' is not a valid CIDR block",
     ),
+    "source ranges on a ClusterIP": (
+        {"http": {"exposure": "cluster", "sourceRanges": ["10.0.0.0/8"]}},
+        "tpu-serving:workloads[0].http.sourceRanges: only used with exposure 'internal' or 'external'",
+    ),
     "bad cell": ({"cell": "sax/test"}, "tpu-serving:workloads[0].cell: 'sax/test' is not of the form /sax/<name>"),
     "model outside the cell": (
         {"cell": "/sax/a", "models": [{"model": "/sax/b/m", "modelPath": "x.Y"}]},
         "tpu-serving:workloads[0].models[0].model: '/sax/b/m' is not in the cell /sax/a",
     ),
 }
+
+
+@pytest.mark.parametrize("environment", ["staging", "prod"])
+def test_external_refuses_the_whole_internet_outside_dev(run, environment):
+    http = {"exposure": "external", "sourceRanges": ["203.0.113.0/24", "0.0.0.0/0"]}
+    config = make_config(
+        tpu_serving__environment=environment, tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(http=http)]
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config, stack=environment)
+    assert (
+        "tpu-serving:workloads[0].http.sourceRanges[1]: '0.0.0.0/0' opens Saxml's unauthenticated HTTP API to the "
+        f"whole internet; allowed only in dev (environment is '{environment}')"
+    ) in str(err.value)
 
 
 @pytest.mark.parametrize("tpu,topology", [("v6e", "4x4"), ("v5p", "2x2x2")])

@@ -145,7 +145,9 @@ def longest_pod_hostname(name: str, slices: int, hosts: int) -> str:
     return f"{name}-{MODEL_SERVER_ROLE}-{MODEL_SERVER_JOB}-{slices - 1}-{hosts - 1}"
 
 
-def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list) -> bool:
+def check(
+    path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list, environment: str = "dev"
+) -> bool:
     start = len(problems)
     cell = workload.cell or f"/sax/{workload.name}"
     if not CELL_RE.fullmatch(cell):
@@ -163,12 +165,21 @@ def check(path: str, workload: SaxmlWorkload, pool: Any, problems: list, warning
         )
     for i, cidr in enumerate(http.source_ranges):
         try:
-            ipaddress.ip_network(cidr, strict=True)
+            network = ipaddress.ip_network(cidr, strict=True)
         except ValueError as err:
             problems.append((f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
-    if http.source_ranges and http.exposure != "external":
+            continue
+        if network.prefixlen == 0 and http.exposure == "external" and environment != "dev":
+            problems.append(
+                (
+                    f"{path}.http.sourceRanges[{i}]",
+                    f"{cidr!r} opens Saxml's unauthenticated HTTP API to the whole internet; allowed only in dev "
+                    f"(environment is {environment!r}): list the CIDRs of its clients",
+                )
+            )
+    if http.source_ranges and http.exposure == "cluster":
         problems.append(
-            (f"{path}.http.sourceRanges", f"only used with exposure 'external' (exposure is {http.exposure!r})")
+            (f"{path}.http.sourceRanges", "only used with exposure 'internal' or 'external' (exposure is 'cluster')")
         )
     for i, model in enumerate(workload.models or []):
         if model.model.startswith("/sax/") and not model.model.startswith(f"{cell}/"):
@@ -347,7 +358,7 @@ def http_service(plan: SaxmlPlan) -> dict[str, Any]:
     }
     if exposure == "internal":
         metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
-    if exposure == "external":
+    if exposure != "cluster" and plan.workload.http.source_ranges:
         spec["loadBalancerSourceRanges"] = list(plan.workload.http.source_ranges)
     return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
