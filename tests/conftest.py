@@ -9,11 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
 STACK_FILES = [ROOT / "Pulumi.dev.yaml", *EXAMPLES]
+
+
+def load_large_yaml(path: Path) -> Any:
+    """An upstream CRD file (hundreds of kB): libyaml's loader where present, the pure-Python one takes seconds."""
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def reference_dir() -> Path:

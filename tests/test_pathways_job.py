@@ -14,12 +14,11 @@ import functools
 
 import pulumi
 import pytest
-import yaml
 
 from stacks import bucket_access, catalog, cost, cpu_machines
 from stacks.config import ConfigError, parse_stack_config
 from stacks.workloads import pathways_job as pj
-from tests.conftest import make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -249,7 +248,7 @@ def test_job_depends_on_controller_nodes_and_grant_and_is_replaced_on_change():
 def test_crd_makes_the_spec_immutable():
     # CRD: x-kubernetes-validations `self == oldSelf` on these fields, so an update of any fails and the job is
     # replaced instead (replace_on_changes=["spec"] with delete_before_replace: same name)
-    crd = yaml.safe_load(CRD_FILE.read_text())
+    crd = load_large_yaml(CRD_FILE)
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     for key in ("maxRestarts", "pathwaysDir", "pathwaysVersion", "workers", "customComponents"):
         assert [v["rule"] for v in spec[key]["x-kubernetes-validations"]] == ["self == oldSelf"], key

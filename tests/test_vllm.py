@@ -29,7 +29,7 @@ import yaml
 
 from stacks import catalog, cost, dashboard, metrics, versions
 from stacks.workloads import vllm
-from tests.conftest import make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -174,7 +174,7 @@ def test_hpa_scales_whole_slices_through_the_lws_scale_subresource():
     objects = objects_of(recorded(MULTI, False))
     hpa = objects[("HorizontalPodAutoscaler", "llama70b")]
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": vllm.LWS_API, "kind": "LeaderWorkerSet", "name": "llama70b"}
-    crd = yaml.safe_load(LWS_CRD.read_text())
+    crd = load_large_yaml(LWS_CRD)
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     # the HPA reads leader pods only (lws docs/examples/hpa.md), the pods that export vLLM's metrics
     assert version["subresources"]["scale"]["labelSelectorPath"] == ".status.hpaPodSelector"
