@@ -227,6 +227,19 @@ def test_refused_in_the_stacks_words(case):
     assert expected in text, f"{expected!r} not in:\n{text}"
 
 
+def test_pathways_job_images_are_checked_once_and_whole():
+    """`images.*` are checked by the check shared by every workload type, not again by pathways-job's own; tags
+    and env names are matched whole."""
+    (i,) = [n for n, w in enumerate(ALL_IN_ONE[NS + "workloads"]) if w["type"] == "pathways-job"]
+    text = errors(
+        changed(
+            workloads=workloads((i, {"images": {"server": "gcr.io/x/server: v1"}, "pathwaysVersion": "jax-0.5.3\n"}))
+        )
+    )
+    assert text.count(f"workloads[{i}].images.server:") == 1, text
+    assert f"workloads[{i}].pathwaysVersion:" in text, text
+
+
 def test_a_broken_pool_list_is_the_problem_not_every_workload_pool():
     text = errors(changed(tpuPools=lambda p: [*p[:3], {"name": "v5e-2x4", "tpu": "v5e"}]))
     assert "tpu-serving:tpuPools[3].topology: required key is missing" in text

@@ -408,6 +408,9 @@ BAD = {
     "reserved arg": ({"args": {"--port": 9000}}, "tpu-serving:workloads[0].args.--port: derived by the stack"),
     "model arg": ({"args": {"model": "x/y"}}, "tpu-serving:workloads[0].args.model: derived by the stack: set `model`"),
     "bad arg name": ({"args": {"Max Seqs": 1}}, "tpu-serving:workloads[0].args.Max Seqs: is not a `vllm serve` flag"),
+    # names are checked whole (fullmatch): a trailing newline is not a flag name, nor part of a model id
+    "arg name with a newline": ({"args": {"max-num-seqs\n": 1}}, "is not a `vllm serve` flag"),
+    "model id with a newline": ({"model": "x/y\n"}, "is neither a Hugging Face model id"),
     "kv cache as percent": (
         {"autoscaling": {**AUTO, "metrics": [{"name": "vllm:kv_cache_usage_perc", "target": 80}]}},
         "tpu-serving:workloads[0].autoscaling.metrics[0].target: 80 is above 1: the unit is fraction",

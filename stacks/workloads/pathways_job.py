@@ -74,9 +74,8 @@ def controller_workers(machine_type: str, topology: str) -> tuple[int, int]:
 
 # ---- plan ------------------------------------------------------------------------------------------------------
 
-IMAGE_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*[a-z0-9](:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-ENV_NAME_RE = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 HEAD_POOL_ROLE = "pathways-head"
 COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
 
@@ -153,20 +152,16 @@ def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, w
     """Add (key path, message) problems and warning texts; return whether the workload is usable."""
     start = len(problems)
     version = workload.pathways_version
-    if version is not None and not IMAGE_TAG_RE.match(version):
+    if version is not None and not IMAGE_TAG_RE.fullmatch(version):
         problems.append(
             (f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
         )
-    for key in COMPONENTS:
-        image = getattr(workload.images, key)
-        if image is not None and not IMAGE_RE.match(image):
-            problems.append(
-                (f"{path}.images.{key}", f"{image!r} is not an image reference, e.g. {IMAGES['pathwaysServer']}")
-            )
+    # `images.*` are checked for every workload type by config._check_images (naming.image_reference_problem)
     job = workload.job
     if job is not None:
-        if not IMAGE_RE.match(job.image):
-            problems.append((f"{path}.job.image", f"{job.image!r} is not an image reference, e.g. python:3.12"))
+        why = naming.image_reference_problem(job.image)
+        if why:
+            problems.append((f"{path}.job.image", why))
         for name in job.env:
             if name in CONTROLLER_ENV:
                 problems.append(
@@ -175,7 +170,7 @@ def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, w
                         "set by the PathwaysJob controller (it points JAX at the proxy); remove it",
                     )
                 )
-            elif not ENV_NAME_RE.match(name):
+            elif not ENV_NAME_RE.fullmatch(name):
                 problems.append((f"{path}.job.env.{name}", "not a valid environment variable name"))
     elif workload.deployment_mode == "colocate_head_with_workers":
         warnings.append(

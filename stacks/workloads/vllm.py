@@ -56,8 +56,9 @@ GCSFUSE_OPTIONS = (
     "file-cache:download-chunk-size-mb:10",
     "file-cache:max-size-mb:-1",
 )
-HF_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-GS_PATH_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+$")
+HF_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+GS_PATH_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+")
+FLAG_NAME_RE = re.compile(r"-{0,2}[a-z0-9][a-z0-9_-]*")  # a `vllm serve` flag, with or without dashes
 SIZE_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z0-9])")
 # Flags the stack owns: (why, where to set it instead)
 RESERVED_ARGS = {
@@ -261,14 +262,14 @@ def check(
     start = len(problems)
     model = workload.model
     if is_gcs(model):
-        if not GS_PATH_RE.match(model):
+        if not GS_PATH_RE.fullmatch(model):
             problems.append(
                 (
                     f"{path}.model",
                     f"{model!r} is not a gs:// path of a folder of weights, e.g. gs://my-bucket/llama-70b",
                 )
             )
-    elif not HF_ID_RE.match(model):
+    elif not HF_ID_RE.fullmatch(model):
         problems.append(
             (
                 f"{path}.model",
@@ -289,7 +290,7 @@ def check(
         why = RESERVED_ARGS.get(normalize_flag(key))
         if why:
             problems.append((f"{path}.args.{key}", f"derived by the stack: {why}"))
-        elif not re.match(r"^-{0,2}[a-z0-9][a-z0-9_-]*$", key):
+        elif not FLAG_NAME_RE.fullmatch(key):
             problems.append((f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
     auto = workload.autoscaling
     if auto is not None:
