@@ -267,7 +267,7 @@ class Cluster(pulumi.ComponentResource):
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             gcp.container.NodePoolArgs(
-                name="system",
+                name=naming.SYSTEM_NODE_POOL,
                 cluster=self.gke.name,
                 location=location,
                 project=project,

@@ -19,6 +19,7 @@ from stacks.pool_sizing import sizing
 POOL_LABEL = naming.POOL_LABEL
 SLICE_LABEL = naming.SLICE_LABEL
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+TYPE_TOKEN = "tpu-serving:tpu:TpuSlicePool"
 
 
 def capacity_args(plan: PoolPlan) -> dict:
@@ -128,7 +129,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         k8s_provider: k8s.Provider | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__("tpu-serving:tpu:TpuSlicePool", name, None, opts)
+        super().__init__(TYPE_TOKEN, name, None, opts)
         shape = plan.shape
         size = sizing(plan, paused)
         # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
@@ -160,9 +161,12 @@ class TpuSlicePool(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
             )
-        for index, pool_name in enumerate(plan.node_pool_names):
+        # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
+        # pool with a ComputeClass has no node pools of its own.
+        own = naming.slice_node_pool_names(name, plan.slices, shape.multi_host) if plan.node_pool_names else []
+        for index, (resource_name, pool_name) in enumerate(zip(own, plan.node_pool_names, strict=True)):
             node_pool = gcp.container.NodePool(
-                f"{name}-s{index}" if shape.multi_host else name,
+                resource_name,
                 gcp.container.NodePoolArgs(
                     name=pool_name,
                     cluster=cluster_name,

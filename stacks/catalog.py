@@ -20,6 +20,9 @@ GIB = 2**30
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+# The node label GKE gives every node with its node pool's name: the topology key that keeps one multi-host
+# replica (a JobSet job, an LWS group) on one slice, since each slice is its own node pool.
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 TPU_RESOURCE = "google.com/tpu"
 # Every TPU pod tolerates the TPU nodes' taint (facts rule 5).
 TPU_TOLERATION = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}

@@ -823,7 +823,7 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
 
 
 # Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
-CLUSTER_NODE_POOLS = ("system",)
+CLUSTER_NODE_POOLS = (naming.SYSTEM_NODE_POOL,)
 
 
 def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Problem]) -> list[PoolPlan]:
@@ -921,10 +921,11 @@ def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
 # serves are those every one of these images is recorded to serve (versions.IMAGE_RECORDS, with sources); the
 # JetStream/MaxText, Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x.
 WORKLOAD_TPU_IMAGES: dict[str, tuple[str, ...]] = {
-    "jetstream": ("maxengineServer",),
-    "jetstream-pathways": ("pathwaysServer", "pathwaysProxy", "jetstreamPathways"),
-    "saxml": ("saxModelServer",),
-    "pathways-job": ("pathwaysServer", "pathwaysProxy"),
+    "jetstream": jetstream.TPU_IMAGES,
+    "jetstream-pathways": jetstream_pathways.TPU_IMAGES,
+    "saxml": saxml.TPU_IMAGES,
+    "pathways-job": pathways_job.TPU_IMAGES,
+    "vllm": vllm.TPU_IMAGES,
 }
 
 

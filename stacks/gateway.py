@@ -42,10 +42,9 @@ def route_namespace_selector(route_namespaces: list[str]) -> dict[str, Any]:
         return {"from": "Same"}
     return {
         "from": "Selector",
-        # kubernetes.io/metadata.name is set on every namespace by the API server (Kubernetes >= 1.22)
         "selector": {
             "matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(set(route_namespaces))}
+                {"key": naming.NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(set(route_namespaces))}
             ]
         },
     }

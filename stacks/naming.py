@@ -39,6 +39,8 @@ IMAGE_REFERENCE = re.compile(
 )
 IMAGE_NAME_MAX = 255  # distribution/reference NameTotalLengthMax (domain and path)
 
+# The GKE name of the cluster's CPU system pool (components/cluster.py); no TPU pool may derive it.
+SYSTEM_NODE_POOL = "system"
 # Node label of the CPU system pool; controllers and adapters select it so they never land on TPU nodes.
 ROLE_LABEL = "tpu-serving/role"
 SYSTEM_POOL_SELECTOR = {ROLE_LABEL: "system"}
@@ -48,6 +50,9 @@ WORKLOAD_LABEL = "tpu-serving/workload"
 # Node labels of TPU nodes: the configured pool, and the slice index within it.
 POOL_LABEL = "tpu-serving/pool"
 SLICE_LABEL = "tpu-serving/slice"
+
+# Set by the API server on every namespace (Kubernetes >= 1.22): how a selector names namespaces.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Labels on every Kubernetes object the stack creates.
 MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}

@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stacks.naming import MANAGED_BY_LABELS
+from stacks.naming import MANAGED_BY_LABELS, NAMESPACE_NAME_LABEL
 
 API = "networking.k8s.io/v1"
 GMP_NAMESPACE = "gmp-system"  # GKE Managed Prometheus collectors
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace (1.22+)
 
 
 def _policy(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:

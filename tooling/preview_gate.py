@@ -19,14 +19,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.tpu_pool import TYPE_TOKEN as TPU_POOL_COMPONENT
+from stacks import compute_class
+
 DESTRUCTIVE_OPS = {"delete", "replace", "create-replacement", "delete-replaced", "discard", "discard-replaced"}
 PROTECTED_TYPES = {"gcp:container/cluster:Cluster", "gcp:storage/bucket:Bucket"}
 TPU_NODE_POOL = "gcp:container/nodePool:NodePool"
-TPU_POOL_COMPONENT = "tpu-serving:tpu:TpuSlicePool"
 # Children of a TPU pool that are protected with it.
 TPU_POOL_PARTS = {
     TPU_NODE_POOL,
-    "kubernetes:cloud.google.com/v1:ComputeClass",
+    f"kubernetes:{compute_class.API_VERSION}:{compute_class.KIND}",
     "gcp:compute/resourcePolicy:ResourcePolicy",
 }
 

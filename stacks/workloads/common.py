@@ -14,10 +14,13 @@ from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_sizing import waits_for_capacity
+from stacks.versions import Serves
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
+# LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
+LWS_API = "leaderworkerset.x-k8s.io/v1"
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,11 @@ def generate_load(port: int, requests: int = 200, concurrency: int = 16) -> str:
 
 # ---- JetStream objects both JetStream workload types expose ---------------------------------------------
 
-JETSTREAM_HTTP_PORT = 8000
+JETSTREAM_HTTP_PORT = 8000  # jetstream-http's server
+JETSTREAM_GRPC_PORT = 9000  # the JetStream engine's gRPC server (MaxEngine, and jax-tpu under Pathways)
+JETSTREAM_HEALTH_PATH = "/healthcheck"  # jetstream-http's health endpoint, which the probes call
+# What both JetStream types ask of their jetstream-http image (stacks/versions.py records which tags serve it).
+JETSTREAM_HTTP_SERVES = Serves(endpoints=frozenset({JETSTREAM_HEALTH_PATH, "/generate"}))
 
 
 def jetstream_service(

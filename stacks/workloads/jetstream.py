@@ -21,7 +21,10 @@ from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
+    JETSTREAM_GRPC_PORT,
+    JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
+    JETSTREAM_HTTP_SERVES,
     WorkloadPlan,
     check_autoscaling,
     check_model_inputs,
@@ -33,13 +36,18 @@ from stacks.workloads.common import (
     jetstream_pod_monitoring,
     jetstream_service,
 )
-from stacks.workloads.jetstream_presets import CHECKPOINT_ARG, METRICS_ARG, PRESETS, JetStreamPreset
+from stacks.workloads.jetstream_presets import PRESETS, JetStreamPreset
+from stacks.workloads.maxtext import CHECKPOINT_ARG, METRICS_ARG
 
 HTTP_PORT = JETSTREAM_HTTP_PORT
-GRPC_PORT = 9000
+GRPC_PORT = JETSTREAM_GRPC_PORT
 ENGINE_CONTAINER = "maxengine-server"
 PRIVILEGED_BELOW = (1, 28)
-HEALTH_PATH = "/healthcheck"
+HEALTH_PATH = JETSTREAM_HEALTH_PATH
+# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+DEFAULT_IMAGES = {"server": "maxengineServer", "http": "jetstreamHttp"}
+# The default images that run on the TPUs: the type serves the generations they all serve.
+TPU_IMAGES = (DEFAULT_IMAGES["server"],)
 POD_PORTS = {GRPC_PORT: "engine's gRPC", HTTP_PORT: "jetstream-http"}
 RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "set `prometheusPort` instead"}
 
@@ -92,7 +100,7 @@ class JetStreamPlan(WorkloadPlan):
         return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
 
     def image(self, key: str) -> str:
-        return getattr(self.workload.images, key) or IMAGES[{"server": "maxengineServer", "http": "jetstreamHttp"}[key]]
+        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
 
     def needs(self) -> dict[str, Serves]:
         """What the stack asks of each image: the engine exports the HPA's server series and runs on the pool's
@@ -105,7 +113,7 @@ class JetStreamPlan(WorkloadPlan):
         }
         return {
             "server": Serves(metrics=frozenset(series), tpus=frozenset({self.shape.generation.name})),
-            "http": Serves(endpoints=frozenset({HEALTH_PATH, "/generate"})),
+            "http": JETSTREAM_HTTP_SERVES,
         }
 
     def pod_manifests(self) -> list[dict[str, Any]]:
@@ -166,7 +174,7 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
     mesh_problem = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
     if mesh_problem:
         problems.append((f"{path}.maxtext", f"{mesh_problem} ({shape.generation.name} {shape.topology})"))
-    warning = catalog.sizing_warning(PRESETS[workload.model].params_billion, 16, shape, path)
+    warning = catalog.sizing_warning(plan.preset.params_billion, maxtext.weight_bits(plan.maxtext_pairs()), shape, path)
     if warning:
         warnings.append(warning)
     return len(problems) == start

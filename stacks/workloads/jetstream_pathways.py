@@ -14,10 +14,14 @@ from typing import Any
 from stacks import catalog, naming, network_policy
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.versions import IMAGES, Serves, image_gaps
+from stacks.versions import IMAGES, image_gaps
 from stacks.workloads import maxtext
 from stacks.workloads.common import (
+    JETSTREAM_GRPC_PORT,
+    JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
+    JETSTREAM_HTTP_SERVES,
+    LWS_API,
     WorkloadPlan,
     check_model_inputs,
     check_ports,
@@ -25,18 +29,25 @@ from stacks.workloads.common import (
     jetstream_pod_monitoring,
     jetstream_service,
 )
-from stacks.workloads.pathways_presets import CHECKPOINT_ARG, PRESETS, ModeSpec, PathwaysPreset, mode_spec
+from stacks.workloads.maxtext import CHECKPOINT_ARG, METRICS_ARG
+from stacks.workloads.pathways_presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
-LWS_API = "leaderworkerset.x-k8s.io/v1"
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
-NODEPOOL_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
 
 RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
 PROXY_PORT = 38681
-JETSTREAM_GRPC_PORT = 9000
 HTTP_PORT = JETSTREAM_HTTP_PORT
+# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+DEFAULT_IMAGES = {
+    "proxy": "pathwaysProxy",
+    "server": "pathwaysServer",
+    "jetstream": "jetstreamPathways",
+    "http": "jetstreamHttpPathways",
+}
+# The default images that run on the TPUs: the type serves the generations they all serve.
+TPU_IMAGES = tuple(DEFAULT_IMAGES[k] for k in ("server", "proxy", "jetstream"))
 # Ports of the leader pod's containers (proxy, resource manager, JetStream, HTTP): the metrics port is not one.
 LEADER_PORTS = {
     PROXY_PORT: "Pathways proxy",
@@ -46,7 +57,7 @@ LEADER_PORTS = {
 }
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
-    "prometheus_port": "set `metricsPort` instead",
+    METRICS_ARG: "set `metricsPort` instead",
 }
 
 
@@ -91,18 +102,11 @@ class PathwaysPlan(WorkloadPlan):
     def maxtext_pairs(self) -> list[tuple[str, str]]:
         preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
         with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))
-        with_metrics = maxtext.merge(with_mode, {"prometheus_port": self.workload.metrics_port})
+        with_metrics = maxtext.merge(with_mode, {METRICS_ARG: self.workload.metrics_port})
         return maxtext.merge(with_metrics, self.workload.maxtext)
 
     def image(self, key: str) -> str:
-        override = getattr(self.workload.images, key)
-        default = {
-            "proxy": "pathwaysProxy",
-            "server": "pathwaysServer",
-            "jetstream": "jetstreamPathways",
-            "http": "jetstreamHttpPathways",
-        }[key]
-        return override or IMAGES[default]
+        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [leader_worker_set(self)]
@@ -116,12 +120,6 @@ class PathwaysPlan(WorkloadPlan):
 
 
 # ---- validation ---------------------------------------------------------------------------------------
-
-
-def weight_bits(pairs: list[tuple[str, str]]) -> int:
-    """Bits per served weight from the MaxText `quantization` argument (none: bfloat16)."""
-    quantization = dict(pairs).get("quantization", "")
-    return {"int8": 8, "int4": 4, "fp8": 8}.get(quantization, 16)
 
 
 def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: list, warnings: list) -> bool:
@@ -151,13 +149,13 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
         )
     plan = PathwaysPlan(workload, pool, "", "")
     # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/versions.py records which tags serve it)
-    for gap in image_gaps(plan.image("http"), Serves(endpoints=frozenset({"/healthcheck", "/generate"}))):
+    for gap in image_gaps(plan.image("http"), JETSTREAM_HTTP_SERVES):
         problems.append((f"{path}.images.http", f"{gap}: pin an image that does"))
     plan_pairs = plan.maxtext_pairs()
     mesh_problem = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
     if mesh_problem:
         problems.append((f"{path}.maxtext", f"{mesh_problem} ({pool.shape.generation.name} {pool.shape.topology})"))
-    warning = catalog.sizing_warning(preset.params_billion, weight_bits(plan_pairs), pool.shape, path)
+    warning = catalog.sizing_warning(preset.params_billion, maxtext.weight_bits(plan_pairs), pool.shape, path)
     if warning:
         warnings.append(warning)
     return len(problems) == start
@@ -168,7 +166,7 @@ def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: l
 
 def _probe(plan: PathwaysPlan, *, startup: bool) -> dict[str, Any]:
     probes = plan.mode.probes
-    probe: dict[str, Any] = {"httpGet": {"path": "/healthcheck", "port": HTTP_PORT, "scheme": "HTTP"}}
+    probe: dict[str, Any] = {"httpGet": {"path": JETSTREAM_HEALTH_PATH, "port": HTTP_PORT, "scheme": "HTTP"}}
     if startup:
         probe.update(periodSeconds=1, initialDelaySeconds=probes.startup_initial_delay, failureThreshold=10000)
     else:
@@ -314,11 +312,11 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
 def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     template: dict[str, Any] = {}
     if plan.workload.mode == "disaggregated":
-        annotations = {SUBGROUP_EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}
+        annotations = {SUBGROUP_EXCLUSIVE: catalog.NODE_POOL_LABEL}
         # one sub-group per slice: the hosts of a slice share a node pool
         template["subGroupPolicy"] = {"subGroupSize": plan.shape.hosts}
     else:
-        annotations = {EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}
+        annotations = {EXCLUSIVE: catalog.NODE_POOL_LABEL}
     template.update(
         leaderTemplate={
             "metadata": {"labels": plan.labels},

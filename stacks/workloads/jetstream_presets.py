@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHECKPOINT_ARG = "load_parameters_path"
-METRICS_ARG = "prometheus_port"
+from stacks.workloads.maxtext import CHECKPOINT_ARG, METRICS_ARG
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ ICI_DEFAULTS: dict[str, int] = {
     "ici_pipeline_parallelism": 1,
 }
 
+# MaxText arguments the stack derives from a workload's own keys (its `checkpoint` and metrics port), so a preset
+# leaves them empty and a `maxtext` override of them is refused.
+CHECKPOINT_ARG = "load_parameters_path"
+METRICS_ARG = "prometheus_port"
+
 Scalar = str | int | float | bool
 
 
@@ -42,6 +47,12 @@ def render(config_file: str | None, pairs: Sequence[tuple[str, str]]) -> list[st
     """`config_file key=value ...`; without a config file the server image supplies its own base config."""
     head = [config_file] if config_file else []
     return [*head, *(f"{k}={v}" for k, v in pairs)]
+
+
+def weight_bits(pairs: Sequence[tuple[str, str]]) -> int:
+    """Bits per served weight from the MaxText `quantization` argument (none: bfloat16)."""
+    quantization = dict(pairs).get("quantization", "")
+    return {"int8": 8, "int4": 4, "fp8": 8}.get(quantization, 16)
 
 
 def parallelism_problem(pairs: Sequence[tuple[str, str]], chips: int) -> str | None:

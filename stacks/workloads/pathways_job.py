@@ -80,10 +80,15 @@ HEAD_POOL_ROLE = "pathways-head"
 COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
 
 
+# The version-matrix images (stacks/versions.py IMAGES) whose pinned tag is the default `pathwaysVersion`: the
+# controller runs its Pathways server and proxy at that tag unless `images.*` names others.
+TPU_IMAGES = ("pathwaysServer", "pathwaysProxy")
+
+
 def default_pathways_version() -> str:
     """The tag the version matrix pins for the Pathways server and proxy images (the controller's default is
     `latest`, which would float)."""
-    return IMAGES["pathwaysServer"].rsplit(":", 1)[1]
+    return IMAGES[TPU_IMAGES[0]].rsplit(":", 1)[1]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stacks.workloads.maxtext import CHECKPOINT_ARG
+
 
 @dataclass(frozen=True)
 class Probes:
@@ -31,14 +33,11 @@ class ModeSpec:
 class PathwaysPreset:
     model_name: str
     params_billion: float
-    weight_bits: int  # bits per weight as served (int8 quantized: 8)
     config_file: str
     args: tuple[tuple[str, str], ...]  # in the reference's order; load_parameters_path is a placeholder
     modes: dict[str, ModeSpec] = field(default_factory=dict)
     env: tuple[tuple[str, str], ...] = (("LOG_LEVEL", "INFO"),)
 
-
-CHECKPOINT_ARG = "load_parameters_path"
 
 # The disaggregated reference's XLA flags for the Pathways proxy.
 DISAGGREGATED_PROXY_XLA_FLAGS = (
@@ -106,7 +105,6 @@ PRESETS: dict[str, PathwaysPreset] = {
     "llama3.1-405b": PathwaysPreset(
         model_name="llama3.1-405b",
         params_billion=405,
-        weight_bits=8,
         config_file="MaxText/configs/v5e/inference/llama3_405b_v5e-64.yml",
         args=(
             ("model_name", "llama3.1-405b"),
@@ -132,7 +130,6 @@ PRESETS: dict[str, PathwaysPreset] = {
     "llama2-70b": PathwaysPreset(
         model_name="llama2-70b",
         params_billion=70,
-        weight_bits=8,
         config_file="MaxText/configs/base.yml",
         args=(
             ("tokenizer_path", "assets/tokenizer.llama2"),

@@ -26,15 +26,24 @@ from stacks.workloads.common import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_de
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-NODEPOOL_TOPOLOGY_KEY = "cloud.google.com/gke-nodepool"
 ADMIN_PORT = 10000
 MODEL_PORT = 10001
 # TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
 TPU_RUNTIME_PORT = 8471
 HTTP_PORT = 8888
 SAX_ROOT_PREFIX = "sax-root/"
-CELL_RE = re.compile(r"/sax/[a-z0-9][a-z0-9_-]{0,62}")
+CELL_PREFIX = "/sax/"  # Sax names a cell /sax/<cell> and its models /sax/<cell>/<model>
+CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z0-9][a-z0-9_-]{{0,62}}")
+# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
+# The default images that run on the TPUs: the type serves the generations they all serve.
+TPU_IMAGES = (DEFAULT_IMAGES["model"],)
 SAX_WEIGHT_BITS = 16
+
+
+def cell_of(workload: SaxmlWorkload) -> str:
+    """The workload's Sax cell: its `cell`, by default one of its own named after it."""
+    return workload.cell or f"{CELL_PREFIX}{workload.name}"
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ class SaxmlPlan(WorkloadPlan):
 
     @property
     def cell(self) -> str:
-        return self.workload.cell or f"/sax/{self.name}"
+        return cell_of(self.workload)
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -95,11 +104,10 @@ class SaxmlPlan(WorkloadPlan):
         return f"http://{self.http_service}.{self.namespace}.svc:{HTTP_PORT}"
 
     def image(self, key: str) -> str:
-        default = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}[key]
-        return getattr(self.workload.images, key) or IMAGES[default]
+        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
 
     def model_name(self, model: str) -> str:
-        return model if model.startswith("/sax/") else f"{self.cell}/{model}"
+        return model if model.startswith(CELL_PREFIX) else f"{self.cell}/{model}"
 
     def desired_models(self) -> list[dict[str, Any]]:
         return [
@@ -149,7 +157,7 @@ def check(
     path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list, environment: str = "dev"
 ) -> bool:
     start = len(problems)
-    cell = workload.cell or f"/sax/{workload.name}"
+    cell = cell_of(workload)
     if not CELL_RE.fullmatch(cell):
         problems.append(
             (f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
@@ -182,7 +190,7 @@ def check(
             (f"{path}.http.sourceRanges", "only used with exposure 'internal' or 'external' (exposure is 'cluster')")
         )
     for i, model in enumerate(workload.models or []):
-        if model.model.startswith("/sax/") and not model.model.startswith(f"{cell}/"):
+        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
             problems.append((f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
     if pool is None:
         return len(problems) == start
@@ -307,7 +315,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
-        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={EXCLUSIVE: NODEPOOL_TOPOLOGY_KEY}),
+        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={EXCLUSIVE: catalog.NODE_POOL_LABEL}),
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),
@@ -372,7 +380,7 @@ def model_server_network_policy(plan: SaxmlPlan) -> dict[str, Any]:
     """
     peers = [{"podSelector": {"matchLabels": plan.labels(role)}} for role in ("http", "admin", "model-server")]
     return {
-        "apiVersion": "networking.k8s.io/v1",
+        "apiVersion": network_policy.API,
         "kind": "NetworkPolicy",
         "metadata": _meta(plan, "model-server"),
         "spec": {

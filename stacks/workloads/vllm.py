@@ -26,6 +26,7 @@ from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workloads.common import (
     INTERNAL_LB_ANNOTATION,
+    LWS_API,
     TPU_TOLERATION,
     WorkloadPlan,
     check_autoscaling,
@@ -37,6 +38,8 @@ HEALTH_PATH = "/health"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/hea
 METRICS_PATH = "/metrics"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/metrics.py
 API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl commands
 CONTAINER = "vllm-tpu"
+DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/versions.py IMAGES)
+TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
 DATA_DIR = "/data"  # the GCS FUSE mount (the tutorial's path)
 XLA_CACHE_DIR = f"{DATA_DIR}/xla-cache"
 DOWNLOAD_DIR = f"{DATA_DIR}/hf"
@@ -45,7 +48,6 @@ HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
-LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 # The tutorial's GCS FUSE options: parallel downloads into a file cache, so large safetensors load fast.
 GCSFUSE_OPTIONS = (
@@ -157,7 +159,7 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def image(self) -> str:
-        return self.workload.image or IMAGES["vllmTpu"]
+        return self.workload.image or IMAGES[DEFAULT_IMAGE]
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [leader_worker_set(self) if self.multi_host else deployment(self)]
