@@ -1,5 +1,5 @@
-"""Cluster add-ons the serving workloads stand on: LeaderWorkerSet and JobSet (on by default), Kueue and the
-PathwaysJob controller (off by default).
+"""Cluster add-ons the serving workloads stand on, as the registry in stacks/addons describes them (LeaderWorkerSet
+and JobSet on by default, Kueue and the PathwaysJob controller off).
 
 Charts are installed as `helm.v3.Release` from their OCI registries at the versions pinned in stacks/versions.py.
 A Release is one resource that the first preview can plan before the cluster exists. Controllers run on the CPU
@@ -18,9 +18,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks import addon_values, naming, pod_security
+from stacks import addons as addon_registry
+from stacks import naming, pod_security
+from stacks.addons import Addon, CrdPolicy
 from stacks.config import StackConfig
-from stacks.versions import ChartCrds, ChartVersion
+from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
 
 # Helm skips deleting an object whose LIVE annotations carry this when it leaves a release's manifest
 # (helm/helm@v3.16.0 pkg/kube/client.go `Update`: info.Get(), then ResourcePolicyIsKeep(annotations)).
@@ -96,11 +98,14 @@ class AddonCrds(pulumi.ComponentResource):
 
 
 class Addons(pulumi.ComponentResource):
+    """Every add-on the config enables, as its registry entry (stacks/addons) describes it; no per-add-on code."""
+
     releases: dict[str, k8s.helm.v3.Release]
-    """Installed releases by add-on: lws, jobset, kueue."""
+    """Installed chart releases by add-on key."""
     crds: dict[str, AddonCrds]
-    """The stack-managed CRDs by add-on (charts whose versions pin their CRD files)."""
-    pathways_job: k8s.yaml.v2.ConfigFile | None
+    """The stack-managed CRDs by add-on key (charts whose versions pin their CRD files)."""
+    manifests: dict[str, k8s.yaml.v2.ConfigFile]
+    """Upstream release manifests applied, by add-on key."""
 
     def __init__(
         self,
@@ -113,82 +118,82 @@ class Addons(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:addons:Addons", name, None, opts)
-        addons = config.addons
+        self._stem, self._k8s_provider, self._kubeconfig = name, provider, kubeconfig
         # Controllers need somewhere to run: wait for the system pool, not just the control plane.
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or []))
-        self.releases = {}
-        self.crds = {}
-        crd_providers: list[k8s.Provider] = []
+        self._after = list(depends_on or [])
+        self._crd_provider: k8s.Provider | None = None
+        self.releases, self.crds, self.manifests = {}, {}, {}
+        for entry, settings in addon_registry.enabled(config.addons):
+            release = entry.release(settings)
+            needed = [r for key in entry.needs(release) for r in self.dependency(key)]
+            if isinstance(release, ChartVersion):
+                values = entry.chart_values(release, settings)
+                self._install_chart(entry, release, values, needed, config.kubernetes_minor)
+            else:
+                self._apply_manifest(entry, release, needed)
+        self.register_outputs(
+            {"releases": sorted(self.releases), "crds": sorted(self.crds), "manifests": sorted(self.manifests)}
+        )
 
-        def add_crds(key: str, crds: ChartCrds, after: list[pulumi.Resource]) -> AddonCrds:
-            if not crd_providers:
-                crd_providers.append(
-                    k8s.Provider(
-                        f"{name}-crds-k8s", crd_provider_args(kubeconfig), opts=pulumi.ResourceOptions(parent=self)
-                    )
-                )
-            return AddonCrds(
-                f"{name}-{key}-crds",
-                crds=crds,
-                crd_provider=crd_providers[0],
-                provider=provider,
-                depends_on=after,
+    def _install_chart(
+        self, entry: Addon[Any], chart: ChartVersion, values: dict[str, Any], needed: list[pulumi.Resource], minor: str
+    ) -> None:
+        key, stem = entry.key, f"{self._stem}-{entry.resource_name}"
+        child = pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*self._after, *needed])
+        # The namespace is ours, not Helm's: it carries the Pod Security labels, and `pulumi destroy` removes
+        # it (Helm never deletes a namespace it created).
+        if entry.pod_security is None:
+            raise ValueError(f"add-on {key!r} is a chart without a Pod Security level for its namespace")
+        labels = pod_security.namespace_labels(entry.pod_security, minor)
+        namespace = k8s.core.v1.Namespace(
+            f"{stem}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=chart.namespace, labels={**naming.MANAGED_BY_LABELS, **labels}),
+            opts=child,
+        )
+        before: list[pulumi.Resource] = [namespace]
+        policy = entry.crd_policy(chart)
+        if policy is CrdPolicy.STACK:
+            self.crds[key] = self._crds(stem, chart, self._after)
+            before += [self.crds[key].group, *self.crds[key].keep]
+        self.releases[key] = k8s.helm.v3.Release(
+            stem,
+            release_args(chart, values, create_namespace=False),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
+        )
+        if policy is CrdPolicy.ADOPTED:
+            # The chart creates the CRD from its template on install; the group adopts it afterwards.
+            self.crds[key] = self._crds(stem, chart, [self.releases[key]])
+
+    def _crds(self, stem: str, chart: ChartVersion, after: list[pulumi.Resource]) -> AddonCrds:
+        assert chart.crds is not None  # the policy is STACK or ADOPTED
+        if self._crd_provider is None:
+            self._crd_provider = k8s.Provider(
+                f"{self._stem}-crds-k8s",
+                crd_provider_args(self._kubeconfig),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+        return AddonCrds(
+            f"{stem}-crds",
+            crds=chart.crds,
+            crd_provider=self._crd_provider,
+            provider=self._k8s_provider,
+            depends_on=after,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
-        builders = {
-            "lws": (addons.lws, addon_values.lws_values),
-            "jobset": (addons.jobset, addon_values.jobset_values),
-            "kueue": (addons.kueue, addon_values.kueue_values),
-        }
-        for key, (addon, values) in builders.items():
-            if not addon.enabled:
-                continue
-            chart = config.chart(key)
-            # The namespace is ours, not Helm's: it carries the Pod Security labels, and `pulumi destroy` removes
-            # it (Helm never deletes a namespace it created).
-            labels = pod_security.namespace_labels(addon_values.CHART_POD_SECURITY[key], config.kubernetes_minor)
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-{key}-ns",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=chart.namespace, labels={**naming.MANAGED_BY_LABELS, **labels}
-                ),
-                opts=child,
-            )
-            before: list[pulumi.Resource] = [namespace]
-            if chart.crds is not None and not chart.crds.templated:
-                self.crds[key] = add_crds(key, chart.crds, list(depends_on or []))
-                before += [self.crds[key].group, *self.crds[key].keep]
-            self.releases[key] = k8s.helm.v3.Release(
-                f"{name}-{key}",
-                release_args(chart, values(chart, addon.values), create_namespace=False),
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
-            )
-            if chart.crds is not None and chart.crds.templated:
-                # The chart creates the CRD from its template on install; the group adopts it afterwards.
-                self.crds[key] = add_crds(key, chart.crds, [self.releases[key]])
-
-        self.pathways_job = None
-        if addons.pathways_job.enabled:
-            manifest = config.pathways_job
-            # The upstream release manifest, applied server-side as its README says; needs JobSet's CRDs first.
-            self.pathways_job = k8s.yaml.v2.ConfigFile(
-                f"{name}-pathways-job",
-                file=manifest.url,
-                opts=pulumi.ResourceOptions(
-                    parent=self, provider=provider, depends_on=[*self.dependency("jobset"), *(depends_on or [])]
-                ),
-            )
-        self.register_outputs(
-            {"releases": sorted(self.releases), "crds": sorted(self.crds), "pathwaysJob": self.pathways_job is not None}
+    def _apply_manifest(self, entry: Addon[Any], manifest: ManifestVersion, needed: list[pulumi.Resource]) -> None:
+        # The upstream release manifest, applied server-side as its README says, after the add-ons it needs.
+        self.manifests[entry.key] = k8s.yaml.v2.ConfigFile(
+            f"{self._stem}-{entry.resource_name}",
+            file=manifest.url,
+            opts=pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*needed, *self._after]),
         )
 
     def dependency(self, addon: str) -> list[pulumi.Resource]:
         """What a custom resource of this add-on must depend on (its release and CRDs), for `depends_on`."""
-        if addon == "pathwaysJob":
-            if self.pathways_job is None:
-                raise ValueError("add-on 'pathwaysJob' is not installed; enable tpu-serving:addons.pathwaysJob")
-            return [self.pathways_job]
+        manifest = self.manifests.get(addon)
+        if manifest is not None:
+            return [manifest]
         release = self.releases.get(addon)
         if release is None:
             raise ValueError(f"add-on {addon!r} is not installed; enable tpu-serving:addons.{addon}")

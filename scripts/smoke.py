@@ -39,12 +39,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from stacks import addons  # noqa: E402
 from stacks.workloads import common  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
 from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
-
-# The PathwaysJob controller's namespace (google/pathways-job@v0.1.4:release/install.yaml).
-PATHWAYS_JOB_NAMESPACE = "pathways-job-system"
 
 
 class KubectlError(RuntimeError):
@@ -144,8 +142,8 @@ def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
     namespaces |= {
         plain(r.inputs).get("namespace") for r in recording.resources if r.type.startswith("kubernetes:helm.sh/")
     }
-    if cfg.addons.pathways_job.enabled:
-        namespaces.add(PATHWAYS_JOB_NAMESPACE)
+    # every add-on's controller namespace, including those its upstream manifest creates (no Helm release)
+    namespaces |= {entry.release(settings).namespace for entry, settings in addons.enabled(cfg.addons)}
     return Expected(
         stack=cfg.stack,
         paused=cfg.paused,

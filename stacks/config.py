@@ -20,10 +20,11 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
+from stacks import addons as addon_registry
 from stacks import catalog, compute_class, gateway, naming, network_policy, pod_security, pool_sizing, versions
+from stacks.addons import AddonsConfig
 from stacks.config_model import (
     WORKLOAD_TYPES,
-    AddonsConfig,
     BucketConfig,
     ClusterConfig,
     GatewayConfig,
@@ -172,7 +173,7 @@ class StackConfig:
     bucket_force_destroy: bool
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
-    addons: AddonsConfig = field(default_factory=AddonsConfig)
+    addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     workloads: tuple[Any, ...] = field(default=())
@@ -249,10 +250,6 @@ class StackConfig:
         configured = getattr(self.addons, name, None)
         version = getattr(configured, "version", None) or versions.default_version(name)
         return versions.CHARTS[name][version]
-
-    @property
-    def pathways_job(self) -> versions.ManifestVersion:
-        return versions.PATHWAYS_JOB[self.addons.pathways_job.version or next(iter(versions.PATHWAYS_JOB))]
 
     @property
     def kubernetes_minor(self) -> str:
@@ -883,38 +880,7 @@ def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems
 
 
 def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
-    base = f"{NS}:addons"
-    for key, chart in (("lws", "lws"), ("jobset", "jobset"), ("kueue", "kueue")):
-        version = getattr(addons, key).version
-        if version is not None and version not in versions.CHARTS[chart]:
-            problems.append(
-                Problem(
-                    f"{base}.{key}.version",
-                    f"{version!r} is not supported; supported: {', '.join(versions.CHARTS[chart])} (stacks/versions.py)",
-                )
-            )
-    pj = addons.pathways_job
-    if pj.version is not None and pj.version not in versions.PATHWAYS_JOB:
-        problems.append(
-            Problem(
-                f"{base}.pathwaysJob.version",
-                f"{pj.version!r} is not supported; supported: {', '.join(versions.PATHWAYS_JOB)}",
-            )
-        )
-    elif pj.enabled:
-        need = versions.PATHWAYS_JOB[pj.version or next(iter(versions.PATHWAYS_JOB))].min_jobset
-        jobset_version = addons.jobset.version or versions.default_version("jobset")
-        if not addons.jobset.enabled:
-            problems.append(
-                Problem(f"{base}.pathwaysJob.enabled", "the PathwaysJob controller needs JobSet: enable addons.jobset")
-            )
-        elif jobset_version in versions.CHARTS["jobset"] and not versions.jobset_satisfies(jobset_version, need):
-            problems.append(
-                Problem(
-                    f"{base}.jobset.version",
-                    f"{jobset_version!r} is too old for the PathwaysJob controller (needs >= {need})",
-                )
-            )
+    problems.extend(Problem(f"{NS}:addons.{path}", message) for path, message in addon_registry.check(addons))
 
 
 # Workload type -> the pinned images (stacks/versions.py) its TPU pods run by default. The generations a type
@@ -1254,7 +1220,7 @@ def parse_stack_config(
     cluster = _parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
     bucket = _parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
     pool_configs = _parse_pools(raw.get("tpuPools"), problems)
-    addons = _parse(f"{NS}:addons", AddonsConfig, raw.get("addons") or {}, problems)
+    addons = _parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
     monitoring = _parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     gateway = _parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
     if addons is not None:
@@ -1352,7 +1318,7 @@ def parse_stack_config(
             paused=paused,
             cluster_name=cluster_name or "",
             identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
-            lws_enabled=addons.lws.enabled if addons is not None else False,
+            lws_enabled=addons.of("lws").enabled if addons is not None else False,
             hf_token=hf_token == "secret",
             environment=environment if isinstance(environment, str) else "",
         ),

@@ -194,30 +194,6 @@ class TpuPoolConfig(CamelModel):
         return value
 
 
-class ChartAddonConfig(CamelModel):
-    """A Helm chart the stack installs (pinned in stacks/versions.py)."""
-
-    enabled: bool = Field(True, description="Install it.")
-    version: str | None = Field(None, description="Chart version from the supported list; default: the matrix's.")
-    values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
-
-
-class OptionalChartAddonConfig(ChartAddonConfig):
-    enabled: bool = Field(False, description="Install it (off by default).")
-
-
-class PathwaysJobAddonConfig(CamelModel):
-    enabled: bool = Field(False, description="Install the PathwaysJob controller (batch Pathways jobs).")
-    version: str | None = Field(None, description="Controller version from the supported list.")
-
-
-class AddonsConfig(CamelModel):
-    lws: ChartAddonConfig = Field(default_factory=ChartAddonConfig, description="LeaderWorkerSet (Pathways serving).")
-    jobset: ChartAddonConfig = Field(default_factory=ChartAddonConfig, description="JobSet (Saxml model servers).")
-    kueue: OptionalChartAddonConfig = Field(default_factory=OptionalChartAddonConfig, description="Kueue.")
-    pathways_job: PathwaysJobAddonConfig = Field(default_factory=PathwaysJobAddonConfig)
-
-
 Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
 
 

@@ -21,6 +21,7 @@ from components.saxml import Saxml
 from components.serving import ServingWorkload
 from components.tpu_pool import TpuSlicePool
 from components.vllm import Vllm
+from stacks import addons as addon_registry
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
@@ -62,14 +63,7 @@ def pool_summary(cfg: StackConfig) -> dict[str, dict]:
 
 
 def addon_summary(cfg: StackConfig) -> dict[str, dict]:
-    out = {}
-    for key in ("lws", "jobset", "kueue"):
-        if getattr(cfg.addons, key).enabled:
-            chart = cfg.chart(key)
-            out[key] = {"chart": chart.chart, "version": chart.version, "namespace": chart.namespace}
-    if cfg.addons.pathways_job.enabled:
-        out["pathwaysJob"] = {"manifest": cfg.pathways_job.url, "version": cfg.pathways_job.version}
-    return out
+    return addon_registry.summary(cfg.addons)
 
 
 # Where a gateway (e.g. an InferencePool) finds a workload's serving pods, for the workload types that say so.

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stacks.catalog import version_tuple
-
 PYTHON_PACKAGES: dict[str, str] = {
     "pulumi": "3.272.0",
     "pulumi-gcp": "10.2.0",
@@ -157,19 +155,20 @@ class ManifestVersion:
 
     url: str
     version: str
+    namespace: str  # the namespace the manifest creates for its controller
     min_jobset: str
 
 
-# google/pathways-job release/install.yaml; its README requires JobSet >= v0.8.0.
+# google/pathways-job release/install.yaml (its first object is the Namespace pathways-job-system); its README
+# requires JobSet >= v0.8.0.
 PATHWAYS_JOB: dict[str, ManifestVersion] = {
     "0.1.4": ManifestVersion(
-        "https://github.com/google/pathways-job/releases/download/v0.1.4/install.yaml", "0.1.4", min_jobset="0.8.0"
+        "https://github.com/google/pathways-job/releases/download/v0.1.4/install.yaml",
+        "0.1.4",
+        namespace="pathways-job-system",
+        min_jobset="0.8.0",
     ),
 }
-
-
-def jobset_satisfies(jobset_version: str, minimum: str) -> bool:
-    return version_tuple(jobset_version) >= version_tuple(minimum)
 
 
 @dataclass(frozen=True)

@@ -122,10 +122,3 @@ def test_addon_config_errors(run, addons, expected):
     with pytest.raises(pulumi.RunError) as err:
         run(make_config(tpu_serving__addons=addons))
     assert expected in str(err.value)
-
-
-def test_jobset_compatibility_rule():
-    assert versions.jobset_satisfies("0.10.1", "0.8.0")
-    assert not versions.jobset_satisfies("0.7.2", "0.8.0")
-    for chart in versions.CHARTS["jobset"]:
-        assert versions.jobset_satisfies(chart, versions.PATHWAYS_JOB["0.1.4"].min_jobset)

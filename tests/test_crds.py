@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks import versions
+from stacks import addons, versions
 from tests.conftest import STACK_FILES, recorded, reference_dir
 from tooling import crds, documented_schemas
 from tooling.k8s_objects import kubernetes_objects
@@ -40,10 +40,9 @@ def test_recorded_sums_are_those_of_the_upstream_files():
 
 
 def test_table_covers_exactly_the_supported_versions():
-    assert list(versions.CRDS["lws"]) == list(versions.CHARTS["lws"])
-    assert list(versions.CRDS["jobset"]) == list(versions.CHARTS["jobset"])
-    assert list(versions.CRDS["kueue"]) == list(versions.CHARTS["kueue"])
-    assert list(versions.CRDS["pathwaysJob"]) == list(versions.PATHWAYS_JOB)
+    # every supported release of every add-on has the CRDs its custom resources are validated against
+    for addon in addons.ADDONS:
+        assert list(versions.CRDS[addon.key]) == list(addon.releases), addon.key
     for rel, crd in crds.expected().items():
         assert crd.url == f"https://raw.githubusercontent.com/{crd.repo}/{crd.tag}/{crd.path}"
         assert rel.endswith(crd.file_name) and crd.tag.startswith("v")

@@ -11,7 +11,7 @@ import sys
 import pulumi
 import pytest
 
-from stacks import catalog, cost, versions
+from stacks import addons, catalog, cost, versions
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling import render
 from tooling.k8s_objects import kubernetes_objects
@@ -175,12 +175,13 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
 
 
 # Every supported upgrade (older -> newer) of each add-on whose CRDs the stack manages.
+STACK_CRDS = (addons.CrdPolicy.STACK, addons.CrdPolicy.ADOPTED)
 CRD_UPGRADES = [
-    (key, old, new)
-    for key, charts in versions.CHARTS.items()
-    for old in charts
-    for new in charts
-    if charts[old].crds is not None and catalog.version_tuple(old) < catalog.version_tuple(new)
+    (addon.key, old, new)
+    for addon in addons.ADDONS
+    for old in addon.releases
+    for new in addon.releases
+    if addon.crd_policy(addon.releases[old]) in STACK_CRDS and catalog.version_tuple(old) < catalog.version_tuple(new)
 ]
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
 CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
@@ -211,7 +212,8 @@ def keep_patches(rec, key: str) -> dict[str, object]:
 @pytest.mark.parametrize(("key", "old", "new"), CRD_UPGRADES, ids=lambda v: str(v))
 def test_addon_upgrade_updates_its_crds_in_place_and_never_deletes_one(key, old, new):
     before, after = all_in_one_at(key, old), all_in_one_at(key, new)
-    old_crds, new_crds = versions.CHARTS[key][old].crds, versions.CHARTS[key][new].crds
+    releases = addons.addon(key).releases
+    old_crds, new_crds = releases[old].crds, releases[new].crds
     assert old_crds is not None and new_crds is not None
     group_before = before.one(CONFIG_GROUP, f"addons-{key}-crds")
     group_after = after.one(CONFIG_GROUP, f"addons-{key}-crds")
@@ -286,9 +288,10 @@ def test_crd_names_match_the_upstream_crds():
     # (libyaml's loader where present: the pure-Python one takes seconds on these large files)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     names: dict[str, str] = {}
-    for key in ("lws", "jobset"):
-        for chart in versions.CHARTS[key].values():
-            assert chart.crds is not None
+    for addon in addons.ADDONS:
+        for chart in addon.releases.values():
+            if addon.crd_policy(chart) not in STACK_CRDS:
+                continue
             file = chart.crds.paths[0].rsplit("/", 1)[-1]
             if file not in names:
                 names[file] = yaml.load((folder / file).read_text(), Loader=loader)["metadata"]["name"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import addon_values, pod_security
+from stacks import addons, pod_security
 from stacks.pod_security import (
     BASELINE,
     IMAGE_DEFAULTS,
@@ -168,7 +168,11 @@ def test_namespaces_enforce_the_strictest_level_their_pods_pass(path):
         for spec in pods:
             assert pod_security.LEVELS.index(pod_level(spec)) >= pod_security.LEVELS.index(enforce), name
         # ... and the namespace is no looser than its pods need (Helm-installed pods: the chart's declared level)
-        chart_levels = [lvl for key, lvl in addon_values.CHART_POD_SECURITY.items() if name == f"{key}-system"]
+        chart_levels = [
+            a.pod_security
+            for a in addons.ADDONS
+            if name in {r.namespace for r in a.releases.values()} and a.pod_security
+        ]
         # a PathwaysJob's controller generates host-network pods the stack does not render
         generated = [
             PRIVILEGED for o in objects if o["metadata"].get("namespace") == name and o["kind"] == "PathwaysJob"

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from stacks import addons
 from stacks.config import KNOWN_KEYS, NS
 from stacks.config_model import (
     WORKLOAD_TYPES,
-    AddonsConfig,
     BucketConfig,
     ClusterConfig,
     MonitoringConfig,
@@ -50,7 +50,7 @@ def stack_config_schema() -> dict[str, Any]:
         f"{NS}:cluster": _model_schema(ClusterConfig, defs),
         f"{NS}:bucket": _model_schema(BucketConfig, defs),
         f"{NS}:tpuPools": {"type": "array", "items": _model_schema(TpuPoolConfig, defs)},
-        f"{NS}:addons": _model_schema(AddonsConfig, defs),
+        f"{NS}:addons": _model_schema(addons.settings_model(), defs),
         f"{NS}:monitoring": _model_schema(MonitoringConfig, defs),
         f"{NS}:paused": {
             "type": "boolean",

@@ -1,0 +1,108 @@
+"""The entry type of the add-on registry: everything about one cluster add-on, as data and pure builders.
+
+An add-on is installed either as a Helm chart (`ChartVersion`: a `helm.v3.Release` in a namespace the stack creates
+with the add-on's Pod Security level) or as an upstream release manifest (`ManifestVersion`: applied server-side,
+bringing its own namespace). Its pinned releases are the version matrix's (stacks/versions.py); the entry only
+points at them. components/addons.py registers what an entry describes, with no knowledge of any one add-on.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import Field
+
+from stacks.config_model import CamelModel
+from stacks.versions import ChartVersion, ManifestVersion
+
+R = TypeVar("R", ChartVersion, ManifestVersion)
+ValuesBuilder = Callable[[ChartVersion, dict[str, Any]], dict[str, Any]]
+
+
+class AddonSettings(CamelModel):
+    """What every add-on key accepts: whether to install it and which supported version."""
+
+    enabled: bool = Field(True, description="Install it.")
+    version: str | None = Field(None, description="Chart version from the supported list; default: the matrix's.")
+
+
+class ChartAddonConfig(AddonSettings):
+    """A Helm chart the stack installs (pinned in stacks/versions.py)."""
+
+    values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
+
+
+class OptionalChartAddonConfig(ChartAddonConfig):
+    enabled: bool = Field(False, description="Install it (off by default).")
+
+
+class CrdPolicy(enum.Enum):
+    """How the stack applies an add-on's CRDs at a release (components/addons.py `AddonCrds`)."""
+
+    # The chart ships them under crds/: the stack applies the files at the release tag before the release (which
+    # skips crds/), so a version change updates them in place; Helm never upgrades crds/ (helm.sh docs,
+    # "Custom Resource Definitions").
+    STACK = "applied by the stack before the release"
+    # The chart templates them: its install creates them, and the stack adopts them right after (keep annotation).
+    ADOPTED = "created by the chart's templates, then adopted by the stack"
+    # One supported version: Helm installs the chart's crds/ on first install and nothing ever upgrades them.
+    HELM = "installed by Helm from the chart's crds/"
+    # The upstream release manifest carries them; server-side apply updates them with it.
+    MANIFEST = "in the upstream release manifest"
+
+
+def _no_needs(release: Any) -> Mapping[str, str]:
+    return {}
+
+
+@dataclass(frozen=True, eq=False)
+class Addon(Generic[R]):
+    """One add-on. `key` is its key under `tpu-serving:addons` (camelCase) and the stem of its resource names."""
+
+    key: str
+    title: str  # what it is, in messages and the README ("JobSet", "PathwaysJob controller")
+    settings: type[AddonSettings]  # the model of `tpu-serving:addons.<key>` (its defaults: on or off)
+    releases: Mapping[str, R]  # supported releases from stacks/versions.py; the first is the default
+    description: str | None = None  # the key's description in the JSON Schema
+    # Pod Security level the stack's namespace for a chart enforces: what the chart's pods pass with `values`.
+    # None for a manifest, which brings its own namespace.
+    pod_security: str | None = None
+    values: ValuesBuilder | None = None  # Helm values of a chart release, the user's merged last
+    # Other add-ons this one needs at a release: add-on key -> minimum version. Needed add-ons come earlier in
+    # the registry, so they are registered first and depended on.
+    needs: Callable[[R], Mapping[str, str]] = field(default=_no_needs)
+
+    @property
+    def resource_name(self) -> str:
+        """The stem of the add-on's resource names: its key in kebab case (pathwaysJob -> pathways-job)."""
+        return re.sub(r"[A-Z]", lambda m: "-" + m.group(0).lower(), self.key)
+
+    @property
+    def default_version(self) -> str:
+        return next(iter(self.releases))
+
+    def release(self, settings: AddonSettings) -> R:
+        """The pinned release a (validated) config selects."""
+        return self.releases[settings.version or self.default_version]
+
+    def chart_values(self, release: ChartVersion, settings: AddonSettings) -> dict[str, Any]:
+        if self.values is None:
+            raise ValueError(f"add-on {self.key!r} is a chart without a values builder")
+        return self.values(release, getattr(settings, "values", {}))
+
+    def summary(self, release: R) -> dict[str, str]:
+        """Its entry in the stack's `addons` output: what is installed, from where."""
+        if isinstance(release, ManifestVersion):
+            return {"manifest": release.url, "version": release.version}
+        return {"chart": release.chart, "version": release.version, "namespace": release.namespace}
+
+    def crd_policy(self, release: R) -> CrdPolicy:
+        if isinstance(release, ManifestVersion):
+            return CrdPolicy.MANIFEST
+        if release.crds is None:
+            return CrdPolicy.HELM
+        return CrdPolicy.ADOPTED if release.crds.templated else CrdPolicy.STACK

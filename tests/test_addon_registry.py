@@ -1,0 +1,164 @@
+"""The add-on registry (stacks/addons): every entry complete, and an entry added there alone is installed, validated,
+summarised and in the JSON Schema, with no other file touched."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pulumi
+import pytest
+from pydantic.alias_generators import to_camel, to_snake
+
+from stacks import addons, pod_security, versions
+from stacks.addons import Addon, ChartAddonConfig, CrdPolicy
+from stacks.catalog import version_tuple
+from stacks.config import WORKLOAD_ADDONS
+from stacks.naming import SYSTEM_POOL_SELECTOR
+from tests.conftest import make_config
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@pytest.mark.parametrize("entry", addons.ADDONS, ids=lambda a: a.key)
+def test_every_entry_is_complete(entry: Addon):
+    # the key is a camelCase config key that round-trips through the model's field name
+    assert re.fullmatch(r"[a-z][a-zA-Z0-9]*", entry.key) and to_camel(to_snake(entry.key)) == entry.key
+    assert DNS_LABEL.fullmatch(entry.resource_name) and entry.title
+    assert entry.releases, "at least one supported release (stacks/versions.py)"
+    assert set(addons.settings_model().model_fields[to_snake(entry.key)].annotation.model_fields) >= {
+        "enabled",
+        "version",
+    }
+    for version, release in entry.releases.items():
+        assert release.version == version and DNS_LABEL.fullmatch(release.namespace)
+        assert entry.summary(release)["version"] == version
+        assert isinstance(entry.crd_policy(release), CrdPolicy)
+        if isinstance(release, versions.ChartVersion):
+            # a chart: a namespace the stack labels, values that pin the image and select the system pool
+            assert entry.pod_security in pod_security.LEVELS and entry.values is not None
+            assert issubclass(entry.settings, ChartAddonConfig)
+            values = entry.chart_values(release, entry.settings())
+            assert release.image_repository in str(values) and release.image_tag in str(values)
+            assert str(dict(SYSTEM_POOL_SELECTOR))[1:-1] in str(values)
+        else:
+            # a manifest brings its own namespace and carries no Helm values
+            assert isinstance(release, versions.ManifestVersion)
+            assert entry.pod_security is None and entry.values is None
+            assert entry.crd_policy(release) is CrdPolicy.MANIFEST
+
+
+@pytest.mark.parametrize("entry", addons.ADDONS, ids=lambda a: a.key)
+def test_needs_name_earlier_entries_and_the_defaults_meet_them(entry: Addon):
+    earlier = {a.key for a in addons.ADDONS[: addons.ADDONS.index(entry)]}
+    for release in entry.releases.values():
+        for key, minimum in entry.needs(release).items():
+            assert key in earlier, f"{entry.key} needs {key}, which must come earlier in ADDONS"
+            needed = addons.addon(key)
+            assert version_tuple(needed.default_version) >= version_tuple(minimum)
+
+
+def test_registry_keys_and_names_are_unique():
+    assert len({a.key for a in addons.ADDONS}) == len(addons.ADDONS)
+    assert len({a.resource_name for a in addons.ADDONS}) == len(addons.ADDONS)
+
+
+def test_pathways_job_needs_jobset_from_its_readme():
+    # google/pathways-job@v0.1.4 README: "JobSet >= v0.8.0" (../shared/reference/manifests/pathways-job-v0.1.4)
+    entry = addons.addon("pathwaysJob")
+    assert entry.needs(entry.releases["0.1.4"]) == {"jobset": "0.8.0"}
+    # the manifest's first object is its Namespace (google/pathways-job@v0.1.4:release/install.yaml)
+    assert entry.releases["0.1.4"].namespace == "pathways-job-system"
+
+
+def test_workload_types_name_registered_addons():
+    assert set(WORKLOAD_ADDONS.values()) <= {a.key for a in addons.ADDONS}
+
+
+def test_readme_table_lists_every_addon_with_its_versions():
+    rows = {line.split("|")[1].strip(): line for line in README.read_text().splitlines() if line.startswith("| ")}
+    for entry in addons.ADDONS:
+        row = rows.get(entry.title)
+        assert row is not None, f"README's add-on table has no row for {entry.title}"
+        cells = [c.strip() for c in row.split("|")]
+        assert cells[3:5] == [entry.default_version, ", ".join(entry.releases)], entry.key
+
+
+def test_unknown_addon_key_is_refused():
+    with pytest.raises(KeyError, match="'nope' is not a registered add-on"):
+        addons.addon("nope")
+
+
+# ---- a fake entry, added to the registry alone --------------------------------------------------------------
+
+FAKE_CHART = versions.ChartVersion(
+    "oci://example.com/charts/fake", "1.2.0", "example.com/fake", "v1.2.0", "fake-system", "fake"
+)
+
+
+def _fake_values(chart: versions.ChartVersion, user: dict) -> dict:
+    return {"image": {"tag": chart.image_tag}, "nodeSelector": dict(SYSTEM_POOL_SELECTOR), **user}
+
+
+FAKE = Addon(
+    key="fakeThing",
+    title="Fake",
+    description="A fake add-on.",
+    settings=ChartAddonConfig,
+    releases={"1.2.0": FAKE_CHART, "1.0.0": FAKE_CHART},
+    pod_security=pod_security.RESTRICTED,
+    values=_fake_values,
+    needs=lambda release: {"jobset": "0.10.0"},
+)
+
+
+@pytest.fixture
+def fake_registered(monkeypatch):
+    monkeypatch.setattr(addons, "ADDONS", (*addons.ADDONS, FAKE))
+
+
+def test_a_fake_entry_is_installed_and_summarised(run, fake_registered):
+    rec = run(make_config(tpu_serving__addons={"fakeThing": {"values": {"extra": 1}}}))
+    release = rec.one("kubernetes:helm.sh/v3:Release", "addons-fake-thing")
+    assert release.inputs["chart"] == "oci://example.com/charts/fake" and release.inputs["values"]["extra"] == 1
+    namespace = rec.one("kubernetes:core/v1:Namespace", "addons-fake-thing-ns")
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert namespace.urn in release.dependencies
+    # it needs JobSet: registered after it and depending on it
+    assert rec.one("kubernetes:helm.sh/v3:Release", "addons-jobset").urn in release.dependencies
+    assert rec.outputs["addons"]["fakeThing"] == {
+        "chart": "oci://example.com/charts/fake",
+        "version": "1.2.0",
+        "namespace": "fake-system",
+    }
+
+
+def test_a_fake_entry_is_validated(run, fake_registered):
+    with pytest.raises(
+        pulumi.RunError, match=r"addons.fakeThing.enabeld: unknown key; allowed: enabled, version, values"
+    ):
+        run(make_config(tpu_serving__addons={"fakeThing": {"enabeld": True}}))
+    with pytest.raises(
+        pulumi.RunError, match=r"addons.fakeThing.version: '9.9.9' is not supported; supported: 1.2.0, 1.0.0"
+    ):
+        run(make_config(tpu_serving__addons={"fakeThing": {"version": "9.9.9"}}))
+    with pytest.raises(pulumi.RunError, match=r"addons.fakeThing.enabled: the Fake needs JobSet: enable addons.jobset"):
+        run(make_config(tpu_serving__addons={"jobset": {"enabled": False}}))
+
+
+def test_a_fake_entry_is_in_the_json_schema(fake_registered):
+    from tooling.json_schema import stack_config_schema
+
+    schema = stack_config_schema()["properties"]["config"]["properties"]["tpu-serving:addons"]
+    assert schema["properties"]["fakeThing"] == {"$ref": "#/$defs/ChartAddonConfig", "description": "A fake add-on."}
+
+
+def test_a_needed_addon_below_the_minimum_is_reported(monkeypatch):
+    import dataclasses
+
+    strict = dataclasses.replace(FAKE, needs=lambda release: {"jobset": "0.11.0"})
+    monkeypatch.setattr(addons, "ADDONS", (*addons.ADDONS, strict))
+    config = addons.settings_model().model_validate({"jobset": {"version": "0.10.1"}})
+    assert addons.check(config) == [("jobset.version", "'0.10.1' is too old for the Fake (needs >= 0.11.0)")]
+    assert addons.check(addons.settings_model().model_validate({"jobset": {"version": "0.12.0"}})) == []
