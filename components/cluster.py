@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.network import Network
 from components.node_identity import NodeServiceAccount
-from stacks import naming
+from stacks import cpu_machines, naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
 from stacks.pool_sizing import cluster_zones, system_pool_sizing
@@ -281,7 +281,7 @@ class Cluster(pulumi.ComponentResource):
                 node_config=gcp.container.NodePoolNodeConfigArgs(
                     machine_type=system.machine_type,
                     disk_size_gb=system.disk_size_gb,
-                    disk_type="pd-balanced",
+                    disk_type=cpu_machines.BOOT_DISK_TYPE,
                     labels=naming.SYSTEM_POOL_SELECTOR,
                     resource_labels=labels,
                     **node_pool_security(nodes.email),

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
 from components.serving import ServingWorkload
+from stacks import cpu_machines
 from stacks.bucket_access import prefix_condition
 from stacks.workloads import pathways_job as pj
 
@@ -78,7 +79,7 @@ class PathwaysJob(ServingWorkload):
                     initial_node_count=0,
                     node_config=gcp.container.NodePoolNodeConfigArgs(
                         machine_type=machine.name,
-                        disk_type="pd-balanced",
+                        disk_type=cpu_machines.BOOT_DISK_TYPE,
                         labels=plan.head_selector,
                         resource_labels={**labels, "workload": plan.name},
                         **node_pool_security(node_service_account),

@@ -21,6 +21,7 @@ NODES_MAX = 1000
 DISK_GB_MAX = 65536
 SLICES_MAX = 256
 REPLICAS_MAX = 10000
+PORT_MAX = 65535  # TCP port numbers are 16-bit
 DAYS_MAX = 36500
 
 
@@ -242,7 +243,7 @@ class GatewayConfig(CamelModel):
 
 
 class ServiceConfig(CamelModel):
-    port: int = Field(8000, ge=1, le=65535, description="Service port in front of the HTTP server.")
+    port: int = Field(8000, ge=1, le=PORT_MAX, description="Service port in front of the HTTP server.")
     type: Literal["ClusterIP", "LoadBalancer"] = Field(
         "ClusterIP", description="ClusterIP, or LoadBalancer (always an internal passthrough load balancer)."
     )
@@ -282,7 +283,9 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     )
     images: PathwaysImages = Field(default_factory=PathwaysImages)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
-    metrics_port: int = Field(9100, ge=1, le=65535, description="JetStream Prometheus metrics port (prometheus_port).")
+    metrics_port: int = Field(
+        9100, ge=1, le=PORT_MAX, description="JetStream Prometheus metrics port (prometheus_port)."
+    )
     grant_checkpoint_read: bool = Field(
         True, description="Grant the workload objectViewer on the checkpoint's bucket when it is not the stack bucket."
     )
@@ -404,7 +407,7 @@ class JetStreamWorkload(WorkloadConfig):
     )
     replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off.")
     autoscaling: JetStreamAutoscalingConfig | None = Field(None, description="An HPA on JetStream/TPU metrics.")
-    prometheus_port: int = Field(9100, ge=1, le=65535, description="The engine's Prometheus metrics port.")
+    prometheus_port: int = Field(9100, ge=1, le=PORT_MAX, description="The engine's Prometheus metrics port.")
     images: JetStreamImages = Field(default_factory=JetStreamImages)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     grant_checkpoint_read: bool = Field(True, description="Grant objectViewer on the checkpoint's bucket.")

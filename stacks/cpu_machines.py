@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 GIB = 2**30
 MIB = 2**20
+# The boot disk of every CPU node pool the stack creates (the system pool, a Pathways head pool).
+BOOT_DISK_TYPE = "pd-balanced"
 
 # (upper bound in GiB, share reserved) for each band of memory, in order
 _MEMORY_BANDS = ((4, 0.25), (8, 0.20), (16, 0.10), (128, 0.06), (float("inf"), 0.02))

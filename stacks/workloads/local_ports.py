@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stacks.config_model import PORT_MAX
+
 
 def allocate(requests: Sequence[tuple[str, Sequence[int]]]) -> dict[str, dict[int, int]]:
     """[(workload, remote ports it forwards)] -> {workload: {remote port: local port}}, unique local ports."""
@@ -20,7 +22,7 @@ def allocate(requests: Sequence[tuple[str, Sequence[int]]]) -> dict[str, dict[in
             local = remote
             while local in taken:
                 local += 1
-            if local > 65535:
+            if local > PORT_MAX:
                 raise ValueError(f"no free local port at or above {remote} for workload {name!r}")
             taken.add(local)
             mine[remote] = local
