@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.versions import ChartVersion
 
 
@@ -26,16 +25,3 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 def image_values(chart: ChartVersion) -> dict[str, str]:
     """A chart's `image` block: the controller image pinned with the chart release."""
     return {"repository": chart.image_repository, "tag": chart.image_tag, "pullPolicy": "IfNotPresent"}
-
-
-def prometheus_adapter_values(
-    chart: ChartVersion, prometheus_url: str, rules: list[dict[str, Any]], user: dict[str, Any]
-) -> dict[str, Any]:
-    # keys of prometheus-adapter 5.3.0 values.yaml: image.*, nodeSelector, prometheus.{url,port}, rules.*
-    ours = {
-        "image": image_values(chart),
-        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
-        "prometheus": {"url": prometheus_url, "port": 9090},
-        "rules": {"default": False, "custom": [], "external": rules},
-    }
-    return deep_merge(ours, user)

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from stacks import metrics_adapters
+
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
 # (https://cloud.google.com/compute/docs/disks#pdspecs). Replica counts and the like are Kubernetes int32 fields;
@@ -149,6 +151,11 @@ class AutoscalingConfig(CamelModel):
     max_nodes: int = Field(ge=1, le=NODES_MAX, description="Maximum nodes of each node pool of this pool.")
 
 
+def _expected(allowed: tuple[str, ...]) -> str:
+    """The allowed values as pydantic's literal_error words them ("'a', 'b' or 'c'")."""
+    return " or ".join([", ".join(repr(a) for a in allowed[:-1]), repr(allowed[-1])])
+
+
 Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
 
 
@@ -178,7 +185,7 @@ class TpuPoolConfig(CamelModel):
     def _capacity_list(cls, value: Any) -> Any:
         """One capacity, or a list naming each at most once; a list of one is that one value (node pools)."""
         allowed = get_args(Capacity)
-        expected = " or ".join([", ".join(repr(a) for a in allowed[:-1]), repr(allowed[-1])])
+        expected = _expected(allowed)
         if isinstance(value, list):
             bad = [v for v in value if v not in allowed]
             if bad or not value or len(set(value)) != len(value):
@@ -195,17 +202,29 @@ class TpuPoolConfig(CamelModel):
         return value
 
 
-Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
+def _adapter_enum(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(metrics_adapters.choices())
 
 
 class MonitoringConfig(CamelModel):
-    adapter: Adapter = Field(
-        "custom-metrics-stackdriver",
+    adapter: str = Field(
+        metrics_adapters.DEFAULT,
+        title="Adapter",
         description="The one metrics adapter serving custom/external metrics to HPAs, or none.",
+        json_schema_extra=_adapter_enum,
     )
     dashboard: bool = Field(True, description="Create a Cloud Monitoring dashboard for the serving stack.")
     tpu_metrics: bool = Field(True, description="Scrape the TPU device plugin (HBM, duty cycle) when TPU pools exist.")
     scrape_interval: str = Field("15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval, e.g. 15s.")
+
+    @field_validator("adapter", mode="before")
+    @classmethod
+    def _registered_adapter(cls, value: Any) -> Any:
+        """One of the registry's adapters or `none`, read at validation time (stacks/metrics_adapters)."""
+        allowed = metrics_adapters.choices()
+        if value not in allowed:
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _expected(allowed)})
+        return value
 
 
 class GatewayConfig(CamelModel):

@@ -1,20 +1,16 @@
-"""Metrics plumbing shared by the add-ons and the workloads: PodMonitoring objects, the HPA metrics the stack
-serves (each with its unit, defined once here), and how each metrics adapter serves them.
-
-Prometheus-adapter and the GMP frontend query the whole Cloud Monitoring project, so every rule is filtered
-by this cluster's name and the workload namespaces (otherwise an HPA would scale on another cluster's data).
+"""Metrics plumbing shared by the add-ons and the workloads: PodMonitoring objects and the HPA metrics the stack
+serves (each with its unit, defined once here). How each metrics adapter serves them: stacks/metrics_adapters/.
 
 How the HPA turns a metric into replicas (kubernetes pkg/controller/podautoscaler/replica_calculator.go):
 - `Pods` metric, AverageValue target: ceil(mean of the per-pod values / target x ready pods);
 - `External` metric, AverageValue target: ceil(SUM of every value the adapter returns / target).
 So an External metric must return the load of ALL replicas (a sum), never an average: with `avg` the proposal
-ignores how many replicas carry the load. Every adapter rule below sums; tests/hpa_model.py checks that at N
+ignores how many replicas carry the load. Every adapter rule sums; tests/hpa_model.py checks that at N
 ready replicas each carrying load L every metric proposes ceil(N*L/target).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -250,115 +246,9 @@ def tpu_device_plugin_monitoring(interval: str) -> dict[str, Any]:
     )
 
 
-# ---- prometheus-adapter -----------------------------------------------------------------------------------
-
-
-def _regex(values: Iterable[str]) -> str:
-    return "|".join(sorted(set(values)))
-
-
-def prometheus_adapter_rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str, Any]:
-    """The external-metrics rule serving `metric`: the SUM over the HPA namespace's replicas.
-
-    prometheus-adapter puts `<namespace label>="<the HPA's namespace>"` into <<.LabelMatchers>>
-    (kubernetes-sigs/prometheus-adapter@v0.12.0:pkg/naming/metrics_query.go, BuildExternal) and returns one
-    value per sample of the result (pkg/external-provider/metric_converter.go); the HPA sums them.
-    """
-    ns = _regex(namespaces)
-    if metric.origin == "server":
-        where = f'cluster="{cluster}",namespace=~"{ns}"'
-        resources: dict[str, Any] = {"template": "<<.Resource>>"}
-        query = f"sum(<<.Series>>{{<<.LabelMatchers>>,{where}}})"
-    else:
-        # device plugin series live in kube-system: the workload's namespace is exported_namespace
-        where = f'cluster="{cluster}",exported_namespace=~"{ns}"'
-        resources = {"overrides": {"exported_namespace": {"resource": "namespace"}}}
-        used = f"{metric.series}{{<<.LabelMatchers>>,{where}}}"
-        if metric.denominator is None:
-            query = f"sum({used})"
-        else:
-            # one replica per node (single-host pools): sum over nodes of used/total = sum of replica fractions
-            total = f"{metric.denominator}{{<<.LabelMatchers>>,{where}}}"
-            query = f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
-    return {
-        "seriesQuery": f"{metric.series}{{{where}}}",
-        "resources": resources,
-        "name": {"matches": "", "as": metric.adapter_name or metric.name},
-        "metricsQuery": query,
-    }
-
-
-def prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
-    """External-metrics rules for prometheus-adapter, each filtered by cluster and workload namespaces.
-
-    With no namespaces (no autoscaled workload yet) the rules match nothing rather than everything.
-    """
-    names = list(namespaces)
-    return [prometheus_adapter_rule(m, cluster, names) for m in HPA_METRICS.values()]
-
-
-def vllm_prometheus_adapter_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
-    """The rules serving vLLM's server metrics to the vLLM workloads' HPAs (the TPU rules above serve the rest).
-    Each sums over the pods matched by the HPA's namespace and selector (`app=<workload>`)."""
-    names = list(namespaces)
-    return [prometheus_adapter_rule(m, cluster, names) for m in VLLM_HPA_METRICS.values()]
-
-
 # ---- HPA metric specs -----------------------------------------------------------------------------------
-
-Adapter = Literal["custom-metrics-stackdriver", "prometheus-adapter", "none"]
-
-
-def adapter_serves(adapter: str, name: str, registry: dict[str, HpaMetric] | None = None) -> bool:
-    metric = (HPA_METRICS if registry is None else registry).get(name)
-    if metric is None or adapter == "none":
-        return False
-    # custom-metrics-stackdriver reads one Cloud Monitoring metric at a time: no used/total ratio
-    return not (adapter == "custom-metrics-stackdriver" and metric.denominator is not None)
-
-
-def served_metrics(adapter: str, registry: dict[str, HpaMetric] | None = None) -> list[str]:
-    registry = HPA_METRICS if registry is None else registry
-    return [name for name in registry if adapter_serves(adapter, name, registry)]
 
 
 def quantity(value: float) -> str:
     """A Kubernetes quantity for an HPA target: integers as is, fractions in milli-units."""
     return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
-
-
-def hpa_metric(
-    adapter: str,
-    name: str,
-    target: float,
-    namespace: str,
-    cluster: str,
-    *,
-    registry: dict[str, HpaMetric] | None = None,
-    selector: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """An autoscaling/v2 metric spec for `name` (from `registry`, default HPA_METRICS), named the way `adapter`
-    serves it, with an AverageValue target per replica in the metric's unit. `selector` narrows a
-    prometheus-adapter server metric to one workload's pods (labels its PodMonitoring attaches)."""
-    registry = HPA_METRICS if registry is None else registry
-    if not adapter_serves(adapter, name, registry):
-        raise ValueError(f"adapter {adapter!r} does not serve {name!r}")
-    metric = registry[name]
-    goal = {"type": "AverageValue", "averageValue": quantity(target)}
-    if adapter == "custom-metrics-stackdriver":
-        stackdriver_name = f"prometheus.googleapis.com|{metric.series}|gauge"
-        if metric.origin == "server":
-            # per-pod server series: a Pods metric, averaged over the ready pods by the HPA itself
-            return {"type": "Pods", "pods": {"metric": {"name": stackdriver_name}, "target": goal}}
-        # per-chip device-plugin series of this cluster (prometheus_target's `cluster` resource label,
-        # GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/pkg/adapter/translator/
-        # utils/filter_builder.go PrometheusSchema) and the workload's namespace; the HPA sums them.
-        selector = {"metric.labels.exported_namespace": namespace, "resource.labels.cluster": cluster}
-        return {
-            "type": "External",
-            "external": {"metric": {"name": stackdriver_name, "selector": {"matchLabels": selector}}, "target": goal},
-        }
-    external: dict[str, Any] = {"name": metric.adapter_name or name}
-    if selector and metric.origin == "server":
-        external["selector"] = {"matchLabels": dict(selector)}
-    return {"type": "External", "external": {"metric": external, "target": goal}}

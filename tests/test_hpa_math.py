@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import metrics
+from stacks import metrics, metrics_adapters
+from stacks.metrics_adapters.prometheus_adapter import rule as prometheus_adapter_rule
 from tests import hpa_model
 from tests.hpa_model import World
 
@@ -46,20 +47,22 @@ def world(metric: metrics.HpaMetric, replicas: int, load: float) -> World:
 
 def values(adapter: str, spec: dict, metric: metrics.HpaMetric, w: World) -> list[float]:
     if adapter == "prometheus-adapter":
-        return hpa_model.prometheus_adapter_values(metrics.prometheus_adapter_rule(metric, CLUSTER, [NS]), NS, w)
+        return hpa_model.prometheus_adapter_values(prometheus_adapter_rule(metric, CLUSTER, [NS]), NS, w)
     if spec["type"] == "Pods":  # the adapter reads this cluster's pods of the HPA's namespace
         w = World([s for s in w.series if s[0].get("cluster") == CLUSTER and s[0].get("namespace") == NS])
     return hpa_model.stackdriver_values(spec, w)
 
 
-SERVED = [(a, n) for a in ("custom-metrics-stackdriver", "prometheus-adapter") for n in metrics.served_metrics(a)]
+SERVED = [
+    (a, n) for a in ("custom-metrics-stackdriver", "prometheus-adapter") for n in metrics_adapters.served_metrics(a)
+]
 
 
 @pytest.mark.parametrize("adapter,name", SERVED)
 def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
     metric = metrics.HPA_METRICS[name]
     for load, target in CASES[metric.unit.name]:
-        spec = metrics.hpa_metric(adapter, name, target, NS, CLUSTER)
+        spec = metrics_adapters.hpa_metric(adapter, name, target, NS, CLUSTER)
         for replicas in (1, 2, 3, 5):
             got = hpa_model.proposal(
                 spec, values(adapter, spec, metric, world(metric, replicas, load)), replicas, replicas
@@ -70,16 +73,16 @@ def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
 def test_the_model_catches_an_averaging_rule():
     """The rule the tutorial and this stack used to render (avg) proposes ceil(L/target) whatever N is."""
     metric = metrics.HPA_METRICS["jetstream_prefill_backlog_size"]
-    rule = metrics.prometheus_adapter_rule(metric, CLUSTER, [NS])
+    rule = prometheus_adapter_rule(metric, CLUSTER, [NS])
     averaging = {**rule, "metricsQuery": rule["metricsQuery"].replace("sum(", "avg(", 1)}
-    spec = metrics.hpa_metric("prometheus-adapter", metric.name, 10, NS, CLUSTER)
+    spec = metrics_adapters.hpa_metric("prometheus-adapter", metric.name, 10, NS, CLUSTER)
     got = hpa_model.proposal(spec, hpa_model.prometheus_adapter_values(averaging, NS, world(metric, 3, 20)), 3, 3)
     assert got == 2 != hpa_model.expected(3, 20, 10) == 6
 
 
 def test_the_model_catches_a_missing_cluster_filter():
     metric = metrics.HPA_METRICS["tpu_memory_used"]
-    spec = metrics.hpa_metric("custom-metrics-stackdriver", metric.name, 100e9, NS, CLUSTER)
+    spec = metrics_adapters.hpa_metric("custom-metrics-stackdriver", metric.name, 100e9, NS, CLUSTER)
     del spec["external"]["metric"]["selector"]["matchLabels"]["resource.labels.cluster"]
     got = hpa_model.proposal(spec, values("custom-metrics-stackdriver", spec, metric, world(metric, 2, 60e9)), 2, 2)
     assert got != hpa_model.expected(2, 60e9, 100e9)

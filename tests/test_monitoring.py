@@ -6,6 +6,7 @@ import pulumi
 import pytest
 
 from stacks import dashboard, metrics
+from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
 from tests.conftest import make_config, stack_ksa
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
@@ -163,7 +164,7 @@ def test_unknown_adapter_is_an_error(run):
 
 
 def test_adapter_rules_filter_by_cluster_and_namespaces():
-    rules = metrics.prometheus_adapter_rules("c1", ["b", "a"])
+    rules = prometheus_adapter_rules("c1", ["b", "a"])
     for rule in rules:
         assert 'cluster="c1"' in rule["seriesQuery"] and 'cluster="c1"' in rule["metricsQuery"]
         # the HPA's namespace arrives in <<.LabelMatchers>> (prometheus-adapter@v0.12.0 pkg/naming/metrics_query.go)
@@ -174,7 +175,7 @@ def test_adapter_rules_filter_by_cluster_and_namespaces():
         assert 'exported_namespace=~"a|b"' in rule["seriesQuery"] and "container=" not in rule["metricsQuery"]
         assert rule["resources"] == {"overrides": {"exported_namespace": {"resource": "namespace"}}}
     # no workloads: the rules match nothing, never every namespace of every cluster
-    assert 'namespace=~""' in metrics.prometheus_adapter_rules("c1", [])[0]["seriesQuery"]
+    assert 'namespace=~""' in prometheus_adapter_rules("c1", [])[0]["seriesQuery"]
 
 
 def test_dashboard(run):

@@ -136,7 +136,7 @@ def cpu_deployment(
 def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], problems: list) -> None:
     """The HPA rules every autoscaled workload shares: 1 <= minReplicas <= maxReplicas, an adapter, only metrics
     that adapter serves from the workload type's `registry` (stacks.metrics), and targets in each metric's unit."""
-    from stacks import metrics
+    from stacks import metrics_adapters
 
     registry = dict(registry)
     if auto.min_replicas < 1:
@@ -145,22 +145,21 @@ def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str,
         problems.append(
             (f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
         )
-    if adapter == "none":
+    if metrics_adapters.get(adapter) is None:
         problems.append(
             (
                 f"{path}.autoscaling",
-                "needs a metrics adapter: set tpu-serving:monitoring.adapter to custom-metrics-stackdriver or "
-                "prometheus-adapter",
+                f"needs a metrics adapter: set tpu-serving:monitoring.adapter to {metrics_adapters.one_of()}",
             )
         )
     else:
         for i, metric in enumerate(auto.metrics):
-            if not metrics.adapter_serves(adapter, metric.name, registry):
+            if not metrics_adapters.adapter_serves(adapter, metric.name, registry):
                 problems.append(
                     (
                         f"{path}.autoscaling.metrics[{i}].name",
                         f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
-                        f"{', '.join(metrics.served_metrics(adapter, registry))}",
+                        f"{', '.join(metrics_adapters.served_metrics(adapter, registry))}",
                     )
                 )
     for i, metric in enumerate(auto.metrics):

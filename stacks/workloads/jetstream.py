@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics, network_policy, scan_exceptions
+from stacks import catalog, metrics, metrics_adapters, network_policy, scan_exceptions
 from stacks.config_model import JetStreamWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
@@ -273,7 +273,9 @@ def hpa(plan: JetStreamPlan) -> dict[str, Any]:
     auto = plan.workload.autoscaling
     assert auto is not None and plan.autoscaled
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
-    specs = [metrics.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics]
+    specs = [
+        metrics_adapters.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics
+    ]
     return hpa_manifest(plan, plan.labels, target, specs)
 
 

@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics, naming, network_policy, scan_exceptions
+from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
 from stacks.config_model import VllmWorkload
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
@@ -599,7 +599,7 @@ def hpa(plan: VllmPlan) -> dict[str, Any]:
         else {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
     )
     specs = [
-        metrics.hpa_metric(
+        metrics_adapters.hpa_metric(
             plan.adapter,
             m.name,
             m.target,

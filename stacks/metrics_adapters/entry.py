@@ -1,0 +1,131 @@
+"""What a metrics adapter is, as data: the registry entry type and what an adapter's pure builder returns.
+
+An adapter serves metrics APIs to the HPA controller. Its entry says what it serves (the metrics API groups and
+which `HpaMetric`s), how an HPA names each metric for it, and how it is built: Kubernetes manifests, Helm charts
+and project-level IAM grants, each with the names of what it must wait for. `components/monitoring.py` registers
+what a build describes without knowing which adapter it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from stacks import naming, pod_security, scan_exceptions
+from stacks.metrics import HpaMetric
+from stacks.versions import ChartVersion
+
+# The metrics API groups an HPA reads (kubernetes pkg/controller/podautoscaler/metrics/client.go: `Pods` and
+# `Object` metrics from custom.metrics.k8s.io, `External` ones from external.metrics.k8s.io).
+CUSTOM_METRICS_API = "custom.metrics.k8s.io"
+EXTERNAL_METRICS_API = "external.metrics.k8s.io"
+METRICS_APIS = (CUSTOM_METRICS_API, EXTERNAL_METRICS_API)
+# The HPA metric source types each API serves (autoscaling/v2 MetricSpec `type`).
+API_OF_METRIC_TYPE = {"Pods": CUSTOM_METRICS_API, "Object": CUSTOM_METRICS_API, "External": EXTERNAL_METRICS_API}
+
+# Every adapter runs in this namespace: the candidates register the same APIServices, so there is one per cluster.
+ADAPTER_NAMESPACE = "custom-metrics"
+
+# What a Part may wait for besides other parts and grants of the same build (the component supplies them).
+NAMESPACE = "namespace"
+SYSTEM_POOL = "system-pool"
+
+Origin = Literal["server", "tpu"]
+
+
+@dataclass(frozen=True)
+class AdapterContext:
+    """The facts of the stack an adapter's builder reads (pure data, filled from the stack config)."""
+
+    project: str
+    cluster: str
+    identity_suffix: str  # makes every KSA with Google access unique per stack
+    chart: Callable[[str], ChartVersion]  # the pinned chart release of a `versions.CHARTS` key
+    namespace: str = ADAPTER_NAMESPACE  # the entry's namespace
+    hpa_namespaces: Sequence[str] = ()  # namespaces of every autoscaled workload
+    vllm_namespaces: Sequence[str] = ()  # namespaces of the autoscaled vLLM workloads
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A project-level IAM role for a Kubernetes ServiceAccount of the adapter namespace (member-level, direct
+    Workload Identity principal, no Google service account)."""
+
+    key: str  # the resource name suffix, and how parts name it in `after`
+    role: str
+    service_account: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A Helm release of a pinned chart with the stack's values, into the adapter namespace (managed by the stack)."""
+
+    chart: ChartVersion
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One object of an adapter: a Kubernetes manifest (camelCase, as the API server takes it) or a Helm chart."""
+
+    key: str  # the resource name suffix (`<component name>-<key>`), unique within the build
+    body: dict[str, Any] | Chart
+    after: tuple[str, ...] = ()  # keys of parts/grants of this build, NAMESPACE or SYSTEM_POOL
+    serves_api: bool = False  # HPAs wait for it (it registers a metrics APIService)
+
+
+@dataclass(frozen=True)
+class AdapterBuild:
+    grants: list[Grant]
+    parts: list[Part]
+    chart_levels: tuple[str, ...] = ()  # Pod Security levels the charts' pods pass (the stack cannot see them)
+
+    def namespace_level(self) -> str:
+        """The Pod Security level of the adapter namespace: the strictest that every pod in it passes."""
+        level = pod_security.strictest_level(p.body for p in self.parts if not isinstance(p.body, Chart))
+        return min((level, *self.chart_levels), key=pod_security.LEVELS.index)
+
+
+@dataclass(frozen=True)
+class MetricsAdapter:
+    """One metrics adapter: everything about it. The registry (`stacks.metrics_adapters.ADAPTERS`) holds one per
+    name; config validation, the workload plans, the component and the README table read it."""
+
+    name: str  # the value of tpu-serving:monitoring.adapter
+    description: str  # one line for the README table
+    apis: tuple[str, ...]  # the metrics API groups it serves to HPAs (METRICS_APIS)
+    origins: frozenset[Origin]  # which HpaMetric sources it serves (server series, TPU device plugin)
+    ratios: bool  # whether it serves a metric with a denominator (a used/total ratio)
+    api_port: int  # the port the API server reaches it on (admitted by the namespace's NetworkPolicy)
+    # The autoscaling/v2 metric spec for a served metric: (metric, target, namespace, cluster, selector) -> spec.
+    metric_spec: Callable[[HpaMetric, dict[str, Any], str, str, Mapping[str, str] | None], dict[str, Any]]
+    build: Callable[[AdapterContext], AdapterBuild]  # pure: what the stack registers for it
+    namespace: str = ADAPTER_NAMESPACE
+
+    def serves(self, metric: HpaMetric) -> bool:
+        return metric.origin in self.origins and (self.ratios or metric.denominator is None)
+
+
+def meta(
+    name: str,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    skips: Sequence[scan_exceptions.Skip] = (),
+) -> dict[str, Any]:
+    """Metadata with the stack's labels, and the checkov findings the object accepts (`skips`) as annotations."""
+    out: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        out["namespace"] = namespace
+    out["labels"] = {**naming.MANAGED_BY_LABELS, **(labels or {})}
+    if skips:
+        out["annotations"] = scan_exceptions.skip_annotations(skips)
+    return out
+
+
+def subject(name: str, namespace: str) -> dict[str, str]:
+    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+
+
+def role_ref(kind: str, name: str) -> dict[str, str]:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}

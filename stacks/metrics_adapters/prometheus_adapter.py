@@ -1,0 +1,218 @@
+"""prometheus-adapter: the Helm chart, querying a GMP query frontend that reads Cloud Monitoring (as ai-on-gke
+modules/prometheus-adapter). The frontend's KSA holds project-level `roles/monitoring.viewer` through Workload
+Identity; the adapter itself calls only the frontend.
+
+Prometheus-adapter and the GMP frontend query the whole Cloud Monitoring project, so every rule is filtered by this
+cluster's name and the workload namespaces (otherwise an HPA would scale on another cluster's data). Every rule
+sums (see stacks/metrics.py for why an External metric must return the load of all replicas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from stacks import metrics, naming, pod_security, scan_exceptions
+from stacks.addon_values import image_values
+from stacks.metrics import HpaMetric
+from stacks.metrics_adapters.entry import (
+    EXTERNAL_METRICS_API,
+    NAMESPACE,
+    SYSTEM_POOL,
+    AdapterBuild,
+    AdapterContext,
+    Chart,
+    Grant,
+    MetricsAdapter,
+    Part,
+    meta,
+)
+from stacks.versions import IMAGES, ChartVersion
+
+NAME = "prometheus-adapter"
+CHART = "prometheusAdapter"  # the versions.CHARTS key
+# prometheus-adapter chart 5.3.0 values.yaml `listenPort: 6443`
+PORT = 6443
+GMP_FRONTEND = "gmp-frontend"
+GMP_FRONTEND_SERVICE = "prometheus"
+GRANT = "gmp-frontend-monitoring-viewer"
+GMP_FRONTEND_SKIPS = (*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT)
+# The GMP query frontend runs as a non-root user upstream (ai-on-gke modules/prometheus-adapter, GKE's
+# frontend.yaml: runAsUser 1000, drop ALL) and is a stateless HTTP proxy: restricted, read-only root, /tmp.
+GMP_FRONTEND_SECURITY = pod_security.ContainerSecurity(writable=("/tmp",))
+# prometheus-adapter chart 5.3.0 values.yaml: securityContext runAsNonRoot/runAsUser 10001, drop ALL,
+# readOnlyRootFilesystem, allowPrivilegeEscalation false, seccompProfile RuntimeDefault: restricted.
+CHART_LEVEL = pod_security.RESTRICTED
+
+
+def gmp_frontend_pod(project: str, service_account: str = GMP_FRONTEND) -> dict[str, Any]:
+    return pod_security.secure_pod(
+        {
+            "serviceAccountName": service_account,
+            "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+            "containers": [
+                {
+                    "name": "frontend",
+                    "image": IMAGES["gmpFrontend"],
+                    "args": ["--web.listen-address=:9090", f"--query.project-id={project}"],
+                    "ports": [{"name": "web", "containerPort": 9090}],
+                    "readinessProbe": {"httpGet": {"path": "/-/ready", "port": "web"}},
+                    "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": "web"}},
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                }
+            ],
+        },
+        GMP_FRONTEND_SECURITY,
+        # Only Cloud Monitoring is called (through Workload Identity, which needs no Kubernetes token).
+        uses_kubernetes_api=False,
+    )
+
+
+# ---- rules ----------------------------------------------------------------------------------------------------
+
+
+def _regex(values: Iterable[str]) -> str:
+    return "|".join(sorted(set(values)))
+
+
+def rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str, Any]:
+    """The external-metrics rule serving `metric`: the SUM over the HPA namespace's replicas.
+
+    prometheus-adapter puts `<namespace label>="<the HPA's namespace>"` into <<.LabelMatchers>>
+    (kubernetes-sigs/prometheus-adapter@v0.12.0:pkg/naming/metrics_query.go, BuildExternal) and returns one
+    value per sample of the result (pkg/external-provider/metric_converter.go); the HPA sums them.
+    """
+    ns = _regex(namespaces)
+    if metric.origin == "server":
+        where = f'cluster="{cluster}",namespace=~"{ns}"'
+        resources: dict[str, Any] = {"template": "<<.Resource>>"}
+        query = f"sum(<<.Series>>{{<<.LabelMatchers>>,{where}}})"
+    else:
+        # device plugin series live in kube-system: the workload's namespace is exported_namespace
+        where = f'cluster="{cluster}",exported_namespace=~"{ns}"'
+        resources = {"overrides": {"exported_namespace": {"resource": "namespace"}}}
+        used = f"{metric.series}{{<<.LabelMatchers>>,{where}}}"
+        if metric.denominator is None:
+            query = f"sum({used})"
+        else:
+            # one replica per node (single-host pools): sum over nodes of used/total = sum of replica fractions
+            total = f"{metric.denominator}{{<<.LabelMatchers>>,{where}}}"
+            query = f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
+    return {
+        "seriesQuery": f"{metric.series}{{{where}}}",
+        "resources": resources,
+        "name": {"matches": "", "as": metric.adapter_name or metric.name},
+        "metricsQuery": query,
+    }
+
+
+def rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
+    """External-metrics rules for prometheus-adapter, each filtered by cluster and workload namespaces.
+
+    With no namespaces (no autoscaled workload yet) the rules match nothing rather than everything.
+    """
+    names = list(namespaces)
+    return [rule(m, cluster, names) for m in metrics.HPA_METRICS.values()]
+
+
+def vllm_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
+    """The rules serving vLLM's server metrics to the vLLM workloads' HPAs (the TPU rules above serve the rest).
+    Each sums over the pods matched by the HPA's namespace and selector (`app=<workload>`)."""
+    names = list(namespaces)
+    return [rule(m, cluster, names) for m in metrics.VLLM_HPA_METRICS.values()]
+
+
+def values(chart: ChartVersion, prometheus_url: str, external: list[dict[str, Any]]) -> dict[str, Any]:
+    # keys of prometheus-adapter 5.3.0 values.yaml: image.*, nodeSelector, prometheus.{url,port}, rules.*
+    return {
+        "image": image_values(chart),
+        "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+        "prometheus": {"url": prometheus_url, "port": 9090},
+        # no default or custom rules: the chart then serves external.metrics.k8s.io only (chart 5.3.0 README,
+        # "Custom Metrics" / "External Metrics")
+        "rules": {"default": False, "custom": [], "external": external},
+    }
+
+
+# ---- the build --------------------------------------------------------------------------------------------------
+
+
+def _frontend(ctx: AdapterContext) -> list[Part]:
+    """The GMP query frontend: its KSA (Google access, so unique per stack), Deployment and Service."""
+    ns, labels = ctx.namespace, {"app": GMP_FRONTEND}
+    ksa = naming.stack_service_account(GMP_FRONTEND, ctx.identity_suffix)
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(GMP_FRONTEND, ns, labels, GMP_FRONTEND_SKIPS),
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": gmp_frontend_pod(ctx.project, ksa)},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(GMP_FRONTEND_SERVICE, ns, labels),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": labels,
+            "ports": [{"name": "web", "port": 9090, "targetPort": "web"}],
+        },
+    }
+    return [
+        Part(
+            "gmp-frontend-sa",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(ksa, ns)},
+            after=(NAMESPACE,),
+        ),
+        Part("gmp-frontend", deployment, after=("gmp-frontend-sa", GRANT, SYSTEM_POOL)),
+        Part("gmp-frontend-svc", service, after=(NAMESPACE,)),
+    ]
+
+
+def build(ctx: AdapterContext) -> AdapterBuild:
+    external = [*rules(ctx.cluster, ctx.hpa_namespaces)]
+    if ctx.vllm_namespaces:
+        external += vllm_rules(ctx.cluster, ctx.vllm_namespaces)
+    chart = ctx.chart(CHART)
+    release = Chart(chart, values(chart, f"http://{GMP_FRONTEND_SERVICE}.{ctx.namespace}.svc", external))
+    ksa = naming.stack_service_account(GMP_FRONTEND, ctx.identity_suffix)
+    return AdapterBuild(
+        grants=[Grant(GRANT, "roles/monitoring.viewer", ksa)],
+        parts=[
+            *_frontend(ctx),
+            # the chart registers the APIService itself
+            Part(
+                "prometheus-adapter",
+                release,
+                after=(NAMESPACE, "gmp-frontend-svc", "gmp-frontend", SYSTEM_POOL),
+                serves_api=True,
+            ),
+        ],
+        chart_levels=(CHART_LEVEL,),
+    )
+
+
+def metric_spec(
+    metric: HpaMetric, goal: dict[str, Any], namespace: str, cluster: str, selector: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """An External metric named as the rule's `name.as`; `selector` narrows a server metric to one workload's pods
+    (labels its PodMonitoring attaches). The rules filter by cluster and namespace themselves."""
+    external: dict[str, Any] = {"name": metric.adapter_name or metric.name}
+    if selector and metric.origin == "server":
+        external["selector"] = {"matchLabels": dict(selector)}
+    return {"type": "External", "external": {"metric": external, "target": goal}}
+
+
+ADAPTER = MetricsAdapter(
+    name=NAME,
+    description="the Helm chart with summing external-metrics rules, querying a GMP frontend that reads Cloud Monitoring",
+    apis=(EXTERNAL_METRICS_API,),
+    origins=frozenset({"server", "tpu"}),
+    ratios=True,
+    api_port=PORT,
+    metric_spec=metric_spec,
+    build=build,
+)

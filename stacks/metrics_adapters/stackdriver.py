@@ -1,0 +1,272 @@
+"""custom-metrics-stackdriver: the objects of the upstream adapter_new_resource_model.yaml
+(GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production), reading Cloud Monitoring
+with project-level `roles/monitoring.viewer` granted to its KSA through Workload Identity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from stacks import naming, pod_security, scan_exceptions
+from stacks.metrics import HpaMetric
+from stacks.metrics_adapters.entry import (
+    CUSTOM_METRICS_API,
+    EXTERNAL_METRICS_API,
+    NAMESPACE,
+    SYSTEM_POOL,
+    AdapterBuild,
+    AdapterContext,
+    Grant,
+    MetricsAdapter,
+    Part,
+    meta,
+    role_ref,
+    subject,
+)
+from stacks.versions import IMAGES
+
+NAME = "custom-metrics-stackdriver"
+SERVICE_ACCOUNT = "custom-metrics-stackdriver-adapter"
+PORT = 443  # upstream adapter_new_resource_model.yaml (Service and readiness probe)
+GRANT = "stackdriver-adapter-monitoring-viewer"
+
+# The checkov findings the adapter accepts (stacks/scan_exceptions.py), with their reasons.
+SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    *scan_exceptions.IMAGE_USER,
+    ("CKV_K8S_25", "NET_BIND_SERVICE: the adapter binds port 443 as in the upstream manifest"),
+    ("CKV_K8S_38", "the adapter serves an aggregated API and reads pods and nodes: it needs its token"),
+    ("CKV_K8S_8", "no liveness probe upstream (adapter_new_resource_model.yaml has a readiness probe only)"),
+)
+# external.metrics.k8s.io serves one resource per metric name, so the HPA controller's role names them all
+# (upstream adapter_new_resource_model.yaml); the group holds no Secrets.
+EXTERNAL_METRICS_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    ("CKV_K8S_49", "external.metrics.k8s.io resources are metric names; the upstream role lists them all"),
+    ("CKV2_K8S_5", "the wildcard is limited to the external.metrics.k8s.io group, which holds no Secrets"),
+)
+# GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/Dockerfile builds on
+# gcr.io/distroless/static with no USER (root), and the adapter serves its API on port 443 (upstream
+# adapter_new_resource_model.yaml): it keeps root with every capability dropped but NET_BIND_SERVICE (to bind
+# 443), and a writable root filesystem (it generates its self-signed serving certificate at start; where it
+# writes it is unverified). So the namespace is `baseline`.
+SECURITY = pod_security.ContainerSecurity(
+    non_root=False,
+    read_only_root=False,
+    writable=(),
+    add_capabilities=("NET_BIND_SERVICE",),
+    why="binds port 443 as root (distroless/static image without USER)",
+)
+# The APIServices of the upstream manifest: (group, version, versionPriority).
+API_SERVICES = (
+    (CUSTOM_METRICS_API, "v1beta1", 100),
+    (CUSTOM_METRICS_API, "v1beta2", 200),
+    (EXTERNAL_METRICS_API, "v1beta1", 100),
+)
+
+
+def adapter_pod(service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
+    return pod_security.secure_pod(
+        {
+            "serviceAccountName": service_account,
+            # On the CPU system pool, never on TPU nodes (upstream tolerates TPU/GPU taints instead).
+            "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+            "containers": [
+                {
+                    "name": "pod-custom-metrics-stackdriver-adapter",
+                    "image": IMAGES["customMetricsStackdriverAdapter"],
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
+                    "resources": {
+                        "limits": {"cpu": "250m", "memory": "200Mi"},
+                        "requests": {"cpu": "250m", "memory": "200Mi"},
+                    },
+                    "readinessProbe": {
+                        "httpGet": {"path": "/healthz", "port": PORT, "scheme": "HTTPS"},
+                        "initialDelaySeconds": 40,
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 5,
+                    },
+                }
+            ],
+        },
+        SECURITY,
+        uses_kubernetes_api=True,  # it serves an aggregated API and reads pods/nodes
+    )
+
+
+def _rbac(ksa: str, ns: str) -> list[Part]:
+    """The adapter's access: delegated authentication, the auth config reader, and reading pods and nodes."""
+    return [
+        Part(
+            "adapter-auth-delegator",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": meta("custom-metrics:system:auth-delegator"),
+                "roleRef": role_ref("ClusterRole", "system:auth-delegator"),
+                "subjects": [subject(ksa, ns)],
+            },
+        ),
+        Part(
+            "adapter-auth-reader",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": meta("custom-metrics-auth-reader", "kube-system"),
+                "roleRef": role_ref("Role", "extension-apiserver-authentication-reader"),
+                "subjects": [subject(ksa, ns)],
+            },
+        ),
+        Part(
+            "adapter-resource-reader",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": meta("custom-metrics-resource-reader"),
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "resources": ["pods", "nodes", "nodes/stats"],
+                        "verbs": ["get", "list", "watch"],
+                    }
+                ],
+            },
+        ),
+        Part(
+            "adapter-resource-reader-binding",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": meta("custom-metrics-resource-reader"),
+                "roleRef": role_ref("ClusterRole", "custom-metrics-resource-reader"),
+                "subjects": [subject(ksa, ns)],
+            },
+            after=("adapter-resource-reader",),
+        ),
+    ]
+
+
+def _server(ksa: str, ns: str) -> list[Part]:
+    """The adapter's Deployment and Service."""
+    labels = {"run": SERVICE_ACCOUNT, "k8s-app": SERVICE_ACCOUNT}
+    service_labels = {**labels, "kubernetes.io/cluster-service": "true"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(SERVICE_ACCOUNT, ns, labels, SKIPS),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": service_labels}, "spec": adapter_pod(ksa)},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(SERVICE_ACCOUNT, ns, {**service_labels, "kubernetes.io/name": "Adapter"}),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": labels,
+            "ports": [{"port": PORT, "protocol": "TCP", "targetPort": PORT}],
+        },
+    }
+    return [
+        Part("adapter", deployment, after=("adapter-sa", GRANT, SYSTEM_POOL)),
+        Part("adapter-svc", service, after=(NAMESPACE,)),
+    ]
+
+
+def _api_services(ns: str) -> list[Part]:
+    """The metrics APIs, registered only once something serves them, so discovery does not break meanwhile."""
+    return [
+        Part(
+            f"apiservice-{group.split('.')[0]}-{version}",
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": meta(f"{version}.{group}"),
+                "spec": {
+                    "group": group,
+                    "version": version,
+                    "groupPriorityMinimum": 100,
+                    "versionPriority": priority,
+                    # as upstream: the adapter serves a self-signed certificate
+                    "insecureSkipTLSVerify": True,
+                    "service": {"name": SERVICE_ACCOUNT, "namespace": ns},
+                },
+            },
+            after=("adapter-svc", "adapter"),
+            serves_api=True,
+        )
+        for group, version, priority in API_SERVICES
+    ]
+
+
+def _external_metrics_reader() -> list[Part]:
+    """The HPA controller reads external.metrics.k8s.io (upstream adapter_new_resource_model.yaml)."""
+    return [
+        Part(
+            "external-metrics-reader",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
+                "rules": [{"apiGroups": [EXTERNAL_METRICS_API], "resources": ["*"], "verbs": ["list", "get", "watch"]}],
+            },
+        ),
+        Part(
+            "external-metrics-reader-binding",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
+                "roleRef": role_ref("ClusterRole", "external-metrics-reader"),
+                "subjects": [subject("horizontal-pod-autoscaler", "kube-system")],
+            },
+            after=("external-metrics-reader",),
+        ),
+    ]
+
+
+def build(ctx: AdapterContext) -> AdapterBuild:
+    ns = ctx.namespace
+    # The KSA holds Google access (Workload Identity), so its name is unique per stack.
+    ksa = naming.stack_service_account(SERVICE_ACCOUNT, ctx.identity_suffix)
+    account = Part(
+        "adapter-sa", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(ksa, ns)}, after=(NAMESPACE,)
+    )
+    return AdapterBuild(
+        grants=[Grant(GRANT, "roles/monitoring.viewer", ksa)],
+        parts=[account, *_rbac(ksa, ns), *_server(ksa, ns), *_api_services(ns), *_external_metrics_reader()],
+    )
+
+
+def metric_spec(
+    metric: HpaMetric, goal: dict[str, Any], namespace: str, cluster: str, selector: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """Cloud Monitoring names the series `prometheus.googleapis.com|<series>|gauge`."""
+    name = f"prometheus.googleapis.com|{metric.series}|gauge"
+    if metric.origin == "server":
+        # per-pod server series: a Pods metric, averaged over the ready pods by the HPA itself
+        return {"type": "Pods", "pods": {"metric": {"name": name}, "target": goal}}
+    # per-chip device-plugin series of this cluster (prometheus_target's `cluster` resource label,
+    # GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/pkg/adapter/translator/
+    # utils/filter_builder.go PrometheusSchema) and the workload's namespace; the HPA sums them.
+    match = {"metric.labels.exported_namespace": namespace, "resource.labels.cluster": cluster}
+    return {
+        "type": "External",
+        "external": {"metric": {"name": name, "selector": {"matchLabels": match}}, "target": goal},
+    }
+
+
+ADAPTER = MetricsAdapter(
+    name=NAME,
+    description="the objects of the upstream `adapter_new_resource_model.yaml`; reads Cloud Monitoring directly",
+    apis=tuple(dict.fromkeys(group for group, _, _ in API_SERVICES)),
+    origins=frozenset({"server", "tpu"}),
+    # it reads one Cloud Monitoring metric at a time: no used/total ratio
+    ratios=False,
+    api_port=PORT,
+    metric_spec=metric_spec,
+    build=build,
+)

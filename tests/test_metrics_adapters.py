@@ -1,0 +1,295 @@
+"""The metrics adapter registry (stacks/metrics_adapters): every entry is complete and matches its upstream, and an
+entry added to the registry alone reaches config validation, the workloads' checks, the HPA specs and the
+Monitoring component, and the README table is the registry's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pulumi
+import pytest
+import yaml
+
+from stacks import metrics, metrics_adapters, naming, pod_security
+from stacks.metrics_adapters import (
+    API_OF_METRIC_TYPE,
+    METRICS_APIS,
+    AdapterBuild,
+    AdapterContext,
+    Chart,
+    Grant,
+    MetricsAdapter,
+    Part,
+    prometheus_adapter,
+    stackdriver,
+)
+from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, meta
+from tests.conftest import make_config, pool, reference_dir, stack_ksa
+from tooling.readme_tables import _sample_context, metrics_adapters_table
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL_METRICS = {**metrics.HPA_METRICS, **metrics.VLLM_HPA_METRICS}
+ENTRIES = list(metrics_adapters.ADAPTERS.values())
+
+
+def context(entry: MetricsAdapter, **changes) -> AdapterContext:
+    ctx = _sample_context(entry)
+    return AdapterContext(**{**ctx.__dict__, "hpa_namespaces": ("a",), "vllm_namespaces": ("b",), **changes})
+
+
+# ---- every entry is complete ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_entry_is_complete(entry: MetricsAdapter):
+    assert metrics_adapters.ADAPTERS[entry.name] is entry and entry.name != metrics_adapters.NONE
+    assert entry.description and entry.apis and set(entry.apis) <= set(METRICS_APIS)
+    assert entry.origins and entry.origins <= {"server", "tpu"}
+    assert 0 < entry.api_port < 65536
+    assert naming.DNS1123_LABEL.fullmatch(entry.namespace)
+    assert metrics_adapters.served_metrics(entry.name, ALL_METRICS), "an adapter that serves no metric"
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_build_is_complete_and_ordered(entry: MetricsAdapter):
+    """Keys unique; every `after` names something registered before it; something serves the API; every grant's
+    KSA is one of the build's ServiceAccounts; every pod on the system pool; the namespace level is a level."""
+    build = entry.build(context(entry))
+    known = {NAMESPACE, SYSTEM_POOL}
+    for grant in build.grants:
+        assert grant.key not in known and grant.role.startswith("roles/")
+        known.add(grant.key)
+    for part in build.parts:
+        assert part.key not in known, f"duplicate key {part.key}"
+        assert set(part.after) <= known, f"{part.key} waits for what is registered later: {set(part.after) - known}"
+        known.add(part.key)
+    assert any(p.serves_api for p in build.parts)
+    manifests = [p.body for p in build.parts if not isinstance(p.body, Chart)]
+    accounts = {m["metadata"]["name"] for m in manifests if m["kind"] == "ServiceAccount"}
+    assert {g.service_account for g in build.grants} <= accounts
+    for m in manifests:
+        assert m["metadata"]["labels"].items() >= naming.MANAGED_BY_LABELS.items()
+        for spec in pod_security.pod_specs(m):
+            assert spec["nodeSelector"] == naming.SYSTEM_POOL_SELECTOR
+            # restricted, or a declared exception that the namespace level then shows
+            assert pod_security.LEVELS.index(pod_security.pod_level(spec)) >= pod_security.LEVELS.index(
+                build.namespace_level()
+            )
+    assert build.namespace_level() in pod_security.LEVELS
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_every_served_metric_is_named_on_an_api_the_adapter_serves(entry: MetricsAdapter):
+    """An HPA reads Pods/Object metrics from custom.metrics.k8s.io and External ones from external.metrics.k8s.io
+    (kubernetes pkg/controller/podautoscaler/metrics/client.go): the spec must name an API the adapter serves."""
+    for name in metrics_adapters.served_metrics(entry.name, ALL_METRICS):
+        spec = metrics_adapters.hpa_metric(entry.name, name, 1, "ns", "c", registry=ALL_METRICS, selector={"app": "x"})
+        assert API_OF_METRIC_TYPE[spec["type"]] in entry.apis, (entry.name, name, spec)
+        assert spec[spec["type"].lower()]["target"] == {"type": "AverageValue", "averageValue": "1"}
+    for name in set(ALL_METRICS) - set(metrics_adapters.served_metrics(entry.name, ALL_METRICS)):
+        with pytest.raises(ValueError, match="does not serve"):
+            metrics_adapters.hpa_metric(entry.name, name, 1, "ns", "c", registry=ALL_METRICS)
+
+
+# ---- entries match their upstream ------------------------------------------------------------------------
+
+
+def test_stackdriver_apis_and_port_are_the_upstream_manifests():
+    # k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml
+    path = reference_dir() / "manifests/custom-metrics-stackdriver-adapter/adapter_new_resource_model.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    upstream = {
+        (d["spec"]["group"], d["spec"]["version"], d["spec"]["versionPriority"])
+        for d in docs
+        if d["kind"] == "APIService"
+    }
+    assert set(stackdriver.API_SERVICES) == upstream
+    assert set(stackdriver.ADAPTER.apis) == {group for group, _, _ in upstream}
+    service = next(d for d in docs if d["kind"] == "Service")
+    assert service["spec"]["ports"][0]["targetPort"] == stackdriver.ADAPTER.api_port == stackdriver.PORT
+    assert service["metadata"]["namespace"] == stackdriver.ADAPTER.namespace
+
+
+def test_prometheus_adapter_port_and_apis_are_the_charts():
+    chart = reference_dir() / "manifests/prometheus-adapter-helm-chart-5.3.0"
+    # values.yaml `listenPort: 6443`
+    assert yaml.safe_load((chart / "values.yaml").read_text())["listenPort"] == prometheus_adapter.ADAPTER.api_port
+    # README "Custom Metrics": served when rules.default is true or rules.custom is populated; "External Metrics":
+    # served when rules.external is populated. The stack's values set only external rules.
+    readme = (chart / "README.md").read_text()
+    assert (
+        "Enabled by default when `rules.default` is true, but can be customized by populating `rules.custom`" in readme
+    )
+    assert "Can be enabled by populating `rules.external`" in readme
+    build = prometheus_adapter.build(context(prometheus_adapter.ADAPTER))
+    release = next(p.body for p in build.parts if isinstance(p.body, Chart))
+    rules = release.values["rules"]
+    assert rules["default"] is False and rules["custom"] == [] and rules["external"]
+    assert prometheus_adapter.ADAPTER.apis == ("external.metrics.k8s.io",)
+
+
+def test_none_is_not_an_entry_but_a_choice():
+    assert metrics_adapters.choices() == (*metrics_adapters.ADAPTERS, "none")
+    assert metrics_adapters.get("none") is None
+    assert metrics_adapters.DEFAULT in metrics_adapters.ADAPTERS
+    assert metrics_adapters.served_metrics("none") == []
+
+
+def test_readme_table_is_the_registrys():
+    table = metrics_adapters_table()
+    assert table in (ROOT / "README.md").read_text(), f"README's adapter table is stale; paste:\n{table}"
+
+
+def test_schema_enum_is_the_registrys():
+    schema = json.loads((ROOT / "schema/stack-config.schema.json").read_text())
+    monitoring = schema["properties"]["config"]["properties"]["tpu-serving:monitoring"]
+    assert monitoring["properties"]["adapter"]["enum"] == list(metrics_adapters.choices())
+
+
+# ---- an entry added to the registry alone reaches everything ---------------------------------------------------
+
+FAKE_PORT = 8443
+
+
+def _fake_build(ctx: AdapterContext) -> AdapterBuild:
+    ksa = naming.stack_service_account("fake-adapter", ctx.identity_suffix)
+    pod = pod_security.secure_pod(
+        {
+            "serviceAccountName": ksa,
+            "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+            "containers": [{"name": "adapter", "image": "example.com/fake-adapter:v1"}],
+        },
+        pod_security.ContainerSecurity(),
+        uses_kubernetes_api=True,
+    )
+    labels = {"app": "fake-adapter"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta("fake-adapter", ctx.namespace, labels),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
+    api = {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": meta("v1beta1.external.metrics.k8s.io"),
+        "spec": {
+            "group": "external.metrics.k8s.io",
+            "version": "v1beta1",
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "service": {"name": "fake-adapter", "namespace": ctx.namespace},
+        },
+    }
+    return AdapterBuild(
+        grants=[Grant("fake-viewer", "roles/monitoring.viewer", ksa)],
+        parts=[
+            Part(
+                "fake-sa",
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(ksa, ctx.namespace)},
+                after=(NAMESPACE,),
+            ),
+            Part("fake-adapter", deployment, after=("fake-sa", "fake-viewer", SYSTEM_POOL)),
+            Part("fake-api", api, after=("fake-adapter",), serves_api=True),
+        ],
+    )
+
+
+FAKE = MetricsAdapter(
+    name="fake-adapter",
+    description="a test adapter",
+    apis=("external.metrics.k8s.io",),
+    origins=frozenset({"tpu"}),
+    ratios=True,
+    api_port=FAKE_PORT,
+    metric_spec=lambda metric, goal, ns, cluster, selector: {
+        "type": "External",
+        "external": {"metric": {"name": f"fake|{metric.series}"}, "target": goal},
+    },
+    build=_fake_build,
+    namespace="fake-metrics",
+)
+AUTO = {"minReplicas": 1, "maxReplicas": 3, "metrics": [{"name": "tpu_memory_used_percentage", "target": 0.8}]}
+
+
+def _jetstream(**fields) -> dict:
+    return {
+        "name": "gemma",
+        "type": "jetstream",
+        "pool": "single",
+        "model": "gemma-7b",
+        "checkpoint": "gs://ckpts/gemma",
+        "autoscaling": AUTO,
+        **fields,
+    }
+
+
+def _config(adapter: str, **workload) -> dict:
+    return make_config(
+        tpu_serving__tpuPools=[
+            pool(
+                name="single", tpu="v5e", topology="2x4", zone="us-east5-a", autoscaling={"minNodes": 0, "maxNodes": 3}
+            )
+        ],
+        tpu_serving__workloads=[_jetstream(**workload)],
+        tpu_serving__monitoring={"adapter": adapter},
+    )
+
+
+@pytest.fixture
+def fake_registry(monkeypatch):
+    monkeypatch.setitem(metrics_adapters.ADAPTERS, FAKE.name, FAKE)
+
+
+def test_unregistered_adapter_is_refused_naming_the_registry(run):
+    with pytest.raises(
+        pulumi.RunError,
+        match=r"monitoring.adapter: 'fake-adapter' is not allowed; allowed: "
+        r"custom-metrics-stackdriver, prometheus-adapter, none",
+    ):
+        run(_config("fake-adapter"))
+
+
+def test_a_registered_adapter_reaches_validation_checks_hpa_and_component(run, fake_registry):
+    assert "fake-adapter" in metrics_adapters.choices()
+    rec = run(_config("fake-adapter"))
+    ns = rec.one("kubernetes:core/v1:Namespace", "monitoring-adapter-ns").inputs
+    assert ns["metadata"]["name"] == "fake-metrics"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    policy = rec.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "monitoring-allow-metrics-api-clients").inputs
+    assert policy["metadata"]["namespace"] == "fake-metrics"
+    assert [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]] == [FAKE_PORT]
+    grant = rec.one("gcp:projects/iAMMember:IAMMember", "monitoring-fake-viewer")
+    assert grant.inputs["role"] == "roles/monitoring.viewer"
+    assert grant.inputs["member"].endswith(f"/subject/ns/fake-metrics/sa/{stack_ksa('fake-adapter')}")
+    deployment = rec.one("kubernetes:apps/v1:Deployment", "monitoring-fake-adapter")
+    assert grant.urn in deployment.dependencies
+    api = rec.one("kubernetes:apiregistration.k8s.io/v1:APIService", "monitoring-fake-api")
+    assert deployment.urn in api.dependencies
+    # the workload's HPA names the metric the fake way and waits for what serves the API
+    hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
+    assert hpa.inputs["spec"]["metrics"][0]["external"]["metric"] == {"name": "fake|memory_used"}
+    assert api.urn in hpa.dependencies
+    # nothing of the other adapters
+    assert not [r for r in rec.resources if "stackdriver" in r.name or "gmp-frontend" in r.name]
+
+
+def test_a_registered_adapter_serves_only_what_its_entry_says(run, fake_registry):
+    metric = {"name": "jetstream_prefill_backlog_size", "target": 5}
+    with pytest.raises(
+        pulumi.RunError,
+        match=r"'jetstream_prefill_backlog_size' is not served by the fake-adapter "
+        r"adapter; it serves: tpu_memory_used, tpu_memory_used_percentage",
+    ):
+        run(_config("fake-adapter", autoscaling={**AUTO, "metrics": [metric]}))
+    with pytest.raises(
+        pulumi.RunError,
+        match=r"set tpu-serving:monitoring.adapter to custom-metrics-stackdriver, "
+        r"prometheus-adapter or fake-adapter",
+    ):
+        run(_config("none"))

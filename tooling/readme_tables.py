@@ -1,0 +1,48 @@
+"""README tables derived from the program's registries (tests/test_metrics_adapters.py checks the README holds them).
+
+python -m tooling.readme_tables     # print the tables, to paste into README.md after changing a registry
+"""
+
+from __future__ import annotations
+
+from stacks import metrics_adapters
+from stacks.metrics_adapters import AdapterContext
+from stacks.versions import CHARTS, default_version
+from tooling.summary import table
+
+ORIGINS = {"server": "model server series", "tpu": "TPU device plugin series"}
+
+
+def _sample_context(entry: metrics_adapters.MetricsAdapter) -> AdapterContext:
+    """Any stack's facts: what a table shows (the pods' Pod Security level) does not depend on them."""
+    return AdapterContext(
+        project="project",
+        cluster="cluster",
+        identity_suffix="stack",
+        chart=lambda key: CHARTS[key][default_version(key)],
+        namespace=entry.namespace,
+    )
+
+
+def metrics_adapters_table() -> str:
+    rows = []
+    for entry in metrics_adapters.ADAPTERS.values():
+        default = " (default)" if entry.name == metrics_adapters.DEFAULT else ""
+        serves = ", ".join(ORIGINS[o] for o in sorted(entry.origins))
+        rows.append(
+            [
+                f"`{entry.name}`{default}",
+                entry.description,
+                ", ".join(f"`{api}`" for api in entry.apis),
+                serves + ("" if entry.ratios else "; no used/total ratios"),
+                f"`{entry.namespace}`: {entry.build(_sample_context(entry)).namespace_level()}",
+                entry.api_port,
+            ]
+        )
+    rows.append([f"`{metrics_adapters.NONE}`", "no adapter: no workload may autoscale", "", "", "", ""])
+    header = ["`monitoring.adapter`", "what the stack installs", "metrics APIs", "HPA metrics", "namespace", "port"]
+    return "\n".join(table(header, rows))
+
+
+if __name__ == "__main__":
+    print(metrics_adapters_table())
