@@ -34,7 +34,8 @@ def test_every_entry_is_complete(entry: Addon):
     for version, release in entry.releases.items():
         assert release.version == version and DNS_LABEL.fullmatch(release.namespace)
         assert entry.summary(release)["version"] == version
-        assert isinstance(entry.crd_policy(release), CrdPolicy)
+        # Helm alone manages CRDs only where no supported upgrade can change them
+        assert entry.crd_policy(release) is not CrdPolicy.HELM or len(entry.releases) == 1
         if isinstance(release, versions.ChartVersion):
             # a chart: a namespace the stack labels, values that pin the image and select the system pool
             assert entry.pod_security in pod_security.LEVELS and entry.values is not None
@@ -83,6 +84,9 @@ def test_readme_table_lists_every_addon_with_its_versions():
         assert row is not None, f"README's add-on table has no row for {entry.title}"
         cells = [c.strip() for c in row.split("|")]
         assert cells[3:5] == [entry.default_version, ", ".join(entry.releases)], entry.key
+        # and the config-key table documents its key (alone or in a `{a,b}` group)
+        key = re.escape(entry.key)
+        assert re.search(rf"`tpu-serving:addons\.(\{{[^}}]*\b{key}\b[^}}]*\}}|{key}\b)", README.read_text()), entry.key
 
 
 def test_unknown_addon_key_is_refused():

@@ -49,8 +49,9 @@ class CrdPolicy(enum.Enum):
     STACK = "applied by the stack before the release"
     # The chart templates them: its install creates them, and the stack adopts them right after (keep annotation).
     ADOPTED = "created by the chart's templates, then adopted by the stack"
-    # One supported version: Helm installs the chart's crds/ on first install and nothing ever upgrades them.
-    HELM = "installed by Helm from the chart's crds/"
+    # Helm's, with the release (the chart's crds/ or templates): only for a chart with one supported version, since
+    # Helm never upgrades crds/ and deletes a templated CRD that leaves the templates (a test checks).
+    HELM = "managed by Helm with the release"
     # The upstream release manifest carries them; server-side apply updates them with it.
     MANIFEST = "in the upstream release manifest"
 
