@@ -5,6 +5,7 @@ Monitoring component, and the README table is the registry's."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pulumi
@@ -293,3 +294,41 @@ def test_a_registered_adapter_serves_only_what_its_entry_says(run, fake_registry
         r"prometheus-adapter or fake-adapter",
     ):
         run(_config("none"))
+
+
+def _readme_metric_tables() -> list[list[list[str]]]:
+    """The README's tables with a column per adapter (the workloads' metric tables), as rows of cells."""
+    tables, current = [], None
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if current is None:
+            current = [cells]
+            if any(name in cells for name in metrics_adapters.ADAPTERS):
+                tables.append(current)
+        elif not set(line) <= set("|-"):
+            current.append(cells)
+    return tables
+
+
+def test_readme_metric_tables_have_a_column_per_adapter_saying_what_it_serves():
+    """Each per-metric table names every adapter once, in registry order, and each cell says `not served` exactly
+    where the entry does not serve the metric, else the HPA metric type its spec has."""
+    tables = _readme_metric_tables()
+    assert len(tables) == 2, "the jetstream and vllm metric tables"
+    for header, *rows in tables:
+        columns = [i for i, cell in enumerate(header) if cell in metrics_adapters.ADAPTERS]
+        assert [header[i] for i in columns] == list(metrics_adapters.ADAPTERS), header
+        for row in rows:
+            names = [n for n in re.findall(r"`([^`]+)`", row[0]) if n in ALL_METRICS]
+            assert names, row
+            for name in names:
+                for i in columns:
+                    adapter = header[i]
+                    if not metrics_adapters.adapter_serves(adapter, name, ALL_METRICS):
+                        assert row[i].startswith("not served"), (name, adapter, row[i])
+                        continue
+                    spec = metrics_adapters.hpa_metric(adapter, name, 1, "ns", "c", registry=ALL_METRICS)
+                    assert row[i].startswith(f"`{spec['type']}`"), (name, adapter, row[i])
