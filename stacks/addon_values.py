@@ -1,6 +1,6 @@
-"""Helm values the stack's charts share: pinned images, scheduled on the CPU system pool, user values merged last.
+"""Helm values helpers the stack's charts share: the pinned image block, and the user's values merged last.
 
-Each add-on's own values builder is in its registry module (stacks/addons/<name>.py).
+Each chart's own values builder is in its registry module (stacks/addons/<name>.py, stacks/metrics_adapters/).
 """
 
 from __future__ import annotations

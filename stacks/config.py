@@ -246,10 +246,9 @@ class StackConfig:
         ]
 
     def chart(self, name: str) -> versions.ChartVersion:
-        """The pinned chart release of an add-on (lws, jobset, kueue, prometheusAdapter)."""
-        configured = getattr(self.addons, name, None)
-        version = getattr(configured, "version", None) or versions.default_version(name)
-        return versions.CHARTS[name][version]
+        """The pinned release of a chart installed outside the add-on registry (prometheusAdapter): the matrix's
+        default. An add-on's release is its registry entry's (`stacks.addons`), from its `version` setting."""
+        return versions.CHARTS[name][versions.default_version(name)]
 
     @property
     def kubernetes_minor(self) -> str:
