@@ -150,6 +150,150 @@ def dns_endpoint(endpoints) -> str:
     return dns.endpoint
 
 
+def default_pool_node_config(service_account: pulumi.Input[str]) -> gcp.container.ClusterNodeConfigArgs:
+    """The default node pool exists only while the cluster is created (it is removed, and `nodeConfig` ignored
+    afterwards); it gets the same safe identity as every pool (`node_pool_security`)."""
+    return gcp.container.ClusterNodeConfigArgs(
+        service_account=service_account,
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+        workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+        kubelet_config=gcp.container.ClusterNodeConfigKubeletConfigArgs(insecure_kubelet_readonly_port_enabled="FALSE"),
+    )
+
+
+def cluster_network_args(network: Network) -> dict:
+    """VPC-native on the stack's subnet and its secondary ranges, with Dataplane V2 (which enforces NetworkPolicy)."""
+    return dict(
+        network=network.network,
+        subnetwork=network.subnetwork,
+        networking_mode="VPC_NATIVE",
+        ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+            cluster_secondary_range_name=network.pods_range_name,
+            services_secondary_range_name=network.services_range_name,
+        ),
+        datapath_provider="ADVANCED_DATAPATH",
+    )
+
+
+def cluster_security_args(config: ClusterConfig, profile: Profile, project: str) -> dict:
+    """Workload Identity, shielded nodes, Binary Authorization, intranode visibility and who reaches the control
+    plane (`control_plane_access`)."""
+    return dict(
+        workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+            workload_pool=naming.workload_pool(project)
+        ),
+        enable_shielded_nodes=True,
+        # Binary Authorization: the project's singleton policy, enforced only when asked for (a policy that does
+        # not admit the pinned images would block every pod)
+        binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
+            evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if config.binary_authorization else "DISABLED"
+        ),
+        enable_intranode_visibility=intranode_visibility(config, profile),
+        **control_plane_access(config),
+    )
+
+
+def cluster_observability_args() -> dict:
+    """Cloud Logging of system components and workloads; Cloud Monitoring with Managed Prometheus."""
+    return dict(
+        logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOGGING_COMPONENTS),
+        monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+            enable_components=MONITORING_COMPONENTS,
+            managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+        ),
+    )
+
+
+def cluster_addons_args(gateway_api: bool) -> dict:
+    """GKE add-ons: no Calico (Dataplane V2 enforces NetworkPolicy), the GCS FUSE CSI driver, and with
+    `gateway_api` the Gateway API and the HTTP load-balancing add-on the GKE Gateway controller needs."""
+    return dict(
+        addons_config=gcp.container.ClusterAddonsConfigArgs(
+            network_policy_config=gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=True),
+            gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+            http_load_balancing=(
+                gcp.container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False) if gateway_api else None
+            ),
+        ),
+        # pulumi-gcp 10.2.0 container.ClusterGatewayApiConfigArgs(channel): CHANNEL_STANDARD installs the Gateway
+        # API's standard-channel CRDs and GKE's GatewayClasses (gcloud --gateway-api=standard).
+        gateway_api_config=(
+            gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if gateway_api else None
+        ),
+    )
+
+
+def cluster_args(
+    *,
+    cluster_name: str,
+    location: str,
+    project: str,
+    config: ClusterConfig,
+    network: Network,
+    profile: Profile,
+    labels: dict[str, str],
+    gateway_api: bool,
+    node_service_account: pulumi.Input[str],
+) -> gcp.container.ClusterArgs:
+    """The GKE cluster's arguments: each group of settings comes from its own function above."""
+    return gcp.container.ClusterArgs(
+        name=cluster_name,
+        location=location,
+        project=project,
+        description="tpu-serving: LLM serving on Cloud TPUs",
+        **cluster_network_args(network),
+        remove_default_node_pool=True,
+        initial_node_count=1,
+        node_config=default_pool_node_config(node_service_account),
+        release_channel=gcp.container.ClusterReleaseChannelArgs(channel=config.release_channel),
+        maintenance_policy=maintenance_policy(config, profile),
+        min_master_version=config.min_master_version,
+        **cluster_security_args(config, profile, project),
+        **cluster_observability_args(),
+        **cluster_addons_args(gateway_api),
+        resource_labels=labels,
+        deletion_protection=profile.deletion_protection,
+    )
+
+
+def system_pool_args(
+    config: ClusterConfig,
+    *,
+    cluster: pulumi.Input[str],
+    location: str,
+    project: str,
+    labels: dict[str, str],
+    service_account: pulumi.Input[str],
+) -> gcp.container.NodePoolArgs:
+    """The autoscaled CPU pool controllers and adapters run on, labelled so they select it (never TPU nodes)."""
+    system = config.system_pool
+    size = system_pool_sizing(system.min_nodes, system.max_nodes, cluster_zones(location))
+    return gcp.container.NodePoolArgs(
+        name=naming.SYSTEM_NODE_POOL,
+        cluster=cluster,
+        location=location,
+        project=project,
+        # Totals over the pool's zones, as configured (min/max_node_count would be per zone: x3 regional).
+        autoscaling=gcp.container.NodePoolAutoscalingArgs(
+            total_min_node_count=size.total_min, total_max_node_count=size.total_max, location_policy="BALANCED"
+        ),
+        initial_node_count=size.initial_per_zone,
+        node_config=gcp.container.NodePoolNodeConfigArgs(
+            machine_type=system.machine_type,
+            disk_size_gb=system.disk_size_gb,
+            disk_type=cpu_machines.BOOT_DISK_TYPE,
+            labels=naming.SYSTEM_POOL_SELECTOR,
+            resource_labels=labels,
+            **node_pool_security(service_account),
+        ),
+        management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+        upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=1, max_unavailable=0),
+    )
+
+
 class Cluster(pulumi.ComponentResource):
     name: pulumi.Output[str]
     location: pulumi.Output[str]
@@ -188,133 +332,42 @@ class Cluster(pulumi.ComponentResource):
         )
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
-            gcp.container.ClusterArgs(
-                name=cluster_name,
+            cluster_args(
+                cluster_name=cluster_name,
                 location=location,
                 project=project,
-                description="tpu-serving: LLM serving on Cloud TPUs",
-                network=network.network,
-                subnetwork=network.subnetwork,
-                networking_mode="VPC_NATIVE",
-                ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
-                    cluster_secondary_range_name=network.pods_range_name,
-                    services_secondary_range_name=network.services_range_name,
-                ),
-                datapath_provider="ADVANCED_DATAPATH",
-                remove_default_node_pool=True,
-                initial_node_count=1,
-                # The default pool exists only during creation; give it the same safe identity (see ignore_changes).
-                node_config=gcp.container.ClusterNodeConfigArgs(
-                    service_account=nodes.email,
-                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                    workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                        mode="GKE_METADATA"
-                    ),
-                    shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                        enable_secure_boot=True, enable_integrity_monitoring=True
-                    ),
-                    kubelet_config=gcp.container.ClusterNodeConfigKubeletConfigArgs(
-                        insecure_kubelet_readonly_port_enabled="FALSE"
-                    ),
-                ),
-                release_channel=gcp.container.ClusterReleaseChannelArgs(channel=config.release_channel),
-                maintenance_policy=maintenance_policy(config, profile),
-                min_master_version=config.min_master_version,
-                workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                    workload_pool=naming.workload_pool(project)
-                ),
-                enable_shielded_nodes=True,
-                # Binary Authorization: the project's singleton policy, enforced only when asked for (a policy that
-                # does not admit the pinned images would block every pod)
-                binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
-                    evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if config.binary_authorization else "DISABLED"
-                ),
-                enable_intranode_visibility=intranode_visibility(config, profile),
-                **control_plane_access(config),
-                logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=LOGGING_COMPONENTS),
-                monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-                    enable_components=MONITORING_COMPONENTS,
-                    managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
-                ),
-                addons_config=gcp.container.ClusterAddonsConfigArgs(
-                    network_policy_config=gcp.container.ClusterAddonsConfigNetworkPolicyConfigArgs(disabled=True),
-                    gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
-                        enabled=True
-                    ),
-                    http_load_balancing=(
-                        gcp.container.ClusterAddonsConfigHttpLoadBalancingArgs(disabled=False) if gateway_api else None
-                    ),
-                ),
-                # pulumi-gcp 10.2.0 container.ClusterGatewayApiConfigArgs(channel): CHANNEL_STANDARD installs the
-                # Gateway API's standard-channel CRDs and GKE's GatewayClasses (gcloud --gateway-api=standard).
-                gateway_api_config=(
-                    gcp.container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD") if gateway_api else None
-                ),
-                resource_labels=labels,
-                deletion_protection=profile.deletion_protection,
+                config=config,
+                network=network,
+                profile=profile,
+                labels=labels,
+                gateway_api=gateway_api,
+                node_service_account=nodes.email,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=profile.protect,
                 # An explicit name cannot exist twice: a replacement must delete first.
                 delete_before_replace=True,
-                ignore_changes=["nodeConfig"],
+                ignore_changes=["nodeConfig"],  # the default pool's, which exists only during creation
             ),
         )
-
-        system = config.system_pool
-        size = system_pool_sizing(system.min_nodes, system.max_nodes, cluster_zones(location))
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
-            gcp.container.NodePoolArgs(
-                name=naming.SYSTEM_NODE_POOL,
+            system_pool_args(
+                config,
                 cluster=self.gke.name,
                 location=location,
                 project=project,
-                # Totals over the pool's zones, as configured (min/max_node_count would be per zone: x3 regional).
-                autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                    total_min_node_count=size.total_min,
-                    total_max_node_count=size.total_max,
-                    location_policy="BALANCED",
-                ),
-                initial_node_count=size.initial_per_zone,
-                node_config=gcp.container.NodePoolNodeConfigArgs(
-                    machine_type=system.machine_type,
-                    disk_size_gb=system.disk_size_gb,
-                    disk_type=cpu_machines.BOOT_DISK_TYPE,
-                    labels=naming.SYSTEM_POOL_SELECTOR,
-                    resource_labels=labels,
-                    **node_pool_security(nodes.email),
-                ),
-                management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-                upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
-                    strategy="SURGE", max_surge=1, max_unavailable=0
-                ),
+                labels=labels,
+                service_account=nodes.email,
             ),
             # initial_node_count is create-only; the autoscaler owns the size afterwards.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, ignore_changes=["initialNodeCount"]),
         )
-
         self.name = self.gke.name
         self.location = self.gke.location
-        if config.control_plane_endpoint == "dns":
-            # The DNS endpoint serves a publicly trusted certificate: no cluster CA in the kubeconfig.
-            self.endpoint = self.gke.control_plane_endpoints_config.apply(dns_endpoint)
-            ca = pulumi.Output.from_input(None)
-        else:
-            self.endpoint = self.gke.endpoint
-            ca = self.gke.master_auth.cluster_ca_certificate
         self.node_service_account = nodes.email
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.gke.name, self.endpoint, ca).apply(
-                lambda args: gke_kubeconfig(f"gke_{project}_{location}_{args[0]}", args[1], args[2])
-            )
-        )
-        self.provider = k8s.Provider(
-            f"{name}-k8s",
-            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
-            opts=child,
-        )
+        self._connect(name, project=project, location=location, dns=config.control_plane_endpoint == "dns")
         self.register_outputs(
             {
                 "name": self.name,
@@ -323,4 +376,24 @@ class Cluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccount": self.node_service_account,
             }
+        )
+
+    def _connect(self, name: str, *, project: str, location: str, dns: bool) -> None:
+        """The control plane's endpoint, a kubeconfig for it (secret) and the Kubernetes provider that uses it."""
+        if dns:
+            # The DNS endpoint serves a publicly trusted certificate: no cluster CA in the kubeconfig.
+            self.endpoint = self.gke.control_plane_endpoints_config.apply(dns_endpoint)
+            ca = pulumi.Output.from_input(None)
+        else:
+            self.endpoint = self.gke.endpoint
+            ca = self.gke.master_auth.cluster_ca_certificate
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.gke.name, self.endpoint, ca).apply(
+                lambda args: gke_kubeconfig(f"gke_{project}_{location}_{args[0]}", args[1], args[2])
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            opts=pulumi.ResourceOptions(parent=self),
         )

@@ -285,3 +285,31 @@ def test_flow_logs_need_a_created_subnet(run):
     with pytest.raises(pulumi.RunError) as err:
         run(cfg)
     assert "tpu-serving:cluster.network.flowLogs: true applies only to a subnet the stack creates" in str(err.value)
+
+
+# ---- the cluster's argument builders, directly (no Pulumi program) ---------------------------------------
+
+
+def test_gateway_api_asks_for_the_standard_channel_and_http_load_balancing():
+    from components.cluster import cluster_addons_args
+
+    on, off = cluster_addons_args(True), cluster_addons_args(False)
+    assert on["gateway_api_config"].channel == "CHANNEL_STANDARD"
+    assert on["addons_config"].http_load_balancing.disabled is False
+    assert off["gateway_api_config"] is None and off["addons_config"].http_load_balancing is None
+    for args in (on, off):  # Dataplane V2 enforces NetworkPolicy; GCS FUSE mounts model weights
+        assert args["addons_config"].network_policy_config.disabled is True
+        assert args["addons_config"].gcs_fuse_csi_driver_config.enabled is True
+
+
+def test_system_pool_sizes_are_totals_over_the_cluster_zones():
+    from components.cluster import system_pool_args
+    from stacks.config_model import ClusterConfig
+
+    config = ClusterConfig.model_validate({"systemPool": {"minNodes": 1, "maxNodes": 3}})
+    regional = system_pool_args(config, cluster="c", location="us-east5", project="p", labels={}, service_account="sa")
+    zonal = system_pool_args(config, cluster="c", location="us-east5-b", project="p", labels={}, service_account="sa")
+    assert regional.name == "system" and regional.node_config.labels == {"tpu-serving/role": "system"}
+    assert (regional.autoscaling.total_min_node_count, regional.autoscaling.total_max_node_count) == (1, 3)
+    assert (zonal.autoscaling.total_min_node_count, zonal.autoscaling.total_max_node_count) == (1, 3)
+    assert regional.node_config.kubelet_config.insecure_kubelet_readonly_port_enabled == "FALSE"
