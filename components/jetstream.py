@@ -32,14 +32,8 @@ class JetStream(ServingWorkload):
         self.service_name = plan.service_name
         self.commands = js.commands(plan)
 
-        # The engine reads the checkpoint: objectViewer on its bucket, nothing else.
-        grant = js.checkpoint_grant_bucket(plan)
-        identity = self.identity(
-            project=project,
-            stack=stack,
-            bucket=bucket if grant == plan.bucket else grant,
-            bucket_roles=["roles/storage.objectViewer"] if grant else [],
-        )
+        # The engine reads the checkpoint: objectViewer on its prefix, nothing else (JetStreamPlan.grants).
+        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.grants())
         manifest = js.deployment(plan)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
+from components.workload_identity import register_grants
 from stacks.workloads import jetstream_pathways as jp
-from stacks.workloads.common import checkpoint_bucket
 
 
 class JetStreamPathways(ServingWorkload):
@@ -40,19 +39,19 @@ class JetStreamPathways(ServingWorkload):
         self.service_name = plan.service_name
         self.commands = jp.commands(plan)
 
-        # Leader and workers write Pathways scratch to the stack bucket and read the checkpoint.
-        identity = self.identity(project=project, stack=stack, bucket=bucket, bucket_roles=["roles/storage.objectUser"])
-        source = checkpoint_bucket(plan.workload.checkpoint)
-        if plan.workload.grant_checkpoint_read and source != plan.bucket:
-            gcp.storage.BucketIAMMember(
-                f"{name}-checkpoint-reader",
-                gcp.storage.BucketIAMMemberArgs(
-                    bucket=source,
-                    role="roles/storage.objectViewer",
-                    member=identity.email.apply(lambda e: f"serviceAccount:{e}"),
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+        # Leader and workers write Pathways scratch under the workload's prefix and read the checkpoint.
+        grants = plan.grants()
+        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=[g for g in grants if g.prefix])
+        # A checkpoint in another bucket: that whole bucket, under the name and parent this grant always had
+        # (stacks.bucket_access.read_grant `other_key`).
+        register_grants(
+            name,
+            [g for g in grants if not g.prefix],
+            identity.email.apply(lambda e: f"serviceAccount:{e}"),
+            stack_bucket_name=plan.bucket,
+            stack_bucket=bucket,
+            parent=self,
+        )
 
         lws = jp.leader_worker_set(plan)
         k8s.apiextensions.CustomResource(

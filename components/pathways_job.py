@@ -18,8 +18,8 @@ import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
 from components.serving import ServingWorkload
+from components.workload_identity import register_grants
 from stacks import cpu_machines
-from stacks.bucket_access import prefix_condition
 from stacks.workloads import pathways_job as pj
 
 
@@ -51,16 +51,8 @@ class PathwaysJob(ServingWorkload):
         self.service_name = None
         self.commands = pj.commands(plan)
         member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
-        condition = prefix_condition(plan.bucket, plan.prefix)
-        grant = gcp.storage.BucketIAMMember(
-            f"{name}-prefix-objectuser",
-            gcp.storage.BucketIAMMemberArgs(
-                bucket=bucket,
-                role="roles/storage.objectUser",
-                member=member,
-                condition=gcp.storage.BucketIAMMemberConditionArgs(**condition),
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
+        grants = register_grants(
+            name, plan.grants(), member, stack_bucket_name=plan.bucket, stack_bucket=bucket, parent=self
         )
 
         self.head_pool = None
@@ -107,6 +99,8 @@ class PathwaysJob(ServingWorkload):
                 spec=job["spec"],
                 # the CRD makes the spec immutable: a change replaces the job (same name, so delete first);
                 # never before the controller, the nodes it runs on and its access to the bucket
-                opts=self.k8s_opts(*controller, *nodes, grant, replace_on_changes=["spec"], delete_before_replace=True),
+                opts=self.k8s_opts(
+                    *controller, *nodes, *grants, replace_on_changes=["spec"], delete_before_replace=True
+                ),
             )
         self.register_outputs({"namespace": self.namespace, **self.commands})

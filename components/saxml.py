@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from stacks.bucket_access import prefix_condition
 from stacks.workloads import saxml
 
 
@@ -44,32 +42,19 @@ class Saxml(ServingWorkload):
         )
         self.service_name = plan.http_service
 
-        # Admin, model and HTTP servers read and write the cell state under sax-root in the stack bucket.
-        identity = self.identity(project=project, stack=stack, bucket=bucket, bucket_roles=["roles/storage.objectUser"])
-
-        # The model servers (host network) act as their pool's own node service account: it gets SAX_ROOT's prefix
-        # and the models' checkpoints, nothing else (stacks.workloads.saxml.SaxmlPlan.node_grants).
-        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
-        node_grants = []
-        for grant_bucket, role, prefix in plan.node_grants():
-            target = grant_bucket or plan.bucket
-            suffix = role.split(".")[-1].lower() + (f"-{prefix.strip('/').replace('/', '-')}" if prefix else "")
-            node_grants.append(
-                gcp.storage.BucketIAMMember(
-                    f"{name}-nodes-{grant_bucket + '-' if grant_bucket else ''}{suffix}",
-                    gcp.storage.BucketIAMMemberArgs(
-                        bucket=grant_bucket or bucket,
-                        role=role,
-                        member=member,
-                        condition=(
-                            gcp.storage.BucketIAMMemberConditionArgs(**prefix_condition(target, prefix))
-                            if prefix
-                            else None
-                        ),
-                    ),
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-            )
+        # Each server its own identity with the least it needs of the cell's prefixes (stacks.workloads.saxml):
+        # the admin server writes the cell and its state, the HTTP server only reads the cell. The model servers
+        # (host network) act as their pool's own node service account: read-only on the cell and the checkpoints.
+        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.admin_grants())
+        http_identity = self.identity(
+            project=project,
+            stack=stack,
+            bucket=bucket,
+            grants=plan.http_grants(),
+            service_account=plan.http_service_account,
+            role="http",
+        )
+        node_grants = self.node_grants(plan.node_grants(), node_service_account, bucket)
 
         admin = saxml.admin_deployment(plan)
         admin_server = k8s.apps.v1.Deployment(
@@ -91,7 +76,7 @@ class Saxml(ServingWorkload):
         )
         http = saxml.http_deployment(plan)
         http_server = k8s.apps.v1.Deployment(
-            f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=self.k8s_opts(identity.ksa)
+            f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=self.k8s_opts(http_identity.ksa)
         )
         svc = saxml.http_service(plan)
         service = k8s.core.v1.Service(

@@ -9,7 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.workload_identity import PrefixGrant, WorkloadIdentity
+from components.workload_identity import WorkloadIdentity, register_grants
+from stacks.bucket_access import Grant
 from stacks.workloads.common import WorkloadPlan
 
 
@@ -76,21 +77,40 @@ class ServingWorkload(pulumi.ComponentResource):
         *,
         project: str,
         stack: str,
-        bucket: pulumi.Input[str] | None,
-        bucket_roles: Sequence[str],
-        prefix_grants: Sequence[PrefixGrant] = (),
+        bucket: pulumi.Input[str],
+        grants: Sequence[Grant],
+        service_account: str | None = None,
+        role: str = "",
     ) -> WorkloadIdentity:
-        """The workload's Kubernetes ServiceAccount and Google identity, scoped to `bucket`."""
+        """A Kubernetes ServiceAccount of the workload (its own by default; `service_account` for one of its
+        servers, `role` naming it) with a Google identity holding `grants` (prefixes of the stack bucket)."""
         return WorkloadIdentity(
-            f"{self._prefix}-identity",
+            f"{self._prefix}-{role + '-' if role else ''}identity",
             namespace=self._plan.namespace,
-            service_account_name=self._plan.service_account,
+            service_account_name=service_account or self._plan.service_account,
             project=project,
             stack=stack,
-            bucket=bucket,
-            bucket_roles=bucket_roles,
-            prefix_grants=prefix_grants,
+            stack_bucket_name=self._plan.bucket,
+            stack_bucket=bucket,
+            grants=grants,
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
             opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def node_grants(
+        self, grants: Sequence[Grant], node_service_account: pulumi.Input[str], bucket: pulumi.Input[str]
+    ) -> list[pulumi.Resource]:
+        """`grants` for the node service account of the workload's own pool: its pods run on the host network, where
+        GKE applies no Workload Identity (they act as their node)."""
+        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
+        return list(
+            register_grants(
+                f"{self._prefix}-nodes",
+                grants,
+                member,
+                stack_bucket_name=self._plan.bucket,
+                stack_bucket=bucket,
+                parent=self,
+            )
         )

@@ -9,7 +9,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from components.workload_identity import PrefixGrant
 from stacks.workloads import vllm
 
 
@@ -42,20 +41,8 @@ class Vllm(ServingWorkload):
         self.http_port = vllm.HTTP_PORT
         self.commands = vllm.commands(plan)
 
-        # Read-write on the workload's own prefix of the stack bucket (downloads, XLA cache); read-only on the
-        # gs:// weights' prefix. Nothing else.
-        grants = []
-        if plan.workload.xla_cache:
-            grants.append(PrefixGrant("data", bucket, plan.bucket, "roles/storage.objectUser", plan.data_prefix))
-        weights = plan.weights_prefix
-        if weights is not None:
-            source, prefix = weights
-            grants.append(
-                PrefixGrant(
-                    "weights", bucket if source == plan.bucket else source, source, "roles/storage.objectViewer", prefix
-                )
-            )
-        identity = self.identity(project=project, stack=stack, bucket=None, bucket_roles=[], prefix_grants=grants)
+        # Read-write on the workload's own prefix of the stack bucket, read-only on the weights (VllmPlan.grants).
+        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.grants())
 
         after: list[pulumi.Resource] = [identity.ksa, *node_pools]
         if plan.uses_token:

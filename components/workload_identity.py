@@ -1,14 +1,13 @@
-"""One Kubernetes ServiceAccount with its own Google identity, scoped to the stack bucket.
+"""One Kubernetes ServiceAccount with its own Google identity, scoped to prefixes of the stack bucket.
 
 Creates the KSA (annotated with its Google service account), the GSA, `roles/iam.workloadIdentityUser` on the
-GSA for exactly that KSA, and the bucket-level roles the workload needs. All IAM is member-level
+GSA for exactly that KSA, and the bucket roles the workload needs, each limited to its prefix. All IAM is member-level
 (non-authoritative): nothing else's access to the bucket or the service account is touched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
@@ -16,20 +15,49 @@ import pulumi_kubernetes as k8s
 
 from stacks import bucket_access, naming
 
-BUCKET_ROLES = ("roles/storage.objectUser", "roles/storage.objectViewer")
+BUCKET_ROLES = (bucket_access.OBJECT_USER, bucket_access.OBJECT_VIEWER)
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
-@dataclass(frozen=True)
-class PrefixGrant:
-    """A bucket role limited by an IAM condition to the objects under `prefix` and to listing it
-    (stacks.bucket_access)."""
+def check_grants(grants: Sequence[bucket_access.Grant], stack_bucket_name: str) -> None:
+    """Only object roles, and never the whole stack bucket (a program error: plans derive every grant)."""
+    bad = [g.role for g in grants if g.role not in BUCKET_ROLES]
+    if bad:
+        raise ValueError(f"bucket roles {bad} are not allowed; allowed: {', '.join(BUCKET_ROLES)}")
+    whole = [g.key for g in grants if g.bucket == stack_bucket_name and g.prefix is None]
+    if whole:
+        raise ValueError(f"grants {whole} would cover the whole stack bucket; a workload gets a prefix of it only")
 
-    key: str  # names the IAM member resource
-    bucket: pulumi.Input[str]
-    bucket_name: str  # for the condition's expression
-    role: str
-    prefix: str  # ends with "/"
+
+def register_grants(
+    name: str,
+    grants: Sequence[bucket_access.Grant],
+    member: pulumi.Input[str],
+    *,
+    stack_bucket_name: str,
+    stack_bucket: pulumi.Input[str],
+    parent: pulumi.Resource,
+) -> list[gcp.storage.BucketIAMMember]:
+    """One non-authoritative bucket IAM member per grant, `<name>-<key>`: limited to its prefix by an IAM condition
+    (stacks.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
+    names the bucket resource's output, so it waits for the bucket."""
+    check_grants(grants, stack_bucket_name)
+    members = []
+    for grant in grants:
+        condition = bucket_access.prefix_condition(grant.bucket, grant.prefix) if grant.prefix else None
+        members.append(
+            gcp.storage.BucketIAMMember(
+                f"{name}-{grant.key}",
+                gcp.storage.BucketIAMMemberArgs(
+                    bucket=stack_bucket if grant.bucket == stack_bucket_name else grant.bucket,
+                    role=grant.role,
+                    member=member,
+                    condition=gcp.storage.BucketIAMMemberConditionArgs(**condition) if condition else None,
+                ),
+                opts=pulumi.ResourceOptions(parent=parent),
+            )
+        )
+    return members
 
 
 class WorkloadIdentity(pulumi.ComponentResource):
@@ -48,18 +76,14 @@ class WorkloadIdentity(pulumi.ComponentResource):
         service_account_name: str,
         project: str,
         stack: str,
-        bucket: pulumi.Input[str] | None,
-        bucket_roles: Sequence[str],
+        stack_bucket_name: str,
+        stack_bucket: pulumi.Input[str],
+        grants: Sequence[bucket_access.Grant],
         provider: k8s.Provider,
-        prefix_grants: Sequence[PrefixGrant] = (),
         depends_on: Sequence[pulumi.Resource] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        bad = [r for r in [*bucket_roles, *(g.role for g in prefix_grants)] if r not in BUCKET_ROLES]
-        if bad:
-            raise ValueError(f"bucket roles {bad} are not allowed; allowed: {', '.join(BUCKET_ROLES)}")
-        if bucket_roles and bucket is None:
-            raise ValueError("bucket roles need a bucket")
+        check_grants(grants, stack_bucket_name)
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
         self.namespace = namespace
         self.service_account_name = service_account_name
@@ -88,27 +112,14 @@ class WorkloadIdentity(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[provider]),
         )
-        member = gsa.email.apply(lambda e: f"serviceAccount:{e}")
-        for role in bucket_roles:
-            assert bucket is not None  # checked above
-            gcp.storage.BucketIAMMember(
-                f"{name}-{role.split('.')[-1].lower()}",
-                gcp.storage.BucketIAMMemberArgs(bucket=bucket, role=role, member=member),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        for grant in prefix_grants:
-            gcp.storage.BucketIAMMember(
-                f"{name}-{grant.key}",
-                gcp.storage.BucketIAMMemberArgs(
-                    bucket=grant.bucket,
-                    role=grant.role,
-                    member=member,
-                    condition=gcp.storage.BucketIAMMemberConditionArgs(
-                        **bucket_access.prefix_condition(grant.bucket_name, grant.prefix)
-                    ),
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+        register_grants(
+            name,
+            grants,
+            gsa.email.apply(lambda e: f"serviceAccount:{e}"),
+            stack_bucket_name=stack_bucket_name,
+            stack_bucket=stack_bucket,
+            parent=self,
+        )
         self.ksa = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
             metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -21,7 +21,17 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
 from stacks import addons as addon_registry
-from stacks import catalog, compute_class, gateway, naming, network_policy, pod_security, pool_sizing, versions
+from stacks import (
+    bucket_access,
+    catalog,
+    compute_class,
+    gateway,
+    naming,
+    network_policy,
+    pod_security,
+    pool_sizing,
+    versions,
+)
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
     WORKLOAD_TYPES,
@@ -1075,7 +1085,10 @@ def _check_workloads(
         _check_images(path, workload, problems)
         if len(problems) == start and pool is not None and bucket_name:
             plan = make_plan(workload, pool, namespace, bucket_name, context)
-            plans.append((i, dataclasses.replace(plan, identity_suffix=context.identity_suffix)))
+            roots = [(key, bucket_access.stack_root_problem(url, bucket_name)) for key, url in plan.read_paths()]
+            problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
+            if not any(why for _, why in roots):
+                plans.append((i, dataclasses.replace(plan, identity_suffix=context.identity_suffix)))
     _check_exclusive_pools(workloads, pools, problems)
     _check_shared_namespaces(plans, problems)
     _check_pool_capacity(plans, problems)

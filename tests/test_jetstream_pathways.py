@@ -225,25 +225,32 @@ def test_identity_scratch_and_checkpoint_access(run):
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert f"--gcs_scratch_location={scratch}" in worker["args"]
     bindings = {
-        (b.inputs["bucket"], b.inputs["role"]) for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        (b.inputs["bucket"], b.inputs["role"], (b.inputs.get("condition") or {}).get("title"))
+        for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
     }
+    # the scratch's parent prefix, read-write; the checkpoint in another bucket, read-only on that bucket
     assert bindings == {
-        ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser"),
-        ("ckpts", "roles/storage.objectViewer"),
+        ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser", "only pathways/llm/"),
+        ("ckpts", "roles/storage.objectViewer", None),
     }
     ksa = rec.one("kubernetes:core/v1:ServiceAccount", "workload-llm-identity-ksa")
     assert ksa.inputs["metadata"]["namespace"] == "llm"
     assert rec.one("kubernetes:core/v1:Namespace", "namespaces-llm").inputs["metadata"]["name"] == "llm"
 
 
-def test_no_checkpoint_grant_when_in_stack_bucket_or_opted_out(run):
-    for wl in (
-        workload(checkpoint="gs://tpu-test-project-tpu-serving-dev/ckpt"),
-        workload(grantCheckpointRead=False),
-    ):
+def test_checkpoint_grant_is_its_prefix_in_the_stack_bucket_and_none_when_opted_out(run):
+    expected = {
+        "gs://tpu-test-project-tpu-serving-dev/ckpt/7b": [
+            ("objectUser", "only pathways/llm/"),
+            ("objectViewer", "only ckpt/7b/"),
+        ],
+        "gs://ckpts/x": [("objectUser", "only pathways/llm/")],
+    }
+    for checkpoint, grants in expected.items():
+        wl = workload(checkpoint=checkpoint, grantCheckpointRead=False)
         rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[wl]))
-        roles = [b.inputs["role"] for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
-        assert roles == ["roles/storage.objectUser"]
+        bindings = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        assert sorted((b.inputs["role"].split(".")[-1], b.inputs["condition"]["title"]) for b in bindings) == grants
 
 
 def test_lws_depends_on_its_release_and_node_pools(run):

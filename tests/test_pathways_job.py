@@ -222,6 +222,7 @@ def test_pools_run_as_the_workloads_own_identity_limited_to_its_prefix():
     # https://cloud.google.com/iam/docs/conditions-attribute-reference)
     assert grant.inputs["condition"]["expression"] == (
         f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/pathways/pw/") || '
+        f'resource.name == "projects/_/buckets/{bucket}/objects/pathways/pw" || '
         'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("pathways/pw/")'
     )
     roles = {

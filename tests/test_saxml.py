@@ -169,16 +169,47 @@ def test_http_exposure(run, http, service_type, annotations, source_ranges):
     assert svc["spec"].get("loadBalancerSourceRanges") == source_ranges
 
 
-def test_iam_is_bucket_scoped_and_member_level(run):
+def test_admin_and_http_servers_have_identities_of_their_own_limited_to_the_cell(run):
+    """What each Saxml server touches in GCS at the pinned images (google/saxml@v1.1.0):
+    - the admin server image's entrypoint runs `admin_config --sax_root=gs://$GSBUCKET/sax-root
+      --fs_root=gs://$GSBUCKET/sax-fs-root` then `admin_server` (saxml/tools/docker/Dockerfile.admin); admin_config
+      creates the cell's directory (METADATA) and writes config.proto there (saxml/bin/admin_config.go,
+      saxml/common/config.go Create/Save), the admin server writes location.proto there (saxml/common/addr.go
+      SetAddr) and its state under <fs_root>/<cell> (saxml/admin/admin.go Start, saxml/common/state.go Write): it
+      writes both prefixes;
+    - the HTTP server (GoogleCloudPlatform/ai-on-gke@e997f425:tools/saxml-on-gke/httpserver/http_server.py, the
+      Python Sax client) reaches the admin server over gRPC for publish/list/generate and only reads the cell's
+      location (saxml/client/go/admin.go getAdminClient -> saxml/common/addr.go FetchAddr: cell.Exists, ReadFile):
+      read-only, so an identity of its own;
+    - both only ever name objects under RootDir/<cell> (saxml/common/cell.go Path), so the grant is the cell's
+      prefix, not all of sax-root/."""
     rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()]))
-    bindings = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
-    (binding,) = [b for b in bindings if "nodes" not in b.name]  # the Workload Identity of admin and HTTP servers
-    assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
-    assert binding.inputs["role"] == "roles/storage.objectUser"
+    bindings = {b.name: b.inputs for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    admin = {k.removeprefix("workload-sax-identity-"): v for k, v in bindings.items() if "-sax-identity-" in k}
+    http = {k.removeprefix("workload-sax-http-identity-"): v for k, v in bindings.items() if "-http-identity-" in k}
+    assert {k: (v["role"], v["condition"]["title"]) for k, v in admin.items()} == {
+        "cell": ("roles/storage.objectUser", "only sax-root/sax/sax/"),
+        "state": ("roles/storage.objectUser", "only sax-fs-root/sax/sax/"),
+    }
+    assert {k: (v["role"], v["condition"]["title"]) for k, v in http.items()} == {
+        "cell": ("roles/storage.objectViewer", "only sax-root/sax/sax/")
+    }
+    assert all(v["bucket"] == "tpu-test-project-tpu-serving-dev" for v in bindings.values())
     project_roles = [m.inputs["role"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")]
     assert not [r for r in project_roles if r.startswith("roles/storage")]
-    wi = rec.one("gcp:serviceaccount/iAMMember:IAMMember")
-    assert wi.inputs["member"] == f"serviceAccount:tpu-test-project.svc.id.goog[sax/{stack_ksa('sax')}]"
+    wi = {m.name: m.inputs["member"] for m in rec.of_type("gcp:serviceaccount/iAMMember:IAMMember")}
+    assert wi == {
+        "workload-sax-identity-wi-user": f"serviceAccount:tpu-test-project.svc.id.goog[sax/{stack_ksa('sax')}]",
+        "workload-sax-http-identity-wi-user": (
+            f"serviceAccount:tpu-test-project.svc.id.goog[sax/{stack_ksa('sax-http')}]"
+        ),
+    }
+    objects = objects_of(rec)
+    pod = {name: objects[("Deployment", name)]["spec"]["template"]["spec"] for name in ("sax-admin", "sax-http")}
+    assert pod["sax-admin"]["serviceAccountName"] == stack_ksa("sax")
+    assert pod["sax-http"]["serviceAccountName"] == stack_ksa("sax-http")
+    http_ksa = rec.one("kubernetes:core/v1:ServiceAccount", "workload-sax-http-identity-ksa")
+    assert rec.one("kubernetes:apps/v1:Deployment", "workload-sax-http").dependencies.count(http_ksa.urn) == 1
 
 
 def test_network_policy_limits_model_server_ports(run):
@@ -416,12 +447,15 @@ def test_publish_script_retries_every_call(tmp_path):
     assert seen.count("/listall") == 2 and seen.count("/publish") == 2 and "/unpublish" in seen
 
 
-def test_model_servers_get_a_node_identity_of_their_own_limited_to_sax_root(run):
+def test_model_servers_get_a_node_identity_of_their_own_reading_the_cell(run):
     """Host-network pods act as their node's identity: GKE does not apply Workload Identity to them
     (https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#restrictions: "Pods running on the
     host network (hostNetwork: true) don't use Workload Identity Federation for GKE"). So the Saxml pool's nodes
-    run as a service account of the workload's own, whose only storage access is SAX_ROOT's prefix (and the models'
-    checkpoints), and the model servers start only after that grant exists."""
+    run as a service account of the workload's own, whose only storage access is reading the cell's prefix (and the
+    models' checkpoints), and the model servers start only after that grant exists. Read-only: a model server
+    joins the cell through the location file, which it only reads (google/saxml@v1.1.0:saxml/common/location.go
+    Join: cell.Exists, Watch -> ReadCachedFile); it writes there only when it starts an admin server itself
+    (--admin_port, saxml/server/model_service_main.py; unset here)."""
     models = [{"model": "m", "modelPath": "a.B", "checkpoint": "gs://tpu-test-project-tpu-serving-dev/ckpt/m"}]
     rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(models=models)]))
     account = rec.one("gcp:serviceaccount/account:Account", "workload-sax-nodes-sa")
@@ -430,13 +464,15 @@ def test_model_servers_get_a_node_identity_of_their_own_limited_to_sax_root(run)
     assert pools["tpu-p-s0"].inputs["nodeConfig"]["serviceAccount"] == email
     assert pools["cluster-system"].inputs["nodeConfig"]["serviceAccount"] != email
     grants = {b.name: b for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if "-nodes-" in b.name}
-    sax_root = grants["workload-sax-nodes-objectuser-sax-root"].inputs
-    assert sax_root["role"] == "roles/storage.objectUser"
+    cell = grants["workload-sax-nodes-cell"].inputs
+    assert cell["role"] == "roles/storage.objectViewer"
     assert (
-        'startsWith("projects/_/buckets/tpu-test-project-tpu-serving-dev/objects/sax-root/")'
-        in (sax_root["condition"]["expression"])
+        'startsWith("projects/_/buckets/tpu-test-project-tpu-serving-dev/objects/sax-root/sax/sax/")'
+        in (cell["condition"]["expression"])
     )
-    checkpoint = grants["workload-sax-nodes-objectviewer-ckpt-m"].inputs
+    args = objects_of(rec)[("JobSet", "sax-model-server")]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert "--sax_cell=/sax/sax" in args["template"]["spec"]["containers"][0]["args"]
+    checkpoint = grants["workload-sax-nodes-checkpoint0"].inputs
     assert (
         checkpoint["role"] == "roles/storage.objectViewer"
         and "objects/ckpt/m/" in checkpoint["condition"]["expression"]

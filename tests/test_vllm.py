@@ -331,6 +331,7 @@ def test_identity_reads_the_weights_prefix_and_writes_its_own_prefix_only(run):
     assert viewer["bucket"] == "models-bucket"
     assert viewer["condition"]["expression"] == (
         'resource.name.startsWith("projects/_/buckets/models-bucket/objects/llama/8b/") || '
+        'resource.name == "projects/_/buckets/models-bucket/objects/llama/8b" || '
         'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("llama/8b/")'
     )
     user = grants["roles/storage.objectUser"]

@@ -3,6 +3,7 @@
 import pytest
 
 from components.workload_identity import WorkloadIdentity
+from stacks.bucket_access import Grant
 from tests.conftest import make_config
 from tooling.offline import ROOT, run_program
 
@@ -36,10 +37,12 @@ def test_workload_identity_user_is_for_exactly_that_ksa(rec):
     assert member.inputs["serviceAccountId"].startswith("projects/tpu-test-project/serviceAccounts/dev-jetstream-")
 
 
-def test_bucket_roles_are_bucket_scoped_members(rec):
+def test_bucket_roles_are_prefix_scoped_members(rec):
     (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
     assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
     assert binding.inputs["role"] == "roles/storage.objectViewer"
+    assert binding.inputs["condition"]["title"] == "only ckpt/"
+    assert binding.inputs["bucket"] == rec.outputs["bucketName"]
     assert binding.inputs["member"].startswith("serviceAccount:dev-jetstream-")
     assert not rec.of_type("gcp:projects/iAMMember:IAMMember") or all(
         m.inputs["role"] not in ("roles/storage.admin", "roles/storage.objectViewer", "roles/storage.objectUser")
@@ -47,15 +50,26 @@ def test_bucket_roles_are_bucket_scoped_members(rec):
     )
 
 
-def test_broader_bucket_roles_are_refused():
-    with pytest.raises(ValueError, match="not allowed; allowed: roles/storage.objectUser, roles/storage.objectViewer"):
+@pytest.mark.parametrize(
+    "grant,message",
+    [
+        (
+            Grant("x", "b", "roles/storage.admin", "p/"),
+            "not allowed; allowed: roles/storage.objectUser, roles/storage.objectViewer",
+        ),
+        (Grant("all", "b", "roles/storage.objectViewer", None), r"grants \['all'\] would cover the whole stack bucket"),
+    ],
+)
+def test_broader_grants_are_refused_before_anything_is_registered(grant, message):
+    with pytest.raises(ValueError, match=message):
         WorkloadIdentity(
             "x",
             namespace="n",
             service_account_name="s",
             project="p",
             stack="dev",
-            bucket="b",
-            bucket_roles=["roles/storage.admin"],
+            stack_bucket_name="b",
+            stack_bucket="b",
+            grants=[grant],
             provider=None,
         )

@@ -67,6 +67,11 @@ class WorkloadPlan:
         """The workload's Kubernetes ServiceAccount (its Workload Identity), unique per stack."""
         return stack_service_account(self.name, self.identity_suffix)
 
+    def read_paths(self) -> list[tuple[str, str]]:
+        """(config key under the workload, gs:// URL) of each directory the workload reads from config: a grant is
+        derived from each (stacks.bucket_access.read_grant), so none may be the stack bucket's root."""
+        return []
+
     def metadata(self, name: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
         return {"name": name, "namespace": self.namespace, "labels": {**labels, **MANAGED_BY_LABELS}, **extra}
 
@@ -102,8 +107,10 @@ def cpu_deployment(
     container: dict[str, Any],
     security: ContainerSecurity,
     skips: tuple[scan_exceptions.Skip, ...] = (),
+    service_account: str | None = None,
 ) -> dict[str, Any]:
-    """A Deployment of one hardened container on the CPU system pool, running as the workload's identity.
+    """A Deployment of one hardened container on the CPU system pool, running as the workload's identity (or
+    `service_account`).
 
     `skips`: the checkov findings this Deployment accepts beyond the shared ones, with their reasons."""
     accepted = [*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT, *skips]
@@ -111,7 +118,7 @@ def cpu_deployment(
         accepted += scan_exceptions.IMAGE_USER
     pod = {
         "hostNetwork": False,
-        "serviceAccountName": plan.service_account,
+        "serviceAccountName": service_account or plan.service_account,
         "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
         "containers": [container],
     }
@@ -195,10 +202,6 @@ CHECKPOINT_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s\x00-\
 
 def checkpoint_ok(path: str) -> bool:
     return bool(CHECKPOINT_RE.fullmatch(path))
-
-
-def checkpoint_bucket(path: str) -> str:
-    return path[5:].split("/")[0]
 
 
 def check_model_inputs(

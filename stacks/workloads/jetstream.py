@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, metrics, metrics_adapters, network_policy, scan_exceptions
+from stacks.bucket_access import Grant, read_grant
 from stacks.config_model import JetStreamWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
@@ -29,7 +30,6 @@ from stacks.workloads.common import (
     check_autoscaling,
     check_model_inputs,
     check_ports,
-    checkpoint_bucket,
     generate_curl,
     generate_load,
     hpa_manifest,
@@ -62,6 +62,15 @@ class JetStreamPlan(WorkloadPlan):
     @property
     def preset(self) -> JetStreamPreset:
         return PRESETS[self.workload.model]
+
+    def read_paths(self) -> list[tuple[str, str]]:
+        return [("checkpoint", self.workload.checkpoint)]
+
+    def grants(self) -> list[Grant]:
+        """The engine reads the checkpoint (MaxText load_parameters_path) and writes nothing: objectViewer on it."""
+        read = self.workload.grant_checkpoint_read
+        grant = read_grant("checkpoint", self.workload.checkpoint, self.bucket, read, other_key="objectviewer")
+        return [grant] if grant else []
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -295,11 +304,3 @@ def commands(plan: JetStreamPlan) -> dict[str, str]:
     if plan.autoscaled:
         out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"
     return out
-
-
-def checkpoint_grant_bucket(plan: JetStreamPlan) -> str | None:
-    """The bucket the workload needs objectViewer on: the checkpoint's (the stack bucket's when it is there)."""
-    source = checkpoint_bucket(plan.workload.checkpoint)
-    if source == plan.bucket or plan.workload.grant_checkpoint_read:
-        return source
-    return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, naming, network_policy
+from stacks.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.config_model import JetStreamPathwaysWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, image_gaps
@@ -88,8 +89,26 @@ class PathwaysPlan(WorkloadPlan):
         return self.workload.replicas * self.pool.slices * self.shape.hosts
 
     @property
+    def prefix(self) -> str:
+        """The workload's prefix of the stack bucket, holding its Pathways scratch (expired by the bucket)."""
+        return f"{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/"
+
+    @property
     def scratch(self) -> str:
-        return f"gs://{self.bucket}/{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/tmp"
+        return f"gs://{self.bucket}/{self.prefix}tmp"
+
+    def read_paths(self) -> list[tuple[str, str]]:
+        return [("checkpoint", self.workload.checkpoint)]
+
+    def grants(self) -> list[Grant]:
+        """The Pathways server and proxy write their scratch (--gcs_scratch_location, under `prefix`); the engine
+        reads the checkpoint (MaxText load_parameters_path)."""
+        grants = [Grant("scratch", self.bucket, OBJECT_USER, self.prefix)]
+        read = self.workload.grant_checkpoint_read
+        checkpoint = read_grant(
+            "checkpoint", self.workload.checkpoint, self.bucket, read, other_key="checkpoint-reader"
+        )
+        return grants + ([checkpoint] if checkpoint else [])
 
     @property
     def service_name(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, cpu_machines, naming
+from stacks.bucket_access import OBJECT_USER, Grant
 from stacks.config_model import PathwaysJobWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
 from stacks.versions import IMAGES
@@ -99,6 +100,11 @@ class PathwaysJobPlan(WorkloadPlan):
     def prefix(self) -> str:
         """The workload's prefix of the stack bucket: the only objects its identity may touch."""
         return f"{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/"
+
+    def grants(self) -> list[Grant]:
+        """The Pathways components write their scratch (`pathwaysDir`, under `prefix`), the user's job its own files
+        there: objectUser on the prefix, for the node identity every pod of the job runs as."""
+        return [Grant("prefix-objectuser", self.bucket, OBJECT_USER, self.prefix)]
 
     @property
     def pathways_dir(self) -> str:

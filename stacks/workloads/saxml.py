@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, naming, network_policy, scan_exceptions
+from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
 from stacks.config_model import SaxmlWorkload
-from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workloads.common import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
@@ -32,6 +33,9 @@ MODEL_PORT = 10001
 TPU_RUNTIME_PORT = 8471
 HTTP_PORT = 8888
 SAX_ROOT_PREFIX = "sax-root/"
+# the admin image's entrypoint: admin_config --fs_root=gs://${GSBUCKET}/sax-fs-root
+# (google/saxml@v1.1.0:saxml/tools/docker/Dockerfile.admin)
+SAX_FS_ROOT_PREFIX = "sax-fs-root/"
 CELL_PREFIX = "/sax/"  # Sax names a cell /sax/<cell> and its models /sax/<cell>/<model>
 CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z0-9][a-z0-9_-]{{0,62}}")
 # images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
@@ -68,21 +72,51 @@ class SaxmlPlan(WorkloadPlan):
         workload alone, with a node service account of its own (stacks/stack.py)."""
         return True
 
-    def node_grants(self) -> list[tuple[str | None, str, str | None]]:
-        """(bucket, role, prefix) the model servers' node identity needs; bucket None = the stack bucket, prefix
-        None = the whole bucket. SAX_ROOT for the cell state; each model's gs:// checkpoint, read-only (limited to
-        its prefix in the stack bucket; elsewhere the bucket, which may lack the uniform access IAM conditions need)."""
-        grants: list[tuple[str | None, str, str | None]] = [(None, "roles/storage.objectUser", SAX_ROOT_PREFIX)]
-        for model in self.workload.models or []:
-            if not model.checkpoint.startswith("gs://"):
-                continue
-            bucket, _, path = model.checkpoint[5:].partition("/")
-            if bucket == self.bucket:
-                prefix = path.rstrip("/") + "/" if path else None
-                grants.append((None, "roles/storage.objectViewer", prefix))
-            else:
-                grants.append((bucket, "roles/storage.objectViewer", None))
-        return list(dict.fromkeys(grants))
+    @property
+    def cell_prefix(self) -> str:
+        """The cell's directory under SAX_ROOT: `<sax-root>/sax/<cell>/` (google/saxml@v1.1.0:saxml/common/cell.go
+        Path = RootDir joined with the cell name); location.proto, config.proto and METADATA live there."""
+        return f"{SAX_ROOT_PREFIX}{self.cell.strip('/')}/"
+
+    @property
+    def state_prefix(self) -> str:
+        """The admin server's state directory: `<fs_root>/sax/<cell>/` (saxml/admin/admin.go Start: FsRootDir joined
+        with the cell; state.proto), fs_root being gs://$GSBUCKET/sax-fs-root in the admin image's entrypoint."""
+        return f"{SAX_FS_ROOT_PREFIX}{self.cell.strip('/')}/"
+
+    @property
+    def http_service_account(self) -> str:
+        """The HTTP server's own Kubernetes ServiceAccount: it only reads the cell (the admin server writes)."""
+        return stack_service_account(self.component("http"), self.identity_suffix)
+
+    def read_paths(self) -> list[tuple[str, str]]:
+        return [
+            (f"models[{i}].checkpoint", m.checkpoint)
+            for i, m in enumerate(self.workload.models or [])
+            if m.checkpoint.startswith("gs://")
+        ]
+
+    def admin_grants(self) -> list[Grant]:
+        """The admin server writes the cell's directory (admin_config, addr.SetAddr) and its state."""
+        return [
+            Grant("cell", self.bucket, OBJECT_USER, self.cell_prefix),
+            Grant("state", self.bucket, OBJECT_USER, self.state_prefix),
+        ]
+
+    def http_grants(self) -> list[Grant]:
+        """The HTTP server (the Python Sax client) only finds the admin server: it reads the cell's directory."""
+        return [Grant("cell", self.bucket, OBJECT_VIEWER, self.cell_prefix)]
+
+    def node_grants(self) -> list[Grant]:
+        """The model servers' node identity: they read the cell's directory (location.Join: cell.Exists, Watch of
+        location.proto; they start no admin server, --admin_port unset) and each model's gs:// checkpoint."""
+        grants = [Grant("cell", self.bucket, OBJECT_VIEWER, self.cell_prefix)]
+        for i, (_, url) in enumerate(self.read_paths()):
+            other = f"{gcs_location(url)[0]}-objectviewer"
+            grant = read_grant(f"checkpoint{i}", url, self.bucket, other_buckets=True, other_key=other)
+            if grant is not None and (grant.bucket, grant.prefix) not in {(g.bucket, g.prefix) for g in grants}:
+                grants.append(grant)
+        return grants
 
     @property
     def hosts_needed(self) -> int:
@@ -289,7 +323,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         # deploy shows otherwise. Consequence: "Pods running on the host network (hostNetwork: true) don't use
         # Workload Identity Federation for GKE" (https://cloud.google.com/kubernetes-engine/docs/concepts/
         # workload-identity#restrictions), so the model servers act as their pool's node service account, which the
-        # stack makes per Saxml workload with access to SAX_ROOT's prefix only (node_grants, owns_pool).
+        # stack makes per Saxml workload with read access to its cell's prefix only (node_grants, owns_pool).
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
         "nodeSelector": plan.pool.node_selector,
@@ -353,7 +387,15 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "livenessProbe": {**probe, "initialDelaySeconds": 30},
     }
     replicas = 0 if plan.paused else plan.workload.http.replicas
-    return cpu_deployment(plan, plan.component("http"), plan.labels("http"), replicas, container, HTTP_SECURITY)
+    return cpu_deployment(
+        plan,
+        plan.component("http"),
+        plan.labels("http"),
+        replicas,
+        container,
+        HTTP_SECURITY,
+        service_account=plan.http_service_account,
+    )
 
 
 def http_service(plan: SaxmlPlan) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
+from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
 from stacks.config_model import VllmWorkload
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
@@ -192,14 +193,17 @@ class VllmPlan(WorkloadPlan):
         """The stack bucket prefix the workload keeps its downloads and XLA cache under (and may write)."""
         return f"vllm/{self.name}/"
 
-    @property
-    def weights_prefix(self) -> tuple[str, str] | None:
-        """(bucket, object prefix) of gs:// weights, read-only for the workload."""
-        if not is_gcs(self.workload.model):
-            return None
-        path = self.workload.model[5:].rstrip("/")
-        bucket, _, prefix = path.partition("/")
-        return bucket, f"{prefix}/"
+    def read_paths(self) -> list[tuple[str, str]]:
+        return [("model", self.workload.model)] if is_gcs(self.workload.model) else []
+
+    def grants(self) -> list[Grant]:
+        """Read-write on the workload's own prefix of the stack bucket (downloads, XLA cache); read-only on the
+        gs:// weights' prefix. Nothing else."""
+        grants = [Grant("data", self.bucket, OBJECT_USER, self.data_prefix)] if self.workload.xla_cache else []
+        if is_gcs(self.workload.model):
+            bucket, prefix = gcs_location(self.workload.model)
+            grants.append(Grant("weights", bucket, OBJECT_VIEWER, prefix))
+        return grants
 
     @property
     def tensor_parallel_size(self) -> int:

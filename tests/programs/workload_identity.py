@@ -4,6 +4,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.workload_identity import WorkloadIdentity
+from stacks.bucket_access import OBJECT_VIEWER, Grant
 from stacks.config import load_stack_config
 from stacks.stack import build_stack
 
@@ -20,8 +21,9 @@ WorkloadIdentity(
     service_account_name="jetstream",
     project=cfg.gcp_project,
     stack=cfg.stack,
-    bucket=platform.bucket.name,
-    bucket_roles=["roles/storage.objectViewer"],
+    stack_bucket_name=cfg.bucket_name,
+    stack_bucket=platform.bucket.name,
+    grants=[Grant("checkpoint", cfg.bucket_name, OBJECT_VIEWER, "ckpt/")],
     provider=platform.cluster.provider,
     depends_on=[namespace],
 )
