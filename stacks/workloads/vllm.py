@@ -266,7 +266,36 @@ def check(
     hf_token: bool,
 ) -> bool:
     start = len(problems)
-    model = workload.model
+    _check_model(path, workload.model, hf_token, problems, warnings)
+    _check_image_and_args(path, workload, problems)
+    auto = workload.autoscaling
+    if auto is not None:
+        check_autoscaling(path, auto, adapter, metrics.VLLM_METRICS, problems)
+    if pool is None or len(problems) > start:
+        return len(problems) == start
+
+    plan = VllmPlan(workload, pool, "", "")
+    for gap in image_gaps(plan.image, plan.needs()):
+        problems.append((f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
+    if image_record(plan.image) is None:
+        warnings.append(
+            f"{path}.image: {plan.image} is not in the version matrix; the stack cannot check that it serves vLLM's "
+            "API, metrics and this TPU generation"
+        )
+    if len(problems) > start:
+        return False
+    gen = pool.shape.generation
+    if gen.vllm_support != "recommended":
+        warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {gen.vllm_support}")
+    _check_replicas_fit(path, workload, pool, lws_enabled, problems)
+    if auto is not None:
+        _check_hbm_metrics(path, auto, pool.shape, problems)
+    _serving_warnings(path, plan, warnings)
+    return len(problems) == start
+
+
+def _check_model(path: str, model: str, hf_token: bool, problems: list, warnings: list) -> None:
+    """A gs:// folder of weights, or a Hugging Face id (warned about without a token: gated models need one)."""
     if is_gcs(model):
         if not GS_PATH_RE.fullmatch(model):
             problems.append(
@@ -288,6 +317,10 @@ def check(
             f"{path}.model: {model!r} downloads from Hugging Face without a token; a gated model (e.g. "
             "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>"
         )
+
+
+def _check_image_and_args(path: str, workload: VllmWorkload, problems: list) -> None:
+    """An image a kubelet can pull; `args` are `vllm serve` flag names and none the stack derives."""
     if workload.image is not None:
         why = naming.image_reference_problem(workload.image)
         if why:
@@ -298,26 +331,12 @@ def check(
             problems.append((f"{path}.args.{key}", f"derived by the stack: {why}"))
         elif not FLAG_NAME_RE.fullmatch(key):
             problems.append((f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
-    auto = workload.autoscaling
-    if auto is not None:
-        check_autoscaling(path, auto, adapter, metrics.VLLM_METRICS, problems)
-    if pool is None or len(problems) > start:
-        return len(problems) == start
 
-    shape = pool.shape
-    gen = shape.generation
-    plan = VllmPlan(workload, pool, "", "")
-    for gap in image_gaps(plan.image, plan.needs()):
-        problems.append((f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
-    if image_record(plan.image) is None:
-        warnings.append(
-            f"{path}.image: {plan.image} is not in the version matrix; the stack cannot check that it serves vLLM's "
-            "API, metrics and this TPU generation"
-        )
-    if len(problems) > start:
-        return False
-    if gen.vllm_support != "recommended":
-        warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {gen.vllm_support}")
+
+def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enabled: bool, problems: list) -> None:
+    """The most replicas fit the pool: a whole slice each (multi-host, on a LeaderWorkerSet) or their chips."""
+    shape, gen = pool.shape, pool.shape.generation
+    auto = workload.autoscaling
     most = auto.max_replicas if auto is not None else workload.replicas
     key = f"{path}.autoscaling.maxReplicas" if auto is not None else f"{path}.replicas"
     if shape.multi_host:
@@ -337,36 +356,46 @@ def check(
                     f"{pool.name!r} has {pool.slices}; raise the pool's slices or lower the replicas",
                 )
             )
-    else:
-        capacity = pool.max_nodes_per_node_pool * shape.chips_per_host
-        if most * shape.tpu_request > capacity:
+        return
+    capacity = pool.max_nodes_per_node_pool * shape.chips_per_host
+    if most * shape.tpu_request > capacity:
+        problems.append(
+            (
+                key,
+                f"{most} replicas x {shape.tpu_request} chips = {most * shape.tpu_request} chips, but pool "
+                f"{pool.name!r} holds at most {capacity} chips ({pool.max_nodes_per_node_pool} nodes x "
+                f"{shape.chips_per_host}); raise the pool's autoscaling.maxNodes or lower the replicas",
+            )
+        )
+
+
+def _check_hbm_metrics(path: str, auto: Any, shape: catalog.SliceShape, problems: list) -> None:
+    """HBM metrics an HPA can act on for one replica of this slice shape."""
+    gen = shape.generation
+    for i, metric in enumerate(auto.metrics):
+        if metric.name == "tpu_memory_used_percentage" and shape.multi_host:
             problems.append(
                 (
-                    key,
-                    f"{most} replicas x {shape.tpu_request} chips = {most * shape.tpu_request} chips, but pool "
-                    f"{pool.name!r} holds at most {capacity} chips ({pool.max_nodes_per_node_pool} nodes x "
-                    f"{shape.chips_per_host}); raise the pool's autoscaling.maxNodes or lower the replicas",
+                    f"{path}.autoscaling.metrics[{i}].name",
+                    f"tpu_memory_used_percentage adds up used/total per node, and one replica here spans "
+                    f"{shape.hosts} nodes: it would count each replica {shape.hosts} times; use tpu_memory_used "
+                    "(bytes per replica) or a vLLM metric",
                 )
             )
-    if auto is not None:
-        for i, metric in enumerate(auto.metrics):
-            if metric.name == "tpu_memory_used_percentage" and shape.multi_host:
-                problems.append(
-                    (
-                        f"{path}.autoscaling.metrics[{i}].name",
-                        f"tpu_memory_used_percentage adds up used/total per node, and one replica here spans "
-                        f"{shape.hosts} nodes: it would count each replica {shape.hosts} times; use tpu_memory_used "
-                        "(bytes per replica) or a vLLM metric",
-                    )
+        if metric.name == "tpu_memory_used" and metric.target > shape.hbm_bytes:
+            problems.append(
+                (
+                    f"{path}.autoscaling.metrics[{i}].target",
+                    f"{metric.target:g} bytes is more HBM than one replica has ({shape.hbm_bytes} bytes on "
+                    f"{gen.name} {shape.topology}); the HPA would never scale up",
                 )
-            if metric.name == "tpu_memory_used" and metric.target > shape.hbm_bytes:
-                problems.append(
-                    (
-                        f"{path}.autoscaling.metrics[{i}].target",
-                        f"{metric.target:g} bytes is more HBM than one replica has ({shape.hbm_bytes} bytes on "
-                        f"{gen.name} {shape.topology}); the HPA would never scale up",
-                    )
-                )
+            )
+
+
+def _serving_warnings(path: str, plan: VllmPlan, warnings: list) -> None:
+    """What vLLM would refuse or fail at start: a tensor-parallel size that does not divide the model's attention
+    heads, weights larger than one replica's HBM."""
+    model = plan.workload.model
     tp = plan.serve_args()
     tp_value = next((a.split("=", 1)[1] for a in tp if a.startswith("--tensor-parallel-size=")), None)
     heads = KNOWN_HEADS.get(model)
@@ -375,12 +404,11 @@ def check(
             f"{path}: tensor-parallel size {tp_value} does not divide {model}'s {heads} attention heads; vLLM will "
             "refuse to start"
         )
-    size = params_billion(workload)
+    size = params_billion(plan.workload)
     if size:
-        warning = catalog.sizing_warning(size, 16, shape, path)
+        warning = catalog.sizing_warning(size, 16, plan.shape, path)
         if warning:
             warnings.append(warning)
-    return len(problems) == start
 
 
 # ---- manifests ----------------------------------------------------------------------------------------
