@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import node_pool_security
 from stacks import compute_class, naming
 from stacks.config import PoolPlan
-from stacks.pool_sizing import sizing
+from stacks.pool_sizing import Sizing, sizing
 
 POOL_LABEL = naming.POOL_LABEL
 SLICE_LABEL = naming.SLICE_LABEL
@@ -105,6 +105,50 @@ def placement_args(
     return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=plan.shape.topology)
 
 
+def node_pool_args(
+    plan: PoolPlan,
+    index: int,
+    *,
+    cluster_name: pulumi.Input[str],
+    location: str,
+    project: str,
+    size: Sizing,
+    policy_name: pulumi.Input[str] | None,
+    node_service_account: pulumi.Input[str],
+    labels: dict[str, str],
+) -> gcp.container.NodePoolArgs:
+    """The GKE node pool of slice `index` of the pool: sized (`pool_sizing.sizing`), placed and secured."""
+    shape = plan.shape
+    return gcp.container.NodePoolArgs(
+        name=plan.node_pool_names[index],
+        cluster=cluster_name,
+        location=location,
+        project=project,
+        node_locations=[plan.config.zone],
+        node_count=size.node_count,
+        initial_node_count=size.initial_node_count,
+        autoscaling=(
+            gcp.container.NodePoolAutoscalingArgs(min_node_count=size.min_nodes, max_node_count=size.max_nodes)
+            if size.autoscaled
+            else None
+        ),
+        placement_policy=placement_args(plan, policy_name),
+        node_config=gcp.container.NodePoolNodeConfigArgs(
+            machine_type=shape.machine_type,
+            disk_type=shape.generation.boot_disk_type,
+            labels={POOL_LABEL: plan.name, SLICE_LABEL: str(index)},
+            resource_labels={**labels, "tpu-pool": plan.name, "tpu-slice": str(index)},
+            **capacity_args(plan),
+            **node_pool_security(node_service_account),
+        ),
+        # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
+        management=gcp.container.NodePoolManagementArgs(
+            auto_repair=plan.config.capacity != "flex-start", auto_upgrade=True
+        ),
+        upgrade_settings=upgrade_settings(plan),
+    )
+
+
 class TpuSlicePool(pulumi.ComponentResource):
     node_pool_names: list[str]
     node_pools: list[gcp.container.NodePool]
@@ -130,69 +174,39 @@ class TpuSlicePool(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(TYPE_TOKEN, name, None, opts)
-        shape = plan.shape
-        size = sizing(plan, paused)
-        # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
-        auto_repair = plan.config.capacity != "flex-start"
         self.node_pool_names = list(plan.node_pool_names)
-        self.node_pools = []
         self.workload_policy = None
-        if shape.uses_workload_policy:
+        if plan.shape.uses_workload_policy:
             self.workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-placement",
                 workload_policy_args(
-                    plan, naming.workload_policy_name(resource_prefix, plan.name, shape.topology), project
+                    plan, naming.workload_policy_name(resource_prefix, plan.name, plan.shape.topology), project
                 ),
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
         policy_name = self.workload_policy.name if self.workload_policy is not None else None
         self.compute_class = None
         if plan.compute_class:
-            if k8s_provider is None:
-                raise ValueError(f"TPU pool {plan.name}: a capacity list needs the cluster's Kubernetes provider")
-            manifest = compute_class.compute_class(
-                plan, node_service_account=node_service_account, policy_name=policy_name
+            self.compute_class = self._compute_class(
+                name, plan, node_service_account, policy_name, k8s_provider, protect
             )
-            self.compute_class = k8s.apiextensions.CustomResource(
-                f"{name}-class",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
-            )
+        size = sizing(plan, paused)
         # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
         # pool with a ComputeClass has no node pools of its own.
-        own = naming.slice_node_pool_names(name, plan.slices, shape.multi_host) if plan.node_pool_names else []
-        for index, (resource_name, pool_name) in enumerate(zip(own, plan.node_pool_names, strict=True)):
-            node_pool = gcp.container.NodePool(
+        own = naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host) if plan.node_pool_names else []
+        self.node_pools = [
+            gcp.container.NodePool(
                 resource_name,
-                gcp.container.NodePoolArgs(
-                    name=pool_name,
-                    cluster=cluster_name,
+                node_pool_args(
+                    plan,
+                    index,
+                    cluster_name=cluster_name,
                     location=location,
                     project=project,
-                    node_locations=[plan.config.zone],
-                    node_count=size.node_count,
-                    initial_node_count=size.initial_node_count,
-                    autoscaling=(
-                        gcp.container.NodePoolAutoscalingArgs(
-                            min_node_count=size.min_nodes, max_node_count=size.max_nodes
-                        )
-                        if size.autoscaled
-                        else None
-                    ),
-                    placement_policy=placement_args(plan, policy_name),
-                    node_config=gcp.container.NodePoolNodeConfigArgs(
-                        machine_type=shape.machine_type,
-                        disk_type=shape.generation.boot_disk_type,
-                        labels={POOL_LABEL: plan.name, SLICE_LABEL: str(index)},
-                        resource_labels={**labels, "tpu-pool": plan.name, "tpu-slice": str(index)},
-                        **capacity_args(plan),
-                        **node_pool_security(node_service_account),
-                    ),
-                    management=gcp.container.NodePoolManagementArgs(auto_repair=auto_repair, auto_upgrade=True),
-                    upgrade_settings=upgrade_settings(plan),
+                    size=size,
+                    policy_name=policy_name,
+                    node_service_account=node_service_account,
+                    labels=labels,
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -201,8 +215,31 @@ class TpuSlicePool(pulumi.ComponentResource):
                     ignore_changes=ignored_changes(plan, size.autoscaled) or None,
                 ),
             )
-            self.node_pools.append(node_pool)
+            for index, resource_name in enumerate(own)
+        ]
         self.register_outputs({"nodePoolNames": self.node_pool_names, "computeClass": plan.compute_class})
+
+    def _compute_class(
+        self,
+        name: str,
+        plan: PoolPlan,
+        node_service_account: pulumi.Input[str],
+        policy_name: pulumi.Input[str] | None,
+        k8s_provider: k8s.Provider | None,
+        protect: bool,
+    ) -> k8s.apiextensions.CustomResource:
+        """The pool's ComputeClass (`stacks.compute_class`): GKE creates its node pools for pending pods."""
+        if k8s_provider is None:
+            raise ValueError(f"TPU pool {plan.name}: a capacity list needs the cluster's Kubernetes provider")
+        manifest = compute_class.compute_class(plan, node_service_account=node_service_account, policy_name=policy_name)
+        return k8s.apiextensions.CustomResource(
+            f"{name}-class",
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
+        )
 
     @property
     def capacity(self) -> list[pulumi.Resource]:

@@ -201,3 +201,36 @@ def test_workload_policy_is_protected_with_its_pool(run):
     )
     rec = run(config, stack="prod")
     assert rec.one(RESOURCE_POLICY).protect and tpu_pools(rec)["p-s0"].protect
+
+
+def test_node_pool_args_directly():
+    """components.tpu_pool.node_pool_args without a Pulumi program: each slice's node pool is labelled with its
+    pool and slice, and flex-start nodes are not repaired in place (a failed VM returns its capacity)."""
+    from components.tpu_pool import node_pool_args
+    from stacks import catalog, naming
+    from stacks.config import PoolPlan
+    from stacks.config_model import TpuPoolConfig
+    from stacks.pool_sizing import sizing
+
+    def args(capacity: str, index: int):
+        config = TpuPoolConfig.model_validate(pool(name="mh", slices=2, capacity=capacity))
+        shape = catalog.slice_shape("v6e", "4x4")
+        plan = PoolPlan(config=config, shape=shape, node_pool_names=tuple(naming.slice_node_pool_names("mh", 2, True)))
+        return node_pool_args(
+            plan,
+            index,
+            cluster_name="c",
+            location="us-east5",
+            project="p",
+            size=sizing(plan),
+            policy_name=None,
+            node_service_account="sa",
+            labels={"stack": "dev"},
+        )
+
+    second = args("on-demand", 1)
+    assert second.name == "mh-s1" and second.node_locations == ["us-east5-b"]
+    assert second.node_config.labels == {naming.POOL_LABEL: "mh", naming.SLICE_LABEL: "1"}
+    assert second.node_config.resource_labels == {"stack": "dev", "tpu-pool": "mh", "tpu-slice": "1"}
+    assert second.placement_policy.tpu_topology == "4x4" and second.management.auto_repair is True
+    assert args("flex-start", 0).management.auto_repair is False
