@@ -42,7 +42,7 @@ schema: venv
 lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy components stacks tooling
+	$(VENV)/bin/mypy components stacks workloads tooling
 	$(PY) -m tooling.json_schema --check
 
 # checkov over the rendered Kubernetes objects of every example: zero failures, every skip with its reason.

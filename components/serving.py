@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -11,7 +12,44 @@ import pulumi_kubernetes as k8s
 
 from components.workload_identity import WorkloadIdentity, register_grants
 from stacks.bucket_access import Grant
-from stacks.workloads.common import WorkloadPlan
+from stacks.workload_plan import WorkloadPlan
+
+
+@dataclass(frozen=True)
+class WorkloadDeps:
+    """What the platform hands a workload type's component (stacks.workload_type.WorkloadType.component)."""
+
+    project: str
+    stack: str
+    bucket: pulumi.Output[str]
+    """The stack bucket's name."""
+    provider: k8s.Provider
+    """The cluster's Kubernetes provider."""
+    namespace: pulumi.Resource | None
+    """What creates the workload's namespace (None: a namespace every cluster has)."""
+    node_pools: Sequence[pulumi.Resource]
+    """The node pools of the TPU pool it runs on."""
+    addon: Callable[[str], list[pulumi.Resource]]
+    """An add-on's release and CRDs by its key (tpu-serving:addons), for custom resources to wait for."""
+    adapter: Sequence[pulumi.Resource]
+    """The metrics adapter serving the metrics APIs an HPA reads."""
+    node_service_account: pulumi.Output[str] | None
+    """The email of its own node service account (types whose pool serves them alone), else None."""
+    cluster_name: pulumi.Output[str]
+    location: str
+    labels: dict[str, str]
+
+    def common(self, plan: WorkloadPlan) -> dict[str, Any]:
+        """The arguments every workload component takes."""
+        return dict(
+            plan=plan,
+            project=self.project,
+            stack=self.stack,
+            bucket=self.bucket,
+            provider=self.provider,
+            namespace=self.namespace,
+            node_pools=self.node_pools,
+        )
 
 
 class ServingWorkload(pulumi.ComponentResource):

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from stacks import addons  # noqa: E402
-from stacks.workloads import common  # noqa: E402
+from stacks import workload_plan as common  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
 from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
 
@@ -306,7 +306,7 @@ def _jetstream_probe(plan: Any) -> Probe | None:
 
 def _saxml_probe(plan: Any) -> Probe | None:
     # sax-http's /listcell lists a model of the cell (the admin server and the HTTP server both answer)
-    from stacks.workloads import saxml
+    from workloads.saxml import plan as saxml
 
     model = plan.desired_models()[0]["model"] if plan.workload.models else None
     if model is None:

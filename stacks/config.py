@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic.alias_generators import to_snake
 
 from stacks import addons as addon_registry
 from stacks import (
@@ -26,6 +25,7 @@ from stacks import (
     catalog,
     compute_class,
     gateway,
+    local_ports,
     naming,
     network_policy,
     pod_security,
@@ -34,7 +34,6 @@ from stacks import (
 )
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
-    WORKLOAD_TYPES,
     BucketConfig,
     ClusterConfig,
     GatewayConfig,
@@ -42,8 +41,10 @@ from stacks.config_model import (
     NetworkConfig,
     TpuPoolConfig,
 )
+from stacks.pool_plan import PoolPlan
+from stacks.problems import ConfigError, Problem
 from stacks.profiles import PROFILES, Profile
-from stacks.workloads import jetstream, jetstream_pathways, local_ports, pathways_job, saxml, vllm
+from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
 
 NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -85,88 +86,6 @@ BUCKET_LOCATION_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*")
 MAX_NODES = 15000
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        # one line per problem: control characters a bad value carries are shown escaped, never raw
-        return f"{self.path}: {_CONTROL.sub(lambda m: repr(m.group())[1:-1], self.message)}"
-
-
-class ConfigError(Exception):
-    """Every problem found in a stack config."""
-
-    def __init__(self, stack: str, problems: list[Problem]):
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"invalid stack configuration for stack '{stack}' ({len(problems)} {noun}):\n{lines}")
-
-
-@dataclass(frozen=True)
-class PoolPlan:
-    """A configured TPU pool resolved against the catalog: everything its node pools and workloads need."""
-
-    config: TpuPoolConfig
-    shape: catalog.SliceShape
-    node_pool_names: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def slices(self) -> int:
-        return self.config.slices
-
-    @property
-    def total_chips(self) -> int:
-        return self.shape.chips * self.slices
-
-    @property
-    def capacity_hosts(self) -> int:
-        """TPU hosts (nodes) the pool reaches at most: every slice whole, or the single-host autoscaling maximum."""
-        return self.max_nodes_per_node_pool * (self.slices if self.shape.multi_host else 1)
-
-    @property
-    def capacities(self) -> tuple[str, ...]:
-        """The pool's capacity types in priority order (one for a pool of node pools)."""
-        capacity = self.config.capacity
-        return tuple(capacity) if isinstance(capacity, list) else (capacity,)
-
-    @property
-    def compute_class(self) -> str | None:
-        """The ComputeClass of a pool whose capacity is a list; None for a pool of node pools."""
-        return compute_class.class_name(self.name) if len(self.capacities) > 1 else None
-
-    @property
-    def node_selector(self) -> dict[str, str]:
-        """What a TPU pod of this pool selects: the slice shape, and the ComputeClass when there is one."""
-        selector = dict(self.shape.node_selector)
-        if self.compute_class:
-            selector[compute_class.COMPUTE_CLASS_LABEL] = self.compute_class
-        return selector
-
-    def tolerations(self) -> list[dict[str, str]]:
-        """What a TPU pod of this pool tolerates: the TPU taint, and its ComputeClass's taint."""
-        out = [dict(catalog.TPU_TOLERATION)]
-        if self.compute_class:
-            out.append(compute_class.toleration(self.compute_class))
-        return out
-
-    @property
-    def max_nodes_per_node_pool(self) -> int:
-        """Nodes one node pool can reach: the whole slice (multi-host) or the autoscaling maximum."""
-        if self.shape.multi_host:
-            return self.shape.hosts
-        return self.config.autoscaling.max_nodes if self.config.autoscaling else 1
-
-
 @dataclass(frozen=True)
 class StackConfig:
     stack: str
@@ -188,6 +107,8 @@ class StackConfig:
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     workloads: tuple[Any, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    workload_types: WorkloadRegistry = field(default_factory=WorkloadRegistry)
+    """The workload types the config was parsed with (workloads/registry.py): what builds each workload."""
     paused: bool = False
     """Workloads at zero and TPU pools allowed to shrink to zero nodes; everything else stays."""
     decommission: bool = False
@@ -892,55 +813,45 @@ def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
     problems.extend(Problem(f"{NS}:addons.{path}", message) for path, message in addon_registry.check(addons))
 
 
-# Workload type -> the pinned images (stacks/versions.py) its TPU pods run by default. The generations a type
-# serves are those every one of these images is recorded to serve (versions.IMAGE_RECORDS, with sources); the
-# JetStream/MaxText, Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x.
-WORKLOAD_TPU_IMAGES: dict[str, tuple[str, ...]] = {
-    "jetstream": jetstream.TPU_IMAGES,
-    "jetstream-pathways": jetstream_pathways.TPU_IMAGES,
-    "saxml": saxml.TPU_IMAGES,
-    "pathways-job": pathways_job.TPU_IMAGES,
-    "vllm": vllm.TPU_IMAGES,
-}
-
-
-def generations_served(workload_type: str) -> frozenset[str]:
-    """TPU generations a workload type's default images serve (all, where nothing is recorded)."""
+def generations_served(workload_type: WorkloadType) -> frozenset[str]:
+    """TPU generations a workload type's default images serve (all, where nothing is recorded). The JetStream/MaxText,
+    Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x (versions.IMAGE_RECORDS, with sources)."""
     served = frozenset(catalog.GENERATIONS)
-    for key in WORKLOAD_TPU_IMAGES.get(workload_type, ()):
+    for key in workload_type.tpu_images:
         tpus = versions.IMAGE_RECORDS[key].serves.tpus
         served &= tpus if tpus is not None else served
     return served
 
 
-# Workload types whose TPU pods a controller writes (it sets their node selectors itself), so they cannot select
-# a pool's ComputeClass: refused on pools whose capacity is a list.
-NO_COMPUTE_CLASS = {"pathways-job": "the PathwaysJob controller writes the TPU pods' node selectors itself"}
-
-
-def _check_compute_class(path: str, workload: Any, pool: PoolPlan, problems: list[Problem]) -> None:
-    why = NO_COMPUTE_CLASS.get(workload.type)
-    if pool.compute_class and why:
+def _check_compute_class(path: str, kind: WorkloadType, pool: PoolPlan, problems: list[Problem]) -> None:
+    """Refuse a pool whose capacity is a list (a ComputeClass) for a type whose TPU pods a controller writes."""
+    if pool.compute_class and kind.no_compute_class:
         problems.append(
             Problem(
                 f"{path}.pool",
-                f"{workload.type} cannot run on pool {pool.name!r}, whose capacity is a list (ComputeClass "
-                f"{pool.compute_class}): {why}; give the pool a single capacity",
+                f"{kind.name} cannot run on pool {pool.name!r}, whose capacity is a list (ComputeClass "
+                f"{pool.compute_class}): {kind.no_compute_class}; give the pool a single capacity",
             )
         )
 
 
 def _check_generation(
-    path: str, workload: Any, pool: PoolPlan, reported: list[tuple[str, str]], problems: list[Problem]
+    path: str,
+    workload: Any,
+    pool: PoolPlan,
+    types: WorkloadRegistry,
+    reported: tuple[Problem, ...],
+    problems: list[Problem],
 ) -> None:
     """Refuse a pool whose generation the workload type's default images do not serve, naming the types that do.
     Image overrides are the workload's own check (versions.image_gaps), as is a gap it reported already."""
     gen = pool.shape.generation.name
     images = getattr(workload, "images", None)
     overridden = images is not None and any(v is not None for v in images.model_dump().values())
-    if gen in generations_served(workload.type) or overridden or any("TPU generation" in m for _, m in reported):
+    kind = types[workload.type]
+    if gen in generations_served(kind) or overridden or any("TPU generation" in p.message for p in reported):
         return
-    serving = [t for t in WORKLOAD_TYPES if gen in generations_served(t)]
+    serving = [t.name for t in types.values() if gen in generations_served(t)]
     problems.append(
         Problem(
             f"{path}.pool",
@@ -950,67 +861,12 @@ def _check_generation(
     )
 
 
-# Workload type -> the add-on its custom resources need.
-# (camelCase keys under tpu-serving:addons)
-WORKLOAD_ADDONS = {"jetstream-pathways": "lws", "saxml": "jobset", "pathways-job": "pathwaysJob"}
-# Workload types whose pods run on the host network as the node's identity: their TPU pool serves them alone.
-EXCLUSIVE_POOL_TYPES = {"pathways-job", "saxml"}
 PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 WORKLOAD_NAME_MAX = 40
 
 
-@dataclass(frozen=True)
-class WorkloadContext:
-    """What workload rules may need from the rest of the stack config."""
-
-    adapter: str
-    min_master_version: str | None
-    scrape_interval: str
-    paused: bool = False
-    cluster_name: str = ""
-    identity_suffix: str = ""
-    lws_enabled: bool = True
-    hf_token: bool = False
-    environment: str = "dev"
-
-
-# Workload type -> (check(path, workload, pool, problems, warnings, ctx), plan(workload, pool, ns, bucket, ctx)).
-WORKLOAD_RULES: dict[str, tuple[Callable, Callable]] = {
-    "jetstream-pathways": (
-        lambda path, w, pool, problems, warnings, ctx: jetstream_pathways.check(path, w, pool, problems, warnings),
-        lambda w, pool, ns, bucket, ctx: jetstream_pathways.PathwaysPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused
-        ),
-    ),
-    "saxml": (
-        lambda path, w, pool, problems, warnings, ctx: saxml.check(path, w, pool, problems, warnings, ctx.environment),
-        lambda w, pool, ns, bucket, ctx: saxml.SaxmlPlan(w, pool, ns, bucket, ctx.scrape_interval, ctx.paused),
-    ),
-    "pathways-job": (
-        lambda path, w, pool, problems, warnings, ctx: pathways_job.check(path, w, pool, problems, warnings),
-        lambda w, pool, ns, bucket, ctx: pathways_job.PathwaysJobPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused
-        ),
-    ),
-    "jetstream": (
-        lambda path, w, pool, problems, warnings, ctx: jetstream.check(path, w, pool, problems, warnings, ctx.adapter),
-        lambda w, pool, ns, bucket, ctx: jetstream.JetStreamPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.min_master_version, ctx.cluster_name
-        ),
-    ),
-    "vllm": (
-        lambda path, w, pool, problems, warnings, ctx: vllm.check(
-            path, w, pool, problems, warnings, adapter=ctx.adapter, lws_enabled=ctx.lws_enabled, hf_token=ctx.hf_token
-        ),
-        lambda w, pool, ns, bucket, ctx: vllm.VllmPlan(
-            w, pool, ns, bucket, ctx.scrape_interval, ctx.paused, ctx.adapter, ctx.hf_token, ctx.cluster_name
-        ),
-    ),
-}
-
-
-def _parse_workloads(raw: Any, problems: list[Problem]) -> list[tuple[int, Any]]:
+def _parse_workloads(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, Any]]:
     base = f"{NS}:workloads"
     if raw is None:
         return []
@@ -1020,17 +876,52 @@ def _parse_workloads(raw: Any, problems: list[Problem]) -> list[tuple[int, Any]]
     parsed = []
     for i, item in enumerate(raw):
         kind = item.get("type") if isinstance(item, dict) else None
-        if not isinstance(kind, str) or kind not in WORKLOAD_TYPES:
+        if not isinstance(kind, str) or kind not in types:
             problems.append(
-                Problem(
-                    f"{base}[{i}].type", f"{_fmt(kind)} is not a workload type; allowed: {', '.join(WORKLOAD_TYPES)}"
-                )
+                Problem(f"{base}[{i}].type", f"{_fmt(kind)} is not a workload type; allowed: {', '.join(types)}")
             )
             continue
-        workload = _parse(f"{base}[{i}]", WORKLOAD_TYPES[kind], item, problems)
+        workload = _parse(f"{base}[{i}]", types[kind].config, item, problems)
         if workload is not None:
             parsed.append((i, workload))
     return parsed
+
+
+def _check_workload_keys(
+    i: int,
+    workload: Any,
+    seen: dict[str, int],
+    all_pool_names: set[str],
+    addons: AddonsConfig | None,
+    types: WorkloadRegistry,
+    pools_complete: bool,
+    problems: list[Problem],
+) -> str:
+    """What every workload is checked for before its type's rules: its name, namespace, pool and add-on; returns
+    its namespace."""
+    path = f"{NS}:workloads[{i}]"
+    _check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
+    if workload.name in seen:
+        problems.append(
+            Problem(f"{path}.name", f"{workload.name!r} is already the name of workloads[{seen[workload.name]}]")
+        )
+    seen.setdefault(workload.name, i)
+    namespace = workload.namespace or workload.name
+    if namespace in FORBIDDEN_NAMESPACES:
+        problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
+    else:
+        _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
+    if workload.pool not in all_pool_names and pools_complete:
+        available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
+        problems.append(
+            Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
+        )
+    addon = types[workload.type].addon
+    if addon and addons is not None and not addons.of(addon).enabled:
+        problems.append(
+            Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
+        )
+    return namespace
 
 
 def _check_workloads(
@@ -1038,13 +929,14 @@ def _check_workloads(
     pools: dict[str, PoolPlan],
     all_pool_names: set[str],
     addons: AddonsConfig | None,
-    bucket_name: str | None,
+    types: WorkloadRegistry,
     context: WorkloadContext,
     problems: list[Problem],
     warnings: list[str],
     pools_complete: bool = True,
 ) -> list[Any]:
-    """Each workload's own rules, then what workloads share: namespaces and pool capacity.
+    """Each workload's own rules (its type's `resolve`: its plan or its problems), then what workloads share:
+    namespaces and pool capacity.
 
     `pools_complete` is false when tpuPools itself has problems: a workload's pool is then not reported as
     missing (the pool list is the problem, and it is reported at its own key)."""
@@ -1053,43 +945,24 @@ def _check_workloads(
     for i, workload in workloads:
         path = f"{NS}:workloads[{i}]"
         start = len(problems)
-        _check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
-        if workload.name in seen:
-            problems.append(
-                Problem(f"{path}.name", f"{workload.name!r} is already the name of workloads[{seen[workload.name]}]")
-            )
-        seen.setdefault(workload.name, i)
-        namespace = workload.namespace or workload.name
-        if namespace in FORBIDDEN_NAMESPACES:
-            problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
-        else:
-            _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
-        if workload.pool not in all_pool_names and pools_complete:
-            available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
-            problems.append(
-                Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
-            )
-        addon = WORKLOAD_ADDONS.get(workload.type)
-        if addon and addons is not None and not getattr(addons, to_snake(addon)).enabled:
-            problems.append(
-                Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
-            )
+        namespace = _check_workload_keys(i, workload, seen, all_pool_names, addons, types, pools_complete, problems)
+        kind = types[workload.type]
         pool = pools.get(workload.pool)
-        check, make_plan = WORKLOAD_RULES[workload.type]
-        raw_problems: list[tuple[str, str]] = []
-        check(path, workload, pool, raw_problems, warnings, context)
+        resolved = kind.resolve(path, workload, pool, namespace, context)
+        warnings.extend(resolved.warnings)
         if pool is not None:
-            _check_generation(path, workload, pool, raw_problems, problems)
-            _check_compute_class(path, workload, pool, problems)
-        problems.extend(Problem(p, m) for p, m in raw_problems)
+            _check_generation(path, workload, pool, types, resolved.problems, problems)
+            _check_compute_class(path, kind, pool, problems)
+        problems.extend(resolved.problems)
         _check_images(path, workload, problems)
-        if len(problems) == start and pool is not None and bucket_name:
-            plan = make_plan(workload, pool, namespace, bucket_name, context)
-            roots = [(key, bucket_access.stack_root_problem(url, bucket_name)) for key, url in plan.read_paths()]
+        if len(problems) == start and resolved.plan is not None:
+            roots = [
+                (key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()
+            ]
             problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
             if not any(why for _, why in roots):
-                plans.append((i, dataclasses.replace(plan, identity_suffix=context.identity_suffix)))
-    _check_exclusive_pools(workloads, pools, problems)
+                plans.append((i, resolved.plan))
+    _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
     _check_pool_capacity(plans, problems)
     return [plan for _, plan in plans]
@@ -1149,19 +1022,18 @@ def _check_pool_capacity(plans: list[tuple[int, Any]], problems: list[Problem]) 
 
 
 def _check_exclusive_pools(
-    workloads: list[tuple[int, Any]], pools: dict[str, PoolPlan], problems: list[Problem]
+    workloads: list[tuple[int, Any]], pools: dict[str, PoolPlan], types: WorkloadRegistry, problems: list[Problem]
 ) -> None:
     """A pool of a host-network workload serves it alone (its nodes act as that workload's identity), and the node
-    pools the stack adds for such a workload do not collide with the TPU node pools."""
+    pools a workload adds do not collide with the TPU node pools."""
     users: dict[str, list[int]] = {}
     for i, workload in workloads:
         users.setdefault(workload.pool, []).append(i)
     node_pools = {name: pool for pool in pools.values() for name in pool.node_pool_names}
     for i, workload in workloads:
-        if workload.type not in EXCLUSIVE_POOL_TYPES:
-            continue
+        kind = types[workload.type]
         others = [j for j in users.get(workload.pool, []) if j != i]
-        if others:
+        if kind.exclusive_pool and others:
             problems.append(
                 Problem(
                     f"{NS}:workloads[{i}].pool",
@@ -1169,32 +1041,41 @@ def _check_exclusive_pools(
                     "as its pool's node identity, so its pool serves it alone: add a pool",
                 )
             )
-        if workload.type == "pathways-job" and workload.deployment_mode == "default":
-            head = pathways_job.head_pool_name(workload.name)
-            if head in node_pools:
+        for added in kind.added_node_pools(workload):
+            if added in node_pools:
                 problems.append(
                     Problem(
                         f"{NS}:workloads[{i}].name",
-                        f"its head node pool {head!r} would collide with a node pool of tpuPools {node_pools[head].name!r}",
+                        f"its head node pool {added!r} would collide with a node pool of tpuPools {node_pools[added].name!r}",
                     )
                 )
 
 
-def parse_stack_config(
-    raw: dict[str, Any],
-    *,
-    stack: str,
-    pulumi_project: str,
+@dataclass(frozen=True)
+class _Sections:
+    """The stack config's keys parsed by their models (None: the key has problems, reported already)."""
+
+    environment: str | None
+    cluster: ClusterConfig | None
+    bucket: BucketConfig | None
+    pools: list[TpuPoolConfig | None]
+    addons: AddonsConfig | None
+    monitoring: MonitoringConfig | None
+    gateway: GatewayConfig | None
+    workloads: list[tuple[int, Any]]
+    paused: bool
+    decommission: bool
+
+
+def _check_invocation(
     gcp_project: str | None,
     region: str | None,
-    extra_keys: tuple[str, ...] = (),
-    hf_token: str | None = None,
-) -> StackConfig:
-    """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem.
-
-    `hf_token` says how tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be
-    stored in plain text in the stack file)."""
-    problems: list[Problem] = []
+    extra_keys: tuple[str, ...],
+    hf_token: str | None,
+    problems: list[Problem],
+) -> str | None:
+    """What comes from outside `tpu-serving:` keys: the gcp: settings, unknown keys, how the token is set.
+    Returns the region when it is one."""
     if hf_token == "plain":
         problems.append(
             Problem(
@@ -1203,10 +1084,8 @@ def parse_stack_config(
                 "pulumi config set --secret tpu-serving:hfToken <token>",
             )
         )
-
     for key in extra_keys:
         problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(KNOWN_KEYS)}"))
-
     if not gcp_project:
         problems.append(
             Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
@@ -1219,8 +1098,11 @@ def parse_stack_config(
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
     elif not REGION_RE.fullmatch(region):
         problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
-        region = None
+        return None
+    return region
 
+
+def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
     environment = raw.get("environment")
     if environment is None:
         problems.append(Problem(f"{NS}:environment", f"required: one of {', '.join(PROFILES)}"))
@@ -1228,65 +1110,90 @@ def parse_stack_config(
         problems.append(
             Problem(f"{NS}:environment", f"{_fmt(environment)} is not allowed; allowed: {', '.join(PROFILES)}")
         )
-
     cluster = _parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
     bucket = _parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
-    pool_configs = _parse_pools(raw.get("tpuPools"), problems)
+    pools = _parse_pools(raw.get("tpuPools"), problems)
     addons = _parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
     monitoring = _parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     gateway = _parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
     if addons is not None:
         _check_addons(addons, problems)
-    workload_configs = _parse_workloads(raw.get("workloads"), problems)
-    paused = _parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False
-    decommission = _parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False
+    return _Sections(
+        environment=environment if isinstance(environment, str) else None,
+        cluster=cluster,
+        bucket=bucket,
+        pools=pools,
+        addons=addons,
+        monitoring=monitoring,
+        gateway=gateway,
+        workloads=_parse_workloads(raw.get("workloads"), types, problems),
+        paused=_parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
+        decommission=_parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
+    )
 
-    cluster_name = cluster_location = None
-    if cluster is not None:
-        cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
-        _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
-        _check_network(cluster, problems)
-        if cluster.control_plane_endpoint == "ip" and environment != "dev":
-            problems.append(
-                Problem(
-                    f"{NS}:cluster.controlPlaneEndpoint",
-                    f"'ip' is allowed only in dev (environment is {_fmt(environment)}); staging and prod reach the "
-                    "control plane through the DNS-based endpoint (allowed: 'dns')",
-                )
-            )
-        if cluster.network.flow_logs and not cluster.network.create:
-            problems.append(
-                Problem(
-                    f"{NS}:cluster.network.flowLogs",
-                    "true applies only to a subnet the stack creates (network.create: true); enable flow logs on the "
-                    "existing subnet where it is managed",
-                )
-            )
-        _check_maintenance(cluster, problems)
-        _check_cluster(cluster, problems)
-        if gateway is not None:
-            _check_gateway(gateway, cluster.network, problems)
-        _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
-        if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
-            problems.append(
-                Problem(
-                    f"{NS}:cluster.systemPool.minNodes",
-                    f"{cluster.system_pool.min_nodes} is above maxNodes {cluster.system_pool.max_nodes}",
-                )
-            )
-        if region:
-            cluster_location = cluster.location or region
-            _check_location(cluster_location, region, problems)
-            zones = pool_sizing.cluster_zones(cluster_location)
-            if cluster.system_pool.max_nodes < zones:
-                problems.append(
-                    Problem(
-                        f"{NS}:cluster.systemPool.maxNodes",
-                        f"{cluster.system_pool.max_nodes} is below {zones}: a regional cluster's system pool starts "
-                        f"with a node in each of its {zones} zones (maxNodes is the total over them)",
-                    )
-                )
 
+def _check_cluster_section(
+    sections: _Sections, region: str | None, pulumi_project: str, stack: str, problems: list[Problem]
+) -> tuple[str | None, str | None]:
+    """The cluster's own rules; returns its name and location (None where they cannot be known)."""
+    cluster, environment = sections.cluster, sections.environment
+    if cluster is None:
+        return None, None
+    cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
+    _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
+    _check_network(cluster, problems)
+    if cluster.control_plane_endpoint == "ip" and environment != "dev":
+        problems.append(
+            Problem(
+                f"{NS}:cluster.controlPlaneEndpoint",
+                f"'ip' is allowed only in dev (environment is {_fmt(environment)}); staging and prod reach the "
+                "control plane through the DNS-based endpoint (allowed: 'dns')",
+            )
+        )
+    if cluster.network.flow_logs and not cluster.network.create:
+        problems.append(
+            Problem(
+                f"{NS}:cluster.network.flowLogs",
+                "true applies only to a subnet the stack creates (network.create: true); enable flow logs on the "
+                "existing subnet where it is managed",
+            )
+        )
+    _check_maintenance(cluster, problems)
+    _check_cluster(cluster, problems)
+    if sections.gateway is not None:
+        _check_gateway(sections.gateway, cluster.network, problems)
+    _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
+    _check_system_pool(cluster, problems)
+    if not region:
+        return cluster_name, None
+    cluster_location = cluster.location or region
+    _check_location(cluster_location, region, problems)
+    zones = pool_sizing.cluster_zones(cluster_location)
+    if cluster.system_pool.max_nodes < zones:
+        problems.append(
+            Problem(
+                f"{NS}:cluster.systemPool.maxNodes",
+                f"{cluster.system_pool.max_nodes} is below {zones}: a regional cluster's system pool starts "
+                f"with a node in each of its {zones} zones (maxNodes is the total over them)",
+            )
+        )
+    return cluster_name, cluster_location
+
+
+def _check_system_pool(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
+        problems.append(
+            Problem(
+                f"{NS}:cluster.systemPool.minNodes",
+                f"{cluster.system_pool.min_nodes} is above maxNodes {cluster.system_pool.max_nodes}",
+            )
+        )
+
+
+def _check_bucket_section(
+    bucket: BucketConfig | None, gcp_project: str | None, pulumi_project: str, stack: str, problems: list[Problem]
+) -> str | None:
+    """The bucket's rules; returns its name (None where it cannot be known)."""
     bucket_name = None
     if bucket is not None and gcp_project:
         bucket_name = bucket.name or naming.default_bucket_name(gcp_project, pulumi_project, stack)
@@ -1297,10 +1204,14 @@ def parse_stack_config(
         problems.append(
             Problem(f"{NS}:bucket.location", f"{bucket.location!r} is not a bucket location, e.g. us-east5, US, NAM4")
         )
+    return bucket_name
 
+
+def _check_pools(sections: _Sections, region: str | None, problems: list[Problem]) -> list[PoolPlan]:
+    """Each TPU pool against the catalog and the region, then what pools share: node-pool names and versions."""
     indexed: list[tuple[int, PoolPlan]] = []
     seen: dict[str, int] = {}
-    for i, pool in enumerate(pool_configs):
+    for i, pool in enumerate(sections.pools):
         if pool is None:
             continue
         if pool.name in seen:
@@ -1314,59 +1225,120 @@ def parse_stack_config(
             if plan is not None:
                 indexed.append((i, plan))
     plans = _check_node_pool_names(indexed, problems)
-    if cluster is not None:
-        _check_pool_versions(cluster, plans, problems)
-    warnings: list[str] = []
-    workload_plans = _check_workloads(
-        workload_configs,
-        {p.name: p for p in plans},
-        _declared_pool_names(raw.get("tpuPools")),
-        addons,
-        bucket_name,
-        WorkloadContext(
-            adapter=monitoring.adapter if monitoring is not None else "none",
-            min_master_version=cluster.min_master_version if cluster is not None else None,
-            scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
-            paused=paused,
-            cluster_name=cluster_name or "",
-            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
-            lws_enabled=addons.of("lws").enabled if addons is not None else False,
-            hf_token=hf_token == "secret",
-            environment=environment if isinstance(environment, str) else "",
-        ),
-        problems,
-        warnings,
-        pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in pool_configs,
+    if sections.cluster is not None:
+        _check_pool_versions(sections.cluster, plans, problems)
+    return plans
+
+
+def _workload_context(
+    sections: _Sections,
+    cluster_name: str | None,
+    bucket_name: str | None,
+    identity_suffix: str,
+    hf_token: str | None,
+) -> WorkloadContext:
+    cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
+    return WorkloadContext(
+        adapter=monitoring.adapter if monitoring is not None else "none",
+        min_master_version=cluster.min_master_version if cluster is not None else None,
+        scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
+        bucket=bucket_name or "",
+        paused=sections.paused,
+        cluster_name=cluster_name or "",
+        identity_suffix=identity_suffix,
+        lws_enabled=addons.of("lws").enabled if addons is not None else False,
+        hf_token=hf_token == "secret",
+        environment=sections.environment or "",
     )
 
+
+def parse_stack_config(
+    raw: dict[str, Any],
+    *,
+    stack: str,
+    pulumi_project: str,
+    gcp_project: str | None,
+    region: str | None,
+    workload_types: WorkloadRegistry,
+    extra_keys: tuple[str, ...] = (),
+    hf_token: str | None = None,
+) -> StackConfig:
+    """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem.
+
+    `workload_types` are the types the program serves (workloads/registry.py). `hf_token` says how
+    tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be stored in plain text in
+    the stack file)."""
+    problems: list[Problem] = []
+    region = _check_invocation(gcp_project, region, extra_keys, hf_token, problems)
+    sections = _parse_sections(raw, workload_types, problems)
+    cluster_name, cluster_location = _check_cluster_section(sections, region, pulumi_project, stack, problems)
+    bucket_name = _check_bucket_section(sections.bucket, gcp_project, pulumi_project, stack, problems)
+    pools = _check_pools(sections, region, problems)
+    warnings: list[str] = []
+    context = _workload_context(
+        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token
+    )
+    workload_plans = _check_workloads(
+        sections.workloads,
+        {p.name: p for p in pools},
+        _declared_pool_names(raw.get("tpuPools")),
+        sections.addons,
+        workload_types,
+        context,
+        problems,
+        warnings,
+        pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
+    )
     if problems:
         raise ConfigError(stack, problems)
-    workload_plans = with_local_ports(workload_plans)
+    assert gcp_project and region and cluster_name and cluster_location and bucket_name
+    return _stack_config(
+        sections,
+        stack=stack,
+        pulumi_project=pulumi_project,
+        gcp_project=gcp_project,
+        region=region,
+        names=(cluster_name, cluster_location, bucket_name),
+        pools=pools,
+        workloads=with_local_ports(workload_plans),
+        workload_types=workload_types,
+        warnings=warnings,
+    )
 
-    assert cluster is not None and bucket is not None and environment and gcp_project and region
+
+def _stack_config(
+    sections: _Sections,
+    *,
+    stack: str,
+    pulumi_project: str,
+    gcp_project: str,
+    region: str,
+    names: tuple[str, str, str],
+    pools: list[PoolPlan],
+    workloads: list[Any],
+    workload_types: WorkloadRegistry,
+    warnings: list[str],
+) -> StackConfig:
+    """The validated config, with the environment's profile and the warnings a user should read."""
+    cluster, bucket, environment = sections.cluster, sections.bucket, sections.environment
+    addons, monitoring, gateway = sections.addons, sections.monitoring, sections.gateway
+    assert cluster is not None and bucket is not None and environment
     assert addons is not None and monitoring is not None and gateway is not None
-    assert cluster_name and cluster_location and bucket_name
     profile = PROFILES[environment]
-    if decommission:
+    if sections.decommission:
         profile = profile.decommissioned()
         warnings.append(
             f"{NS}:decommission=true: protection of the {environment} cluster, TPU pools and bucket is off so that "
             "`pulumi destroy` can run; the bucket is still retained (left in place) on destroy"
         )
-    if paused:
+    if sections.paused:
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
-    if gateway.enabled and not any(getattr(w, "gateway_backend", None) and w.gateway_backend() for w in workload_plans):
+    if gateway.enabled and not any(getattr(w, "gateway_backend", None) and w.gateway_backend() for w in workloads):
         warnings.append(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
             "opt out): the Gateway routes nothing"
         )
-    warnings = _warnings(environment, profile, cluster, bucket) + warnings
-    labels = {
-        "app": "tpu-serving",
-        "stack": naming.label_value(stack),
-        "environment": environment,
-        **cluster.labels,
-    }
+    cluster_name, cluster_location, bucket_name = names
     return StackConfig(
         stack=stack,
         pulumi_project=pulumi_project,
@@ -1380,15 +1352,16 @@ def parse_stack_config(
         bucket=bucket,
         bucket_name=bucket_name,
         bucket_force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
-        pools=tuple(plans),
-        labels=labels,
+        pools=tuple(pools),
+        labels={"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels},
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
-        workloads=tuple(workload_plans),
-        warnings=tuple(warnings),
-        paused=paused,
-        decommission=decommission,
+        workloads=tuple(workloads),
+        warnings=tuple(_warnings(environment, profile, cluster, bucket) + warnings),
+        paused=sections.paused,
+        decommission=sections.decommission,
+        workload_types=workload_types,
     )
 
 
@@ -1444,7 +1417,7 @@ def _secret_state(runtime_config, key: str) -> str | None:
     return "secret" if secret else "plain"
 
 
-def load_stack_config() -> StackConfig:
+def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
     """Read and validate this stack's config; raise pulumi.RunError listing every problem."""
     import pulumi
     from pulumi.runtime import config as runtime_config
@@ -1462,6 +1435,7 @@ def load_stack_config() -> StackConfig:
             pulumi_project=pulumi.get_project(),
             gcp_project=gcp.get("project"),
             region=gcp.get("region"),
+            workload_types=workload_types,
             extra_keys=extra,
             hf_token=_secret_state(runtime_config, "hfToken"),
         )

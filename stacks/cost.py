@@ -151,22 +151,8 @@ def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
     for workload in cfg.workloads:
         pool = workload.pool
         price = chip_price(pool.shape.generation.name, pool.capacities[0]) or 0.0
-        out.workloads[workload.name] = 0.0 if paused else round(workload_chips(workload) * price, 4)
+        out.workloads[workload.name] = 0.0 if paused else round(workload.chips_at_peak * price, 4)
     return out
-
-
-def workload_chips(workload: Any) -> int:
-    """Chips a workload holds at its largest: every replica takes whole slices or nodes."""
-    w, pool = workload.workload, workload.pool
-    if w.type == "jetstream-pathways":
-        return w.replicas * pool.total_chips
-    if w.type in ("saxml", "pathways-job"):
-        return pool.total_chips
-    if w.type == "vllm" and pool.shape.multi_host:
-        # one slice per replica
-        return (w.autoscaling.max_replicas if w.autoscaling else w.replicas) * pool.shape.chips
-    replicas = w.autoscaling.max_replicas if w.autoscaling else w.replicas
-    return replicas * pool.shape.tpu_request
 
 
 def as_output(est: Estimate) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from pydantic.alias_generators import to_camel, to_snake
 from stacks import addons, pod_security, versions
 from stacks.addons import Addon, ChartAddonConfig, CrdPolicy
 from stacks.catalog import version_tuple
-from stacks.config import WORKLOAD_ADDONS
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from tests.conftest import make_config
+from workloads.registry import WORKLOAD_TYPES
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -74,7 +74,7 @@ def test_pathways_job_needs_jobset_from_its_readme():
 
 
 def test_workload_types_name_registered_addons():
-    assert set(WORKLOAD_ADDONS.values()) <= {a.key for a in addons.ADDONS}
+    assert {t.addon for t in WORKLOAD_TYPES.values() if t.addon} <= {a.key for a in addons.ADDONS}
 
 
 def test_readme_table_lists_every_addon_with_its_versions():

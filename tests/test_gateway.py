@@ -26,6 +26,7 @@ from stacks.versions import CRDS, INFERENCE_POOL_CRD
 from tests.conftest import make_config
 from tooling.k8s_objects import kubernetes_objects
 from tooling.schemas import crd_dir, validate_objects
+from workloads.registry import WORKLOAD_TYPES
 
 CLUSTER = "gcp:container/cluster:Cluster"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
@@ -42,7 +43,12 @@ def parse(gateway_config: dict[str, Any], network: dict[str, Any] | None = None)
         cfg["tpu-serving:cluster"] = {"network": network}
     raw = {k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("tpu-serving:")}
     return parse_stack_config(
-        raw, stack="dev", pulumi_project="tpu-serving", gcp_project=cfg["gcp:project"], region=cfg["gcp:region"]
+        raw,
+        stack="dev",
+        pulumi_project="tpu-serving",
+        gcp_project=cfg["gcp:project"],
+        region=cfg["gcp:region"],
+        workload_types=WORKLOAD_TYPES,
     )
 
 

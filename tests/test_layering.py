@@ -3,8 +3,10 @@
 import ast
 from pathlib import Path
 
+from tooling.program import program_files
+
 ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = [ROOT / "__main__.py", *sorted((ROOT / "stacks").rglob("*.py")), *sorted((ROOT / "components").rglob("*.py"))]
+PROGRAM = program_files()
 FORBIDDEN = ("tooling", "tests", "pytest", "kubernetes_validate", "referencing", "jsonschema", "yaml")
 
 

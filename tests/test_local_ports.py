@@ -12,7 +12,8 @@ import threading
 
 import pytest
 
-from stacks.workloads import common, local_ports
+from stacks import local_ports
+from stacks import workload_plan as common
 from tests.conftest import EXAMPLES, recorded
 
 

@@ -17,11 +17,12 @@ import pytest
 
 from stacks import bucket_access, catalog, cost, cpu_machines
 from stacks.config import ConfigError, parse_stack_config
-from stacks.workloads import pathways_job as pj
 from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
+from workloads.pathways_job import plan as pj
+from workloads.registry import WORKLOAD_TYPES
 
 EXAMPLE = ROOT / "examples" / "pathways-job" / "Pulumi.pathways-job.yaml"
 CRD_FILE = reference_dir() / "crds" / "pathways-job.pathways.domain_pathwaysjobs.yaml"
@@ -46,7 +47,12 @@ def raw(pools=None, workloads=None, addons=None, **extra):
 
 def parse(**kw):
     return parse_stack_config(
-        raw(**kw), stack="dev", pulumi_project="tpu-serving", gcp_project="tpu-test-project", region="us-east5"
+        raw(**kw),
+        stack="dev",
+        pulumi_project="tpu-serving",
+        gcp_project="tpu-test-project",
+        region="us-east5",
+        workload_types=WORKLOAD_TYPES,
     )
 
 

@@ -268,6 +268,7 @@ def test_stockout_safe_sizing_and_pause_stay_consistent(capacity, autoscaling, w
     """Created whole only where capacity is reserved (or asked for); paused, every slice may go to 0; unpaused,
     the configured minimum comes back, with the same maximum (an in-place autoscaling update, never a replace)."""
     from stacks.config import parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
 
     extra = {"reservation": "r"} if capacity == "reservation" else {}
     if autoscaling:
@@ -279,7 +280,12 @@ def test_stockout_safe_sizing_and_pause_stay_consistent(capacity, autoscaling, w
         ],
     }
     (plan,) = parse_stack_config(
-        raw, stack="dev", pulumi_project="p", gcp_project="tpu-test-project", region="us-east5"
+        raw,
+        stack="dev",
+        pulumi_project="p",
+        gcp_project="tpu-test-project",
+        region="us-east5",
+        workload_types=WORKLOAD_TYPES,
     ).pools
     running, paused = sizing(plan), sizing(plan, paused=True)
     assert waits_for_capacity(plan) == whole

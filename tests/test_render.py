@@ -135,6 +135,7 @@ def test_render_check_passes_for_every_shipped_stack(path, tmp_path, capsys):
 def test_check_reports_violations(capsys):
     from stacks.config import parse_stack_config
     from tooling.offline import Recording
+    from workloads.registry import WORKLOAD_TYPES
 
     cfg = parse_stack_config(
         {"environment": "dev"},
@@ -142,6 +143,7 @@ def test_check_reports_violations(capsys):
         pulumi_project="tpu-serving",
         gcp_project="tpu-test-project",
         region="us-east5",
+        workload_types=WORKLOAD_TYPES,
     )
     bad = Registration(
         type="kubernetes:core/v1:Service",

@@ -9,12 +9,12 @@ import pulumi
 import pytest
 import yaml
 
-from stacks.workloads import saxml
 from tests.conftest import make_config, recorded, reference_dir, stack_ksa
 from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
+from workloads.saxml import plan as saxml
 
 
 def pool(**fields):

@@ -6,8 +6,9 @@ import re
 import pytest
 
 from tooling.offline import ROOT
+from tooling.program import program_files
 
-PROGRAM = [ROOT / "__main__.py", *sorted((ROOT / "components").rglob("*.py")), *sorted((ROOT / "stacks").rglob("*.py"))]
+PROGRAM = program_files()
 ALIASES = {"pulumi_gcp": "gcp", "pulumi_kubernetes": "k8s"}
 
 

@@ -28,11 +28,11 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, dashboard, metrics, versions
-from stacks.workloads import vllm
 from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
+from workloads.vllm import plan as vllm
 
 TUTORIAL = reference_dir() / "kubernetes-engine-samples/ai-ml/vllm-tpu"
 LWS_EXAMPLE = reference_dir() / "lws/docs/examples/vllm/TPU/lws.yaml"
@@ -268,6 +268,7 @@ def test_user_args_replace_derived_flags_in_place():
 
 def vllm_plan(**fields) -> list[str]:
     from stacks.config import parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
 
     cfg = parse_stack_config(
         {"environment": "dev", "tpuPools": POOLS, "workloads": [wl(**fields)]},
@@ -275,6 +276,7 @@ def vllm_plan(**fields) -> list[str]:
         pulumi_project="tpu-serving",
         gcp_project="tpu-test-project",
         region="us-east5",
+        workload_types=WORKLOAD_TYPES,
     )
     return cfg.workloads[0].serve_args()
 
@@ -356,6 +358,7 @@ def test_pause_scales_to_zero_and_drops_the_hpa(run):
 
 def test_cost_counts_whole_slices_per_replica():
     from stacks.config import parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
 
     cfg = parse_stack_config(
         {"environment": "dev", "tpuPools": POOLS, "workloads": [wl(pool="multi", autoscaling=AUTO)]},
@@ -363,8 +366,9 @@ def test_cost_counts_whole_slices_per_replica():
         pulumi_project="tpu-serving",
         gcp_project="tpu-test-project",
         region="us-east5",
+        workload_types=WORKLOAD_TYPES,
     )
-    assert cost.workload_chips(cfg.workloads[0]) == 2 * 16
+    assert cfg.workloads[0].chips_at_peak == 2 * 16
     assert cost.estimate(cfg).workloads["llm"] == round(32 * cost.chip_price("v6e", "on-demand"), 4)
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import config, versions
-from stacks.config_model import WORKLOAD_TYPES
-from stacks.workloads import jetstream, jetstream_pathways, maxtext, saxml
+from stacks import config, maxtext, versions
+from workloads.jetstream import plan as jetstream
+from workloads.jetstream_pathways import plan as jetstream_pathways
+from workloads.registry import WORKLOAD_TYPES
+from workloads.saxml import plan as saxml
 
 WITH_IMAGE_MAPS = {"jetstream": jetstream, "jetstream-pathways": jetstream_pathways, "saxml": saxml}
 
 
 def test_every_workload_type_says_which_default_images_run_on_its_tpus():
-    assert set(config.WORKLOAD_TPU_IMAGES) == set(WORKLOAD_TYPES)
-    for workload_type, keys in config.WORKLOAD_TPU_IMAGES.items():
+    for workload_type, kind in WORKLOAD_TYPES.items():
+        keys = kind.tpu_images
         assert keys, workload_type
         assert set(keys) <= set(versions.IMAGE_RECORDS), workload_type
 
@@ -22,7 +24,7 @@ def test_every_workload_type_says_which_default_images_run_on_its_tpus():
 @pytest.mark.parametrize("workload_type", sorted(WITH_IMAGE_MAPS))
 def test_every_images_key_has_one_pinned_default(workload_type):
     module = WITH_IMAGE_MAPS[workload_type]
-    images_model = WORKLOAD_TYPES[workload_type].model_fields["images"].annotation
+    images_model = WORKLOAD_TYPES[workload_type].config.model_fields["images"].annotation
     assert set(module.DEFAULT_IMAGES) == set(images_model.model_fields)
     assert set(module.DEFAULT_IMAGES.values()) <= set(versions.IMAGES)
     assert set(module.TPU_IMAGES) <= set(module.DEFAULT_IMAGES.values())
@@ -30,8 +32,12 @@ def test_every_images_key_has_one_pinned_default(workload_type):
 
 def test_generations_served_follow_the_tpu_images():
     # JetStream's MaxEngine image is recorded for v4, v5e, v5p only (stacks/versions.py, with its source).
-    assert config.generations_served("jetstream") == versions.IMAGE_RECORDS["maxengineServer"].serves.tpus
-    assert "tpu7x" in config.generations_served("vllm") and "tpu7x" not in config.generations_served("saxml")
+    assert (
+        config.generations_served(WORKLOAD_TYPES["jetstream"]) == versions.IMAGE_RECORDS["maxengineServer"].serves.tpus
+    )
+    assert "tpu7x" in config.generations_served(WORKLOAD_TYPES["vllm"]) and "tpu7x" not in config.generations_served(
+        WORKLOAD_TYPES["saxml"]
+    )
 
 
 # MaxText's `quantization` values: AI-Hypercomputer/maxtext MaxText/layers/quantizations.py `_get_quant_config`
@@ -49,7 +55,7 @@ def test_pathways_presets_size_from_their_quantization_argument():
 
 
 def test_sax_cell_defaults_to_one_named_after_the_workload():
-    model = WORKLOAD_TYPES["saxml"]
+    model = WORKLOAD_TYPES["saxml"].config
     assert saxml.cell_of(model.model_validate({"type": "saxml", "name": "sax", "pool": "p"})) == "/sax/sax"
     assert (
         saxml.cell_of(model.model_validate({"type": "saxml", "name": "sax", "pool": "p", "cell": "/sax/x"})) == "/sax/x"

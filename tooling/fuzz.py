@@ -245,6 +245,7 @@ def _values(config: dict[str, Any]) -> dict[str, str]:
 def parse(config: dict[str, Any], stack: str):
     """What `load_stack_config()` does, without the Pulumi runtime: StackConfig, or ConfigError."""
     from stacks.config import KNOWN_KEYS, NS, _raw_config, parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
 
     values = _values(config)
     raw = _raw_config(lambda key: values.get(f"{NS}:{key}"))
@@ -257,6 +258,7 @@ def parse(config: dict[str, Any], stack: str):
         pulumi_project="tpu-serving",
         gcp_project=values.get("gcp:project"),
         region=values.get("gcp:region"),
+        workload_types=WORKLOAD_TYPES,
         extra_keys=extra,
     )
 

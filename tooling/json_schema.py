@@ -18,7 +18,6 @@ from pydantic import TypeAdapter
 from stacks import addons
 from stacks.config import KNOWN_KEYS, NS
 from stacks.config_model import (
-    WORKLOAD_TYPES,
     BucketConfig,
     ClusterConfig,
     MonitoringConfig,
@@ -26,6 +25,7 @@ from stacks.config_model import (
 )
 from stacks.profiles import PROFILES
 from tooling.offline import ROOT
+from workloads.registry import WORKLOAD_TYPES
 
 SCHEMA_PATH = ROOT / "schema" / "stack-config.schema.json"
 REF = "#/$defs/{model}"
@@ -40,7 +40,7 @@ def _model_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
 def stack_config_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     workload_refs = []
-    for model in WORKLOAD_TYPES.values():
+    for model in (t.config for t in WORKLOAD_TYPES.values()):
         defs[model.__name__] = _model_schema(model, defs)
         workload_refs.append({"$ref": REF.format(model=model.__name__)})
     properties: dict[str, Any] = {

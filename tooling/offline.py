@@ -299,6 +299,7 @@ def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = Non
 def parse_stack_file(path: Path, stack: str | None = None):
     """The validated StackConfig of a stack file, without running the program (for render and tests)."""
     from stacks.config import NS, parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
 
     values = load_stack_file(path)
     raw = {}
@@ -313,4 +314,5 @@ def parse_stack_file(path: Path, stack: str | None = None):
         pulumi_project=PROJECT,
         gcp_project=values.get("gcp:project"),
         region=values.get("gcp:region"),
+        workload_types=WORKLOAD_TYPES,
     )

@@ -3,12 +3,13 @@
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.platform import build_stack
 from components.workload_identity import WorkloadIdentity
 from stacks.bucket_access import OBJECT_VIEWER, Grant
 from stacks.config import load_stack_config
-from stacks.stack import build_stack
+from workloads.registry import WORKLOAD_TYPES
 
-cfg = load_stack_config()
+cfg = load_stack_config(WORKLOAD_TYPES)
 platform = build_stack(cfg)
 namespace = k8s.core.v1.Namespace(
     "serving-ns",

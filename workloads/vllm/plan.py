@@ -21,11 +21,12 @@ from typing import Any
 
 from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
-from stacks.config_model import VllmWorkload
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
-from stacks.workloads.common import (
+from stacks.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
     TPU_TOLERATION,
@@ -33,6 +34,8 @@ from stacks.workloads.common import (
     check_autoscaling,
     hpa_manifest,
 )
+from stacks.workload_type import WorkloadContext
+from workloads.vllm.config import VllmWorkload
 
 HTTP_PORT = 8000  # vLLM's default --port, the tutorial's
 HEALTH_PATH = "/health"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/health.py
@@ -155,6 +158,13 @@ class VllmPlan(WorkloadPlan):
         return (auto.max_replicas if auto is not None else self.workload.replicas) * self.shape.hosts
 
     @property
+    def chips_at_peak(self) -> int:
+        """A replica takes one node's TPU request (single-host pool) or one whole slice (multi-host pool)."""
+        auto = self.workload.autoscaling
+        replicas = auto.max_replicas if auto is not None else self.workload.replicas
+        return replicas * (self.shape.chips if self.multi_host else self.shape.tpu_request)
+
+    @property
     def autoscaled(self) -> bool:
         return self.workload.autoscaling is not None and not self.paused
 
@@ -257,56 +267,65 @@ def _flag(key: str, value: Any) -> list[str]:
 def check(
     path: str,
     workload: VllmWorkload,
-    pool: Any,
-    problems: list,
-    warnings: list,
-    *,
-    adapter: str,
-    lws_enabled: bool,
-    hf_token: bool,
-) -> bool:
-    start = len(problems)
-    _check_model(path, workload.model, hf_token, problems, warnings)
+    pool: PoolPlan | None,
+    namespace: str,
+    ctx: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> VllmPlan | None:
+    """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
+    _check_model(path, workload.model, ctx.hf_token, problems, warnings)
     _check_image_and_args(path, workload, problems)
     auto = workload.autoscaling
     if auto is not None:
-        check_autoscaling(path, auto, adapter, metrics.VLLM_METRICS, problems)
-    if pool is None or len(problems) > start:
-        return len(problems) == start
+        check_autoscaling(path, auto, ctx.adapter, metrics.VLLM_METRICS, problems)
+    if pool is None or problems:
+        return None
 
-    plan = VllmPlan(workload, pool, "", "")
+    plan = VllmPlan(
+        workload,
+        pool,
+        namespace,
+        ctx.bucket,
+        ctx.scrape_interval,
+        ctx.paused,
+        ctx.adapter,
+        ctx.hf_token,
+        ctx.cluster_name,
+        identity_suffix=ctx.identity_suffix,
+    )
     for gap in image_gaps(plan.image, plan.needs()):
-        problems.append((f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
+        problems.append(Problem(f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
     if image_record(plan.image) is None:
         warnings.append(
             f"{path}.image: {plan.image} is not in the version matrix; the stack cannot check that it serves vLLM's "
             "API, metrics and this TPU generation"
         )
-    if len(problems) > start:
-        return False
+    if problems:
+        return None
     gen = pool.shape.generation
     if gen.vllm_support != "recommended":
         warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {gen.vllm_support}")
-    _check_replicas_fit(path, workload, pool, lws_enabled, problems)
+    _check_replicas_fit(path, workload, pool, ctx.lws_enabled, problems)
     if auto is not None:
         _check_hbm_metrics(path, auto, pool.shape, problems)
     _serving_warnings(path, plan, warnings)
-    return len(problems) == start
+    return plan
 
 
-def _check_model(path: str, model: str, hf_token: bool, problems: list, warnings: list) -> None:
+def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem], warnings: list) -> None:
     """A gs:// folder of weights, or a Hugging Face id (warned about without a token: gated models need one)."""
     if is_gcs(model):
         if not GS_PATH_RE.fullmatch(model):
             problems.append(
-                (
+                Problem(
                     f"{path}.model",
                     f"{model!r} is not a gs:// path of a folder of weights, e.g. gs://my-bucket/llama-70b",
                 )
             )
     elif not HF_ID_RE.fullmatch(model):
         problems.append(
-            (
+            Problem(
                 f"{path}.model",
                 f"{model!r} is neither a Hugging Face model id (org/name, e.g. meta-llama/Llama-3.1-70B) nor a "
                 "gs:// path of weights",
@@ -319,21 +338,23 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list, warnings
         )
 
 
-def _check_image_and_args(path: str, workload: VllmWorkload, problems: list) -> None:
+def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Problem]) -> None:
     """An image a kubelet can pull; `args` are `vllm serve` flag names and none the stack derives."""
     if workload.image is not None:
         why = naming.image_reference_problem(workload.image)
         if why:
-            problems.append((f"{path}.image", why))
+            problems.append(Problem(f"{path}.image", why))
     for key in workload.args:
         why = RESERVED_ARGS.get(normalize_flag(key))
         if why:
-            problems.append((f"{path}.args.{key}", f"derived by the stack: {why}"))
+            problems.append(Problem(f"{path}.args.{key}", f"derived by the stack: {why}"))
         elif not FLAG_NAME_RE.fullmatch(key):
-            problems.append((f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
+            problems.append(Problem(f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
 
 
-def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enabled: bool, problems: list) -> None:
+def _check_replicas_fit(
+    path: str, workload: VllmWorkload, pool: Any, lws_enabled: bool, problems: list[Problem]
+) -> None:
     """The most replicas fit the pool: a whole slice each (multi-host, on a LeaderWorkerSet) or their chips."""
     shape, gen = pool.shape, pool.shape.generation
     auto = workload.autoscaling
@@ -342,7 +363,7 @@ def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enable
     if shape.multi_host:
         if not lws_enabled:
             problems.append(
-                (
+                Problem(
                     f"{path}.pool",
                     f"pool {pool.name!r} is multi-host: vLLM runs as a LeaderWorkerSet, so enable "
                     "tpu-serving:addons.lws",
@@ -350,7 +371,7 @@ def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enable
             )
         if most > pool.slices:
             problems.append(
-                (
+                Problem(
                     key,
                     f"{most} replicas need {most} slices of {gen.name} {shape.topology} (one per replica), but pool "
                     f"{pool.name!r} has {pool.slices}; raise the pool's slices or lower the replicas",
@@ -360,7 +381,7 @@ def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enable
     capacity = pool.max_nodes_per_node_pool * shape.chips_per_host
     if most * shape.tpu_request > capacity:
         problems.append(
-            (
+            Problem(
                 key,
                 f"{most} replicas x {shape.tpu_request} chips = {most * shape.tpu_request} chips, but pool "
                 f"{pool.name!r} holds at most {capacity} chips ({pool.max_nodes_per_node_pool} nodes x "
@@ -369,13 +390,13 @@ def _check_replicas_fit(path: str, workload: VllmWorkload, pool: Any, lws_enable
         )
 
 
-def _check_hbm_metrics(path: str, auto: Any, shape: catalog.SliceShape, problems: list) -> None:
+def _check_hbm_metrics(path: str, auto: Any, shape: catalog.SliceShape, problems: list[Problem]) -> None:
     """HBM metrics an HPA can act on for one replica of this slice shape."""
     gen = shape.generation
     for i, metric in enumerate(auto.metrics):
         if metric.name == "tpu_memory_used_percentage" and shape.multi_host:
             problems.append(
-                (
+                Problem(
                     f"{path}.autoscaling.metrics[{i}].name",
                     f"tpu_memory_used_percentage adds up used/total per node, and one replica here spans "
                     f"{shape.hosts} nodes: it would count each replica {shape.hosts} times; use tpu_memory_used "
@@ -384,7 +405,7 @@ def _check_hbm_metrics(path: str, auto: Any, shape: catalog.SliceShape, problems
             )
         if metric.name == "tpu_memory_used" and metric.target > shape.hbm_bytes:
             problems.append(
-                (
+                Problem(
                     f"{path}.autoscaling.metrics[{i}].target",
                     f"{metric.target:g} bytes is more HBM than one replica has ({shape.hbm_bytes} bytes on "
                     f"{gen.name} {shape.topology}); the HPA would never scale up",

@@ -17,10 +17,13 @@ from typing import Any
 
 from stacks import catalog, cpu_machines, naming
 from stacks.bucket_access import OBJECT_USER, Grant
-from stacks.config_model import PathwaysJobWorkload
 from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem
 from stacks.versions import IMAGES
-from stacks.workloads.common import TPU_TOLERATION, WorkloadPlan
+from stacks.workload_plan import TPU_TOLERATION, WorkloadPlan
+from stacks.workload_type import WorkloadContext
+from workloads.pathways_job.config import PathwaysJobWorkload
 
 API_VERSION = "pathways-job.pathways.domain/v1"
 KIND = "PathwaysJob"
@@ -151,59 +154,66 @@ class PathwaysJobPlan(WorkloadPlan):
         return controller_pods(self)
 
     @property
-    def owns_pool(self) -> bool:
-        """The TPU pool runs only this workload, as this identity (its pods use the host network)."""
-        return True
+    def chips_at_peak(self) -> int:
+        """The job's workers hold every slice of the pool."""
+        return self.pool.total_chips
 
 
 # ---- validation ------------------------------------------------------------------------------------------------
 
 
-def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, warnings: list) -> bool:
-    """Add (key path, message) problems and warning texts; return whether the workload is usable."""
-    start = len(problems)
+def check(
+    path: str,
+    workload: PathwaysJobWorkload,
+    pool: PoolPlan | None,
+    namespace: str,
+    ctx: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> PathwaysJobPlan | None:
+    """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
     version = workload.pathways_version
     if version is not None and not IMAGE_TAG_RE.fullmatch(version):
         problems.append(
-            (f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
+            Problem(f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
         )
     # `images.*` are checked for every workload type by config._check_images (naming.image_reference_problem)
     job = workload.job
     if job is not None:
         why = naming.image_reference_problem(job.image)
         if why:
-            problems.append((f"{path}.job.image", why))
+            problems.append(Problem(f"{path}.job.image", why))
         for name in job.env:
             if name in CONTROLLER_ENV:
                 problems.append(
-                    (
+                    Problem(
                         f"{path}.job.env.{name}",
                         "set by the PathwaysJob controller (it points JAX at the proxy); remove it",
                     )
                 )
             elif not ENV_NAME_RE.fullmatch(name):
-                problems.append((f"{path}.job.env.{name}", "not a valid environment variable name"))
+                problems.append(Problem(f"{path}.job.env.{name}", "not a valid environment variable name"))
     elif workload.deployment_mode == "colocate_head_with_workers":
         warnings.append(
             f"{path}: an interactive PathwaysJob in colocate_head_with_workers mode: the controller (v0.1.4) gives "
             "the head pod no toleration for the TPU nodes' google.com/tpu taint; use deploymentMode default, or a job"
         )
     if pool is None:
-        return len(problems) == start
+        return None
     shape = pool.shape
     if not shape.multi_host:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"a PathwaysJob needs a multi-host pool; {pool.name!r} is single-host "
                 f"({shape.generation.name} {shape.topology} on {shape.machine_type})",
             )
         )
-        return False
+        return None
     allowed = CONTROLLER_TOPOLOGIES.get(shape.machine_type)
     if allowed is None:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"the PathwaysJob controller does not support machine type {shape.machine_type} of pool "
                 f"{pool.name!r}; supported: {', '.join(CONTROLLER_TOPOLOGIES)}",
@@ -211,7 +221,7 @@ def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, w
         )
     elif shape.topology not in allowed:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"the PathwaysJob controller does not accept topology {shape.topology} on {shape.machine_type} "
                 f"(pool {pool.name!r})",
@@ -220,13 +230,19 @@ def check(path: str, workload: PathwaysJobWorkload, pool: Any, problems: list, w
     elif controller_workers(shape.machine_type, shape.topology) != (shape.hosts, shape.chips_per_host):
         workers, chips = controller_workers(shape.machine_type, shape.topology)
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"the PathwaysJob controller would run {workers} workers of {chips} chips per slice, but pool "
                 f"{pool.name!r} has {shape.hosts} hosts of {shape.chips_per_host} chips",
             )
         )
-    return len(problems) == start
+    return (
+        None
+        if problems
+        else PathwaysJobPlan(
+            workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
+        )
+    )
 
 
 # ---- manifests -------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_sizing import waits_for_capacity
+from stacks.problems import Problem
 from stacks.versions import Serves
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
@@ -33,7 +34,7 @@ class WorkloadPlan:
     bucket: str
     scrape_interval: str = "15s"
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
-    # (remote port, local port) for its port-forward commands, unique across the stack (stacks/workloads/local_ports.py)
+    # (remote port, local port) for its port-forward commands, unique across the stack (stacks/local_ports.py)
     # keyword-only: workload types add positional fields after the base ones
     local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
@@ -61,6 +62,11 @@ class WorkloadPlan:
         """TPU hosts of its pool the workload takes at most (replicas at their maximum), for the check that the
         workloads sharing a pool fit in it; None when the type does not say."""
         return None
+
+    @property
+    def chips_at_peak(self) -> int:
+        """TPU chips the workload holds at its largest (replicas at their maximum), for the cost estimate."""
+        raise NotImplementedError(f"{type(self).__name__} must say how many chips it holds at its largest")
 
     @property
     def service_account(self) -> str:
@@ -147,14 +153,14 @@ def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str,
 
     registry = dict(registry)
     if auto.min_replicas < 1:
-        problems.append((f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
+        problems.append(Problem(f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
     if auto.min_replicas > auto.max_replicas:
         problems.append(
-            (f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
+            Problem(f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
         )
     if metrics_adapters.get(adapter) is None:
         problems.append(
-            (
+            Problem(
                 f"{path}.autoscaling",
                 f"needs a metrics adapter: set tpu-serving:monitoring.adapter to {metrics_adapters.one_of()}",
             )
@@ -163,7 +169,7 @@ def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str,
         for i, metric in enumerate(auto.metrics):
             if not metrics_adapters.adapter_serves(adapter, metric.name, registry):
                 problems.append(
-                    (
+                    Problem(
                         f"{path}.autoscaling.metrics[{i}].name",
                         f"{metric.name!r} is not served by the {adapter} adapter; it serves: "
                         f"{', '.join(metrics_adapters.served_metrics(adapter, registry))}",
@@ -173,7 +179,7 @@ def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str,
         if metric.name in registry:
             why = registry[metric.name].unit.target_problem(metric.target)
             if why:
-                problems.append((f"{path}.autoscaling.metrics[{i}].target", why))
+                problems.append(Problem(f"{path}.autoscaling.metrics[{i}].target", why))
 
 
 def hpa_manifest(
@@ -214,14 +220,16 @@ def check_model_inputs(
 ) -> None:
     """The rules every MaxText workload shares: a known preset, a gs:// checkpoint, no derived argument overridden."""
     if workload.model not in presets:
-        problems.append((f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(presets)}"))
+        problems.append(
+            Problem(f"{path}.model", f"{workload.model!r} is not a known preset; allowed: {', '.join(presets)}")
+        )
     if not checkpoint_ok(workload.checkpoint):
         problems.append(
-            (f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. {checkpoint_example}")
+            Problem(f"{path}.checkpoint", f"{workload.checkpoint!r} is not a gs:// path, e.g. {checkpoint_example}")
         )
     for key, why in reserved.items():
         if key in workload.maxtext:
-            problems.append((f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
+            problems.append(Problem(f"{path}.maxtext.{key}", f"derived by the stack: {why}"))
     check_maxtext_overrides(f"{path}.maxtext", workload.maxtext, problems)
 
 
@@ -236,13 +244,18 @@ def check_maxtext_overrides(path: str, overrides: Mapping[str, Any], problems: l
     for key, value in overrides.items():
         if not MAXTEXT_KEY_RE.fullmatch(key):
             problems.append(
-                (f"{path}.{key}", "is not a MaxText argument name: snake_case (a-z, 0-9, '_'), at most 100 characters")
+                Problem(
+                    f"{path}.{key}",
+                    "is not a MaxText argument name: snake_case (a-z, 0-9, '_'), at most 100 characters",
+                )
             )
         elif isinstance(value, float) and not math.isfinite(value):
-            problems.append((f"{path}.{key}", f"{value} is not allowed; numbers must be finite"))
+            problems.append(Problem(f"{path}.{key}", f"{value} is not allowed; numbers must be finite"))
         elif isinstance(value, str) and not MAXTEXT_VALUE_RE.fullmatch(value):
             problems.append(
-                (f"{path}.{key}", f"{value!r} is not allowed: 1-1024 characters without spaces or control characters")
+                Problem(
+                    f"{path}.{key}", f"{value!r} is not allowed: 1-1024 characters without spaces or control characters"
+                )
             )
 
 
@@ -250,7 +263,7 @@ def check_ports(path: str, port: int, taken: Mapping[int, str], problems: list) 
     """A configurable port must not be one the workload's pod (or Service) already uses: containers of a pod
     share one network namespace, and a Service's ports are unique (kubernetes pkg/apis/core/validation)."""
     if port in taken:
-        problems.append((path, f"{port} is already the {taken[port]} port; choose another"))
+        problems.append(Problem(path, f"{port} is already the {taken[port]} port; choose another"))
 
 
 GENERATE_BODY = {"prompt": "What are the top 5 programming languages", "max_tokens": 200}

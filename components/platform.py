@@ -1,4 +1,5 @@
-"""The composition of the one stack: network, cluster, TPU pools, bucket, and the stack outputs."""
+"""The composition of the one stack: network, cluster, TPU pools, bucket, add-ons, monitoring, gateway, the
+workloads (each built by its type's registry entry, carried by the config), and the stack outputs."""
 
 from __future__ import annotations
 
@@ -10,17 +11,12 @@ from components.addons import Addons
 from components.bucket import Bucket
 from components.cluster import Cluster
 from components.gateway import InferenceGateway
-from components.jetstream import JetStream
-from components.jetstream_pathways import JetStreamPathways
 from components.monitoring import Monitoring
 from components.namespaces import Namespaces
 from components.network import Network
 from components.node_identity import NodeServiceAccount
-from components.pathways_job import PathwaysJob
-from components.saxml import Saxml
-from components.serving import ServingWorkload
+from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuSlicePool
-from components.vllm import Vllm
 from stacks import addons as addon_registry
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
@@ -117,7 +113,7 @@ def build_platform(cfg: StackConfig) -> Platform:
             description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
         )
         for plan in cfg.workloads
-        if getattr(plan, "owns_pool", False)
+        if cfg.workload_types[plan.workload.type].exclusive_pool
     }
     pools = {
         plan.name: TpuSlicePool(
@@ -193,8 +189,8 @@ def build_platform(cfg: StackConfig) -> Platform:
             )
     workloads: dict[str, ServingWorkload] = {}
     for plan in cfg.workloads:
-        common = dict(
-            plan=plan,
+        own = own_nodes.get(plan.pool.name)
+        deps = WorkloadDeps(
             project=cfg.gcp_project,
             stack=cfg.stack,
             bucket=bucket.name,
@@ -202,32 +198,15 @@ def build_platform(cfg: StackConfig) -> Platform:
             # A workload in a namespace every cluster has (default) waits for the system pool directly.
             namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
             node_pools=pools[plan.pool.name].capacity,
+            addon=addons.dependency,
+            adapter=monitoring.adapter_resources,
+            node_service_account=own.email if own is not None else None,
+            cluster_name=cluster.name,
+            location=cfg.cluster_location,
+            labels=cfg.labels,
         )
-        name = f"workload-{plan.name}"
-        if plan.workload.type == "jetstream-pathways":
-            workloads[plan.name] = JetStreamPathways(name, lws_release=addons.dependency("lws"), **common)
-        elif plan.workload.type == "saxml":
-            workloads[plan.name] = Saxml(
-                name,
-                jobset_release=addons.dependency("jobset"),
-                node_service_account=own_nodes[plan.pool.name].email,
-                **common,
-            )
-        elif plan.workload.type == "jetstream":
-            workloads[plan.name] = JetStream(name, adapter=monitoring.adapter_resources, **common)
-        elif plan.workload.type == "pathways-job":
-            workloads[plan.name] = PathwaysJob(
-                name,
-                controller=addons.dependency("pathwaysJob"),
-                node_service_account=own_nodes[plan.pool.name].email,
-                cluster_name=cluster.name,
-                location=cfg.cluster_location,
-                labels=cfg.labels,
-                **common,
-            )
-        elif plan.workload.type == "vllm":
-            lws = addons.dependency("lws") if plan.multi_host else []
-            workloads[plan.name] = Vllm(name, adapter=monitoring.adapter_resources, lws_release=lws, **common)
+        kind = cfg.workload_types[plan.workload.type]
+        workloads[plan.name] = kind.component(f"workload-{plan.name}", plan, deps)
     return Platform(
         config=cfg,
         network=network,

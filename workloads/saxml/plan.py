@@ -19,11 +19,14 @@ from typing import Any
 
 from stacks import catalog, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
-from stacks.config_model import SaxmlWorkload
 from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workloads.common import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
+from stacks.workload_plan import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
+from stacks.workload_type import WorkloadContext
+from workloads.saxml.config import SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -65,12 +68,6 @@ class SaxmlPlan(WorkloadPlan):
     @property
     def sax_root(self) -> str:
         return f"gs://{self.bucket}/{SAX_ROOT_PREFIX.rstrip('/')}"
-
-    @property
-    def owns_pool(self) -> bool:
-        """The model servers run on the host network, so they act as their nodes' identity: the pool serves this
-        workload alone, with a node service account of its own (stacks/stack.py)."""
-        return True
 
     @property
     def cell_prefix(self) -> str:
@@ -122,6 +119,11 @@ class SaxmlPlan(WorkloadPlan):
     def hosts_needed(self) -> int:
         """One model server per slice of the pool (the JobSet's replicas)."""
         return self.pool.slices * self.shape.hosts
+
+    @property
+    def chips_at_peak(self) -> int:
+        """The model servers hold every slice of the pool."""
+        return self.pool.total_chips
 
     def component(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -188,18 +190,25 @@ def longest_pod_hostname(name: str, slices: int, hosts: int) -> str:
 
 
 def check(
-    path: str, workload: SaxmlWorkload, pool: Any, problems: list, warnings: list, environment: str = "dev"
-) -> bool:
-    start = len(problems)
+    path: str,
+    workload: SaxmlWorkload,
+    pool: PoolPlan | None,
+    namespace: str,
+    ctx: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> SaxmlPlan | None:
+    """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
+    environment = ctx.environment
     cell = cell_of(workload)
     if not CELL_RE.fullmatch(cell):
         problems.append(
-            (f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
+            Problem(f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
         )
     http = workload.http
     if http.exposure == "external" and not http.source_ranges:
         problems.append(
-            (
+            Problem(
                 f"{path}.http.sourceRanges",
                 "required with exposure 'external': the CIDRs allowed to reach the public load balancer "
                 "(Saxml's HTTP API has no authentication)",
@@ -209,11 +218,11 @@ def check(
         try:
             network = ipaddress.ip_network(cidr, strict=True)
         except ValueError as err:
-            problems.append((f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
+            problems.append(Problem(f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
             continue
         if network.prefixlen == 0 and http.exposure == "external" and environment != "dev":
             problems.append(
-                (
+                Problem(
                     f"{path}.http.sourceRanges[{i}]",
                     f"{cidr!r} opens Saxml's unauthenticated HTTP API to the whole internet; allowed only in dev "
                     f"(environment is {environment!r}): list the CIDRs of its clients",
@@ -221,26 +230,28 @@ def check(
             )
     if http.source_ranges and http.exposure == "cluster":
         problems.append(
-            (f"{path}.http.sourceRanges", "only used with exposure 'internal' or 'external' (exposure is 'cluster')")
+            Problem(
+                f"{path}.http.sourceRanges", "only used with exposure 'internal' or 'external' (exposure is 'cluster')"
+            )
         )
     for i, model in enumerate(workload.models or []):
         if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
-            problems.append((f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
+            problems.append(Problem(f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
     if pool is None:
-        return len(problems) == start
+        return None
     if not pool.shape.multi_host:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"pool {pool.name!r} is single-host ({pool.shape.generation.name} {pool.shape.topology}); "
                 "Saxml multi-host serving needs a multi-host pool",
             )
         )
-        return False
+        return None
     hostname = longest_pod_hostname(workload.name, pool.slices, pool.shape.hosts)
     if len(hostname) > naming.DNS_LABEL_MAX:
         problems.append(
-            (
+            Problem(
                 f"{path}.name",
                 f"{workload.name!r} is too long for a Saxml workload on pool {pool.name!r}: JobSet names its model "
                 f"server pods {hostname!r} ({len(hostname)} characters), and JobSet refuses names over "
@@ -249,13 +260,16 @@ def check(
         )
     # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
     # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
-    model_image = SaxmlPlan(workload, pool, "", "").image("model")
+    plan = SaxmlPlan(
+        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
+    )
+    model_image = plan.image("model")
     for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
-        problems.append((f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
+        problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
     for i, model in enumerate(workload.models or []):
         if model.replicas > pool.slices:
             problems.append(
-                (
+                Problem(
                     f"{path}.models[{i}].replicas",
                     f"{model.replicas} is more than the {pool.slices} model server(s) of pool {pool.name!r} (one per slice)",
                 )
@@ -265,7 +279,7 @@ def check(
             warning = catalog.sizing_warning(size, SAX_WEIGHT_BITS, pool.shape, f"{path}.models[{i}]")
             if warning:
                 warnings.append(warning)
-    return len(problems) == start
+    return plan
 
 
 # ---- manifests ----------------------------------------------------------------------------------------
@@ -323,7 +337,8 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         # deploy shows otherwise. Consequence: "Pods running on the host network (hostNetwork: true) don't use
         # Workload Identity Federation for GKE" (https://cloud.google.com/kubernetes-engine/docs/concepts/
         # workload-identity#restrictions), so the model servers act as their pool's node service account, which the
-        # stack makes per Saxml workload with read access to its cell's prefix only (node_grants, owns_pool).
+        # stack makes per Saxml workload with read access to its cell's prefix only (node_grants; its registry
+        # entry says exclusive_pool).
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
         "nodeSelector": plan.pool.node_selector,

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, naming, network_policy
+from stacks import catalog, maxtext, naming, network_policy
 from stacks.bucket_access import OBJECT_USER, Grant, read_grant
-from stacks.config_model import JetStreamPathwaysWorkload
+from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem
 from stacks.versions import IMAGES, image_gaps
-from stacks.workloads import maxtext
-from stacks.workloads.common import (
+from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
@@ -30,8 +31,9 @@ from stacks.workloads.common import (
     jetstream_pod_monitoring,
     jetstream_service,
 )
-from stacks.workloads.maxtext import CHECKPOINT_ARG, METRICS_ARG
-from stacks.workloads.pathways_presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
+from stacks.workload_type import WorkloadContext
+from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
+from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
 EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
@@ -94,6 +96,10 @@ class PathwaysPlan(WorkloadPlan):
         return f"{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/"
 
     @property
+    def chips_at_peak(self) -> int:
+        return self.workload.replicas * self.pool.total_chips
+
+    @property
     def scratch(self) -> str:
         return f"gs://{self.bucket}/{self.prefix}tmp"
 
@@ -141,43 +147,54 @@ class PathwaysPlan(WorkloadPlan):
 # ---- validation ---------------------------------------------------------------------------------------
 
 
-def check(path: str, workload: JetStreamPathwaysWorkload, pool: Any, problems: list, warnings: list) -> bool:
-    """Add (key path, message) problems and warning texts; return whether the workload is usable."""
-    start = len(problems)
+def check(
+    path: str,
+    workload: JetStreamPathwaysWorkload,
+    pool: PoolPlan | None,
+    namespace: str,
+    ctx: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> PathwaysPlan | None:
+    """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/llama/checkpoint", problems)
     check_ports(f"{path}.metricsPort", workload.metrics_port, LEADER_PORTS, problems)
-    if pool is None or len(problems) > start:
-        return len(problems) == start
+    if pool is None or problems:
+        return None
 
     preset = PRESETS[workload.model]
     spec = mode_spec(preset, workload.mode)
     slices = pool.slices
     if workload.mode == "disaggregated" and slices != 2:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"disaggregated serving needs a pool with 2 slices (prefill and decode); pool {pool.name!r} has {slices}",
             )
         )
     elif workload.mode == "interleaved" and spec.slices is not None and slices != spec.slices:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"preset {workload.model!r} serves interleaved on {spec.slices} slice(s); pool {pool.name!r} has {slices}",
             )
         )
-    plan = PathwaysPlan(workload, pool, "", "")
+    plan = PathwaysPlan(
+        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
+    )
     # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/versions.py records which tags serve it)
     for gap in image_gaps(plan.image("http"), JETSTREAM_HTTP_SERVES):
-        problems.append((f"{path}.images.http", f"{gap}: pin an image that does"))
+        problems.append(Problem(f"{path}.images.http", f"{gap}: pin an image that does"))
     plan_pairs = plan.maxtext_pairs()
     mesh_problem = maxtext.parallelism_problem(plan_pairs, pool.shape.chips)
     if mesh_problem:
-        problems.append((f"{path}.maxtext", f"{mesh_problem} ({pool.shape.generation.name} {pool.shape.topology})"))
+        problems.append(
+            Problem(f"{path}.maxtext", f"{mesh_problem} ({pool.shape.generation.name} {pool.shape.topology})")
+        )
     warning = catalog.sizing_warning(preset.params_billion, maxtext.weight_bits(plan_pairs), pool.shape, path)
     if warning:
         warnings.append(warning)
-    return len(problems) == start
+    return plan
 
 
 # ---- manifests ----------------------------------------------------------------------------------------

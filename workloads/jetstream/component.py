@@ -1,4 +1,4 @@
-"""A single-host JetStream workload with an optional HPA (manifests from stacks.workloads.jetstream)."""
+"""A single-host JetStream workload with an optional HPA (manifests from workloads.jetstream.plan)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from stacks.workloads import jetstream as js
+from workloads.jetstream import plan as js
 
 
 class JetStream(ServingWorkload):

@@ -1,4 +1,4 @@
-"""A Saxml multi-host serving workload (manifests from stacks.workloads.saxml)."""
+"""A Saxml multi-host serving workload (manifests from workloads.saxml.plan)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from stacks.workloads import saxml
+from workloads.saxml import plan as saxml
 
 
 def _address(status: Any, fallback: str) -> str:
@@ -42,7 +42,7 @@ class Saxml(ServingWorkload):
         )
         self.service_name = plan.http_service
 
-        # Each server its own identity with the least it needs of the cell's prefixes (stacks.workloads.saxml):
+        # Each server its own identity with the least it needs of the cell's prefixes (workloads.saxml.plan):
         # the admin server writes the cell and its state, the HTTP server only reads the cell. The model servers
         # (host network) act as their pool's own node service account: read-only on the cell and the checkpoints.
         identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.admin_grants())

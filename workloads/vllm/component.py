@@ -1,5 +1,5 @@
 """A vLLM workload on TPU: a Deployment (single-host pool) or a LeaderWorkerSet + Ray (multi-host pool), its
-Service, PodMonitoring, optional HPA and Hugging Face token Secret (manifests from stacks.workloads.vllm)."""
+Service, PodMonitoring, optional HPA and Hugging Face token Secret (manifests from workloads.vllm.plan)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload
-from stacks.workloads import vllm
+from workloads.vllm import plan as vllm
 
 
 class Vllm(ServingWorkload):

@@ -1,4 +1,4 @@
-"""A JetStream + MaxText + Pathways serving workload (manifests from stacks.workloads.jetstream_pathways)."""
+"""A JetStream + MaxText + Pathways serving workload (manifests from workloads.jetstream_pathways.plan)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload
 from components.workload_identity import register_grants
-from stacks.workloads import jetstream_pathways as jp
+from workloads.jetstream_pathways import plan as jp
 
 
 class JetStreamPathways(ServingWorkload):

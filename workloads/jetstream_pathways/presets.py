@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stacks.workloads.maxtext import CHECKPOINT_ARG
+from stacks.maxtext import CHECKPOINT_ARG
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, metrics, metrics_adapters, network_policy, scan_exceptions
+from stacks import catalog, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
 from stacks.bucket_access import Grant, read_grant
-from stacks.config_model import JetStreamWorkload
+from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
-from stacks.workloads import maxtext
-from stacks.workloads.common import (
+from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
@@ -36,8 +37,9 @@ from stacks.workloads.common import (
     jetstream_pod_monitoring,
     jetstream_service,
 )
-from stacks.workloads.jetstream_presets import PRESETS, JetStreamPreset
-from stacks.workloads.maxtext import CHECKPOINT_ARG, METRICS_ARG
+from stacks.workload_type import WorkloadContext
+from workloads.jetstream.config import JetStreamWorkload
+from workloads.jetstream.presets import PRESETS, JetStreamPreset
 
 HTTP_PORT = JETSTREAM_HTTP_PORT
 GRPC_PORT = JETSTREAM_GRPC_PORT
@@ -96,6 +98,11 @@ class JetStreamPlan(WorkloadPlan):
         return auto.max_replicas if auto is not None else self.workload.replicas
 
     @property
+    def chips_at_peak(self) -> int:
+        """Each replica requests the chips of one node."""
+        return self.hosts_needed * self.shape.tpu_request
+
+    @property
     def privileged(self) -> bool:
         if not self.min_master_version:
             return False
@@ -138,43 +145,62 @@ class JetStreamPlan(WorkloadPlan):
 # ---- validation ---------------------------------------------------------------------------------------
 
 
-def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, warnings: list, adapter: str) -> bool:
-    start = len(problems)
+def check(
+    path: str,
+    workload: JetStreamWorkload,
+    pool: PoolPlan | None,
+    namespace: str,
+    ctx: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> JetStreamPlan | None:
+    adapter = ctx.adapter
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/gemma-7b/items", problems)
     check_ports(f"{path}.prometheusPort", workload.prometheus_port, POD_PORTS, problems)
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
     if auto is not None:
         check_autoscaling(path, auto, adapter, metrics.HPA_METRICS, problems)
-    if pool is None or len(problems) > start:
-        return len(problems) == start
+    if pool is None or problems:
+        return None
     shape = pool.shape
     if shape.multi_host:
         problems.append(
-            (
+            Problem(
                 f"{path}.pool",
                 f"pool {pool.name!r} is multi-host ({shape.generation.name} {shape.topology}, {shape.hosts} hosts); "
                 "single-host JetStream needs a single-host pool (e.g. v5e 2x4 on ct5lp-hightpu-8t)",
             )
         )
-        return False
+        return None
     capacity = pool.max_nodes_per_node_pool * shape.chips_per_host
     most = auto.max_replicas if auto is not None else workload.replicas
     key = "autoscaling.maxReplicas" if auto is not None else "replicas"
     if most * shape.tpu_request > capacity:
         problems.append(
-            (
+            Problem(
                 f"{path}.{key}",
                 f"{most} replicas x {shape.tpu_request} chips = {most * shape.tpu_request} chips, but pool {pool.name!r} "
                 f"holds at most {capacity} chips ({pool.max_nodes_per_node_pool} nodes x {shape.chips_per_host}); "
                 "raise the pool's autoscaling.maxNodes or lower the replicas",
             )
         )
-    plan = JetStreamPlan(workload, pool, "", "")
+    plan = JetStreamPlan(
+        workload,
+        pool,
+        namespace,
+        ctx.bucket,
+        ctx.scrape_interval,
+        ctx.paused,
+        adapter,
+        ctx.min_master_version,
+        ctx.cluster_name,
+        identity_suffix=ctx.identity_suffix,
+    )
     for key, needs in plan.needs().items():
         ref = plan.image(key)
         for gap in image_gaps(ref, needs):
-            problems.append((f"{path}.images.{key}", f"{gap}: pin an image that does, or do not ask for it"))
+            problems.append(Problem(f"{path}.images.{key}", f"{gap}: pin an image that does, or do not ask for it"))
         if image_record(ref) is None:
             warnings.append(
                 f"{path}.images.{key}: {ref} is not in the version matrix; the stack cannot check that it serves "
@@ -182,11 +208,11 @@ def check(path: str, workload: JetStreamWorkload, pool: Any, problems: list, war
             )
     mesh_problem = maxtext.parallelism_problem(plan.maxtext_pairs(), shape.chips)
     if mesh_problem:
-        problems.append((f"{path}.maxtext", f"{mesh_problem} ({shape.generation.name} {shape.topology})"))
+        problems.append(Problem(f"{path}.maxtext", f"{mesh_problem} ({shape.generation.name} {shape.topology})"))
     warning = catalog.sizing_warning(plan.preset.params_billion, maxtext.weight_bits(plan.maxtext_pairs()), shape, path)
     if warning:
         warnings.append(warning)
-    return len(problems) == start
+    return plan
 
 
 def _describe(needs: Serves) -> str:

@@ -1,10 +1,10 @@
-"""A PathwaysJob workload (manifest from stacks.workloads.pathways_job): the job, the CPU node pool its head needs
+"""A PathwaysJob workload (manifest from workloads.pathways_job.plan): the job, the CPU node pool its head needs
 in `default` mode, and its identity's access to its prefix of the stack bucket.
 
 The controller runs every pod of the job on the host network, and GKE does not apply Workload Identity to
 host-network pods (they get the node's identity). So the workload's own Google service account is the node
 service account of the nodes that run it: its TPU pool (which serves it alone) and its head pool. The stack
-creates that account before the pools (`stacks.stack`); here it gets `objectUser` on the bucket, limited by an
+creates that account before the pools (`components.platform`); here it gets `objectUser` on the bucket, limited by an
 IAM condition to the workload's prefix.
 """
 
@@ -20,7 +20,7 @@ from components.cluster import node_pool_security
 from components.serving import ServingWorkload
 from components.workload_identity import register_grants
 from stacks import cpu_machines
-from stacks.workloads import pathways_job as pj
+from workloads.pathways_job import plan as pj
 
 
 class PathwaysJob(ServingWorkload):

@@ -1,0 +1,67 @@
+"""A configured TPU pool resolved against the catalog: what its node pools and the workloads on it are built from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stacks import catalog, compute_class
+from stacks.config_model import TpuPoolConfig
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """A configured TPU pool resolved against the catalog: everything its node pools and workloads need."""
+
+    config: TpuPoolConfig
+    shape: catalog.SliceShape
+    node_pool_names: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def slices(self) -> int:
+        return self.config.slices
+
+    @property
+    def total_chips(self) -> int:
+        return self.shape.chips * self.slices
+
+    @property
+    def capacity_hosts(self) -> int:
+        """TPU hosts (nodes) the pool reaches at most: every slice whole, or the single-host autoscaling maximum."""
+        return self.max_nodes_per_node_pool * (self.slices if self.shape.multi_host else 1)
+
+    @property
+    def capacities(self) -> tuple[str, ...]:
+        """The pool's capacity types in priority order (one for a pool of node pools)."""
+        capacity = self.config.capacity
+        return tuple(capacity) if isinstance(capacity, list) else (capacity,)
+
+    @property
+    def compute_class(self) -> str | None:
+        """The ComputeClass of a pool whose capacity is a list; None for a pool of node pools."""
+        return compute_class.class_name(self.name) if len(self.capacities) > 1 else None
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """What a TPU pod of this pool selects: the slice shape, and the ComputeClass when there is one."""
+        selector = dict(self.shape.node_selector)
+        if self.compute_class:
+            selector[compute_class.COMPUTE_CLASS_LABEL] = self.compute_class
+        return selector
+
+    def tolerations(self) -> list[dict[str, str]]:
+        """What a TPU pod of this pool tolerates: the TPU taint, and its ComputeClass's taint."""
+        out = [dict(catalog.TPU_TOLERATION)]
+        if self.compute_class:
+            out.append(compute_class.toleration(self.compute_class))
+        return out
+
+    @property
+    def max_nodes_per_node_pool(self) -> int:
+        """Nodes one node pool can reach: the whole slice (multi-host) or the autoscaling maximum."""
+        if self.shape.multi_host:
+            return self.shape.hosts
+        return self.config.autoscaling.max_nodes if self.config.autoscaling else 1

@@ -1,0 +1,29 @@
+"""What validation reports: a problem names the key path, the bad value and what is allowed; a ConfigError
+carries every problem of a stack at once (raised before any resource is registered)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        # one line per problem: control characters a bad value carries are shown escaped, never raw
+        return f"{self.path}: {_CONTROL.sub(lambda m: repr(m.group())[1:-1], self.message)}"
+
+
+class ConfigError(Exception):
+    """Every problem found in a stack config."""
+
+    def __init__(self, stack: str, problems: list[Problem]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        noun = "problem" if len(problems) == 1 else "problems"
+        super().__init__(f"invalid stack configuration for stack '{stack}' ({len(problems)} {noun}):\n{lines}")

@@ -1,0 +1,14 @@
+"""`jetstream`: single-host JetStream (MaxText) on a Deployment, autoscaled by an HPA on JetStream/TPU metrics."""
+
+from stacks.workload_type import WorkloadType, resolver
+from workloads.jetstream.component import JetStream
+from workloads.jetstream.config import JetStreamWorkload
+from workloads.jetstream.plan import TPU_IMAGES, check
+
+TYPE = WorkloadType(
+    name="jetstream",
+    config=JetStreamWorkload,
+    resolve=resolver(check),
+    component=lambda name, plan, deps: JetStream(name, adapter=deps.adapter, **deps.common(plan)),
+    tpu_images=TPU_IMAGES,
+)

@@ -1,0 +1,38 @@
+"""The `jetstream` workload's config schema: what a user writes under `tpu-serving:workloads[i]` with `type: jetstream`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from stacks.config_model import (
+    PORT_MAX,
+    REPLICAS_MAX,
+    CamelModel,
+    JetStreamAutoscalingConfig,
+    ServiceConfig,
+    WorkloadConfig,
+)
+
+
+class JetStreamImages(CamelModel):
+    server: str | None = None
+    http: str | None = None
+
+
+class JetStreamWorkload(WorkloadConfig):
+    """Single-host JetStream (MaxText engine + HTTP server) on a single-host TPU pool, optionally autoscaled by an HPA."""
+
+    type: Literal["jetstream"]
+    model: str = Field(description="Model preset: gemma-7b, llama2-7b or llama2-13b.")
+    checkpoint: str = Field(description="gs:// path of the converted (unscanned) MaxText checkpoint.")
+    maxtext: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="MaxText argument overrides."
+    )
+    replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off.")
+    autoscaling: JetStreamAutoscalingConfig | None = Field(None, description="An HPA on JetStream/TPU metrics.")
+    prometheus_port: int = Field(9100, ge=1, le=PORT_MAX, description="The engine's Prometheus metrics port.")
+    images: JetStreamImages = Field(default_factory=JetStreamImages)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    grant_checkpoint_read: bool = Field(True, description="Grant objectViewer on the checkpoint's bucket.")

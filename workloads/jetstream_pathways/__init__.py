@@ -1,0 +1,15 @@
+"""`jetstream-pathways`: JetStream + MaxText + Pathways on a LeaderWorkerSet (interleaved or disaggregated)."""
+
+from stacks.workload_type import WorkloadType, resolver
+from workloads.jetstream_pathways.component import JetStreamPathways
+from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
+from workloads.jetstream_pathways.plan import TPU_IMAGES, check
+
+TYPE = WorkloadType(
+    name="jetstream-pathways",
+    config=JetStreamPathwaysWorkload,
+    resolve=resolver(check),
+    component=lambda name, plan, deps: JetStreamPathways(name, lws_release=deps.addon("lws"), **deps.common(plan)),
+    addon="lws",
+    tpu_images=TPU_IMAGES,
+)

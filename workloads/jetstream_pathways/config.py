@@ -1,0 +1,46 @@
+"""The `jetstream-pathways` workload's config schema: what a user writes under `tpu-serving:workloads[i]` with `type: jetstream-pathways`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from stacks.config_model import PORT_MAX, REPLICAS_MAX, CamelModel, ServiceConfig, WorkloadConfig
+
+
+class PathwaysImages(CamelModel):
+    """Overrides of the pinned images (stacks/versions.py); leave unset to use the matrix."""
+
+    proxy: str | None = None
+    server: str | None = None
+    jetstream: str | None = None
+    http: str | None = None
+
+
+class JetStreamPathwaysWorkload(WorkloadConfig):
+    """JetStream + MaxText on Pathways, one LeaderWorkerSet group per replica, each on its own slice(s)."""
+
+    type: Literal["jetstream-pathways"]
+    mode: Literal["interleaved", "disaggregated"] = Field(
+        "interleaved", description="Prefill and decode together or apart."
+    )
+    replicas: int = Field(
+        1, ge=1, le=REPLICAS_MAX, description="LeaderWorkerSet replicas (each takes the pool's slices)."
+    )
+    model: str = Field(description="Model preset, e.g. llama3.1-405b or llama2-70b.")
+    checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint.")
+    maxtext: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="MaxText argument overrides."
+    )
+    images: PathwaysImages = Field(default_factory=PathwaysImages)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    metrics_port: int = Field(
+        9100, ge=1, le=PORT_MAX, description="JetStream Prometheus metrics port (prometheus_port)."
+    )
+    grant_checkpoint_read: bool = Field(
+        True, description="Grant the workload objectViewer on the checkpoint's bucket when it is not the stack bucket."
+    )
+
+
+# type -> model; later workload types register here.

@@ -1,0 +1,26 @@
+"""`pathways-job`: batch and interactive Pathways jobs, run by the PathwaysJob controller."""
+
+from stacks.workload_type import WorkloadType, resolver
+from workloads.pathways_job.component import PathwaysJob
+from workloads.pathways_job.config import PathwaysJobWorkload
+from workloads.pathways_job.plan import TPU_IMAGES, check, head_pool_name
+
+TYPE = WorkloadType(
+    name="pathways-job",
+    config=PathwaysJobWorkload,
+    resolve=resolver(check),
+    component=lambda name, plan, deps: PathwaysJob(
+        name,
+        controller=deps.addon("pathwaysJob"),
+        node_service_account=deps.node_service_account,
+        cluster_name=deps.cluster_name,
+        location=deps.location,
+        labels=deps.labels,
+        **deps.common(plan),
+    ),
+    addon="pathwaysJob",
+    exclusive_pool=True,
+    tpu_images=TPU_IMAGES,
+    no_compute_class="the PathwaysJob controller writes the TPU pods' node selectors itself",
+    added_node_pools=lambda w: (head_pool_name(w.name),) if w.deployment_mode == "default" else (),
+)

@@ -1,0 +1,21 @@
+"""`saxml`: Saxml multi-host serving: an admin server, model servers on a JobSet (host network), an HTTP server."""
+
+from stacks.workload_type import WorkloadType, resolver
+from workloads.saxml.component import Saxml
+from workloads.saxml.config import SaxmlWorkload
+from workloads.saxml.plan import TPU_IMAGES, check
+
+TYPE = WorkloadType(
+    name="saxml",
+    config=SaxmlWorkload,
+    resolve=resolver(check),
+    component=lambda name, plan, deps: Saxml(
+        name,
+        jobset_release=deps.addon("jobset"),
+        node_service_account=deps.node_service_account,
+        **deps.common(plan),
+    ),
+    addon="jobset",
+    exclusive_pool=True,
+    tpu_images=TPU_IMAGES,
+)

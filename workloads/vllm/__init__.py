@@ -1,0 +1,19 @@
+"""`vllm`: vLLM on TPU, a Deployment (single-host pool) or a LeaderWorkerSet + Ray (multi-host pool)."""
+
+from stacks.workload_type import WorkloadType, resolver
+from workloads.vllm.component import Vllm
+from workloads.vllm.config import VllmWorkload
+from workloads.vllm.plan import TPU_IMAGES, check
+
+TYPE = WorkloadType(
+    name="vllm",
+    config=VllmWorkload,
+    resolve=resolver(check),
+    component=lambda name, plan, deps: Vllm(
+        name,
+        adapter=deps.adapter,
+        lws_release=deps.addon("lws") if plan.multi_host else [],
+        **deps.common(plan),
+    ),
+    tpu_images=TPU_IMAGES,
+)

@@ -1,0 +1,80 @@
+"""The `vllm` workload's config schema: what a user writes under `tpu-serving:workloads[i]` with `type: vllm`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from stacks.config_model import REPLICAS_MAX, HpaMetricConfig, JetStreamAutoscalingConfig, ServiceConfig, WorkloadConfig
+
+VllmMetricName = Literal[
+    "vllm:num_requests_waiting",
+    "vllm:num_requests_running",
+    "vllm:kv_cache_usage_perc",
+    "tpu_memory_used",
+    "tpu_memory_used_percentage",
+]
+
+
+class VllmHpaMetricConfig(HpaMetricConfig):
+    name: VllmMetricName = Field(  # type: ignore[assignment]
+        description="vLLM server metric (of the serving pods: the leaders on a multi-host pool) or TPU HBM metric."
+    )
+    target: float = Field(
+        gt=0,
+        description="Value one replica should carry, in the metric's unit: requests for vllm:num_requests_*, a 0-1 "
+        "fraction for vllm:kv_cache_usage_perc and tpu_memory_used_percentage, bytes for tpu_memory_used.",
+    )
+
+
+class VllmAutoscalingConfig(JetStreamAutoscalingConfig):
+    max_replicas: int = Field(
+        le=REPLICAS_MAX, description="At most what the pool holds (nodes, or slices for a multi-host pool)."
+    )
+    metrics: list[VllmHpaMetricConfig] = Field(  # type: ignore[assignment]
+        min_length=1, description="Combined in one HPA: the largest proposal wins."
+    )
+
+
+VllmArg = str | int | float | bool | None
+
+
+class VllmWorkload(WorkloadConfig):
+    """vLLM on TPU: a Deployment on a single-host pool, a LeaderWorkerSet + Ray (one slice per replica) on a
+    multi-host pool. Parallelism, TPU requests and node selectors come from the pool."""
+
+    type: Literal["vllm"]
+    model: str = Field(
+        description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed)."
+    )
+    max_model_len: int | None = Field(
+        None, ge=1, le=2**31 - 1, description="--max-model-len; unset: the model's own context length."
+    )
+    args: dict[str, VllmArg] = Field(
+        default_factory=dict,
+        description="Extra `vllm serve` flags by name (max-num-seqs: 128). A named derived flag is replaced; "
+        "true renders a bare flag, null removes it.",
+    )
+    replicas: int = Field(
+        1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off (slices, on a multi-host pool)."
+    )
+    autoscaling: VllmAutoscalingConfig | None = Field(None, description="An HPA on vLLM/TPU metrics.")
+    image: str | None = Field(None, description="Override of the pinned vllm/vllm-tpu image (stacks/versions.py).")
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    xla_cache: bool = Field(
+        True,
+        description="Keep the XLA compilation cache (VLLM_XLA_CACHE_PATH) and Hugging Face downloads in the stack "
+        "bucket under vllm/<workload>/ through GCS FUSE, so restarts and new replicas skip compilation.",
+    )
+    params_billion: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="Model size for the HBM check when the name does not tell it (e.g. 70 for 70B).",
+    )
+    gateway: bool = Field(
+        True,
+        description="Served through the stack's Inference Gateway when tpu-serving:gateway is enabled (an "
+        "InferencePool, endpoint picker and HTTPRoute of its own); false opts out.",
+    )
