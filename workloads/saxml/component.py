@@ -84,34 +84,48 @@ class Saxml(ServingWorkload):
         )
 
         if plan.workload.models is not None and not plan.paused:
-            job = saxml.publish_job(plan)
-            k8s.batch.v1.Job(
-                f"{name}-models-{saxml.models_hash(plan)}",
-                metadata=job["metadata"],
-                spec=job["spec"],
-                # `pulumi up` ends when the models are loaded; loading a large model takes many minutes.
-                opts=self.k8s_opts(
-                    model_servers,
-                    http_server,
-                    service,
-                    custom_timeouts=pulumi.CustomTimeouts(
-                        create=f"{saxml.LOAD_TIMEOUT_MINUTES}m", update=f"{saxml.LOAD_TIMEOUT_MINUTES}m"
-                    ),
-                ),
-            )
-
-        local_port = plan.local_port(saxml.HTTP_PORT)
-        port_forward = (
-            f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{saxml.HTTP_PORT}"
-        )
-        local = f"localhost:{local_port}"
-        if plan.workload.http.exposure == "cluster":
-            address: pulumi.Input[str] = local
-            examples: Any = saxml.curl_examples(plan, local)
-        else:
-            address = service.status.apply(lambda s: _address(s, "(pending)"))
-            examples = pulumi.Output.from_input(address).apply(
-                lambda a: saxml.curl_examples(plan, a if a != "(pending)" else local)
-            )
-        self.commands = {"portForward": port_forward, "address": address, "cell": plan.cell, "examples": examples}
+            self._publish_models(name, plan, model_servers, http_server, service)
+        self.commands = commands(plan, service)
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})
+
+    def _publish_models(
+        self,
+        name: str,
+        plan: saxml.SaxmlPlan,
+        model_servers: pulumi.Resource,
+        http_server: pulumi.Resource,
+        service: pulumi.Resource,
+    ) -> None:
+        """The Job that publishes the configured models through the HTTP server, named after their hash so a
+        change runs a new one; `pulumi up` ends when the models are loaded (a large model takes many minutes)."""
+        job = saxml.publish_job(plan)
+        k8s.batch.v1.Job(
+            f"{name}-models-{saxml.models_hash(plan)}",
+            metadata=job["metadata"],
+            spec=job["spec"],
+            opts=self.k8s_opts(
+                model_servers,
+                http_server,
+                service,
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{saxml.LOAD_TIMEOUT_MINUTES}m", update=f"{saxml.LOAD_TIMEOUT_MINUTES}m"
+                ),
+            ),
+        )
+
+
+def commands(plan: saxml.SaxmlPlan, service: k8s.core.v1.Service) -> dict[str, Any]:
+    """The workload's outputs: its port-forward, the HTTP address (the load balancer's once it has one) and curl
+    examples against it."""
+    local_port = plan.local_port(saxml.HTTP_PORT)
+    port_forward = f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{saxml.HTTP_PORT}"
+    local = f"localhost:{local_port}"
+    if plan.workload.http.exposure == "cluster":
+        address: pulumi.Input[str] = local
+        examples: Any = saxml.curl_examples(plan, local)
+    else:
+        address = service.status.apply(lambda s: _address(s, "(pending)"))
+        examples = pulumi.Output.from_input(address).apply(
+            lambda a: saxml.curl_examples(plan, a if a != "(pending)" else local)
+        )
+    return {"portForward": port_forward, "address": address, "cell": plan.cell, "examples": examples}
