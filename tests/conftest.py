@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,26 @@ def pool(**fields: Any) -> dict[str, Any]:
     return base
 
 
+_RUNS: dict[str, Recording] = {}
+
+
 @pytest.fixture
-def run():
-    """run(config, preview=False, stack='dev') -> Recording."""
+def run(request):
+    """run(config, preview=False, stack='dev') -> Recording.
+
+    A run that succeeded is kept for the session (keyed by config, mode and stack) and each caller gets its own
+    deep copy: many tests read the same config (BASE alone is run by ~20 tests). Not cached: runs with other
+    options (`recording=`, `program=`, `secret_keys=`), failing runs, and every run of a test that uses
+    `monkeypatch` (it may change what the program reads: environment, versions, catalog)."""
+    cacheable = "monkeypatch" not in request.fixturenames
 
     def _run(config: dict[str, Any], *, preview: bool = False, stack: str = "dev", **kw) -> Recording:
-        return run_program(config, preview=preview, stack=stack, **kw)
+        if kw or not cacheable:
+            return run_program(config, preview=preview, stack=stack, **kw)
+        key = json.dumps([config, preview, stack], sort_keys=True, default=repr)
+        if key not in _RUNS:
+            _RUNS[key] = run_program(config, preview=preview, stack=stack)
+        return copy.deepcopy(_RUNS[key])
 
     return _run
 
@@ -87,3 +102,19 @@ def recorded(path: Path, preview: bool) -> Recording:
     return run_program(
         load_stack_file(path), stack=path.name.removeprefix("Pulumi.").removesuffix(".yaml"), preview=preview
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _program_loaded_and_frozen() -> None:
+    """Once per test process: run the program once (BASE, kept for the `run` fixture), so that it and the provider
+    SDKs it loads are imported, then move those long-lived objects out of the cyclic garbage collector's view
+    (gc.freeze): without it every full collection re-walks the SDKs' millions of objects, a quarter of the
+    suite's CPU. A program that fails here is left to the tests that run BASE to report."""
+    import gc
+
+    try:
+        _RUNS[json.dumps([BASE, False, "dev"], sort_keys=True, default=repr)] = run_program(BASE)
+    except Exception:  # noqa: BLE001
+        pass
+    gc.collect()
+    gc.freeze()
