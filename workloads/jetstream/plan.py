@@ -57,7 +57,7 @@ RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "se
 @dataclass(frozen=True)
 class JetStreamPlan(WorkloadPlan):
     workload: JetStreamWorkload
-    adapter: str = "custom-metrics-stackdriver"
+    adapter: str = metrics_adapters.DEFAULT
     min_master_version: str | None = None
     cluster: str = ""
 

@@ -107,7 +107,7 @@ def params_billion(workload: VllmWorkload) -> float | None:
 @dataclass(frozen=True)
 class VllmPlan(WorkloadPlan):
     workload: VllmWorkload
-    adapter: str = "custom-metrics-stackdriver"
+    adapter: str = metrics_adapters.DEFAULT
     hf_token: bool = False  # the stack has a secret tpu-serving:hfToken
     cluster: str = ""  # the GKE cluster's name (the stackdriver adapter's TPU selector)
 
