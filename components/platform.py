@@ -4,6 +4,7 @@ workloads (each built by its type's registry entry, carried by the config), and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -82,57 +83,9 @@ def workload_summary(platform: Platform) -> dict[str, dict]:
 
 
 def build_platform(cfg: StackConfig) -> Platform:
-    network = Network(
-        "network",
-        config=cfg.cluster.network,
-        default_name=cfg.cluster_name,
-        project=cfg.gcp_project,
-        region=cfg.region,
-        proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
-        flow_logs=cfg.profile.vpc_flow_logs if cfg.cluster.network.flow_logs is None else cfg.cluster.network.flow_logs,
-    )
-    cluster = Cluster(
-        "cluster",
-        cluster_name=cfg.cluster_name,
-        location=cfg.cluster_location,
-        project=cfg.gcp_project,
-        config=cfg.cluster,
-        network=network,
-        profile=cfg.profile,
-        labels=cfg.labels,
-        gateway_api=cfg.gateway.enabled,
-    )
-    # Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
-    # account, used by its pool (and the nodes the workload adds), before any of those pools exist.
-    own_nodes = {
-        plan.pool.name: NodeServiceAccount(
-            f"workload-{plan.name}-nodes",
-            account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
-            project=cfg.gcp_project,
-            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
-            description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
-        )
-        for plan in cfg.workloads
-        if cfg.workload_types[plan.workload.type].exclusive_pool
-    }
-    pools = {
-        plan.name: TpuSlicePool(
-            f"tpu-{plan.name}",
-            plan=plan,
-            cluster_name=cluster.name,
-            resource_prefix=cfg.cluster_name,
-            location=cfg.cluster_location,
-            project=cfg.gcp_project,
-            node_service_account=(
-                own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
-            ),
-            labels=cfg.labels,
-            protect=cfg.profile.protect,
-            paused=cfg.paused,
-            k8s_provider=cluster.provider,
-        )
-        for plan in cfg.pools
-    }
+    network, cluster = _network_and_cluster(cfg)
+    own_nodes = _own_node_accounts(cfg)
+    pools = _tpu_pools(cfg, cluster, own_nodes)
     bucket = Bucket(
         "bucket",
         bucket_name=cfg.bucket_name,
@@ -165,48 +118,12 @@ def build_platform(cfg: StackConfig) -> Platform:
         after=[cluster.system_pool],
         network_policies=cfg.network_policies,
     )
-    inference_gateway = None
-    if cfg.gateway.enabled:
-        inference_gateway = InferenceGateway(
-            "gateway",
-            exposure=cfg.gateway.exposure,
-            route_namespaces=[w.namespace for w in cfg.gateway_workloads],
-            kubernetes_minor=cfg.kubernetes_minor,
-            provider=cluster.provider,
-            project=cfg.gcp_project,
-            region=cfg.region,
-            resource_prefix=cfg.cluster_name,
-            system_selector=naming.SYSTEM_POOL_SELECTOR,
-            source_ranges=cfg.gateway.source_ranges,
-            cloud_armor_policy=cfg.gateway.cloud_armor_policy,
-            after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
-        )
-        for plan in cfg.gateway_workloads:
-            inference_gateway.commands[plan.name] = inference_gateway.serve(
-                plan.gateway_backend(),
-                namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
-                paused=cfg.paused,
-            )
-    workloads: dict[str, ServingWorkload] = {}
-    for plan in cfg.workloads:
-        own = own_nodes.get(plan.pool.name)
-        deps = WorkloadDeps(
-            project=cfg.gcp_project,
-            stack=cfg.stack,
-            bucket=bucket.name,
-            provider=cluster.provider,
-            # A workload in a namespace every cluster has (default) waits for the system pool directly.
-            namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
-            node_pools=pools[plan.pool.name].capacity,
-            addon=addons.dependency,
-            adapter=monitoring.adapter_resources,
-            node_service_account=own.email if own is not None else None,
-            cluster_name=cluster.name,
-            location=cfg.cluster_location,
-            labels=cfg.labels,
-        )
-        kind = cfg.workload_types[plan.workload.type]
-        workloads[plan.name] = kind.component(f"workload-{plan.name}", plan, deps)
+    inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
+    deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
+    workloads: dict[str, ServingWorkload] = {
+        plan.name: cfg.workload_types[plan.workload.type].component(f"workload-{plan.name}", plan, deps.of(plan))
+        for plan in cfg.workloads
+    }
     return Platform(
         config=cfg,
         network=network,
@@ -218,6 +135,125 @@ def build_platform(cfg: StackConfig) -> Platform:
         workloads=workloads,
         gateway=inference_gateway,
     )
+
+
+def _network_and_cluster(cfg: StackConfig) -> tuple[Network, Cluster]:
+    network = Network(
+        "network",
+        config=cfg.cluster.network,
+        default_name=cfg.cluster_name,
+        project=cfg.gcp_project,
+        region=cfg.region,
+        proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
+        flow_logs=cfg.profile.vpc_flow_logs if cfg.cluster.network.flow_logs is None else cfg.cluster.network.flow_logs,
+    )
+    cluster = Cluster(
+        "cluster",
+        cluster_name=cfg.cluster_name,
+        location=cfg.cluster_location,
+        project=cfg.gcp_project,
+        config=cfg.cluster,
+        network=network,
+        profile=cfg.profile,
+        labels=cfg.labels,
+        gateway_api=cfg.gateway.enabled,
+    )
+    return network, cluster
+
+
+def _own_node_accounts(cfg: StackConfig) -> dict[str, NodeServiceAccount]:
+    """Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
+    account (by its pool's name), used by its pool (and the nodes the workload adds), before any of those pools
+    exist."""
+    return {
+        plan.pool.name: NodeServiceAccount(
+            f"workload-{plan.name}-nodes",
+            account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
+            project=cfg.gcp_project,
+            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
+            description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
+        )
+        for plan in cfg.workloads
+        if cfg.workload_types[plan.workload.type].exclusive_pool
+    }
+
+
+def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServiceAccount]) -> dict[str, TpuSlicePool]:
+    return {
+        plan.name: TpuSlicePool(
+            f"tpu-{plan.name}",
+            plan=plan,
+            cluster_name=cluster.name,
+            resource_prefix=cfg.cluster_name,
+            location=cfg.cluster_location,
+            project=cfg.gcp_project,
+            node_service_account=(
+                own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+            ),
+            labels=cfg.labels,
+            protect=cfg.profile.protect,
+            paused=cfg.paused,
+            k8s_provider=cluster.provider,
+        )
+        for plan in cfg.pools
+    }
+
+
+def _gateway(cfg: StackConfig, network: Network, cluster: Cluster, namespaces: Namespaces) -> InferenceGateway:
+    """The Inference Gateway and, for each workload served through it, its InferencePool and route."""
+    inference_gateway = InferenceGateway(
+        "gateway",
+        exposure=cfg.gateway.exposure,
+        route_namespaces=[w.namespace for w in cfg.gateway_workloads],
+        kubernetes_minor=cfg.kubernetes_minor,
+        provider=cluster.provider,
+        project=cfg.gcp_project,
+        region=cfg.region,
+        resource_prefix=cfg.cluster_name,
+        system_selector=naming.SYSTEM_POOL_SELECTOR,
+        source_ranges=cfg.gateway.source_ranges,
+        cloud_armor_policy=cfg.gateway.cloud_armor_policy,
+        after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+    )
+    for plan in cfg.gateway_workloads:
+        inference_gateway.commands[plan.name] = inference_gateway.serve(
+            plan.gateway_backend(),
+            namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
+            paused=cfg.paused,
+        )
+    return inference_gateway
+
+
+@dataclass
+class _WorkloadDepsFactory:
+    """What the platform hands each workload's component (components.serving.WorkloadDeps)."""
+
+    cfg: StackConfig
+    cluster: Cluster
+    pools: dict[str, TpuSlicePool]
+    bucket: Bucket
+    addons: Addons
+    monitoring: Monitoring
+    namespaces: Namespaces
+    own_nodes: dict[str, NodeServiceAccount]
+
+    def of(self, plan: Any) -> WorkloadDeps:
+        own = self.own_nodes.get(plan.pool.name)
+        return WorkloadDeps(
+            project=self.cfg.gcp_project,
+            stack=self.cfg.stack,
+            bucket=self.bucket.name,
+            provider=self.cluster.provider,
+            # A workload in a namespace every cluster has (default) waits for the system pool directly.
+            namespace=self.namespaces.by_name.get(plan.namespace, self.cluster.system_pool),
+            node_pools=self.pools[plan.pool.name].capacity,
+            addon=self.addons.dependency,
+            adapter=self.monitoring.adapter_resources,
+            node_service_account=own.email if own is not None else None,
+            cluster_name=self.cluster.name,
+            location=self.cfg.cluster_location,
+            labels=self.cfg.labels,
+        )
 
 
 def build_stack(cfg: StackConfig) -> Platform:

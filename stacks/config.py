@@ -34,6 +34,7 @@ from stacks import (
 )
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
+    AutoscalingConfig,
     BucketConfig,
     ClusterConfig,
     GatewayConfig,
@@ -627,9 +628,33 @@ def _check_location(location: str, region: str, problems: list[Problem]) -> None
 
 
 def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
+    """A TPU pool against the catalog, its region and GKE's rules; its plan when it has no problem."""
     base = f"{NS}:tpuPools[{i}]"
     start = len(problems)
+    _check_pool_names(base, pool, region, problems)
+    shape = _pool_shape(base, pool, problems)
+    capacities = _check_capacity(base, pool, problems)
+    if pool.autoscaling is not None:
+        _check_pool_autoscaling(base, pool, pool.autoscaling, shape, len(capacities), problems)
+    if len(problems) > start or shape is None:
+        return None
+    # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
+    names = [] if len(capacities) > 1 else naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
+    longest = max(names, key=len, default="")
+    if len(longest) > naming.NODE_POOL_NAME_MAX:
+        problems.append(
+            Problem(
+                f"{base}.name",
+                f"{pool.name!r} with {pool.slices} slices gives node pool {longest!r} ({len(longest)} characters); GKE "
+                f"node pool names are at most {naming.NODE_POOL_NAME_MAX}: shorten the name",
+            )
+        )
+        return None
+    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
 
+
+def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> None:
+    """The pool's name, machine type, reservation and zone are names GCP accepts, the zone in the region."""
     _check_name(f"{base}.name", pool.name, naming.NODE_POOL_NAME_MAX - 4, "pool name", problems)
     if pool.machine_type is not None and not MACHINE_TYPE_RE.fullmatch(pool.machine_type):
         problems.append(
@@ -650,6 +675,9 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
             Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
         )
 
+
+def _pool_shape(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> catalog.SliceShape | None:
+    """The slice shape from the catalog (None: the TPU, topology or machine type is not in it), and its slices."""
     shape: catalog.SliceShape | None = None
     try:
         gen = catalog.generation(pool.tpu)
@@ -680,7 +708,11 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
                 f"multislice needs multi-host slices; {advice}use autoscaling.maxNodes for more single-host nodes",
             )
         )
+    return shape
 
+
+def _check_capacity(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> list[str]:
+    """Capacity types and the reservation agree; returns the capacity types in priority order."""
     capacities = pool.capacity if isinstance(pool.capacity, list) else [pool.capacity]
     if "reservation" in capacities and not pool.reservation:
         problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
@@ -697,56 +729,45 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
                 f"{base}.reservation", f"given with capacity {_fmt(pool.capacity)}: {why}, or remove the reservation"
             )
         )
+    return capacities
 
-    auto = pool.autoscaling
-    if auto is not None:
-        if auto.min_nodes > auto.max_nodes:
-            problems.append(
-                Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}")
-            )
-        if (
-            shape is not None
-            and shape.multi_host
-            and (auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts))
-        ):
-            problems.append(
-                Problem(
-                    f"{base}.autoscaling",
-                    f"{{minNodes: {auto.min_nodes}, maxNodes: {auto.max_nodes}}} is not allowed on a multi-host "
-                    f"{pool.topology} slice: slices are atomic, so minNodes is 0 or {shape.hosts} and maxNodes is "
-                    f"{shape.hosts}",
-                )
-            )
-        if len(capacities) > 1 and auto.min_nodes != 0:
-            problems.append(
-                Problem(
-                    f"{base}.autoscaling.minNodes",
-                    f"{auto.min_nodes} with a capacity list: GKE creates this pool's node pools for pending pods and "
-                    "removes them when empty, so minNodes is 0 (maxNodes bounds what workloads may use)",
-                )
-            )
-        if pool.capacity == "flex-start" and auto.min_nodes != 0:
-            problems.append(
-                Problem(
-                    f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0"
-                )
-            )
 
-    if len(problems) > start or shape is None:
-        return None
-    # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
-    names = [] if len(capacities) > 1 else naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
-    longest = max(names, key=len, default="")
-    if len(longest) > naming.NODE_POOL_NAME_MAX:
+def _check_pool_autoscaling(
+    base: str,
+    pool: TpuPoolConfig,
+    auto: AutoscalingConfig,
+    shape: catalog.SliceShape | None,
+    capacity_count: int,
+    problems: list[Problem],
+) -> None:
+    """Autoscaling bounds: ordered, whole slices on a multi-host pool, 0 at the bottom where GKE starts empty."""
+    if auto.min_nodes > auto.max_nodes:
+        problems.append(Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}"))
+    if (
+        shape is not None
+        and shape.multi_host
+        and (auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts))
+    ):
         problems.append(
             Problem(
-                f"{base}.name",
-                f"{pool.name!r} with {pool.slices} slices gives node pool {longest!r} ({len(longest)} characters); GKE "
-                f"node pool names are at most {naming.NODE_POOL_NAME_MAX}: shorten the name",
+                f"{base}.autoscaling",
+                f"{{minNodes: {auto.min_nodes}, maxNodes: {auto.max_nodes}}} is not allowed on a multi-host "
+                f"{pool.topology} slice: slices are atomic, so minNodes is 0 or {shape.hosts} and maxNodes is "
+                f"{shape.hosts}",
             )
         )
-        return None
-    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
+    if capacity_count > 1 and auto.min_nodes != 0:
+        problems.append(
+            Problem(
+                f"{base}.autoscaling.minNodes",
+                f"{auto.min_nodes} with a capacity list: GKE creates this pool's node pools for pending pods and "
+                "removes them when empty, so minNodes is 0 (maxNodes bounds what workloads may use)",
+            )
+        )
+    if pool.capacity == "flex-start" and auto.min_nodes != 0:
+        problems.append(
+            Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
+        )
 
 
 # Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
