@@ -713,7 +713,7 @@ def _pool_shape(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> cata
 
 def _check_capacity(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> list[str]:
     """Capacity types and the reservation agree; returns the capacity types in priority order."""
-    capacities: list[str] = pool.capacity if isinstance(pool.capacity, list) else [pool.capacity]
+    capacities: list[str] = list(pool.capacity) if isinstance(pool.capacity, list) else [pool.capacity]
     if "reservation" in capacities and not pool.reservation:
         problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
     if pool.reservation and "reservation" not in capacities:
