@@ -1,7 +1,8 @@
 """The stack's GCS bucket: checkpoints, Saxml state (sax-root) and Pathways scratch.
 
 Private by construction (uniform bucket-level access, public access prevention enforced), versioned with
-noncurrent versions expired, Pathways scratch expired, and protected or torn down by the environment profile.
+noncurrent versions expired, Pathways scratch expired, optionally encrypted with a customer-managed key (CMEK), and
+protected or torn down by the environment profile.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import naming
+from stacks import kms, naming
 from stacks.config_model import BucketConfig
 from stacks.profiles import Profile
 
@@ -36,6 +37,23 @@ def lifecycle_rules(config: BucketConfig) -> list[gcp.storage.BucketLifecycleRul
     return rules
 
 
+def key_access(name: str, key: str, project: str, parent: pulumi.Resource) -> gcp.kms.CryptoKeyIAMMember:
+    """The project's Cloud Storage service agent may use `key` (a bucket's default CMEK): Cloud Storage encrypts
+    and decrypts with it as that agent (https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys:
+    the service agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on the key). A member, not the key's policy:
+    nothing else's access to the key is touched. The lookup creates the agent if the project has none yet."""
+    agent = gcp.storage.get_project_service_account_output(project=project)
+    return gcp.kms.CryptoKeyIAMMember(
+        name,
+        gcp.kms.CryptoKeyIAMMemberArgs(
+            crypto_key_id=key,
+            role=kms.ENCRYPTER_DECRYPTER,
+            member=agent.email_address.apply(lambda e: f"serviceAccount:{e}"),
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 class Bucket(pulumi.ComponentResource):
     name: pulumi.Output[str]
     url: pulumi.Output[str]
@@ -55,6 +73,9 @@ class Bucket(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:storage:Bucket", name, None, opts)
+        key = config.kms_key_name
+        # the bucket names the key only once the agent may use it (else writes fail until the grant lands)
+        grant = [key_access(f"{name}-kms-encrypter", key, project, self)] if key else []
         self.bucket = gcp.storage.Bucket(
             f"{name}-gcs",
             gcp.storage.BucketArgs(
@@ -71,9 +92,11 @@ class Bucket(pulumi.ComponentResource):
                 ),
                 force_destroy=force_destroy,
                 labels=labels,
+                encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=key) if key else None,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
+                depends_on=grant,
                 protect=profile.protect,
                 retain_on_delete=profile.retain_bucket,
                 delete_before_replace=True,

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.network import Network
 from components.node_identity import NodeServiceAccount
-from stacks import cpu_machines, naming
+from stacks import cpu_machines, kms, naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
 from stacks.pool_sizing import cluster_zones, system_pool_sizing
@@ -192,8 +192,38 @@ def cluster_security_args(config: ClusterConfig, profile: Profile, project: str)
             evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if config.binary_authorization else "DISABLED"
         ),
         enable_intranode_visibility=intranode_visibility(config, profile),
+        # Application-layer Secrets encryption with the configured key; explicitly off otherwise, so removing the
+        # key decrypts rather than leaving the last state (pulumi-gcp container.ClusterDatabaseEncryptionArgs:
+        # state ENCRYPTED or DECRYPTED, key_name)
+        database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
+            state="ENCRYPTED" if config.secrets_encryption_key else "DECRYPTED",
+            key_name=config.secrets_encryption_key,
+        ),
         **control_plane_access(config),
     )
+
+
+def secrets_key_access(
+    name: str, config: ClusterConfig, project: str, parent: pulumi.Resource
+) -> list[pulumi.Resource]:
+    """GKE's service agent (service-<project number>@container-engine-robot) may use the Secrets encryption key:
+    the cluster is created only after (https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets:
+    grant the GKE service agent roles/cloudkms.cryptoKeyEncrypterDecrypter on the key). A member, not the key's
+    policy. Empty without a key."""
+    if not config.secrets_encryption_key:
+        return []
+    number = gcp.organizations.get_project_output(project_id=project).number
+    return [
+        gcp.kms.CryptoKeyIAMMember(
+            name,
+            gcp.kms.CryptoKeyIAMMemberArgs(
+                crypto_key_id=config.secrets_encryption_key,
+                role=kms.ENCRYPTER_DECRYPTER,
+                member=number.apply(kms.gke_agent_member),
+            ),
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+    ]
 
 
 def cluster_observability_args() -> dict:
@@ -349,6 +379,7 @@ class Cluster(pulumi.ComponentResource):
                 # An explicit name cannot exist twice: a replacement must delete first.
                 delete_before_replace=True,
                 ignore_changes=["nodeConfig"],  # the default pool's, which exists only during creation
+                depends_on=secrets_key_access(f"{name}-secrets-key", config, project, self),
             ),
         )
         self.system_pool = gcp.container.NodePool(

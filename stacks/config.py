@@ -25,6 +25,7 @@ from stacks import (
     catalog,
     compute_class,
     gateway,
+    kms,
     local_ports,
     naming,
     network_policy,
@@ -613,6 +614,15 @@ def _check_cluster(cluster: ClusterConfig, problems: list[Problem]) -> None:
             )
 
 
+def _check_key(path: str, key: str | None, location: str, of_what: str, problems: list[Problem]) -> None:
+    """A Cloud KMS key in config: its resource name, in the location of the data it encrypts (Cloud Storage:
+    https://cloud.google.com/storage/docs/encryption/customer-managed-keys, key resource locations; GKE:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets, a key in the cluster's location)."""
+    why = kms.key_problem(key, location, of_what) if key is not None else None
+    if why:
+        problems.append(Problem(path, why))
+
+
 def _check_location(location: str, region: str, problems: list[Problem]) -> None:
     path = f"{NS}:cluster.location"
     zone = ZONE_RE.fullmatch(location)
@@ -1189,6 +1199,9 @@ def _check_cluster_section(
         return cluster_name, None
     cluster_location = cluster.location or region
     _check_location(cluster_location, region, problems)
+    _check_key(
+        f"{NS}:cluster.secretsEncryptionKey", cluster.secrets_encryption_key, region, "the cluster's region", problems
+    )
     zones = pool_sizing.cluster_zones(cluster_location)
     if cluster.system_pool.max_nodes < zones:
         problems.append(
@@ -1212,7 +1225,12 @@ def _check_system_pool(cluster: ClusterConfig, problems: list[Problem]) -> None:
 
 
 def _check_bucket_section(
-    bucket: BucketConfig | None, gcp_project: str | None, pulumi_project: str, stack: str, problems: list[Problem]
+    bucket: BucketConfig | None,
+    gcp_project: str | None,
+    region: str | None,
+    pulumi_project: str,
+    stack: str,
+    problems: list[Problem],
 ) -> str | None:
     """The bucket's rules; returns its name (None where it cannot be known)."""
     bucket_name = None
@@ -1221,6 +1239,10 @@ def _check_bucket_section(
         why = check_bucket_name(bucket_name)
         if why:
             problems.append(Problem(f"{NS}:bucket.name", why))
+    if bucket is not None and region:
+        _check_key(
+            f"{NS}:bucket.kmsKeyName", bucket.kms_key_name, bucket.location or region, "the bucket's location", problems
+        )
     if bucket is not None and bucket.location is not None and not BUCKET_LOCATION_RE.fullmatch(bucket.location):
         problems.append(
             Problem(f"{NS}:bucket.location", f"{bucket.location!r} is not a bucket location, e.g. us-east5, US, NAM4")
@@ -1293,7 +1315,7 @@ def parse_stack_config(
     region = _check_invocation(gcp_project, region, extra_keys, hf_token, problems)
     sections = _parse_sections(raw, workload_types, problems)
     cluster_name, cluster_location = _check_cluster_section(sections, region, pulumi_project, stack, problems)
-    bucket_name = _check_bucket_section(sections.bucket, gcp_project, pulumi_project, stack, problems)
+    bucket_name = _check_bucket_section(sections.bucket, gcp_project, region, pulumi_project, stack, problems)
     pools = _check_pools(sections, region, problems)
     warnings: list[str] = []
     context = _workload_context(

@@ -130,6 +130,12 @@ class ClusterConfig(CamelModel):
         "must admit every pinned image (stacks/versions.py) or their pods are refused.",
     )
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    secrets_encryption_key: str | None = Field(
+        None,
+        description="Cloud KMS key for application-layer encryption of Kubernetes Secrets "
+        "(projects/P/locations/L/keyRings/R/cryptoKeys/K, in gcp:region, the cluster's region); GKE's service agent "
+        "gets cryptoKeyEncrypterDecrypter on it before the cluster. Unset: Secrets are encrypted by Google's keys only.",
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra resource labels on GCP resources.")
 
 
@@ -143,6 +149,12 @@ class BucketConfig(CamelModel):
     noncurrent_version_days: int = Field(30, ge=1, le=DAYS_MAX, description="Days a noncurrent version is kept.")
     scratch_ttl_days: int = Field(
         7, ge=1, le=DAYS_MAX, description="Days Pathways scratch objects (pathways/) are kept."
+    )
+    kms_key_name: str | None = Field(
+        None,
+        description="Cloud KMS key new objects are encrypted with by default (CMEK): "
+        "projects/P/locations/L/keyRings/R/cryptoKeys/K, in the bucket's location; the Cloud Storage service agent "
+        "gets cryptoKeyEncrypterDecrypter on it before the bucket uses it. Unset: Google-managed encryption.",
     )
 
 

@@ -29,6 +29,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "tpu-serving"
 UNKNOWN = "(known after apply)"
+# the project number gcp.organizations.getProject answers under the mocks
+PROJECT_NUMBER = "123456789012"
 
 
 @dataclass
@@ -130,7 +132,10 @@ def _mocks(preview: bool, project: str):
 
         def call(self, args: pulumi.runtime.MockCallArgs):
             if args.token == "gcp:organizations/getProject:getProject":
-                return ({"number": "123456789012", "projectId": args.args.get("projectId", project)}, [])
+                return ({"number": PROJECT_NUMBER, "projectId": args.args.get("projectId", project)}, [])
+            if args.token == "gcp:storage/getProjectServiceAccount:getProjectServiceAccount":
+                email = f"service-{PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com"
+                return ({"emailAddress": email, "member": f"serviceAccount:{email}", "project": project}, [])
             return ({}, [])
 
     return RecordingMocks()
