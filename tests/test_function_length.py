@@ -5,7 +5,6 @@ from tooling.function_length import LIMIT, function_lengths, program_function_le
 # Today's offenders, `path:function` -> its length now. An entry may only shrink: when you shorten one, write its
 # new length here, and remove it once it is within the limit; nothing may be added (split the function instead).
 ALLOWED: dict[str, int] = {
-    "workloads/saxml/plan.py:check": 91,
     "stacks/config.py:_check_gateway": 84,
     "workloads/pathways_job/plan.py:check": 81,
 }

@@ -26,7 +26,7 @@ from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workload_plan import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
 from stacks.workload_type import WorkloadContext
-from workloads.saxml.config import SaxmlWorkload
+from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -199,13 +199,31 @@ def check(
     warnings: list[str],
 ) -> SaxmlPlan | None:
     """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
-    environment = ctx.environment
     cell = cell_of(workload)
     if not CELL_RE.fullmatch(cell):
         problems.append(
             Problem(f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
         )
-    http = workload.http
+    _check_http(path, workload.http, ctx.environment, problems)
+    for i, model in enumerate(workload.models or []):
+        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
+            problems.append(Problem(f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
+    if pool is None or not _check_pool(path, workload, pool, problems):
+        return None
+    # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
+    # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
+    plan = SaxmlPlan(
+        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
+    )
+    model_image = plan.image("model")
+    for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
+        problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
+    _check_models_fit(path, workload, pool, problems, warnings)
+    return plan
+
+
+def _check_http(path: str, http: SaxHttpConfig, environment: str, problems: list[Problem]) -> None:
+    """Who may reach the HTTP server, which has no authentication: listed CIDRs, the whole internet only in dev."""
     if http.exposure == "external" and not http.source_ranges:
         problems.append(
             Problem(
@@ -234,11 +252,10 @@ def check(
                 f"{path}.http.sourceRanges", "only used with exposure 'internal' or 'external' (exposure is 'cluster')"
             )
         )
-    for i, model in enumerate(workload.models or []):
-        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
-            problems.append(Problem(f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
-    if pool is None:
-        return None
+
+
+def _check_pool(path: str, workload: SaxmlWorkload, pool: PoolPlan, problems: list[Problem]) -> bool:
+    """A multi-host pool, on which JobSet can name the model server pods; False when it cannot serve there."""
     if not pool.shape.multi_host:
         problems.append(
             Problem(
@@ -247,7 +264,7 @@ def check(
                 "Saxml multi-host serving needs a multi-host pool",
             )
         )
-        return None
+        return False
     hostname = longest_pod_hostname(workload.name, pool.slices, pool.shape.hosts)
     if len(hostname) > naming.DNS_LABEL_MAX:
         problems.append(
@@ -258,14 +275,13 @@ def check(
                 f"{naming.DNS_LABEL_MAX}; use at most {len(workload.name) - len(hostname) + naming.DNS_LABEL_MAX} characters",
             )
         )
-    # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
-    # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
-    plan = SaxmlPlan(
-        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
-    )
-    model_image = plan.image("model")
-    for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
-        problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
+    return True
+
+
+def _check_models_fit(
+    path: str, workload: SaxmlWorkload, pool: PoolPlan, problems: list[Problem], warnings: list[str]
+) -> None:
+    """Each model's replicas fit the pool's model servers (one per slice), and its weights one slice's HBM."""
     for i, model in enumerate(workload.models or []):
         if model.replicas > pool.slices:
             problems.append(
@@ -279,7 +295,6 @@ def check(
             warning = catalog.sizing_warning(size, SAX_WEIGHT_BITS, pool.shape, f"{path}.models[{i}]")
             if warning:
                 warnings.append(warning)
-    return plan
 
 
 # ---- manifests ----------------------------------------------------------------------------------------
