@@ -93,7 +93,9 @@ class Monitoring(pulumi.ComponentResource):
                     dashboard_json=dashboard.dashboard_json(
                         config.cluster_name,
                         f"tpu-serving: {config.cluster_name}",
-                        vllm=any(w.workload.type == "vllm" for w in config.workloads),
+                        head=list(
+                            dict.fromkeys(p for w in config.workloads for p in w.dashboard_panels(config.cluster_name))
+                        ),
                     ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
@@ -111,7 +113,11 @@ class Monitoring(pulumi.ComponentResource):
     def _context(self, entry: MetricsAdapter, hpa_namespaces: Sequence[str]) -> AdapterContext:
         config = self._config
         vllm_namespaces = sorted(
-            {w.namespace for w in config.workloads if w.workload.type == "vllm" and getattr(w, "autoscaled", False)}
+            {
+                w.namespace
+                for w in config.workloads
+                if w.hpa_metrics is metrics.VLLM_METRICS and getattr(w, "autoscaled", False)
+            }
         )
         return AdapterContext(
             project=config.gcp_project,

@@ -6,6 +6,7 @@ PromQL over Managed Prometheus data, every query filtered to this cluster.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -26,34 +27,21 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
     }
 
 
-def vllm_panels(cluster: str) -> list[tuple[str, str, str]]:
-    """vLLM server tiles (series of the pinned image, stacks.versions IMAGE_RECORDS["vllmTpu"]), by namespace and
-    pod; latencies as the 90th percentile over 5 minutes; the KV-cache fraction drawn as a percentage."""
-    c = f'cluster="{cluster}"'
-
-    def p90(histogram: str) -> str:
-        return f"histogram_quantile(0.9, sum by (namespace, le) (rate({histogram}_bucket{{{c}}}[5m])))"
-
-    return [
-        ("vLLM running requests", f"sum by (namespace, pod) (vllm:num_requests_running{{{c}}})", "requests"),
-        ("vLLM waiting requests", f"sum by (namespace, pod) (vllm:num_requests_waiting{{{c}}})", "requests"),
-        ("vLLM KV-cache usage", f"avg by (namespace, pod) (vllm:kv_cache_usage_perc{{{c}}}) * 100", "% of KV cache"),
-        ("vLLM time to first token (p90)", p90("vllm:time_to_first_token_seconds"), "seconds"),
-        ("vLLM time per output token (p90)", p90("vllm:request_time_per_output_token_seconds"), "seconds"),
-    ]
+Panel = tuple[str, str, str]  # (title, PromQL, y-axis label)
 
 
-def panels(cluster: str, vllm: bool = False) -> list[tuple[str, str, str]]:
-    """(title, PromQL, y-axis label) of every tile; the vLLM tiles first when the stack runs vLLM.
+def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
+    """(title, PromQL, y-axis label) of every tile; first the tiles the workloads ask for (`head`: their plans'
+    `dashboard_panels`, e.g. vLLM's), then the JetStream and TPU tiles.
 
     Grouping labels are ones the stack's PodMonitorings attach (stacks.metrics.SERIES_LABELS; a test checks):
     JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
     and node. Fractions (JetStream's slots, HBM used/total) are drawn as percentages.
     """
     c = f'cluster="{cluster}"'
-    head = vllm_panels(cluster) if vllm else []
     hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
-    return head + [
+    return [
+        *head,
         ("JetStream prefill backlog", f"sum by (namespace, pod) (jetstream_prefill_backlog_size{{{c}}})", "requests"),
         (
             "JetStream slots used",
@@ -81,9 +69,9 @@ def panels(cluster: str, vllm: bool = False) -> list[tuple[str, str, str]]:
     ]
 
 
-def dashboard(cluster: str, display_name: str, vllm: bool = False) -> dict[str, Any]:
+def dashboard(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> dict[str, Any]:
     tiles = []
-    for i, (title, query, label) in enumerate(panels(cluster, vllm)):
+    for i, (title, query, label) in enumerate(panels(cluster, head)):
         tile = {
             "xPos": (i % 2) * 24,
             "yPos": (i // 2) * 16,
@@ -108,8 +96,8 @@ def api_shape(value: Any) -> Any:
     return value
 
 
-def dashboard_json(cluster: str, display_name: str, vllm: bool = False) -> str:
-    return json.dumps(dashboard(cluster, display_name, vllm), sort_keys=True)
+def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> str:
+    return json.dumps(dashboard(cluster, display_name, head), sort_keys=True)
 
 
 def dashboard_url(dashboard_id: str, project: str) -> str:

@@ -64,6 +64,15 @@ class WorkloadPlan:
         return None
 
     @property
+    def hpa_metrics(self) -> dict[str, Any] | None:
+        """The metrics its HPA may scale on (a stacks.metrics registry: the adapter serves rules for it), if any."""
+        return None
+
+    def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
+        """Dashboard tiles of its server's own metrics (stacks.dashboard.Panel), shown first."""
+        return []
+
+    @property
     def chips_at_peak(self) -> int:
         """TPU chips the workload holds at its largest (replicas at their maximum), for the cost estimate."""
         raise NotImplementedError(f"{type(self).__name__} must say how many chips it holds at its largest")

@@ -27,7 +27,7 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, dashboard, metrics, versions
+from stacks import catalog, cost, metrics, versions
 from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -212,7 +212,7 @@ def test_outputs_for_clients_and_gateways():
 
 
 def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
-    titles = [t for t, _, _ in dashboard.vllm_panels("c")]
+    titles = [t for t, _, _ in vllm.vllm_panels("c")]
     assert titles == [
         "vLLM running requests",
         "vLLM waiting requests",
@@ -221,7 +221,7 @@ def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
         "vLLM time per output token (p90)",
     ]
     served = versions.IMAGE_RECORDS["vllmTpu"].serves.metrics
-    for title, query, _ in dashboard.vllm_panels("c"):
+    for title, query, _ in vllm.vllm_panels("c"):
         names = [n for n in served if n in query]
         assert names, query
         # every grouping label is on the series (stacks.metrics.SERIES_LABELS)

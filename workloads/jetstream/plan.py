@@ -98,6 +98,10 @@ class JetStreamPlan(WorkloadPlan):
         return auto.max_replicas if auto is not None else self.workload.replicas
 
     @property
+    def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
+        return metrics.HPA_METRICS
+
+    @property
     def chips_at_peak(self) -> int:
         """Each replica requests the chips of one node."""
         return self.hosts_needed * self.shape.tpu_request

@@ -158,6 +158,13 @@ class VllmPlan(WorkloadPlan):
         return (auto.max_replicas if auto is not None else self.workload.replicas) * self.shape.hosts
 
     @property
+    def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
+        return metrics.VLLM_METRICS
+
+    def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
+        return vllm_panels(cluster)
+
+    @property
     def chips_at_peak(self) -> int:
         """A replica takes one node's TPU request (single-host pool) or one whole slice (multi-host pool)."""
         auto = self.workload.autoscaling
@@ -430,6 +437,23 @@ def _serving_warnings(path: str, plan: VllmPlan, warnings: list) -> None:
         warning = catalog.sizing_warning(size, 16, plan.shape, path)
         if warning:
             warnings.append(warning)
+
+
+def vllm_panels(cluster: str) -> list[tuple[str, str, str]]:
+    """vLLM server tiles (series of the pinned image, stacks.versions IMAGE_RECORDS["vllmTpu"]), by namespace and
+    pod; latencies as the 90th percentile over 5 minutes; the KV-cache fraction drawn as a percentage."""
+    c = f'cluster="{cluster}"'
+
+    def p90(histogram: str) -> str:
+        return f"histogram_quantile(0.9, sum by (namespace, le) (rate({histogram}_bucket{{{c}}}[5m])))"
+
+    return [
+        ("vLLM running requests", f"sum by (namespace, pod) (vllm:num_requests_running{{{c}}})", "requests"),
+        ("vLLM waiting requests", f"sum by (namespace, pod) (vllm:num_requests_waiting{{{c}}})", "requests"),
+        ("vLLM KV-cache usage", f"avg by (namespace, pod) (vllm:kv_cache_usage_perc{{{c}}}) * 100", "% of KV cache"),
+        ("vLLM time to first token (p90)", p90("vllm:time_to_first_token_seconds"), "seconds"),
+        ("vLLM time per output token (p90)", p90("vllm:request_time_per_output_token_seconds"), "seconds"),
+    ]
 
 
 # ---- manifests ----------------------------------------------------------------------------------------
