@@ -6,7 +6,6 @@ from tooling.function_length import LIMIT, function_lengths, program_function_le
 # new length here, and remove it once it is within the limit; nothing may be added (split the function instead).
 ALLOWED: dict[str, int] = {
     "stacks/config.py:_check_gateway": 84,
-    "workloads/pathways_job/plan.py:check": 81,
 }
 
 

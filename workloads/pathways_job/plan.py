@@ -178,6 +178,32 @@ def check(
             Problem(f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
         )
     # `images.*` are checked for every workload type by config._check_images (naming.image_reference_problem)
+    _check_job(path, workload, problems, warnings)
+    if pool is None:
+        return None
+    shape = pool.shape
+    if not shape.multi_host:
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"a PathwaysJob needs a multi-host pool; {pool.name!r} is single-host "
+                f"({shape.generation.name} {shape.topology} on {shape.machine_type})",
+            )
+        )
+        return None
+    _check_controller_accepts(path, pool, problems)
+    return (
+        None
+        if problems
+        else PathwaysJobPlan(
+            workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
+        )
+    )
+
+
+def _check_job(path: str, workload: PathwaysJobWorkload, problems: list[Problem], warnings: list[str]) -> None:
+    """The batch job's image and environment (the controller sets the variables that point JAX at the proxy); an
+    interactive job in colocated mode is warned about."""
     job = workload.job
     if job is not None:
         why = naming.image_reference_problem(job.image)
@@ -198,18 +224,11 @@ def check(
             f"{path}: an interactive PathwaysJob in colocate_head_with_workers mode: the controller (v0.1.4) gives "
             "the head pod no toleration for the TPU nodes' google.com/tpu taint; use deploymentMode default, or a job"
         )
-    if pool is None:
-        return None
+
+
+def _check_controller_accepts(path: str, pool: PoolPlan, problems: list[Problem]) -> None:
+    """The controller knows the pool's machine type and topology, and computes the pool's own worker layout."""
     shape = pool.shape
-    if not shape.multi_host:
-        problems.append(
-            Problem(
-                f"{path}.pool",
-                f"a PathwaysJob needs a multi-host pool; {pool.name!r} is single-host "
-                f"({shape.generation.name} {shape.topology} on {shape.machine_type})",
-            )
-        )
-        return None
     allowed = CONTROLLER_TOPOLOGIES.get(shape.machine_type)
     if allowed is None:
         problems.append(
@@ -236,13 +255,6 @@ def check(
                 f"{pool.name!r} has {shape.hosts} hosts of {shape.chips_per_host} chips",
             )
         )
-    return (
-        None
-        if problems
-        else PathwaysJobPlan(
-            workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
-        )
-    )
 
 
 # ---- manifests -------------------------------------------------------------------------------------------------
