@@ -127,6 +127,12 @@ def test_every_iam_grant_is_listed_with_a_readable_member():
         f"`serviceAccount:my-tpu-project.svc.id.goog[gemma/{stack_ksa('gemma', 'all-in-one')}]`",
         "`roles/iam.workloadIdentityUser`",
     ] in [row[:2] for row in rows]
+    # a prefix-scoped bucket grant says which prefix
+    on = {row[3].split(" ", 1)[1]: row[2] for row in rows}
+    assert (
+        on["workload-sax-http-identity-cell"]
+        == "bucket `my-tpu-project-tpu-serving-all-in-one`, only sax-root/sax/sax/"
+    )
 
 
 def test_every_image_is_listed_pinned_and_traced_to_the_matrix():

@@ -69,7 +69,11 @@ def iam_grants(recording: Recording, project: str) -> list[list[str]]:
         members = [f"serviceAccount:{email}" if m == UNKNOWN and email else m for m in members]
         module = reg.type.split(":")[1].split("/")[0]
         if module == "storage":
-            on = f"bucket {code(inputs.get('bucket'))}"
+            # a prefix-scoped grant shows its prefix (the condition's title, stacks/bucket_access.py)
+            condition = inputs.get("condition") or {}
+            on = f"bucket {code(inputs.get('bucket'))}" + (f", {condition['title']}" if condition.get("title") else "")
+        elif module == "kms":
+            on = f"key {code(inputs.get('cryptoKeyId'))}"
         elif module == "serviceaccount":
             target = inputs.get("serviceAccountId")
             on = f"service account {code(email if target == UNKNOWN and email else target)}"
