@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from stacks import metrics_adapters
+from stacks import catalog, metrics_adapters
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -173,7 +173,7 @@ Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
 
 class TpuPoolConfig(CamelModel):
     name: str = Field(description="Pool name; node pools are `<name>` (single-host) or `<name>-s<i>` (per slice).")
-    tpu: str = Field(description="TPU generation: v4, v5e, v5p, v6e or tpu7x (Ironwood).")
+    tpu: str = Field(description=f"TPU generation (stacks/catalog.py): {', '.join(catalog.GENERATIONS)}.")
     topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1, 2x2x4.")
     zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
     slices: int = Field(1, le=SLICES_MAX, description="Multi-host only: number of slices, one node pool each.")

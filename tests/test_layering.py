@@ -55,7 +55,7 @@ def test_no_import_cycle_between_stacks_components_and_workloads():
 
 
 def test_packages_import_only_the_layers_below_them():
-    """ARCH.md's layers, bottom to top: stacks (pure), components, workloads, then __main__ wiring them."""
+    """The README architecture layers, bottom to top: stacks (pure), components, workloads, then __main__ wiring them."""
     layers = [*PROGRAM_PACKAGES, "__main__"]
     modules = module_graph(program_sources())
     upward = {
