@@ -298,3 +298,18 @@ def test_autoscaling_without_adapter_is_an_error(run):
     )
     with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\].autoscaling: needs a metrics adapter"):
         run(config)
+
+
+def test_sizing_warning_follows_the_served_quantization(run):
+    """llama2-13b: 26 GB of bfloat16 weights overflow one v5e chip (16 GB); served int8 (MaxText `quantization`),
+    13 GB fit. The HBM check reads the merged MaxText arguments (stacks/maxtext.py weight_bits)."""
+    small = [pool(name="single", tpu="v5e", topology="1x1", zone="us-east5-a")]
+
+    def warnings(**fields):
+        wl = js(model="llama2-13b", **fields)
+        return [
+            w for w in run(make_config(tpu_serving__tpuPools=small, tpu_serving__workloads=[wl])).warnings if "HBM" in w
+        ]
+
+    assert any("a 13B model at 16-bit" in w for w in warnings()), warnings()
+    assert warnings(maxtext={"quantization": "int8"}) == []
