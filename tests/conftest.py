@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 import yaml
 
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
+from tooling.render import stack_name
 
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
 STACK_FILES = [ROOT / "Pulumi.dev.yaml", *EXAMPLES]
@@ -73,25 +76,41 @@ def pool(**fields: Any) -> dict[str, Any]:
 
 
 _RUNS: dict[str, Recording] = {}
+_SHARED: list[Path] = []  # where this session's xdist workers share recordings (empty without xdist)
+
+
+def session_run(config: dict[str, Any], *, preview: bool = False, stack: str = "dev") -> Recording:
+    """The recording of a successful run, once per session: kept in this process, and pickled for the other xdist
+    workers of the session (keyed by config, mode and stack). A failing run raises and is not kept. Shared: callers
+    only read it (the `run` fixture hands out copies)."""
+    key = json.dumps([config, preview, stack], sort_keys=True, default=repr)
+    if key not in _RUNS:
+        shared = _SHARED[0] / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle" if _SHARED else None
+        if shared and shared.exists():
+            _RUNS[key] = pickle.loads(shared.read_bytes())
+        else:
+            _RUNS[key] = run_program(config, preview=preview, stack=stack)
+            if shared:  # written whole, then renamed: a sibling never reads half a file
+                partial = shared.with_suffix(f".{os.getpid()}.partial")
+                partial.write_bytes(pickle.dumps(_RUNS[key]))
+                partial.replace(shared)
+    return _RUNS[key]
 
 
 @pytest.fixture
 def run(request):
     """run(config, preview=False, stack='dev') -> Recording.
 
-    A run that succeeded is kept for the session (keyed by config, mode and stack) and each caller gets its own
-    deep copy: many tests read the same config (BASE alone is run by ~20 tests). Not cached: runs with other
-    options (`recording=`, `program=`, `secret_keys=`), failing runs, and every run of a test that uses
-    `monkeypatch` (it may change what the program reads: environment, versions, catalog)."""
+    A successful run is kept for the session (session_run) and each caller gets its own deep copy: many tests read
+    the same config (BASE alone is run by ~20 tests). Not kept: runs with other options (`recording=`, `program=`,
+    `secret_keys=`), failing runs, and every run of a test that uses `monkeypatch` (it may change what the program
+    reads: environment, versions, catalog)."""
     cacheable = "monkeypatch" not in request.fixturenames
 
     def _run(config: dict[str, Any], *, preview: bool = False, stack: str = "dev", **kw) -> Recording:
         if kw or not cacheable:
             return run_program(config, preview=preview, stack=stack, **kw)
-        key = json.dumps([config, preview, stack], sort_keys=True, default=repr)
-        if key not in _RUNS:
-            _RUNS[key] = run_program(config, preview=preview, stack=stack)
-        return copy.deepcopy(_RUNS[key])
+        return copy.deepcopy(session_run(config, preview=preview, stack=stack))
 
     return _run
 
@@ -99,21 +118,42 @@ def run(request):
 @functools.cache
 def recorded(path: Path, preview: bool) -> Recording:
     """One run per stack file and mode for the whole session (tests only read recordings)."""
-    return run_program(
-        load_stack_file(path), stack=path.name.removeprefix("Pulumi.").removesuffix(".yaml"), preview=preview
-    )
+    return session_run(load_stack_file(path), stack=stack_name(path), preview=preview)
+
+
+@pytest.fixture(autouse=True)
+def _render_reuses_session_runs(request):
+    """`tooling.render` (render_stack, main) runs stack files through session_run too, as a copy: the render tests
+    evaluate the same shipped stacks the recordings did. Not under `monkeypatch` (see `run`)."""
+    from tooling import render
+
+    if "monkeypatch" in request.fixturenames:
+        yield
+        return
+
+    def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = None) -> Recording:
+        return copy.deepcopy(session_run(load_stack_file(path), preview=preview, stack=stack or stack_name(path)))
+
+    original, render.run_stack_file = render.run_stack_file, run_stack_file
+    try:
+        yield
+    finally:
+        render.run_stack_file = original
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _program_loaded_and_frozen() -> None:
+def _program_loaded_and_frozen(tmp_path_factory) -> None:
     """Once per test process: run the program once (BASE, kept for the `run` fixture), so that it and the provider
     SDKs it loads are imported, then move those long-lived objects out of the cyclic garbage collector's view
     (gc.freeze): without it every full collection re-walks the SDKs' millions of objects, a quarter of the
     suite's CPU. A program that fails here is left to the tests that run BASE to report."""
     import gc
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # xdist gives each session's workers <basetemp>/popen-gwN
+        _SHARED.append(tmp_path_factory.getbasetemp().parent / "recordings")
+        _SHARED[0].mkdir(exist_ok=True)
     try:
-        _RUNS[json.dumps([BASE, False, "dev"], sort_keys=True, default=repr)] = run_program(BASE)
+        session_run(BASE)
     except Exception:  # noqa: BLE001
         pass
     gc.collect()
