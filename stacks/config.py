@@ -841,7 +841,7 @@ def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems
 
 
 def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
-    problems.extend(Problem(f"{NS}:addons.{path}", message) for path, message in addon_registry.check(addons))
+    problems.extend(addon_registry.check(addons, f"{NS}:addons"))
 
 
 def generations_served(workload_type: WorkloadType) -> frozenset[str]:

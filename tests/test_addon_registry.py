@@ -14,6 +14,7 @@ from stacks import addons, pod_security, versions
 from stacks.addons import Addon, ChartAddonConfig, CrdPolicy
 from stacks.catalog import version_tuple
 from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.problems import Problem
 from tests.conftest import make_config
 from workloads.registry import WORKLOAD_TYPES
 
@@ -164,5 +165,7 @@ def test_a_needed_addon_below_the_minimum_is_reported(monkeypatch):
     strict = dataclasses.replace(FAKE, needs=lambda release: {"jobset": "0.11.0"})
     monkeypatch.setattr(addons, "ADDONS", (*addons.ADDONS, strict))
     config = addons.settings_model().model_validate({"jobset": {"version": "0.10.1"}})
-    assert addons.check(config) == [("jobset.version", "'0.10.1' is too old for the Fake (needs >= 0.11.0)")]
-    assert addons.check(addons.settings_model().model_validate({"jobset": {"version": "0.12.0"}})) == []
+    assert addons.check(config, "a") == [
+        Problem("a.jobset.version", "'0.10.1' is too old for the Fake (needs >= 0.11.0)")
+    ]
+    assert addons.check(addons.settings_model().model_validate({"jobset": {"version": "0.12.0"}}), "a") == []

@@ -17,6 +17,7 @@ from stacks.addons import jobset, kueue, lws, pathways_job
 from stacks.addons.addon import Addon, AddonSettings, ChartAddonConfig, CrdPolicy, OptionalChartAddonConfig
 from stacks.catalog import version_tuple
 from stacks.config_model import CamelModel
+from stacks.problems import Problem
 
 __all__ = [
     "ADDONS",
@@ -81,31 +82,35 @@ def summary(config: AddonsConfig) -> dict[str, dict[str, str]]:
     return {entry.key: entry.summary(entry.release(settings)) for entry, settings in enabled(config)}
 
 
-def check(config: AddonsConfig) -> list[tuple[str, str]]:
-    """(key path under `tpu-serving:addons`, message) for each unsupported version and each unmet need."""
-    found: list[tuple[str, str]] = []
+def check(config: AddonsConfig, base: str) -> list[Problem]:
+    """A problem (at `base` + its key path under it) for each unsupported version and each unmet need."""
+    found: list[Problem] = []
     for entry in ADDONS:
         settings = config.of(entry.key)
         if settings.version is not None and settings.version not in entry.releases:
             supported = ", ".join(entry.releases)
             found.append(
-                (
-                    f"{entry.key}.version",
+                Problem(
+                    f"{base}.{entry.key}.version",
                     f"{settings.version!r} is not supported; supported: {supported} (stacks/versions.py)",
                 )
             )
         elif settings.enabled:
-            found += _unmet_needs(entry, entry.release(settings), config)
+            found += _unmet_needs(entry, entry.release(settings), config, base)
     return found
 
 
-def _unmet_needs(entry: Addon[Any], release: Any, config: AddonsConfig) -> list[tuple[str, str]]:
+def _unmet_needs(entry: Addon[Any], release: Any, config: AddonsConfig, base: str) -> list[Problem]:
     found = []
     for key, minimum in entry.needs(release).items():
         needed, settings = addon(key), config.of(key)
         version = settings.version or needed.default_version
         if not settings.enabled:
-            found.append((f"{entry.key}.enabled", f"the {entry.title} needs {needed.title}: enable addons.{key}"))
+            found.append(
+                Problem(f"{base}.{entry.key}.enabled", f"the {entry.title} needs {needed.title}: enable addons.{key}")
+            )
         elif version in needed.releases and version_tuple(version) < version_tuple(minimum):
-            found.append((f"{key}.version", f"{version!r} is too old for the {entry.title} (needs >= {minimum})"))
+            found.append(
+                Problem(f"{base}.{key}.version", f"{version!r} is too old for the {entry.title} (needs >= {minimum})")
+            )
     return found
