@@ -536,8 +536,14 @@ def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: lis
                         "only for exposure: external (an internal gateway is reachable from the VPC only)",
                     )
                 )
-    if not gateway.enabled:
-        return
+    if gateway.enabled:
+        _check_proxy_subnet(gateway, network, problems)
+
+
+def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
+    """Where an enabled gateway's load balancer proxies get their addresses: a proxy-only subnet, existing or
+    created with a range disjoint from the cluster's."""
+    base = f"{NS}:gateway"
     if network.create and gateway.proxy_subnet == "existing":
         problems.append(
             Problem(
@@ -893,7 +899,7 @@ def _check_generation(
 
 
 PREEXISTING_NAMESPACES = {"default"}
-FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
+FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", network_policy.GMP_NAMESPACE, "gmp-public"}
 WORKLOAD_NAME_MAX = 40
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_args
 
 from stacks.config_model import WorkloadConfig
 from stacks.pool_plan import PoolPlan
@@ -71,10 +71,8 @@ def resolver(check: Check) -> Resolve:
 class WorkloadType:
     """Everything the stack knows about one workload type."""
 
-    name: str
-    """The value of `type:` in a workloads entry."""
     config: type[WorkloadConfig]
-    """Its config schema (a pydantic model whose `type` is `Literal[name]`)."""
+    """Its config schema: a pydantic model whose `type` is `Literal["<the type's name>"]`."""
     resolve: Resolve
     """Its own rules, then its plan: the manifests, grants and commands it becomes."""
     component: Callable[..., Any]
@@ -90,6 +88,12 @@ class WorkloadType:
     """Why it cannot run on a pool whose capacity is a list (ComputeClass), if it cannot."""
     added_node_pools: Callable[[Any], tuple[str, ...]] = field(default=lambda workload: ())
     """Names of the node pools it adds next to its TPU pool (checked against every other node pool)."""
+
+    @property
+    def name(self) -> str:
+        """The value of `type:` in a workloads entry, as its config model says (written once, there)."""
+        (name,) = get_args(self.config.model_fields["type"].annotation)
+        return name
 
 
 class WorkloadRegistry(Mapping[str, WorkloadType]):

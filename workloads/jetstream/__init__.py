@@ -6,7 +6,6 @@ from workloads.jetstream.config import JetStreamWorkload
 from workloads.jetstream.plan import TPU_IMAGES, check
 
 TYPE = WorkloadType(
-    name="jetstream",
     config=JetStreamWorkload,
     resolve=resolver(check),
     component=lambda name, plan, deps: JetStream(name, adapter=deps.adapter, **deps.common(plan)),

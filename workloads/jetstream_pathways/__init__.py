@@ -6,7 +6,6 @@ from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.plan import TPU_IMAGES, check
 
 TYPE = WorkloadType(
-    name="jetstream-pathways",
     config=JetStreamPathwaysWorkload,
     resolve=resolver(check),
     component=lambda name, plan, deps: JetStreamPathways(name, lws_release=deps.addon("lws"), **deps.common(plan)),

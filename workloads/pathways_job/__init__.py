@@ -6,7 +6,6 @@ from workloads.pathways_job.config import PathwaysJobWorkload
 from workloads.pathways_job.plan import TPU_IMAGES, check, head_pool_name
 
 TYPE = WorkloadType(
-    name="pathways-job",
     config=PathwaysJobWorkload,
     resolve=resolver(check),
     component=lambda name, plan, deps: PathwaysJob(

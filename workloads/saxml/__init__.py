@@ -6,7 +6,6 @@ from workloads.saxml.config import SaxmlWorkload
 from workloads.saxml.plan import TPU_IMAGES, check
 
 TYPE = WorkloadType(
-    name="saxml",
     config=SaxmlWorkload,
     resolve=resolver(check),
     component=lambda name, plan, deps: Saxml(

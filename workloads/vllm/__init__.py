@@ -6,7 +6,6 @@ from workloads.vllm.config import VllmWorkload
 from workloads.vllm.plan import TPU_IMAGES, check
 
 TYPE = WorkloadType(
-    name="vllm",
     config=VllmWorkload,
     resolve=resolver(check),
     component=lambda name, plan, deps: Vllm(
