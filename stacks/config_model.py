@@ -7,13 +7,13 @@ every problem at once with its key path.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from stacks import catalog, metrics_adapters
+from stacks import catalog, metrics, metrics_adapters
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -288,9 +288,11 @@ class WorkloadConfig(CamelModel):
     namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
 
 
-HpaMetricName = Literal[
-    "jetstream_prefill_backlog_size", "jetstream_slots_used_percentage", "tpu_memory_used", "tpu_memory_used_percentage"
-]
+# The metric names a JetStream HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.
+if TYPE_CHECKING:
+    HpaMetricName = str
+else:
+    HpaMetricName = Literal[tuple(metrics.HPA_METRICS)]
 
 
 class HpaMetricConfig(CamelModel):

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from stacks import metrics
 from stacks.config_model import REPLICAS_MAX, HpaMetricConfig, JetStreamAutoscalingConfig, ServiceConfig, WorkloadConfig
 
-VllmMetricName = Literal[
-    "vllm:num_requests_waiting",
-    "vllm:num_requests_running",
-    "vllm:kv_cache_usage_perc",
-    "tpu_memory_used",
-    "tpu_memory_used_percentage",
-]
+# The metric names a vLLM HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.
+if TYPE_CHECKING:
+    VllmMetricName = str
+else:
+    VllmMetricName = Literal[tuple(metrics.VLLM_METRICS)]
 
 
 class VllmHpaMetricConfig(HpaMetricConfig):
-    name: VllmMetricName = Field(  # type: ignore[assignment]
+    name: VllmMetricName = Field(
         description="vLLM server metric (of the serving pods: the leaders on a multi-host pool) or TPU HBM metric."
     )
     target: float = Field(
