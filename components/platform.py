@@ -121,7 +121,9 @@ def build_platform(cfg: StackConfig) -> Platform:
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
     workloads: dict[str, ServingWorkload] = {
-        plan.name: cfg.workload_types[plan.workload.type].component(f"workload-{plan.name}", plan, deps.of(plan))
+        plan.name: cfg.workload_types[plan.workload.type].component(
+            f"workload-{plan.name}", plan=plan, deps=deps.of(plan)
+        )
         for plan in cfg.workloads
     }
     return Platform(

@@ -39,18 +39,6 @@ class WorkloadDeps:
     location: str
     labels: dict[str, str]
 
-    def common(self, plan: WorkloadPlan) -> dict[str, Any]:
-        """The arguments every workload component takes."""
-        return dict(
-            plan=plan,
-            project=self.project,
-            stack=self.stack,
-            bucket=self.bucket,
-            provider=self.provider,
-            namespace=self.namespace,
-            node_pools=self.node_pools,
-        )
-
 
 class ServingWorkload(pulumi.ComponentResource):
     namespace: str
@@ -66,16 +54,16 @@ class ServingWorkload(pulumi.ComponentResource):
         name: str,
         *,
         plan: WorkloadPlan,
-        provider: k8s.Provider,
-        namespace: pulumi.Resource | None,
+        deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__(type_, name, None, opts)
         # (not _name/_provider: pulumi.Resource uses those itself)
         self._prefix = name
         self._plan = plan
-        self._k8s_provider = provider
-        self._namespace_deps: list[pulumi.Resource] = [namespace] if namespace is not None else []
+        self._deps = deps
+        self._k8s_provider = deps.provider
+        self._namespace_deps: list[pulumi.Resource] = [deps.namespace] if deps.namespace is not None else []
         self.namespace = plan.namespace
 
     def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
@@ -113,9 +101,6 @@ class ServingWorkload(pulumi.ComponentResource):
     def identity(
         self,
         *,
-        project: str,
-        stack: str,
-        bucket: pulumi.Input[str],
         grants: Sequence[Grant],
         service_account: str | None = None,
         role: str = "",
@@ -126,29 +111,28 @@ class ServingWorkload(pulumi.ComponentResource):
             f"{self._prefix}-{role + '-' if role else ''}identity",
             namespace=self._plan.namespace,
             service_account_name=service_account or self._plan.service_account,
-            project=project,
-            stack=stack,
+            project=self._deps.project,
+            stack=self._deps.stack,
             stack_bucket_name=self._plan.bucket,
-            stack_bucket=bucket,
+            stack_bucket=self._deps.bucket,
             grants=grants,
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def node_grants(
-        self, grants: Sequence[Grant], node_service_account: pulumi.Input[str], bucket: pulumi.Input[str]
-    ) -> list[pulumi.Resource]:
+    def node_grants(self, grants: Sequence[Grant]) -> list[pulumi.Resource]:
         """`grants` for the node service account of the workload's own pool: its pods run on the host network, where
         GKE applies no Workload Identity (they act as their node)."""
-        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
+        assert self._deps.node_service_account is not None, "a workload whose pool serves it alone has its own"
+        member = self._deps.node_service_account.apply(lambda e: f"serviceAccount:{e}")
         return list(
             register_grants(
                 f"{self._prefix}-nodes",
                 grants,
                 member,
                 stack_bucket_name=self._plan.bucket,
-                stack_bucket=bucket,
+                stack_bucket=self._deps.bucket,
                 parent=self,
             )
         )

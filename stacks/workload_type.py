@@ -76,7 +76,7 @@ class WorkloadType:
     resolve: Resolve
     """Its own rules, then its plan: the manifests, grants and commands it becomes."""
     component: Callable[..., Any]
-    """Builds its Pulumi component: (resource name, plan, components.serving.WorkloadDeps) -> ServingWorkload."""
+    """Its Pulumi component, called as (resource name, *, plan, deps: components.serving.WorkloadDeps)."""
     addon: str | None = None
     """The add-on its custom resources need (a key under tpu-serving:addons), if any."""
     exclusive_pool: bool = False

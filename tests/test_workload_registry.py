@@ -90,10 +90,8 @@ def check_echo(
 
 
 class Echo(ServingWorkload):
-    def __init__(self, name: str, plan: EchoPlan, deps: WorkloadDeps):
-        super().__init__(
-            "tpu-serving:workloads:Echo", name, plan=plan, provider=deps.provider, namespace=deps.namespace
-        )
+    def __init__(self, name: str, *, plan: EchoPlan, deps: WorkloadDeps):
+        super().__init__("tpu-serving:workloads:Echo", name, plan=plan, deps=deps)
         self.service_name = None
         self.commands = {}
         manifest = plan.deployment()
@@ -109,7 +107,7 @@ class Echo(ServingWorkload):
 ECHO = WorkloadType(
     config=EchoWorkload,
     resolve=resolver(check_echo),
-    component=lambda name, plan, deps: Echo(name, plan, deps),
+    component=Echo,
     tpu_images=("vllmTpu",),
 )
 

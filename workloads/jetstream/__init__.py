@@ -8,6 +8,6 @@ from workloads.jetstream.plan import TPU_IMAGES, check
 TYPE = WorkloadType(
     config=JetStreamWorkload,
     resolve=resolver(check),
-    component=lambda name, plan, deps: JetStream(name, adapter=deps.adapter, **deps.common(plan)),
+    component=JetStream,
     tpu_images=TPU_IMAGES,
 )

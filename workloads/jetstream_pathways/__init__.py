@@ -8,7 +8,7 @@ from workloads.jetstream_pathways.plan import TPU_IMAGES, check
 TYPE = WorkloadType(
     config=JetStreamPathwaysWorkload,
     resolve=resolver(check),
-    component=lambda name, plan, deps: JetStreamPathways(name, lws_release=deps.addon("lws"), **deps.common(plan)),
+    component=JetStreamPathways,
     addon="lws",
     tpu_images=TPU_IMAGES,
 )

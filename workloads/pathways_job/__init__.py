@@ -8,15 +8,7 @@ from workloads.pathways_job.plan import TPU_IMAGES, check, head_pool_name
 TYPE = WorkloadType(
     config=PathwaysJobWorkload,
     resolve=resolver(check),
-    component=lambda name, plan, deps: PathwaysJob(
-        name,
-        controller=deps.addon("pathwaysJob"),
-        node_service_account=deps.node_service_account,
-        cluster_name=deps.cluster_name,
-        location=deps.location,
-        labels=deps.labels,
-        **deps.common(plan),
-    ),
+    component=PathwaysJob,
     addon="pathwaysJob",
     exclusive_pool=True,
     tpu_images=TPU_IMAGES,

@@ -10,14 +10,12 @@ IAM condition to the workload's prefix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
-from components.serving import ServingWorkload
+from components.serving import ServingWorkload, WorkloadDeps
 from components.workload_identity import register_grants
 from stacks import cpu_machines
 from workloads.pathways_job import plan as pj
@@ -32,27 +30,17 @@ class PathwaysJob(ServingWorkload):
         name: str,
         *,
         plan: pj.PathwaysJobPlan,
-        project: str,
-        stack: str,
-        bucket: pulumi.Input[str],
-        provider: k8s.Provider,
-        namespace: pulumi.Resource | None,
-        node_pools: Sequence[pulumi.Resource],
-        controller: Sequence[pulumi.Resource],
-        node_service_account: pulumi.Input[str],
-        cluster_name: pulumi.Input[str],
-        location: str,
-        labels: dict[str, str],
+        deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(
-            "tpu-serving:workloads:PathwaysJob", name, plan=plan, provider=provider, namespace=namespace, opts=opts
-        )
+        super().__init__("tpu-serving:workloads:PathwaysJob", name, plan=plan, deps=deps, opts=opts)
         self.service_name = None
         self.commands = pj.commands(plan)
-        member = pulumi.Output.from_input(node_service_account).apply(lambda e: f"serviceAccount:{e}")
+        node_service_account = deps.node_service_account
+        assert node_service_account is not None, "its pool serves it alone, as an account of its own"
+        member = node_service_account.apply(lambda e: f"serviceAccount:{e}")
         grants = register_grants(
-            name, plan.grants(), member, stack_bucket_name=plan.bucket, stack_bucket=bucket, parent=self
+            name, plan.grants(), member, stack_bucket_name=plan.bucket, stack_bucket=deps.bucket, parent=self
         )
 
         self.head_pool = None
@@ -62,9 +50,9 @@ class PathwaysJob(ServingWorkload):
                 f"{name}-head",
                 gcp.container.NodePoolArgs(
                     name=plan.head_pool_name,
-                    cluster=cluster_name,
-                    location=location,
-                    project=project,
+                    cluster=deps.cluster_name,
+                    location=deps.location,
+                    project=deps.project,
                     node_locations=[plan.pool.config.zone],  # beside the TPU slices
                     # from zero: the autoscaler adds the node while the head pod is pending, removes it after
                     autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=0, max_node_count=1),
@@ -73,7 +61,7 @@ class PathwaysJob(ServingWorkload):
                         machine_type=machine.name,
                         disk_type=cpu_machines.BOOT_DISK_TYPE,
                         labels=plan.head_selector,
-                        resource_labels={**labels, "workload": plan.name},
+                        resource_labels={**deps.labels, "workload": plan.name},
                         **node_pool_security(node_service_account),
                     ),
                     management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
@@ -90,7 +78,7 @@ class PathwaysJob(ServingWorkload):
         if not plan.paused:
             # Paused: no PathwaysJob, so its JobSet and pods are garbage-collected and the pools drain.
             job = pj.pathways_job(plan)
-            nodes = [*node_pools, *([self.head_pool] if self.head_pool is not None else [])]
+            nodes = [*deps.node_pools, *([self.head_pool] if self.head_pool is not None else [])]
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
                 api_version=job["apiVersion"],
@@ -100,7 +88,7 @@ class PathwaysJob(ServingWorkload):
                 # the CRD makes the spec immutable: a change replaces the job (same name, so delete first);
                 # never before the controller, the nodes it runs on and its access to the bucket
                 opts=self.k8s_opts(
-                    *controller, *nodes, *grants, replace_on_changes=["spec"], delete_before_replace=True
+                    *deps.addon("pathwaysJob"), *nodes, *grants, replace_on_changes=["spec"], delete_before_replace=True
                 ),
             )
         self.register_outputs({"namespace": self.namespace, **self.commands})

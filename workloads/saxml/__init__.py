@@ -8,12 +8,7 @@ from workloads.saxml.plan import TPU_IMAGES, check
 TYPE = WorkloadType(
     config=SaxmlWorkload,
     resolve=resolver(check),
-    component=lambda name, plan, deps: Saxml(
-        name,
-        jobset_release=deps.addon("jobset"),
-        node_service_account=deps.node_service_account,
-        **deps.common(plan),
-    ),
+    component=Saxml,
     addon="jobset",
     exclusive_pool=True,
     tpu_images=TPU_IMAGES,

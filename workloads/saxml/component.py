@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.serving import ServingWorkload
+from components.serving import ServingWorkload, WorkloadDeps
 from workloads.saxml import plan as saxml
 
 
@@ -27,34 +26,22 @@ class Saxml(ServingWorkload):
         name: str,
         *,
         plan: saxml.SaxmlPlan,
-        project: str,
-        stack: str,
-        bucket: pulumi.Input[str],
-        provider: k8s.Provider,
-        namespace: pulumi.Resource | None,
-        jobset_release: Sequence[pulumi.Resource],
-        node_pools: Sequence[pulumi.Resource],
-        node_service_account: pulumi.Input[str],
+        deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(
-            "tpu-serving:workloads:Saxml", name, plan=plan, provider=provider, namespace=namespace, opts=opts
-        )
+        super().__init__("tpu-serving:workloads:Saxml", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.http_service
 
         # Each server its own identity with the least it needs of the cell's prefixes (workloads.saxml.plan):
         # the admin server writes the cell and its state, the HTTP server only reads the cell. The model servers
         # (host network) act as their pool's own node service account: read-only on the cell and the checkpoints.
-        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.admin_grants())
+        identity = self.identity(grants=plan.admin_grants())
         http_identity = self.identity(
-            project=project,
-            stack=stack,
-            bucket=bucket,
             grants=plan.http_grants(),
             service_account=plan.http_service_account,
             role="http",
         )
-        node_grants = self.node_grants(plan.node_grants(), node_service_account, bucket)
+        node_grants = self.node_grants(plan.node_grants())
 
         admin = saxml.admin_deployment(plan)
         admin_server = k8s.apps.v1.Deployment(
@@ -68,7 +55,7 @@ class Saxml(ServingWorkload):
             metadata=jobset["metadata"],
             spec=jobset["spec"],
             # never before the JobSet CRD/webhook and the slices; after the admin server they register with
-            opts=self.k8s_opts(*jobset_release, *node_pools, *node_grants, identity.ksa, admin_server),
+            opts=self.k8s_opts(*deps.addon("jobset"), *deps.node_pools, *node_grants, identity.ksa, admin_server),
         )
         policy = saxml.model_server_network_policy(plan)
         k8s.networking.v1.NetworkPolicy(

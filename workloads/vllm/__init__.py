@@ -8,11 +8,6 @@ from workloads.vllm.plan import TPU_IMAGES, check
 TYPE = WorkloadType(
     config=VllmWorkload,
     resolve=resolver(check),
-    component=lambda name, plan, deps: Vllm(
-        name,
-        adapter=deps.adapter,
-        lws_release=deps.addon("lws") if plan.multi_host else [],
-        **deps.common(plan),
-    ),
+    component=Vllm,
     tpu_images=TPU_IMAGES,
 )

@@ -3,12 +3,10 @@ Service, PodMonitoring, optional HPA and Hugging Face token Secret (manifests fr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.serving import ServingWorkload
+from components.serving import ServingWorkload, WorkloadDeps
 from workloads.vllm import plan as vllm
 
 
@@ -23,28 +21,19 @@ class Vllm(ServingWorkload):
         name: str,
         *,
         plan: vllm.VllmPlan,
-        project: str,
-        stack: str,
-        bucket: pulumi.Input[str],
-        provider: k8s.Provider,
-        namespace: pulumi.Resource | None,
-        node_pools: Sequence[pulumi.Resource],
-        adapter: Sequence[pulumi.Resource] = (),
-        lws_release: Sequence[pulumi.Resource] = (),
+        deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(
-            "tpu-serving:workloads:Vllm", name, plan=plan, provider=provider, namespace=namespace, opts=opts
-        )
+        super().__init__("tpu-serving:workloads:Vllm", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
         self.serving_selector = plan.serving_selector
         self.http_port = vllm.HTTP_PORT
         self.commands = vllm.commands(plan)
 
         # Read-write on the workload's own prefix of the stack bucket, read-only on the weights (VllmPlan.grants).
-        identity = self.identity(project=project, stack=stack, bucket=bucket, grants=plan.grants())
+        identity = self.identity(grants=plan.grants())
 
-        after: list[pulumi.Resource] = [identity.ksa, *node_pools]
+        after: list[pulumi.Resource] = [identity.ksa, *deps.node_pools]
         if plan.uses_token:
             token = pulumi.Config("tpu-serving").require_secret("hfToken")
             secret = vllm.token_secret(plan, token)
@@ -65,7 +54,7 @@ class Vllm(ServingWorkload):
                 kind=manifest["kind"],
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
-                opts=self.k8s_opts(*after, *lws_release),
+                opts=self.k8s_opts(*after, *deps.addon("lws")),
             )
         else:
             manifest = vllm.deployment(plan)
@@ -75,7 +64,7 @@ class Vllm(ServingWorkload):
         svc = vllm.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
         self.monitor_and_autoscale(
-            vllm.pod_monitoring(plan), vllm.hpa(plan) if plan.autoscaled else None, server, adapter
+            vllm.pod_monitoring(plan), vllm.hpa(plan) if plan.autoscaled else None, server, deps.adapter
         )
         self.register_outputs(
             {
