@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import release_args
+from components.manifests import register_manifest
 from stacks import gateway, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
 from stacks.versions import INFERENCE_POOL_CRD, LLM_D_ROUTER
@@ -27,7 +28,7 @@ DEFAULT_RULE_PRIORITY = 2147483647
 
 
 class InferenceGateway(pulumi.ComponentResource):
-    gateway: k8s.apiextensions.CustomResource
+    gateway: pulumi.CustomResource
     inference_pool_crd: k8s.yaml.v2.ConfigFile
     """What an InferencePool must depend on."""
 
@@ -79,12 +80,9 @@ class InferenceGateway(pulumi.ComponentResource):
             f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD.url, opts=child
         )
         manifest = gateway.gateway_manifest(exposure, route_namespaces)
-        self.gateway = k8s.apiextensions.CustomResource(
+        self.gateway = register_manifest(
             f"{name}-gateway",
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
+            manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         self.security_policy: pulumi.Input[str] | None = cloud_armor_policy
@@ -150,12 +148,9 @@ class InferenceGateway(pulumi.ComponentResource):
             ),
         )
         route = gateway.http_route_manifest(backend)
-        k8s.apiextensions.CustomResource(
+        register_manifest(
             f"{prefix}-route",
-            api_version=route["apiVersion"],
-            kind=route["kind"],
-            metadata=route["metadata"],
-            spec=route["spec"],
+            route,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, self.gateway])),
         )
         if self.security_policy is not None:

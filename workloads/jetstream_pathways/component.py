@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifests import register_manifest
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload, WorkloadDeps
 from components.workload_identity import register_grants
@@ -39,12 +40,9 @@ class JetStreamPathways(ServingWorkload):
         )
 
         lws = jp.leader_worker_set(plan)
-        k8s.apiextensions.CustomResource(
+        register_manifest(
             f"{name}-lws",
-            api_version=lws["apiVersion"],
-            kind=lws["kind"],
-            metadata=lws["metadata"],
-            spec=lws["spec"],
+            lws,
             # never before the LWS CRD/webhook, the slices it needs, and its identity
             opts=self.k8s_opts(*deps.addon("lws"), *deps.node_pools, identity.ksa),
         )

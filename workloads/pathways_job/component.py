@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
-import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
+from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from components.workload_identity import register_grants
 from stacks import cpu_machines
@@ -79,12 +79,9 @@ class PathwaysJob(ServingWorkload):
             # Paused: no PathwaysJob, so its JobSet and pods are garbage-collected and the pools drain.
             job = pj.pathways_job(plan)
             nodes = [*deps.node_pools, *([self.head_pool] if self.head_pool is not None else [])]
-            k8s.apiextensions.CustomResource(
+            register_manifest(
                 f"{name}-job",
-                api_version=job["apiVersion"],
-                kind=job["kind"],
-                metadata=job["metadata"],
-                spec=job["spec"],
+                job,
                 # the CRD makes the spec immutable: a change replaces the job (same name, so delete first);
                 # never before the controller, the nodes it runs on and its access to the bucket
                 opts=self.k8s_opts(

@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from workloads.saxml import plan as saxml
 
@@ -48,12 +49,9 @@ class Saxml(ServingWorkload):
             f"{name}-admin", metadata=admin["metadata"], spec=admin["spec"], opts=self.k8s_opts(identity.ksa)
         )
         jobset = saxml.model_server_jobset(plan)
-        model_servers = k8s.apiextensions.CustomResource(
+        model_servers = register_manifest(
             f"{name}-model-servers",
-            api_version=jobset["apiVersion"],
-            kind=jobset["kind"],
-            metadata=jobset["metadata"],
-            spec=jobset["spec"],
+            jobset,
             # never before the JobSet CRD/webhook and the slices; after the admin server they register with
             opts=self.k8s_opts(*deps.addon("jobset"), *deps.node_pools, *node_grants, identity.ksa, admin_server),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from workloads.vllm import plan as vllm
 
@@ -48,12 +49,9 @@ class Vllm(ServingWorkload):
             )
         if plan.multi_host:
             manifest = vllm.leader_worker_set(plan)
-            server: pulumi.Resource = k8s.apiextensions.CustomResource(
+            server: pulumi.Resource = register_manifest(
                 f"{name}-lws",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
+                manifest,
                 opts=self.k8s_opts(*after, *deps.addon("lws")),
             )
         else:
