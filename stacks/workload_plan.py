@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
@@ -16,6 +16,7 @@ from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
 from stacks.versions import Serves
+from stacks.workload_type import WorkloadContext
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
@@ -39,6 +40,21 @@ class WorkloadPlan:
     local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
     identity_suffix: str = field(default="", kw_only=True)
+
+    @classmethod
+    def on(cls, workload: Any, pool: Any, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
+        """The plan of `workload` on `pool` in `namespace`, with what every plan takes from the stack (its bucket,
+        scrape interval, paused, identity suffix); `extra` are the type's own fields."""
+        return cls(
+            workload,
+            pool,
+            namespace,
+            ctx.bucket,
+            ctx.scrape_interval,
+            ctx.paused,
+            identity_suffix=ctx.identity_suffix,
+            **extra,
+        )
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:

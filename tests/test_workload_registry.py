@@ -86,7 +86,7 @@ def check_echo(
         problems.append(Problem(f"{path}.replicas", f"{workload.replicas} is more than an echo needs"))
     if pool is None or problems:
         return None
-    return EchoPlan(workload, pool, namespace, ctx.bucket, identity_suffix=ctx.identity_suffix)
+    return EchoPlan.on(workload, pool, namespace, ctx)
 
 
 class Echo(ServingWorkload):

@@ -189,17 +189,14 @@ def check(
                 "raise the pool's autoscaling.maxNodes or lower the replicas",
             )
         )
-    plan = JetStreamPlan(
+    plan = JetStreamPlan.on(
         workload,
         pool,
         namespace,
-        ctx.bucket,
-        ctx.scrape_interval,
-        ctx.paused,
-        adapter,
-        ctx.min_master_version,
-        ctx.cluster_name,
-        identity_suffix=ctx.identity_suffix,
+        ctx,
+        adapter=adapter,
+        min_master_version=ctx.min_master_version,
+        cluster=ctx.cluster_name,
     )
     for key, needs in plan.needs().items():
         ref = plan.image(key)

@@ -179,9 +179,7 @@ def check(
                 f"preset {workload.model!r} serves interleaved on {spec.slices} slice(s); pool {pool.name!r} has {slices}",
             )
         )
-    plan = PathwaysPlan(
-        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
-    )
+    plan = PathwaysPlan.on(workload, pool, namespace, ctx)
     # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/versions.py records which tags serve it)
     for gap in image_gaps(plan.image("http"), JETSTREAM_HTTP_SERVES):
         problems.append(Problem(f"{path}.images.http", f"{gap}: pin an image that does"))

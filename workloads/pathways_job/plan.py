@@ -192,13 +192,7 @@ def check(
         )
         return None
     _check_controller_accepts(path, pool, problems)
-    return (
-        None
-        if problems
-        else PathwaysJobPlan(
-            workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
-        )
-    )
+    return None if problems else PathwaysJobPlan.on(workload, pool, namespace, ctx)
 
 
 def _check_job(path: str, workload: PathwaysJobWorkload, problems: list[Problem], warnings: list[str]) -> None:

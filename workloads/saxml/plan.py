@@ -212,9 +212,7 @@ def check(
         return None
     # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
     # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
-    plan = SaxmlPlan(
-        workload, pool, namespace, ctx.bucket, ctx.scrape_interval, ctx.paused, identity_suffix=ctx.identity_suffix
-    )
+    plan = SaxmlPlan.on(workload, pool, namespace, ctx)
     model_image = plan.image("model")
     for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
         problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))

@@ -289,17 +289,8 @@ def check(
     if pool is None or problems:
         return None
 
-    plan = VllmPlan(
-        workload,
-        pool,
-        namespace,
-        ctx.bucket,
-        ctx.scrape_interval,
-        ctx.paused,
-        ctx.adapter,
-        ctx.hf_token,
-        ctx.cluster_name,
-        identity_suffix=ctx.identity_suffix,
+    plan = VllmPlan.on(
+        workload, pool, namespace, ctx, adapter=ctx.adapter, hf_token=ctx.hf_token, cluster=ctx.cluster_name
     )
     for gap in image_gaps(plan.image, plan.needs()):
         problems.append(Problem(f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
