@@ -1092,7 +1092,7 @@ def _check_exclusive_pools(
 class _Sections:
     """The stack config's keys parsed by their models (None: the key has problems, reported already)."""
 
-    environment: str | None
+    environment: Any  # as given (reported at its key when it is not a profile name)
     cluster: ClusterConfig | None
     bucket: BucketConfig | None
     pools: list[TpuPoolConfig | None]
@@ -1156,7 +1156,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
     if addons is not None:
         _check_addons(addons, problems)
     return _Sections(
-        environment=environment if isinstance(environment, str) else None,
+        environment=environment,
         cluster=cluster,
         bucket=bucket,
         pools=pools,
@@ -1297,7 +1297,7 @@ def _workload_context(
         identity_suffix=identity_suffix,
         lws_enabled=addons.of("lws").enabled if addons is not None else False,
         hf_token=hf_token == "secret",
-        environment=sections.environment or "",
+        environment=sections.environment if isinstance(sections.environment, str) else "",
     )
 
 
