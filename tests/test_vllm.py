@@ -13,8 +13,11 @@ Upstream facts relied on, each at the pinned image (vllm/vllm-tpu:v0.27.0 = vLLM
 - the Ray helper moved to examples/ray_serving/multi-node-serving.sh (vllm 0.27.0; the LWS example still names
   examples/online_serving/), and the image keeps vLLM's tree at /workspace/vllm (tpu-inference@v0.27.0
   docker/Dockerfile);
-- devices per chip: tpu-inference@v0.27.0 tpu_inference/tpu_info.py get_num_cores_per_chip (1 on v5e/v6e,
-  2 elsewhere); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs
+- devices per chip (the tensor-parallel size is the JAX devices of a slice: tpu-inference@v0.27.0
+  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices]): one per chip on v5e/v6e and on the
+  megacore chips v4/v5p, two on tpu7x (JAX's chip table, jax.experimental.pallas.tpu.ChipVersion,
+  https://docs.jax.dev/en/latest/_autosummary/jax.experimental.pallas.tpu.ChipVersion.html: megacore on v4 and
+  v5p only); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs
   --tensor-parallel-size 8 on 4 tpu7x chips;
 - TPU_MULTIHOST_BACKEND=ray: tpu-inference@v0.27.0 tpu_inference/envs.py and its multi-host GKE example.
 """
@@ -28,7 +31,7 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, metrics, versions
-from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -68,7 +71,7 @@ def test_deployment_matches_tutorial():
     theirs = tutorial("vllm-llama3-70b.yaml", "Deployment")
     pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
     assert "replicas" not in ours["spec"]  # the HPA owns it (the tutorial fixes 1)
-    assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+    assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v6e-2x4")
     assert ours["spec"]["template"]["metadata"]["annotations"] == theirs["spec"]["template"]["metadata"]["annotations"]
     (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
@@ -144,7 +147,7 @@ def test_leader_worker_set_matches_lws_example():
     )
     for role in ("leaderTemplate", "workerTemplate"):
         pod, ref_pod = tmpl[role]["spec"], ref_tmpl[role]["spec"]
-        assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+        assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-4x4")
         (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
         assert c["name"] == ref_c["name"]
         assert c["command"][:2] == ref_c["command"][:2] == ["sh", "-c"]
@@ -242,7 +245,14 @@ def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
 
 @pytest.mark.parametrize(
     "tpu,topology,devices,hosts",
-    [("v6e", "2x4", 8, 1), ("v5e", "4x4", 16, 4), ("v5p", "2x2x1", 8, 1), ("v6e", "4x8", 32, 8)],
+    [
+        ("v6e", "2x4", 8, 1),
+        ("v5e", "4x4", 16, 4),
+        ("v5p", "2x2x1", 4, 1),  # megacore: 4 chips are 4 JAX devices, not 8 TensorCores
+        ("v4", "2x2x2", 8, 2),  # megacore
+        ("tpu7x", "2x2x1", 8, 1),  # 2 JAX devices per chip
+        ("v6e", "4x8", 32, 8),
+    ],
 )
 def test_tensor_parallel_size_counts_every_device_of_the_slice(tpu, topology, devices, hosts):
     shape = catalog.slice_shape(tpu, topology)
