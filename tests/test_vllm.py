@@ -516,3 +516,46 @@ def test_sizing_and_head_warnings(run):
         "tpu-serving:workloads[0].model: 'meta-llama/Llama-3.1-70B' downloads from Hugging Face without a token" in w
         for w in warnings
     )
+
+
+# ---- tensor-parallel size: the JAX devices of one replica ---------------------------------------------------
+
+
+@pytest.mark.parametrize("tpu,topology,size", [("v5p", "2x2x1", 4), ("v4", "2x2x1", 4), ("v6e", "2x4", 8)])
+def test_tensor_parallel_size_is_the_jax_devices_not_the_tensorcores(run, tpu, topology, size):
+    """Megacore v4/v5p chips are one JAX device each (jax.experimental.pallas.tpu.ChipVersion: megacore on v4 and
+    v5p); vLLM shards over jax.devices()[:tensor_parallel_size] (tpu-inference@v0.27.0 tpu_inference/worker/
+    tpu_worker.py), so 8 on a 4-chip v5p host would ask for devices that are not there."""
+    config = make_config(
+        tpu_serving__tpuPools=[pool(name="p", tpu=tpu, topology=topology, zone="us-east5-a")],
+        tpu_serving__workloads=[wl(pool="p")],
+    )
+    (deployment,) = [
+        o for o in kubernetes_objects(run(config)) if o["kind"] == "Deployment" and o["metadata"]["name"] == "llm"
+    ]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--tensor-parallel-size={size}" in args
+
+
+@pytest.mark.parametrize("value", [16, 0, "eight", True, 2.5])
+def test_a_tensor_parallel_size_the_slice_cannot_have_is_refused(run, value):
+    config = make_config(
+        tpu_serving__tpuPools=POOLS,
+        tpu_serving__workloads=[wl(args={"tensor_parallel_size": value, "port": 9000})],
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    message = str(err.value)
+    assert (
+        f"tpu-serving:workloads[0].args.tensor_parallel_size: {value!r} is not a tensor-parallel size pool 'single' "
+        "can have; allowed: a whole number from 1 to 8 (the JAX devices of one v6e 2x4 slice: 8 chips x 1 per chip)"
+    ) in message
+    assert "tpu-serving:workloads[0].args.port: derived by the stack" in message  # every problem at once
+
+
+@pytest.mark.parametrize("value", [1, 4, 8, "8", 8.0, None])
+def test_a_tensor_parallel_size_the_slice_has_is_kept(value):
+    """1 to the slice's 8 devices, as a number or a string of digits; null removes the flag (vLLM's default, 1)."""
+    args = vllm_plan(args={"--tensor-parallel-size": value})
+    tp = [a for a in args if a.startswith("--tensor-parallel-size")]
+    assert tp == ([] if value is None else [f"--tensor-parallel-size={int(value)}"])
