@@ -78,11 +78,22 @@ class MaintenanceWindowConfig(CamelModel):
     )
 
 
+# The window a cluster gets when it holds upgrades and none is configured: the provider sends a maintenance policy
+# only with exactly one window (components/cluster.py maintenance_policy). Weekly, Saturday and Sunday 03:00-11:00
+# UTC: 16 hours a week in 8-hour windows.
+DEFAULT_MAINTENANCE_WINDOW = MaintenanceWindowConfig(
+    start="2025-01-04T03:00:00Z", end="2025-01-04T11:00:00Z", recurrence="FREQ=WEEKLY;BYDAY=SA,SU"
+)
+
+
 class MaintenanceConfig(CamelModel):
     """When GKE may upgrade the cluster by itself, and what it must leave alone until an operator upgrades."""
 
     window: MaintenanceWindowConfig | None = Field(
-        None, description="When automatic upgrades may start; default: any time (GKE's default)."
+        None,
+        description="When automatic upgrades may start; default: any time (GKE's default), or with "
+        "holdMinorAndNodeUpgrades on, Saturday and Sunday 03:00-11:00 UTC every week (a maintenance policy needs a "
+        "window).",
     )
     hold_minor_and_node_upgrades: bool | None = Field(
         None,
