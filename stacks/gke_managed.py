@@ -55,6 +55,17 @@ GATEWAY_API_CRDS = (
 INFERENCE_POOL_CRD = "inferencepools.inference.networking.k8s.io"
 
 
+# The sources of the module docstring, by id (the README table links them).
+SOURCES: dict[str, str] = {
+    "G1": "https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities",
+    "G2": "https://cloud.google.com/kubernetes-engine/docs/how-to/deploying-gateways",
+    "G3": "https://llm-d.ai/docs/dev/resources/gateway/install-crds",
+    "G4": "https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources",
+    "G5": "https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed",
+    "G6": "https://docs.cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
+}
+
+
 @dataclass(frozen=True)
 class Managed:
     """Objects of one kind GKE installs from a GKE version on, when a cluster setting is on."""
@@ -63,18 +74,18 @@ class Managed:
     names: tuple[str, ...]  # metadata.name (cluster-scoped objects)
     since: str  # the first GKE version that installs them; "" = every version the stack runs on
     when: str  # ALWAYS or the cluster setting they come with
-    source: str  # ids of the module docstring's sources
+    sources: tuple[str, ...]  # ids of SOURCES
 
 
 MANAGED: tuple[Managed, ...] = (
-    Managed(CRD, GATEWAY_API_CRDS, "1.24", GATEWAY_API, "G1, G2"),
-    Managed(CRD, GATEWAY_API_CRDS, "1.34.0-gke.1626000", ALWAYS, "G3"),
+    Managed(CRD, GATEWAY_API_CRDS, "1.24", GATEWAY_API, ("G1", "G2")),
+    Managed(CRD, GATEWAY_API_CRDS, "1.34.0-gke.1626000", ALWAYS, ("G3",)),
     Managed(
         "GatewayClass",
         ("gke-l7-global-external-managed", "gke-l7-regional-external-managed", "gke-l7-rilb", "gke-l7-gxlb"),
         "1.24",
         GATEWAY_API,
-        "G1",
+        ("G1",),
     ),
     Managed(
         "GatewayClass",
@@ -87,7 +98,7 @@ MANAGED: tuple[Managed, ...] = (
         ),
         "1.24",
         MULTI_CLUSTER_GATEWAY,
-        "G1",
+        ("G1",),
     ),
     Managed(
         CRD,
@@ -98,9 +109,9 @@ MANAGED: tuple[Managed, ...] = (
         ),
         "1.24",
         GATEWAY_API,
-        "G4",
+        ("G4",),
     ),
-    Managed(CRD, (INFERENCE_POOL_CRD,), "1.34.0-gke.1626000", ALWAYS, "G3"),
+    Managed(CRD, (INFERENCE_POOL_CRD,), "1.34.0-gke.1626000", ALWAYS, ("G3",)),
     Managed(
         CRD,
         tuple(
@@ -117,10 +128,10 @@ MANAGED: tuple[Managed, ...] = (
         ),
         "",
         MANAGED_PROMETHEUS,
-        "G5",
+        ("G5",),
     ),
-    Managed("Namespace", ("gmp-system", "gmp-public"), "", MANAGED_PROMETHEUS, "G5"),
-    Managed(CRD, ("computeclasses.cloud.google.com",), "1.30.3-gke.1451000", ALWAYS, "G6"),
+    Managed("Namespace", ("gmp-system", "gmp-public"), "", MANAGED_PROMETHEUS, ("G5",)),
+    Managed(CRD, ("computeclasses.cloud.google.com",), "1.30.3-gke.1451000", ALWAYS, ("G6",)),
 )
 
 
