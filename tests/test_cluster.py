@@ -394,7 +394,10 @@ def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(env
         "recurringMaintenanceWindow": args.recurring_maintenance_window,
     }
     assert windows(policy) == ["recurringWindow"]
-    expected = DEFAULT_WINDOW if window is None else dict(zip(("startTime", "endTime", "recurrence"), window.values()))
+    given = (
+        {"startTime": window["start"], "endTime": window["end"], "recurrence": window["recurrence"]} if window else {}
+    )
+    expected = DEFAULT_WINDOW if window is None else given
     assert policy["recurringWindow"] == expected
     assert bool(args.maintenance_exclusions) == held
 

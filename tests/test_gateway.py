@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from stacks import gateway
+from stacks import gateway, gke_managed
 from stacks.config import ConfigError, parse_stack_config
-from stacks import gke_managed
 from stacks.versions import CRDS
 from tests.conftest import make_config as base_config
 from tooling.k8s_objects import kubernetes_objects
