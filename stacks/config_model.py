@@ -113,7 +113,9 @@ class ClusterConfig(CamelModel):
         "REGULAR", description="GKE release channel."
     )
     min_master_version: str | None = Field(
-        None, description="Minimum control plane version; must not be below what the TPU pools need."
+        None,
+        description="Minimum control plane version; must not be below what the TPU pools need, and with "
+        "gateway.enabled at least 1.34.0-gke.1626000 (GKE installs the InferencePool CRD from there).",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
     private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")
