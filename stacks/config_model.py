@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from stacks import catalog, metrics, metrics_adapters
+from stacks import catalog, gke_managed, metrics, metrics_adapters
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -115,7 +115,7 @@ class ClusterConfig(CamelModel):
     min_master_version: str | None = Field(
         None,
         description="Minimum control plane version; must not be below what the TPU pools need, and with "
-        "gateway.enabled at least 1.34.0-gke.1626000 (GKE installs the InferencePool CRD from there).",
+        f"gateway.enabled at least {gke_managed.INFERENCE_POOL_SINCE} (GKE installs the InferencePool CRD from there).",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
     private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")

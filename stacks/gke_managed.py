@@ -170,3 +170,7 @@ def required_version(min_master_version: str | None, kind: str, name: str, when:
     if min_master_version and catalog.version_tuple(min_master_version) >= catalog.version_tuple(need):
         return None
     return need
+
+
+# The first GKE version with the InferencePool CRD, which an enabled gateway needs (stacks/config.py).
+INFERENCE_POOL_SINCE = required_version(None, CRD, INFERENCE_POOL_CRD, frozenset())

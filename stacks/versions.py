@@ -285,8 +285,8 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
             )
         ),
     },
-    # The InferencePool (inference.networking.k8s.io/v1): GKE installs it from 1.34.0-gke.1626000 (stacks/gke_managed.py)
-    # and the stack never applies it; InferencePools are validated at this release.
+    # The InferencePool (inference.networking.k8s.io/v1): GKE installs it from 1.34.0-gke.1626000
+    # (stacks/gke_managed.py) and the stack never applies it; InferencePools are validated at this release.
     "gatewayApiInferenceExtension": {
         "1.6.0": (
             CrdFile(

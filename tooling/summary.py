@@ -246,10 +246,10 @@ def gke_managed_lines(cfg: StackConfig, recording: Recording) -> list[str]:
     maintenance policy as sent."""
     floor = cfg.cluster.min_master_version
     lines = [
-        "GKE installs and owns its Gateway API CRDs and GatewayClasses, its Gateway policy CRDs, the InferencePool CRD "
-        "(from 1.34.0-gke.1626000), the Managed Prometheus CRDs and namespaces and the ComputeClass CRD (README "
-        '"What GKE manages"). The stack creates none of them at any version: the cluster version is a floor GKE '
-        "raises by itself, so no version exempts an object.",
+        "GKE installs and owns its Gateway API CRDs and GatewayClasses, its Gateway policy CRDs, the InferencePool "
+        f"CRD (from {gke_managed.INFERENCE_POOL_SINCE}), the Managed Prometheus CRDs and namespaces and the "
+        'ComputeClass CRD (README "What GKE manages"). The stack creates none of them at any version: the cluster '
+        "version is a floor GKE raises by itself, so no version exempts an object.",
         "",
         f"- cluster version floor: {code(floor) if floor else 'unset (the release channel default, unknown offline)'}",
     ]
