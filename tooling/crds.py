@@ -7,7 +7,8 @@ on a fresh clone.
     .venv/bin/python -m tooling.crds --where             # which CRD folder validation uses, and why
 
 Where validation reads CRDs, first found wins: $TPU_SERVING_CRDS, this cache (only when it holds exactly the
-matrix's files), ../shared/reference/crds. The table of files, tags and sums is `CRDS` in stacks/versions.py.
+matrix's files), <reference folder>/crds (../shared/reference, or $TPU_SERVING_REFERENCE). The table of files,
+tags and sums is `CRDS` in stacks/versions.py.
 Nothing is written unless every file downloads and matches its sum.
 """
 
