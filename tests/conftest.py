@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tooling import crds
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
 from tooling.render import stack_name
 
@@ -27,8 +28,18 @@ def load_large_yaml(path: Path) -> Any:
 
 
 def reference_dir() -> Path:
-    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE."""
-    return Path(os.environ.get("TPU_SERVING_REFERENCE", ROOT.parent / "shared" / "reference"))
+    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE (tooling/crds.py reference_dir: the
+    CRD lookup uses the same folder). A user's clone has none: read a file in it through `reference_file`."""
+    return crds.reference_dir()
+
+
+def reference_file(relative: str) -> Path:
+    """An upstream file of the reference folder, or skip the calling test saying which file is missing (a user's
+    clone has no ../shared/reference; `make test` must pass there)."""
+    path = reference_dir() / relative
+    if not path.exists():
+        pytest.skip(f"upstream file missing: {path} (../shared/reference or $TPU_SERVING_REFERENCE)")
+    return path
 
 
 BASE: dict[str, Any] = {

@@ -292,9 +292,9 @@ def _chart_defaults() -> tuple[dict[str, Any], str, str]:
     and the raw texts (for keys the chart documents commented out)."""
     import yaml
 
-    from tests.conftest import reference_dir
+    from tests.conftest import reference_file
 
-    base = reference_dir() / CHARTS
+    base = reference_file(CHARTS)
     gateway_text = (base / "llm-d-router-gateway/values.yaml").read_text()
     routerlib_text = (base / "routerlib/values.yaml").read_text()
     values = yaml.safe_load(gateway_text)

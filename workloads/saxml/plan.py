@@ -45,6 +45,12 @@ SAX_ROOT_PREFIX = "sax-root/"
 # (google/saxml@v1.1.0:saxml/tools/docker/Dockerfile.admin)
 SAX_FS_ROOT_PREFIX = "sax-fs-root/"
 CELL_PREFIX = "/sax/"  # Sax names a cell /sax/<cell> and its models /sax/<cell>/<model>
+# A Sax model name (google/saxml@v1.1.0:saxml/common/naming.go validateModelName, pattern "^[a-z]+[a-z0-9-_]*$").
+SAX_NAME_RE = re.compile(r"[a-z]+[a-z0-9_-]*")
+# A model class as Saxml's registry finds it: `<module>.<Class>` (full_registration_name), or that name relative to
+# its REGISTRY_ROOT (google/saxml@v1.1.0:saxml/server/servable_model_registry.py register/get): Python identifiers
+# joined by dots.
+MODEL_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z0-9][a-z0-9_-]{{0,62}}")
 # images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
@@ -187,11 +193,10 @@ MODEL_SERVER_ROLE = "model-server"
 MODEL_SERVER_JOB = "sax-model-server"
 
 
-def longest_pod_hostname(name: str, slices: int, hosts: int) -> str:
-    """JobSet names Jobs `<jobset>-<replicatedJob>-<index>` and their pods' hostnames `<job>-<pod index>`; its
-    webhook refuses a JobSet whose longest such name is not a DNS-1123 label of 63 characters at most
-    (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go)."""
-    return f"{name}-{MODEL_SERVER_ROLE}-{MODEL_SERVER_JOB}-{slices - 1}-{hosts - 1}"
+def longest_pod_name(name: str, slices: int, hosts: int) -> str:
+    """The longest model server pod name JobSet's webhook checks (stacks/naming.py jobset_longest_names): the JobSet
+    is `<name>-model-server`, its replicated Job `sax-model-server` with one Job per slice and one pod per host."""
+    return naming.jobset_longest_names(f"{name}-{MODEL_SERVER_ROLE}", MODEL_SERVER_JOB, slices, hosts)[1]
 
 
 def check(
@@ -210,9 +215,7 @@ def check(
             Problem(f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
         )
     _check_http(path, workload.http, ctx.environment, problems)
-    for i, model in enumerate(workload.models or []):
-        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
-            problems.append(Problem(f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
+    _check_models(path, workload, cell, problems)
     if pool is None or not _check_pool(path, workload, pool, problems):
         return None
     # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
@@ -223,6 +226,43 @@ def check(
         problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
     _check_models_fit(path, workload, pool, problems, warnings)
     return plan
+
+
+def _check_models(path: str, workload: SaxmlWorkload, cell: str, problems: list[Problem]) -> None:
+    """Each model is in the workload's cell, named as Sax names models, once, with a model class Saxml can look up
+    (an empty or malformed modelPath fails only when the publish Job runs)."""
+    seen: dict[str, int] = {}
+    for i, model in enumerate(workload.models or []):
+        where = f"{path}.models[{i}]"
+        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
+            problems.append(Problem(f"{where}.model", f"{model.model!r} is not in the cell {cell}"))
+            continue
+        name = model.model.removeprefix(f"{cell}/")
+        if not SAX_NAME_RE.fullmatch(name):
+            problems.append(
+                Problem(
+                    f"{where}.model",
+                    f"{model.model!r} is not a Sax model name: a lowercase letter, then lowercase letters, digits, "
+                    f"'-' and '_' (or {cell}/<that name>)",
+                )
+            )
+        elif f"{cell}/{name}" in seen:
+            problems.append(
+                Problem(
+                    f"{where}.model",
+                    f"{model.model!r} is the model {cell}/{name} of models[{seen[f'{cell}/{name}']}] again; a cell "
+                    "publishes each model once (give it another name)",
+                )
+            )
+        seen.setdefault(f"{cell}/{name}", i)
+        if not MODEL_PATH_RE.fullmatch(model.model_path):
+            problems.append(
+                Problem(
+                    f"{where}.modelPath",
+                    f"{model.model_path!r} is not a Saxml model class: Python identifiers joined by dots, e.g. "
+                    "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test",
+                )
+            )
 
 
 def _check_http(path: str, http: SaxHttpConfig, environment: str, problems: list[Problem]) -> None:
@@ -268,14 +308,15 @@ def _check_pool(path: str, workload: SaxmlWorkload, pool: PoolPlan, problems: li
             )
         )
         return False
-    hostname = longest_pod_hostname(workload.name, pool.slices, pool.shape.hosts)
-    if len(hostname) > naming.DNS_LABEL_MAX:
+    longest = longest_pod_name(workload.name, pool.slices, pool.shape.hosts)
+    if len(longest) > naming.DNS_LABEL_MAX:
         problems.append(
             Problem(
                 f"{path}.name",
                 f"{workload.name!r} is too long for a Saxml workload on pool {pool.name!r}: JobSet names its model "
-                f"server pods {hostname!r} ({len(hostname)} characters), and JobSet refuses names over "
-                f"{naming.DNS_LABEL_MAX}; use at most {len(workload.name) - len(hostname) + naming.DNS_LABEL_MAX} characters",
+                f"server pods up to {longest!r} ({len(longest)} characters, with the Job controller's 5 random "
+                f"ones), and JobSet refuses names over {naming.DNS_LABEL_MAX}; use at most "
+                f"{len(workload.name) - len(longest) + naming.DNS_LABEL_MAX} characters",
             )
         )
     return True
