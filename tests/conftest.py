@@ -50,6 +50,11 @@ BASE: dict[str, Any] = {
 }
 
 
+def without_scan_skips(annotations: dict[str, str]) -> dict[str, str]:
+    """An object's annotations less the checkov findings it accepts (stacks/scan_exceptions.py)."""
+    return {k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")}
+
+
 def stack_ksa(name: str, stack: str = "dev") -> str:
     """The name a Kubernetes ServiceAccount with Google access gets in `stack` (unique per stack)."""
     from stacks import naming

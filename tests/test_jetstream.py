@@ -47,7 +47,10 @@ def test_deployment_and_service_match_reference(adapter):
     assert engine["image"] == ref_engine["image"]
     expected_args = [a.replace("gs://BUCKET_NAME/", "gs://my-tpu-project-checkpoints/") for a in ref_engine["args"]]
     assert engine["args"] == expected_args
-    assert engine["resources"] == ref_engine["resources"]
+    # the reference's TPU request and limit, and a quarter of the host's CPU and memory (ct5lp-hightpu-8t: 224 vCPU /
+    # 384 GB), so the pod is not BestEffort
+    assert engine["resources"]["limits"] == ref_engine["resources"]["limits"]
+    assert engine["resources"]["requests"] == {**ref_engine["resources"]["requests"], "cpu": "56", "memory": "96G"}
     assert engine["ports"][:1] == ref_engine["ports"]
     assert {"containerPort": 9100, "name": "metrics"} in engine["ports"]
     # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that

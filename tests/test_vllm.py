@@ -80,7 +80,10 @@ def test_deployment_matches_tutorial():
     assert theirs_f.pop("download-dir") == vllm.DATA_DIR and ours_f.pop("download-dir") == vllm.DOWNLOAD_DIR
     assert ours_f == theirs_f
     assert [p["containerPort"] for p in c["ports"]] == [p["containerPort"] for p in ref_c["ports"]]
-    assert c["resources"]["limits"] == ref_c["resources"]["limits"] == c["resources"]["requests"]
+    # the tutorial's TPU request and limit, and a quarter of the host's CPU and memory (ct6e-standard-8t: 180 vCPU /
+    # 1440 GB), so the pod is not BestEffort
+    assert c["resources"]["limits"] == ref_c["resources"]["limits"]
+    assert c["resources"]["requests"] == {**ref_c["resources"]["limits"], "cpu": "45", "memory": "360G"}
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     assert env["VLLM_XLA_CACHE_PATH"]["value"].startswith(ref_env["VLLM_XLA_CACHE_PATH"]["value"])
     # VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token without tpu-serving:hfToken
