@@ -74,7 +74,9 @@ def checkov_command(target: Path) -> list[str]:
 
 
 def _skips(annotations: Mapping[str, str] | None) -> list[str]:
-    return [v for k, v in sorted((annotations or {}).items()) if k.startswith(SKIP_PREFIX)]
+    """The values of `checkov.io/skip<N>` annotations, in the order of N."""
+    skips = {k.removeprefix(SKIP_PREFIX): v for k, v in (annotations or {}).items() if k.startswith(SKIP_PREFIX)}
+    return [skips[n] for n in sorted(skips, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))]
 
 
 def expanded_pods(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
