@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from stacks import metrics
-from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
+from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -178,10 +178,10 @@ def test_hpa_depends_on_adapter_and_deployment(run):
 
 def test_identity_reads_only_the_checkpoint_bucket(run):
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js()]))
-    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    (binding,) = workload_grants(rec)
     assert (binding.inputs["bucket"], binding.inputs["role"]) == ("ckpts", "roles/storage.objectViewer")
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(grantCheckpointRead=False)]))
-    assert not rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert not workload_grants(rec)
 
 
 def test_privileged_only_below_gke_1_28(run):

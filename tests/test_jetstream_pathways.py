@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa, without_scan_skips
+from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa, without_scan_skips, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -227,7 +227,7 @@ def test_identity_scratch_and_checkpoint_access(run):
     assert f"--gcs_scratch_location={scratch}" in worker["args"]
     bindings = {
         (b.inputs["bucket"], b.inputs["role"], (b.inputs.get("condition") or {}).get("title"))
-        for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        for b in workload_grants(rec)
     }
     # the scratch's parent prefix, read-write; the checkpoint in another bucket, read-only on that bucket
     assert bindings == {
@@ -250,7 +250,7 @@ def test_checkpoint_grant_is_its_prefix_in_the_stack_bucket_and_none_when_opted_
     for checkpoint, grants in expected.items():
         wl = workload(checkpoint=checkpoint, grantCheckpointRead=False)
         rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[wl]))
-        bindings = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        bindings = workload_grants(rec)
         assert sorted((b.inputs["role"].split(".")[-1], b.inputs["condition"]["title"]) for b in bindings) == grants
 
 

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, recorded, reference_dir, stack_ksa, without_scan_skips
+from tests.conftest import make_config, recorded, reference_dir, stack_ksa, without_scan_skips, workload_grants
 from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -191,7 +191,7 @@ def test_admin_and_http_servers_have_identities_of_their_own_limited_to_the_cell
     - both only ever name objects under RootDir/<cell> (saxml/common/cell.go Path), so the grant is the cell's
       prefix, not all of sax-root/."""
     rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax()]))
-    bindings = {b.name: b.inputs for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    bindings = {b.name: b.inputs for b in workload_grants(rec)}
     admin = {k.removeprefix("workload-sax-identity-"): v for k, v in bindings.items() if "-sax-identity-" in k}
     http = {k.removeprefix("workload-sax-http-identity-"): v for k, v in bindings.items() if "-http-identity-" in k}
     assert {k: (v["role"], v["condition"]["title"]) for k, v in admin.items()} == {
@@ -470,7 +470,7 @@ def test_model_servers_get_a_node_identity_of_their_own_reading_the_cell(run):
     pools = {r.name: r for r in rec.of_type("gcp:container/nodePool:NodePool")}
     assert pools["tpu-p-s0"].inputs["nodeConfig"]["serviceAccount"] == email
     assert pools["cluster-system"].inputs["nodeConfig"]["serviceAccount"] != email
-    grants = {b.name: b for b in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if "-nodes-" in b.name}
+    grants = {b.name: b for b in workload_grants(rec) if "-nodes-" in b.name}
     cell = grants["workload-sax-nodes-cell"].inputs
     assert cell["role"] == "roles/storage.objectViewer"
     assert (

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, metrics, versions
-from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -330,7 +330,7 @@ def test_plain_hf_token_is_refused(run):
 def test_identity_reads_the_weights_prefix_and_writes_its_own_prefix_only(run):
     model = "gs://models-bucket/llama/8b"
     rec = run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl(model=model)]))
-    grants = {g.inputs["role"]: g.inputs for g in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    grants = {g.inputs["role"]: g.inputs for g in workload_grants(rec)}
     assert set(grants) == {"roles/storage.objectUser", "roles/storage.objectViewer"}
     viewer = grants["roles/storage.objectViewer"]
     assert viewer["bucket"] == "models-bucket"
