@@ -163,6 +163,13 @@ class BucketConfig(CamelModel):
     scratch_ttl_days: int = Field(
         7, ge=1, le=DAYS_MAX, description="Days Pathways scratch objects (pathways/) are kept."
     )
+    access_log_days: int = Field(
+        90,
+        ge=1,
+        le=DAYS_MAX,
+        description="Days the bucket's hourly usage and daily storage logs are kept in its log bucket "
+        "(`<bucket>-logs`, created with it).",
+    )
     kms_key_name: str | None = Field(
         None,
         description="Cloud KMS key new objects are encrypted with by default (CMEK): "

@@ -138,6 +138,11 @@ def default_bucket_name(gcp_project: str, pulumi_project: str, stack: str) -> st
     return fit(name, BUCKET_NAME_MAX)
 
 
+def access_log_bucket_name(bucket_name: str) -> str:
+    """The bucket that receives `bucket_name`'s usage and storage logs: `<bucket>-logs`, within 63 characters."""
+    return fit(f"{bucket_name}-logs", BUCKET_NAME_MAX)
+
+
 def node_service_account_id(cluster_name: str) -> str:
     return fit(f"{cluster_name}-nodes", SERVICE_ACCOUNT_ID_MAX)
 

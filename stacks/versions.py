@@ -8,6 +8,7 @@ anything is registered. Sources are in ../shared/reference/SOURCES.md.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 PYTHON_PACKAGES: dict[str, str] = {
@@ -345,6 +346,13 @@ class Serves:
     tpus: frozenset[str] | None = None  # TPU generations (catalog names) it runs on
 
 
+# Why an image carries no digest: the upstream sources the matrix cites (the GKE tutorials' manifests, the projects'
+# release notes and manifests) name these images by tag only, and a digest read from a registry by hand is not a
+# public statement anyone can check against the tag (checkov CKV_K8S_43 is an accepted finding, stacks/scan_exceptions).
+NO_PUBLISHED_DIGEST = "no upstream release note or manifest states a digest for this tag"
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 @dataclass(frozen=True)
 class Image:
     """One pinned container image, what it serves, and where that is established."""
@@ -352,6 +360,19 @@ class Image:
     ref: str
     serves: Serves
     source: str
+    digest: str | None = None
+    """`sha256:<64 hex>` of the tag, where a public upstream source (release notes, a manifest) states it."""
+    digest_source: str = NO_PUBLISHED_DIGEST
+    """That source; or why there is no digest."""
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not DIGEST_RE.fullmatch(self.digest):
+            raise ValueError(f"{self.ref}: {self.digest!r} is not a sha256 digest")
+
+    @property
+    def pinned(self) -> str:
+        """The reference the stack renders: `tag@digest` where the digest is known, else the tag."""
+        return f"{self.ref}@{self.digest}" if self.digest else self.ref
 
 
 def _set(*items: str) -> frozenset[str]:
@@ -473,12 +494,14 @@ SUPERSEDED_IMAGES: tuple[Image, ...] = (
 )
 
 # key -> reference, the form the workloads read.
-IMAGES: dict[str, str] = {key: image.ref for key, image in IMAGE_RECORDS.items()}
+IMAGES: dict[str, str] = {key: image.pinned for key, image in IMAGE_RECORDS.items()}
 
 
 def image_record(ref: str) -> Image | None:
     """The record of an image reference the matrix pins (under any key) or knows as superseded, else None."""
-    return next((image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if image.ref == ref), None)
+    return next(
+        (image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if ref in (image.ref, image.pinned)), None
+    )
 
 
 def image_gaps(ref: str, needs: Serves) -> list[str]:

@@ -38,6 +38,32 @@ LWS_SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topolog
 JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 SLICE_TOPOLOGY_KEY = catalog.NODE_POOL_LABEL
 
+# The share of its host's vCPUs and memory (catalog host_resources) the server of a TPU pod requests. A pod without
+# CPU and memory requests is BestEffort: the scheduler counts nothing for it and the kubelet evicts it first under
+# node memory pressure (https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/). A quarter leaves room for
+# GKE's reservations, its DaemonSets and, on a Pathways leader's host, the leader (LEADER_HOST_SHARE, a half).
+TPU_HOST_SHARE = 0.25
+# Without the host's figures in the catalog: enough to make the pod Burstable on any TPU VM.
+TPU_HOST_FLOOR = (1.0, 4.0)  # vCPUs, GB
+
+
+def cpu_quantity(value: float) -> str:
+    """A CPU quantity: whole cores as an integer, else millicores."""
+    return str(int(value)) if float(value).is_integer() else f"{int(value * 1000)}m"
+
+
+def host_requests(shape: catalog.SliceShape, share: float = TPU_HOST_SHARE) -> dict[str, str]:
+    """CPU and memory requests of a TPU pod's server: `share` of its host's, rounded down."""
+    cpu, memory = (share * x for x in shape.host_resources) if shape.host_resources else TPU_HOST_FLOOR
+    return {"cpu": cpu_quantity(math.floor(cpu)), "memory": f"{math.floor(memory)}G"}
+
+
+def tpu_resources(shape: catalog.SliceShape) -> dict[str, Any]:
+    """The resources of a TPU pod's server: every chip of its host (google.com/tpu, requested and limited), and
+    its share of the host's CPU and memory (host_requests)."""
+    chips = shape.tpu_request
+    return {"requests": {catalog.TPU_RESOURCE: chips, **host_requests(shape)}, "limits": {catalog.TPU_RESOURCE: chips}}
+
 
 @dataclass(frozen=True)
 class WorkloadPlan:

@@ -61,6 +61,16 @@ BASE: dict[str, Any] = {
 }
 
 
+def workload_grants(rec: Recording) -> list[Any]:
+    """The stack's bucket grants less the access-log writer's on the log bucket (components/bucket.py)."""
+    return [r for r in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if r.name != "bucket-logs-writer"]
+
+
+def without_scan_skips(annotations: dict[str, str]) -> dict[str, str]:
+    """An object's annotations less the checkov findings it accepts (stacks/scan_exceptions.py)."""
+    return {k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")}
+
+
 def stack_ksa(name: str, stack: str = "dev") -> str:
     """The name a Kubernetes ServiceAccount with Google access gets in `stack` (unique per stack)."""
     from stacks import naming

@@ -281,7 +281,7 @@ def test_a_capacity_list_pool_gives_vllm_nodes(run):
     rec = run(config)
     assert placement_problems(config, "dev", rec, {"vllm"}) == []
     (lws,) = [o for o in workload_objects(rec, "two") if o["kind"] == "LeaderWorkerSet"]
-    assert lws["metadata"]["annotations"] == {LWS_EXCLUSIVE: NODE_POOL_KEY}
+    assert lws["metadata"]["annotations"][LWS_EXCLUSIVE] == NODE_POOL_KEY
     for role in ("leaderTemplate", "workerTemplate"):
         spec = lws["spec"]["leaderWorkerTemplate"][role]["spec"]
         assert spec["nodeSelector"][compute_class.COMPUTE_CLASS_LABEL] == "tpu-multi"

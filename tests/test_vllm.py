@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, metrics, versions
-from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -83,7 +83,10 @@ def test_deployment_matches_tutorial():
     assert theirs_f.pop("download-dir") == vllm.DATA_DIR and ours_f.pop("download-dir") == vllm.DOWNLOAD_DIR
     assert ours_f == theirs_f
     assert [p["containerPort"] for p in c["ports"]] == [p["containerPort"] for p in ref_c["ports"]]
-    assert c["resources"]["limits"] == ref_c["resources"]["limits"] == c["resources"]["requests"]
+    # the tutorial's TPU request and limit, and a quarter of the host's CPU and memory (ct6e-standard-8t: 180 vCPU /
+    # 1440 GB), so the pod is not BestEffort
+    assert c["resources"]["limits"] == ref_c["resources"]["limits"]
+    assert c["resources"]["requests"] == {**ref_c["resources"]["limits"], "cpu": "45", "memory": "360G"}
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     assert env["VLLM_XLA_CACHE_PATH"]["value"].startswith(ref_env["VLLM_XLA_CACHE_PATH"]["value"])
     # VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token without tpu-serving:hfToken
@@ -337,7 +340,7 @@ def test_plain_hf_token_is_refused(run):
 def test_identity_reads_the_weights_prefix_and_writes_its_own_prefix_only(run):
     model = "gs://models-bucket/llama/8b"
     rec = run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl(model=model)]))
-    grants = {g.inputs["role"]: g.inputs for g in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    grants = {g.inputs["role"]: g.inputs for g in workload_grants(rec)}
     assert set(grants) == {"roles/storage.objectUser", "roles/storage.objectViewer"}
     viewer = grants["roles/storage.objectViewer"]
     assert viewer["bucket"] == "models-bucket"

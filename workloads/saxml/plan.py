@@ -30,6 +30,7 @@ from stacks.workload_plan import (
     SLICE_TOPOLOGY_KEY,
     WorkloadPlan,
     cpu_deployment,
+    tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
 from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
@@ -384,9 +385,23 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
     )
 
 
+# The checkov findings the model-server JobSet accepts (stacks/scan_exceptions.py). The model server's one port is
+# its gRPC service (`--port`); no upstream source documents an HTTP health endpoint, and neither upstream manifest
+# probes it (kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml, ai-on-gke
+# tools/saxml-on-gke/single-host-inference/gptj/model-server.yaml). A model server that dies fails its Job and the
+# JobSet restarts the slice (failurePolicy.maxRestarts).
+MODEL_SERVER_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    scan_exceptions.CPU_LIMIT,
+    scan_exceptions.HOST_MEMORY_LIMIT,
+    scan_exceptions.HOST_NETWORK,
+    *scan_exceptions.security(MODEL_SERVER_SECURITY),
+    *scan_exceptions.probes("the model server serves gRPC only (no health endpoint) and upstream probes none"),
+)
+
+
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     shape = plan.shape
-    chips = shape.tpu_request
     pod_spec = {
         "serviceAccountName": plan.service_account,
         # The Saxml model server's TPU runtime (multi-host ICI on port 8471) needs the host network and a
@@ -415,14 +430,18 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                     {"name": "SAX_ROOT", "value": plan.sax_root},
                     {"name": "MEGASCALE_NUM_SLICES", "value": ""},  # one model server per slice, as upstream
                 ],
-                "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+                "resources": tpu_resources(shape),
             }
         ],
     }
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
-        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={JOBSET_EXCLUSIVE: SLICE_TOPOLOGY_KEY}),
+        "metadata": _meta(
+            plan,
+            MODEL_SERVER_ROLE,
+            annotations={JOBSET_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(MODEL_SERVER_SKIPS)},
+        ),
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),

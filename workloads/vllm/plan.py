@@ -34,6 +34,7 @@ from stacks.workload_plan import (
     WorkloadPlan,
     check_autoscaling,
     hpa_manifest,
+    tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
 from workloads.vllm.config import VllmWorkload
@@ -550,12 +551,11 @@ VLLM_CONTAINER = ContainerSecurity(
 
 def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
     volumes, mounts = _volumes(plan)
-    chips = plan.shape.tpu_request
     container = {
         **container,
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
-        "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+        "resources": tpu_resources(plan.shape),
         "volumeMounts": mounts,
     }
     spec = {
@@ -600,19 +600,29 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
-    # the checkov findings this Deployment accepts, with their reasons (stacks/scan_exceptions.py)
-    skips = [
-        *scan_exceptions.TAG_PINNED,
-        scan_exceptions.CPU_LIMIT,
-        *scan_exceptions.TPU_HOST_RESOURCES,
-        *scan_exceptions.IMAGE_USER,
-    ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(skips)),
+        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(SKIPS)),
         "spec": spec,
     }
+
+
+# The checkov findings a vLLM Deployment or LeaderWorkerSet accepts, with their reasons (stacks/scan_exceptions.py).
+SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    scan_exceptions.CPU_LIMIT,
+    scan_exceptions.HOST_MEMORY_LIMIT,
+    *scan_exceptions.security(VLLM_CONTAINER),
+)
+# A multi-host group's Ray workers (multi-node-serving.sh worker) serve no HTTP; the group restarts as one
+# (RecreateGroupOnPodRestart) and its leader's /health probes cover it.
+LWS_SKIPS = (
+    *SKIPS,
+    *scan_exceptions.probes(
+        "the Ray workers serve no HTTP endpoint; the group restarts as one and the leader's /health probes cover it"
+    ),
+)
 
 
 def leader_command(plan: VllmPlan) -> str:
@@ -647,7 +657,11 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
         # one group per slice: a group's pods share a node pool, and no two groups share one
-        "metadata": plan.metadata(plan.name, plan.labels, annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY}),
+        "metadata": plan.metadata(
+            plan.name,
+            plan.labels,
+            annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(LWS_SKIPS)},
+        ),
         "spec": spec,
     }
 
