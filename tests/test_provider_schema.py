@@ -297,3 +297,122 @@ def test_the_data_is_what_the_extractor_reads(tmp_path):
         cwd=Path(__file__).parents[1],
     )
     assert json.loads(out.read_text()) == ps.rules()
+
+
+# ---- the review's "replaces it" (tooling/recreate.py) reads the same ForceNew data --------------------------------
+
+
+def _changes(type_, before, after, ignore=(), replace_on=()):
+    from tooling.recreate import field_changes
+
+    return field_changes(type_, before, after, list(ignore), tuple(replace_on))
+
+
+@pytest.mark.parametrize(
+    "type_, before, after, ignore, expected",
+    [
+        # ForceNew primitives replace on any change
+        (
+            POOL,
+            {"nodeConfig": {"spot": False}},
+            {"nodeConfig": {"spot": True}},
+            (),
+            ["nodeConfig.spot false -> true (replaces it)"],
+        ),
+        (
+            CLUSTER,
+            {"location": "us-east5"},
+            {"location": "us-east5-b"},
+            (),
+            ["location us-east5 -> us-east5-b (replaces it)"],
+        ),
+        # updated in place by the provider (node_config.go nodePoolNodeConfigUpdate: machine_type, disk_size_gb)
+        (
+            POOL,
+            {"nodeConfig": {"machineType": "a", "diskSizeGb": 100}},
+            {"nodeConfig": {"machineType": "b", "diskSizeGb": 200}},
+            (),
+            [],
+        ),
+        (POOL, {"nodeLocations": ["a"]}, {"nodeLocations": ["b"]}, (), []),
+        # a ForceNew block replaces when it is added or removed; inside it, each field by its own ForceNew
+        (
+            POOL,
+            {},
+            {"placementPolicy": {"type": "COMPACT"}},
+            (),
+            ['placementPolicy (unset) -> {"type": "COMPACT"} (replaces it)'],
+        ),
+        (
+            POOL,
+            {"placementPolicy": {"type": "COMPACT", "policyName": "a"}},
+            {"placementPolicy": {"type": "COMPACT", "policyName": "b"}},
+            (),
+            ["placementPolicy.policyName a -> b (replaces it)"],
+        ),  # fmt: skip
+        # never updated in place (NOT_UPDATED): named so a reviewer recreates it
+        (
+            POOL,
+            {"placementPolicy": {"tpuTopology": "4x4"}},
+            {"placementPolicy": {"tpuTopology": "4x8"}},
+            (),
+            ['placementPolicy {"tpuTopology": "4x4"} -> {"tpuTopology": "4x8"} (never updated in place: recreate it)'],
+        ),  # fmt: skip
+        # an Optional+Computed ForceNew field dropped from the inputs keeps its value
+        (POOL, {"initialNodeCount": 1}, {}, (), []),
+        # ignoreChanges: the cluster's nodeConfig (ForceNew) is never diffed
+        (
+            CLUSTER,
+            {"nodeConfig": {"serviceAccount": "a"}},
+            {"nodeConfig": {"serviceAccount": "b"}},
+            ("nodeConfig",),
+            [],
+        ),
+        (
+            CLUSTER,
+            {"nodeConfig": {"serviceAccount": "a"}},
+            {"nodeConfig": {"serviceAccount": "b"}},
+            (),
+            ["nodeConfig.serviceAccount a -> b (replaces it)"],
+        ),  # fmt: skip
+        # through a list of blocks
+        (
+            "gcp:storage/bucket:Bucket",
+            {"customPlacementConfig": {"dataLocations": ["A"]}},
+            {"customPlacementConfig": {"dataLocations": ["B"]}},
+            (),
+            ['customPlacementConfig.dataLocations ["A"] -> ["B"] (replaces it)'],
+        ),  # fmt: skip
+    ],
+)
+def test_the_review_names_what_the_provider_replaces(type_, before, after, ignore, expected):
+    assert _changes(type_, before, after, ignore) == expected
+
+
+def test_replace_on_changes_replaces():
+    before, after = {"placementPolicy": {"tpuTopology": "4x4"}}, {"placementPolicy": {"tpuTopology": "4x8"}}
+    assert _changes(POOL, before, after, replace_on=["placementPolicy"]) == [
+        'placementPolicy {"tpuTopology": "4x4"} -> {"tpuTopology": "4x8"} (replaces it: replaceOnChanges)'
+    ]
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_what_the_provider_never_updates_is_replaced_on_change(path):
+    """Every node pool with a placement policy (TPU slices) replaces on its change: the provider never updates it
+    in place (tooling/recreate.NOT_UPDATED), and a TPU topology may change while the pool keeps its name."""
+    from tooling.recreate import NOT_UPDATED
+
+    for reg in recorded(path, True).resources:
+        for field in NOT_UPDATED.get(reg.type, ()):
+            if field in reg.inputs:
+                assert field in reg.replace_on_changes, reg.name
+
+
+def test_the_review_reads_the_force_new_data_for_every_reviewed_type():
+    from tooling.recreate import REVIEWED_TYPES
+
+    for type_ in REVIEWED_TYPES:
+        fields = ps.force_new_fields(type_)
+        assert {"name", "project"} <= set(fields), type_
+        tf = ps.pulumi_names(type_)
+        assert all(ps.rules()["resources"][type_]["fields"][tf[p]]["force_new"] for p in fields)

@@ -56,14 +56,16 @@ def _ignored(field: str, ignore_changes: list[str]) -> bool:
     return any(field == p or field.startswith(p + ".") or p.startswith(field + ".") for p in ignore_changes)
 
 
-def field_changes(type_: str, before: dict[str, Any], after: dict[str, Any], ignore: list[str]) -> list[str]:
+def field_changes(
+    type_: str, before: dict[str, Any], after: dict[str, Any], ignore: list[str], replace_on: tuple[str, ...] = ()
+) -> list[str]:
     """`<field> <old> -> <new> (why)` for each change of `type_`'s inputs that recreates it (or is never applied).
 
     The plugin SDK's diff (hashicorp/terraform-plugin-sdk helper/schema/schema.go, schemaMap.diffList/diffSet):
     a ForceNew primitive replaces on any change; a ForceNew list or set of blocks only when blocks are added or
     removed (its count), each nested field by its own ForceNew; a ForceNew list of primitives on any change. An
     Optional+Computed field dropped from the inputs keeps its value (no diff). Inputs under the resource's
-    ignoreChanges are never diffed."""
+    ignoreChanges are never diffed; its replaceOnChanges replace on any change (pulumi/pulumi resource option)."""
     fields = provider_schema.force_new_fields(type_)
     lines = []
     for field, rec in fields.items():
@@ -78,10 +80,12 @@ def field_changes(type_: str, before: dict[str, Any], after: dict[str, Any], ign
             changed = old != new
         if changed:
             lines.append(f"{field} {_show(old)} -> {_show(new)} (replaces it)")
-    for field in NOT_UPDATED.get(type_, ()):
+    for field in sorted({*replace_on, *NOT_UPDATED.get(type_, ())}):
         old, new = _get(before, field), _get(after, field)
-        if old != new and not _ignored(field, ignore) and not any(line.startswith(field + " ") for line in lines):
-            lines.append(f"{field} {_show(old)} -> {_show(new)} (never updated in place: recreate it)")
+        if old == new or _ignored(field, ignore) or any(line.startswith((field + " ", field + ".")) for line in lines):
+            continue
+        why = "replaces it: replaceOnChanges" if field in replace_on else "never updated in place: recreate it"
+        lines.append(f"{field} {_show(old)} -> {_show(new)} ({why})")
     return lines
 
 
@@ -128,7 +132,8 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
         if key not in new:
             lines.append(f"{key}: deleted")
             continue
-        ignore = list((new[key].get("options") or {}).get("ignoreChanges") or [])
-        changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore)
+        options = new[key].get("options") or {}
+        ignore, replace_on = list(options.get("ignoreChanges") or []), tuple(options.get("replaceOnChanges") or ())
+        changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore, replace_on)
         lines.extend(f"{key}: {change}" for change in changes)
     return lines
