@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +27,7 @@ def test_the_data_records_its_source():
     data = api.data()
     assert data["source"] == {
         "package": "google-api-python-client",
-        "version": "2.202.0",
+        "version": api.VERSION,
         "path": "googleapiclient/discovery_cache/documents/",
     }
     assert sorted(data["documents"]) == sorted(api.ROOTS)
@@ -200,3 +202,11 @@ def test_the_extractor_keeps_reachable_schemas_without_prose(tmp_path, monkeypat
             },
         },
     }
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TPU_SERVING_GAPI_WHEEL"),
+    reason="set TPU_SERVING_GAPI_WHEEL to google_api_python_client-2.202.0-py3-none-any.whl (pip download)",
+)
+def test_the_data_is_what_the_extractor_reads():
+    assert api.extract(Path(os.environ["TPU_SERVING_GAPI_WHEEL"])) == api.data()

@@ -75,7 +75,7 @@ FEATURE_CONFIGS = {
 
 def test_the_data_records_its_origin():
     data = ps.rules()
-    assert data["origin"] == "hashicorp/terraform-provider-google-beta@v7.45.0"
+    assert data["origin"] == f"{ps.REPO}@{ps.REF}"
     assert len(data["commit"]) == 40
     assert sorted(data["resources"]) == sorted(ps.RESOURCES)
     for type_, entry in data["resources"].items():

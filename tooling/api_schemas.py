@@ -1,9 +1,9 @@
 """Google's API schemas (discovery documents) for what the stack sends: the dashboard JSON and enum-valued inputs.
 
 google-api-python-client ships each API's discovery document (`googleapiclient/discovery_cache/documents/
-<api>.<version>.json`). `python -m tooling.api_schemas --wheel <google_api_python_client-*.whl>` keeps, from the
-documents the provider calls (container v1beta1 and compute beta: terraform-provider-google-beta uses the beta
-APIs; monitoring v1; storage v1), the schemas reachable from the resources the stack creates, without their prose,
+<api>.<version>.json`). `python -m tooling.api_schemas --wheel <google_api_python_client-*.whl>` (or `--download
+<folder>`: pip downloads the pinned VERSION first) keeps, from the documents the provider calls (container v1beta1
+and compute beta: terraform-provider-google-beta uses the beta APIs; monitoring v1; storage v1), the schemas reachable from the resources the stack creates, without their prose,
 in tooling/data/api_schemas.json with the wheel's version and path, so the tests need no extra package.
 
 - `dashboard_errors`: the dashboard JSON (stacks/dashboard.py) strictly against monitoring v1 `Dashboard`: unknown
@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from functools import cache
@@ -26,6 +28,7 @@ from typing import Any
 
 DATA = Path(__file__).parent / "data" / "api_schemas.json"
 PACKAGE = "google-api-python-client"
+VERSION = "2.202.0"  # the wheel the data was read from (regenerate after changing it)
 DOCUMENTS_PATH = "googleapiclient/discovery_cache/documents/"
 # document -> the resource schemas the stack sends (everything they reference is kept too)
 ROOTS: dict[str, tuple[str, ...]] = {
@@ -387,9 +390,16 @@ def enum_errors(type_: str, inputs: dict[str, Any], unknown: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--wheel", type=Path, required=True, help="a google_api_python_client-<version>-*.whl")
+    ap.add_argument("--wheel", type=Path, help="a google_api_python_client-<version>-*.whl")
+    ap.add_argument("--download", type=Path, help=f"pip download {PACKAGE}=={VERSION} into this folder and read it")
     ap.add_argument("--out", type=Path, default=DATA)
     args = ap.parse_args(argv)
+    if args.download:
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(args.download)]
+        subprocess.run([*pip, f"{PACKAGE}=={VERSION}"], check=True)
+        args.wheel = next(args.download.glob(f"google_api_python_client-{VERSION}-*.whl"))
+    if args.wheel is None:
+        ap.error("give --wheel or --download")
     result = extract(args.wheel)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -42,6 +42,7 @@ from tooling.offline import UNKNOWN
 
 DATA = Path(__file__).parent / "data" / "provider_rules.json"
 REPO = "hashicorp/terraform-provider-google-beta"
+REF = "v7.45.0"  # the tag the data was read from: the newest google-beta in the snapshot we could read (see README)
 
 # Pulumi type -> Terraform resource name: pulumi/pulumi-gcp provider/resources.go maps each `gcp:` token to its
 # `google_*` resource; every type the program registers is listed (tests/test_provider_schema.py keeps it so).
@@ -666,10 +667,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", type=Path, help="a checkout of terraform-provider-google-beta")
     ap.add_argument("--origin", help=f"what --source is, as {REPO}@<ref>")
     ap.add_argument("--git", type=Path, help="a git directory of terraform-provider-google-beta (bare is fine)")
-    ap.add_argument("--ref", help="the tag or commit to read from --git")
+    ap.add_argument("--ref", default=REF, help="the tag or commit to read from --git")
     ap.add_argument("--out", type=Path, default=DATA)
     args = ap.parse_args(argv)
-    if args.git and args.ref:
+    if args.git:
         with tempfile.TemporaryDirectory() as tmp:
             archive = subprocess.run(
                 ["git", "-C", str(args.git), "archive", args.ref, *SOURCE_DIRS], check=True, capture_output=True
