@@ -530,7 +530,9 @@ def force_new_fields(pulumi_type: str) -> dict[str, dict[str, Any]]:
 
 
 def _present(v: Any) -> bool:
-    return v is not None and v != [] and v != {}
+    """Sent: an empty object is a block of one element with nothing set (the bridge sends `[{}]`), an empty list
+    is no block."""
+    return v is not None and v != []
 
 
 def _values_at(node: Any, parts: list[str], where: str = "") -> Iterator[tuple[str, Any]]:
