@@ -228,6 +228,10 @@ class TpuSlicePool(pulumi.ComponentResource):
                     protect=protect,
                     delete_before_replace=True,
                     ignore_changes=ignored_changes(plan, size.autoscaled) or None,
+                    # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
+                    # its name would resize the slice and keep its old placement (google-beta v7.45.0
+                    # resource_container_node_pool.go reads placement_policy only on create)
+                    replace_on_changes=["placementPolicy"],
                 ),
             )
             for index, resource_name in enumerate(own)
