@@ -16,9 +16,10 @@ export PULUMI_SKIP_UPDATE_CHECK ?= true
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
 venv:
 	@$(PYTHON) scripts/check_python.py $(VENV)
-	@$(MAKE) --no-print-directory $(VENV)/.installed
+	@$(MAKE) --no-print-directory -s $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt
+	@echo "creating $(VENV) with $(PYTHON) and installing requirements.txt"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
@@ -31,9 +32,10 @@ crds: venv
 test: venv
 	$(PY) -m pytest
 
-# Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated.
+# Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated and every warning
+# printed at the end; STRICT=1 fails on any warning (CI does so for staging and prod stacks).
 render: venv
-	$(PY) -m tooling.render --check $(STACK)
+	$(PY) -m tooling.render --check $(if $(STRICT),--strict) $(STACK)
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv
@@ -69,9 +71,9 @@ example:
 	  echo "examples: $(EXAMPLES)"; exit 0; fi; \
 	if [ -z "$(EXAMPLE)" ] || [ "$(origin STACK)" != "command line" ]; then \
 	  echo "usage: make example EXAMPLE=<example> STACK=<new stack> [ENVIRONMENT=dev|staging|prod] [PROJECT=<id>]"; \
-	  echo "examples: $(EXAMPLES)"; exit 2; fi
-	@$(MAKE) --no-print-directory venv
-	@$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
+	  echo "examples: $(EXAMPLES)"; exit 2; fi; \
+	$(MAKE) --no-print-directory venv && \
+	$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
 	  $(if $(PROJECT),--project "$(PROJECT)")
 
 stack: venv

@@ -57,8 +57,8 @@ def main(argv):
     what = "made by Python %d.%d" % made if made else "not a working virtualenv"
     if os.path.islink(venv):
         sys.stderr.write(
-            "%s is %s and %s is Python %d.%d; %s is a symlink, so it is left alone: remove it, or run make with "
-            "PYTHON=python%d.%d\n" % ((venv, what, sys.executable) + have + (venv,) + (made or have))
+            "%s is %s and %s is Python %d.%d; %s is a symlink, so it is left alone: remove the link and run "
+            "make venv again\n" % ((venv, what, sys.executable) + have + (venv,))
         )
         return 1
     sys.stdout.write("rebuilding %s: it is %s, and %s is Python %d.%d\n" % ((venv, what, sys.executable) + have))

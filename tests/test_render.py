@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import difflib
+import re
 
 import pytest
 import yaml
@@ -92,7 +91,9 @@ def test_summary_lists_workloads_and_warnings():
     # (the placeholder project) and its v5e pools in a zone Google's TPU zone list does not name (stacks/catalog.py)
     warnings = summary.split("## Warnings")[1].strip().splitlines()
     assert warnings[0].startswith("- gcp:project: 'my-tpu-project' is the examples' placeholder")
-    assert all(re.match(r"- tpu-serving:tpuPools\[\d\]\.zone: v5e is not listed in us-east5-a", w) for w in warnings[1:])
+    assert all(
+        re.match(r"- tpu-serving:tpuPools\[\d\]\.zone: v5e is not listed in us-east5-a", w) for w in warnings[1:]
+    )
 
 
 def test_summary_lists_every_warning(tmp_path):
