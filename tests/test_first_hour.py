@@ -14,11 +14,10 @@ import pulumi
 import pytest
 
 from stacks import catalog, config
-from stacks.config import PLACEHOLDER_PROJECT, ZONE_RE, ConfigError, parse_stack_config
+from stacks.config import PLACEHOLDER_PROJECT, ZONE_RE, ConfigError
 from tests.conftest import make_config, pool
-from tooling import example, render
+from tooling import example, fuzz, render
 from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
-from workloads.registry import WORKLOAD_TYPES
 
 OPEN_CONTROL_PLANE = (
     "config:\n  gcp:project: tpu-test-project\n  gcp:region: us-east5\n  tpu-serving:environment: {env}\n"
@@ -32,18 +31,9 @@ def stack_file(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def parse(raw_config: dict, *, stack: str = "dev", refuse_placeholder: bool = False):
-    values = dict(raw_config)
-    raw = {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith("tpu-serving:")}
-    return parse_stack_config(
-        raw,
-        stack=stack,
-        pulumi_project="tpu-serving",
-        gcp_project=values.get("gcp:project"),
-        region=values.get("gcp:region"),
-        workload_types=WORKLOAD_TYPES,
-        refuse_placeholder=refuse_placeholder,
-    )
+def parse(raw_config: dict, *, stack: str = "dev"):
+    """The config as `load_stack_config()` validates it (tooling.fuzz.parse), without the Pulumi runtime."""
+    return fuzz.parse(raw_config, stack)
 
 
 # ---- 1. warnings printed at the end of the render; --strict fails on them --------------------------------
@@ -95,8 +85,6 @@ def test_every_example_ships_the_one_placeholder_project():
 def test_placeholder_project_is_a_warning_offline_and_refused_for_real(run, monkeypatch):
     cfg = parse(make_config(gcp__project=PLACEHOLDER_PROJECT))
     assert any(w.startswith("gcp:project: 'my-tpu-project' is the examples' placeholder") for w in cfg.warnings)
-    with pytest.raises(ConfigError, match=r"gcp:project: 'my-tpu-project' is the examples' placeholder"):
-        parse(make_config(gcp__project=PLACEHOLDER_PROJECT), refuse_placeholder=True)
     # the program refuses it when the Pulumi engine runs it (not under mocks), before registering anything
     monkeypatch.setattr(config, "_under_mocks", lambda: False)
     with pytest.raises(pulumi.RunError, match="examples' placeholder"):
