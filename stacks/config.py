@@ -1551,7 +1551,9 @@ def _secret_state(runtime_config, key: str) -> str | None:
 
 def _under_mocks() -> bool:
     """True when the program runs under Pulumi's mocks (`pulumi.runtime.set_mocks`: the tests and the offline
-    render), False under the Pulumi CLI's engine, whose resource monitor is a gRPC stub."""
+    render), False under the Pulumi CLI's engine, whose resource monitor is a gRPC stub (pulumi==3.272.0
+    sdk/python/lib/pulumi/runtime/settings.py Settings: a monitor address becomes a ResourceMonitorStub;
+    runtime/mocks.py set_mocks installs a MockMonitor)."""
     from pulumi.runtime import settings
     from pulumi.runtime.mocks import MockMonitor
 
