@@ -1462,9 +1462,9 @@ def named_environment(name: str | None) -> str | None:
 def _check_environment_names(environment: Any, stack: str, gcp_project: str | None, problems: list[Problem]) -> None:
     """A stack or project named like prod (or staging) runs that environment's profile, not a lower one: `dev` there
     means no deletion protection and a bucket destroyed with its contents."""
-    rank = {"dev": 0, "staging": 1, "prod": 2}
-    if environment not in rank:
-        return
+    rank = {name: i for i, name in enumerate(PROFILES)}  # dev, staging, prod: least to most protected
+    if not isinstance(environment, str) or environment not in rank:
+        return  # reported at its key already
     for what, name in (("stack", stack), ("gcp:project", gcp_project)):
         named = named_environment(name)
         # a project may host a lower environment than its name (staging in 'acme-prod'), but never dev

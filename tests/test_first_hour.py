@@ -374,3 +374,9 @@ def test_contributing_says_the_checks_how_to_add_a_workload_type_and_how_goldens
     named = set(re.findall(r"`make ([a-z-]+)`|^make ([a-z-]+)", text, re.M))
     assert {t for pair in named for t in pair if t} <= targets
     assert "workloads/registry.py" in text and "goldens:" in text
+
+
+def test_a_malformed_environment_is_reported_once_not_crashing_the_name_check():
+    with pytest.raises(ConfigError) as err:
+        parse(make_config(tpu_serving__environment=["prod"]), stack="prod")
+    assert "tpu-serving:environment: " in str(err.value) and "named like" not in str(err.value)
