@@ -25,6 +25,7 @@ from stacks import (
     catalog,
     compute_class,
     gateway,
+    gke_managed,
     kms,
     local_ports,
     naming,
@@ -545,6 +546,30 @@ def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: lis
         _check_proxy_subnet(gateway, network, problems)
 
 
+def _check_gateway_version(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    """The gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py) and the
+    stack therefore never applies: the control plane must be at least the version GKE installs it from."""
+    need = gke_managed.required_version(
+        cluster.min_master_version,
+        gke_managed.CRD,
+        gke_managed.INFERENCE_POOL_CRD,
+        gke_managed.stack_settings(gateway_api=True),
+    )
+    if need is None:
+        return
+    given = "unset (the release channel's default version, unknown before the cluster exists)"
+    if cluster.min_master_version:
+        given = f"{cluster.min_master_version!r}"
+    problems.append(
+        Problem(
+            f"{NS}:cluster.minMasterVersion",
+            f"{given} with gateway.enabled: set it to {need} or later, a version the {cluster.release_channel} "
+            f"channel offers; GKE installs the InferencePool CRD ({gke_managed.INFERENCE_POOL_CRD}) from {need} "
+            "and the stack never applies a CRD GKE manages",
+        )
+    )
+
+
 def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
     """Where an enabled gateway's load balancer proxies get their addresses: a proxy-only subnet, existing or
     created with a range disjoint from the cluster's."""
@@ -913,7 +938,7 @@ def _check_generation(
 
 
 PREEXISTING_NAMESPACES = {"default"}
-FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", network_policy.GMP_NAMESPACE, "gmp-public"}
+FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 
 
@@ -1213,6 +1238,8 @@ def _check_cluster_section(
     _check_cluster(cluster, problems)
     if sections.gateway is not None:
         _check_gateway(sections.gateway, cluster.network, problems)
+        if sections.gateway.enabled:
+            _check_gateway_version(cluster, problems)
     _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
     _check_system_pool(cluster, problems)
     if not region:

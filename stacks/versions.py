@@ -285,7 +285,8 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
             )
         ),
     },
-    # The InferencePool (inference.networking.k8s.io/v1); the stack applies this file when the gateway is enabled.
+    # The InferencePool (inference.networking.k8s.io/v1): GKE installs it from 1.34.0-gke.1626000
+    # (stacks/gke_managed.py) and the stack never applies it; InferencePools are validated at this release.
     "gatewayApiInferenceExtension": {
         "1.6.0": (
             CrdFile(
@@ -313,10 +314,6 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
         ),
     },
 }
-
-
-# The CRD file of the InferencePool the stack applies when tpu-serving:gateway is enabled.
-INFERENCE_POOL_CRD: CrdFile = next(iter(CRDS["gatewayApiInferenceExtension"].values()))[0]
 
 
 # One release per gateway-served workload, in the workload's namespace and named after it (set per release).

@@ -23,6 +23,20 @@ SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
+# One multi-host replica on one slice, never two replicas interleaved on two slices (ICI does not cross slices):
+# each slice is its own GKE node pool, so its node-pool label is the topology key of exclusive placement.
+# - LeaderWorkerSet: the LWS object's annotation, copied to its pods, one group per topology domain
+#   (kubernetes-sigs/lws@v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey;
+#   pkg/controllers/leaderworkerset_controller.go reads lws.Annotations; site/content/en/docs/concepts "Exclusive
+#   LWS to Topology Placement"; the same at v0.10.0). With sub-groups, each sub-group gets its own domain
+#   (SubGroupExclusiveKeyAnnotationKey).
+# - JobSet: the JobSet's or a replicated job template's annotation, one Job per domain (kubernetes-sigs/jobset@v0.10.1
+#   api/jobset/v1alpha2/jobset_types.go ExclusiveKey; pkg/controllers/jobset_controller.go reads js.Annotations and
+#   rjob.Template.Annotations; the same at v0.12.0).
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+LWS_SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+SLICE_TOPOLOGY_KEY = catalog.NODE_POOL_LABEL
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,11 @@ class WorkloadPlan:
     @property
     def shape(self) -> catalog.SliceShape:
         return self.pool.shape
+
+    def tpu_placement(self) -> dict[str, Any]:
+        """`nodeSelector` and `tolerations` of every TPU pod of the workload: its own pool (PoolPlan.placement), so a
+        new workload type gets pool selection, the ComputeClass and its taint by using this."""
+        return self.pool.placement()
 
     @property
     def hosts_needed(self) -> int | None:

@@ -69,6 +69,14 @@ def make_config(**changes: Any) -> dict[str, Any]:
     return config
 
 
+def on_pool(selector: dict[str, str], pool: str) -> dict[str, str]:
+    """An upstream manifest's TPU node selector as the stack renders it: the same, plus the label of the workload's
+    own pool (stacks/pool_plan.py PoolPlan.pool_selector), which no upstream manifest has."""
+    from stacks import naming
+
+    return {**selector, naming.POOL_LABEL: pool}
+
+
 def pool(**fields: Any) -> dict[str, Any]:
     base = {"name": "p", "tpu": "v6e", "topology": "4x4", "zone": "us-east5-b"}
     base.update(fields)

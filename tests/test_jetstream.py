@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from stacks import metrics
-from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
+from tests.conftest import make_config, on_pool, pool, recorded, reference_dir, stack_ksa
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -41,7 +41,7 @@ def test_deployment_and_service_match_reference(adapter):
     ours, theirs = objects[("Deployment", "gemma")], reference("Deployment")
     assert "replicas" not in ours["spec"]  # the HPA owns it (the reference fixes 2)
     pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+    assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-2x4")
     assert [c["name"] for c in pod["containers"]] == [c["name"] for c in ref_pod["containers"]]
     engine, ref_engine = pod["containers"][0], ref_pod["containers"][0]
     assert engine["image"] == ref_engine["image"]

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
+from tests.conftest import make_config, on_pool, pool, recorded, reference_dir, stack_ksa
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -21,6 +21,7 @@ EXAMPLES = {
     "llama3-405b-pathways": ("jetstream-pathways-llama-3-1-405b-4x4.yaml", "llama3-405b"),
     "llama2-70b-disaggregated": ("jetstream-pathways-disagg-llama-2-70b-2-2x4.yaml", "llama2-70b"),
 }
+EXAMPLE_POOLS = {"llama3-405b-pathways": "v6e-4x4", "llama2-70b-disaggregated": "v6e-2x4"}
 TUTORIAL_SCRATCH = ("PATHWAYS_BUCKET", "gs://cloud-pathways-staging/tmp")
 
 
@@ -72,7 +73,7 @@ def test_reference_deployment_reproduced_field_by_field(example):
 
     for role in ("leaderTemplate", "workerTemplate"):
         ours_pod, ref_pod = ours_t[role]["spec"], ref_t[role]["spec"]
-        assert ours_pod["nodeSelector"] == ref_pod["nodeSelector"]
+        assert ours_pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], EXAMPLE_POOLS[example])
         # we always tolerate the TPU taint (the disaggregated reference's workers rely on GKE adding it)
         assert ours_pod["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
         if "tolerations" in ref_pod:
@@ -196,6 +197,7 @@ def test_topology_drives_size_chips_instance_type_and_selectors(
     worker = template["workerTemplate"]["spec"]
     assert worker["containers"][0]["resources"]["limits"]["google.com/tpu"] == str(chips)
     selector = {"cloud.google.com/gke-tpu-accelerator": accelerator, "cloud.google.com/gke-tpu-topology": topology}
+    selector = on_pool(selector, "p")
     assert worker["nodeSelector"] == selector
     assert template["leaderTemplate"]["spec"]["nodeSelector"] == selector
     rm = template["leaderTemplate"]["spec"]["containers"][1]

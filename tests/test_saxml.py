@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, recorded, reference_dir, stack_ksa
+from tests.conftest import make_config, on_pool, recorded, reference_dir, stack_ksa
 from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -53,8 +53,9 @@ def test_model_server_jobset_matches_reference():
     for key in ("parallelism", "completions", "backoffLimit"):
         assert job["template"]["spec"][key] == ref_job["template"]["spec"][key], key
     pod, ref_pod = job["template"]["spec"]["template"]["spec"], ref_job["template"]["spec"]["template"]["spec"]
-    for key in ("hostNetwork", "dnsPolicy", "nodeSelector"):
+    for key in ("hostNetwork", "dnsPolicy"):
         assert pod[key] == ref_pod[key], key
+    assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-4x8")
     assert pod["serviceAccountName"] == stack_ksa(
         "sax", "saxml-175b"
     )  # the workload's own Workload Identity KSA (tutorial: sax-sa)

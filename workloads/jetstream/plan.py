@@ -270,8 +270,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
             "spec": secure_pod(
                 {
                     "serviceAccountName": plan.service_account,
-                    "nodeSelector": plan.pool.node_selector,
-                    "tolerations": plan.pool.tolerations(),
+                    **plan.tpu_placement(),
                     "containers": [engine, http],
                 },
                 {

@@ -24,6 +24,9 @@ from stacks.workload_plan import (
     JETSTREAM_HTTP_PORT,
     JETSTREAM_HTTP_SERVES,
     LWS_API,
+    LWS_EXCLUSIVE,
+    LWS_SUBGROUP_EXCLUSIVE,
+    SLICE_TOPOLOGY_KEY,
     WorkloadPlan,
     check_model_inputs,
     check_ports,
@@ -34,9 +37,6 @@ from stacks.workload_plan import (
 from stacks.workload_type import WorkloadContext
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
-
-EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
 
 RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
@@ -232,8 +232,7 @@ def jax_security(plan: PathwaysPlan) -> ContainerSecurity:
 def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "serviceAccountName": plan.service_account,
-        "nodeSelector": plan.pool.node_selector,
-        "tolerations": plan.pool.tolerations(),
+        **plan.tpu_placement(),
     }
 
 
@@ -346,11 +345,11 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
 def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     template: dict[str, Any] = {}
     if plan.workload.mode == "disaggregated":
-        annotations = {SUBGROUP_EXCLUSIVE: catalog.NODE_POOL_LABEL}
+        annotations = {LWS_SUBGROUP_EXCLUSIVE: SLICE_TOPOLOGY_KEY}
         # one sub-group per slice: the hosts of a slice share a node pool
         template["subGroupPolicy"] = {"subGroupSize": plan.shape.hosts}
     else:
-        annotations = {EXCLUSIVE: catalog.NODE_POOL_LABEL}
+        annotations = {LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY}
     template.update(
         leaderTemplate={
             "metadata": {"labels": plan.labels},

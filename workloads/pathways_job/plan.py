@@ -285,7 +285,16 @@ def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
         "maxRestarts": plan.workload.max_restarts,
         "pathwaysDir": plan.pathways_dir,
         "pathwaysVersion": plan.pathways_version,
-        "workers": [{"type": shape.machine_type, "topology": shape.topology, "numSlices": plan.pool.slices}],
+        "workers": [
+            {
+                "type": shape.machine_type,
+                "topology": shape.topology,
+                "numSlices": plan.pool.slices,
+                # the controller adds the TPU selectors to these (CTRL makeTPUNodeSelector): its pods select the
+                # job's own pool, not any pool of the same slice shape
+                "nodeSelector": dict(plan.pool.pool_selector),
+            }
+        ],
         "controller": controller,
     }
     custom = [
@@ -305,10 +314,16 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     head_containers: list[dict[str, Any]] = [{"name": "pathways-rm"}, {"name": "pathways-proxy"}]
     if not plan.interactive:
         head_containers = [*_template(plan)["spec"]["containers"], *head_containers]
-    head = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
+    head: dict[str, Any] = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
+    # makeTPUNodeSelector: workers[0].nodeSelector plus the accelerator and topology, for the workers and a
+    # colocated head
+    tpu_selector = {**pathways_job(plan)["spec"]["workers"][0]["nodeSelector"], **plan.shape.node_selector}
+    if not plan.head_on_cpu:
+        head["nodeSelector"] = tpu_selector
     worker = {
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
+        "nodeSelector": tpu_selector,
         "containers": [{"name": "pathways-worker", "volumeMounts": [{"name": "shared-tmp", "mountPath": "/tmp"}]}],
         "volumes": [{"name": "shared-tmp", "hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}}],
     }

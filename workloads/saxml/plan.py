@@ -24,12 +24,17 @@ from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workload_plan import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
+from stacks.workload_plan import (
+    INTERNAL_LB_ANNOTATION,
+    JOBSET_EXCLUSIVE,
+    SLICE_TOPOLOGY_KEY,
+    WorkloadPlan,
+    cpu_deployment,
+)
 from stacks.workload_type import WorkloadContext
 from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 ADMIN_PORT = 10000
 MODEL_PORT = 10001
 # TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
@@ -354,8 +359,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         # entry says exclusive_pool).
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
-        "nodeSelector": plan.pool.node_selector,
-        "tolerations": plan.pool.tolerations(),
+        **plan.tpu_placement(),
         "containers": [
             {
                 "name": "sax-model-server",
@@ -377,7 +381,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
-        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={EXCLUSIVE: catalog.NODE_POOL_LABEL}),
+        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={JOBSET_EXCLUSIVE: SLICE_TOPOLOGY_KEY}),
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),
