@@ -548,7 +548,8 @@ def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: lis
 
 def _check_gateway_version(cluster: ClusterConfig, problems: list[Problem]) -> None:
     """The gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py) and the
-    stack therefore never applies: the control plane must be at least the version GKE installs it from."""
+    stack therefore never applies: the control plane must be at least the version GKE installs it from. Called by
+    _check_gke_versions when that is the highest version the stack needs."""
     need = gke_managed.required_version(
         cluster.min_master_version,
         gke_managed.CRD,
@@ -841,45 +842,66 @@ def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Pro
     return kept
 
 
-def _gke_version_needs(pools: list[PoolPlan]) -> list[tuple[str, str, str]]:
-    """(minimum GKE version, what needs it, pool name) for every pool: its generation's minimum (catalog) and, with a
-    capacity list, ComputeClass node pool auto-creation's."""
+GATEWAY_NEEDS = "gateway.enabled"
+
+
+def _gke_version_needs(pools: list[PoolPlan], gateway_enabled: bool) -> list[tuple[str, str, str]]:
+    """(minimum GKE version, what needs it, for whom) for every pool: its generation's minimum (catalog) and, with a
+    capacity list, ComputeClass node pool auto-creation's; and an enabled gateway's InferencePool CRD."""
     needs = []
     for plan in pools:
         generation = plan.shape.generation
-        needs.append((generation.min_gke_version, f"the minimum GKE version for {generation.name}", plan.name))
+        needs.append(
+            (generation.min_gke_version, f"the minimum GKE version for {generation.name}", f"pool {plan.name!r}")
+        )
         if plan.compute_class:
             what = "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)"
-            needs.append((compute_class.MIN_GKE_VERSION, what, plan.name))
+            needs.append((compute_class.MIN_GKE_VERSION, what, f"pool {plan.name!r}"))
+    if gateway_enabled:
+        settings = gke_managed.stack_settings(gateway_api=True)
+        need = gke_managed.required_version(None, gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
+        assert need is not None  # required_version returns the version when none is given
+        needs.append((need, "the version GKE installs the InferencePool CRD from", GATEWAY_NEEDS))
     return needs
 
 
-def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems: list[Problem]) -> None:
-    """minMasterVersion meets the highest minimum any pool needs, named at once (not one requirement, then after the
-    user raises the version, the next). Without minMasterVersion the cluster runs its release channel's default
-    version, which this program cannot know offline: a pool whose minimum is in the matrix's newest minor
-    (DEFAULT_KUBERNETES_MINOR) or later, or that has a capacity list, is refused until minMasterVersion says so."""
-    needs = _gke_version_needs(pools)
+def _check_gke_versions(
+    cluster: ClusterConfig, pools: list[PoolPlan], gateway_enabled: bool, problems: list[Problem]
+) -> None:
+    """minMasterVersion meets the highest minimum the pools and the gateway need, named at once (not one
+    requirement, then after the user raises the version, the next). Without minMasterVersion the cluster runs its
+    release channel's default version, which this program cannot know offline: a pool whose minimum is in the
+    matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later, a capacity list or an enabled gateway is refused
+    until minMasterVersion says so."""
+    needs = _gke_version_needs(pools, gateway_enabled)
     if not needs:
         return
-    need, what, pool = max(needs, key=lambda n: catalog.version_tuple(n[0]))
+    need, what, whom = max(needs, key=lambda n: catalog.version_tuple(n[0]))
     min_master_version = cluster.min_master_version
-    if min_master_version:
-        if catalog.version_tuple(min_master_version) < catalog.version_tuple(need):
-            problems.append(
-                Problem(
-                    f"{NS}:cluster.minMasterVersion",
-                    f"{min_master_version!r} is below {need}, {what} (pool {pool!r}); {need} or later meets every "
-                    "pool's minimum",
-                )
-            )
+    if min_master_version and catalog.version_tuple(min_master_version) >= catalog.version_tuple(need):
         return
-    newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
-    if any(catalog.version_tuple(v)[:2] >= newest for v, _, _ in needs) or any(p.compute_class for p in pools):
+    if whom == GATEWAY_NEEDS:
+        _check_gateway_version(cluster, problems)
+    elif min_master_version:
         problems.append(
             Problem(
                 f"{NS}:cluster.minMasterVersion",
-                f"required with pool {pool!r}: set it to {need} or later ({what}), a version the "
+                f"{min_master_version!r} is below {need}, {what} ({whom}); {need} or later meets every minimum the "
+                "stack needs",
+            )
+        )
+    elif (
+        any(
+            catalog.version_tuple(v)[:2] >= catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+            for v, _, _ in needs
+        )
+        or any(p.compute_class for p in pools)
+        or gateway_enabled
+    ):
+        problems.append(
+            Problem(
+                f"{NS}:cluster.minMasterVersion",
+                f"required with {whom}: set it to {need} or later ({what}), a version the "
                 f"{cluster.release_channel} channel offers; the channel's default version may be older",
             )
         )
@@ -1238,8 +1260,6 @@ def _check_cluster_section(
     _check_cluster(cluster, problems)
     if sections.gateway is not None:
         _check_gateway(sections.gateway, cluster.network, problems)
-        if sections.gateway.enabled:
-            _check_gateway_version(cluster, problems)
     _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
     _check_system_pool(cluster, problems)
     if not region:
@@ -1316,7 +1336,8 @@ def _check_pools(sections: _Sections, region: str | None, problems: list[Problem
                 indexed.append((i, plan))
     plans = _check_node_pool_names(indexed, problems)
     if sections.cluster is not None:
-        _check_pool_versions(sections.cluster, plans, problems)
+        gateway_enabled = sections.gateway is not None and sections.gateway.enabled
+        _check_gke_versions(sections.cluster, plans, gateway_enabled, problems)
     return plans
 
 

@@ -380,3 +380,26 @@ def test_a_malformed_environment_is_reported_once_not_crashing_the_name_check():
     with pytest.raises(ConfigError) as err:
         parse(make_config(tpu_serving__environment=["prod"]), stack="prod")
     assert "tpu-serving:environment: " in str(err.value) and "named like" not in str(err.value)
+
+
+def test_an_enabled_gateway_is_one_of_the_minimums_and_only_the_highest_is_named():
+    """The gateway's InferencePool CRD comes with GKE 1.34.0-gke.1626000 (stacks/gke_managed.py), tpu7x needs
+    1.34.0-gke.2201000 (catalog, S7): one problem, naming the higher; with only a v6e capacity list (1.33.3), the
+    gateway's is the higher and its own message names it."""
+    gateway = {"enabled": True}
+    raw = make_config(
+        gcp__region="us-central1",
+        tpu_serving__gateway=gateway,
+        tpu_serving__tpuPools=[pool(name="b", tpu="tpu7x", topology="2x2x1", zone="us-central1-c")],
+    )
+    with pytest.raises(ConfigError) as err:
+        parse(raw)
+    (problem,) = [str(p) for p in err.value.problems if "minMasterVersion" in p.path]
+    assert (
+        "required with pool 'b': set it to 1.34.0-gke.2201000 or later (the minimum GKE version for tpu7x)" in problem
+    )
+    raw = make_config(tpu_serving__gateway=gateway, tpu_serving__tpuPools=[pool(capacity=["spot", "on-demand"])])
+    with pytest.raises(ConfigError) as err:
+        parse(raw)
+    (problem,) = [str(p) for p in err.value.problems if "minMasterVersion" in p.path]
+    assert "with gateway.enabled: set it to 1.34.0-gke.1626000 or later" in problem
