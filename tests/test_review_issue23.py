@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from stacks import versions
 from tests.conftest import EXAMPLES, ROOT, STACK_FILES, recorded
-from tooling import graph, render, render_diff, summary
+from tooling import chart_objects, graph, render, render_diff, summary
 from tooling.offline import load_stack_file
 from tooling.recreate import compute_class_changes, protected_needs, read_render, recreations, review
 from workloads.registry import WORKLOAD_TYPES
@@ -70,6 +71,81 @@ def test_the_summary_page_shows_the_gateway_under_network_exposure(tmp_path):
     text = render.render_stack(stack)[2]["summary.md"]
     section = text.split("\n## Network exposure\n", 1)[1].split("\n## ", 1)[0]
     assert "gke-l7-regional-external-managed" in section and "`203.0.113.0/24`" in section
+
+
+# ---- item 8: what charts install -------------------------------------------------------------------------------
+
+
+def _stack_releases():
+    from tests.conftest import session_run
+
+    return chart_objects.stack_releases(lambda cfg, stack: session_run(cfg, preview=True, stack=stack))
+
+
+def test_every_chart_release_the_stacks_register_has_a_record():
+    """Every chart and version the matrix pins (add-ons, metrics adapters, the endpoint picker), and every release
+    a shipped stack or an add-on version registers, is in tooling/data/chart_objects.json with its objects."""
+    records = chart_objects.load()
+    assert set(chart_objects.pinned_charts()) <= set(records)
+    releases = _stack_releases()
+    assert set(releases) == set(chart_objects.pinned_charts())
+    for key, release in releases.items():
+        objects = chart_objects.installed(release.chart, release.version, release.name, release.namespace)
+        assert objects, key
+        # cluster-scoped objects are marked and carry no namespace; namespaced ones have one
+        assert all((o["namespace"] is None) == o["clusterScoped"] for o in objects), key
+    # the charts the issue names: RBAC, webhooks, APIServices, CRDs among them
+    kinds = {o["kind"] for r in records.values() for o in r["objects"] if o["clusterScoped"]}
+    assert {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "MutatingWebhookConfiguration",
+        "APIService",
+        "CustomResourceDefinition",
+    } <= kinds
+
+
+def test_the_record_matches_a_fresh_helm_render():
+    """Re-render every chart with the pinned Helm over the chart sources at their tags (../shared/reference/charts)
+    and the values the program passes today; the committed record must be that render."""
+    helm, charts = chart_objects.find_helm(), chart_objects.charts_root()
+    if helm is None:
+        pytest.skip("no helm binary (HELM, PATH, or `python -m tooling.chart_objects --fetch-helm`)")
+    if not charts.is_dir():
+        pytest.skip(f"no chart sources at {charts} (../shared/reference/charts)")
+    version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True).stdout
+    if not version.startswith(versions.HELM.helm_version + "+"):
+        pytest.skip(f"helm {version.strip()} is not the pinned {versions.HELM.helm_version} (make helm)")
+    fresh = chart_objects.render_all(helm, charts, _stack_releases())
+    recorded_ = json.loads(chart_objects.DATA.read_text())
+    assert fresh["charts"] == recorded_["charts"], "run `python -m tooling.chart_objects` and commit the record"
+
+
+def test_the_summary_lists_what_each_release_installs_and_its_services():
+    from tooling.offline import parse_stack_file
+
+    rec = recorded(MULTI_HOST, True)
+    page = summary.summary(parse_stack_file(MULTI_HOST), rec)
+    releases = page.split("\n## Helm releases\n", 1)[1].split("\n## ", 1)[0]
+    assert "### `lws` in `lws-system`: oci://registry.k8s.io/lws/charts/lws 0.7.0" in releases
+    assert "| ClusterRole | `lws-manager-role` |  | **cluster** |" in releases
+    assert "| MutatingWebhookConfiguration | `lws-mutating-webhook-configuration` |  | **cluster** |" in releases
+    # the endpoint picker's release, named after the workload
+    assert "| Deployment | `llama70b-epp` | `llama70b` | namespace |" in releases
+    exposure = page.split("\n## Network exposure\n", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "Service `llama70b/llama70b-epp` (Helm release `llama70b`) | ClusterIP | 9002/TCP (grpc-ext-proc)" in exposure
+    )
+    assert "Service `lws-system/lws-webhook-service` (Helm release `lws`)" in exposure
+    # images: the picker's full registry path, traced to the matrix
+    images = {row[0]: row for row in summary.images(rec)}
+    assert images["`ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0`"][2] == "`LLM_D_ROUTER`"
+
+
+def test_a_release_without_a_record_is_said(monkeypatch):
+    monkeypatch.setattr(chart_objects, "load", lambda path=chart_objects.DATA: {})
+    lines = summary.helm_releases(recorded(MULTI_HOST, True))
+    assert "**Not recorded**: run `python -m tooling.chart_objects` with Helm and the chart sources." in lines
 
 
 # ---- item 9: replacing a protected resource; a ComputeClass change ---------------------------------------------

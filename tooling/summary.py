@@ -13,6 +13,7 @@ from typing import Any
 
 from stacks import versions
 from stacks.config import StackConfig
+from tooling import chart_objects
 from tooling.graph import MERMAID_MAX_EDGES, MERMAID_MAX_TEXT, component_graph, fits_github, full_graph, short_type
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import UNKNOWN, Recording, Registration
@@ -105,10 +106,15 @@ def _containers(spec: Any, path: str = ""):
 
 
 def _chart_images(values: Any):
-    """Images a Helm chart's values pin: dicts with `repository` and `tag`."""
+    """Images a Helm chart's values pin: dicts with `repository` and `tag`, and a `registry` when the chart joins
+    `<registry>/<repository>:<tag>` (llm-d-router's routerlib templates/_deployment.yaml)."""
     if isinstance(values, dict):
         if isinstance(values.get("repository"), str) and values.get("tag"):
-            yield f"{values['repository']}:{values['tag']}"
+            registry = values.get("registry")
+            repository = (
+                f"{registry}/{values['repository']}" if isinstance(registry, str) and registry else values["repository"]
+            )
+            yield f"{repository}:{values['tag']}"
         for value in values.values():
             yield from _chart_images(value)
     elif isinstance(values, list):
@@ -128,6 +134,7 @@ def images(recording: Recording) -> list[list[str]]:
     for chart, releases in versions.CHARTS.items():
         for version, release in releases.items():
             matrix[f"{release.image_repository}:{release.image_tag}"] = f"`CHARTS[{chart!r}][{version!r}]`"
+    matrix[f"{versions.LLM_D_ROUTER.image_repository}:{versions.LLM_D_ROUTER.image_tag}"] = "`LLM_D_ROUTER`"
     users: dict[str, set[str]] = {}
     for reg in recording.resources:
         if not reg.type.startswith("kubernetes:") or not reg.custom:
@@ -267,6 +274,79 @@ def gateways(recording: Recording) -> list[list[str]]:
     return sorted(rows)
 
 
+def _releases(recording: Recording) -> list[dict[str, Any]]:
+    return sorted(
+        (plain(r.inputs, mask_secrets=True) for r in recording.of_type(chart_objects.RELEASE_TYPE)),
+        key=lambda i: (str(i.get("namespace")), str(i.get("name"))),
+    )
+
+
+def release_objects(inputs: dict[str, Any]) -> list[dict[str, Any]] | None:
+    return chart_objects.installed(
+        str(inputs.get("chart")), str(inputs.get("version")), str(inputs.get("name")), str(inputs.get("namespace"))
+    )
+
+
+def helm_releases(recording: Recording) -> list[str]:
+    """Per Helm release, what it installs at its pinned version (tooling/data/chart_objects.json, rendered by Helm
+    from the chart at its tag with the values the stack passes): kind, name, namespace, cluster-scoped ones first."""
+    lines: list[str] = []
+    for inputs in _releases(recording):
+        where = f"`{inputs.get('name')}` in `{inputs.get('namespace')}`: {inputs.get('chart')} {inputs.get('version')}"
+        objects = release_objects(inputs)
+        if objects is None:
+            lines += [
+                f"### {where}",
+                "",
+                "**Not recorded**: run `python -m tooling.chart_objects` with Helm and the chart sources.",
+                "",
+            ]
+            continue
+        record = chart_objects.load()[chart_objects.key(str(inputs.get("chart")), str(inputs.get("version")))]
+        scoped = sum(1 for o in objects if o["clusterScoped"])
+        lines += [
+            f"### {where}",
+            "",
+            f"{len(objects)} objects, {scoped} cluster-scoped, from `{record['source']}`"
+            + (" (CRDs under `crds/` skipped: the stack applies them)" if inputs.get("skipCrds") else "")
+            + ":",
+            "",
+        ]
+        lines += table(
+            ["kind", "name", "namespace", "scope"],
+            [
+                [
+                    o["kind"],
+                    code(o["name"]),
+                    code(o["namespace"]) if o["namespace"] else "",
+                    "**cluster**" if o["clusterScoped"] else "namespace",
+                ]
+                for o in objects
+            ],
+        )
+        lines.append("")
+    return lines or ["None.", ""]
+
+
+def _release_services(recording: Recording) -> list[list[str]]:
+    rows = []
+    for inputs in _releases(recording):
+        for obj in release_objects(inputs) or []:
+            if obj["kind"] != "Service":
+                continue
+            kind_ = obj.get("type", "ClusterIP")
+            reach = "inside the cluster (ClusterIP)" if kind_ == "ClusterIP" else f"**{kind_}** (see the chart)"
+            rows.append(
+                [
+                    f"Service {code(obj['namespace'] + '/' + obj['name'])} (Helm release `{inputs.get('name')}`)",
+                    kind_,
+                    _ports(obj),
+                    reach,
+                ]
+            )
+    return rows
+
+
 def exposure(recording: Recording) -> list[list[str]]:
     rows: list[list[str]] = []
     for reg in recording.of_type("gcp:container/cluster:Cluster"):
@@ -319,6 +399,7 @@ def exposure(recording: Recording) -> list[list[str]]:
                 reach,
             ]
         )
+    rows += _release_services(recording)
     return rows[:clusters] + sorted(rows[clusters:])
 
 
@@ -385,7 +466,7 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
         "One node per component, in layers from the network and cluster down to the workloads; an edge only where no "
         "longer path implies it (the transitive reduction: the cluster reaches a workload through its namespaces). "
         "`-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's provider, `-.->|uses|` a "
-        "resource naming the stack bucket. Every resource and edge under \"Expand\".",
+        'resource naming the stack bucket. Every resource and edge under "Expand".',
         "",
         *graph_section(recording),
         "",
@@ -406,7 +487,14 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
     lines += ["", "## Images", ""]
     found = images(recording)
     lines += table(["image", "pinned", "pinned in", "used by"], found) if found else ["None."]
-    lines += ["", "## Network exposure", ""]
+    lines += ["", "## Helm releases", ""]
+    lines += [
+        "What each release installs at its pinned version (rendered by Helm from the chart at its tag with the "
+        "stack's values; `tooling/data/chart_objects.json`):",
+        "",
+    ]
+    lines += helm_releases(recording)
+    lines += ["## Network exposure", ""]
     lines += table(["what", "type", "ports", "reachable from"], exposure(recording))
     lines += [
         "",
