@@ -145,7 +145,7 @@ def test_the_summary_lists_what_each_release_installs_and_its_services():
 def test_a_release_without_a_record_is_said(monkeypatch):
     monkeypatch.setattr(chart_objects, "load", lambda path=chart_objects.DATA: {})
     lines = summary.helm_releases(recorded(MULTI_HOST, True))
-    assert "**Not recorded**: run `python -m tooling.chart_objects` with Helm and the chart sources." in lines
+    assert "**Not recorded**: run `make helm chart-objects` (Helm and the chart sources at their tags)." in lines
 
 
 # ---- item 9: replacing a protected resource; a ComputeClass change ---------------------------------------------

@@ -298,7 +298,7 @@ def helm_releases(recording: Recording) -> list[str]:
             lines += [
                 f"### {where}",
                 "",
-                "**Not recorded**: run `python -m tooling.chart_objects` with Helm and the chart sources.",
+                "**Not recorded**: run `make helm chart-objects` (Helm and the chart sources at their tags).",
                 "",
             ]
             continue
