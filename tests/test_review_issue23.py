@@ -8,7 +8,7 @@ import itertools
 import json
 import random
 import re
-import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -227,30 +227,102 @@ def test_compare_cli_prints_what_a_protected_replacement_needs(tmp_path, capsys)
 # ---- item 10: the gateway request works as pasted ----------------------------------------------------------------
 
 
-def test_the_gateway_curl_sends_what_the_route_matches_when_pasted_into_a_shell(tmp_path):
-    """Run the output's command in bash with stand-ins for kubectl and curl: the request goes to the Gateway's
-    address, carries the header (name and value) the HTTPRoute matches, and its JSON body names the same model."""
-    rec = recorded(MULTI_HOST, True)
-    command = rec.outputs["gateway"]["routes"]["llama70b"]["gatewayCurl"]
-    route = rec.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs["spec"]
-    (match,) = route["rules"][0]["matches"]
-    (header,) = match["headers"]
+class _Gateway:
+    """A stand-in for the Gateway's address: records each request and answers like vLLM."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        seen = self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                seen.append((self.path, dict(self.headers), json.loads(body)))
+                reply = json.dumps({"choices": [{"text": "a tensor chip"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def _paste(command: str, tmp_path: Path, address: str) -> subprocess.CompletedProcess:
+    """Run a command as pasted into bash, with a stand-in kubectl: `get gateway` prints the address, `exec ... --`
+    runs the rest here (as it would in the serving container)."""
+    import sys
+
     bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    (bin_ / "kubectl").write_text("#!/bin/sh\nprintf 10.1.2.3\n")
-    (bin_ / "curl").write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
-    for f in bin_.iterdir():
-        f.chmod(0o755)
-    result = subprocess.run(
-        ["bash", "-c", command], env={"PATH": f"{bin_}:/usr/bin:/bin"}, capture_output=True, text=True, check=True
+    bin_.mkdir(exist_ok=True)
+    (bin_ / "kubectl").write_text(
+        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n"
+        f"if args[:2] == ['get', 'gateway']: print({address!r}, end='')\n"
+        "elif 'exec' in args: os.execvp(args[args.index('--') + 1], args[args.index('--') + 1:])\n"
+        "else: sys.exit(f'unexpected kubectl {args}')\n"
     )
-    args = json.loads(result.stdout)
-    assert "http://10.1.2.3/v1/completions" in args
-    headers = [args[i + 1] for i, a in enumerate(args) if a == "-H"]
-    assert f"{header['name']}: {header['value']}" in headers
-    body = json.loads(args[args.index("-d") + 1])
+    (bin_ / "kubectl").chmod(0o755)
+    python_dir = str(Path(sys.executable).parent)  # `python3` in the serving container: the venv's, here
+    env = {"PATH": f"{bin_}:{python_dir}:/usr/bin:/bin"}
+    return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("output", ["gatewayRequestInCluster", "gatewayCurl"])
+def test_the_gateway_request_works_as_pasted_and_carries_what_the_route_matches(output, tmp_path):
+    """The outputs' requests, run in bash as pasted: each reaches the Gateway's address with the header (name and
+    value) the HTTPRoute matches and a body naming the same model. gatewayRequestInCluster leaves from a serving
+    container (an internal gateway answers only inside the VPC); gatewayCurl from where the gateway is reachable."""
+    if output == "gatewayCurl" and shutil.which("curl") is None:
+        pytest.skip("no curl on this machine")
+    rec = recorded(MULTI_HOST, True)
+    command = rec.outputs["gateway"]["routes"]["llama70b"][output]
+    (match,) = rec.one("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute").inputs["spec"]["rules"][0]["matches"]
+    (header,) = match["headers"]
+    gateway = _Gateway()
+    try:
+        done = _paste(command, tmp_path, gateway.address)
+    finally:
+        gateway.server.shutdown()
+    assert done.returncode == 0, done.stderr
+    assert "a tensor chip" in done.stdout
+    ((path, headers, body),) = gateway.requests
+    assert path.startswith(match["path"]["value"]) and path == "/v1/completions"
+    assert {k.lower(): v for k, v in headers.items()}[header["name"].lower()] == header["value"]
     assert body["model"] == header["value"]
-    assert shlex.split(command)[0] == "curl"
+
+
+@pytest.mark.parametrize("example", ["vllm-multi-host", "vllm-single-host"])
+def test_the_in_cluster_request_runs_in_a_serving_container_the_stack_creates(example, run):
+    """It execs into what the stack registers: the LeaderWorkerSet's group-0 leader pod and its leader container,
+    or the Deployment and its container."""
+    (path,) = [p for p in EXAMPLES if p.parent.name == example]
+    cfg = load_stack_file(path)
+    cfg["tpu-serving:gateway"] = {"enabled": True}
+    rec = run(cfg, stack=example, preview=True)
+    command = rec.outputs["gateway"]["routes"]["llama70b"]["gatewayRequestInCluster"]
+    target = re.search(r"kubectl -n (\S+) exec (\S+) -c (\S+) --", command)
+    assert target
+    namespace, pod, container = target.groups()
+    if pod.startswith("pod/"):
+        (lws,) = rec.of_type("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
+        meta, spec = lws.inputs["metadata"], lws.inputs["spec"]
+        assert pod == f"pod/{meta['name']}-0"  # group 0's leader (LeaderWorkerSet pod naming)
+        containers = spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    else:
+        (deployment,) = [
+            d for d in rec.of_type("kubernetes:apps/v1:Deployment") if d.inputs["metadata"]["namespace"] == namespace
+        ]
+        meta = deployment.inputs["metadata"]
+        assert pod == f"deploy/{meta['name']}"
+        containers = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    assert meta["namespace"] == namespace and container in {c["name"] for c in containers}
 
 
 # ---- item 11: the component graph ------------------------------------------------------------------------------
