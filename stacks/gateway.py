@@ -117,6 +117,9 @@ class GatewayBackend:
     selector: dict[str, str]
     port: int
     model: str
+    # `kubectl -n <ns> exec <pod> -c <container>` of a serving container with python3 (vLLM's image), from which
+    # a request to an internal gateway leaves from inside the VPC; "" when there is none
+    exec_in: str = ""
 
 
 def epp_name(release: str) -> str:
@@ -235,3 +238,20 @@ def curl_command(backend: GatewayBackend) -> str:
         f'curl -s "http://$({address_command()})/v1/completions" -H "Content-Type: application/json" '
         f"-H {shlex.quote(f'{MODEL_HEADER}: {backend.model}')} -d {shlex.quote(body)}"
     )
+
+
+def in_cluster_command(backend: GatewayBackend) -> str | None:
+    """The same completion sent from inside the VPC (a serving container, with the Python its image has): an
+    internal gateway's address answers only there, not on an operator's machine. kubectl reads the Gateway's address
+    locally and hands it to the request as an argument."""
+    if not backend.exec_in:
+        return None
+    body = json.dumps({"model": backend.model, "prompt": "What is a TPU?", "max_tokens": 64})
+    # string literals written as JSON strings (valid Python), so the shell's single quotes hold the script whole
+    script = (
+        'import sys, urllib.request as u; r = u.Request("http://" + sys.argv[1] + "/v1/completions", '
+        f'data={json.dumps(body)}.encode(), headers={{"Content-Type": "application/json", '
+        f"{json.dumps(MODEL_HEADER)}: {json.dumps(backend.model)}}}); "
+        "print(u.urlopen(r, timeout=300).read().decode())"
+    )
+    return f'ADDRESS=$({address_command()}) && {backend.exec_in} -- python3 -c {shlex.quote(script)} "$ADDRESS"'

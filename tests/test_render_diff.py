@@ -37,7 +37,7 @@ def test_changed_stacks_show_their_graph_within_the_comment_limit():
         "+++ head/dev/x\n" + "+x\n" * 40000, ["dev", "prod"], "origin/main", graphs={"dev": graph, "prod": graph}
     )
     assert (
-        f"**dev** (one node per component; `make render STACK=dev` writes graph-full.mmd):\n\n```mermaid\n{graph}```"
+        f"**dev** (one node per component, in layers; only the edges no longer path implies):\n\n```mermaid\n{graph}```"
         in text
     )
     assert "**prod**" not in text  # unchanged stacks are not drawn

@@ -1,6 +1,8 @@
 """The render's Mermaid graphs, readable in a diff and small enough for GitHub to draw.
 
-- `graph.mmd`: one node per top-level component (what `summary.md` and the pull-request comment embed);
+- `graph.mmd`: one node per top-level component (what `summary.md` and the pull-request comment embed), in four
+  layers (network and cluster, pools and identities, platform services, workloads) and only the edges that no
+  longer path implies (the transitive reduction);
 - `graph-full.mmd`: every resource, components as subgraphs (the expanded view).
 
 Node ids are derived from the resource's kind and name (`NodePool_tpu_v6e_4x4_s0`), never hashes, so a diff of
@@ -131,22 +133,99 @@ def top_level(recording: Recording) -> dict[str, Registration]:
     return out
 
 
-def component_graph(recording: Recording) -> str:
-    """One node per top-level component (and top-level resource), edges between them aggregated."""
+# The component graph's layers, drawn top to bottom in this order: what a component is decides its layer (the
+# module of its type token, `tpu-serving:<module>:<Kind>`); a workload is any component of the `workloads` module
+# but the namespaces it runs in, so a workload type added to workloads/registry.py lands in the last layer.
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("layer_foundation", "network, cluster and storage"),
+    ("layer_capacity", "pools and identities"),
+    ("layer_platform", "platform services"),
+    ("layer_workloads", "workloads"),
+)
+_LAYER_OF_MODULE = {
+    "network": 0,
+    "cluster": 0,
+    "storage": 0,
+    "tpu": 1,
+    "identity": 1,
+    "addons": 2,
+    "monitoring": 2,
+    "gateway": 2,
+}
+
+
+def layer(reg: Registration) -> int:
+    """The index in LAYERS of a top-level component (or resource): a Google Cloud resource of its own belongs to
+    the foundation, any other unknown one to the platform services."""
+    package, _, rest = reg.type.partition(":")
+    module, _, kind_ = rest.partition(":")
+    if package == "tpu-serving" and module == "workloads":
+        return 2 if kind_ == "Namespaces" else 3
+    if package == "tpu-serving":
+        return _LAYER_OF_MODULE.get(module, 2)
+    return 0 if package == "gcp" else 2
+
+
+def transitive_reduction(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The edges left when every edge implied by a longer path is removed (cluster -> workload goes when cluster ->
+    namespaces -> workload exists). Edges are dropped one at a time, in sorted order, each only when its target is
+    still reachable without it: the result reaches exactly what `pairs` reaches, also on a graph with a cycle."""
+    kept = set(pairs)
+    for a, b in sorted(pairs):
+        kept.discard((a, b))
+        if not _reaches(kept, a, b):
+            kept.add((a, b))
+    return kept
+
+
+def _reaches(pairs: set[tuple[str, str]], source: str, target: str) -> bool:
+    out: dict[str, list[str]] = {}
+    for a, b in pairs:
+        out.setdefault(a, []).append(b)
+    seen, todo = {source}, [source]
+    while todo:
+        for nxt in out.get(todo.pop(), []):
+            if nxt == target:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def component_pairs(recording: Recording) -> dict[tuple[str, str], str]:
+    """(source id, target id) -> edge kind between top-level components: every resource edge, aggregated; a
+    dependency wins over a provider or bucket-use edge between the same two."""
     ids = node_ids(recording)
     tops = top_level(recording)
-    members = Counter(tops[r.urn].urn for r in recording.resources if r.custom)
-    lines = ["flowchart LR"]
-    for reg in sorted({t.urn: t for t in tops.values()}.values(), key=lambda r: (r.type, r.name)):
-        n = members[reg.urn]
-        size = "" if reg.custom else f" · {n} resource{'s' if n != 1 else ''}"
-        lines.append(f'  {ids[reg.urn]}["{reg.name}<br/><small>{kind(reg.type)}{size}</small>"]')
     pairs: dict[tuple[str, str], str] = {}
     for edge in edges(recording):
         a, b = ids[tops[edge.source].urn], ids[tops[edge.target].urn]
         if a != b and pairs.get((a, b)) != DEPENDS:
             pairs[(a, b)] = DEPENDS if edge.kind == DEPENDS else pairs.get((a, b), edge.kind)
-    lines.extend(f"  {a} {_ARROW[k]} {b}" for (a, b), k in sorted(pairs.items()))
+    return pairs
+
+
+def component_graph(recording: Recording) -> str:
+    """One node per top-level component (and top-level resource), in one subgraph per layer (LAYERS, top to
+    bottom); only the edges no longer path implies (transitive_reduction). graph-full.mmd keeps every edge."""
+    ids = node_ids(recording)
+    tops = {t.urn: t for t in top_level(recording).values()}
+    members = Counter(top_level(recording)[r.urn].urn for r in recording.resources if r.custom)
+    lines = ["flowchart TB"]
+    for index, (layer_id, title) in enumerate(LAYERS):
+        in_layer = sorted((t for t in tops.values() if layer(t) == index), key=lambda r: (r.type, r.name))
+        if not in_layer:
+            continue
+        lines.append(f'  subgraph {layer_id}["{title}"]')
+        for reg in in_layer:
+            n = members[reg.urn]
+            size = "" if reg.custom else f" · {n} resource{'s' if n != 1 else ''}"
+            lines.append(f'    {ids[reg.urn]}["{reg.name}<br/><small>{kind(reg.type)}{size}</small>"]')
+        lines.append("  end")
+    pairs = component_pairs(recording)
+    kept = transitive_reduction(set(pairs))
+    lines.extend(f"  {a} {_ARROW[pairs[(a, b)]]} {b}" for a, b in sorted(kept))
     return "\n".join(lines) + "\n"
 
 

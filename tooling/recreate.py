@@ -3,6 +3,11 @@
 Google Cloud cannot change these fields in place: Pulumi replaces the resource (for a TPU pool, the whole slice;
 for the cluster, everything in it). `python -m tooling.render --compare <old render>` names every such field, so
 a pull request shows a recreation before anyone runs `pulumi up`. Deleted resources are named too.
+
+`review` adds what such a change needs: a protected resource (staging and prod) is never replaced or deleted by
+`pulumi up`, so each one says what it takes and what stops meanwhile; and a TPU pool whose capacity is a list has no
+node pools of its own, so a change to its ComputeClass (zone, machine, capacities) is named with what it does to
+the nodes GKE already runs for it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ REVIEWED_TYPES = (
 # nodePoolUpdate has no HasChange for it: a TPU slice's new topology needs the pool recreated.
 NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy",)}
 MISSING = object()
+COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
+TPU_POOL_PARENT = "tpu-serving:tpu:TpuSlicePool"
 
 
 def _get(data: Any, dotted: str) -> Any:
@@ -117,6 +124,11 @@ def read_render(render: Path) -> Resources:
             raise NotARender(f"{path} is not a rendered resource (no type and name)")
         if body["type"] in REVIEWED_TYPES:
             out[f"{body['type']} {body['name']}"] = body
+    # the ComputeClass of a pool whose capacity is a list (tooling/render.py writes cluster-scoped objects there)
+    for path in sorted((render / "k8s" / "_cluster").glob("ComputeClass-*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        name = body["metadata"]["name"]
+        out[f"{COMPUTE_CLASS} {name}"] = {"type": COMPUTE_CLASS, "name": name, "inputs": body, "options": {}}
     return out
 
 
@@ -128,7 +140,7 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
     old = old_render if isinstance(old_render, dict) else read_render(old_render)
     new = new_render if isinstance(new_render, dict) else read_render(new_render)
     lines = []
-    for key in sorted(old):
+    for key in sorted(k for k in old if old[k]["type"] in REVIEWED_TYPES):
         if key not in new:
             lines.append(f"{key}: deleted")
             continue
@@ -137,3 +149,104 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
         changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore, replace_on)
         lines.extend(f"{key}: {change}" for change in changes)
     return lines
+
+
+# ---- what a replacement or a ComputeClass change needs -------------------------------------------------------
+
+# Pulumi refuses to replace a resource that is protected in the state and in the program ("unable to replace
+# resource ... as it is currently marked for protection", checked when the step is generated, so `pulumi preview`
+# fails too), and to delete one protected in the state (pulumi/pulumi pkg/resource/deploy/step_generator.go and
+# step.go DeleteStep.Apply). Protection lifted in the same update lets the replacement through.
+REFUSED = "`pulumi up` refuses: it is protected (`protect`)"
+NEEDS = {
+    "gcp:container/nodePool:NodePool": (
+        "the slice's nodes are deleted before the new ones exist (deleteBeforeReplace), so what runs on it stops "
+        'serving until the new slice is up and its pods are scheduled again. Without downtime: README "Moving a '
+        'serving TPU pool" (add a pool with the new setting, move the workload, retire the old pool). To accept '
+        "the downtime instead: `pulumi state unprotect '{urn}'`, then `pulumi up` (the new node pool is protected "
+        "again)"
+    ),
+    "gcp:container/cluster:Cluster": (
+        "every node pool and workload in it goes with it. Build the new cluster as a new stack, move the clients, "
+        'then retire this one (README "Retiring a staging or prod stack")'
+    ),
+    "gcp:storage/bucket:Bucket": (
+        "its objects do not move with it. Copy them to the new bucket first (`gcloud storage cp --recursive`), "
+        "then `pulumi state unprotect '{urn}'` and `pulumi up` (the old bucket is retained, not emptied)"
+    ),
+}
+
+
+def _urn(render_dir_name: str, body: dict[str, Any]) -> str:
+    """The resource's URN (urn:pulumi:<stack>::<project>::<parent type>$<type>::<name>), for a resource whose parent,
+    if any, is a top-level component (every node pool, the cluster, the bucket)."""
+    parent = (body.get("options") or {}).get("parent")
+    chain = f"{parent.split(' ', 1)[0]}${body['type']}" if parent else body["type"]
+    return f"urn:pulumi:{render_dir_name}::tpu-serving::{chain}::{body['name']}"
+
+
+def protected_needs(old: Resources, new: Resources, replaced: list[str], stack: str) -> list[str]:
+    """One line per protected resource that the change replaces or deletes: that `pulumi up` refuses, what stops,
+    and the procedure."""
+    lines = []
+    for key in sorted({line.split(": ", 1)[0] for line in replaced}):
+        body = old[key]
+        if not (body.get("options") or {}).get("protect"):
+            continue
+        if key not in new:
+            lines.append(
+                f"{key}: {REFUSED} deletion; `pulumi state unprotect '{_urn(stack, body)}'` first (the preview gate "
+                "also needs the `allow-replace` label)"
+            )
+            continue
+        if not (new[key].get("options") or {}).get("protect"):
+            lines.append(f"{key}: protection is lifted in the same update, so `pulumi up` replaces it")
+            continue
+        order = (
+            "the old nodes are deleted before the new ones exist (deleteBeforeReplace), so "
+            if body["options"].get("deleteBeforeReplace")
+            else ""
+        )
+        need = NEEDS.get(body["type"], "lift its protection first").format(urn=_urn(stack, body), order=order)
+        lines.append(f"{key}: {REFUSED}, and the preview gate needs the `allow-replace` label. Replacing it: {need}")
+    return lines
+
+
+# What a ComputeClass change does to running nodes: GKE uses the class when it creates nodes (node pool
+# auto-creation; https://docs.cloud.google.com/kubernetes-engine/docs/concepts/about-compute-classes "GKE cluster
+# autoscaling uses the attributes in a ComputeClass to create nodes"); the object is updated in place (same name).
+COMPUTE_CLASS_FIELDS = {
+    "spec.priorityDefaults.location.zones": "zone",
+    "spec.priorities": "machine, TPU shape and capacities",
+    "spec.nodePoolConfig": "node service account and labels",
+}
+COMPUTE_CLASS_EFFECT = (
+    "updated in place, nothing is replaced: the nodes GKE already runs for the class stay where they are and keep "
+    "serving; nodes it creates from now on (scale-up, repair, a pod rescheduled) follow the new {what}. To move "
+    "running replicas, restart the workload (`kubectl rollout restart`) once the new {what} has capacity; its old "
+    "nodes are removed when empty"
+)
+
+
+def compute_class_changes(old: Resources, new: Resources) -> list[str]:
+    lines = []
+    for key in sorted(k for k in old if old[k]["type"] == COMPUTE_CLASS):
+        if key not in new:
+            lines.append(f"{key}: deleted (GKE stops creating nodes for the pool; running nodes stay until empty)")
+            continue
+        for field, what in COMPUTE_CLASS_FIELDS.items():
+            before, after = _get(old[key]["inputs"], field), _get(new[key]["inputs"], field)
+            if before != after:
+                lines.append(
+                    f"{key}: {field} {_show(before)} -> {_show(after)} ({COMPUTE_CLASS_EFFECT.format(what=what)})"
+                )
+    return lines
+
+
+def review(old_render: Path | Resources, new_render: Path, stack: str | None = None) -> list[str]:
+    """Every replacement and deletion (recreations), what each protected one needs (protected_needs), and every
+    ComputeClass change with its effect on running nodes (compute_class_changes)."""
+    old = old_render if isinstance(old_render, dict) else read_render(old_render)
+    new = read_render(new_render)
+    replaced = recreations(old, new)
+    return replaced + protected_needs(old, new, replaced, stack or new_render.name) + compute_class_changes(old, new)

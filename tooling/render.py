@@ -38,7 +38,7 @@ from tooling.crds import crd_source
 from tooling.graph import component_graph, full_graph, short_type
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
-from tooling.recreate import NotARender, Resources, read_render, recreations
+from tooling.recreate import NotARender, Resources, compute_class_changes, protected_needs, read_render, recreations
 from tooling.schemas import validate_objects
 from tooling.summary import summary
 
@@ -249,10 +249,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{name}: {len(recording.resources)} resources -> {(out_root / name).relative_to(ROOT) if (out_root / name).is_relative_to(ROOT) else out_root / name}"
         )
         if earlier is not None:
-            lines = recreations(earlier, out_root / name)
+            later = read_render(out_root / name)
+            lines = recreations(earlier, later)
             print(f"  {len(lines)} change(s) that recreate resources against {args.compare}")
             for line in lines:
                 print(f"  recreates: {line}")
+            for line in protected_needs(earlier, later, lines, name):
+                print(f"  protected: {line}")
+            for line in compute_class_changes(earlier, later):
+                print(f"  compute class: {line}")
         if args.check:
             errors = check(cfg, recording)
             for line in errors:

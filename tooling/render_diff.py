@@ -15,11 +15,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tooling.graph import fits_github
 from tooling.offline import ROOT
-from tooling.recreate import recreations
+from tooling.recreate import review
 
 MARKER = "<!-- tpu-serving-render-diff -->"
 COMMENT_LIMIT = 60000  # GitHub comments hold 65536 characters
+DIFF_ROOM = 10000  # what the full graphs leave the diff (the whole diff is an artifact of the run)
 
 
 def read_tree(root: Path) -> dict[str, str]:
@@ -54,9 +56,11 @@ def comment(
     note: str | None = None,
     recreated: list[str] | None = None,
     graphs: dict[str, str] | None = None,
+    full_graphs: dict[str, str] | None = None,
 ) -> str:
     """The pull-request comment; `graphs` (stack -> its graph.mmd at the head) are drawn for every changed stack,
-    so a reviewer sees the shape of what changed, not a file."""
+    so a reviewer sees the shape of what changed, not a file; `full_graphs` (graph-full.mmd) behind "Expand" where
+    GitHub can draw them and the comment has room."""
     files = sorted(
         {
             line.split(" ", 1)[1].split("/")[1]  # "+++ head/<stack>/..." -> <stack>
@@ -67,12 +71,13 @@ def comment(
     if not diff:
         body = f"No change to the rendered infrastructure of {', '.join(stacks) or 'any stack'} against `{base}`."
     else:
-        pictures = "".join(
-            f"\n\n**{stack}** (one node per component; `make render STACK={stack}` writes graph-full.mmd):\n\n"
-            f"```mermaid\n{(graphs or {})[stack]}```"
-            for stack in files
-            if stack in (graphs or {})
-        )
+        pictures = ""
+        for stack in (s for s in files if s in (graphs or {})):
+            pictures += (
+                f"\n\n**{stack}** (one node per component, in layers; only the edges no longer path implies):\n\n"
+                f"```mermaid\n{(graphs or {})[stack]}```"
+            )
+            pictures += _expanded(stack, (full_graphs or {}).get(stack), COMMENT_LIMIT - DIFF_ROOM - len(pictures))
         limit = COMMENT_LIMIT - len(pictures)
         shown = (
             diff
@@ -84,11 +89,24 @@ def comment(
             f"<details><summary>{diff.count(chr(10))} lines of diff</summary>\n\n```diff\n{shown}```\n</details>"
         )
     if recreated:
-        listed = "\n".join(f"- `{line}`" for line in recreated)
-        body = f"**Changes that recreate resources** (a TPU pool is a whole slice; the cluster is everything in it):\n\n{listed}\n\n{body}"
+        listed = "\n".join(f"- {line}" for line in recreated)
+        body = (
+            "**Changes that recreate resources** (a TPU pool is a whole slice; the cluster is everything in it), what "
+            f"each protected one needs, and ComputeClass changes:\n\n{listed}\n\n{body}"
+        )
     if note:
         body = f"> {note}\n\n{body}"
     return f"{MARKER}\n### Offline render diff\n\n{body}\n"
+
+
+def _expanded(stack: str, full: str | None, room: int) -> str:
+    """graph-full.mmd behind "Expand" when GitHub draws it and the comment has `room` for it."""
+    if full is None or not fits_github(full) or len(full) + 200 > room:
+        return f"\n\nEvery resource and edge: `make render STACK={stack}` writes `graph-full.mmd`."
+    return (
+        f"\n\n<details><summary>Expand: every resource and edge of {stack}</summary>\n\n"
+        f"```mermaid\n{full}```\n</details>"
+    )
 
 
 def render_into(repo: Path, out: Path, stacks: list[Path], python: str) -> str | None:
@@ -124,21 +142,20 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(work / "src")], cwd=ROOT, check=False)
         diff = diff_trees(work / "base", work / "head")
-        graphs = {
-            stack.name: (stack / "graph.mmd").read_text()
-            for stack in (work / "head").iterdir()
-            if (stack / "graph.mmd").is_file()
-        }
+        graphs, full_graphs = (
+            {stack.name: (stack / file).read_text() for stack in (work / "head").iterdir() if (stack / file).is_file()}
+            for file in ("graph.mmd", "graph-full.mmd")
+        )
         recreated = [
             f"{stack.name}: {line}"
             for stack in sorted((work / "head").iterdir())
             if (work / "base" / stack.name / "gcp").is_dir()
-            for line in recreations(work / "base" / stack.name, stack)
+            for line in review(work / "base" / stack.name, stack)
         ]
     args.diff.write_text(diff)
     note = f"The base `{args.base}` {base_problem}: every file shows as added." if base_problem else None
     names = [s.name.removeprefix("Pulumi.").removesuffix(".yaml") for s in stacks]
-    args.comment.write_text(comment(diff, names, args.base, note, recreated, graphs))
+    args.comment.write_text(comment(diff, names, args.base, note, recreated, graphs, full_graphs))
     print(f"{len(diff.splitlines())} lines of render diff -> {args.diff}, comment -> {args.comment}")
     return 0
 

