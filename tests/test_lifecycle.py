@@ -11,7 +11,7 @@ import sys
 import pulumi
 import pytest
 
-from stacks import addons, catalog, cost, versions
+from stacks import addons, catalog, cost, metrics_adapters, versions
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling import render
 from tooling.k8s_objects import kubernetes_objects
@@ -423,3 +423,63 @@ def test_cost_per_workload_and_unknown_region(run):
     assert est.workloads["gemma"] == round(4 * 8 * catalog.generation("v5e").list_price.on_demand, 4)
     rec = run(make_config(gcp__region="europe-west4", tpu_serving__tpuPools=[pool(zone="europe-west4-a")]))
     assert any("no list prices for region 'europe-west4'" in w for w in rec.warnings)
+
+
+# ---- switching the metrics adapter on a live stack -------------------------------------------------------------
+
+GEMMA_HPA = ROOT / "examples/gemma-hpa/Pulumi.gemma-hpa.yaml"
+APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@functools.cache
+def gemma_hpa_with(adapter: str):
+    from tooling.offline import run_program
+
+    config = load_stack_file(GEMMA_HPA)
+    return run_program({**config, "tpu-serving:monitoring": {"adapter": adapter}}, stack="gemma-hpa")
+
+
+ADAPTER_SWITCHES = [(a, b) for a in metrics_adapters.ADAPTERS for b in metrics_adapters.ADAPTERS if a != b]
+
+
+@pytest.mark.parametrize(("old", "new"), ADAPTER_SWITCHES, ids=lambda v: str(v))
+def test_switching_the_adapter_updates_the_shared_apiservices_in_place(old, new):
+    """`up` with monitoring.adapter `old`, then `new`. The APIServices both serve (v1beta1.external.metrics.k8s.io)
+    are one stack resource in both programs (same URN): Pulumi updates it in place to point at the new adapter's
+    Service, after that adapter serves, instead of Helm creating an object the stack owns (Helm refuses to adopt an
+    object without its ownership metadata: helm/helm@v3.17.3 pkg/action/validate.go existingResourceConflict) or
+    the stack creating one Helm still owns (AlreadyExists; Pulumi deletes the old adapter's resources last). No
+    adapter's chart renders an APIService (tests/test_metrics_adapters.py renders them with helm)."""
+    before, after = gemma_hpa_with(old), gemma_hpa_with(new)
+    apis_before = {r.inputs["metadata"]["name"]: r for r in before.of_type(APISERVICE)}
+    apis_after = {r.inputs["metadata"]["name"]: r for r in after.of_type(APISERVICE)}
+    shared = set(apis_before) & set(apis_after)
+    assert "v1beta1.external.metrics.k8s.io" in shared
+    for name in shared:
+        was, now = apis_before[name], apis_after[name]
+        assert was.urn == now.urn, name
+        assert not now.delete_before_replace and not now.replace_on_changes, name
+        # it waits for what serves it in the new program: every release and Deployment of the new adapter's
+        service = now.inputs["spec"]["service"]
+        servers = [
+            r
+            for r in after.resources
+            if r.type in (RELEASE, "kubernetes:apps/v1:Deployment")
+            and r.name.startswith("monitoring-")
+            and (r.type == RELEASE or r.inputs["metadata"]["name"] == service["name"])
+        ]
+        assert servers, service
+        assert {r.urn for r in servers} <= set(now.dependencies), name
+    # Helm releases of either program never carry an APIService in their values-driven templates
+    for rec in (before, after):
+        for release in rec.of_type(RELEASE):
+            if release.name.startswith("monitoring-"):
+                rules = release.inputs["values"]["rules"]
+                assert not rules["external"] and not rules["custom"] and not rules["default"]
+    # the HPA's reader role is shared the same way
+    role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    assert (
+        before.one(role, "monitoring-external-metrics-reader").urn
+        == after.one(role, "monitoring-external-metrics-reader").urn
+    )

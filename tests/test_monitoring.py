@@ -4,6 +4,7 @@ import json
 
 import pulumi
 import pytest
+import yaml
 
 from stacks import dashboard, metrics
 from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
@@ -107,7 +108,11 @@ def test_stackdriver_adapter_iam_is_project_monitoring_viewer_member_only(run):
 
 def test_prometheus_adapter_with_gmp_frontend(run):
     rec = run(make_config(tpu_serving__monitoring={"adapter": "prometheus-adapter"}))
-    assert not rec.of_type(APISERVICE), "prometheus-adapter's chart registers the APIServices itself"
+    # the stack registers the external metrics APIService (the chart renders none with these values), after the
+    # release, pointing at the chart's Service
+    api = rec.one(APISERVICE, "monitoring-apiservice-external-v1beta1")
+    assert api.inputs["spec"]["service"] == {"name": "prometheus-adapter", "namespace": "custom-metrics"}
+    assert rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter").urn in api.dependencies
     release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter").inputs
     assert release["chart"] == "oci://ghcr.io/prometheus-community/charts/prometheus-adapter"
     assert release["version"] == "5.3.0" and release["namespace"] == "custom-metrics"
@@ -115,10 +120,13 @@ def test_prometheus_adapter_with_gmp_frontend(run):
     assert values["prometheus"] == {"url": "http://prometheus.custom-metrics.svc", "port": 9090}
     assert values["nodeSelector"] == {"tpu-serving/role": "system"}
     assert values["rules"]["default"] is False
-    for rule in values["rules"]["external"]:
+    configmap = rec.one("kubernetes:core/v1:ConfigMap", "monitoring-prometheus-adapter-rules").inputs
+    assert values["rules"]["existing"] == configmap["metadata"]["name"]
+    external = yaml.safe_load(configmap["data"]["config.yaml"])["externalRules"]
+    for rule in external:
         assert 'cluster="tpu-serving-dev"' in rule["metricsQuery"]
         assert 'namespace=~"' in rule["metricsQuery"]
-    names = [r["name"]["as"] for r in values["rules"]["external"]]
+    names = [r["name"]["as"] for r in external]
     assert names == [
         "jetstream_prefill_backlog_size",
         "jetstream_slots_used_percentage",
