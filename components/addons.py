@@ -123,8 +123,11 @@ class Addons(pulumi.ComponentResource):
         self._after = list(depends_on or [])
         self._crd_provider: k8s.Provider | None = None
         self.releases, self.crds, self.manifests = {}, {}, {}
+        self._admitted: dict[str, list[str]] = {}  # namespace -> add-ons whose webhooks admit its objects
         for entry, settings in addon_registry.enabled(config.addons):
             release = entry.release(settings)
+            for ns in entry.admits(settings):
+                self._admitted.setdefault(ns, []).append(entry.key)
             needed = [r for key in entry.needs(release) for r in self.dependency(key)]
             if isinstance(release, ChartVersion):
                 values = entry.chart_values(release, settings)
@@ -188,6 +191,12 @@ class Addons(pulumi.ComponentResource):
             file=manifest.url,
             opts=pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*needed, *self._after]),
         )
+
+    def admission(self, namespace: str) -> list[pulumi.Resource]:
+        """What a namespace must wait for: the releases of the add-ons whose admission webhooks intercept its objects
+        (`Addon.admits`), so nothing there is created before the webhook serves. Helm waits for the release's
+        Deployments to be ready (the Release is not `skip_await`)."""
+        return [r for key in self._admitted.get(namespace, []) for r in self.dependency(key)]
 
     def dependency(self, addon: str) -> list[pulumi.Resource]:
         """What a custom resource of this add-on must depend on (its release and CRDs), for `depends_on`."""

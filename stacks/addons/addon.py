@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -20,7 +20,8 @@ from stacks.config_model import CamelModel
 from stacks.versions import ChartVersion, ManifestVersion
 
 R = TypeVar("R", ChartVersion, ManifestVersion)
-ValuesBuilder = Callable[[ChartVersion, dict[str, Any]], dict[str, Any]]
+# (the pinned chart release, the add-on's validated settings) -> Helm values, the user's `values` merged last
+ValuesBuilder = Callable[[ChartVersion, "AddonSettings"], dict[str, Any]]
 
 
 class AddonSettings(CamelModel):
@@ -34,6 +35,12 @@ class ChartAddonConfig(AddonSettings):
     """A Helm chart the stack installs (pinned in stacks/versions.py)."""
 
     values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
+
+
+def user_values(settings: AddonSettings) -> dict[str, Any]:
+    """The Helm values a user set for a chart add-on (merged over the stack's own)."""
+    values: dict[str, Any] = getattr(settings, "values", {})
+    return values
 
 
 class OptionalChartAddonConfig(ChartAddonConfig):
@@ -60,6 +67,10 @@ def _no_needs(release: Any) -> Mapping[str, str]:
     return {}
 
 
+def _admits_nothing(settings: Any) -> Sequence[str]:
+    return ()
+
+
 @dataclass(frozen=True, eq=False)
 class Addon(Generic[R]):
     """One add-on. `key` is its key under `tpu-serving:addons` (camelCase) and the stem of its resource names."""
@@ -76,6 +87,10 @@ class Addon(Generic[R]):
     # Other add-ons this one needs at a release: add-on key -> minimum version. Needed add-ons come earlier in
     # the registry, so they are registered first and depended on.
     needs: Callable[[R], Mapping[str, str]] = field(default=_no_needs)
+    # The namespaces whose objects its admission webhooks (failurePolicy Fail) intercept, from its settings: the
+    # stack creates each of its namespaces among them only after the add-on's release is ready (components/addons.py
+    # `Addons.admission`), so no object there races the webhook. Never kube-system or its own namespace.
+    admits: Callable[[Any], Sequence[str]] = field(default=_admits_nothing)
 
     @property
     def resource_name(self) -> str:
@@ -93,7 +108,7 @@ class Addon(Generic[R]):
     def chart_values(self, release: ChartVersion, settings: AddonSettings) -> dict[str, Any]:
         if self.values is None:
             raise ValueError(f"add-on {self.key!r} is a chart without a values builder")
-        return self.values(release, getattr(settings, "values", {}))
+        return self.values(release, settings)
 
     def summary(self, release: R) -> dict[str, str]:
         """Its entry in the stack's `addons` output: what is installed, from where."""
