@@ -54,8 +54,10 @@ class CrdPolicy(enum.Enum):
     # skips crds/), so a version change updates them in place; Helm never upgrades crds/ (helm.sh docs,
     # "Custom Resource Definitions").
     STACK = "applied by the stack before the release"
-    # The chart templates them: its install creates them, and the stack adopts them right after (keep annotation).
-    ADOPTED = "created by the chart's templates, then adopted by the stack"
+    # The chart templates them: the stack applies the files at the release tag first, with Helm's ownership
+    # metadata for the release, so Helm adopts them (on install, and on a revert from a version that ships them
+    # under crds/, whose CRDs the stack applied) instead of refusing an object it does not own.
+    ADOPTED = "applied by the stack as the release's, then adopted by the chart's templates"
     # Helm's, with the release (the chart's crds/ or templates): only for a chart with one supported version, since
     # Helm never upgrades crds/ and deletes a templated CRD that leaves the templates (a test checks).
     HELM = "managed by Helm with the release"
