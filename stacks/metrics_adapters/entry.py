@@ -102,6 +102,8 @@ class MetricsAdapter:
     metric_spec: Callable[[HpaMetric, dict[str, Any], str, str, Mapping[str, str] | None], dict[str, Any]]
     build: Callable[[AdapterContext], AdapterBuild]  # pure: what the stack registers for it
     namespace: str = ADAPTER_NAMESPACE
+    # whether it reads a metric from its fallback series when the image exports that instead (HpaMetric.fallback)
+    fallbacks: bool = False
 
     def serves(self, metric: HpaMetric) -> bool:
         return metric.origin in self.origins and (self.ratios or metric.denominator is None)

@@ -91,6 +91,9 @@ def rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str
         where = f'cluster="{cluster}",namespace=~"{ns}"'
         resources: dict[str, Any] = {"template": "<<.Resource>>"}
         query = f"sum(<<.Series>>{{<<.LabelMatchers>>,{where}}})"
+        if metric.fallback is not None:
+            # its series, or its fallback's where the image exports that instead (stacks/metrics.py HpaMetric.read)
+            query = f"sum({metric.read(f'<<.LabelMatchers>>,{where}')})"
     else:
         # device plugin series live in kube-system: the workload's namespace is exported_namespace
         where = f'cluster="{cluster}",exported_namespace=~"{ns}"'
@@ -102,8 +105,11 @@ def rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str
             # one replica per node (single-host pools): sum over nodes of used/total = sum of replica fractions
             total = f"{metric.denominator}{{<<.LabelMatchers>>,{where}}}"
             query = f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
+    # a rule with a fallback lists both series (its discovery query selects either)
+    names = metric.all_series
+    series = f"{names[0]}{{{where}}}" if len(names) == 1 else f'{{__name__=~"{"|".join(names)}",{where}}}'
     return {
-        "seriesQuery": f"{metric.series}{{{where}}}",
+        "seriesQuery": series,
         "resources": resources,
         "name": {"matches": "", "as": metric.adapter_name or metric.name},
         "metricsQuery": query,
@@ -251,6 +257,8 @@ ADAPTER = MetricsAdapter(
     apis=(EXTERNAL_METRICS_API,),
     origins=frozenset({"server", "tpu"}),
     ratios=True,
+    # its rules are PromQL: `<series> or (1 - <fallback>)` (HpaMetric.read)
+    fallbacks=True,
     api_port=PORT,
     metric_spec=metric_spec,
     build=build,
