@@ -25,7 +25,7 @@ from stacks.metrics_adapters import (
     prometheus_adapter,
     stackdriver,
 )
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, meta
+from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
 from tests.conftest import make_config, pool, reference_dir, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 
@@ -208,18 +208,6 @@ def _fake_build(ctx: AdapterContext) -> AdapterBuild:
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
-    api = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": meta("v1beta1.external.metrics.k8s.io"),
-        "spec": {
-            "group": "external.metrics.k8s.io",
-            "version": "v1beta1",
-            "groupPriorityMinimum": 100,
-            "versionPriority": 100,
-            "service": {"name": "fake-adapter", "namespace": ctx.namespace},
-        },
-    }
     return AdapterBuild(
         grants=[Grant("fake-viewer", "roles/monitoring.viewer", ksa)],
         parts=[
@@ -229,7 +217,7 @@ def _fake_build(ctx: AdapterContext) -> AdapterBuild:
                 after=(NAMESPACE,),
             ),
             Part("fake-adapter", deployment, after=("fake-sa", "fake-viewer", SYSTEM_POOL)),
-            Part("fake-api", api, after=("fake-adapter",), serves_api=True),
+            api_service("external.metrics.k8s.io", "v1beta1", 100, "fake-adapter", ctx.namespace, ("fake-adapter",)),
         ],
     )
 
@@ -303,7 +291,7 @@ def test_a_registered_adapter_reaches_validation_checks_hpa_and_component(run, f
     assert grant.inputs["member"].endswith(f"/subject/ns/fake-metrics/sa/{stack_ksa('fake-adapter')}")
     deployment = rec.one("kubernetes:apps/v1:Deployment", "monitoring-fake-adapter")
     assert grant.urn in deployment.dependencies
-    api = rec.one("kubernetes:apiregistration.k8s.io/v1:APIService", "monitoring-fake-api")
+    api = rec.one("kubernetes:apiregistration.k8s.io/v1:APIService", "monitoring-apiservice-external-v1beta1")
     assert deployment.urn in api.dependencies
     # the workload's HPA names the metric the fake way and waits for what serves the API
     hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
@@ -384,12 +372,13 @@ def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry
             assert container.get("resources", {}).get("requests", {}).keys() >= {"cpu", "memory"}, (part.key, where)
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry: MetricsAdapter):
+@pytest.mark.parametrize("entry", [*ENTRIES, "fake"], ids=lambda e: getattr(e, "name", e))
+def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry):
     """Each APIService an adapter registers is a manifest part keyed by its group and version only
     (entry.api_service_key), so every adapter registers `v1beta1.external.metrics.k8s.io` as the same resource."""
     from stacks.metrics_adapters.entry import api_service_key
 
+    entry = FAKE if entry == "fake" else entry
     build = entry.build(context(entry))
     apis = [p for p in build.parts if isinstance(p.body, dict) and p.body["kind"] == "APIService"]
     assert {p.body["spec"]["group"] for p in apis} == set(entry.apis)  # type: ignore[index]
