@@ -29,6 +29,16 @@ from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
 HELM_KEEP = {"helm.sh/resource-policy": "keep"}
 
 
+def helm_ownership(chart: ChartVersion) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) that make an existing object the release's: Helm's install and upgrade adopt an object
+    their manifest renders that already exists only when it carries these, and fail otherwise with "invalid
+    ownership metadata" (helm/helm@v3.17.3 pkg/action/validate.go existingResourceConflict / checkOwnership)."""
+    return (
+        {"app.kubernetes.io/managed-by": "Helm"},
+        {"meta.helm.sh/release-name": chart.release_name, "meta.helm.sh/release-namespace": chart.namespace},
+    )
+
+
 def release_args(
     chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True
 ) -> k8s.helm.v3.ReleaseArgs:
@@ -58,13 +68,14 @@ def crd_provider_args(kubeconfig: pulumi.Input[str]) -> k8s.ProviderArgs:
 
 
 class AddonCrds(pulumi.ComponentResource):
-    """One add-on's CRDs at its chart version, applied from the chart's own files at the release tag.
+    """One add-on's CRDs at its chart version, applied from the chart's own files at the release tag, before the
+    release (which skips `crds/`).
 
     The ConfigGroup's name is the add-on's, not the version's, and each CRD's resource name is its metadata.name, so
-    a version change updates every CRD in place (server-side apply) and never deletes one. Every CRD also carries
-    Helm's keep annotation, so a chart that stops templating it (lws 0.7.0 -> 0.10.0) leaves it in place.
-    A chart that templates its CRD creates it on install: the group then follows the release; otherwise it precedes
-    it, and the release skips `crds/`.
+    a version change updates every CRD in place (server-side apply). Every CRD also carries Helm's keep annotation,
+    so a chart that stops templating it (lws 0.7.0 -> 0.10.0) leaves it in place, and Helm's ownership metadata for
+    the release, so a chart version that templates it (lws 0.7.0, installed or reverted to from 0.10.0) adopts the
+    CRD the stack applied instead of refusing it.
     """
 
     group: k8s.yaml.v2.ConfigGroup
@@ -75,6 +86,7 @@ class AddonCrds(pulumi.ComponentResource):
         name: str,
         *,
         crds: ChartCrds,
+        chart: ChartVersion,
         crd_provider: k8s.Provider,
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
@@ -86,10 +98,13 @@ class AddonCrds(pulumi.ComponentResource):
             files=list(crds.urls),
             opts=pulumi.ResourceOptions(parent=self, provider=crd_provider, depends_on=depends_on),
         )
+        labels, annotations = helm_ownership(chart)
         self.keep = [
             k8s.apiextensions.v1.CustomResourceDefinitionPatch(
                 f"{name}-keep-{crd}",
-                metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=crd, annotations=dict(HELM_KEEP)),
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=crd, labels=labels, annotations={**HELM_KEEP, **annotations}
+                ),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.group]),
             )
             for crd in crds.names
@@ -123,8 +138,11 @@ class Addons(pulumi.ComponentResource):
         self._after = list(depends_on or [])
         self._crd_provider: k8s.Provider | None = None
         self.releases, self.crds, self.manifests = {}, {}, {}
+        self._admitted: dict[str, list[str]] = {}  # namespace -> add-ons whose webhooks admit its objects
         for entry, settings in addon_registry.enabled(config.addons):
             release = entry.release(settings)
+            for ns in entry.admits(settings):
+                self._admitted.setdefault(ns, []).append(entry.key)
             needed = [r for key in entry.needs(release) for r in self.dependency(key)]
             if isinstance(release, ChartVersion):
                 values = entry.chart_values(release, settings)
@@ -151,8 +169,7 @@ class Addons(pulumi.ComponentResource):
             opts=child,
         )
         before: list[pulumi.Resource] = [namespace]
-        policy = entry.crd_policy(chart)
-        if policy is CrdPolicy.STACK:
+        if entry.crd_policy(chart) in (CrdPolicy.STACK, CrdPolicy.ADOPTED):
             self.crds[key] = self._crds(stem, chart, self._after)
             before += [self.crds[key].group, *self.crds[key].keep]
         self.releases[key] = k8s.helm.v3.Release(
@@ -160,9 +177,6 @@ class Addons(pulumi.ComponentResource):
             release_args(chart, values, create_namespace=False),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
         )
-        if policy is CrdPolicy.ADOPTED:
-            # The chart creates the CRD from its template on install; the group adopts it afterwards.
-            self.crds[key] = self._crds(stem, chart, [self.releases[key]])
 
     def _crds(self, stem: str, chart: ChartVersion, after: list[pulumi.Resource]) -> AddonCrds:
         assert chart.crds is not None  # the policy is STACK or ADOPTED
@@ -175,6 +189,7 @@ class Addons(pulumi.ComponentResource):
         return AddonCrds(
             f"{stem}-crds",
             crds=chart.crds,
+            chart=chart,
             crd_provider=self._crd_provider,
             provider=self._k8s_provider,
             depends_on=after,
@@ -188,6 +203,12 @@ class Addons(pulumi.ComponentResource):
             file=manifest.url,
             opts=pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*needed, *self._after]),
         )
+
+    def admission(self, namespace: str) -> list[pulumi.Resource]:
+        """What a namespace must wait for: the releases of the add-ons whose admission webhooks intercept its objects
+        (`Addon.admits`), so nothing there is created before the webhook serves. Helm waits for the release's
+        Deployments to be ready (the Release is not `skip_await`)."""
+        return [r for key in self._admitted.get(namespace, []) for r in self.dependency(key)]
 
     def dependency(self, addon: str) -> list[pulumi.Resource]:
         """What a custom resource of this add-on must depend on (its release and CRDs), for `depends_on`."""

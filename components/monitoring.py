@@ -44,6 +44,21 @@ def create_pod_monitoring(
     )
 
 
+def jetstream_exporters(config: StackConfig) -> list[str]:
+    """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
+    (stacks.metrics.SERVER_METRICS_PORT)."""
+    return sorted(
+        {
+            container["image"]
+            for w in config.workloads
+            for manifest in w.pod_manifests()
+            for spec in pod_security.pod_specs(manifest)
+            for container in spec["containers"]
+            if any(port.get("name") == metrics.SERVER_METRICS_PORT for port in container.get("ports", []))
+        }
+    )
+
+
 class Monitoring(pulumi.ComponentResource):
     dashboard_url: pulumi.Output[str] | None
     adapter: str
@@ -96,6 +111,7 @@ class Monitoring(pulumi.ComponentResource):
                         head=list(
                             dict.fromkeys(p for w in config.workloads for p in w.dashboard_panels(config.cluster_name))
                         ),
+                        exporters=jetstream_exporters(config),
                     ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),

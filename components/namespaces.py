@@ -7,7 +7,7 @@ so none is applied before a node can serve the admission webhooks it goes throug
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -28,10 +28,12 @@ class Namespaces(pulumi.ComponentResource):
         provider: k8s.Provider,
         after: Sequence[pulumi.Resource] = (),
         network_policies: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+        admission: Callable[[str], Sequence[pulumi.Resource]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`levels`: namespace -> the Pod Security level it enforces (warn and audit are always restricted).
-        `network_policies`: namespace -> its ingress NetworkPolicies (stacks/network_policy.py)."""
+        `network_policies`: namespace -> its ingress NetworkPolicies (stacks/network_policy.py).
+        `admission`: namespace -> what else it waits for (the add-ons whose webhooks admit its objects)."""
         super().__init__("tpu-serving:workloads:Namespaces", name, None, opts)
         self.by_name = {
             ns: k8s.core.v1.Namespace(
@@ -40,7 +42,9 @@ class Namespaces(pulumi.ComponentResource):
                     name=ns,
                     labels={**naming.MANAGED_BY_LABELS, **pod_security.namespace_labels(level, kubernetes_minor)},
                 ),
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after)),
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=provider, depends_on=[*after, *(admission(ns) if admission else [])]
+                ),
             )
             for ns, level in sorted(levels.items())
         }

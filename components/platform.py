@@ -117,6 +117,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         provider=cluster.provider,
         after=[cluster.system_pool],
         network_policies=cfg.network_policies,
+        admission=addons.admission,
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)

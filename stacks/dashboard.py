@@ -9,6 +9,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from stacks import metrics
+from stacks.versions import may_export
+
 
 def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
     return {
@@ -30,9 +33,33 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
 Panel = tuple[str, str, str]  # (title, PromQL, y-axis label)
 
 
-def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
+def jetstream_panels(cluster: str) -> list[tuple[Panel, tuple[str, ...]]]:
+    """The JetStream tiles, each with the series it reads (any one of them suffices)."""
+    c = f'cluster="{cluster}"'
+    slots = metrics.HPA_METRICS["jetstream_slots_used_percentage"]
+
+    def backlog(title: str, series: str) -> tuple[Panel, tuple[str, ...]]:
+        return (title, f"sum by (namespace, pod) ({series}{{{c}}})", "requests"), (series,)
+
+    return [
+        backlog("JetStream prefill backlog", "jetstream_prefill_backlog_size"),
+        # the series the engine exports, or else 1 - the older jetstream_slots_available_percentage
+        (
+            ("JetStream slots used", f"avg by (namespace, pod) ({slots.read(c)}) * 100", "% of decode slots"),
+            slots.all_series,
+        ),
+        backlog("JetStream generate backlog", "jetstream_generate_backlog_size"),
+        backlog("JetStream transfer backlog (disaggregated)", "jetstream_transfer_backlog_size"),
+    ]
+
+
+def panels(cluster: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> list[Panel]:
     """(title, PromQL, y-axis label) of every tile; first the tiles the workloads ask for (`head`: their plans'
     `dashboard_panels`, e.g. vLLM's), then the JetStream and TPU tiles.
+
+    `exporters`: the images of the containers the JetStream PodMonitorings scrape. A JetStream tile is dropped when
+    every one of them provably lacks every series it reads (its record in stacks/versions.py, e.g. JetStream
+    0.2.2's engine has no generate or transfer backlog); without exporters every tile stays.
 
     Grouping labels are ones the stack's PodMonitorings attach (stacks.metrics.SERIES_LABELS; a test checks):
     JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
@@ -40,20 +67,14 @@ def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
     """
     c = f'cluster="{cluster}"'
     hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
+    jetstream = [
+        panel
+        for panel, series in jetstream_panels(cluster)
+        if not exporters or any(may_export(ref, name) for ref in exporters for name in series)
+    ]
     return [
         *head,
-        ("JetStream prefill backlog", f"sum by (namespace, pod) (jetstream_prefill_backlog_size{{{c}}})", "requests"),
-        (
-            "JetStream slots used",
-            f"avg by (namespace, pod) (jetstream_slots_used_percentage{{{c}}}) * 100",
-            "% of decode slots",
-        ),
-        ("JetStream generate backlog", f"sum by (namespace, pod) (jetstream_generate_backlog_size{{{c}}})", "requests"),
-        (
-            "JetStream transfer backlog (disaggregated)",
-            f"sum by (namespace, pod) (jetstream_transfer_backlog_size{{{c}}})",
-            "requests",
-        ),
+        *jetstream,
         ("TPU HBM used", f"{hbm} * 100", "% of HBM"),
         ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "% busy"),
         (
@@ -69,9 +90,11 @@ def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
     ]
 
 
-def dashboard(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> dict[str, Any]:
+def dashboard(
+    cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()
+) -> dict[str, Any]:
     tiles = []
-    for i, (title, query, label) in enumerate(panels(cluster, head)):
+    for i, (title, query, label) in enumerate(panels(cluster, head, exporters)):
         tile = {
             "xPos": (i % 2) * 24,
             "yPos": (i // 2) * 16,
@@ -96,8 +119,8 @@ def api_shape(value: Any) -> Any:
     return value
 
 
-def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> str:
-    return json.dumps(dashboard(cluster, display_name, head), sort_keys=True)
+def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> str:
+    return json.dumps(dashboard(cluster, display_name, head, exporters), sort_keys=True)
 
 
 def dashboard_url(dashboard_id: str, project: str) -> str:

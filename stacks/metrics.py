@@ -25,6 +25,8 @@ TPU_DEVICE_PLUGIN_PORT = 2112
 TPU_DEVICE_PLUGIN_TARGET_LABELS = ["pod", "container", "node"]
 # Target labels on the JetStream server's series (as ai-on-gke's jetstream PodMonitoring template).
 SERVER_TARGET_LABELS = ["pod", "container", "node"]
+# The container port a JetStream PodMonitoring scrapes (stacks.workload_plan.jetstream_pod_monitoring).
+SERVER_METRICS_PORT = "metrics"
 # Labels Managed Prometheus puts on every scraped series (prometheus_target resource labels + job/instance).
 GMP_TARGET_LABELS = frozenset({"project_id", "location", "cluster", "namespace", "job", "instance"})
 
@@ -47,6 +49,7 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
         for name in (
             "jetstream_prefill_backlog_size",
             "jetstream_slots_used_percentage",
+            "jetstream_slots_available_percentage",
             "jetstream_generate_backlog_size",
             "jetstream_transfer_backlog_size",
         )
@@ -103,6 +106,16 @@ BYTES = Unit("bytes", "bytes of TPU HBM per replica, all of its chips together")
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """Another series an image may export instead of a metric's own, and how to turn it into the metric (a PromQL
+    expression with `{}` for the series selector)."""
+
+    series: str
+    expression: str
+    source: str
+
+
+@dataclass(frozen=True)
 class HpaMetric:
     """A metric an HPA can scale a workload on.
 
@@ -118,6 +131,22 @@ class HpaMetric:
     source: str  # where the series and its unit are defined upstream
     denominator: str | None = None
     adapter_name: str | None = None  # the external-metric name prometheus-adapter serves (default: name)
+    fallback: Fallback | None = None  # read when the image exports it instead of `series`
+
+    def read(self, matchers: str) -> str:
+        """PromQL for the metric's per-pod samples selected by `matchers`: its series, or else its fallback's.
+        `or` keeps every sample of the left side and those of the right whose label sets (the metric name aside)
+        it lacks (prometheus.io/docs/prometheus/latest/querying/operators/#logical-set-binary-operators), so a pod
+        that exports either series counts once."""
+        own = f"{self.series}{{{matchers}}}"
+        if self.fallback is None:
+            return own
+        return f"{own} or ({self.fallback.expression.format(f'{self.fallback.series}{{{matchers}}}')})"
+
+    @property
+    def all_series(self) -> tuple[str, ...]:
+        """Every series it may be read from."""
+        return (self.series, *((self.fallback.series,) if self.fallback else ()))
 
 
 HPA_METRICS: dict[str, HpaMetric] = {
@@ -132,13 +161,21 @@ HPA_METRICS: dict[str, HpaMetric] = {
             "AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py",
         ),
         # set to 1 - free_slots/max_concurrent_decodes: a 0-1 fraction despite its name
-        # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py, _generate_thread)
+        # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py, _generate_thread). Before its rename
+        # (JetStream 26872c3) JetStream exported free_slots/max_concurrent_decodes as
+        # jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/orchestrator.py,
+        # _generate_thread; jetstream/core/metrics/prometheus.py): used = 1 - available.
         HpaMetric(
             "jetstream_slots_used_percentage",
             "jetstream_slots_used_percentage",
             FRACTION,
             "server",
             "AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py",
+            fallback=Fallback(
+                "jetstream_slots_available_percentage",
+                "1 - {}",
+                "AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/orchestrator.py",
+            ),
         ),
         # GKE TPU device plugin, per chip (ai-on-gke modules/jetstream-maxtext-deployment README)
         HpaMetric(

@@ -368,7 +368,11 @@ DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class Image:
-    """One pinned container image, what it serves, and where that is established."""
+    """One pinned container image, what it serves, and where that is established.
+
+    `disputed`: Prometheus series another source shows the image exporting although `serves` (from its build pins)
+    says it does not. The stack cannot tell which is right: asking for one is a warning (`image_doubts`), not a
+    refusal, and the adapter rules and dashboard read it or its fallback series (stacks/metrics.py `Fallback`)."""
 
     ref: str
     serves: Serves
@@ -377,6 +381,8 @@ class Image:
     """`sha256:<64 hex>` of the tag, where a public upstream source (release notes, a manifest) states it."""
     digest_source: str = NO_PUBLISHED_DIGEST
     """That source; or why there is no digest."""
+    disputed: frozenset[str] = frozenset()
+    disputed_source: str = ""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not DIGEST_RE.fullmatch(self.digest):
@@ -435,6 +441,9 @@ IMAGE_RECORDS: dict[str, Image] = {
     # jetstream_prefill_backlog_size and jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:
     # jetstream/core/metrics/prometheus.py); the rename to jetstream_slots_used_percentage came after (JetStream
     # 26872c3, 2024-06-12). MaxText's first Trillium (v6e) support is later still (maxtext bc4f66e0b, 2024-09-11).
+    # Yet Google's tutorial that deploys this very tag (single-host-inference/kubectl/deployment.yaml) curls its
+    # metrics port and shows jetstream_slots_used_percentage (single-host-inference/README.md, "Observe custom
+    # metrics"): the sources conflict, so that series is disputed, not refused.
     "maxengineServer": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2",
         Serves(
@@ -443,6 +452,9 @@ IMAGE_RECORDS: dict[str, Image] = {
         ),
         "ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/maxengine-server/Dockerfile; "
         "AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py",
+        disputed=_set("jetstream_slots_used_percentage"),
+        disputed_source="ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/"
+        "README.md (curls this tag's metrics port)",
     ),
     "jetstreamHttpPathways": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
@@ -518,7 +530,8 @@ def image_record(ref: str) -> Image | None:
 
 
 def image_gaps(ref: str, needs: Serves) -> list[str]:
-    """What `ref` is recorded not to serve among `needs` (empty for an unrecorded image or field)."""
+    """What `ref` is recorded not to serve among `needs` (empty for an unrecorded image or field; a disputed
+    series is a doubt, not a gap)."""
     image = image_record(ref)
     if image is None:
         return []
@@ -527,13 +540,34 @@ def image_gaps(ref: str, needs: Serves) -> list[str]:
         have, want = getattr(image.serves, field), getattr(needs, field)
         if have is None or not want:
             continue
-        missing = sorted(want - have)
+        missing = sorted(want - have - (image.disputed if field == "metrics" else frozenset()))
         if missing:
             gaps.append(
                 f"{ref} does not serve {what} {', '.join(missing)} "
                 f"(it serves: {', '.join(sorted(have)) or 'none'}; recorded with its source in stacks/versions.py)"
             )
     return gaps
+
+
+def image_doubts(ref: str, needs: Serves) -> dict[str, str]:
+    """The series among `needs` whose export by `ref` its sources dispute (`Image.disputed`), each with both sides."""
+    image = image_record(ref)
+    if image is None or not needs.metrics:
+        return {}
+    have = ", ".join(sorted(image.serves.metrics or ())) or "none"
+    return {
+        series: f"sources conflict on whether {ref} exports {series}: its build pins say it exports {have} "
+        f"({image.source}), {image.disputed_source} shows {series}"
+        for series in sorted(needs.metrics & image.disputed)
+    }
+
+
+def may_export(ref: str, series: str) -> bool:
+    """Whether `ref` may export `series`: False only when its record provably lacks it (not disputed)."""
+    image = image_record(ref)
+    if image is None or image.serves.metrics is None:
+        return True
+    return series in image.serves.metrics or series in image.disputed
 
 
 # GitHub Actions the user workflows in .github/workflows use, pinned to exact releases (a test checks every

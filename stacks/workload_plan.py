@@ -388,7 +388,7 @@ def jetstream_pod_monitoring(plan: WorkloadPlan, labels: dict[str, str]) -> dict
         f"{plan.name}-jetstream",
         plan.namespace,
         labels,
-        "metrics",
+        metrics.SERVER_METRICS_PORT,
         interval=plan.scrape_interval,
         path="/",
         target_labels=list(metrics.SERVER_TARGET_LABELS),

@@ -12,7 +12,7 @@ The adapters are modelled from their sources:
 - prometheus-adapter (kubernetes-sigs/prometheus-adapter@v0.12.0): the rule's metricsQuery with <<.Series>> the
   series name and <<.LabelMatchers>> `<label mapped to namespace>="<HPA namespace>"` (pkg/naming/metrics_query.go
   BuildExternal), one external value per sample of the result (pkg/external-provider/metric_converter.go);
-  the query is evaluated by the tiny PromQL subset below (selectors, sum/avg [by], `/`, `* scalar`).
+  the query is evaluated by the tiny PromQL subset below (selectors, sum/avg [by], `/`, `*`, `-`, `or`).
 - custom-metrics-stackdriver: a Pods metric returns each pod's series; an External metric returns every time
   series matching the selector (GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter
   pkg/adapter/translator), no reduction unless a `reducer` is asked for.
@@ -43,7 +43,7 @@ class World:
 # ---- a tiny PromQL evaluator ------------------------------------------------------------------------------
 
 _TOKEN = re.compile(
-    r'\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<id>[A-Za-z_:][A-Za-z0-9_:]*)|(?P<str>"[^"]*")|(?P<op>=~|!=|[(){},=/*]))'
+    r'\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<id>[A-Za-z_:][A-Za-z0-9_:]*)|(?P<str>"[^"]*")|(?P<op>=~|!=|[(){},=/*-]))'
 )
 
 
@@ -83,6 +83,22 @@ class _Parser:
         return value
 
     def expr(self) -> Vector | float:
+        left = self.difference()
+        while self.peek() == "or":
+            self.take("or")
+            right = self.difference()
+            assert isinstance(left, list) and isinstance(right, list)
+            left = _or(left, right)
+        return left
+
+    def difference(self) -> Vector | float:
+        left = self.product()
+        while self.peek() == "-":
+            self.take("-")
+            left = _binary("-", left, self.product())
+        return left
+
+    def product(self) -> Vector | float:
         left = self.term()
         while self.peek() in ("/", "*"):
             op = self.take()
@@ -159,7 +175,7 @@ def _strip(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 def _binary(op: str, left: Vector | float, right: Vector | float) -> Vector | float:
     def apply(a: float, b: float) -> float:
-        return a / b if op == "/" else a * b
+        return a / b if op == "/" else a * b if op == "*" else a - b
 
     if isinstance(left, float) and isinstance(right, float):
         return apply(left, right)
@@ -170,6 +186,12 @@ def _binary(op: str, left: Vector | float, right: Vector | float) -> Vector | fl
         return [({k: v for k, v in labels.items() if k != "__name__"}, apply(left, v)) for labels, v in right]
     rights = {_strip(labels): v for labels, v in right}  # one-to-one matching on identical label sets
     return [(dict(_strip(labels)), apply(v, rights[_strip(labels)])) for labels, v in left if _strip(labels) in rights]
+
+
+def _or(left: Vector, right: Vector) -> Vector:
+    """`left or right`: every sample of left, and those of right whose label set (the name aside) left lacks."""
+    have = {_strip(labels) for labels, _ in left}
+    return [*left, *((labels, v) for labels, v in right if _strip(labels) not in have)]
 
 
 def promql(query: str, world: World) -> list[float]:
@@ -187,9 +209,11 @@ def prometheus_adapter_values(rule: dict[str, Any], namespace: str, world: World
     else:
         assert resources == {"template": "<<.Resource>>"}
         label = "namespace"
-    series = re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", rule["seriesQuery"])
-    assert series
-    query = rule["metricsQuery"].replace("<<.Series>>", series.group(0))
+    query = rule["metricsQuery"]
+    if "<<.Series>>" in query:
+        series = re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", rule["seriesQuery"])
+        assert series
+        query = query.replace("<<.Series>>", series.group(0))
     query = query.replace("<<.LabelMatchers>>", f'{label}="{namespace}"')
     return promql(query, world)
 

@@ -51,6 +51,44 @@ def test_every_entry_is_complete(entry: Addon):
             assert entry.crd_policy(release) is CrdPolicy.MANIFEST
 
 
+CHART_RELEASES = [
+    (entry, release) for entry in addons.ADDONS for release in entry.releases.values() if entry.values is not None
+]
+
+
+@pytest.mark.parametrize(
+    ("entry", "release"), CHART_RELEASES, ids=lambda v: getattr(v, "key", getattr(v, "version", ""))
+)
+def test_every_chart_pod_has_requests(entry: Addon, release: versions.ChartVersion):
+    """Every add-on chart at every supported version, rendered by `helm template` with the stack's values (its
+    default settings, enabled): every container requests cpu and memory, so none is BestEffort (first evicted)."""
+    from tests.helm_charts import containers, render
+
+    settings = entry.settings.model_validate({"enabled": True})
+    objects = render(release, entry.chart_values(release, settings))
+    assert containers(objects)
+    for where, container in containers(objects):
+        assert container.get("resources", {}).get("requests", {}).keys() >= {"cpu", "memory"}, where
+
+
+def test_the_manifest_addons_pods_have_requests():
+    """The PathwaysJob controller's release manifest (google/pathways-job@v0.1.4 release/install.yaml, saved in
+    ../shared/reference/manifests/pathways-job-v0.1.4/) requests 10m and 64Mi."""
+    import yaml
+
+    from tests.conftest import reference_dir
+    from tests.helm_charts import containers
+
+    path = reference_dir() / "manifests/pathways-job-v0.1.4/install.yaml"
+    if not path.exists():
+        pytest.skip(f"no reference manifest at {path}")
+    assert versions.PATHWAYS_JOB["0.1.4"].url.endswith("/v0.1.4/install.yaml")
+    objects = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert containers(objects)
+    for where, container in containers(objects):
+        assert container["resources"]["requests"].keys() >= {"cpu", "memory"}, where
+
+
 @pytest.mark.parametrize("entry", addons.ADDONS, ids=lambda a: a.key)
 def test_needs_name_earlier_entries_and_the_defaults_meet_them(entry: Addon):
     earlier = {a.key for a in addons.ADDONS[: addons.ADDONS.index(entry)]}
@@ -102,8 +140,8 @@ FAKE_CHART = versions.ChartVersion(
 )
 
 
-def _fake_values(chart: versions.ChartVersion, user: dict) -> dict:
-    return {"image": {"tag": chart.image_tag}, "nodeSelector": dict(SYSTEM_POOL_SELECTOR), **user}
+def _fake_values(chart: versions.ChartVersion, settings) -> dict:
+    return {"image": {"tag": chart.image_tag}, "nodeSelector": dict(SYSTEM_POOL_SELECTOR), **settings.values}
 
 
 FAKE = Addon(
@@ -169,3 +207,35 @@ def test_a_needed_addon_below_the_minimum_is_reported(monkeypatch):
         Problem("a.jobset.version", "'0.10.1' is too old for the Fake (needs >= 0.11.0)")
     ]
     assert addons.check(addons.settings_model().model_validate({"jobset": {"version": "0.12.0"}}), "a") == []
+
+
+def jetstream(name: str) -> dict:
+    """A jetstream workload in namespace `name` on BASE's v5e-2x4 pool."""
+    return {
+        "type": "jetstream",
+        "name": name,
+        "namespace": name,
+        "pool": "v5e-2x4",
+        "model": "gemma-7b",
+        "checkpoint": "gs://my-bucket/gemma-7b/items",
+    }
+
+
+def test_a_fake_entry_with_webhooks_orders_the_namespaces_it_admits_after_it(run, monkeypatch):
+    """An add-on whose webhooks admit a namespace's objects (Addon.admits): the stack creates that workload
+    namespace, and so everything in it, only after the add-on's release; other namespaces do not wait for it; and
+    it may not admit kube-system or its own namespace."""
+    import dataclasses
+
+    admitting = dataclasses.replace(FAKE, admits=lambda settings: ["gemma"] if settings.enabled else [])
+    monkeypatch.setattr(addons, "ADDONS", (*addons.ADDONS, admitting))
+    rec = run(make_config(tpu_serving__workloads=[jetstream("gemma"), jetstream("other")]))
+    release = rec.one("kubernetes:helm.sh/v3:Release", "addons-fake-thing")
+    assert release.urn in rec.one("kubernetes:core/v1:Namespace", "namespaces-gemma").dependencies
+    assert release.urn not in rec.one("kubernetes:core/v1:Namespace", "namespaces-other").dependencies
+    for bad in ("kube-system", "fake-system"):
+        monkeypatch.setattr(
+            addons, "ADDONS", (*addons.ADDONS[:-1], dataclasses.replace(FAKE, admits=lambda settings, ns=bad: [ns]))
+        )
+        config = addons.settings_model().model_validate({})
+        assert [p.path for p in addons.check(config, "a")] == ["a.fakeThing.namespaces"], bad

@@ -70,6 +70,33 @@ def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
             assert got == hpa_model.expected(replicas, load, target), (adapter, name, replicas, load, target)
 
 
+FALLBACKS = [name for name, m in metrics.HPA_METRICS.items() if m.fallback is not None]
+
+
+@pytest.mark.parametrize("name", FALLBACKS)
+@pytest.mark.parametrize("exports", ["own", "fallback", "both"])
+def test_a_metric_with_a_fallback_scales_the_same_whichever_series_the_image_exports(name, exports):
+    """prometheus-adapter's rule reads the metric's series or else its fallback (JetStream 0.2.2's
+    jetstream_slots_available_percentage = free/max slots, so used = 1 - available), each pod once: the HPA
+    proposes ceil(N*L/target) for an image exporting either series, or both."""
+    metric = metrics.HPA_METRICS[name]
+    fallback = metric.fallback
+    assert fallback is not None and fallback.expression == "1 - {}"
+    assert "jetstream_slots_used_percentage" in FALLBACKS
+    for load, target in CASES[metric.unit.name]:
+        spec = metrics_adapters.hpa_metric("prometheus-adapter", name, target, NS, CLUSTER)
+        for replicas in (1, 3):
+            own = world(metric, replicas, load)
+            w = World([s for s in own.series if exports != "fallback"])
+            if exports != "own":
+                for labels, value in own.series:
+                    w.add(fallback.series, 1 - value, **{k: v for k, v in labels.items() if k != "__name__"})
+            rule = prometheus_adapter_rule(metric, CLUSTER, [NS])
+            assert fallback.series in rule["seriesQuery"] and metric.series in rule["seriesQuery"]
+            got = hpa_model.proposal(spec, hpa_model.prometheus_adapter_values(rule, NS, w), replicas, replicas)
+            assert got == hpa_model.expected(replicas, load, target), (exports, replicas, load, target)
+
+
 def test_the_model_catches_an_averaging_rule():
     """The rule the tutorial and this stack used to render (avg) proposes ceil(L/target) whatever N is."""
     metric = metrics.HPA_METRICS["jetstream_prefill_backlog_size"]

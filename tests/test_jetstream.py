@@ -123,8 +123,10 @@ def test_prometheus_adapter_hpa_matches_reference_template():
     template = (TEMPLATES / "prometheus-adapter/hpa.jetstream.yaml.tftpl").read_text()
     assert "- type: External" in template and "name: ${rule.target_query}" in template
     # the adapter's rules are filtered to the workload's namespace
-    release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter")
-    for rule in release.inputs["values"]["rules"]["external"]:
+    rules = rec.one("kubernetes:core/v1:ConfigMap", "monitoring-prometheus-adapter-rules").inputs["data"]
+    external = yaml.safe_load(rules["config.yaml"])["externalRules"]
+    assert external
+    for rule in external:
         assert '=~"gemma"' in rule["seriesQuery"] and "<<.LabelMatchers>>" in rule["metricsQuery"]
 
 
@@ -232,14 +234,6 @@ BAD = {
         "tpu-serving:workloads[0].autoscaling.metrics[0].target: 50 is above 1: the unit is fraction, 0 to 1 of one "
         "replica's capacity (0.5 = half); for 50% write 0.5",
     ),
-    # maxengine-server:v0.2.2 runs JetStream 0.2.2 (PyPI google-jetstream, newest 0.2.2), which exports
-    # jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py)
-    "metric the engine image does not export": (
-        {"autoscaling": {**AUTO, "metrics": [{"name": "jetstream_slots_used_percentage", "target": 0.5}]}},
-        "tpu-serving:workloads[0].images.server: us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2 "
-        "does not serve metric jetstream_slots_used_percentage (it serves: jetstream_prefill_backlog_size, "
-        "jetstream_slots_available_percentage;",
-    ),
     # maxtext@jetstream-v0.2.2 (2024-06-05) predates MaxText's first Trillium support (bc4f66e0b, 2024-09-11)
     "TPU generation the engine image predates": (
         {"pool": "v6e"},
@@ -281,6 +275,52 @@ def test_jetstream_errors(run, case):
     with pytest.raises(pulumi.RunError) as err:
         run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl]))
     assert expected in str(err.value)
+
+
+ENGINE = "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2"
+SLOTS = {**AUTO, "metrics": [{"name": "jetstream_slots_used_percentage", "target": 0.5}]}
+
+
+@pytest.mark.parametrize("adapter", ["custom-metrics-stackdriver", "prometheus-adapter"])
+def test_a_metric_whose_export_the_sources_dispute_is_a_warning(run, adapter):
+    """maxengine-server:v0.2.2's build pins JetStream 0.2.2, which exports jetstream_slots_available_percentage
+    (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py), yet Google's tutorial deploying this
+    tag shows it exporting jetstream_slots_used_percentage (ai-on-gke single-host-inference/README.md, kubectl/
+    deployment.yaml): the stack deploys it with a warning naming both sources and how the adapter reads it."""
+    readme = AI_ON_GKE / "tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/README.md"
+    if readme.is_file():
+        assert "jetstream_slots_used_percentage{" in readme.read_text() and ENGINE in KUBECTL.read_text()
+    config = make_config(
+        tpu_serving__tpuPools=POOLS[:1],
+        tpu_serving__workloads=[js(autoscaling=SLOTS)],
+        tpu_serving__monitoring={"adapter": adapter},
+    )
+    rec = run(config)
+    assert ("HorizontalPodAutoscaler", "gemma") in objects_of(rec)
+    (warning,) = [w for w in rec.warnings if "sources conflict" in w]
+    assert warning.startswith(
+        f"tpu-serving:workloads[0].images.server: sources conflict on whether {ENGINE} exports "
+        "jetstream_slots_used_percentage: its build pins say it exports jetstream_prefill_backlog_size, "
+        "jetstream_slots_available_percentage ("
+    )
+    assert "single-host-inference/README.md" in warning
+    either = "jetstream_slots_used_percentage or else 1 - jetstream_slots_available_percentage"
+    if adapter == "prometheus-adapter":
+        assert f"prometheus-adapter and the dashboard read {either}, so the HPA works either way" in warning
+    else:
+        assert "custom-metrics-stackdriver reads jetstream_slots_used_percentage only" in warning
+
+
+def test_a_disputed_series_is_no_gap_but_a_provably_missing_one_is():
+    from stacks import versions
+
+    needs = versions.Serves(metrics=frozenset({"jetstream_slots_used_percentage", "jetstream_generate_backlog_size"}))
+    (gap,) = versions.image_gaps(ENGINE, needs)
+    assert "does not serve metric jetstream_generate_backlog_size (" in gap
+    assert list(versions.image_doubts(ENGINE, needs)) == ["jetstream_slots_used_percentage"]
+    assert versions.may_export(ENGINE, "jetstream_slots_used_percentage")
+    assert not versions.may_export(ENGINE, "jetstream_generate_backlog_size")
+    assert versions.may_export("example.com/engine:v1", "jetstream_generate_backlog_size")
 
 
 def test_unrecorded_image_is_a_warning_not_an_error(run):

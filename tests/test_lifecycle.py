@@ -11,7 +11,7 @@ import sys
 import pulumi
 import pytest
 
-from stacks import addons, catalog, cost, versions
+from stacks import addons, catalog, cost, metrics_adapters, versions
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling import render
 from tooling.k8s_objects import kubernetes_objects
@@ -184,6 +184,7 @@ CRD_UPGRADES = [
     if addon.crd_policy(addon.releases[old]) in STACK_CRDS and catalog.version_tuple(old) < catalog.version_tuple(new)
 ]
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 CRD_PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 CUSTOM_RESOURCES = {
     "lws": "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
@@ -239,16 +240,15 @@ def test_addon_upgrade_updates_its_crds_in_place_and_never_deletes_one(key, old,
     for name in old_crds.names:
         assert kept_before[name].urn == kept_after[name].urn
     for patch in kept_after.values():
-        assert patch.inputs["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
-        assert patch.urn in release.dependencies or group_after.urn in release.dependencies
+        assert patch.inputs["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert patch.urn in release.dependencies
     # Helm never upgrades or deletes `crds/` ("There is no support at this time for upgrading or deleting CRDs
     # using Helm", helm.sh/docs/chart_best_practices/custom_resource_definitions; a CRD moved from templates/ to
     # crds/ is deleted on upgrade: helm/helm#8163): the release skips them, and a
     # chart that keeps them under crds/ gets them from the stack first.
     assert release.inputs["skipCrds"] is True
-    if not new_crds.templated:
-        assert group_after.urn in release.dependencies
-        assert {p.urn for p in kept_after.values()} <= set(release.dependencies)
+    assert group_after.urn in release.dependencies
+    assert {p.urn for p in kept_after.values()} <= set(release.dependencies)
     # The provider that applies them forces server-side apply conflicts (fields Helm set from the old template) and
     # adopts a CRD that already exists (pulumi-kubernetes 4.34.2 Provider enable_patch_force,
     # upsert_existing_objects: "By default, Pulumi will error if a resource already exists in the cluster").
@@ -264,16 +264,58 @@ def test_addon_upgrade_updates_its_crds_in_place_and_never_deletes_one(key, old,
         assert group_after.urn in workload.dependencies, workload.name
 
 
-def test_templated_crds_are_adopted_after_the_release_creates_them():
-    rec = all_in_one_at("lws", "0.7.0")
-    crds = versions.CHARTS["lws"]["0.7.0"].crds
-    assert crds is not None and crds.templated
-    # the chart's template creates the CRD on install: the group (which upserts it) waits for the release, so Helm
-    # never meets a CRD it does not own
-    assert (
-        rec.one("kubernetes:helm.sh/v3:Release", "addons-lws").urn
-        in rec.one(CONFIG_GROUP, "addons-lws-crds").dependencies
-    )
+CRD_REVERTS = [(key, new, old) for key, old, new in CRD_UPGRADES]
+
+
+@pytest.mark.parametrize(("key", "old", "new"), CRD_REVERTS, ids=lambda v: str(v))
+def test_addon_revert_hands_the_crds_to_a_templating_chart_as_the_releases(key, old, new):
+    """`up` at the newer version, then at the older one (LWS 0.10.0 -> 0.7.0, whose chart templates the CRD the
+    stack applied from 0.10.0's crds/). Helm's upgrade would meet an existing CRD; it adopts it only when it carries
+    the release's ownership metadata, and refuses it otherwise ("invalid ownership metadata": helm/helm@v3.17.3
+    pkg/action/validate.go existingResourceConflict). So every CRD the release could render is stamped as the
+    release's by a patch that keeps its URN across the versions and that the release waits for, at every version."""
+    from components.addons import helm_ownership
+
+    before, after = all_in_one_at(key, old), all_in_one_at(key, new)
+    chart = addons.addon(key).releases[new]
+    assert chart.crds is not None
+    labels, annotations = helm_ownership(chart)
+    assert labels == {"app.kubernetes.io/managed-by": "Helm"}
+    assert annotations == {
+        "meta.helm.sh/release-name": chart.release_name,
+        "meta.helm.sh/release-namespace": chart.namespace,
+    }
+    for rec in (before, after):
+        release = rec.one(RELEASE, f"addons-{key}")
+        assert (release.inputs["name"], release.inputs["namespace"]) == (chart.release_name, chart.namespace)
+        group = rec.one(CONFIG_GROUP, f"addons-{key}-crds")
+        assert group.urn in release.dependencies
+        for patch in keep_patches(rec, key).values():
+            assert patch.urn in release.dependencies
+            assert group.urn in patch.dependencies
+            assert patch.inputs["metadata"]["labels"] == labels
+            assert patch.inputs["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep", **annotations}
+    kept_before, kept_after = keep_patches(before, key), keep_patches(after, key)
+    assert set(kept_after) == set(chart.crds.names) <= set(kept_before)
+    for name in chart.crds.names:
+        assert kept_before[name].urn == kept_after[name].urn
+    assert before.one(CONFIG_GROUP, f"addons-{key}-crds").urn == after.one(CONFIG_GROUP, f"addons-{key}-crds").urn
+
+
+@pytest.mark.parametrize("version", list(versions.CHARTS["lws"]), ids=str)
+def test_the_charts_render_the_crds_their_chart_crds_say(version):
+    """`helm template` (which renders templates/, never crds/) of kubernetes-sigs/lws at each supported tag with
+    the stack's values: a CRD is in the release's manifest exactly when `ChartCrds.templated` says so, and it is
+    one the stack applies and stamps as the release's first."""
+    from tests.helm_charts import render
+
+    entry = addons.addon("lws")
+    chart = versions.CHARTS["lws"][version]
+    assert chart.crds is not None
+    objects = render(chart, entry.chart_values(chart, entry.settings()))
+    rendered = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
+    assert bool(rendered) is chart.crds.templated
+    assert rendered <= set(chart.crds.names)
 
 
 def test_crd_names_match_the_upstream_crds():
@@ -425,3 +467,62 @@ def test_cost_per_workload_and_unknown_region(run):
     assert est.workloads["gemma"] == round(4 * 8 * catalog.generation("v5e").list_price.on_demand, 4)
     rec = run(make_config(gcp__region="europe-west4", tpu_serving__tpuPools=[pool(zone="europe-west4-a")]))
     assert any("no list prices for region 'europe-west4'" in w for w in rec.warnings)
+
+
+# ---- switching the metrics adapter on a live stack -------------------------------------------------------------
+
+GEMMA_HPA = ROOT / "examples/gemma-hpa/Pulumi.gemma-hpa.yaml"
+APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
+
+
+@functools.cache
+def gemma_hpa_with(adapter: str):
+    from tooling.offline import run_program
+
+    config = load_stack_file(GEMMA_HPA)
+    return run_program({**config, "tpu-serving:monitoring": {"adapter": adapter}}, stack="gemma-hpa")
+
+
+ADAPTER_SWITCHES = [(a, b) for a in metrics_adapters.ADAPTERS for b in metrics_adapters.ADAPTERS if a != b]
+
+
+@pytest.mark.parametrize(("old", "new"), ADAPTER_SWITCHES, ids=lambda v: str(v))
+def test_switching_the_adapter_updates_the_shared_apiservices_in_place(old, new):
+    """`up` with monitoring.adapter `old`, then `new`. The APIServices both serve (v1beta1.external.metrics.k8s.io)
+    are one stack resource in both programs (same URN): Pulumi updates it in place to point at the new adapter's
+    Service, after that adapter serves, instead of Helm creating an object the stack owns (Helm refuses to adopt an
+    object without its ownership metadata: helm/helm@v3.17.3 pkg/action/validate.go existingResourceConflict) or
+    the stack creating one Helm still owns (AlreadyExists; Pulumi deletes the old adapter's resources last). No
+    adapter's chart renders an APIService (tests/test_metrics_adapters.py renders them with helm)."""
+    before, after = gemma_hpa_with(old), gemma_hpa_with(new)
+    apis_before = {r.inputs["metadata"]["name"]: r for r in before.of_type(APISERVICE)}
+    apis_after = {r.inputs["metadata"]["name"]: r for r in after.of_type(APISERVICE)}
+    shared = set(apis_before) & set(apis_after)
+    assert "v1beta1.external.metrics.k8s.io" in shared
+    for name in shared:
+        was, now = apis_before[name], apis_after[name]
+        assert was.urn == now.urn, name
+        assert not now.delete_before_replace and not now.replace_on_changes, name
+        # it waits for what serves it in the new program: every release and Deployment of the new adapter's
+        service = now.inputs["spec"]["service"]
+        servers = [
+            r
+            for r in after.resources
+            if r.type in (RELEASE, "kubernetes:apps/v1:Deployment")
+            and r.name.startswith("monitoring-")
+            and (r.type == RELEASE or r.inputs["metadata"]["name"] == service["name"])
+        ]
+        assert servers, service
+        assert {r.urn for r in servers} <= set(now.dependencies), name
+    # Helm releases of either program never carry an APIService in their values-driven templates
+    for rec in (before, after):
+        for release in rec.of_type(RELEASE):
+            if release.name.startswith("monitoring-"):
+                rules = release.inputs["values"]["rules"]
+                assert not rules["external"] and not rules["custom"] and not rules["default"]
+    # the HPA's reader role is shared the same way
+    role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    assert (
+        before.one(role, "monitoring-external-metrics-reader").urn
+        == after.one(role, "monitoring-external-metrics-reader").urn
+    )

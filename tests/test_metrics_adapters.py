@@ -25,7 +25,7 @@ from stacks.metrics_adapters import (
     prometheus_adapter,
     stackdriver,
 )
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, meta
+from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
 from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 
@@ -126,8 +126,41 @@ def test_prometheus_adapter_port_and_apis_are_the_charts():
     build = prometheus_adapter.build(context(prometheus_adapter.ADAPTER))
     release = next(p.body for p in build.parts if isinstance(p.body, Chart))
     rules = release.values["rules"]
-    assert rules["default"] is False and rules["custom"] == [] and rules["external"]
+    # the rules are the stack's ConfigMap (`rules.existing`), holding external rules only
+    assert rules["default"] is False and rules["custom"] == [] and rules["external"] == []
+    configmap = next(p.body for p in build.parts if p.key == "prometheus-adapter-rules")
+    assert isinstance(configmap, dict) and configmap["metadata"]["name"] == rules["existing"]
+    assert set(yaml.safe_load(configmap["data"]["config.yaml"])) == {"externalRules"}
+    assert yaml.safe_load(configmap["data"]["config.yaml"])["externalRules"]
     assert prometheus_adapter.ADAPTER.apis == ("external.metrics.k8s.io",)
+
+
+def test_prometheus_adapter_chart_renders_no_apiservice_and_reads_the_stacks_rules():
+    """`helm template` of prometheus-adapter 5.3.0 (prometheus-community/helm-charts@prometheus-adapter-5.3.0
+    charts/prometheus-adapter) with the stack's values: the chart owns no APIService, ConfigMap or external-metrics
+    role (the stack does, under the same resources for every adapter), mounts the stack's rules, and serves on the
+    Service the stack's APIService names; its pod has requests (the chart default `resources: {}` has none)."""
+    from tests.helm_charts import containers, render
+
+    build = prometheus_adapter.build(context(prometheus_adapter.ADAPTER))
+    release = next(p.body for p in build.parts if isinstance(p.body, Chart))
+    objects = render(release.chart, release.values)
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert not {k for k in kinds if k[0] in ("APIService", "ConfigMap")}, kinds
+    assert not {k for k in kinds if "external-metrics" in k[1]}, kinds
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "config", "configMap": {"name": prometheus_adapter.RULES_CONFIGMAP}} in volumes
+    api = next(p.body for p in build.parts if p.serves_api)
+    assert isinstance(api, dict) and api["kind"] == "APIService"
+    service = next(o for o in objects if o["kind"] == "Service")
+    assert service["metadata"]["name"] == api["spec"]["service"]["name"]
+    assert service["metadata"]["namespace"] == api["spec"]["service"]["namespace"] == release.chart.namespace
+    # an APIService's service port defaults to 443 (apiregistration.k8s.io/v1 ServiceReference.port)
+    assert [p["port"] for p in service["spec"]["ports"]] == [443]
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["https"]
+    for where, container in containers(objects):
+        assert container["resources"]["requests"].keys() >= {"cpu", "memory"}, where
 
 
 def test_none_is_not_an_entry_but_a_choice():
@@ -175,18 +208,6 @@ def _fake_build(ctx: AdapterContext) -> AdapterBuild:
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
-    api = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": meta("v1beta1.external.metrics.k8s.io"),
-        "spec": {
-            "group": "external.metrics.k8s.io",
-            "version": "v1beta1",
-            "groupPriorityMinimum": 100,
-            "versionPriority": 100,
-            "service": {"name": "fake-adapter", "namespace": ctx.namespace},
-        },
-    }
     return AdapterBuild(
         grants=[Grant("fake-viewer", "roles/monitoring.viewer", ksa)],
         parts=[
@@ -196,7 +217,7 @@ def _fake_build(ctx: AdapterContext) -> AdapterBuild:
                 after=(NAMESPACE,),
             ),
             Part("fake-adapter", deployment, after=("fake-sa", "fake-viewer", SYSTEM_POOL)),
-            Part("fake-api", api, after=("fake-adapter",), serves_api=True),
+            api_service("external.metrics.k8s.io", "v1beta1", 100, "fake-adapter", ctx.namespace, ("fake-adapter",)),
         ],
     )
 
@@ -270,7 +291,7 @@ def test_a_registered_adapter_reaches_validation_checks_hpa_and_component(run, f
     assert grant.inputs["member"].endswith(f"/subject/ns/fake-metrics/sa/{stack_ksa('fake-adapter')}")
     deployment = rec.one("kubernetes:apps/v1:Deployment", "monitoring-fake-adapter")
     assert grant.urn in deployment.dependencies
-    api = rec.one("kubernetes:apiregistration.k8s.io/v1:APIService", "monitoring-fake-api")
+    api = rec.one("kubernetes:apiregistration.k8s.io/v1:APIService", "monitoring-apiservice-external-v1beta1")
     assert deployment.urn in api.dependencies
     # the workload's HPA names the metric the fake way and waits for what serves the API
     hpa = rec.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")
@@ -332,3 +353,35 @@ def test_readme_metric_tables_have_a_column_per_adapter_saying_what_it_serves():
                         continue
                     spec = metrics_adapters.hpa_metric(adapter, name, 1, "ns", "c", registry=ALL_METRICS)
                     assert row[i].startswith(f"`{spec['type']}`"), (name, adapter, row[i])
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry: MetricsAdapter):
+    """Every chart an adapter installs, rendered by `helm template` with the stack's values: it renders no APIService
+    (the stack registers them, under one resource per APIService for every adapter, so a switch is an in-place
+    update) and every container requests cpu and memory (a pod without requests is the first evicted)."""
+    from tests.helm_charts import containers, render
+
+    build = entry.build(context(entry))
+    for part in build.parts:
+        if not isinstance(part.body, Chart):
+            continue
+        objects = render(part.body.chart, part.body.values)
+        assert not [o["metadata"]["name"] for o in objects if o["kind"] == "APIService"], part.key
+        for where, container in containers(objects):
+            assert container.get("resources", {}).get("requests", {}).keys() >= {"cpu", "memory"}, (part.key, where)
+
+
+@pytest.mark.parametrize("entry", [*ENTRIES, "fake"], ids=lambda e: getattr(e, "name", e))
+def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry):
+    """Each APIService an adapter registers is a manifest part keyed by its group and version only
+    (entry.api_service_key), so every adapter registers `v1beta1.external.metrics.k8s.io` as the same resource."""
+    from stacks.metrics_adapters.entry import api_service_key
+
+    entry = FAKE if entry == "fake" else entry
+    build = entry.build(context(entry))
+    apis = [p for p in build.parts if isinstance(p.body, dict) and p.body["kind"] == "APIService"]
+    assert {p.body["spec"]["group"] for p in apis} == set(entry.apis)  # type: ignore[index]
+    for part in apis:
+        spec = part.body["spec"]  # type: ignore[index]
+        assert part.key == api_service_key(spec["group"], spec["version"]) and part.serves_api

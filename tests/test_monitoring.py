@@ -1,9 +1,11 @@
 """Monitoring: TPU PodMonitoring, exactly one metrics adapter with member-level IAM, and the dashboard."""
 
 import json
+from pathlib import Path
 
 import pulumi
 import pytest
+import yaml
 
 from stacks import dashboard, metrics
 from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
@@ -107,7 +109,11 @@ def test_stackdriver_adapter_iam_is_project_monitoring_viewer_member_only(run):
 
 def test_prometheus_adapter_with_gmp_frontend(run):
     rec = run(make_config(tpu_serving__monitoring={"adapter": "prometheus-adapter"}))
-    assert not rec.of_type(APISERVICE), "prometheus-adapter's chart registers the APIServices itself"
+    # the stack registers the external metrics APIService (the chart renders none with these values), after the
+    # release, pointing at the chart's Service
+    api = rec.one(APISERVICE, "monitoring-apiservice-external-v1beta1")
+    assert api.inputs["spec"]["service"] == {"name": "prometheus-adapter", "namespace": "custom-metrics"}
+    assert rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter").urn in api.dependencies
     release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter").inputs
     assert release["chart"] == "oci://ghcr.io/prometheus-community/charts/prometheus-adapter"
     assert release["version"] == "5.3.0" and release["namespace"] == "custom-metrics"
@@ -115,10 +121,13 @@ def test_prometheus_adapter_with_gmp_frontend(run):
     assert values["prometheus"] == {"url": "http://prometheus.custom-metrics.svc", "port": 9090}
     assert values["nodeSelector"] == {"tpu-serving/role": "system"}
     assert values["rules"]["default"] is False
-    for rule in values["rules"]["external"]:
+    configmap = rec.one("kubernetes:core/v1:ConfigMap", "monitoring-prometheus-adapter-rules").inputs
+    assert values["rules"]["existing"] == configmap["metadata"]["name"]
+    external = yaml.safe_load(configmap["data"]["config.yaml"])["externalRules"]
+    for rule in external:
         assert 'cluster="tpu-serving-dev"' in rule["metricsQuery"]
         assert 'namespace=~"' in rule["metricsQuery"]
-    names = [r["name"]["as"] for r in values["rules"]["external"]]
+    names = [r["name"]["as"] for r in external]
     assert names == [
         "jetstream_prefill_backlog_size",
         "jetstream_slots_used_percentage",
@@ -226,14 +235,47 @@ def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
     import re
 
     for title, query, _ in dashboard.panels("c1"):
-        for grouping, series, selector in re.findall(r"by \(([^)]*)\) \((\w+)\{([^}]*)\}\)", query):
-            have = metrics.SERIES_LABELS[series]
-            used = {g.strip() for g in grouping.split(",")} | {m.split("=")[0] for m in selector.split(",")}
-            assert used <= have, (title, series, used - have)
-        assert re.findall(r"by \(", query), title  # every query was checked
+        groupings = {g.strip() for grouping in re.findall(r"by \(([^)]*)\)", query) for g in grouping.split(",")}
+        selected = re.findall(r"([\w:]+)\{([^}]*)\}", query)
+        assert groupings and selected, title  # every query was checked
+        for series, selector in selected:
+            used = groupings | {m.split("=")[0] for m in selector.split(",")}
+            assert used <= metrics.SERIES_LABELS[series], (title, series, used - metrics.SERIES_LABELS[series])
     # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
     assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
     assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)
+
+
+GEMMA_HPA = Path(__file__).resolve().parents[1] / "examples/gemma-hpa/Pulumi.gemma-hpa.yaml"
+
+
+def tile_queries(rec) -> dict[str, str]:
+    body = json.loads(rec.one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"])
+    return {
+        t["widget"]["title"]: t["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["prometheusQuery"]
+        for t in body["mosaicLayout"]["tiles"]
+    }
+
+
+def test_dashboard_drops_tiles_the_engine_provably_lacks_and_reads_either_slots_series(run):
+    """The pinned maxengine-server:v0.2.2 runs JetStream 0.2.2, whose only gauges are
+    jetstream_prefill_backlog_size and jetstream_slots_available_percentage
+    (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py); its tutorial shows
+    jetstream_slots_used_percentage (disputed). So its stack has no generate/transfer backlog tiles, and the slots
+    tile reads used, or else 1 - available. An engine the matrix does not know keeps every tile."""
+    from tooling.offline import load_stack_file
+
+    config = load_stack_file(GEMMA_HPA)
+    queries = tile_queries(run(config, stack="gemma-hpa"))
+    assert "JetStream prefill backlog" in queries
+    assert "JetStream generate backlog" not in queries
+    assert "JetStream transfer backlog (disaggregated)" not in queries
+    slots = queries["JetStream slots used"]
+    assert "jetstream_slots_used_percentage{" in slots and "(1 - jetstream_slots_available_percentage{" in slots
+    (workload,) = config["tpu-serving:workloads"]
+    other = {**config, "tpu-serving:workloads": [{**workload, "images": {"server": "example.com/engine:v1"}}]}
+    titles = set(tile_queries(run(other, stack="gemma-hpa")))
+    assert {"JetStream generate backlog", "JetStream transfer backlog (disaggregated)"} <= titles
 
 
 def test_dashboard_draws_fractions_as_percent():

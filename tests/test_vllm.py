@@ -407,8 +407,8 @@ def test_prometheus_adapter_sums_per_workload_series(run):
             "target": {"type": "AverageValue", "averageValue": "5"},
         },
     }
-    release = rec.one("kubernetes:helm.sh/v3:Release", "monitoring-prometheus-adapter")
-    rules = {r["name"]["as"]: r for r in release.inputs["values"]["rules"]["external"]}
+    config = rec.one("kubernetes:core/v1:ConfigMap", "monitoring-prometheus-adapter-rules").inputs["data"]
+    rules = {r["name"]["as"]: r for r in yaml.safe_load(config["config.yaml"])["externalRules"]}
     rule = rules["vllm_num_requests_waiting"]
     assert rule["metricsQuery"].startswith("sum(<<.Series>>{<<.LabelMatchers>>,")
     assert 'namespace=~"llm"' in rule["seriesQuery"]

@@ -97,7 +97,23 @@ def check(config: AddonsConfig, base: str) -> list[Problem]:
             )
         elif settings.enabled:
             found += _unmet_needs(entry, entry.release(settings), config, base)
+            found += _admits_problems(entry, settings, base)
     return found
+
+
+def _admits_problems(entry: Addon[Any], settings: AddonSettings, base: str) -> list[Problem]:
+    """An add-on's webhooks may not intercept kube-system or the add-on's own namespace: with `failurePolicy: Fail`
+    its own controller (or the cluster's system pods) could not be created while it is down."""
+    own = entry.release(settings).namespace
+    return [
+        Problem(
+            f"{base}.{entry.key}.namespaces",
+            f"{ns!r} cannot be managed by the {entry.title}: its webhooks would admit the pods that serve them "
+            f"(allowed: the namespaces of your workloads, not kube-system or {own})",
+        )
+        for ns in entry.admits(settings)
+        if ns in ("kube-system", own)
+    ]
 
 
 def _unmet_needs(entry: Addon[Any], release: Any, config: AddonsConfig, base: str) -> list[Problem]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -20,7 +20,8 @@ from stacks.config_model import CamelModel
 from stacks.versions import ChartVersion, ManifestVersion
 
 R = TypeVar("R", ChartVersion, ManifestVersion)
-ValuesBuilder = Callable[[ChartVersion, dict[str, Any]], dict[str, Any]]
+# (the pinned chart release, the add-on's validated settings) -> Helm values, the user's `values` merged last
+ValuesBuilder = Callable[[ChartVersion, "AddonSettings"], dict[str, Any]]
 
 
 class AddonSettings(CamelModel):
@@ -36,6 +37,12 @@ class ChartAddonConfig(AddonSettings):
     values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
 
 
+def user_values(settings: AddonSettings) -> dict[str, Any]:
+    """The Helm values a user set for a chart add-on (merged over the stack's own)."""
+    values: dict[str, Any] = getattr(settings, "values", {})
+    return values
+
+
 class OptionalChartAddonConfig(ChartAddonConfig):
     enabled: bool = Field(False, description="Install it (off by default).")
 
@@ -47,8 +54,10 @@ class CrdPolicy(enum.Enum):
     # skips crds/), so a version change updates them in place; Helm never upgrades crds/ (helm.sh docs,
     # "Custom Resource Definitions").
     STACK = "applied by the stack before the release"
-    # The chart templates them: its install creates them, and the stack adopts them right after (keep annotation).
-    ADOPTED = "created by the chart's templates, then adopted by the stack"
+    # The chart templates them: the stack applies the files at the release tag first, with Helm's ownership
+    # metadata for the release, so Helm adopts them (on install, and on a revert from a version that ships them
+    # under crds/, whose CRDs the stack applied) instead of refusing an object it does not own.
+    ADOPTED = "applied by the stack as the release's, then adopted by the chart's templates"
     # Helm's, with the release (the chart's crds/ or templates): only for a chart with one supported version, since
     # Helm never upgrades crds/ and deletes a templated CRD that leaves the templates (a test checks).
     HELM = "managed by Helm with the release"
@@ -58,6 +67,10 @@ class CrdPolicy(enum.Enum):
 
 def _no_needs(release: Any) -> Mapping[str, str]:
     return {}
+
+
+def _admits_nothing(settings: Any) -> Sequence[str]:
+    return ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +89,10 @@ class Addon(Generic[R]):
     # Other add-ons this one needs at a release: add-on key -> minimum version. Needed add-ons come earlier in
     # the registry, so they are registered first and depended on.
     needs: Callable[[R], Mapping[str, str]] = field(default=_no_needs)
+    # The namespaces whose objects its admission webhooks (failurePolicy Fail) intercept, from its settings: the
+    # stack creates each of its namespaces among them only after the add-on's release is ready (components/addons.py
+    # `Addons.admission`), so no object there races the webhook. Never kube-system or its own namespace.
+    admits: Callable[[Any], Sequence[str]] = field(default=_admits_nothing)
 
     @property
     def resource_name(self) -> str:
@@ -93,7 +110,7 @@ class Addon(Generic[R]):
     def chart_values(self, release: ChartVersion, settings: AddonSettings) -> dict[str, Any]:
         if self.values is None:
             raise ValueError(f"add-on {self.key!r} is a chart without a values builder")
-        return self.values(release, getattr(settings, "values", {}))
+        return self.values(release, settings)
 
     def summary(self, release: R) -> dict[str, str]:
         """Its entry in the stack's `addons` output: what is installed, from where."""

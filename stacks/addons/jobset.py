@@ -6,15 +6,15 @@ from typing import Any
 
 from stacks import versions
 from stacks.addon_values import deep_merge, image_values
-from stacks.addons.addon import Addon, ChartAddonConfig
+from stacks.addons.addon import Addon, AddonSettings, ChartAddonConfig, user_values
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import RESTRICTED
 
 
-def jobset_values(chart: versions.ChartVersion, user: dict[str, Any]) -> dict[str, Any]:
+def jobset_values(chart: versions.ChartVersion, settings: AddonSettings) -> dict[str, Any]:
     # keys of charts/jobset/values.yaml: image.*, controller.nodeSelector
     ours = {"image": image_values(chart), "controller": {"nodeSelector": dict(SYSTEM_POOL_SELECTOR)}}
-    return deep_merge(ours, user)
+    return deep_merge(ours, user_values(settings))
 
 
 ADDON = Addon(

@@ -6,12 +6,12 @@ from typing import Any
 
 from stacks import versions
 from stacks.addon_values import deep_merge, image_values
-from stacks.addons.addon import Addon, ChartAddonConfig
+from stacks.addons.addon import Addon, AddonSettings, ChartAddonConfig, user_values
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import RESTRICTED
 
 
-def lws_values(chart: versions.ChartVersion, user: dict[str, Any]) -> dict[str, Any]:
+def lws_values(chart: versions.ChartVersion, settings: AddonSettings) -> dict[str, Any]:
     # keys of charts/lws/values.yaml: image.manager.*, nodeSelector, podSecurityContext (whose default is
     # {runAsNonRoot: true}: the seccomp profile makes the pod pass Pod Security `restricted`)
     ours = {
@@ -19,7 +19,7 @@ def lws_values(chart: versions.ChartVersion, user: dict[str, Any]) -> dict[str, 
         "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
         "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
     }
-    return deep_merge(ours, user)
+    return deep_merge(ours, user_values(settings))
 
 
 ADDON = Addon(

@@ -102,6 +102,8 @@ class MetricsAdapter:
     metric_spec: Callable[[HpaMetric, dict[str, Any], str, str, Mapping[str, str] | None], dict[str, Any]]
     build: Callable[[AdapterContext], AdapterBuild]  # pure: what the stack registers for it
     namespace: str = ADAPTER_NAMESPACE
+    # whether it reads a metric from its fallback series when the image exports that instead (HpaMetric.fallback)
+    fallbacks: bool = False
 
     def serves(self, metric: HpaMetric) -> bool:
         return metric.origin in self.origins and (self.ratios or metric.denominator is None)
@@ -129,3 +131,74 @@ def subject(name: str, namespace: str) -> dict[str, str]:
 
 def role_ref(kind: str, name: str) -> dict[str, str]:
     return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
+
+
+# ---- what every adapter registers the same way ------------------------------------------------------------------
+#
+# The adapters register the same cluster-scoped objects (the APIService `v1beta1.external.metrics.k8s.io`, the HPA
+# controller's reader role): each is a stack resource under the same key in every adapter's build, so switching
+# `monitoring.adapter` updates it in place (same URN) instead of deleting one owner's object while the other
+# creates it (which Helm refuses to adopt, or the API server answers AlreadyExists).
+
+# external.metrics.k8s.io serves one resource per metric name, so the HPA controller's role names them all
+# (upstream adapter_new_resource_model.yaml); the group holds no Secrets.
+EXTERNAL_METRICS_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    ("CKV_K8S_49", "external.metrics.k8s.io resources are metric names; the upstream role lists them all"),
+    ("CKV2_K8S_5", "the wildcard is limited to the external.metrics.k8s.io group, which holds no Secrets"),
+)
+
+
+def api_service_key(group: str, version: str) -> str:
+    """The part key (so the resource name) of the APIService of `version`.`group`, the same in every adapter."""
+    return f"apiservice-{group.split('.')[0]}-{version}"
+
+
+def api_service(group: str, version: str, priority: int, service: str, namespace: str, after: tuple[str, ...]) -> Part:
+    """A metrics APIService served by `service` (port 443) in `namespace`, registered once it serves (`after`), so
+    discovery does not break meanwhile."""
+    return Part(
+        api_service_key(group, version),
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": meta(f"{version}.{group}"),
+            "spec": {
+                "group": group,
+                "version": version,
+                "groupPriorityMinimum": 100,
+                "versionPriority": priority,
+                # as upstream (both adapters): the adapter serves a self-signed certificate
+                "insecureSkipTLSVerify": True,
+                "service": {"name": service, "namespace": namespace},
+            },
+        },
+        after=after,
+        serves_api=True,
+    )
+
+
+def external_metrics_reader() -> list[Part]:
+    """The HPA controller reads external.metrics.k8s.io (upstream adapter_new_resource_model.yaml; the
+    prometheus-adapter chart's external-metrics-cluster-role(-binding-hpa).yaml grant the same)."""
+    return [
+        Part(
+            "external-metrics-reader",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
+                "rules": [{"apiGroups": [EXTERNAL_METRICS_API], "resources": ["*"], "verbs": ["list", "get", "watch"]}],
+            },
+        ),
+        Part(
+            "external-metrics-reader-binding",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
+                "roleRef": role_ref("ClusterRole", "external-metrics-reader"),
+                "subjects": [subject("horizontal-pod-autoscaler", "kube-system")],
+            },
+            after=("external-metrics-reader",),
+        ),
+    ]

@@ -9,6 +9,8 @@ sums (see stacks/metrics.py for why an External metric must return the load of a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +27,8 @@ from stacks.metrics_adapters.entry import (
     Grant,
     MetricsAdapter,
     Part,
+    api_service,
+    external_metrics_reader,
     meta,
 )
 from stacks.versions import IMAGES, ChartVersion
@@ -87,6 +91,9 @@ def rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str
         where = f'cluster="{cluster}",namespace=~"{ns}"'
         resources: dict[str, Any] = {"template": "<<.Resource>>"}
         query = f"sum(<<.Series>>{{<<.LabelMatchers>>,{where}}})"
+        if metric.fallback is not None:
+            # its series, or its fallback's where the image exports that instead (stacks/metrics.py HpaMetric.read)
+            query = f"sum({metric.read(f'<<.LabelMatchers>>,{where}')})"
     else:
         # device plugin series live in kube-system: the workload's namespace is exported_namespace
         where = f'cluster="{cluster}",exported_namespace=~"{ns}"'
@@ -98,8 +105,11 @@ def rule(metric: HpaMetric, cluster: str, namespaces: Iterable[str]) -> dict[str
             # one replica per node (single-host pools): sum over nodes of used/total = sum of replica fractions
             total = f"{metric.denominator}{{<<.LabelMatchers>>,{where}}}"
             query = f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
+    # a rule with a fallback lists both series (its discovery query selects either)
+    names = metric.all_series
+    series = f"{names[0]}{{{where}}}" if len(names) == 1 else f'{{__name__=~"{"|".join(names)}",{where}}}'
     return {
-        "seriesQuery": f"{metric.series}{{{where}}}",
+        "seriesQuery": series,
         "resources": resources,
         "name": {"matches": "", "as": metric.adapter_name or metric.name},
         "metricsQuery": query,
@@ -122,15 +132,40 @@ def vllm_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
     return [rule(m, cluster, names) for m in metrics.VLLM_HPA_METRICS.values()]
 
 
-def values(chart: ChartVersion, prometheus_url: str, external: list[dict[str, Any]]) -> dict[str, Any]:
-    # keys of prometheus-adapter 5.3.0 values.yaml: image.*, nodeSelector, prometheus.{url,port}, rules.*
+# The adapter's Service: chart 5.3.0 names it fullname (fullnameOverride pins it) on `service.port: 443`.
+RELEASE = "prometheus-adapter"
+# The ConfigMap of the rules the stack registers (the chart's `rules.existing`).
+RULES_CONFIGMAP = "prometheus-adapter-rules"
+# prometheus-adapter chart 5.3.0 values.yaml has `resources: {}`: without requests the pod serving every HPA metric
+# would be BestEffort, the first evicted under node pressure. Like the GMP frontend it proxies queries.
+RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+
+
+def rules_config(external: list[dict[str, Any]]) -> str:
+    """The adapter's config.yaml, as chart 5.3.0 templates/configmap.yaml writes it for external rules only; written
+    as JSON, which YAML 1.2 includes (the adapter parses the file as YAML)."""
+    return json.dumps({"externalRules": external}, indent=2)
+
+
+def values(chart: ChartVersion, prometheus_url: str, config: str) -> dict[str, Any]:
+    # keys of prometheus-adapter 5.3.0 values.yaml: image.*, fullnameOverride, nodeSelector, resources,
+    # podAnnotations, prometheus.{url,port}, rules.*
     return {
         "image": image_values(chart),
+        "fullnameOverride": RELEASE,
         "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+        "resources": RESOURCES,
+        # the config is the stack's ConfigMap, so the chart's checksum/config annotation no longer follows it: a
+        # rules change rolls the pod through this one (the adapter reads its config at start only)
+        "podAnnotations": {"tpu-serving/rules-sha256": hashlib.sha256(config.encode()).hexdigest()},
         "prometheus": {"url": prometheus_url, "port": 9090},
-        # no default or custom rules: the chart then serves external.metrics.k8s.io only (chart 5.3.0 README,
-        # "Custom Metrics" / "External Metrics")
-        "rules": {"default": False, "custom": [], "external": external},
+        # `rules.existing` names the stack's ConfigMap, and no rule list is set: the chart then renders neither its
+        # ConfigMap nor, gated on `rules.external` / `rules.default or rules.custom`, any APIService or the HPA's
+        # external-metrics role (chart 5.3.0 templates/configmap.yaml, external-metrics-apiservice.yaml,
+        # custom-metrics-apiservice.yaml, external-metrics-cluster-role*.yaml). The stack registers those itself
+        # under the same resources as every adapter (stacks/metrics_adapters/entry.py), so switching adapters
+        # never hands the APIService from Helm to the stack or back.
+        "rules": {"default": False, "custom": [], "external": [], "existing": RULES_CONFIGMAP},
     }
 
 
@@ -177,19 +212,29 @@ def build(ctx: AdapterContext) -> AdapterBuild:
     if ctx.vllm_namespaces:
         external += vllm_rules(ctx.cluster, ctx.vllm_namespaces)
     chart = ctx.chart(CHART)
-    release = Chart(chart, values(chart, f"http://{GMP_FRONTEND_SERVICE}.{ctx.namespace}.svc", external))
+    config = rules_config(external)
+    release = Chart(chart, values(chart, f"http://{GMP_FRONTEND_SERVICE}.{ctx.namespace}.svc", config))
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(RULES_CONFIGMAP, ctx.namespace),
+        "data": {"config.yaml": config},
+    }
     ksa = naming.stack_service_account(GMP_FRONTEND, ctx.identity_suffix)
     return AdapterBuild(
         grants=[Grant(GRANT, "roles/monitoring.viewer", ksa)],
         parts=[
             *_frontend(ctx),
-            # the chart registers the APIService itself
+            Part("prometheus-adapter-rules", configmap, after=(NAMESPACE,)),
             Part(
                 "prometheus-adapter",
                 release,
-                after=(NAMESPACE, "gmp-frontend-svc", "gmp-frontend", SYSTEM_POOL),
-                serves_api=True,
+                after=(NAMESPACE, "prometheus-adapter-rules", "gmp-frontend-svc", "gmp-frontend", SYSTEM_POOL),
             ),
+            # after the release: its Deployment serves (Helm waits for it), and a release of an earlier stack that
+            # still rendered the APIService has removed it by then
+            api_service(EXTERNAL_METRICS_API, "v1beta1", 100, RELEASE, ctx.namespace, after=("prometheus-adapter",)),
+            *external_metrics_reader(),
         ],
         chart_levels=(CHART_LEVEL,),
     )
@@ -212,6 +257,8 @@ ADAPTER = MetricsAdapter(
     apis=(EXTERNAL_METRICS_API,),
     origins=frozenset({"server", "tpu"}),
     ratios=True,
+    # its rules are PromQL: `<series> or (1 - <fallback>)` (HpaMetric.read)
+    fallbacks=True,
     api_port=PORT,
     metric_spec=metric_spec,
     build=build,

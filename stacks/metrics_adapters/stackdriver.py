@@ -19,6 +19,8 @@ from stacks.metrics_adapters.entry import (
     Grant,
     MetricsAdapter,
     Part,
+    api_service,
+    external_metrics_reader,
     meta,
     role_ref,
     subject,
@@ -37,12 +39,6 @@ SKIPS: tuple[scan_exceptions.Skip, ...] = (
     ("CKV_K8S_25", "NET_BIND_SERVICE: the adapter binds port 443 as in the upstream manifest"),
     ("CKV_K8S_38", "the adapter serves an aggregated API and reads pods and nodes: it needs its token"),
     ("CKV_K8S_8", "no liveness probe upstream (adapter_new_resource_model.yaml has a readiness probe only)"),
-)
-# external.metrics.k8s.io serves one resource per metric name, so the HPA controller's role names them all
-# (upstream adapter_new_resource_model.yaml); the group holds no Secrets.
-EXTERNAL_METRICS_SKIPS: tuple[scan_exceptions.Skip, ...] = (
-    ("CKV_K8S_49", "external.metrics.k8s.io resources are metric names; the upstream role lists them all"),
-    ("CKV2_K8S_5", "the wildcard is limited to the external.metrics.k8s.io group, which holds no Secrets"),
 )
 # GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/Dockerfile builds on
 # gcr.io/distroless/static with no USER (root), and the adapter serves its API on port 443 (upstream
@@ -177,54 +173,9 @@ def _server(ksa: str, ns: str) -> list[Part]:
 
 
 def _api_services(ns: str) -> list[Part]:
-    """The metrics APIs, registered only once something serves them, so discovery does not break meanwhile."""
     return [
-        Part(
-            f"apiservice-{group.split('.')[0]}-{version}",
-            {
-                "apiVersion": "apiregistration.k8s.io/v1",
-                "kind": "APIService",
-                "metadata": meta(f"{version}.{group}"),
-                "spec": {
-                    "group": group,
-                    "version": version,
-                    "groupPriorityMinimum": 100,
-                    "versionPriority": priority,
-                    # as upstream: the adapter serves a self-signed certificate
-                    "insecureSkipTLSVerify": True,
-                    "service": {"name": SERVICE_ACCOUNT, "namespace": ns},
-                },
-            },
-            after=("adapter-svc", "adapter"),
-            serves_api=True,
-        )
+        api_service(group, version, priority, SERVICE_ACCOUNT, ns, after=("adapter-svc", "adapter"))
         for group, version, priority in API_SERVICES
-    ]
-
-
-def _external_metrics_reader() -> list[Part]:
-    """The HPA controller reads external.metrics.k8s.io (upstream adapter_new_resource_model.yaml)."""
-    return [
-        Part(
-            "external-metrics-reader",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
-                "rules": [{"apiGroups": [EXTERNAL_METRICS_API], "resources": ["*"], "verbs": ["list", "get", "watch"]}],
-            },
-        ),
-        Part(
-            "external-metrics-reader-binding",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": meta("external-metrics-reader", skips=EXTERNAL_METRICS_SKIPS),
-                "roleRef": role_ref("ClusterRole", "external-metrics-reader"),
-                "subjects": [subject("horizontal-pod-autoscaler", "kube-system")],
-            },
-            after=("external-metrics-reader",),
-        ),
     ]
 
 
@@ -237,7 +188,7 @@ def build(ctx: AdapterContext) -> AdapterBuild:
     )
     return AdapterBuild(
         grants=[Grant(GRANT, "roles/monitoring.viewer", ksa)],
-        parts=[account, *_rbac(ksa, ns), *_server(ksa, ns), *_api_services(ns), *_external_metrics_reader()],
+        parts=[account, *_rbac(ksa, ns), *_server(ksa, ns), *_api_services(ns), *external_metrics_reader()],
     )
 
 

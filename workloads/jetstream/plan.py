@@ -21,7 +21,7 @@ from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.versions import IMAGES, Serves, image_gaps, image_record
+from stacks.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
@@ -203,6 +203,8 @@ def check(
         ref = plan.image(key)
         for gap in image_gaps(ref, needs):
             problems.append(Problem(f"{path}.images.{key}", f"{gap}: pin an image that does, or do not ask for it"))
+        for series, doubt in image_doubts(ref, needs).items():
+            warnings.append(f"{path}.images.{key}: {doubt}; {_reading(adapter, series)}")
         if image_record(ref) is None:
             warnings.append(
                 f"{path}.images.{key}: {ref} is not in the version matrix; the stack cannot check that it serves "
@@ -215,6 +217,21 @@ def check(
     if warning:
         warnings.append(warning)
     return plan
+
+
+def _reading(adapter: str, series: str) -> str:
+    """How the configured adapter and the dashboard read a metric whose series the image's sources dispute."""
+    metric = next(m for m in metrics.HPA_METRICS.values() if m.series == series)
+    entry = metrics_adapters.get(adapter)
+    if metric.fallback is None:
+        return "only a deploy can tell"
+    either = f"{metric.series} or else {metric.fallback.expression.format(metric.fallback.series)}"
+    if entry is not None and entry.fallbacks:
+        return f"{adapter} and the dashboard read {either}, so the HPA works either way"
+    return (
+        f"the dashboard reads {either}, but {adapter} reads {metric.series} only: if the image exports "
+        f"{metric.fallback.series}, this HPA metric has no value (prometheus-adapter reads either)"
+    )
 
 
 def _describe(needs: Serves) -> str:

@@ -34,6 +34,9 @@ RM_PORT = 29001  # PathwaysRMPort
 HEAD_JOB = "pathways-head"  # PathwaysHeadJobName
 WORKER_JOB = "worker"
 MAIN_CONTAINER = "main"  # ControllerSpec.MainContainerName default
+# The user's JAX client program requests this much, so its pod is never BestEffort (first evicted): the client
+# drives the Pathways workers over the network and needs little CPU (what a given program needs, only a run shows).
+MAIN_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
 # The head's containers carry limits only (so requests = limits): pathways-rm 8 CPU / 32e9 bytes,
 # pathways-proxy 16 CPU / 100e9 bytes (MakeResourceManagerContainer, MakeProxyContainer).
 HEAD_CPU = 8 + 16
@@ -259,7 +262,12 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
     resource manager and proxy as sidecars, host networking and the JAX environment."""
     job = plan.workload.job
     assert job is not None
-    container: dict[str, Any] = {"name": MAIN_CONTAINER, "image": job.image, "imagePullPolicy": "IfNotPresent"}
+    container: dict[str, Any] = {
+        "name": MAIN_CONTAINER,
+        "image": job.image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {"requests": dict(MAIN_REQUESTS)},
+    }
     if job.command is not None:
         container["command"] = list(job.command)
     if job.args is not None:
