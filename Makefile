@@ -25,7 +25,7 @@ crds: venv
 	$(PY) -m tooling.crds
 
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated.
 render: venv

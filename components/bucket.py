@@ -2,10 +2,15 @@
 
 Private by construction (uniform bucket-level access, public access prevention enforced), versioned with
 noncurrent versions expired, Pathways scratch expired, optionally encrypted with a customer-managed key (CMEK), and
-protected or torn down by the environment profile.
+protected or torn down by the environment profile. Its usage and storage logs go to a log bucket of its own
+(`<bucket>-logs`), private the same way, expiring them after `bucket.accessLogDays`, with the same profile.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -37,6 +42,12 @@ def lifecycle_rules(config: BucketConfig) -> list[gcp.storage.BucketLifecycleRul
     return rules
 
 
+# https://cloud.google.com/storage/docs/access-logs: Cloud Storage writes usage and storage logs as the group
+# cloud-storage-analytics@google.com, which needs roles/storage.objectCreator on the log bucket.
+ACCESS_LOG_WRITER = "group:cloud-storage-analytics@google.com"
+ACCESS_LOG_ROLE = "roles/storage.objectCreator"
+
+
 def key_access(name: str, key: str, project: str, parent: pulumi.Resource) -> gcp.kms.CryptoKeyIAMMember:
     """The project's Cloud Storage service agent may use `key` (a bucket's default CMEK): Cloud Storage encrypts
     and decrypts with it as that agent (https://cloud.google.com/storage/docs/encryption/using-customer-managed-keys:
@@ -54,10 +65,60 @@ def key_access(name: str, key: str, project: str, parent: pulumi.Resource) -> gc
     )
 
 
+@dataclass(frozen=True)
+class _Common:
+    """What the bucket and its log bucket share: place, the profile, the stack's labels and key."""
+
+    location: str
+    project: str
+    profile: Profile
+    force_destroy: bool
+    labels: dict[str, str]
+    key: str | None
+
+
+def _private_bucket(
+    resource: str,
+    name: str,
+    common: _Common,
+    parent: pulumi.Resource,
+    depends_on: Sequence[pulumi.Resource],
+    **extra: Any,
+) -> gcp.storage.Bucket:
+    """A bucket private by construction, with the profile's soft delete, teardown and protection."""
+    profile = common.profile
+    return gcp.storage.Bucket(
+        resource,
+        gcp.storage.BucketArgs(
+            name=name,
+            location=common.location.upper(),
+            project=common.project,
+            storage_class="STANDARD",
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
+                retention_duration_seconds=profile.bucket_soft_delete_seconds
+            ),
+            force_destroy=common.force_destroy,
+            labels=common.labels,
+            encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=common.key) if common.key else None,
+            **extra,
+        ),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=list(depends_on),
+            protect=profile.protect,
+            retain_on_delete=profile.retain_bucket,
+            delete_before_replace=True,
+        ),
+    )
+
+
 class Bucket(pulumi.ComponentResource):
     name: pulumi.Output[str]
     url: pulumi.Output[str]
     bucket: gcp.storage.Bucket
+    log_bucket: gcp.storage.Bucket
 
     def __init__(
         self,
@@ -76,31 +137,39 @@ class Bucket(pulumi.ComponentResource):
         key = config.kms_key_name
         # the bucket names the key only once the agent may use it (else writes fail until the grant lands)
         grant = [key_access(f"{name}-kms-encrypter", key, project, self)] if key else []
-        self.bucket = gcp.storage.Bucket(
+        common = _Common(location, project, profile, force_destroy, labels, key)
+        # The log bucket keeps the logs `accessLogDays`; it logs nothing itself (its writes are Cloud Storage's own).
+        self.log_bucket = _private_bucket(
+            f"{name}-logs",
+            naming.access_log_bucket_name(bucket_name),
+            common,
+            self,
+            grant,
+            versioning=gcp.storage.BucketVersioningArgs(enabled=False),
+            lifecycle_rules=[
+                gcp.storage.BucketLifecycleRuleArgs(
+                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=config.access_log_days),
+                )
+            ],
+        )
+        writer = gcp.storage.BucketIAMMember(
+            f"{name}-logs-writer",
+            gcp.storage.BucketIAMMemberArgs(
+                bucket=self.log_bucket.name, role=ACCESS_LOG_ROLE, member=ACCESS_LOG_WRITER
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.bucket = _private_bucket(
             f"{name}-gcs",
-            gcp.storage.BucketArgs(
-                name=bucket_name,
-                location=location.upper(),
-                project=project,
-                storage_class="STANDARD",
-                uniform_bucket_level_access=True,
-                public_access_prevention="enforced",
-                versioning=gcp.storage.BucketVersioningArgs(enabled=config.versioning),
-                lifecycle_rules=lifecycle_rules(config),
-                soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
-                    retention_duration_seconds=profile.bucket_soft_delete_seconds
-                ),
-                force_destroy=force_destroy,
-                labels=labels,
-                encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=key) if key else None,
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=grant,
-                protect=profile.protect,
-                retain_on_delete=profile.retain_bucket,
-                delete_before_replace=True,
-            ),
+            bucket_name,
+            common,
+            self,
+            [*grant, writer],
+            versioning=gcp.storage.BucketVersioningArgs(enabled=config.versioning),
+            lifecycle_rules=lifecycle_rules(config),
+            # usage (hourly) and storage (daily) logs, once their writer may write them
+            logging=gcp.storage.BucketLoggingArgs(log_bucket=self.log_bucket.name),
         )
         self.name = self.bucket.name
         self.url = self.bucket.url

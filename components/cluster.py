@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from stacks import cpu_machines, kms, naming
-from stacks.config_model import ClusterConfig
+from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
 from stacks.kubeconfig import gke_kubeconfig
 from stacks.pool_sizing import cluster_zones, system_pool_sizing
 from stacks.profiles import Profile
@@ -110,11 +110,24 @@ def holds_minor_and_node_upgrades(config: ClusterConfig, profile: Profile) -> bo
     return profile.hold_minor_and_node_upgrades if hold is None else hold
 
 
+def maintenance_window(config: ClusterConfig, profile: Profile) -> MaintenanceWindowConfig | None:
+    """The configured window; with the upgrade hold on and none configured, DEFAULT_MAINTENANCE_WINDOW."""
+    window = config.maintenance.window
+    if window is None and holds_minor_and_node_upgrades(config, profile):
+        return DEFAULT_MAINTENANCE_WINDOW
+    return window
+
+
 def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container.ClusterMaintenancePolicyArgs | None:
-    """The configured window, and the exclusion that keeps GKE from upgrading the minor version or any node pool
-    (a node upgrade recreates a multi-host slice whole) until an operator upgrades deliberately."""
+    """The window, and the exclusion that keeps GKE from upgrading the minor version or any node pool (a node
+    upgrade recreates a multi-host slice whole) until an operator upgrades deliberately. Sent only with a window:
+    the provider refuses a maintenance_policy without exactly one of daily_maintenance_window, recurring_window and
+    recurring_maintenance_window (each carries ExactlyOneOf over the three in
+    hashicorp/terraform-provider-google-beta google-beta/services/container/resource_container_cluster.go, v7.45.0
+    and the v8 line; pulumi-gcp 10.2.0 ClusterMaintenancePolicyArgs: "one of ... is required if a
+    `maintenance_policy` block is supplied"); a preview fails before any call to Google otherwise."""
     maintenance = config.maintenance
-    window = maintenance.window
+    window = maintenance_window(config, profile)
     exclusions = (
         [
             gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
@@ -128,15 +141,11 @@ def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container
         if holds_minor_and_node_upgrades(config, profile)
         else None
     )
-    if window is None and exclusions is None:
+    if window is None:  # no hold either (maintenance_window): GKE's default, no policy
         return None
     return gcp.container.ClusterMaintenancePolicyArgs(
-        recurring_window=(
-            gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
-                start_time=window.start, end_time=window.end, recurrence=window.recurrence
-            )
-            if window
-            else None
+        recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+            start_time=window.start, end_time=window.end, recurrence=window.recurrence
         ),
         maintenance_exclusions=exclusions,
     )

@@ -1,7 +1,8 @@
-"""The stack's GKE Inference Gateway: its namespace, the InferencePool CRD at the pinned version, and one Gateway.
+"""The stack's GKE Inference Gateway: its namespace and one Gateway, and per served workload its route.
 
 The objects are built by stacks/gateway.py; this component registers them in order: the Gateway waits for the
-cluster's system pool (GKE installs the Gateway API CRDs and GatewayClasses with the cluster) and for the
+cluster's system pool (GKE installs the Gateway API CRDs, its GatewayClasses and, from the version the config
+requires, the InferencePool CRD with the cluster: stacks/gke_managed.py; the stack applies none of them) and for the
 proxy-only subnet its regional load balancer takes proxy addresses from.
 """
 
@@ -18,7 +19,7 @@ from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import gateway, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
-from stacks.versions import INFERENCE_POOL_CRD, LLM_D_ROUTER
+from stacks.versions import LLM_D_ROUTER
 
 # Cloud Armor: at most 10 source IP ranges per rule (basic match condition, srcIpRanges),
 # https://cloud.google.com/armor/docs/security-policy-overview#match_conditions ; the default rule has the lowest
@@ -29,8 +30,6 @@ DEFAULT_RULE_PRIORITY = 2147483647
 
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource
-    inference_pool_crd: k8s.yaml.v2.ConfigFile
-    """What an InferencePool must depend on."""
 
     def __init__(
         self,
@@ -74,11 +73,6 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec=policy["spec"],
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
-        # The InferencePool CRD (inference.networking.k8s.io/v1) at the matrix's pinned release, applied
-        # server-side from its upstream file (stacks/versions.py CRDS, sha256 recorded for `make crds`).
-        self.inference_pool_crd = k8s.yaml.v2.ConfigFile(
-            f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD.url, opts=child
-        )
         manifest = gateway.gateway_manifest(exposure, route_namespaces)
         self.gateway = register_manifest(
             f"{name}-gateway",
@@ -142,10 +136,9 @@ class InferenceGateway(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{prefix}-router",
             release_args(chart, gateway.router_values(backend, self._system_selector), create_namespace=False),
-            # the InferencePool CRD first; GKE's HealthCheckPolicy/GCPBackendPolicy CRDs come with the Gateway API
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[namespace, self.inference_pool_crd, *self._after])
-            ),
+            # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
+            # GKE's, installed with the control plane (stacks/gke_managed.py)
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),
         )
         route = gateway.http_route_manifest(backend)
         register_manifest(

@@ -59,6 +59,19 @@ def upgrade_settings(plan: PoolPlan) -> gcp.container.NodePoolUpgradeSettingsArg
     return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
 
 
+# What GKE stores for a pool placed by a workload policy differs from what the stack sends, and the sources do not
+# settle it. The provider flattens placement_policy.{type,tpu_topology} from GKE's answer verbatim, with no diff
+# suppression (hashicorp/terraform-provider-google-beta v7.45.0 google-beta/services/container/
+# resource_container_node_pool.go: schema "placement_policy", flattenNodePool). cluster-toolkit@v1.95.0 sends
+# type COMPACT with the policy's name (modules/compute/resource-policy/outputs.tf); vllm-project/ci-infra#547 saw GKE
+# store such a pool with policyName and tpuTopology but no type. So both fields are left to GKE after creation:
+# neither is ForceNew there (only the block's presence and policy_name are), nodePoolUpdate never sends them, and
+# the placement itself, the policy's name (which carries the topology, naming.workload_policy_name), still replaces
+# the pool when it changes. The bridge drops the ignored attributes from the provider's diff
+# (pulumi/pulumi-terraform-bridge pkg/tfshim/sdk-v2/instance_diff.go processIgnoreChanges).
+WORKLOAD_POLICY_DRIFT = ("placementPolicy.type", "placementPolicy.tpuTopology")
+
+
 def ignored_changes(plan: PoolPlan, autoscaled: bool) -> list[str]:
     """Fields GKE owns after creation, so a preview never proposes to change them back."""
     out = []
@@ -66,6 +79,8 @@ def ignored_changes(plan: PoolPlan, autoscaled: bool) -> list[str]:
         out.append("initialNodeCount")  # create-only; the autoscaler owns the size afterwards
     if gke_sets_upgrade_strategy(plan):
         out.append("upgradeSettings")  # GKE reports SHORT_LIVED, which we do not send
+    if plan.shape.uses_workload_policy:  # placed by a workload policy (placement_args)
+        out.extend(WORKLOAD_POLICY_DRIFT)
     return out
 
 
@@ -213,6 +228,10 @@ class TpuSlicePool(pulumi.ComponentResource):
                     protect=protect,
                     delete_before_replace=True,
                     ignore_changes=ignored_changes(plan, size.autoscaled) or None,
+                    # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
+                    # its name would resize the slice and keep its old placement (google-beta v7.45.0
+                    # resource_container_node_pool.go reads placement_policy only on create)
+                    replace_on_changes=["placementPolicy"],
                 ),
             )
             for index, resource_name in enumerate(own)

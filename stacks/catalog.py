@@ -66,10 +66,17 @@ class Generation:
     multi_host_machine_type: str
     multi_host_chips_per_vm: int
     multi_host_topologies: tuple[str, ...]
-    # TensorCores per chip (facts file, per generation). vLLM's TPU backend counts one device per core on every
-    # generation but v5e/v6e (tpu-inference@v0.27.0:tpu_inference/tpu_info.py get_num_cores_per_chip), so it
-    # sets --tensor-parallel-size = chips x cores.
+    # TensorCores per chip (facts file, per generation).
     cores_per_chip: int
+    # Megacore: JAX presents the chip's TensorCores as one device (v4, v5p), so a chip is one device; otherwise
+    # each TensorCore is a device (TPU7x: 2 per chip). JAX's chip table, jax.experimental.pallas.tpu.ChipVersion
+    # (https://docs.jax.dev/en/latest/_autosummary/jax.experimental.pallas.tpu.ChipVersion.html: "Megacore
+    # support" Yes for v4 and v5p only; jax-ml/jax discussion #36155: "On TPU v4, a JAX logical device is normally
+    # configured as a Megacore containing two physical TensorCores"). tpu-inference@v0.27.0's
+    # tpu_info.get_num_cores_per_chip answers 2 for v4/v5p too, but it counts physical cores (chips to hand each
+    # data-parallel rank), not the jax.devices() a tensor-parallel mesh is cut from (tpu_inference/worker/
+    # tpu_worker.py: self.devices = jax.devices()[:total_devices]).
+    megacore: bool
     # vLLM TPU (tpu-inference@v0.27.0 README "Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p").
     vllm_support: str
     placement: str  # COMPACT_TOPOLOGY or WORKLOAD_POLICY, for multi-host slices
@@ -78,6 +85,11 @@ class Generation:
     boot_disk_type: str | None = None  # None: GKE's default boot disk type for the machine type
     # machine type -> (vCPUs, memory in GB) of one VM, as the TPU docs list them
     host_resources: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def devices_per_chip(self) -> int:
+        """JAX devices per chip: one on a megacore chip, else one per TensorCore."""
+        return 1 if self.megacore else self.cores_per_chip
 
 
 @dataclass(frozen=True)
@@ -114,8 +126,8 @@ class SliceShape:
 
     @property
     def devices(self) -> int:
-        """Accelerator devices of one slice as vLLM's TPU backend counts them (its tensor-parallel size)."""
-        return self.chips * self.generation.cores_per_chip
+        """JAX devices of one slice (`len(jax.devices())` across its hosts): vLLM's tensor-parallel size."""
+        return self.chips * self.generation.devices_per_chip
 
     @property
     def hbm_bytes(self) -> int:
@@ -153,6 +165,7 @@ GENERATIONS: dict[str, Generation] = {
         Generation(
             name="v4",
             cores_per_chip=2,
+            megacore=True,
             vllm_support="experimental",
             accelerator="tpu-v4-podslice",  # R1, R2
             hbm_bytes_per_chip=32 * GIB,  # S5
@@ -183,6 +196,7 @@ GENERATIONS: dict[str, Generation] = {
         Generation(
             name="v5e",
             cores_per_chip=1,
+            megacore=False,
             vllm_support="recommended",
             accelerator="tpu-v5-lite-podslice",  # R1, R2, R3
             hbm_bytes_per_chip=16 * GB,  # S3
@@ -206,6 +220,7 @@ GENERATIONS: dict[str, Generation] = {
         Generation(
             name="v5p",
             cores_per_chip=2,
+            megacore=True,
             vllm_support="experimental",
             accelerator="tpu-v5p-slice",  # R1, R2
             hbm_bytes_per_chip=95 * GIB,  # S4
@@ -235,6 +250,7 @@ GENERATIONS: dict[str, Generation] = {
         Generation(
             name="v6e",
             cores_per_chip=1,
+            megacore=False,
             vllm_support="recommended",
             accelerator="tpu-v6e-slice",  # R1, R2, R3
             hbm_bytes_per_chip=32 * GB,  # S2
@@ -270,6 +286,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,  # S7: "Each Ironwood (TPU7x) VM contains four chips"
             multi_host_topologies=_cube_topologies(max_cubes=144),  # R1 generate_tpu_topologies(max_cubes=144)
             cores_per_chip=2,  # S6: 2 TensorCores per chip
+            megacore=False,  # ChipVersion TPU_7X: no megacore, each TensorCore is a JAX device
             vllm_support="recommended",
             placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit
             list_price=None,

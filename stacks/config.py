@@ -25,12 +25,15 @@ from stacks import (
     catalog,
     compute_class,
     gateway,
+    gke_managed,
     kms,
     local_ports,
+    metrics_adapters,
     naming,
     network_policy,
     pod_security,
     pool_sizing,
+    storage_locations,
     versions,
 )
 from stacks.addons import AddonsConfig
@@ -82,8 +85,6 @@ NETWORK_REF_RE = re.compile(
     r"(projects/[a-z][-a-z0-9.:]*/(global|regions/[a-z0-9-]+)/(networks|subnetworks)/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 )
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
-# Cloud Storage locations: a region (us-east5), dual-region (NAM4) or multi-region (US, EU, ASIA).
-BUCKET_LOCATION_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*")
 # GKE: a cluster has at most 15,000 nodes (https://cloud.google.com/kubernetes-engine/quotas); no count here is more.
 MAX_NODES = 15000
 
@@ -448,13 +449,7 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
         # SubnetworkSecondaryRange.rangeName: RFC 1035, 1-63 characters, unique within the subnetwork
         # (https://cloud.google.com/compute/docs/reference/rest/v1/subnetworks)
         _check_name(f"{npath}.{key}", range_name, naming.COMPUTE_NAME_MAX, "secondary range name", problems)
-    if network.pods_range_name == network.services_range_name:
-        problems.append(
-            Problem(
-                f"{npath}.servicesRangeName",
-                f"{network.services_range_name!r} is also podsRangeName; a subnet's secondary ranges need distinct names",
-            )
-        )
+    _check_range_names_distinct(npath, network, problems)
     for key, given in (("network", network.network), ("subnetwork", network.subnetwork)):
         if given is not None and not NETWORK_REF_RE.fullmatch(given):
             problems.append(
@@ -466,7 +461,7 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
             )
     if network.create:
         ranges = {
-            key: _check_cidr(f"{npath}.{key}", getattr(network, attr), problems)
+            key: _check_subnet_range(f"{npath}.{key}", getattr(network, attr), problems)
             for key, attr in (("nodesCidr", "nodes_cidr"), ("podsCidr", "pods_cidr"), ("servicesCidr", "services_cidr"))
         }
         parsed = [(k, r) for k, r in ranges.items() if r is not None]
@@ -487,6 +482,62 @@ def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
                     "images)",
                 )
             )
+
+
+def _check_range_names_distinct(npath: str, network: NetworkConfig, problems: list[Problem]) -> None:
+    """The Pods and Services secondary ranges have distinct names (unique within the subnetwork); the problem is
+    reported at the key the user set (the other one may be its default)."""
+    if network.pods_range_name != network.services_range_name:
+        return
+    given = network.model_fields_set
+    key, other = (
+        ("podsRangeName", "servicesRangeName")
+        if "pods_range_name" in given and "services_range_name" not in given
+        else ("servicesRangeName", "podsRangeName")
+    )
+    default = "" if {"pods_range_name", "services_range_name"} <= given else " (its default)"
+    problems.append(
+        Problem(
+            f"{npath}.{key}",
+            f"{network.pods_range_name!r} is also {other}{default}; a subnet's secondary ranges need distinct names",
+        )
+    )
+
+
+# The ranges of the subnet the stack creates (primary: nodes; secondary: Pods, Services). Compute Engine's smallest
+# subnet IPv4 range, primary or secondary, is a /29 (https://cloud.google.com/vpc/docs/subnets#valid-ranges); GKE
+# gives every node a /24 of the Pod range at the default 110 Pods per node
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr), so a Pod range below /24 holds no node.
+# No range is larger than the largest private block, 10.0.0.0/8 (RFC 1918): the stack's own bound.
+SUBNET_PREFIX_MAX = {"nodesCidr": 29, "podsCidr": 24, "servicesCidr": 29}
+SUBNET_PREFIX_WHY = {
+    "nodesCidr": "Compute Engine's smallest subnet range is a /29",
+    "podsCidr": "GKE gives each node a /24 of the Pod range",
+    "servicesCidr": "Compute Engine's smallest subnet range is a /29",
+}
+SUBNET_PREFIX_MIN = 8
+
+
+def _check_subnet_range(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:
+    """A range of the created subnet: a network written with its prefix length, of a size a subnet range can
+    have. A bare address (10.0.0.0) would be read as a single address (/32)."""
+    key = path.rsplit(".", 1)[-1]
+    if "/" not in value:
+        problems.append(
+            Problem(path, f"{value!r} has no prefix length: write the range as <address>/<length>, e.g. 10.0.0.0/20")
+        )
+        return None
+    network = _check_cidr(path, value, problems)
+    if network is not None and not SUBNET_PREFIX_MIN <= network.prefixlen <= SUBNET_PREFIX_MAX[key]:
+        problems.append(
+            Problem(
+                path,
+                f"{value!r} is a /{network.prefixlen}; allowed: /{SUBNET_PREFIX_MIN} to /{SUBNET_PREFIX_MAX[key]} "
+                f"({SUBNET_PREFIX_WHY[key]}; at most the size of 10.0.0.0/8)",
+            )
+        )
+        return None
+    return network
 
 
 # A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
@@ -538,6 +589,30 @@ def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: lis
                 )
     if gateway.enabled:
         _check_proxy_subnet(gateway, network, problems)
+
+
+def _check_gateway_version(cluster: ClusterConfig, problems: list[Problem]) -> None:
+    """The gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py) and the
+    stack therefore never applies: the control plane must be at least the version GKE installs it from."""
+    need = gke_managed.required_version(
+        cluster.min_master_version,
+        gke_managed.CRD,
+        gke_managed.INFERENCE_POOL_CRD,
+        gke_managed.stack_settings(gateway_api=True),
+    )
+    if need is None:
+        return
+    given = "unset (the release channel's default version, unknown before the cluster exists)"
+    if cluster.min_master_version:
+        given = f"{cluster.min_master_version!r}"
+    problems.append(
+        Problem(
+            f"{NS}:cluster.minMasterVersion",
+            f"{given} with gateway.enabled: set it to {need} or later, a version the {cluster.release_channel} "
+            f"channel offers; GKE installs the InferencePool CRD ({gke_managed.INFERENCE_POOL_CRD}) from {need} "
+            "and the stack never applies a CRD GKE manages",
+        )
+    )
 
 
 def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
@@ -899,7 +974,7 @@ def _check_generation(
 
 
 PREEXISTING_NAMESPACES = {"default"}
-FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", network_policy.GMP_NAMESPACE, "gmp-public"}
+FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 
 
@@ -948,6 +1023,7 @@ def _check_workload_keys(
         problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
     else:
         _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
+        _check_not_a_stack_namespace(path, workload, namespace, problems)
     if workload.pool not in all_pool_names and pools_complete:
         available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
         problems.append(
@@ -959,6 +1035,37 @@ def _check_workload_keys(
             Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
         )
     return namespace
+
+
+def stack_namespaces() -> dict[str, list[str]]:
+    """The namespaces the stack creates for itself, with what each is for: every add-on release's (a chart's
+    namespace is the stack's, with its NetworkPolicies; a manifest brings its own), every metrics adapter's (with
+    its NetworkPolicies) and the inference gateway's. Read from the registries when called, so an entry added later
+    is covered; reserved whether or not the config enables it (enabling it later must not collide)."""
+    owners: dict[str, list[str]] = {}
+    for entry in addon_registry.ADDONS:
+        for release in entry.releases.values():
+            owners.setdefault(release.namespace, []).append(f"the {entry.title} add-on")
+    for adapter in metrics_adapters.ADAPTERS.values():
+        owners.setdefault(adapter.namespace, []).append(f"the metrics adapter {adapter.name}")
+    owners.setdefault(gateway.GATEWAY_NAMESPACE, []).append("the inference gateway")
+    return {ns: sorted(set(whose)) for ns, whose in owners.items()}
+
+
+def _check_not_a_stack_namespace(path: str, workload: Any, namespace: str, problems: list[Problem]) -> None:
+    """A workload's namespace is one the stack creates for the workload (its Namespace and NetworkPolicies): it
+    cannot be one the stack already creates for an add-on, an adapter or the gateway (two resources would manage
+    one Namespace and one NetworkPolicy)."""
+    reserved = stack_namespaces()
+    if namespace in reserved:
+        key, default = ("namespace", "") if workload.namespace else ("name", " (the default namespace)")
+        problems.append(
+            Problem(
+                f"{path}.{key}",
+                f"{namespace!r}{default} is the namespace the stack creates for {' and '.join(reserved[namespace])}; "
+                f"a workload needs a namespace of its own, not one of {', '.join(sorted(reserved))}",
+            )
+        )
 
 
 def _check_workloads(
@@ -1199,6 +1306,8 @@ def _check_cluster_section(
     _check_cluster(cluster, problems)
     if sections.gateway is not None:
         _check_gateway(sections.gateway, cluster.network, problems)
+        if sections.gateway.enabled:
+            _check_gateway_version(cluster, problems)
     _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
     _check_system_pool(cluster, problems)
     if not region:
@@ -1249,11 +1358,23 @@ def _check_bucket_section(
         _check_key(
             f"{NS}:bucket.kmsKeyName", bucket.kms_key_name, bucket.location or region, "the bucket's location", problems
         )
-    if bucket is not None and bucket.location is not None and not BUCKET_LOCATION_RE.fullmatch(bucket.location):
-        problems.append(
-            Problem(f"{NS}:bucket.location", f"{bucket.location!r} is not a bucket location, e.g. us-east5, US, NAM4")
-        )
+    if bucket is not None:
+        _check_bucket_location(bucket, problems)
     return bucket_name
+
+
+def _check_bucket_location(bucket: BucketConfig, problems: list[Problem]) -> None:
+    """A location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
+    if bucket.location is not None and not storage_locations.is_location(bucket.location):
+        s = storage_locations
+        problems.append(
+            Problem(
+                f"{NS}:bucket.location",
+                f"{bucket.location!r} is not a Cloud Storage location; allowed: one of its {len(s.REGIONS)} regions "
+                f"(e.g. us-east5, europe-west4; all at {s.SOURCE}), a dual-region ({', '.join(s.DUAL_REGIONS)}) or "
+                f"a multi-region ({', '.join(s.MULTI_REGIONS)})",
+            )
+        )
 
 
 def _check_pools(sections: _Sections, region: str | None, problems: list[Problem]) -> list[PoolPlan]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from stacks import catalog, metrics, metrics_adapters
+from stacks import catalog, gke_managed, metrics, metrics_adapters
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -78,11 +78,22 @@ class MaintenanceWindowConfig(CamelModel):
     )
 
 
+# The window a cluster gets when it holds upgrades and none is configured: the provider sends a maintenance policy
+# only with exactly one window (components/cluster.py maintenance_policy). Weekly, Saturday and Sunday 03:00-11:00
+# UTC: 16 hours a week in 8-hour windows.
+DEFAULT_MAINTENANCE_WINDOW = MaintenanceWindowConfig(
+    start="2025-01-04T03:00:00Z", end="2025-01-04T11:00:00Z", recurrence="FREQ=WEEKLY;BYDAY=SA,SU"
+)
+
+
 class MaintenanceConfig(CamelModel):
     """When GKE may upgrade the cluster by itself, and what it must leave alone until an operator upgrades."""
 
     window: MaintenanceWindowConfig | None = Field(
-        None, description="When automatic upgrades may start; default: any time (GKE's default)."
+        None,
+        description="When automatic upgrades may start; default: any time (GKE's default), or with "
+        "holdMinorAndNodeUpgrades on, Saturday and Sunday 03:00-11:00 UTC every week (a maintenance policy needs a "
+        "window).",
     )
     hold_minor_and_node_upgrades: bool | None = Field(
         None,
@@ -102,7 +113,9 @@ class ClusterConfig(CamelModel):
         "REGULAR", description="GKE release channel."
     )
     min_master_version: str | None = Field(
-        None, description="Minimum control plane version; must not be below what the TPU pools need."
+        None,
+        description="Minimum control plane version; must not be below what the TPU pools need, and with "
+        f"gateway.enabled at least {gke_managed.INFERENCE_POOL_SINCE} (GKE installs the InferencePool CRD from there).",
     )
     system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
     private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")
@@ -149,6 +162,13 @@ class BucketConfig(CamelModel):
     noncurrent_version_days: int = Field(30, ge=1, le=DAYS_MAX, description="Days a noncurrent version is kept.")
     scratch_ttl_days: int = Field(
         7, ge=1, le=DAYS_MAX, description="Days Pathways scratch objects (pathways/) are kept."
+    )
+    access_log_days: int = Field(
+        90,
+        ge=1,
+        le=DAYS_MAX,
+        description="Days the bucket's hourly usage and daily storage logs are kept in its log bucket "
+        "(`<bucket>-logs`, created with it).",
     )
     kms_key_name: str | None = Field(
         None,

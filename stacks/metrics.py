@@ -83,6 +83,14 @@ class Unit:
     maximum: float | None = None  # the largest value one replica can report, when bounded
 
     def target_problem(self, target: float) -> str | None:
+        sent = quantity(target)
+        if sent in ("0", "0m"):
+            # an HPA target's averageValue must be positive (kubernetes pkg/apis/autoscaling/validation/validation.go
+            # validateMetricTarget: "must be positive"); what is sent is the quantity, in thousandths at the finest
+            return (
+                f"{target:g} is sent as the HPA target averageValue {sent!r} (Kubernetes quantities go down to "
+                f"thousandths), which Kubernetes refuses: it must be positive; the smallest target is {1 / MILLI:g}"
+            )
         if self.maximum is None or target <= self.maximum:
             return None
         hint = f"; for {target:g}% write {target / 100:g}" if self.maximum == 1 and target <= 100 else ""
@@ -249,6 +257,9 @@ def tpu_device_plugin_monitoring(interval: str) -> dict[str, Any]:
 # ---- HPA metric specs -----------------------------------------------------------------------------------
 
 
+MILLI = 1000  # the `m` suffix of a Kubernetes quantity: thousandths
+
+
 def quantity(value: float) -> str:
     """A Kubernetes quantity for an HPA target: integers as is, fractions in milli-units."""
-    return str(int(value)) if float(value).is_integer() else f"{round(value * 1000)}m"
+    return str(int(value)) if float(value).is_integer() else f"{round(value * MILLI)}m"

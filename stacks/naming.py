@@ -61,6 +61,20 @@ MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.i
 PATHWAYS_SCRATCH_PREFIX = "pathways/"
 
 
+# What JobSet's webhook checks of the names it will derive, at the pinned tags (kubernetes-sigs/jobset@v0.10.1 and
+# @v0.12.0: pkg/webhooks/jobset_webhook.go ValidateCreate, pkg/util/placement/placement.go GenJobName/GenPodName):
+# the last Job `<jobset>-<replicatedJob>-<replicas-1>` and, for an Indexed Job (its defaulting webhook makes every
+# Job Indexed), the last pod `<jobset>-<replicatedJob>-<replicas-1>-<completions-1>` plus the Job controller's
+# random suffix, which it counts as "-abcde", must each be a DNS-1035 label of at most 63 characters.
+JOBSET_POD_SUFFIX = "-abcde"
+
+
+def jobset_longest_names(jobset: str, replicated_job: str, replicas: int, completions: int) -> tuple[str, str]:
+    """(the longest Job name, the longest pod name with its 6-character suffix) JobSet's webhook checks."""
+    job = f"{jobset}-{replicated_job}-{max(replicas - 1, 0)}"
+    return job, f"{job}-{max(completions - 1, 0)}{JOBSET_POD_SUFFIX}"
+
+
 def short_hash(text: str, length: int = 6) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
@@ -122,6 +136,11 @@ def default_bucket_name(gcp_project: str, pulumi_project: str, stack: str) -> st
     if name.startswith("goog"):
         name = f"tps-{name}"
     return fit(name, BUCKET_NAME_MAX)
+
+
+def access_log_bucket_name(bucket_name: str) -> str:
+    """The bucket that receives `bucket_name`'s usage and storage logs: `<bucket>-logs`, within 63 characters."""
+    return fit(f"{bucket_name}-logs", BUCKET_NAME_MAX)
 
 
 def node_service_account_id(cluster_name: str) -> str:

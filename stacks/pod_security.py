@@ -220,17 +220,30 @@ def pod_level(spec: Mapping[str, Any]) -> str:
     return BASELINE if restricted_violations(spec) else RESTRICTED
 
 
-def pod_specs(manifest: Any) -> Iterator[Mapping[str, Any]]:
-    """Every PodSpec inside a manifest (Deployment, Job, JobSet, LeaderWorkerSet, ...): any map with containers."""
+def pod_templates(manifest: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """(where, template metadata, PodSpec) of every PodSpec inside a manifest (Deployment, Job, JobSet,
+    LeaderWorkerSet, PathwaysJob, ...): any map with `containers`, with the metadata of the template that holds it
+    as its `spec` ({} for a bare PodSpec). `where` is the dotted path of the PodSpec, e.g.
+    `spec.leaderWorkerTemplate.leaderTemplate.spec`."""
     if isinstance(manifest, Mapping):
         if isinstance(manifest.get("containers"), list):
-            yield manifest
+            yield path, {}, manifest
             return
-        for value in manifest.values():
-            yield from pod_specs(value)
+        spec = manifest.get("spec")
+        if isinstance(spec, Mapping) and isinstance(spec.get("containers"), list):
+            yield f"{path}.spec".lstrip("."), manifest.get("metadata") or {}, spec
+            return
+        for key, value in manifest.items():
+            yield from pod_templates(value, f"{path}.{key}".lstrip("."))
     elif isinstance(manifest, list):
-        for item in manifest:
-            yield from pod_specs(item)
+        for i, item in enumerate(manifest):
+            yield from pod_templates(item, f"{path}[{i}]")
+
+
+def pod_specs(manifest: Any) -> Iterator[Mapping[str, Any]]:
+    """Every PodSpec inside a manifest (Deployment, Job, JobSet, LeaderWorkerSet, ...): any map with containers."""
+    for _, _, spec in pod_templates(manifest):
+        yield spec
 
 
 def strictest_level(manifests: Iterable[Any]) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from stacks import catalog, compute_class
+from stacks import catalog, compute_class, naming
 from stacks.config_model import TpuPoolConfig
 
 
@@ -45,9 +46,17 @@ class PoolPlan:
         return compute_class.class_name(self.name) if len(self.capacities) > 1 else None
 
     @property
+    def pool_selector(self) -> dict[str, str]:
+        """The label only this pool's nodes carry: its node pools' `node_config.labels` (components/tpu_pool.py) or
+        its ComputeClass's `nodePoolConfig.nodeLabels` (stacks/compute_class.py). Without it a pod would land on any
+        pool of the same slice shape, and the cluster autoscaler could grow either pool for it."""
+        return {naming.POOL_LABEL: self.name}
+
+    @property
     def node_selector(self) -> dict[str, str]:
-        """What a TPU pod of this pool selects: the slice shape, and the ComputeClass when there is one."""
-        selector = dict(self.shape.node_selector)
+        """What a TPU pod of this pool selects: the pool itself, the slice shape, and the ComputeClass when there is
+        one (GKE creates node pools for a class only for pods that select it: compute_class C3)."""
+        selector = {**self.pool_selector, **self.shape.node_selector}
         if self.compute_class:
             selector[compute_class.COMPUTE_CLASS_LABEL] = self.compute_class
         return selector
@@ -58,6 +67,11 @@ class PoolPlan:
         if self.compute_class:
             out.append(compute_class.toleration(self.compute_class))
         return out
+
+    def placement(self) -> dict[str, Any]:
+        """The pod spec fields that put a TPU pod on this pool and nowhere else: `nodeSelector` and `tolerations`.
+        Every workload type's TPU pods take them from here (WorkloadPlan.tpu_placement)."""
+        return {"nodeSelector": self.node_selector, "tolerations": self.tolerations()}
 
     @property
     def max_nodes_per_node_pool(self) -> int:

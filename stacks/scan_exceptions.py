@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from stacks.pod_security import ContainerSecurity
+
 Skip = tuple[str, str]
 
 # ---- reasons shared by several objects -------------------------------------------------------------------------
 
 IMAGE_DIGEST: Skip = (
     "CKV_K8S_43",
-    "images are pinned by tag in the version matrix stacks/versions.py; the upstream sources publish tags",
+    "images are pinned by tag in the version matrix stacks/versions.py: no upstream release note or manifest "
+    "states their digests (Image.digest_source)",
 )
 PULL_POLICY: Skip = (
     "CKV_K8S_15",
@@ -29,12 +32,37 @@ IMAGE_USER: tuple[Skip, ...] = (
     ("CKV_K8S_40", "the image's user is kept: not verified to run as another UID (stacks/pod_security.py)"),
     ("CKV_K8S_22", "the image's writable paths are not verified: root filesystem left writable"),
 )
-# One pod per TPU host: the engine takes every chip of its host and the host's CPU and memory with them.
-TPU_HOST_RESOURCES: tuple[Skip, ...] = tuple(
-    (check, "one pod per TPU host takes the whole host; only google.com/tpu is requested, as the GKE reference")
-    for check in ("CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13")
+# A server on a TPU host: it requests a share of the host's CPU and memory (stacks.workload_plan.host_requests), so
+# the pod is Burstable, but has no memory limit.
+HOST_MEMORY_LIMIT: Skip = (
+    "CKV_K8S_13",
+    "no memory limit on a TPU host's server: its host-memory peak (loading the checkpoint) is not published and an "
+    "OOM kill stops the whole slice; it requests a share of the host (stacks/workload_plan.py host_requests)",
 )
+HOST_NETWORK: Skip = ("CKV_K8S_19", "the TPU runtime's multi-host traffic needs the host network, as upstream")
 TAG_PINNED: tuple[Skip, ...] = (IMAGE_DIGEST, PULL_POLICY)
+
+
+def probes(reason: str) -> tuple[Skip, Skip]:
+    """No liveness (CKV_K8S_8) and no readiness (CKV_K8S_9) probe, for `reason`."""
+    return (("CKV_K8S_8", reason), ("CKV_K8S_9", reason))
+
+
+def security(sec: ContainerSecurity) -> tuple[Skip, ...]:
+    """The findings a container's declared ContainerSecurity (stacks/pod_security.py) accepts, with its reason:
+    its image's user and writable root (CKV_K8S_22/23/40), added capabilities (CKV_K8S_25), privileged mode
+    (CKV_K8S_16, which brings CKV_K8S_20/28/37: a privileged container holds every capability)."""
+    why = sec.why
+    out: list[Skip] = []
+    if not sec.non_root:
+        out += [(c, f"{why}: keeps the image's user" if why else r) for c, r in IMAGE_USER if c != "CKV_K8S_22"]
+    if not sec.read_only_root:
+        out.append(("CKV_K8S_22", f"{why}: root filesystem writable" if why else dict(IMAGE_USER)["CKV_K8S_22"]))
+    if sec.add_capabilities:
+        out.append(("CKV_K8S_25", f"adds {' '.join(sec.add_capabilities)}: {why}"))
+    if sec.privileged:
+        out += [(check, f"privileged: {why}") for check in ("CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_28", "CKV_K8S_37")]
+    return tuple(out)
 
 
 def skip_annotations(skips: Iterable[Skip]) -> dict[str, str]:

@@ -8,6 +8,7 @@ anything is registered. Sources are in ../shared/reference/SOURCES.md.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Kubernetes minor version the rendered objects are validated against when cluster.minMasterVersion is unset
@@ -266,7 +267,8 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
             )
         ),
     },
-    # The InferencePool (inference.networking.k8s.io/v1); the stack applies this file when the gateway is enabled.
+    # The InferencePool (inference.networking.k8s.io/v1): GKE installs it from 1.34.0-gke.1626000
+    # (stacks/gke_managed.py) and the stack never applies it; InferencePools are validated at this release.
     "gatewayApiInferenceExtension": {
         "1.6.0": (
             CrdFile(
@@ -294,10 +296,6 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
         ),
     },
 }
-
-
-# The CRD file of the InferencePool the stack applies when tpu-serving:gateway is enabled.
-INFERENCE_POOL_CRD: CrdFile = next(iter(CRDS["gatewayApiInferenceExtension"].values()))[0]
 
 
 # One release per gateway-served workload, in the workload's namespace and named after it (set per release).
@@ -329,6 +327,13 @@ class Serves:
     tpus: frozenset[str] | None = None  # TPU generations (catalog names) it runs on
 
 
+# Why an image carries no digest: the upstream sources the matrix cites (the GKE tutorials' manifests, the projects'
+# release notes and manifests) name these images by tag only, and a digest read from a registry by hand is not a
+# public statement anyone can check against the tag (checkov CKV_K8S_43 is an accepted finding, stacks/scan_exceptions).
+NO_PUBLISHED_DIGEST = "no upstream release note or manifest states a digest for this tag"
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 @dataclass(frozen=True)
 class Image:
     """One pinned container image, what it serves, and where that is established."""
@@ -336,6 +341,19 @@ class Image:
     ref: str
     serves: Serves
     source: str
+    digest: str | None = None
+    """`sha256:<64 hex>` of the tag, where a public upstream source (release notes, a manifest) states it."""
+    digest_source: str = NO_PUBLISHED_DIGEST
+    """That source; or why there is no digest."""
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not DIGEST_RE.fullmatch(self.digest):
+            raise ValueError(f"{self.ref}: {self.digest!r} is not a sha256 digest")
+
+    @property
+    def pinned(self) -> str:
+        """The reference the stack renders: `tag@digest` where the digest is known, else the tag."""
+        return f"{self.ref}@{self.digest}" if self.digest else self.ref
 
 
 def _set(*items: str) -> frozenset[str]:
@@ -457,12 +475,14 @@ SUPERSEDED_IMAGES: tuple[Image, ...] = (
 )
 
 # key -> reference, the form the workloads read.
-IMAGES: dict[str, str] = {key: image.ref for key, image in IMAGE_RECORDS.items()}
+IMAGES: dict[str, str] = {key: image.pinned for key, image in IMAGE_RECORDS.items()}
 
 
 def image_record(ref: str) -> Image | None:
     """The record of an image reference the matrix pins (under any key) or knows as superseded, else None."""
-    return next((image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if image.ref == ref), None)
+    return next(
+        (image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if ref in (image.ref, image.pinned)), None
+    )
 
 
 def image_gaps(ref: str, needs: Serves) -> list[str]:

@@ -23,6 +23,46 @@ SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
+# One multi-host replica on one slice, never two replicas interleaved on two slices (ICI does not cross slices):
+# each slice is its own GKE node pool, so its node-pool label is the topology key of exclusive placement.
+# - LeaderWorkerSet: the LWS object's annotation, copied to its pods, one group per topology domain
+#   (kubernetes-sigs/lws@v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey;
+#   pkg/controllers/leaderworkerset_controller.go reads lws.Annotations; site/content/en/docs/concepts "Exclusive
+#   LWS to Topology Placement"; the same at v0.10.0). With sub-groups, each sub-group gets its own domain
+#   (SubGroupExclusiveKeyAnnotationKey).
+# - JobSet: the JobSet's or a replicated job template's annotation, one Job per domain (kubernetes-sigs/jobset@v0.10.1
+#   api/jobset/v1alpha2/jobset_types.go ExclusiveKey; pkg/controllers/jobset_controller.go reads js.Annotations and
+#   rjob.Template.Annotations; the same at v0.12.0).
+LWS_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+LWS_SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+SLICE_TOPOLOGY_KEY = catalog.NODE_POOL_LABEL
+
+# The share of its host's vCPUs and memory (catalog host_resources) the server of a TPU pod requests. A pod without
+# CPU and memory requests is BestEffort: the scheduler counts nothing for it and the kubelet evicts it first under
+# node memory pressure (https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/). A quarter leaves room for
+# GKE's reservations, its DaemonSets and, on a Pathways leader's host, the leader (LEADER_HOST_SHARE, a half).
+TPU_HOST_SHARE = 0.25
+# Without the host's figures in the catalog: enough to make the pod Burstable on any TPU VM.
+TPU_HOST_FLOOR = (1.0, 4.0)  # vCPUs, GB
+
+
+def cpu_quantity(value: float) -> str:
+    """A CPU quantity: whole cores as an integer, else millicores."""
+    return str(int(value)) if float(value).is_integer() else f"{int(value * 1000)}m"
+
+
+def host_requests(shape: catalog.SliceShape, share: float = TPU_HOST_SHARE) -> dict[str, str]:
+    """CPU and memory requests of a TPU pod's server: `share` of its host's, rounded down."""
+    cpu, memory = (share * x for x in shape.host_resources) if shape.host_resources else TPU_HOST_FLOOR
+    return {"cpu": cpu_quantity(math.floor(cpu)), "memory": f"{math.floor(memory)}G"}
+
+
+def tpu_resources(shape: catalog.SliceShape) -> dict[str, Any]:
+    """The resources of a TPU pod's server: every chip of its host (google.com/tpu, requested and limited), and
+    its share of the host's CPU and memory (host_requests)."""
+    chips = shape.tpu_request
+    return {"requests": {catalog.TPU_RESOURCE: chips, **host_requests(shape)}, "limits": {catalog.TPU_RESOURCE: chips}}
 
 
 @dataclass(frozen=True)
@@ -72,6 +112,11 @@ class WorkloadPlan:
     @property
     def shape(self) -> catalog.SliceShape:
         return self.pool.shape
+
+    def tpu_placement(self) -> dict[str, Any]:
+        """`nodeSelector` and `tolerations` of every TPU pod of the workload: its own pool (PoolPlan.placement), so a
+        new workload type gets pool selection, the ComputeClass and its taint by using this."""
+        return self.pool.placement()
 
     @property
     def hosts_needed(self) -> int | None:

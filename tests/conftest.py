@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tooling import crds
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
 from tooling.render import stack_name
 
@@ -27,8 +28,18 @@ def load_large_yaml(path: Path) -> Any:
 
 
 def reference_dir() -> Path:
-    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE."""
-    return Path(os.environ.get("TPU_SERVING_REFERENCE", ROOT.parent / "shared" / "reference"))
+    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE (tooling/crds.py reference_dir: the
+    CRD lookup uses the same folder). A user's clone has none: read a file in it through `reference_file`."""
+    return crds.reference_dir()
+
+
+def reference_file(relative: str) -> Path:
+    """An upstream file of the reference folder, or skip the calling test saying which file is missing (a user's
+    clone has no ../shared/reference; `make test` must pass there)."""
+    path = reference_dir() / relative
+    if not path.exists():
+        pytest.skip(f"upstream file missing: {path} (../shared/reference or $TPU_SERVING_REFERENCE)")
+    return path
 
 
 BASE: dict[str, Any] = {
@@ -50,6 +61,16 @@ BASE: dict[str, Any] = {
 }
 
 
+def workload_grants(rec: Recording) -> list[Any]:
+    """The stack's bucket grants less the access-log writer's on the log bucket (components/bucket.py)."""
+    return [r for r in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if r.name != "bucket-logs-writer"]
+
+
+def without_scan_skips(annotations: dict[str, str]) -> dict[str, str]:
+    """An object's annotations less the checkov findings it accepts (stacks/scan_exceptions.py)."""
+    return {k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")}
+
+
 def stack_ksa(name: str, stack: str = "dev") -> str:
     """The name a Kubernetes ServiceAccount with Google access gets in `stack` (unique per stack)."""
     from stacks import naming
@@ -67,6 +88,14 @@ def make_config(**changes: Any) -> dict[str, Any]:
         else:
             config[real] = value
     return config
+
+
+def on_pool(selector: dict[str, str], pool: str) -> dict[str, str]:
+    """An upstream manifest's TPU node selector as the stack renders it: the same, plus the label of the workload's
+    own pool (stacks/pool_plan.py PoolPlan.pool_selector), which no upstream manifest has."""
+    from stacks import naming
+
+    return {**selector, naming.POOL_LABEL: pool}
 
 
 def pool(**fields: Any) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def longest_config(path) -> tuple[dict, str]:
     renamed = {}
     for i, pool in enumerate(config.get("tpu-serving:tpuPools") or []):
         renamed[pool["name"]] = pool["name"] = f"pool{i}-" + "p" * 30  # 36: the longest pool name
-    longest = {"saxml": 29}  # a Saxml name leaves JobSet's derived pod names within 63 (the error says so)
+    longest = {"saxml": 23}  # a Saxml name leaves JobSet's derived pod names within 63 (the error says so)
     for i, workload in enumerate(config.get("tpu-serving:workloads") or []):
         workload["pool"] = renamed.get(workload["pool"], workload["pool"])
         workload["name"] = (f"w{i}" + "n" * 40)[: longest.get(workload["type"], 40)]

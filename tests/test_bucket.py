@@ -7,7 +7,7 @@ BUCKET = "gcp:storage/bucket:Bucket"
 
 def test_bucket_safe_defaults(run):
     rec = run(make_config())
-    bucket = rec.one(BUCKET)
+    bucket = rec.one(BUCKET, "bucket-gcs")
     inputs = bucket.inputs
     assert inputs["name"] == "tpu-test-project-tpu-serving-dev"
     assert inputs["location"] == "US-EAST5"
@@ -31,9 +31,40 @@ def test_bucket_config(run):
             tpu_serving__bucket={"name": "my-ckpts", "location": "us", "versioning": False, "scratchTtlDays": 2}
         )
     )
-    inputs = rec.one(BUCKET).inputs
+    inputs = rec.one(BUCKET, "bucket-gcs").inputs
     assert (inputs["name"], inputs["location"]) == ("my-ckpts", "US")
     assert inputs["versioning"] == {"enabled": False}
     assert inputs["lifecycleRules"] == [
         {"action": {"type": "Delete"}, "condition": {"matchesPrefixes": ["pathways/"], "age": 2}}
     ]
+
+
+def test_access_logs_go_to_a_private_log_bucket_that_expires_them(run):
+    """checkov CKV_GCP_62 (checkov@3.3.30 terraform/checks/resource/gcp/CloudStorageLogging.py: `logging.log_bucket`
+    set). Cloud Storage writes usage and storage logs as cloud-storage-analytics@google.com, which needs
+    roles/storage.objectCreator on the log bucket (https://cloud.google.com/storage/docs/access-logs)."""
+    rec = run(make_config(tpu_serving__bucket={"accessLogDays": 30}))
+    bucket, logs = rec.one(BUCKET, "bucket-gcs"), rec.one(BUCKET, "bucket-logs")
+    assert logs.inputs["name"] == "tpu-test-project-tpu-serving-dev-logs"
+    assert bucket.inputs["logging"] == {"logBucket": logs.inputs["name"]}
+    assert logs.inputs["location"] == bucket.inputs["location"]
+    assert logs.inputs["uniformBucketLevelAccess"] is True and logs.inputs["publicAccessPrevention"] == "enforced"
+    assert logs.inputs["lifecycleRules"] == [{"action": {"type": "Delete"}, "condition": {"age": 30}}]
+    assert "logging" not in logs.inputs  # a log bucket logging to itself would log its own log writes
+    (writer,) = [
+        m for m in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if m.name == "bucket-logs-writer"
+    ]
+    assert writer.inputs == {
+        "bucket": logs.inputs["name"],
+        "role": "roles/storage.objectCreator",
+        "member": "group:cloud-storage-analytics@google.com",
+    }
+    assert writer.urn in bucket.dependencies  # logging starts once the writer may write
+
+
+def test_log_bucket_name_fits_63_characters():
+    from stacks import naming
+
+    name = naming.access_log_bucket_name("a" * 63)
+    assert len(name) <= 63 and name != naming.access_log_bucket_name("a" * 62 + "b")
+    assert naming.access_log_bucket_name("ckpts") == "ckpts-logs"

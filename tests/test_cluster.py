@@ -5,7 +5,8 @@ import json
 import pulumi
 import pytest
 
-from tests.conftest import make_config
+from tests.conftest import STACK_FILES, make_config, recorded
+from tooling.offline import parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -313,3 +314,96 @@ def test_system_pool_sizes_are_totals_over_the_cluster_zones():
     assert (regional.autoscaling.total_min_node_count, regional.autoscaling.total_max_node_count) == (1, 3)
     assert (zonal.autoscaling.total_min_node_count, zonal.autoscaling.total_max_node_count) == (1, 3)
     assert regional.node_config.kubelet_config.insecure_kubelet_readonly_port_enabled == "FALSE"
+
+
+# ---- issue 22 item 1: a maintenance policy always carries exactly one window ---------------------------------
+
+# The provider refuses a maintenance_policy without exactly one of these before any call to Google (ExactlyOneOf on
+# each, hashicorp/terraform-provider-google-beta@v7.45.0 google-beta/services/container/resource_container_cluster.go
+# "maintenance_policy"; the same at the v8 line's 93c65b2d), so `pulumi preview` of a stack that sends a policy
+# with only its exclusions fails. Input names: pulumi-gcp 10.2.0 container.ClusterMaintenancePolicyArgs.
+WINDOW_FIELDS = ("dailyMaintenanceWindow", "recurringWindow", "recurringMaintenanceWindow")
+EXACTLY_ONE_WINDOW = (
+    "one of `recurring_window`, `recurring_maintenance_window` and `daily_maintenance_window` is required if a "
+    "`maintenance_policy` block is supplied"
+)
+DEFAULT_WINDOW = {
+    "startTime": "2025-01-04T03:00:00Z",
+    "endTime": "2025-01-04T11:00:00Z",
+    "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
+}
+
+
+def windows(policy: dict) -> list[str]:
+    return [field for field in WINDOW_FIELDS if policy.get(field)]
+
+
+def test_the_installed_provider_sdk_states_the_window_rule():
+    import inspect
+
+    import pulumi_gcp as gcp
+
+    # the SDK this program is built with documents the rule the test below holds every stack to
+    doc = " ".join(inspect.getdoc(gcp.container.ClusterMaintenancePolicyArgs.__init__).split())
+    assert EXACTLY_ONE_WINDOW in doc
+    fields = set(inspect.signature(gcp.container.ClusterMaintenancePolicyArgs.__init__).parameters)
+    assert {"daily_maintenance_window", "recurring_window", "recurring_maintenance_window"} <= fields
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+def test_every_shipped_stack_sends_a_policy_the_provider_accepts(path):
+    cfg = parse_stack_file(path)
+    policy = recorded(path, False).one(CLUSTER).inputs.get("maintenancePolicy")
+    configured = cfg.cluster.maintenance.hold_minor_and_node_upgrades
+    hold = cfg.profile.hold_minor_and_node_upgrades if configured is None else configured
+    if policy is None:
+        assert not hold and cfg.cluster.maintenance.window is None
+        return
+    assert len(windows(policy)) == 1, policy
+    assert bool(policy.get("maintenanceExclusions")) == hold
+
+
+@pytest.mark.parametrize("environment", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("hold", [None, True, False])
+@pytest.mark.parametrize(
+    "window", [None, {"start": "2025-02-01T22:00:00Z", "end": "2025-02-02T04:00:00Z", "recurrence": "FREQ=DAILY"}]
+)
+def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(environment, hold, window):
+    from components.cluster import maintenance_policy
+    from stacks.config_model import ClusterConfig
+    from stacks.profiles import PROFILES
+
+    maintenance: dict = {"window": window} if window else {}
+    if hold is not None:
+        maintenance["holdMinorAndNodeUpgrades"] = hold
+    config = ClusterConfig.model_validate({"maintenance": maintenance})
+    profile = PROFILES[environment]
+    held = profile.hold_minor_and_node_upgrades if hold is None else hold
+    args = maintenance_policy(config, profile)
+    if not held and window is None:
+        assert args is None  # nothing to send: GKE's default (any time)
+        return
+    policy = {
+        "recurringWindow": args.recurring_window
+        and {
+            "startTime": args.recurring_window.start_time,
+            "endTime": args.recurring_window.end_time,
+            "recurrence": args.recurring_window.recurrence,
+        },
+        "dailyMaintenanceWindow": args.daily_maintenance_window,
+        "recurringMaintenanceWindow": args.recurring_maintenance_window,
+    }
+    assert windows(policy) == ["recurringWindow"]
+    given = (
+        {"startTime": window["start"], "endTime": window["end"], "recurrence": window["recurrence"]} if window else {}
+    )
+    expected = DEFAULT_WINDOW if window is None else given
+    assert policy["recurringWindow"] == expected
+    assert bool(args.maintenance_exclusions) == held
+
+
+def test_staging_without_a_window_previews_with_the_default_one(run):
+    rec = run(make_config(tpu_serving__environment="staging"), stack="staging")
+    policy = rec.one(CLUSTER).inputs["maintenancePolicy"]
+    assert policy["recurringWindow"] == DEFAULT_WINDOW
+    assert [e["exclusionName"] for e in policy["maintenanceExclusions"]] == ["tpu-serving-hold-minor-and-node-upgrades"]

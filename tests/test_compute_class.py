@@ -145,6 +145,7 @@ def test_workloads_on_the_pool_select_the_class_and_wait_for_it(run):
     )
     pod = deployment["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {
+        "tpu-serving/pool": "v5e",
         "cloud.google.com/compute-class": "tpu-v5e",
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x4",

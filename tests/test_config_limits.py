@@ -148,7 +148,8 @@ CASES = {
     "JobSet pod names over 63 characters": (
         changed(workloads=workloads((2, {"name": "s" * 40}))),
         f"tpu-serving:workloads[2].name: '{'s' * 40}' is too long for a Saxml workload on pool 'v5e-4x8': JobSet names "
-        f"its model server pods '{'s' * 40}-model-server-sax-model-server-1-7' (74 characters)",
+        f"its model server pods up to '{'s' * 40}-model-server-sax-model-server-1-7-abcde' (80 characters, with the "
+        "Job controller's 5 random ones), and JobSet refuses names over 63; use at most 23 characters",
     ),
     "two workloads oversubscribing one pool": (
         changed(

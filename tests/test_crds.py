@@ -118,3 +118,17 @@ def test_lookup_order_env_then_current_cache_then_reference(monkeypatch, tmp_pat
     shutil.rmtree(reference)
     shutil.rmtree(cache)
     assert crds.crd_source(cache, reference) == (None, "no CRDs: run `make crds` (or set $TPU_SERVING_CRDS)")
+
+
+def test_the_reference_folder_is_where_tpu_serving_reference_says(monkeypatch, tmp_path):
+    """The suite's run with the folder hidden (.ci/run: TPU_SERVING_REFERENCE=/nonexistent) hides it from every
+    reader: the tests' reference_dir() and the CRD lookup's fallback are one function."""
+    from tests.conftest import reference_dir as tests_reference_dir
+
+    (tmp_path / "ref" / "crds").mkdir(parents=True)
+    monkeypatch.delenv(crds.CRD_DIR_ENV, raising=False)
+    monkeypatch.setenv(crds.REFERENCE_ENV, str(tmp_path / "ref"))
+    assert tests_reference_dir() == crds.reference_dir() == tmp_path / "ref"
+    assert crds.crd_source(tmp_path / "no-cache")[0] == tmp_path / "ref" / "crds"
+    monkeypatch.setenv(crds.REFERENCE_ENV, "/nonexistent")
+    assert crds.crd_source(tmp_path / "no-cache")[0] is None

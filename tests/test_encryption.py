@@ -29,7 +29,7 @@ SECRETS_KEY = "projects/tpu-keys/locations/us-east5/keyRings/tpu-serving/cryptoK
 def test_no_key_by_default(run):
     rec = run(make_config())
     assert not rec.of_type(KEY_MEMBER)
-    assert "encryption" not in rec.one(BUCKET).inputs
+    assert "encryption" not in rec.one(BUCKET, "bucket-gcs").inputs
     # explicitly off, so removing a key decrypts instead of keeping the last state
     assert rec.one(CLUSTER).inputs["databaseEncryption"] == {"state": "DECRYPTED"}
 
@@ -61,9 +61,11 @@ def test_the_key_is_used_only_after_its_service_agent_may_use_it(run, config, ag
         "role": "roles/cloudkms.cryptoKeyEncrypterDecrypter",
         "member": f"serviceAccount:{agent}",
     }
-    user = rec.one(resource)
-    assert {k: user.inputs[k] for k in expected} == expected
-    assert grant.urn in user.dependencies
+    users = rec.of_type(resource)  # the bucket CMEK: the stack bucket and its log bucket
+    assert users
+    for user in users:
+        assert {k: user.inputs[k] for k in expected} == expected, user.name
+        assert grant.urn in user.dependencies, user.name
 
 
 def test_bad_keys_are_reported_together_before_anything_is_registered(run):

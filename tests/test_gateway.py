@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from stacks import gateway
+from stacks import gateway, gke_managed
 from stacks.config import ConfigError, parse_stack_config
-from stacks.versions import CRDS, INFERENCE_POOL_CRD
-from tests.conftest import make_config
+from stacks.versions import CRDS
+from tests.conftest import make_config as base_config
 from tooling.k8s_objects import kubernetes_objects
 from tooling.schemas import crd_dir, validate_objects
 from workloads.registry import WORKLOAD_TYPES
@@ -35,12 +35,28 @@ CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
 needs_crds = pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
+# The first GKE version that installs the InferencePool CRD (llm-d.ai/docs/dev/resources/gateway/install-crds:
+# "GKE automatically installs all GA CRDs for Gateway API and Gateway API Inference Extension on GKE versions
+# 1.34.0-gke.1626000 or later"); an enabled gateway needs at least it.
+INFERENCE_POOL_GKE = "1.34.0-gke.1626000"
+
+
+def make_config(**changes: Any) -> dict[str, Any]:
+    """conftest.make_config with a control plane new enough for the gateway (INFERENCE_POOL_GKE), unless the
+    cluster config says otherwise."""
+    cfg = base_config(**changes)
+    cfg["tpu-serving:cluster"] = {"minMasterVersion": INFERENCE_POOL_GKE, **cfg.get("tpu-serving:cluster", {})}
+    return cfg
 
 
 def parse(gateway_config: dict[str, Any], network: dict[str, Any] | None = None):
     cfg = make_config(tpu_serving__gateway=gateway_config)
     if network is not None:
-        cfg["tpu-serving:cluster"] = {"network": network}
+        cfg["tpu-serving:cluster"] = {**cfg["tpu-serving:cluster"], "network": network}
+    return parse_config(cfg)
+
+
+def parse_config(cfg: dict[str, Any]):
     raw = {k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("tpu-serving:")}
     return parse_stack_config(
         raw,
@@ -180,13 +196,42 @@ def test_gateway_namespace_enforces_restricted(internal):
     assert ns["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_inference_pool_crd_applied_at_the_pinned_release(internal):
-    crd = internal.one(CONFIG_FILE, "gateway-inferencepool-crd")
-    assert crd.inputs["file"] == (
-        "https://raw.githubusercontent.com/kubernetes-sigs/gateway-api-inference-extension/v1.6.0/"
-        "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"
+def test_the_stack_never_applies_the_inference_pool_crd(internal):
+    # GKE installs it (INFERENCE_POOL_GKE); applying it too answers AlreadyExists, or with upsertExistingObjects
+    # the stack would own GKE's CRD and a destroy would delete it with every InferencePool (issue 22 item 2).
+    assert not internal.of_type(CONFIG_FILE)
+    assert not internal.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+    assert gke_managed.installed_from(gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, frozenset()) == (
+        INFERENCE_POOL_GKE
     )
-    assert INFERENCE_POOL_CRD in CRDS["gatewayApiInferenceExtension"]["1.6.0"]
+    # what InferencePools are validated against is still the pinned release's file
+    assert CRDS["gatewayApiInferenceExtension"]["1.6.0"][0].file_name == (
+        "inference.networking.k8s.io_inferencepools.yaml"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cluster", "given"),
+    [
+        ({}, "unset (the release channel's default version, unknown before the cluster exists)"),
+        ({"minMasterVersion": "1.34"}, "'1.34'"),
+        ({"minMasterVersion": "1.34.0-gke.1625999"}, "'1.34.0-gke.1625999'"),
+    ],
+)
+def test_gateway_needs_a_control_plane_gke_installs_the_inference_pool_crd_on(cluster, given):
+    # An unpinned version is refused too: the channel's default may be older than INFERENCE_POOL_GKE, and a
+    # "1.34" floor admits 1.34.0 patches before it.
+    with pytest.raises(ConfigError) as err:
+        parse_config(base_config(tpu_serving__gateway={"enabled": True}, tpu_serving__cluster=cluster))
+    assert [str(p) for p in err.value.problems] == [
+        f"tpu-serving:cluster.minMasterVersion: {given} with gateway.enabled: set it to {INFERENCE_POOL_GKE} or "
+        "later, a version the REGULAR channel offers; GKE installs the InferencePool CRD "
+        f"(inferencepools.inference.networking.k8s.io) from {INFERENCE_POOL_GKE} and the stack never applies a CRD "
+        "GKE manages"
+    ]
+    # at or above it, and without the gateway, no problem
+    assert parse({"enabled": True}).cluster.min_master_version == INFERENCE_POOL_GKE
+    assert parse({}).gateway.enabled is False
 
 
 def test_external_class(run):
@@ -247,9 +292,9 @@ def _chart_defaults() -> tuple[dict[str, Any], str, str]:
     and the raw texts (for keys the chart documents commented out)."""
     import yaml
 
-    from tests.conftest import reference_dir
+    from tests.conftest import reference_file
 
-    base = reference_dir() / CHARTS
+    base = reference_file(CHARTS)
     gateway_text = (base / "llm-d-router-gateway/values.yaml").read_text()
     routerlib_text = (base / "routerlib/values.yaml").read_text()
     values = yaml.safe_load(gateway_text)
@@ -392,6 +437,7 @@ def test_single_host_pool_selects_the_deployment_pods(run):
     (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-single-host"]
     cfg = load_stack_file(path)
     cfg["tpu-serving:gateway"] = {"enabled": True}
+    cfg["tpu-serving:cluster"] = {**cfg.get("tpu-serving:cluster", {}), "minMasterVersion": INFERENCE_POOL_GKE}
     rec = run(cfg, stack="vllm-single-host")
     servers = _pool_values(rec, "llama70b")["values"]["router"]["modelServers"]
     deployment = rec.one(DEPLOYMENT, "workload-llama70b-deployment").inputs["spec"]
@@ -409,7 +455,9 @@ def test_route_and_release_order():
     route = rec.one(ROUTE)
     release = rec.one(RELEASE, "gateway-llama70b-router")
     assert release.urn in route.dependencies and rec.one(GATEWAY).urn in route.dependencies
-    assert rec.one(CONFIG_FILE, "gateway-inferencepool-crd").urn in release.dependencies
+    # the chart's InferencePool needs GKE's CRD, installed with the control plane: the release waits for the
+    # system pool, which waits for the cluster
+    assert rec.one(NODE_POOL, "cluster-system").urn in release.dependencies
     assert rec.one("kubernetes:core/v1:Namespace", "namespaces-llama70b").urn in release.dependencies
     gw = rec.one(GATEWAY).inputs["spec"]["listeners"][0]["allowedRoutes"]
     assert gw["namespaces"]["selector"]["matchExpressions"][0]["values"] == ["llama70b"]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from stacks import catalog
-from tests.conftest import recorded, reference_dir
+from tests.conftest import on_pool, recorded, reference_dir
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 
@@ -38,6 +38,7 @@ def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
         assert pod["nodeSelector"] == {
             "cloud.google.com/gke-tpu-accelerator": "tpu7x",
             "cloud.google.com/gke-tpu-topology": "2x2x2",
+            "tpu-serving/pool": "iw-2x2x2",
         }
         (container,) = pod["containers"]
         assert container["image"] == "docker.io/vllm/vllm-tpu:v0.27.0"
@@ -62,7 +63,7 @@ def test_ironwood_matches_vllm_s_own_tpu7x_multi_host_gke_example():
     assert tmpl["size"] == ref_tmpl["size"] == 2
     for role in ("leaderTemplate", "workerTemplate"):
         (c,), (ref_c,) = tmpl[role]["spec"]["containers"], ref_tmpl[role]["spec"]["containers"]
-        assert tmpl[role]["spec"]["nodeSelector"] == ref_tmpl[role]["spec"]["nodeSelector"]
+        assert tmpl[role]["spec"]["nodeSelector"] == on_pool(ref_tmpl[role]["spec"]["nodeSelector"], "iw-2x2x2")
         assert c["resources"]["limits"]["google.com/tpu"] == int(ref_c["resources"]["limits"]["google.com/tpu"])
         ref_env = {e["name"]: e.get("value") for e in ref_c["env"]}
         assert {"name": "TPU_MULTIHOST_BACKEND", "value": ref_env["TPU_MULTIHOST_BACKEND"]} in c["env"]

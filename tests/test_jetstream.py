@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from stacks import metrics
-from tests.conftest import make_config, pool, recorded, reference_dir, stack_ksa
+from tests.conftest import make_config, on_pool, pool, recorded, reference_dir, stack_ksa, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -41,13 +41,16 @@ def test_deployment_and_service_match_reference(adapter):
     ours, theirs = objects[("Deployment", "gemma")], reference("Deployment")
     assert "replicas" not in ours["spec"]  # the HPA owns it (the reference fixes 2)
     pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+    assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-2x4")
     assert [c["name"] for c in pod["containers"]] == [c["name"] for c in ref_pod["containers"]]
     engine, ref_engine = pod["containers"][0], ref_pod["containers"][0]
     assert engine["image"] == ref_engine["image"]
     expected_args = [a.replace("gs://BUCKET_NAME/", "gs://my-tpu-project-checkpoints/") for a in ref_engine["args"]]
     assert engine["args"] == expected_args
-    assert engine["resources"] == ref_engine["resources"]
+    # the reference's TPU request and limit, and a quarter of the host's CPU and memory (ct5lp-hightpu-8t: 224 vCPU /
+    # 384 GB), so the pod is not BestEffort
+    assert engine["resources"]["limits"] == ref_engine["resources"]["limits"]
+    assert engine["resources"]["requests"] == {**ref_engine["resources"]["requests"], "cpu": "56", "memory": "96G"}
     assert engine["ports"][:1] == ref_engine["ports"]
     assert {"containerPort": 9100, "name": "metrics"} in engine["ports"]
     # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that
@@ -175,10 +178,10 @@ def test_hpa_depends_on_adapter_and_deployment(run):
 
 def test_identity_reads_only_the_checkpoint_bucket(run):
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js()]))
-    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    (binding,) = workload_grants(rec)
     assert (binding.inputs["bucket"], binding.inputs["role"]) == ("ckpts", "roles/storage.objectViewer")
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(grantCheckpointRead=False)]))
-    assert not rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert not workload_grants(rec)
 
 
 def test_privileged_only_below_gke_1_28(run):

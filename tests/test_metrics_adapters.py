@@ -26,7 +26,7 @@ from stacks.metrics_adapters import (
     stackdriver,
 )
 from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, meta
-from tests.conftest import make_config, pool, reference_dir, stack_ksa
+from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def test_every_served_metric_is_named_on_an_api_the_adapter_serves(entry: Metric
 
 def test_stackdriver_apis_and_port_are_the_upstream_manifests():
     # k8s-stackdriver custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml
-    path = reference_dir() / "manifests/custom-metrics-stackdriver-adapter/adapter_new_resource_model.yaml"
+    path = reference_file("manifests/custom-metrics-stackdriver-adapter/adapter_new_resource_model.yaml")
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     upstream = {
         (d["spec"]["group"], d["spec"]["version"], d["spec"]["versionPriority"])
@@ -113,7 +113,7 @@ def test_stackdriver_apis_and_port_are_the_upstream_manifests():
 
 
 def test_prometheus_adapter_port_and_apis_are_the_charts():
-    chart = reference_dir() / "manifests/prometheus-adapter-helm-chart-5.3.0"
+    chart = reference_file("manifests/prometheus-adapter-helm-chart-5.3.0")
     # values.yaml `listenPort: 6443`
     assert yaml.safe_load((chart / "values.yaml").read_text())["listenPort"] == prometheus_adapter.ADAPTER.api_port
     # README "Custom Metrics": served when rules.default is true or rules.custom is populated; "External Metrics":

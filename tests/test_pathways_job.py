@@ -90,7 +90,10 @@ def test_minimal_workload_renders_an_interactive_pathways_job():
     assert job["apiVersion"] == "pathways-job.pathways.domain/v1" and job["metadata"]["namespace"] == "pw"
     spec = job["spec"]
     # derived from pool p (v6e 4x4): the machine type, topology and slice count
-    assert spec["workers"] == [{"type": "ct6e-standard-4t", "topology": "4x4", "numSlices": 1}]
+    # the controller adds the TPU selectors to workers[0].nodeSelector (CTRL makeTPUNodeSelector): the job's pool
+    assert spec["workers"] == [
+        {"type": "ct6e-standard-4t", "topology": "4x4", "numSlices": 1, "nodeSelector": {"tpu-serving/pool": "p"}}
+    ]
     assert spec["pathwaysDir"] == f"gs://{bucket}/pathways/pw/tmp"
     # CTRL makeImageTagUsingPathwaysVersion: without pathwaysVersion the images are `:latest`; we pin the matrix tag
     assert spec["pathwaysVersion"] == pj.default_pathways_version() == "jax-0.5.3"

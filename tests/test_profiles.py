@@ -14,13 +14,13 @@ def protected_names(rec):
 @pytest.mark.parametrize("environment", ["prod", "staging"])
 def test_prod_and_staging_protect_cluster_tpu_pools_and_bucket(run, environment):
     rec = run(make_config(tpu_serving__environment=environment), stack=environment)
-    assert protected_names(rec) == {"cluster-gke", "bucket-gcs", "tpu-v6e-4x4-s0", "tpu-v5e-2x4"}
+    assert protected_names(rec) == {"cluster-gke", "bucket-gcs", "bucket-logs", "tpu-v6e-4x4-s0", "tpu-v5e-2x4"}
     gke = rec.one("gcp:container/cluster:Cluster")
     assert gke.inputs["deletionProtection"] is True
-    bucket = rec.one("gcp:storage/bucket:Bucket")
-    assert bucket.retain_on_delete is True
-    assert bucket.inputs["forceDestroy"] is False
-    assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 24 * 3600}
+    for bucket in rec.of_type("gcp:storage/bucket:Bucket"):  # the stack bucket and its access-log bucket
+        assert bucket.retain_on_delete is True, bucket.name
+        assert bucket.inputs["forceDestroy"] is False, bucket.name
+        assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 7 * 24 * 3600}, bucket.name
     # no masterAuthorizedNetworks: the IP endpoint is closed to the internet (private endpoint only), so there is
     # nothing to warn about; operators and CI use the DNS endpoint
     assert gke.inputs["privateClusterConfig"]["enablePrivateEndpoint"] is True
@@ -32,15 +32,17 @@ def test_dev_tears_down_completely(run):
     assert protected_names(rec) == set()
     assert not any(r.retain_on_delete for r in rec.resources)
     assert rec.one("gcp:container/cluster:Cluster").inputs["deletionProtection"] is False
-    bucket = rec.one("gcp:storage/bucket:Bucket").inputs
-    assert bucket["forceDestroy"] is True
-    assert bucket["softDeletePolicy"] == {"retentionDurationSeconds": 0}
+    buckets = rec.of_type("gcp:storage/bucket:Bucket")
+    assert {b.name for b in buckets} == {"bucket-gcs", "bucket-logs"}
+    for bucket in buckets:  # the access logs go with the data in dev
+        assert bucket.inputs["forceDestroy"] is True, bucket.name
+        assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 0}, bucket.name
     assert rec.warnings == []
 
 
 def test_force_destroy_override_is_applied_and_reported(run):
     rec = run(make_config(tpu_serving__environment="prod", tpu_serving__bucket={"forceDestroy": True}), stack="prod")
-    assert rec.one("gcp:storage/bucket:Bucket").inputs["forceDestroy"] is True
+    assert rec.one("gcp:storage/bucket:Bucket", "bucket-gcs").inputs["forceDestroy"] is True
     assert any("bucket.forceDestroy=true overrides the prod profile (false)" in w for w in rec.warnings)
     # the override touches only what it names
-    assert rec.one("gcp:storage/bucket:Bucket").protect is True
+    assert rec.one("gcp:storage/bucket:Bucket", "bucket-gcs").protect is True

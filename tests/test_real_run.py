@@ -142,6 +142,7 @@ def test_upgrade_settings_per_capacity():
     class Plan:
         def __init__(self, capacity):
             self.config = type("C", (), {"capacity": capacity})()
+            self.shape = type("S", (), {"uses_workload_policy": False})()  # placement: tests/test_tpu_pools.py
 
     assert upgrade_settings(Plan("flex-start")) is None
     assert ignored_changes(Plan("flex-start"), True) == ["initialNodeCount", "upgradeSettings"]

@@ -90,7 +90,7 @@ def test_every_kubernetes_object_has_an_edge_from_the_clusters_provider():
 def test_the_bucket_has_edges_to_what_uses_it():
     path = next(p for p in EXAMPLES if p.name == "Pulumi.llama3-405b-pathways.yaml")
     rec = recorded(path, True)
-    bucket = rec.one("gcp:storage/bucket:Bucket")
+    bucket = rec.one("gcp:storage/bucket:Bucket", "bucket-gcs")
     uses = {rec.by_urn(e.target).type for e in graph.edges(rec) if e.source == bucket.urn}
     # the LeaderWorkerSet reads gs://<bucket>/pathways/... without depending on the bucket; the grant depends on it
     assert "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet" in uses

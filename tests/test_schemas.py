@@ -4,13 +4,12 @@ against the upstream CRDs in ../shared/reference/crds. And the validator itself 
 import pytest
 
 from tests.conftest import STACK_FILES, make_config, recorded
+from tooling.crds import crd_source
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import parse_stack_file
 from tooling.schemas import crd_dir, validate_objects
 
-needs_crds = pytest.mark.skipif(
-    crd_dir() is None, reason="no CRDs: ../shared/reference/crds missing and TPU_SERVING_CRDS unset"
-)
+needs_crds = pytest.mark.skipif(crd_dir() is None, reason=crd_source()[1])
 
 
 @needs_crds

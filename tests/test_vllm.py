@@ -13,8 +13,11 @@ Upstream facts relied on, each at the pinned image (vllm/vllm-tpu:v0.27.0 = vLLM
 - the Ray helper moved to examples/ray_serving/multi-node-serving.sh (vllm 0.27.0; the LWS example still names
   examples/online_serving/), and the image keeps vLLM's tree at /workspace/vllm (tpu-inference@v0.27.0
   docker/Dockerfile);
-- devices per chip: tpu-inference@v0.27.0 tpu_inference/tpu_info.py get_num_cores_per_chip (1 on v5e/v6e,
-  2 elsewhere); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs
+- devices per chip (the tensor-parallel size is the JAX devices of a slice: tpu-inference@v0.27.0
+  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices]): one per chip on v5e/v6e and on the
+  megacore chips v4/v5p, two on tpu7x (JAX's chip table, jax.experimental.pallas.tpu.ChipVersion,
+  https://docs.jax.dev/en/latest/_autosummary/jax.experimental.pallas.tpu.ChipVersion.html: megacore on v4 and
+  v5p only); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs
   --tensor-parallel-size 8 on 4 tpu7x chips;
 - TPU_MULTIHOST_BACKEND=ray: tpu-inference@v0.27.0 tpu_inference/envs.py and its multi-host GKE example.
 """
@@ -28,7 +31,7 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, metrics, versions
-from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -68,7 +71,7 @@ def test_deployment_matches_tutorial():
     theirs = tutorial("vllm-llama3-70b.yaml", "Deployment")
     pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
     assert "replicas" not in ours["spec"]  # the HPA owns it (the tutorial fixes 1)
-    assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+    assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v6e-2x4")
     assert ours["spec"]["template"]["metadata"]["annotations"] == theirs["spec"]["template"]["metadata"]["annotations"]
     (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
@@ -80,7 +83,10 @@ def test_deployment_matches_tutorial():
     assert theirs_f.pop("download-dir") == vllm.DATA_DIR and ours_f.pop("download-dir") == vllm.DOWNLOAD_DIR
     assert ours_f == theirs_f
     assert [p["containerPort"] for p in c["ports"]] == [p["containerPort"] for p in ref_c["ports"]]
-    assert c["resources"]["limits"] == ref_c["resources"]["limits"] == c["resources"]["requests"]
+    # the tutorial's TPU request and limit, and a quarter of the host's CPU and memory (ct6e-standard-8t: 180 vCPU /
+    # 1440 GB), so the pod is not BestEffort
+    assert c["resources"]["limits"] == ref_c["resources"]["limits"]
+    assert c["resources"]["requests"] == {**ref_c["resources"]["limits"], "cpu": "45", "memory": "360G"}
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     assert env["VLLM_XLA_CACHE_PATH"]["value"].startswith(ref_env["VLLM_XLA_CACHE_PATH"]["value"])
     # VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token without tpu-serving:hfToken
@@ -144,7 +150,7 @@ def test_leader_worker_set_matches_lws_example():
     )
     for role in ("leaderTemplate", "workerTemplate"):
         pod, ref_pod = tmpl[role]["spec"], ref_tmpl[role]["spec"]
-        assert pod["nodeSelector"] == ref_pod["nodeSelector"]
+        assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-4x4")
         (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
         assert c["name"] == ref_c["name"]
         assert c["command"][:2] == ref_c["command"][:2] == ["sh", "-c"]
@@ -242,7 +248,14 @@ def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
 
 @pytest.mark.parametrize(
     "tpu,topology,devices,hosts",
-    [("v6e", "2x4", 8, 1), ("v5e", "4x4", 16, 4), ("v5p", "2x2x1", 8, 1), ("v6e", "4x8", 32, 8)],
+    [
+        ("v6e", "2x4", 8, 1),
+        ("v5e", "4x4", 16, 4),
+        ("v5p", "2x2x1", 4, 1),  # megacore: 4 chips are 4 JAX devices, not 8 TensorCores
+        ("v4", "2x2x2", 8, 2),  # megacore
+        ("tpu7x", "2x2x1", 8, 1),  # 2 JAX devices per chip
+        ("v6e", "4x8", 32, 8),
+    ],
 )
 def test_tensor_parallel_size_counts_every_device_of_the_slice(tpu, topology, devices, hosts):
     shape = catalog.slice_shape(tpu, topology)
@@ -327,7 +340,7 @@ def test_plain_hf_token_is_refused(run):
 def test_identity_reads_the_weights_prefix_and_writes_its_own_prefix_only(run):
     model = "gs://models-bucket/llama/8b"
     rec = run(make_config(tpu_serving__tpuPools=POOLS, tpu_serving__workloads=[wl(model=model)]))
-    grants = {g.inputs["role"]: g.inputs for g in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")}
+    grants = {g.inputs["role"]: g.inputs for g in workload_grants(rec)}
     assert set(grants) == {"roles/storage.objectUser", "roles/storage.objectViewer"}
     viewer = grants["roles/storage.objectViewer"]
     assert viewer["bucket"] == "models-bucket"
@@ -506,3 +519,46 @@ def test_sizing_and_head_warnings(run):
         "tpu-serving:workloads[0].model: 'meta-llama/Llama-3.1-70B' downloads from Hugging Face without a token" in w
         for w in warnings
     )
+
+
+# ---- tensor-parallel size: the JAX devices of one replica ---------------------------------------------------
+
+
+@pytest.mark.parametrize("tpu,topology,size", [("v5p", "2x2x1", 4), ("v4", "2x2x1", 4), ("v6e", "2x4", 8)])
+def test_tensor_parallel_size_is_the_jax_devices_not_the_tensorcores(run, tpu, topology, size):
+    """Megacore v4/v5p chips are one JAX device each (jax.experimental.pallas.tpu.ChipVersion: megacore on v4 and
+    v5p); vLLM shards over jax.devices()[:tensor_parallel_size] (tpu-inference@v0.27.0 tpu_inference/worker/
+    tpu_worker.py), so 8 on a 4-chip v5p host would ask for devices that are not there."""
+    config = make_config(
+        tpu_serving__tpuPools=[pool(name="p", tpu=tpu, topology=topology, zone="us-east5-a")],
+        tpu_serving__workloads=[wl(pool="p")],
+    )
+    (deployment,) = [
+        o for o in kubernetes_objects(run(config)) if o["kind"] == "Deployment" and o["metadata"]["name"] == "llm"
+    ]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--tensor-parallel-size={size}" in args
+
+
+@pytest.mark.parametrize("value", [16, 0, "eight", True, 2.5])
+def test_a_tensor_parallel_size_the_slice_cannot_have_is_refused(run, value):
+    config = make_config(
+        tpu_serving__tpuPools=POOLS,
+        tpu_serving__workloads=[wl(args={"tensor_parallel_size": value, "port": 9000})],
+    )
+    with pytest.raises(pulumi.RunError) as err:
+        run(config)
+    message = str(err.value)
+    assert (
+        f"tpu-serving:workloads[0].args.tensor_parallel_size: {value!r} is not a tensor-parallel size pool 'single' "
+        "can have; allowed: a whole number from 1 to 8 (the JAX devices of one v6e 2x4 slice: 8 chips x 1 per chip)"
+    ) in message
+    assert "tpu-serving:workloads[0].args.port: derived by the stack" in message  # every problem at once
+
+
+@pytest.mark.parametrize("value", [1, 4, 8, "8", 8.0, None])
+def test_a_tensor_parallel_size_the_slice_has_is_kept(value):
+    """1 to the slice's 8 devices, as a number or a string of digits; null removes the flag (vLLM's default, 1)."""
+    args = vllm_plan(args={"--tensor-parallel-size": value})
+    tp = [a for a in args if a.startswith("--tensor-parallel-size")]
+    assert tp == ([] if value is None else [f"--tensor-parallel-size={int(value)}"])

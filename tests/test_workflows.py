@@ -97,6 +97,8 @@ def test_ephemeral_stack_is_opt_in_and_removed_on_close():
 def test_ci_run_is_the_offline_test_command():
     text = (ROOT / ".ci/run").read_text()
     assert "make test" in text and "set -euo pipefail" in text
+    # and again as on a user's clone, without ../shared/reference (issue 22 item 13)
+    assert "TPU_SERVING_REFERENCE=/nonexistent/reference make test" in text
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)

@@ -4,7 +4,7 @@ import pytest
 
 from components.workload_identity import WorkloadIdentity
 from stacks.bucket_access import Grant
-from tests.conftest import make_config
+from tests.conftest import make_config, workload_grants
 from tooling.offline import ROOT, run_program
 
 PROGRAM = ROOT / "tests" / "programs" / "workload_identity.py"
@@ -38,7 +38,7 @@ def test_workload_identity_user_is_for_exactly_that_ksa(rec):
 
 
 def test_bucket_roles_are_prefix_scoped_members(rec):
-    (binding,) = rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+    (binding,) = workload_grants(rec)
     assert binding.inputs["bucket"] == "tpu-test-project-tpu-serving-dev"
     assert binding.inputs["role"] == "roles/storage.objectViewer"
     assert binding.inputs["condition"]["title"] == "only ckpt/"

@@ -59,7 +59,7 @@ class EchoPlan(WorkloadPlan):
     def deployment(self) -> dict[str, Any]:
         labels = {"app": self.name}
         container = {"name": "echo", "image": "registry.example.com/echo:1.0"}
-        pod = {"containers": [container], "nodeSelector": self.pool.node_selector}
+        pod = {"containers": [container], **self.tpu_placement()}
         spec = {"replicas": self.workload.replicas, "selector": {"matchLabels": labels}}
         spec["template"] = {"metadata": {"labels": labels}, "spec": secure_pod(pod)}
         return {

@@ -109,9 +109,9 @@ NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
 SUBDOMAIN = (DNS1123_SUBDOMAIN, 253, "a DNS-1123 subdomain")
 # int64 fields among what the stack sends; every other integer of a built-in object is an int32.
 INT64_KEYS = {"activeDeadlineSeconds", "terminationGracePeriodSeconds", "runAsUser", "runAsGroup", "fsGroup"}
-# JobSet derives `<jobset>-<replicatedJob>-<jobIndex>` Job names and `<job>-<podIndex>` pod hostnames, which must
-# be DNS-1123 labels: its webhook refuses a JobSet whose longest derived name exceeds 63
-# (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go, "exceeds the maximum length of 63").
+# JobSet's webhook refuses a JobSet whose longest derived Job or pod name (with the pod's random suffix) is not a
+# DNS-1035 label of 63 at most: stacks/naming.py jobset_longest_names (kubernetes-sigs/jobset@v0.10.1
+# pkg/webhooks/jobset_webhook.go ValidateCreate).
 
 
 def _labels(where: str, labels: Any, errors: list[str]) -> None:
@@ -193,12 +193,13 @@ def _jobset_names(obj: dict[str, Any], errors: list[str]) -> None:
     name = obj["metadata"].get("name", "")
     for rj in (obj.get("spec") or {}).get("replicatedJobs") or []:
         replicas = int(rj.get("replicas", 1))
-        parallelism = int(((rj.get("template") or {}).get("spec") or {}).get("parallelism", 1))
-        job = f"{name}-{rj.get('name')}-{max(replicas - 1, 0)}"
-        pod = f"{job}-{max(parallelism - 1, 0)}"
-        for what, derived in (("Job", job), ("pod hostname", pod)):
-            if not _ok(DNS1123_LABEL, derived, 63):
-                errors.append(f"spec.replicatedJobs: derived {what} {derived!r} is not a DNS-1123 label of 63 at most")
+        job_spec = (rj.get("template") or {}).get("spec") or {}
+        job, pod = naming.jobset_longest_names(name, rj.get("name", ""), replicas, int(job_spec.get("completions", 1)))
+        # the pod name is checked for an Indexed Job with completions (JobSet's defaulting makes every Job Indexed)
+        derived = [("Job", job)] + ([("pod", pod)] if "completions" in job_spec else [])
+        for what, text in derived:
+            if not _ok(DNS1035_LABEL, text, 63):
+                errors.append(f"spec.replicatedJobs: derived {what} {text!r} is not a DNS-1035 label of 63 at most")
 
 
 def _service(obj: dict[str, Any], errors: list[str]) -> None:

@@ -7,7 +7,8 @@ on a fresh clone.
     .venv/bin/python -m tooling.crds --where             # which CRD folder validation uses, and why
 
 Where validation reads CRDs, first found wins: $TPU_SERVING_CRDS, this cache (only when it holds exactly the
-matrix's files), ../shared/reference/crds. The table of files, tags and sums is `CRDS` in stacks/versions.py.
+matrix's files), <reference folder>/crds (../shared/reference, or $TPU_SERVING_REFERENCE). The table of files,
+tags and sums is `CRDS` in stacks/versions.py.
 Nothing is written unless every file downloads and matches its sum.
 """
 
@@ -29,7 +30,7 @@ from tooling.offline import ROOT
 CACHE = ROOT / ".cache" / "crds"
 MANIFEST = "SHA256SUMS"
 CRD_DIR_ENV = "TPU_SERVING_CRDS"
-REFERENCE = ROOT.parent / "shared" / "reference" / "crds"
+REFERENCE_ENV = "TPU_SERVING_REFERENCE"
 GITHUB_RAW = "https://raw.githubusercontent.com/"
 
 
@@ -48,13 +49,21 @@ def manifest_text() -> str:
     return "".join(f"{crd.sha256}  {rel}\n" for rel, crd in sorted(expected().items()))
 
 
+def reference_dir() -> Path:
+    """The folder of upstream files at pinned tags beside the project's own checkout (../shared/reference), or
+    $TPU_SERVING_REFERENCE: never on a user's clone, so whatever reads it says so and skips when it is absent."""
+    return Path(os.environ.get(REFERENCE_ENV) or ROOT.parent / "shared" / "reference")
+
+
 def cache_is_current(cache: Path = CACHE) -> bool:
     manifest = cache / MANIFEST
     return manifest.is_file() and manifest.read_text() == manifest_text()
 
 
-def crd_source(cache: Path = CACHE, reference: Path = REFERENCE) -> tuple[Path | None, str]:
-    """(the CRD folder validation uses, a sentence saying which source applies)."""
+def crd_source(cache: Path = CACHE, reference: Path | None = None) -> tuple[Path | None, str]:
+    """(the CRD folder validation uses, a sentence saying which source applies). `reference` defaults to
+    reference_dir()/crds."""
+    reference = reference if reference is not None else reference_dir() / "crds"
     configured = os.environ.get(CRD_DIR_ENV)
     if configured:
         path = Path(configured)

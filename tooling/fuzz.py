@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import random
 import re
 import signal
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling.offline import ROOT, load_stack_file
+from tooling.offline import ROOT, is_secure, load_stack_file, parse_config
 
 OUTCOMES = ("rejected", "valid", "crash", "hang", "unclear", "invalid")
 FINDINGS = ("crash", "hang", "unclear", "invalid")
@@ -88,7 +87,11 @@ def stack_files() -> list[Path]:
 
 
 def _paths(node: Any, prefix: tuple = ()) -> Iterator[tuple]:
+    """Every path into `node`; an encrypted value (`{secure: <ciphertext>}`) is one leaf: its ciphertext is opaque
+    (the Pulumi CLI would only fail to decrypt a mutated one), but it can be replaced or deleted whole."""
     yield prefix
+    if is_secure(node):
+        return
     if isinstance(node, dict):
         for key, value in node.items():
             yield from _paths(value, (*prefix, key))
@@ -232,35 +235,9 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise _Timeout()
 
 
-def _values(config: dict[str, Any]) -> dict[str, str]:
-    """Config values as the Pulumi CLI hands them to the program: strings, structured values as JSON."""
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict) and set(value) == {"value"}:
-            value = value["value"]
-        out[key] = value if isinstance(value, str) else json.dumps(value)
-    return out
-
-
 def parse(config: dict[str, Any], stack: str):
     """What `load_stack_config()` does, without the Pulumi runtime: StackConfig, or ConfigError."""
-    from stacks.config import KNOWN_KEYS, NS, _raw_config, parse_stack_config
-    from workloads.registry import WORKLOAD_TYPES
-
-    values = _values(config)
-    raw = _raw_config(lambda key: values.get(f"{NS}:{key}"))
-    extra = tuple(
-        sorted(k.split(":", 1)[1] for k in values if k.startswith(f"{NS}:") and k.split(":", 1)[1] not in KNOWN_KEYS)
-    )
-    return parse_stack_config(
-        raw,
-        stack=stack,
-        pulumi_project="tpu-serving",
-        gcp_project=values.get("gcp:project"),
-        region=values.get("gcp:region"),
-        workload_types=WORKLOAD_TYPES,
-        extra_keys=extra,
-    )
+    return parse_config(config, stack)
 
 
 def render_errors(config: dict[str, Any], stack: str, kubernetes_minor: str) -> list[str]:
@@ -339,7 +316,8 @@ def run(cases: int, seed: int, *, render: int | None = None, files: list[Path] |
         do_render = render is None or summary.rendered < render
         outcome, detail = classify(config, stack, render=do_render)
         summary.rendered += detail.startswith(RENDERED)
-        summary.results.append(Result(outcome, str(path.relative_to(ROOT)), done, detail))
+        source = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        summary.results.append(Result(outcome, str(source), done, detail))
     summary.seconds = time.monotonic() - start
     return summary
 

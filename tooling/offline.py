@@ -213,20 +213,50 @@ class _WarningCollector(logging.Handler):
 
 
 def load_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a Pulumi.<stack>.yaml, with values as Pulumi passes them to the program."""
+    """The `config:` map of a Pulumi.<stack>.yaml as written: an encrypted value stays `{secure: <ciphertext>}`
+    (config_values turns it into a placeholder secret)."""
     data = yaml.safe_load(path.read_text()) or {}
     return dict(data.get("config") or {})
 
 
-def _config_values(config: dict[str, Any]) -> dict[str, str]:
-    out = {}
+# What an encrypted config value (`{secure: <ciphertext>}`, as `pulumi config set --secret` writes it) reads as
+# offline: nothing here can or needs to decrypt it; the program gets it as a secret, as from the Pulumi CLI.
+SECRET_PLACEHOLDER = "offline-placeholder-secret"
+
+
+def is_secure(value: Any) -> bool:
+    """An encrypted config value: a one-key map `{secure: <ciphertext>}`."""
+    return isinstance(value, dict) and set(value) == {"secure"}
+
+
+def _decrypted(value: Any) -> tuple[Any, bool]:
+    """(value with every `{secure: ...}` inside it as the placeholder, whether it held one)."""
+    if is_secure(value):
+        return SECRET_PLACEHOLDER, True
+    if isinstance(value, dict):
+        fields = {k: _decrypted(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in fields.items()}, any(s for _, s in fields.values())
+    if isinstance(value, list):
+        items = [_decrypted(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
+
+
+def config_values(config: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(config as the Pulumi CLI hands it to the program: strings, structured values as JSON; the secret keys).
+
+    A key whose value is or holds an encrypted `{secure: ...}` value is a secret key, as the CLI makes it (it lists
+    such keys in PULUMI_CONFIG_SECRET_KEYS, an object holding a secure value included), with SECRET_PLACEHOLDER for
+    each ciphertext: an offline run never needs a secret's value."""
+    out, secret = {}, []
     for key, value in config.items():
-        if isinstance(value, dict) and set(value) == {"secure"}:
-            raise ValueError(f"{key} is an encrypted secret; the offline run cannot decrypt it")
         if isinstance(value, dict) and "value" in value and len(value) == 1:
             value = value["value"]
+        value, is_secret = _decrypted(value)
+        if is_secret:
+            secret.append(key)
         out[key] = value if isinstance(value, str) else json.dumps(value)
-    return out
+    return out, tuple(secret)
 
 
 def run_program(
@@ -240,7 +270,8 @@ def run_program(
 ) -> Recording:
     """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
 
-    `secret_keys` are config keys passed as secrets (as `pulumi config set --secret` makes them).
+    `secret_keys` are config keys passed as secrets (as `pulumi config set --secret` makes them); keys whose value
+    is encrypted in the stack file (`{secure: ...}`) are secrets too, with a placeholder value.
     Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate; pass `recording` to
     see what was registered before the error.
     """
@@ -250,11 +281,11 @@ def run_program(
     from pulumi.runtime.sync_await import _sync_await
 
     recording = recording if recording is not None else Recording()
-    values = _config_values(config)
+    values, encrypted = config_values(config)
     project = str(values.get("gcp:project", "offline-project"))
 
     runtime_settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack per run
-    pulumi.runtime.set_all_config(values, list(secret_keys))
+    pulumi.runtime.set_all_config(values, sorted({*secret_keys, *encrypted}))
     logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
     logger.propagate = False
     logger.addHandler(_WarningCollector(recording))
@@ -321,23 +352,31 @@ def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = Non
     return run_program(load_stack_file(path), stack=name, preview=preview)
 
 
-def parse_stack_file(path: Path, stack: str | None = None):
-    """The validated StackConfig of a stack file, without running the program (for render and tests)."""
-    from stacks.config import NS, parse_stack_config
+def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, ...] = ()):
+    """What the program's `load_stack_config()` does with `config` (a stack file's `config:` map), without the
+    Pulumi runtime: the validated StackConfig, or ConfigError. Keys read as the program reads them (structured
+    values through their JSON text), unknown `tpu-serving:` keys reported, and how hfToken is set (a secret: given
+    encrypted or in `secret_keys`; else plain text, which is refused)."""
+    from stacks.config import KNOWN_KEYS, NS, _raw_config, parse_stack_config
     from workloads.registry import WORKLOAD_TYPES
 
-    values = load_stack_file(path)
-    raw = {}
-    for key, value in values.items():
-        if key.startswith(f"{NS}:"):
-            value = value["value"] if isinstance(value, dict) and set(value) == {"value"} else value
-            raw[key.split(":", 1)[1]] = value
-    name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    values, encrypted = config_values(config)
+    secrets = {*secret_keys, *encrypted}
+    raw = _raw_config(lambda key: values.get(f"{NS}:{key}"))
+    keys = [k.split(":", 1)[1] for k in values if k.startswith(f"{NS}:")]
+    token = f"{NS}:hfToken"
     return parse_stack_config(
         raw,
-        stack=name,
+        stack=stack,
         pulumi_project=PROJECT,
         gcp_project=values.get("gcp:project"),
         region=values.get("gcp:region"),
         workload_types=WORKLOAD_TYPES,
+        extra_keys=tuple(sorted(k for k in keys if k not in KNOWN_KEYS)),
+        hf_token=None if token not in values else "secret" if token in secrets else "plain",
     )
+
+
+def parse_stack_file(path: Path, stack: str | None = None):
+    """The validated StackConfig of a stack file, without running the program (for render and tests)."""
+    return parse_config(load_stack_file(path), stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml"))

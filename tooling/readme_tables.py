@@ -1,11 +1,12 @@
-"""README tables derived from the program's registries (tests/test_metrics_adapters.py checks the README holds them).
+"""README tables derived from the program's registries (tests/test_metrics_adapters.py and tests/test_gke_managed.py
+check the README holds them).
 
 python -m tooling.readme_tables     # print the tables, to paste into README.md after changing a registry
 """
 
 from __future__ import annotations
 
-from stacks import metrics_adapters
+from stacks import gke_managed, metrics_adapters
 from stacks.metrics_adapters import AdapterContext
 from stacks.versions import CHARTS, default_version
 from tooling.summary import table
@@ -44,5 +45,22 @@ def metrics_adapters_table() -> str:
     return "\n".join(table(header, rows))
 
 
+def gke_managed_table() -> str:
+    """stacks/gke_managed.py MANAGED: what GKE installs, from which version, with what (tests/test_gke_managed.py)."""
+    rows = [
+        [
+            row.kind,
+            ", ".join(f"`{name}`" for name in row.names),
+            row.since or "every version",
+            row.when,
+            ", ".join(f"[{source}]({gke_managed.SOURCES[source]})" for source in row.sources),
+        ]
+        for row in gke_managed.MANAGED
+    ]
+    return "\n".join(table(["kind", "objects", "GKE installs them from", "with", "sources"], rows))
+
+
 if __name__ == "__main__":
     print(metrics_adapters_table())
+    print()
+    print(gke_managed_table())

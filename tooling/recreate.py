@@ -13,50 +13,80 @@ from typing import Any
 
 import yaml
 
-# Input paths (camelCase, dotted) whose change forces replacement, per resource type: the ForceNew fields of the
-# Google provider that this stack sets.
-REPLACE_FIELDS: dict[str, tuple[str, ...]] = {
-    "gcp:container/cluster:Cluster": (
-        "name",
-        "location",
-        "project",
-        "network",
-        "subnetwork",
-        "networkingMode",
-        "datapathProvider",
-        "ipAllocationPolicy",
-        "privateClusterConfig.enablePrivateEndpoint",
-    ),
-    "gcp:container/nodePool:NodePool": (
-        "name",
-        "cluster",
-        "location",
-        "project",
-        "nodeLocations",
-        "placementPolicy",
-        "nodeConfig.machineType",
-        "nodeConfig.spot",
-        "nodeConfig.flexStart",
-        "nodeConfig.reservationAffinity",
-        "nodeConfig.serviceAccount",
-        "nodeConfig.oauthScopes",
-        "nodeConfig.diskSizeGb",
-        "nodeConfig.diskType",
-        "nodeConfig.shieldedInstanceConfig",
-    ),
-    "gcp:storage/bucket:Bucket": ("name", "location", "project"),
-    "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "routingMode"),
-    "gcp:compute/subnetwork:Subnetwork": ("name", "project", "region", "network"),
-}
+from tooling import provider_schema
+
+# The resource types whose recreation the review names; which of their inputs force it comes from the provider's
+# schema (tooling/provider_schema.py, tooling/data/provider_rules.json: every ForceNew field).
+REVIEWED_TYPES = (
+    "gcp:container/cluster:Cluster",
+    "gcp:container/nodePool:NodePool",
+    "gcp:storage/bucket:Bucket",
+    "gcp:compute/network:Network",
+    "gcp:compute/subnetwork:Subnetwork",
+)
+# Inputs that are not ForceNew but that the provider never updates: a change plans as an in-place update that does
+# nothing, so the resource keeps its old value. hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/
+# services/container/resource_container_node_pool.go reads placement_policy only in expandNodePool (create) and
+# nodePoolUpdate has no HasChange for it: a TPU slice's new topology needs the pool recreated.
+NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy",)}
 MISSING = object()
 
 
 def _get(data: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
+    """The value at a camelCase dotted path; through a list of blocks, the list of each block's value."""
+    for i, part in enumerate(parts := dotted.split(".")):
+        if isinstance(data, list):
+            return [_get(item, ".".join(parts[i:])) for item in data]
         if not isinstance(data, dict) or part not in data:
             return MISSING
         data = data[part]
     return data
+
+
+def _count(value: Any) -> Any:
+    """How many blocks a block-valued input sends (an object is one, as Pulumi flattens a MaxItems=1 list)."""
+    if value is MISSING or value is None:
+        return 0
+    if isinstance(value, list):
+        return [_count(v) for v in value] if any(isinstance(v, list) for v in value) else len(value)
+    return 1
+
+
+def _ignored(field: str, ignore_changes: list[str]) -> bool:
+    return any(field == p or field.startswith(p + ".") or p.startswith(field + ".") for p in ignore_changes)
+
+
+def field_changes(
+    type_: str, before: dict[str, Any], after: dict[str, Any], ignore: list[str], replace_on: tuple[str, ...] = ()
+) -> list[str]:
+    """`<field> <old> -> <new> (why)` for each change of `type_`'s inputs that recreates it (or is never applied).
+
+    The plugin SDK's diff (hashicorp/terraform-plugin-sdk helper/schema/schema.go, schemaMap.diffList/diffSet):
+    a ForceNew primitive replaces on any change; a ForceNew list or set of blocks only when blocks are added or
+    removed (its count), each nested field by its own ForceNew; a ForceNew list of primitives on any change. An
+    Optional+Computed field dropped from the inputs keeps its value (no diff). Inputs under the resource's
+    ignoreChanges are never diffed; its replaceOnChanges replace on any change (pulumi/pulumi resource option)."""
+    fields = provider_schema.force_new_fields(type_)
+    lines = []
+    for field, rec in fields.items():
+        if _ignored(field, ignore):
+            continue
+        old, new = _get(before, field), _get(after, field)
+        if new is MISSING and rec.get("computed"):
+            continue
+        if rec.get("block") and rec.get("type") == "TypeList":
+            changed = _count(old) != _count(new)
+        else:
+            changed = old != new
+        if changed:
+            lines.append(f"{field} {_show(old)} -> {_show(new)} (replaces it)")
+    for field in sorted({*replace_on, *NOT_UPDATED.get(type_, ())}):
+        old, new = _get(before, field), _get(after, field)
+        if old == new or _ignored(field, ignore) or any(line.startswith((field + " ", field + ".")) for line in lines):
+            continue
+        why = "replaces it: replaceOnChanges" if field in replace_on else "never updated in place: recreate it"
+        lines.append(f"{field} {_show(old)} -> {_show(new)} ({why})")
+    return lines
 
 
 def _show(value: Any) -> str:
@@ -85,7 +115,7 @@ def read_render(render: Path) -> Resources:
         body = yaml.safe_load(path.read_text())
         if not isinstance(body, dict) or "type" not in body or "name" not in body:
             raise NotARender(f"{path} is not a rendered resource (no type and name)")
-        if body["type"] in REPLACE_FIELDS:
+        if body["type"] in REVIEWED_TYPES:
             out[f"{body['type']} {body['name']}"] = body
     return out
 
@@ -102,9 +132,8 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
         if key not in new:
             lines.append(f"{key}: deleted")
             continue
-        type_ = old[key]["type"]
-        for field in REPLACE_FIELDS[type_]:
-            before, after = _get(old[key]["inputs"], field), _get(new[key]["inputs"], field)
-            if before != after:
-                lines.append(f"{key}: {field} {_show(before)} -> {_show(after)} (replaces it)")
+        options = new[key].get("options") or {}
+        ignore, replace_on = list(options.get("ignoreChanges") or []), tuple(options.get("replaceOnChanges") or ())
+        changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore, replace_on)
+        lines.extend(f"{key}: {change}" for change in changes)
     return lines

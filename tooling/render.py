@@ -62,6 +62,7 @@ def _options(reg: Registration, names: dict[str, str]) -> dict[str, Any]:
         "deletedWith": names.get(reg.deleted_with, reg.deleted_with or None),
         "deleteBeforeReplace": reg.delete_before_replace,
         "ignoreChanges": sorted(reg.ignore_changes),
+        "replaceOnChanges": sorted(reg.replace_on_changes),
     }
     return {k: v for k, v in options.items() if v not in (None, [], False)}
 

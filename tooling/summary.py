@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from stacks import versions
+from stacks import gke_managed, versions
 from stacks.config import StackConfig
 from tooling.graph import MERMAID_MAX_EDGES, MERMAID_MAX_TEXT, component_graph, fits_github, full_graph, short_type
 from tooling.k8s_objects import is_object, plain
@@ -238,6 +238,41 @@ def protection(recording: Recording) -> list[list[str]]:
     return sorted(rows)
 
 
+# ---- what GKE manages ---------------------------------------------------------------------------------------
+
+
+def gke_managed_lines(cfg: StackConfig, recording: Recording) -> list[str]:
+    """The decision on objects GKE manages (stacks/gke_managed.py), what this stack relies on, and the cluster's
+    maintenance policy as sent."""
+    floor = cfg.cluster.min_master_version
+    lines = [
+        "GKE installs and owns its Gateway API CRDs and GatewayClasses, its Gateway policy CRDs, the InferencePool "
+        f"CRD (from {gke_managed.INFERENCE_POOL_SINCE}), the Managed Prometheus CRDs and namespaces and the "
+        'ComputeClass CRD (README "What GKE manages"). The stack creates none of them at any version: the cluster '
+        "version is a floor GKE raises by itself, so no version exempts an object.",
+        "",
+        f"- cluster version floor: {code(floor) if floor else 'unset (the release channel default, unknown offline)'}",
+    ]
+    settings = gke_managed.stack_settings(cfg.gateway.enabled)
+    if cfg.gateway.enabled:
+        need = gke_managed.installed_from(gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
+        lines.append(
+            f"- relies on GKE's {code(gke_managed.INFERENCE_POOL_CRD)}, installed from {need} (floor at or above it)"
+        )
+    for reg in recording.of_type("gcp:container/cluster:Cluster"):
+        policy = plain(reg.inputs, mask_secrets=True).get("maintenancePolicy")
+        if not policy:
+            lines.append("- maintenance: no policy (GKE may upgrade at any time)")
+            continue
+        window = policy.get("recurringWindow") or {}
+        exclusions = [e.get("exclusionName") for e in policy.get("maintenanceExclusions") or []]
+        lines.append(
+            f"- maintenance window {code(window.get('recurrence'))} from {code(window.get('startTime'))} to "
+            f"{code(window.get('endTime'))}; exclusions: {', '.join(code(e) for e in exclusions) or 'none'}"
+        )
+    return lines
+
+
 # ---- the page ----------------------------------------------------------------------------------------------
 
 
@@ -310,6 +345,7 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
     lines += table(
         ["resource", "protect", "retainOnDelete", "deletionProtection", "forceDestroy"], protection(recording)
     )
+    lines += ["", "## What GKE manages", "", *gke_managed_lines(cfg, recording)]
     lines += ["", "## Resources by type", ""]
     counts = Counter(r.type for r in recording.resources)
     lines += table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())])

@@ -36,6 +36,7 @@ from stacks.workload_plan import (
     hpa_manifest,
     jetstream_pod_monitoring,
     jetstream_service,
+    tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
 from workloads.jetstream.config import JetStreamWorkload
@@ -243,14 +244,14 @@ PRIVILEGED_ENGINE_SECURITY = ContainerSecurity(
 
 
 def deployment(plan: JetStreamPlan) -> dict[str, Any]:
-    chips = plan.shape.tpu_request
+    engine_security = PRIVILEGED_ENGINE_SECURITY if plan.privileged else ENGINE_SECURITY
     engine: dict[str, Any] = {
         "name": ENGINE_CONTAINER,
         "image": plan.image("server"),
         "imagePullPolicy": "IfNotPresent",
         "args": maxtext.render(None, plan.maxtext_pairs()),
         "ports": [{"containerPort": GRPC_PORT}, {"containerPort": plan.workload.prometheus_port, "name": "metrics"}],
-        "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+        "resources": tpu_resources(plan.shape),
         # Loading the checkpoint takes minutes: the startup probe allows 30, then liveness takes over.
         "startupProbe": _http_probe(periodSeconds=10, failureThreshold=180),
         "livenessProbe": _http_probe(periodSeconds=60, failureThreshold=10),
@@ -270,12 +271,11 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
             "spec": secure_pod(
                 {
                     "serviceAccountName": plan.service_account,
-                    "nodeSelector": plan.pool.node_selector,
-                    "tolerations": plan.pool.tolerations(),
+                    **plan.tpu_placement(),
                     "containers": [engine, http],
                 },
                 {
-                    ENGINE_CONTAINER: PRIVILEGED_ENGINE_SECURITY if plan.privileged else ENGINE_SECURITY,
+                    ENGINE_CONTAINER: engine_security,
                     "jetstream-http": HTTP_SECURITY,
                 },
             ),
@@ -287,10 +287,10 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     skips = [
         *scan_exceptions.TAG_PINNED,
         scan_exceptions.CPU_LIMIT,
-        *scan_exceptions.TPU_HOST_RESOURCES,
-        *scan_exceptions.IMAGE_USER,
-        ("CKV_K8S_8", no_probe),
-        ("CKV_K8S_9", no_probe),
+        scan_exceptions.HOST_MEMORY_LIMIT,
+        *scan_exceptions.security(engine_security),
+        *scan_exceptions.security(HTTP_SECURITY),
+        *scan_exceptions.probes(no_probe),
     ]
     return {
         "apiVersion": "apps/v1",

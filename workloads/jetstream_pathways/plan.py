@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, maxtext, naming, network_policy
+from stacks import catalog, maxtext, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -24,19 +24,21 @@ from stacks.workload_plan import (
     JETSTREAM_HTTP_PORT,
     JETSTREAM_HTTP_SERVES,
     LWS_API,
+    LWS_EXCLUSIVE,
+    LWS_SUBGROUP_EXCLUSIVE,
+    SLICE_TOPOLOGY_KEY,
     WorkloadPlan,
     check_model_inputs,
     check_ports,
+    cpu_quantity,
     generate_curl,
+    host_requests,
     jetstream_pod_monitoring,
     jetstream_service,
 )
 from stacks.workload_type import WorkloadContext
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
-
-EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-SUBGROUP_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
 
 RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
@@ -232,8 +234,7 @@ def jax_security(plan: PathwaysPlan) -> ContainerSecurity:
 def _pod_placement(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "serviceAccountName": plan.service_account,
-        "nodeSelector": plan.pool.node_selector,
-        "tolerations": plan.pool.tolerations(),
+        **plan.tpu_placement(),
     }
 
 
@@ -252,10 +253,6 @@ LEADER_DEMAND: dict[str, tuple[float, float]] = {
 LEADER_HOST_SHARE = 0.5
 
 
-def _cpu(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{int(value * 1000)}m"
-
-
 def leader_requests(shape: catalog.SliceShape) -> dict[str, dict[str, str]]:
     """CPU and memory requests of each leader container, scaled down (never up) so that together they fit the
     host share; without the host's figures in the catalog, the demands as they are."""
@@ -265,7 +262,7 @@ def leader_requests(shape: catalog.SliceShape) -> dict[str, dict[str, str]]:
     cpu_scale = min(1.0, LEADER_HOST_SHARE * host[0] / cpu_total) if host else 1.0
     mem_scale = min(1.0, LEADER_HOST_SHARE * host[1] / mem_total) if host else 1.0
     return {
-        name: {"cpu": _cpu(round(cpu * cpu_scale, 1)), "memory": f"{int(mem * mem_scale * 1000)}M"}
+        name: {"cpu": cpu_quantity(round(cpu * cpu_scale, 1)), "memory": f"{int(mem * mem_scale * 1000)}M"}
         for name, (cpu, mem) in LEADER_DEMAND.items()
     }
 
@@ -339,18 +336,42 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
         "image": plan.image("server"),
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": WORKER_PORT}],
-        "resources": {"limits": {catalog.TPU_RESOURCE: str(plan.shape.tpu_request)}},
+        # the reference's TPU limit (a string, as there), and a share of the host's CPU and memory
+        "resources": {
+            "requests": host_requests(plan.shape),
+            "limits": {catalog.TPU_RESOURCE: str(plan.shape.tpu_request)},
+        },
     }
+
+
+# The Pathways proxy, resource manager and workers serve gRPC only and no source documents a health endpoint of
+# theirs (the images are not open source; the GKE reference manifests probe only jax-tpu, kubernetes-engine-samples
+# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http is probed through jax-tpu's probes, which call
+# its /healthcheck. The group restarts as one when a pod fails (restartPolicy's default
+# RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
+NO_PROBE = "Pathways proxy, resource manager and workers serve gRPC with no documented health endpoint (upstream probes none); jetstream-http is probed through jax-tpu's /healthcheck probes"
+
+
+def scan_skips(plan: PathwaysPlan) -> tuple[scan_exceptions.Skip, ...]:
+    """The checkov findings the LeaderWorkerSet accepts (stacks/scan_exceptions.py), with their reasons."""
+    return (
+        *scan_exceptions.TAG_PINNED,
+        scan_exceptions.CPU_LIMIT,
+        scan_exceptions.HOST_MEMORY_LIMIT,
+        *scan_exceptions.security(jax_security(plan)),
+        *scan_exceptions.security(IMAGE_DEFAULTS),
+        *scan_exceptions.probes(NO_PROBE),
+    )
 
 
 def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     template: dict[str, Any] = {}
     if plan.workload.mode == "disaggregated":
-        annotations = {SUBGROUP_EXCLUSIVE: catalog.NODE_POOL_LABEL}
+        annotations = {LWS_SUBGROUP_EXCLUSIVE: SLICE_TOPOLOGY_KEY}
         # one sub-group per slice: the hosts of a slice share a node pool
         template["subGroupPolicy"] = {"subGroupSize": plan.shape.hosts}
     else:
-        annotations = {EXCLUSIVE: catalog.NODE_POOL_LABEL}
+        annotations = {LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY}
     template.update(
         leaderTemplate={
             "metadata": {"labels": plan.labels},
@@ -372,7 +393,9 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": plan.metadata(plan.name, plan.labels, annotations=annotations),
+        "metadata": plan.metadata(
+            plan.name, plan.labels, annotations={**annotations, **scan_exceptions.skip_annotations(scan_skips(plan))}
+        ),
         "spec": {"replicas": 0 if plan.paused else plan.workload.replicas, "leaderWorkerTemplate": template},
     }
 

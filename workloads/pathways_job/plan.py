@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, cpu_machines, naming
+from stacks import catalog, cpu_machines, naming, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant
 from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
 from stacks.pool_plan import PoolPlan
@@ -276,6 +276,20 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
     return {"metadata": {"labels": dict(plan.labels)}, "spec": secure_pod(spec, IMAGE_DEFAULTS)}
 
 
+# The checkov findings a PathwaysJob accepts in its user template (stacks/scan_exceptions.py). The `main` container is
+# the user's batch program: the config has no field for its resources (its needs are the program's) and it serves
+# nothing to probe; a failure ends the job (maxRestarts).
+USER_PROGRAM = "the user's batch program (job.image): its CPU and memory are its own, the config sets none"
+SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    ("CKV_K8S_43", "job.image is the user's reference, used as given"),
+    scan_exceptions.PULL_POLICY,
+    scan_exceptions.CPU_LIMIT,
+    *scan_exceptions.security(IMAGE_DEFAULTS),
+    *((check, USER_PROGRAM) for check in ("CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13")),
+    *scan_exceptions.probes("a batch job serves nothing to probe; a failure ends the job (maxRestarts)"),
+)
+
+
 def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
     shape = plan.shape
     controller: dict[str, Any] = {"deploymentMode": plan.workload.deployment_mode, "mainContainerName": MAIN_CONTAINER}
@@ -285,7 +299,16 @@ def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
         "maxRestarts": plan.workload.max_restarts,
         "pathwaysDir": plan.pathways_dir,
         "pathwaysVersion": plan.pathways_version,
-        "workers": [{"type": shape.machine_type, "topology": shape.topology, "numSlices": plan.pool.slices}],
+        "workers": [
+            {
+                "type": shape.machine_type,
+                "topology": shape.topology,
+                "numSlices": plan.pool.slices,
+                # the controller adds the TPU selectors to these (CTRL makeTPUNodeSelector): its pods select the
+                # job's own pool, not any pool of the same slice shape
+                "nodeSelector": dict(plan.pool.pool_selector),
+            }
+        ],
         "controller": controller,
     }
     custom = [
@@ -295,7 +318,10 @@ def pathways_job(plan: PathwaysJobPlan) -> dict[str, Any]:
     ]
     if custom:
         spec["customComponents"] = custom
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": plan.metadata(plan.name, plan.labels), "spec": spec}
+    meta = plan.metadata(plan.name, plan.labels)
+    if not plan.interactive:
+        meta["annotations"] = scan_exceptions.skip_annotations(SKIPS)
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
 
 
 def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
@@ -305,10 +331,16 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     head_containers: list[dict[str, Any]] = [{"name": "pathways-rm"}, {"name": "pathways-proxy"}]
     if not plan.interactive:
         head_containers = [*_template(plan)["spec"]["containers"], *head_containers]
-    head = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
+    head: dict[str, Any] = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
+    # makeTPUNodeSelector: workers[0].nodeSelector plus the accelerator and topology, for the workers and a
+    # colocated head
+    tpu_selector = {**pathways_job(plan)["spec"]["workers"][0]["nodeSelector"], **plan.shape.node_selector}
+    if not plan.head_on_cpu:
+        head["nodeSelector"] = tpu_selector
     worker = {
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
+        "nodeSelector": tpu_selector,
         "containers": [{"name": "pathways-worker", "volumeMounts": [{"name": "shared-tmp", "mountPath": "/tmp"}]}],
         "volumes": [{"name": "shared-tmp", "hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}}],
     }

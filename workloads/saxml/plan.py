@@ -25,12 +25,18 @@ from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
 from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workload_plan import INTERNAL_LB_ANNOTATION, WorkloadPlan, cpu_deployment
+from stacks.workload_plan import (
+    INTERNAL_LB_ANNOTATION,
+    JOBSET_EXCLUSIVE,
+    SLICE_TOPOLOGY_KEY,
+    WorkloadPlan,
+    cpu_deployment,
+    tpu_resources,
+)
 from stacks.workload_type import WorkloadContext
 from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 ADMIN_PORT = 10000
 MODEL_PORT = 10001
 # TPU runtime port between the hosts of a slice (the tutorial's model-server second port)
@@ -41,6 +47,12 @@ SAX_ROOT_PREFIX = "sax-root/"
 # (google/saxml@v1.1.0:saxml/tools/docker/Dockerfile.admin)
 SAX_FS_ROOT_PREFIX = "sax-fs-root/"
 CELL_PREFIX = "/sax/"  # Sax names a cell /sax/<cell> and its models /sax/<cell>/<model>
+# A Sax model name (google/saxml@v1.1.0:saxml/common/naming.go validateModelName, pattern "^[a-z]+[a-z0-9-_]*$").
+SAX_NAME_RE = re.compile(r"[a-z]+[a-z0-9_-]*")
+# A model class as Saxml's registry finds it: `<module>.<Class>` (full_registration_name), or that name relative to
+# its REGISTRY_ROOT (google/saxml@v1.1.0:saxml/server/servable_model_registry.py register/get): Python identifiers
+# joined by dots.
+MODEL_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z0-9][a-z0-9_-]{{0,62}}")
 # images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
@@ -183,11 +195,10 @@ MODEL_SERVER_ROLE = "model-server"
 MODEL_SERVER_JOB = "sax-model-server"
 
 
-def longest_pod_hostname(name: str, slices: int, hosts: int) -> str:
-    """JobSet names Jobs `<jobset>-<replicatedJob>-<index>` and their pods' hostnames `<job>-<pod index>`; its
-    webhook refuses a JobSet whose longest such name is not a DNS-1123 label of 63 characters at most
-    (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go)."""
-    return f"{name}-{MODEL_SERVER_ROLE}-{MODEL_SERVER_JOB}-{slices - 1}-{hosts - 1}"
+def longest_pod_name(name: str, slices: int, hosts: int) -> str:
+    """The longest model server pod name JobSet's webhook checks (stacks/naming.py jobset_longest_names): the JobSet
+    is `<name>-model-server`, its replicated Job `sax-model-server` with one Job per slice and one pod per host."""
+    return naming.jobset_longest_names(f"{name}-{MODEL_SERVER_ROLE}", MODEL_SERVER_JOB, slices, hosts)[1]
 
 
 def check(
@@ -206,9 +217,7 @@ def check(
             Problem(f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
         )
     _check_http(path, workload.http, ctx.environment, problems)
-    for i, model in enumerate(workload.models or []):
-        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
-            problems.append(Problem(f"{path}.models[{i}].model", f"{model.model!r} is not in the cell {cell}"))
+    _check_models(path, workload, cell, problems)
     if pool is None or not _check_pool(path, workload, pool, problems):
         return None
     # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
@@ -219,6 +228,43 @@ def check(
         problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
     _check_models_fit(path, workload, pool, problems, warnings)
     return plan
+
+
+def _check_models(path: str, workload: SaxmlWorkload, cell: str, problems: list[Problem]) -> None:
+    """Each model is in the workload's cell, named as Sax names models, once, with a model class Saxml can look up
+    (an empty or malformed modelPath fails only when the publish Job runs)."""
+    seen: dict[str, int] = {}
+    for i, model in enumerate(workload.models or []):
+        where = f"{path}.models[{i}]"
+        if model.model.startswith(CELL_PREFIX) and not model.model.startswith(f"{cell}/"):
+            problems.append(Problem(f"{where}.model", f"{model.model!r} is not in the cell {cell}"))
+            continue
+        name = model.model.removeprefix(f"{cell}/")
+        if not SAX_NAME_RE.fullmatch(name):
+            problems.append(
+                Problem(
+                    f"{where}.model",
+                    f"{model.model!r} is not a Sax model name: a lowercase letter, then lowercase letters, digits, "
+                    f"'-' and '_' (or {cell}/<that name>)",
+                )
+            )
+        elif f"{cell}/{name}" in seen:
+            problems.append(
+                Problem(
+                    f"{where}.model",
+                    f"{model.model!r} is the model {cell}/{name} of models[{seen[f'{cell}/{name}']}] again; a cell "
+                    "publishes each model once (give it another name)",
+                )
+            )
+        seen.setdefault(f"{cell}/{name}", i)
+        if not MODEL_PATH_RE.fullmatch(model.model_path):
+            problems.append(
+                Problem(
+                    f"{where}.modelPath",
+                    f"{model.model_path!r} is not a Saxml model class: Python identifiers joined by dots, e.g. "
+                    "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test",
+                )
+            )
 
 
 def _check_http(path: str, http: SaxHttpConfig, environment: str, problems: list[Problem]) -> None:
@@ -264,14 +310,15 @@ def _check_pool(path: str, workload: SaxmlWorkload, pool: PoolPlan, problems: li
             )
         )
         return False
-    hostname = longest_pod_hostname(workload.name, pool.slices, pool.shape.hosts)
-    if len(hostname) > naming.DNS_LABEL_MAX:
+    longest = longest_pod_name(workload.name, pool.slices, pool.shape.hosts)
+    if len(longest) > naming.DNS_LABEL_MAX:
         problems.append(
             Problem(
                 f"{path}.name",
                 f"{workload.name!r} is too long for a Saxml workload on pool {pool.name!r}: JobSet names its model "
-                f"server pods {hostname!r} ({len(hostname)} characters), and JobSet refuses names over "
-                f"{naming.DNS_LABEL_MAX}; use at most {len(workload.name) - len(hostname) + naming.DNS_LABEL_MAX} characters",
+                f"server pods up to {longest!r} ({len(longest)} characters, with the Job controller's 5 random "
+                f"ones), and JobSet refuses names over {naming.DNS_LABEL_MAX}; use at most "
+                f"{len(workload.name) - len(longest) + naming.DNS_LABEL_MAX} characters",
             )
         )
     return True
@@ -339,9 +386,23 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
     )
 
 
+# The checkov findings the model-server JobSet accepts (stacks/scan_exceptions.py). The model server's one port is
+# its gRPC service (`--port`); no upstream source documents an HTTP health endpoint, and neither upstream manifest
+# probes it (kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml, ai-on-gke
+# tools/saxml-on-gke/single-host-inference/gptj/model-server.yaml). A model server that dies fails its Job and the
+# JobSet restarts the slice (failurePolicy.maxRestarts).
+MODEL_SERVER_SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    scan_exceptions.CPU_LIMIT,
+    scan_exceptions.HOST_MEMORY_LIMIT,
+    scan_exceptions.HOST_NETWORK,
+    *scan_exceptions.security(MODEL_SERVER_SECURITY),
+    *scan_exceptions.probes("the model server serves gRPC only (no health endpoint) and upstream probes none"),
+)
+
+
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     shape = plan.shape
-    chips = shape.tpu_request
     pod_spec = {
         "serviceAccountName": plan.service_account,
         # The Saxml model server's TPU runtime (multi-host ICI on port 8471) needs the host network and a
@@ -355,8 +416,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         # entry says exclusive_pool).
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
-        "nodeSelector": plan.pool.node_selector,
-        "tolerations": plan.pool.tolerations(),
+        **plan.tpu_placement(),
         "containers": [
             {
                 "name": "sax-model-server",
@@ -371,14 +431,18 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                     {"name": "SAX_ROOT", "value": plan.sax_root},
                     {"name": "MEGASCALE_NUM_SLICES", "value": ""},  # one model server per slice, as upstream
                 ],
-                "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+                "resources": tpu_resources(shape),
             }
         ],
     }
     return {
         "apiVersion": JOBSET_API,
         "kind": "JobSet",
-        "metadata": _meta(plan, MODEL_SERVER_ROLE, annotations={EXCLUSIVE: catalog.NODE_POOL_LABEL}),
+        "metadata": _meta(
+            plan,
+            MODEL_SERVER_ROLE,
+            annotations={JOBSET_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(MODEL_SERVER_SKIPS)},
+        ),
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),

@@ -29,10 +29,12 @@ from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
-    TPU_TOLERATION,
+    LWS_EXCLUSIVE,
+    SLICE_TOPOLOGY_KEY,
     WorkloadPlan,
     check_autoscaling,
     hpa_manifest,
+    tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
 from workloads.vllm.config import VllmWorkload
@@ -286,6 +288,8 @@ def check(
     auto = workload.autoscaling
     if auto is not None:
         check_autoscaling(path, auto, ctx.adapter, metrics.VLLM_METRICS, problems)
+    if pool is not None:
+        _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
     if pool is None or problems:
         return None
 
@@ -348,6 +352,42 @@ def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Prob
             problems.append(Problem(f"{path}.args.{key}", f"derived by the stack: {why}"))
         elif not FLAG_NAME_RE.fullmatch(key):
             problems.append(Problem(f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
+
+
+def _tensor_parallel_value(value: Any) -> int | None:
+    """A `tensor-parallel-size` argument as a whole number, or None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _check_tensor_parallel(
+    path: str, workload: VllmWorkload, pool: str, shape: catalog.SliceShape, problems: list[Problem]
+) -> None:
+    """A `tensor-parallel-size` in `args` shards the model over that many JAX devices of one replica (one slice):
+    a whole number from 1 to the slice's devices (tpu_inference/worker/tpu_worker.py takes
+    jax.devices()[:total_devices]; more than there are leaves the mesh short). null removes the flag (vLLM's
+    default, 1)."""
+    for key, value in workload.args.items():
+        if normalize_flag(key) != "tensor-parallel-size" or value is None:
+            continue
+        size = _tensor_parallel_value(value)
+        if size is None or not 1 <= size <= shape.devices:
+            gen = shape.generation
+            problems.append(
+                Problem(
+                    f"{path}.args.{key}",
+                    f"{value!r} is not a tensor-parallel size pool {pool!r} can have; allowed: a whole number from 1 "
+                    f"to {shape.devices} (the JAX devices of one {gen.name} {shape.topology} slice: {shape.chips} "
+                    f"chips x {gen.devices_per_chip} per chip)",
+                )
+            )
 
 
 def _check_replicas_fit(
@@ -511,18 +551,16 @@ VLLM_CONTAINER = ContainerSecurity(
 
 def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
     volumes, mounts = _volumes(plan)
-    chips = plan.shape.tpu_request
     container = {
         **container,
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
-        "resources": {"requests": {catalog.TPU_RESOURCE: chips}, "limits": {catalog.TPU_RESOURCE: chips}},
+        "resources": tpu_resources(plan.shape),
         "volumeMounts": mounts,
     }
     spec = {
         "serviceAccountName": plan.service_account,
-        "nodeSelector": plan.shape.node_selector,
-        "tolerations": [dict(TPU_TOLERATION)],
+        **plan.tpu_placement(),
         "containers": [container],
         "volumes": volumes,
     }
@@ -562,19 +600,29 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
-    # the checkov findings this Deployment accepts, with their reasons (stacks/scan_exceptions.py)
-    skips = [
-        *scan_exceptions.TAG_PINNED,
-        scan_exceptions.CPU_LIMIT,
-        *scan_exceptions.TPU_HOST_RESOURCES,
-        *scan_exceptions.IMAGE_USER,
-    ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(skips)),
+        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(SKIPS)),
         "spec": spec,
     }
+
+
+# The checkov findings a vLLM Deployment or LeaderWorkerSet accepts, with their reasons (stacks/scan_exceptions.py).
+SKIPS: tuple[scan_exceptions.Skip, ...] = (
+    *scan_exceptions.TAG_PINNED,
+    scan_exceptions.CPU_LIMIT,
+    scan_exceptions.HOST_MEMORY_LIMIT,
+    *scan_exceptions.security(VLLM_CONTAINER),
+)
+# A multi-host group's Ray workers (multi-node-serving.sh worker) serve no HTTP; the group restarts as one
+# (RecreateGroupOnPodRestart) and its leader's /health probes cover it.
+LWS_SKIPS = (
+    *SKIPS,
+    *scan_exceptions.probes(
+        "the Ray workers serve no HTTP endpoint; the group restarts as one and the leader's /health probes cover it"
+    ),
+)
 
 
 def leader_command(plan: VllmPlan) -> str:
@@ -608,7 +656,12 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": plan.metadata(plan.name, plan.labels),
+        # one group per slice: a group's pods share a node pool, and no two groups share one
+        "metadata": plan.metadata(
+            plan.name,
+            plan.labels,
+            annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(LWS_SKIPS)},
+        ),
         "spec": spec,
     }
 

@@ -1,0 +1,204 @@
+"""Issue 22 part 2 item 3: no shipped stack creates an object GKE manages (stacks/gke_managed.py, sources there).
+
+What a stack creates is read from its recording: every Kubernetes object and patch it registers, every CRD file a
+ConfigFile applies (the CRD files of stacks/versions.py), the objects of an upstream manifest it applies, and what
+each Helm release's chart at the pinned version contains (its crds/ and templates, from the reference copies).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stacks import gke_managed, versions
+from stacks.config import FORBIDDEN_NAMESPACES
+from tests.conftest import STACK_FILES, recorded, reference_dir
+from tooling.k8s_objects import plain
+from tooling.offline import Recording, parse_stack_file
+from tooling.readme_tables import gke_managed_table
+
+ROOT = Path(__file__).resolve().parent.parent
+YAML_COMPONENTS = ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml/v2:ConfigGroup")
+RELEASE = "kubernetes:helm.sh/v3:Release"
+WATCHED = {kind for kind, _ in gke_managed.never_created()}
+stacks = pytest.mark.parametrize(
+    "path", STACK_FILES, ids=lambda p: p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+)
+
+
+def _crd_name(url: str) -> str | None:
+    """metadata.name of an upstream CRD file the matrix pins (`<group>_<plural>.yaml`), None for another URL."""
+    pinned = {f.url for files in versions.CRDS.values() for group in files.values() for f in group}
+    pinned |= {u for charts in versions.CHARTS.values() for c in charts.values() if c.crds for u in c.crds.urls}
+    if url not in pinned:
+        return None
+    group, plural = url.rsplit("/", 1)[1].removesuffix(".yaml").split("_", 1)
+    return f"{plural}.{group}"
+
+
+def _objects_in_yaml(text: str) -> set[tuple[str, str]]:
+    """(kind, metadata.name) of the watched kinds in a manifest or chart file; Helm templating is tolerated (a
+    templated name is not one of GKE's fixed names)."""
+    found = set()
+    for doc in re.split(r"^---\s*$", text, flags=re.MULTILINE):
+        kind = re.search(r"^kind:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
+        name = re.search(r"^metadata:\s*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
+        if kind and name and kind.group(1) in WATCHED:
+            found.add((kind.group(1), name.group(1).strip("\"'")))
+    return found
+
+
+def _manifest_objects(url: str) -> set[tuple[str, str]]:
+    """The objects of an upstream manifest the stack applies (the reference copy of each ManifestVersion)."""
+    copies = {m.url: f"manifests/pathways-job-v{m.version}/install.yaml" for m in versions.PATHWAYS_JOB.values()}
+    if url not in copies:
+        raise AssertionError(f"a ConfigFile applies {url}: record it here and in stacks/versions.py")
+    path = reference_dir() / copies[url]
+    if not path.exists():
+        pytest.skip(f"no reference copy of {url} ({path})")
+    return _objects_in_yaml(path.read_text())
+
+
+def _chart_dir(chart: str, version: str) -> Path | None:
+    """The reference copy of a chart release: ../shared/reference/charts/<dir>-<version>/ holding a Chart.yaml of
+    that name (SOURCES.md "charts/": the sources at the pinned tag, with the charts they vendor)."""
+    name = chart.rsplit("/", 1)[1]
+    for top in sorted((reference_dir() / "charts").glob(f"*-{version}")):
+        if any(yaml.safe_load(c.read_text())["name"] == name for c in top.rglob("Chart.yaml")):
+            return top
+    return None
+
+
+def _chart_objects(chart: str, version: str) -> set[tuple[str, str]]:
+    """What a chart release installs, at most: every object in its copy (crds/, templates, vendored charts)."""
+    top = _chart_dir(chart, version)
+    if top is None:
+        pytest.skip(f"no reference copy of chart {chart} {version} under {reference_dir() / 'charts'}")
+    found: set[tuple[str, str]] = set()
+    for path in top.rglob("*"):
+        if path.suffix in (".yaml", ".yml", ".tpl") and path.name not in ("Chart.yaml", "values.yaml"):
+            found |= _objects_in_yaml(path.read_text())
+    return found
+
+
+def created(recording: Recording) -> set[tuple[str, str]]:
+    """(kind, name) of every object of a watched kind the stack creates, applies or patches."""
+    found: set[tuple[str, str]] = set()
+    for reg in recording.resources:
+        if not reg.type.startswith("kubernetes:"):
+            continue
+        inputs = plain(reg.inputs)
+        if reg.type in YAML_COMPONENTS:  # multi-language components (not custom): the provider applies their files
+            for url in [inputs["file"]] if inputs.get("file") else inputs.get("files", []):
+                name = _crd_name(url)
+                found |= {(gke_managed.CRD, name)} if name else _manifest_objects(url)
+        elif reg.type == RELEASE:
+            found |= _chart_objects(inputs["chart"], inputs["version"])
+        elif reg.custom and isinstance(inputs.get("metadata"), dict):
+            kind = inputs.get("kind") or reg.type.rsplit(":", 1)[1].removesuffix("Patch")
+            found.add((kind, inputs["metadata"].get("name")))
+    return {(kind, name) for kind, name in found if kind in WATCHED}
+
+
+@stacks
+def test_no_stack_creates_an_object_gke_manages(path):
+    # GKE installs and owns these (stacks/gke_managed.py MANAGED, with sources); a stack that applies one fails
+    # with AlreadyExists or, adopting it, deletes it with every object of its kind on destroy (issue 22 item 2).
+    # A cluster's version is only a floor that GKE raises by itself, so no version exempts an object.
+    rec = recorded(path, False)
+    assert not created(rec) & gke_managed.never_created()
+
+
+def test_the_check_sees_what_a_stack_applies():
+    # the old gateway applied GKE's InferencePool CRD from a ConfigFile: exactly what the check must catch
+    url = versions.CRDS["gatewayApiInferenceExtension"]["1.6.0"][0].url
+    assert _crd_name(url) == gke_managed.INFERENCE_POOL_CRD
+    assert (gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD) in gke_managed.never_created()
+    # and it sees the add-on CRDs a stack does apply (LWS and JobSet, from their pinned chart files)
+    rec = recorded(ROOT / "Pulumi.dev.yaml", False)
+    crds = {name for kind, name in created(rec) if kind == gke_managed.CRD}
+    assert {"leaderworkersets.leaderworkerset.x-k8s.io", "jobsets.jobset.x-k8s.io"} <= crds
+
+
+@stacks
+def test_a_stack_relies_only_on_what_gke_installs_at_its_minimum_version(path):
+    # an enabled gateway's InferencePools need GKE's InferencePool CRD: the stack's floor is at or above the
+    # version GKE installs it from (https://llm-d.ai/docs/dev/resources/gateway/install-crds)
+    cfg = parse_stack_file(path)
+    if not cfg.gateway.enabled:
+        return
+    need = gke_managed.installed_from(
+        gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, gke_managed.stack_settings(gateway_api=True)
+    )
+    assert need == "1.34.0-gke.1626000"
+    assert (
+        gke_managed.required_version(
+            cfg.cluster.min_master_version,
+            gke_managed.CRD,
+            gke_managed.INFERENCE_POOL_CRD,
+            gke_managed.stack_settings(True),
+        )
+        is None
+    )
+
+
+def test_installed_from_follows_the_settings():
+    on = gke_managed.stack_settings(gateway_api=True)
+    off = gke_managed.stack_settings(gateway_api=False)
+    # G1/G2: with the Gateway API on, GKE Standard 1.24+; without it, G3's 1.34.0-gke.1626000
+    assert gke_managed.installed_from(gke_managed.CRD, "httproutes.gateway.networking.k8s.io", on) == "1.24"
+    assert gke_managed.installed_from(gke_managed.CRD, "httproutes.gateway.networking.k8s.io", off) == (
+        "1.34.0-gke.1626000"
+    )
+    assert gke_managed.installed_from("GatewayClass", "gke-l7-rilb", on) == "1.24"
+    assert gke_managed.installed_from("GatewayClass", "gke-l7-rilb", off) is None
+    assert gke_managed.required_version("1.35", gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, on) is None
+    with pytest.raises(ValueError):
+        gke_managed.required_version("1.35", gke_managed.CRD, "nothing.example.com", on)
+
+
+def test_the_gateway_classes_the_stack_uses_are_gkes():
+    from stacks.gateway import GATEWAY_CLASSES
+
+    managed = {name for kind, name in gke_managed.never_created() if kind == "GatewayClass"}
+    assert set(GATEWAY_CLASSES.values()) <= managed
+
+
+def test_table_names_match_the_upstream_files():
+    # the Gateway API CRDs the matrix validates against are among those GKE installs (G1)
+    gateway_api = {
+        f"{f.file_name.removesuffix('.yaml').split('_', 1)[1]}.gateway.networking.k8s.io"
+        for f in versions.CRDS["gatewayApi"]["1.6.1"]
+    }
+    assert gateway_api <= set(gke_managed.GATEWAY_API_CRDS)
+    # G5: the CRDs and namespaces of the prometheus-engine release GKE's managed collection runs
+    setup = reference_dir() / "manifests/prometheus-engine-v0.17.2"
+    if not setup.exists():
+        pytest.skip(f"no prometheus-engine manifests under {setup}")
+    upstream = set()
+    for name in ("setup.yaml", "operator.yaml"):
+        upstream |= {
+            (d["kind"], d["metadata"]["name"])
+            for d in yaml.safe_load_all((setup / name).read_text())
+            if d and d.get("kind") in (gke_managed.CRD, "Namespace")
+        }
+    gmp = {
+        (row.kind, name)
+        for row in gke_managed.MANAGED
+        if row.when == gke_managed.MANAGED_PROMETHEUS
+        for name in row.names
+    }
+    assert gmp == upstream
+
+
+def test_workloads_never_take_a_namespace_gke_owns():
+    assert gke_managed.namespaces() == {"gmp-system", "gmp-public"}
+    assert gke_managed.namespaces() <= FORBIDDEN_NAMESPACES
+
+
+def test_readme_holds_the_table():
+    readme = (ROOT / "README.md").read_text()
+    assert gke_managed_table() in readme, "README 'What GKE manages': paste `python -m tooling.readme_tables`"
