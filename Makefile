@@ -12,9 +12,14 @@ export PULUMI_SKIP_UPDATE_CHECK ?= true
 
 .PHONY: venv crds test render golden schema lint scan example preview up destroy stack leak-audit smoke clean
 
-venv: $(VENV)/.installed
+# First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
+# version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
+venv:
+	@$(PYTHON) scripts/check_python.py $(VENV)
+	@$(MAKE) --no-print-directory -s $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt
+	@echo "creating $(VENV) with $(PYTHON) and installing requirements.txt"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
@@ -27,9 +32,10 @@ crds: venv
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated.
+# Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated and every warning
+# printed at the end; STRICT=1 fails on any warning (CI does so for staging and prod stacks).
 render: venv
-	$(PY) -m tooling.render --check $(STACK)
+	$(PY) -m tooling.render --check $(if $(STRICT),--strict) $(STACK)
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv
@@ -57,19 +63,19 @@ $(SCAN_VENV)/.installed: requirements-scan.txt
 scan: venv $(SCAN_VENV)/.installed
 	CHECKOV=$(SCAN_VENV)/bin/checkov $(PY) -m tooling.scan
 
-# Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3
+# Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3 [ENVIRONMENT=...] [PROJECT=...]
+# The new stack's environment follows its name when that is dev, staging or prod (tooling/example.py).
 EXAMPLES := $(sort $(patsubst Pulumi.%.yaml,%,$(notdir $(wildcard examples/*/Pulumi.*.yaml))))
 example:
 	@if [ -z "$(EXAMPLE)$(filter command line,$(origin STACK))" ]; then \
 	  echo "make example EXAMPLE=<example> STACK=<new stack> writes Pulumi.<new stack>.yaml from one of:"; \
 	  echo "examples: $(EXAMPLES)"; exit 0; fi; \
 	if [ -z "$(EXAMPLE)" ] || [ "$(origin STACK)" != "command line" ]; then \
-	  echo "usage: make example EXAMPLE=<example> STACK=<new stack>"; echo "examples: $(EXAMPLES)"; exit 2; fi; \
-	src=$$(ls examples/*/Pulumi.$(EXAMPLE).yaml 2>/dev/null | head -n 1); \
-	test -n "$$src" || { echo "no example '$(EXAMPLE)'; examples: $(EXAMPLES)"; exit 1; }; \
-	test ! -e Pulumi.$(STACK).yaml || { echo "Pulumi.$(STACK).yaml exists; choose another STACK"; exit 1; }; \
-	sed 's#\$$schema=../../schema/#$$schema=./schema/#' "$$src" > Pulumi.$(STACK).yaml; \
-	echo "Pulumi.$(STACK).yaml created from $$src: set gcp:project in it, then 'make render STACK=$(STACK)' and 'make preview STACK=$(STACK)'"
+	  echo "usage: make example EXAMPLE=<example> STACK=<new stack> [ENVIRONMENT=dev|staging|prod] [PROJECT=<id>]"; \
+	  echo "examples: $(EXAMPLES)"; exit 2; fi; \
+	$(MAKE) --no-print-directory venv && \
+	$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
+	  $(if $(PROJECT),--project "$(PROJECT)")
 
 stack: venv
 	@if [ -z "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ]; then \

@@ -42,6 +42,14 @@ PLACEMENTS = (COMPACT_TOPOLOGY, WORKLOAD_POLICY)
 # relying on a number).
 PRICE_TABLE_DATE = "2025-06-01"
 
+# Zones that offer each generation, as Google's TPU regions and zones page lists them ("You can create TPU VMs in the
+# zones shown in the following table"), read through the search corpus (excerpts: its North America tables in full, the
+# first row of Europe's; the rest of Europe and Asia Pacific was not visible, so those zones are missing here). The list
+# changes and GKE may offer a generation elsewhere, so a zone not listed is a warning that names this source, never an
+# error (stacks/config.py); a zone outside gcp:region is an error.
+ZONES_SOURCE = "https://cloud.google.com/tpu/docs/regions-zones"
+ZONES_READ = "2026-11-26"
+
 
 @dataclass(frozen=True)
 class ChipPrice:
@@ -83,6 +91,9 @@ class Generation:
     list_price: ChipPrice | None  # None: no public list price (why in `price_note`)
     price_note: str = ""
     boot_disk_type: str | None = None  # None: GKE's default boot disk type for the machine type
+    # zones that offer this generation per `zones_source` (see ZONES_SOURCE); not a complete list
+    zones: tuple[str, ...] = ()
+    zones_source: str = ZONES_SOURCE
     # machine type -> (vCPUs, memory in GB) of one VM, as the TPU docs list them
     host_resources: dict[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -191,6 +202,7 @@ GENERATIONS: dict[str, Generation] = {
                 "8x16x16",
             ),  # R1 default topologies
             placement=COMPACT_TOPOLOGY,
+            zones=("us-central2-b",),  # ZONES_SOURCE, North America
             list_price=ChipPrice(on_demand=3.22, spot=0.97),
         ),
         Generation(
@@ -215,6 +227,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,  # GKE multi-host v5e pools use 4-chip VMs: nodes = chips / 4 (R1, R3)
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
             placement=COMPACT_TOPOLOGY,
+            zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),  # ZONES_SOURCE, North America
             list_price=ChipPrice(on_demand=1.20, spot=0.48),
         ),
         Generation(
@@ -245,6 +258,7 @@ GENERATIONS: dict[str, Generation] = {
                 "16x16x24",
             ),  # S4 "Hosts" column, plus 2x2x4 from R1
             placement=COMPACT_TOPOLOGY,
+            zones=("us-central1-a", "us-east5-a"),  # ZONES_SOURCE, North America
             list_price=ChipPrice(on_demand=4.20, spot=1.89),
         ),
         Generation(
@@ -269,6 +283,14 @@ GENERATIONS: dict[str, Generation] = {
             # S2: "2x4 on 2 VMs is only supported when using the GKE API"; 16x16 from R1
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
             placement=COMPACT_TOPOLOGY,
+            zones=(
+                "us-central1-b",
+                "us-east1-d",
+                "us-east5-a",
+                "us-east5-b",
+                "us-south1-ai1b",
+                "europe-west4-a",
+            ),  # ZONES_SOURCE: North America, and the first Europe row
             list_price=ChipPrice(on_demand=2.70, spot=1.08),
         ),
         Generation(
@@ -289,6 +311,10 @@ GENERATIONS: dict[str, Generation] = {
             megacore=False,  # ChipVersion TPU_7X: no megacore, each TensorCore is a JAX device
             vllm_support="recommended",
             placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit
+            zones=(
+                "us-central1-ai1a",
+                "us-central1-c",
+            ),  # ZONES_SOURCE (docs.cloud.google.com/tpu/docs/regions-zones.md.txt), North America
             list_price=None,
             price_note="no public list price: TPU7x is sold through the Google Cloud account team (S6)",
             # cluster-toolkit@v1.95.0 examples/gke-tpu-7x/gke-tpu-7x.yaml and the flex-start variant:
@@ -364,6 +390,19 @@ def slice_shape(tpu: str, topology: str, machine_type: str | None = None) -> Sli
 
 def machine_types(gen: Generation) -> list[str]:
     return sorted({*gen.single_host.values(), gen.multi_host_machine_type})
+
+
+def zone_warning(tpu: str, zone: str) -> str | None:
+    """Why `zone` may not offer generation `tpu` (None when the source lists it): the source, what it lists and how
+    to check, since the list changes."""
+    gen = generation(tpu)
+    if zone in gen.zones:
+        return None
+    listed = ", ".join(gen.zones) or "none"
+    return (
+        f"{gen.name} is not listed in {zone} by {gen.zones_source} (read {ZONES_READ}; it lists {listed}); the list "
+        f"changes, so confirm before `up`, e.g. gcloud compute tpus accelerator-types list --zone={zone}"
+    )
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -66,6 +66,11 @@ KNOWN_KEYS = (
     "decommission",
     "hfToken",
 )
+# The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
+# keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
+PLACEHOLDER_PROJECT = "my-tpu-project"
+# Words of a stack or project name (split on - _ .) that say which environment it is for.
+ENVIRONMENT_WORDS = {"prod": ("prod", "production", "prd"), "staging": ("staging", "stage", "stg")}
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
 
@@ -593,7 +598,8 @@ def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: lis
 
 def _check_gateway_version(cluster: ClusterConfig, problems: list[Problem]) -> None:
     """The gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py) and the
-    stack therefore never applies: the control plane must be at least the version GKE installs it from."""
+    stack therefore never applies: the control plane must be at least the version GKE installs it from. Called by
+    _check_gke_versions when that is the highest version the stack needs."""
     need = gke_managed.required_version(
         cluster.min_master_version,
         gke_managed.CRD,
@@ -886,39 +892,69 @@ def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Pro
     return kept
 
 
-def _check_pool_versions(cluster: ClusterConfig, pools: list[PoolPlan], problems: list[Problem]) -> None:
-    """Every pool's generation needs a minimum GKE version (catalog). Without minMasterVersion the cluster runs its
-    release channel's default version, which this program cannot know offline: a generation whose minimum is in
-    the matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later is refused until minMasterVersion says so."""
-    min_master_version = cluster.min_master_version
-    newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+GATEWAY_NEEDS = "gateway.enabled"
+
+
+def _gke_version_needs(pools: list[PoolPlan], gateway_enabled: bool) -> list[tuple[str, str, str]]:
+    """(minimum GKE version, what needs it, for whom) for every pool: its generation's minimum (catalog) and, with a
+    capacity list, ComputeClass node pool auto-creation's; and an enabled gateway's InferencePool CRD."""
+    needs = []
     for plan in pools:
-        needs = [(plan.shape.generation.min_gke_version, f"the minimum GKE version for {plan.shape.generation.name}")]
+        generation = plan.shape.generation
+        needs.append(
+            (generation.min_gke_version, f"the minimum GKE version for {generation.name}", f"pool {plan.name!r}")
+        )
         if plan.compute_class:
-            needs.append(
-                (
-                    compute_class.MIN_GKE_VERSION,
-                    "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)",
-                )
+            what = "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)"
+            needs.append((compute_class.MIN_GKE_VERSION, what, f"pool {plan.name!r}"))
+    if gateway_enabled:
+        settings = gke_managed.stack_settings(gateway_api=True)
+        need = gke_managed.required_version(None, gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
+        assert need is not None  # required_version returns the version when none is given
+        needs.append((need, "the version GKE installs the InferencePool CRD from", GATEWAY_NEEDS))
+    return needs
+
+
+def _check_gke_versions(
+    cluster: ClusterConfig, pools: list[PoolPlan], gateway_enabled: bool, problems: list[Problem]
+) -> None:
+    """minMasterVersion meets the highest minimum the pools and the gateway need, named at once (not one
+    requirement, then after the user raises the version, the next). Without minMasterVersion the cluster runs its
+    release channel's default version, which this program cannot know offline: a pool whose minimum is in the
+    matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later, a capacity list or an enabled gateway is refused
+    until minMasterVersion says so."""
+    needs = _gke_version_needs(pools, gateway_enabled)
+    if not needs:
+        return
+    need, what, whom = max(needs, key=lambda n: catalog.version_tuple(n[0]))
+    min_master_version = cluster.min_master_version
+    if min_master_version and catalog.version_tuple(min_master_version) >= catalog.version_tuple(need):
+        return
+    if whom == GATEWAY_NEEDS:
+        _check_gateway_version(cluster, problems)
+    elif min_master_version:
+        problems.append(
+            Problem(
+                f"{NS}:cluster.minMasterVersion",
+                f"{min_master_version!r} is below {need}, {what} ({whom}); {need} or later meets every minimum the "
+                "stack needs",
             )
-        for need, what in needs:
-            if not min_master_version:
-                if catalog.version_tuple(need)[:2] >= newest or plan.compute_class:
-                    problems.append(
-                        Problem(
-                            f"{NS}:cluster.minMasterVersion",
-                            f"required with pool {plan.name!r}: set it to {need} or later ({what}), a version the "
-                            f"{cluster.release_channel} channel offers; the channel's default version may be older",
-                        )
-                    )
-                    return
-            elif catalog.version_tuple(min_master_version) < catalog.version_tuple(need):
-                problems.append(
-                    Problem(
-                        f"{NS}:cluster.minMasterVersion",
-                        f"{min_master_version!r} is below {need}, {what} (pool {plan.name!r})",
-                    )
-                )
+        )
+    elif (
+        any(
+            catalog.version_tuple(v)[:2] >= catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+            for v, _, _ in needs
+        )
+        or any(p.compute_class for p in pools)
+        or gateway_enabled
+    ):
+        problems.append(
+            Problem(
+                f"{NS}:cluster.minMasterVersion",
+                f"required with {whom}: set it to {need} or later ({what}), a version the "
+                f"{cluster.release_channel} channel offers; the channel's default version may be older",
+            )
+        )
 
 
 def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
@@ -1306,8 +1342,6 @@ def _check_cluster_section(
     _check_cluster(cluster, problems)
     if sections.gateway is not None:
         _check_gateway(sections.gateway, cluster.network, problems)
-        if sections.gateway.enabled:
-            _check_gateway_version(cluster, problems)
     _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
     _check_system_pool(cluster, problems)
     if not region:
@@ -1396,7 +1430,8 @@ def _check_pools(sections: _Sections, region: str | None, problems: list[Problem
                 indexed.append((i, plan))
     plans = _check_node_pool_names(indexed, problems)
     if sections.cluster is not None:
-        _check_pool_versions(sections.cluster, plans, problems)
+        gateway_enabled = sections.gateway is not None and sections.gateway.enabled
+        _check_gke_versions(sections.cluster, plans, gateway_enabled, problems)
     return plans
 
 
@@ -1432,19 +1467,24 @@ def parse_stack_config(
     workload_types: WorkloadRegistry,
     extra_keys: tuple[str, ...] = (),
     hf_token: str | None = None,
+    refuse_placeholder: bool = False,
 ) -> StackConfig:
     """Validate a stack config given as `{key without namespace: value}`; raise ConfigError with every problem.
 
     `workload_types` are the types the program serves (workloads/registry.py). `hf_token` says how
     tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be stored in plain text in
-    the stack file)."""
+    the stack file). `refuse_placeholder`: the examples' gcp:project is a problem (a real deployment), not a
+    warning (the offline render and tests)."""
     problems: list[Problem] = []
     region = _check_invocation(gcp_project, region, extra_keys, hf_token, problems)
     sections = _parse_sections(raw, workload_types, problems)
+    _check_environment_names(sections.environment, stack, gcp_project, problems)
+    placeholder = placeholder_project_problem(gcp_project) if refuse_placeholder else None
+    problems.extend([placeholder] if placeholder else [])
     cluster_name, cluster_location = _check_cluster_section(sections, region, pulumi_project, stack, problems)
     bucket_name = _check_bucket_section(sections.bucket, gcp_project, region, pulumi_project, stack, problems)
     pools = _check_pools(sections, region, problems)
-    warnings: list[str] = []
+    warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
     context = _workload_context(
         sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token
     )
@@ -1552,6 +1592,70 @@ def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket
     return out
 
 
+# ---- what a new user gets wrong: placeholder project, environment against names, TPU zones ----------------
+
+
+def named_environment(name: str | None) -> str | None:
+    """The environment a stack or project name says it is for ('acme-prod' -> prod), or None."""
+    words = set(re.split(r"[-_.]", name or ""))
+    return next((env for env, names in ENVIRONMENT_WORDS.items() if words & set(names)), None)
+
+
+def _check_environment_names(environment: Any, stack: str, gcp_project: str | None, problems: list[Problem]) -> None:
+    """A stack or project named like prod (or staging) runs that environment's profile, not a lower one: `dev` there
+    means no deletion protection and a bucket destroyed with its contents."""
+    rank = {name: i for i, name in enumerate(PROFILES)}  # dev, staging, prod: least to most protected
+    if not isinstance(environment, str) or environment not in rank:
+        return  # reported at its key already
+    for what, name in (("stack", stack), ("gcp:project", gcp_project)):
+        named = named_environment(name)
+        # a project may host a lower environment than its name (staging in 'acme-prod'), but never dev
+        if named is None or rank[environment] >= rank[named] or (what == "gcp:project" and environment != "dev"):
+            continue
+        problems.append(
+            Problem(
+                f"{NS}:environment",
+                f"{_fmt(environment)} with {what} {name!r}, which is named like {named}: the {environment} profile "
+                f"has {_protection(PROFILES[environment])}; set tpu-serving:environment: {named}, or use a "
+                f"{what.removeprefix('gcp:')} name that does not say {named}",
+            )
+        )
+
+
+def _protection(profile: Profile) -> str:
+    if profile.protect:
+        return "deletion protection on the cluster, TPU pools and bucket"
+    if profile.bucket_force_destroy:
+        return "no deletion protection, and `pulumi destroy` deletes the bucket with its contents"
+    return "no deletion protection"
+
+
+def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
+    """gcp:project still the examples' placeholder: refused by a real preview/up (load_stack_config)."""
+    if gcp_project != PLACEHOLDER_PROJECT:
+        return None
+    return Problem(
+        "gcp:project",
+        f"{PLACEHOLDER_PROJECT!r} is the examples' placeholder, not your project: pulumi config set gcp:project "
+        "<your project id> (or edit the stack file)",
+    )
+
+
+def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: list[PoolPlan]) -> list[str]:
+    """The placeholder project (refused by a real preview/up) and TPU zones the catalog's source does not list."""
+    out = []
+    placeholder = placeholder_project_problem(gcp_project)
+    if placeholder is not None:
+        out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
+    planned = {plan.name for plan in pools}
+    for i, pool in enumerate(sections.pools):
+        if pool is not None and pool.name in planned:
+            why = catalog.zone_warning(pool.tpu, pool.zone)
+            if why:
+                out.append(f"{NS}:tpuPools[{i}].zone: {why}")
+    return out
+
+
 # ---- Pulumi entry point -------------------------------------------------------------------------------
 
 
@@ -1587,6 +1691,17 @@ def _secret_state(runtime_config, key: str) -> str | None:
     return "secret" if secret else "plain"
 
 
+def _under_mocks() -> bool:
+    """True when the program runs under Pulumi's mocks (`pulumi.runtime.set_mocks`: the tests and the offline
+    render), False under the Pulumi CLI's engine, whose resource monitor is a gRPC stub (pulumi==3.272.0
+    sdk/python/lib/pulumi/runtime/settings.py Settings: a monitor address becomes a ResourceMonitorStub;
+    runtime/mocks.py set_mocks installs a MockMonitor)."""
+    from pulumi.runtime import settings
+    from pulumi.runtime.mocks import MockMonitor
+
+    return isinstance(settings.get_monitor(), MockMonitor)
+
+
 def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
     """Read and validate this stack's config; raise pulumi.RunError listing every problem."""
     import pulumi
@@ -1608,6 +1723,7 @@ def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
             workload_types=workload_types,
             extra_keys=extra,
             hf_token=_secret_state(runtime_config, "hfToken"),
+            refuse_placeholder=not _under_mocks(),
         )
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None

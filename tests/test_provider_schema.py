@@ -31,12 +31,7 @@ from tooling.requirements import pins as requirement_pins
 # daily_maintenance_window / recurring_window / recurring_maintenance_window in a sent maintenance_policy (the
 # 10.2.0 SDK's ClusterMaintenancePolicyArgs docstring says the same). Fixed in parallel in components/cluster.py:
 # delete this entry when that fix is merged.
-KNOWN_VIOLATIONS: dict[str, set[str]] = {
-    "Pulumi.all-in-one.yaml": {
-        "gcp:container/cluster:Cluster cluster-gke: maintenancePolicy: exactly one of [dailyMaintenanceWindow, "
-        "recurringWindow, recurringMaintenanceWindow] must be set (0 set)"
-    },
-}
+KNOWN_VIOLATIONS: dict[str, set[str]] = {}
 
 # Inputs the pulumi-gcp SDK (stacks/versions.py) has that google-beta v7.45.0 does not: added upstream after it.
 NEWER_IN_SDK = {

@@ -27,7 +27,7 @@ from tests.test_crds import REFERENCE_CRDS, mirror_tree
 from tooling import render
 from tooling.offline import ROOT
 
-DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md"]
+DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", ROOT / "CONTRIBUTING.md"]
 PLACEHOLDERS = {"<example>": "llama3-405b-pathways", "<stack>": "dev", "<earlier render>": "build"}
 RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant

@@ -116,3 +116,25 @@ def test_jobs_with_cloud_credentials_install_the_gke_auth_plugin(path):
         assert setup[0]["with"] == {"version": GCLOUD_SDK, "install_components": "gke-gcloud-auth-plugin"}
         index = uses.index("google-github-actions/setup-gcloud")
         assert uses.index("google-github-actions/auth") < index < uses.index("pulumi/actions")
+
+
+def test_staging_and_prod_are_rendered_strictly_before_anything_changes():
+    """Issue 23: a warning (open control plane, placeholder project, unlisted TPU zone, gated model without a token)
+    fails CI for staging and prod stacks: `deploy.yml` renders each with --strict before its `pulumi up`, and
+    every pull request renders every stack with --strict-for staging,prod before its preview."""
+    from tooling.render import argument_parser
+
+    jobs = load(ROOT / ".github/workflows/deploy.yml")["jobs"]
+    for name in ("staging", "prod"):
+        runs = [s.get("run", "") or s.get("uses", "") for s in jobs[name]["steps"]]
+        strict = runs.index(f"make render STACK={name} STRICT=1")
+        assert strict < next(i for i, r in enumerate(runs) if r.startswith("pulumi/actions"))
+    assert not any("STRICT" in s.get("run", "") for s in jobs["dev"]["steps"])
+    assert "$(if $(STRICT),--strict)" in (ROOT / "Makefile").read_text()
+
+    pr = load(ROOT / ".github/workflows/pull-request.yml")["jobs"]
+    (render,) = [s["run"] for s in pr["render-strict"]["steps"] if "tooling.render" in s.get("run", "")]
+    argv = render.split()[3:]
+    args = argument_parser().parse_args([a for a in argv if a != "Pulumi.*.yaml"])
+    assert args.check and args.strict_for == {"staging", "prod"} and "Pulumi.*.yaml" in argv
+    assert "render-strict" in pr["preview"]["needs"]

@@ -281,6 +281,12 @@ ALIASES: dict[tuple[str, str], str] = {
     (_CLUSTER, _EXCLUSIONS): "maintenancePolicy.window.maintenanceExclusions.*",
     (_CLUSTER, f"{_EXCLUSIONS}.exclusionOptions"): "maintenancePolicy.window.maintenanceExclusions.*"
     ".maintenanceExclusionOptions",
+    # google-beta resource_container_cluster.go expandMaintenancePolicy: recurring_window becomes
+    # MaintenancePolicy.window.recurringWindow {window: TimeWindow{startTime, endTime}, recurrence}
+    (_CLUSTER, "maintenancePolicy.recurringWindow.recurrence"): "maintenancePolicy.window.recurringWindow.recurrence",
+    (_CLUSTER, "maintenancePolicy.recurringWindow.startTime"): "maintenancePolicy.window.recurringWindow.window"
+    ".startTime",
+    (_CLUSTER, "maintenancePolicy.recurringWindow.endTime"): "maintenancePolicy.window.recurringWindow.window.endTime",
     (_POOL, "nodeConfig"): "config",
     (_POOL, "nodeLocations"): "locations",
     ("gcp:compute/network:Network", "routingMode"): "routingConfig.routingMode",

@@ -212,10 +212,81 @@ class _WarningCollector(logging.Handler):
         self.recording.warnings.append(record.getMessage())
 
 
+class StackFileError(ValueError):
+    """A stack file the Pulumi CLI would not read: the message names the file, line and column, and a hint."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys in a mapping; the Pulumi CLI refuses the file. It reads stack files
+    with gopkg.in/yaml.v3 (pulumi/pulumi@v3.259.0 sdk/go/common/encoding/marshal.go, used by
+    sdk/go/common/workspace/loaders.go LoadProjectStackBytes), whose decoder has uniqueKeys on by default and fails
+    with "line N: mapping key "k" already defined at line M" for equal scalar keys at any depth
+    (go-yaml/yaml@v3.0.1 decode.go newDecoder, decoder.mapping). So this loader refuses them too."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[str, yaml.Node] = {}
+        for key, _ in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.value == "<<":
+                continue
+            if key.value in first:
+                raise StackFileError(
+                    f"{_where(key.start_mark)}: the key {key.value!r} is already defined at line "
+                    f"{first[key.value].start_mark.line + 1}; the Pulumi CLI refuses a file with a duplicate key "
+                    f"(yaml.v3: mapping key already defined), so keep one of them"
+                )
+            first[key.value] = key
+        return super().construct_mapping(node, deep=deep)
+
+
+def _where(mark: Any) -> str:
+    return f"{mark.name}:{mark.line + 1}:{mark.column + 1}"
+
+
+# What a YAML error usually means in a stack file, by the parser's words.
+_YAML_HINTS = (
+    ("'\\t'", "indent with spaces: YAML does not allow tabs"),
+    ("mapping values are not allowed", "a value containing ': ' needs quotes, or this line is indented too far"),
+    ("could not find expected ':'", "a key needs ': ' after it; or a quote opened earlier is not closed"),
+    ("expected <block end>", "this line is indented differently from the keys before it: align it with its siblings"),
+    ("found character '@'", "a value starting with '@' or '`' needs quotes"),
+    ("found undefined alias", "'*' starts an alias in YAML: quote a value that begins with '*'"),
+    ("while scanning a quoted scalar", "a quote is opened and not closed"),
+)
+
+
+def _yaml_error(path: Path, text: str, err: yaml.MarkedYAMLError) -> StackFileError:
+    """file:line:column, the parser's problem, the line with a caret under the column, and a hint."""
+    mark = err.problem_mark or err.context_mark
+    said = " ".join(str(p) for p in (err.context, err.problem) if p)
+    if mark is None:
+        return StackFileError(f"{path}: not valid YAML: {said}")
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    hint = next((h for needle, h in _YAML_HINTS if needle in said), "check the indentation and quoting on this line")
+    return StackFileError(
+        f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {said}\n    {line}\n    {' ' * mark.column}^\n"
+        f"  hint: {hint}"
+    )
+
+
+def read_stack_yaml(path: Path) -> Any:
+    """A stack file's YAML as the Pulumi CLI reads it: a syntax error or a duplicate key is a StackFileError naming
+    the file, line and column."""
+    text = path.read_text()
+    loader = _UniqueKeyLoader(text)
+    loader.name = str(path)  # marks (line, column) name the file
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as err:
+        raise _yaml_error(path, text, err) from None
+    finally:
+        loader.dispose()
+
+
 def load_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a Pulumi.<stack>.yaml as written: an encrypted value stays `{secure: <ciphertext>}`
-    (config_values turns it into a placeholder secret)."""
-    data = yaml.safe_load(path.read_text()) or {}
+    """The `config:` map of a Pulumi.<stack>.yaml as written (read as the Pulumi CLI reads it: read_stack_yaml): an
+    encrypted value stays `{secure: <ciphertext>}` (config_values turns it into a placeholder secret)."""
+    data = read_stack_yaml(path) or {}
     return dict(data.get("config") or {})
 
 

@@ -6,6 +6,8 @@
     python -m tooling.render --check dev              # also validate every Kubernetes object; non-zero on violations
     python -m tooling.render --golden                 # refresh tests/golden/<example>/ for every example
     python -m tooling.render --compare old/ dev       # also name every change that would recreate a resource
+    python -m tooling.render --strict prod            # exit 1 on any warning (CI, for staging and prod stacks)
+    python -m tooling.render --strict-for staging,prod Pulumi.*.yaml   # strict only for stacks of those environments
 
 Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
 "(known after apply)") and writes build/<stack>/:
@@ -18,6 +20,7 @@ Runs the real program under Pulumi mocks in first-preview mode (values the cloud
   summary.md                           stack outputs, IAM grants, images, network exposure, protection, the graph,
                                        resources by type, TPU pools, workloads, estimated cost, warnings
 Output is sorted and stable, so `git diff` of two renders is a review. Secrets print as "[secret]".
+Every warning the program logs (what `pulumi preview` would print) is printed at the end of the run, per stack.
 """
 
 from __future__ import annotations
@@ -193,6 +196,14 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=BUILD, help="output root (default: build/)")
     parser.add_argument("--check", action="store_true", help="validate every Kubernetes object; exit 1 on violations")
     parser.add_argument("--golden", action="store_true", help="render every example into tests/golden/")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a stack has any warning")
+    parser.add_argument(
+        "--strict-for",
+        metavar="ENVS",
+        type=lambda text: {e.strip() for e in text.split(",") if e.strip()},
+        default=set(),
+        help="comma-separated environments (e.g. staging,prod): exit 1 when a stack of one of them has a warning",
+    )
     parser.add_argument(
         "--compare",
         type=Path,
@@ -210,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         paths, out_root = [p for s in (args.stacks or ["dev"]) for p in stack_files(s)], args.out
     failed = False
+    warned: dict[str, tuple[list[str], bool]] = {}
     for path in paths:
         name = stack_name(path)
         earlier: Resources | None = None
@@ -246,7 +258,24 @@ def main(argv: list[str] | None = None) -> int:
             for line in errors:
                 print(f"  violation: {line}", file=sys.stderr)
             failed = failed or bool(errors)
-    return 1 if failed else 0
+        warned[name] = (sorted(set(recording.warnings)), args.strict or cfg.environment in args.strict_for)
+    return 1 if report_warnings(warned) or failed else 0
+
+
+def report_warnings(warned: dict[str, tuple[list[str], bool]]) -> bool:
+    """Print every stack's warnings, last, where they are seen; True when a strict stack has any."""
+    failed = False
+    for name, (warnings, strict) in warned.items():
+        if not warnings:
+            print(f"{name}: no warnings")
+            continue
+        print(f"{name}: {len(warnings)} warning(s):")
+        for line in warnings:
+            print(f"  warning: {line}")
+        if strict:
+            print(f"{name}: error: --strict: a warning fails the render of this stack; resolve it", file=sys.stderr)
+            failed = True
+    return failed
 
 
 if __name__ == "__main__":
