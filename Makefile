@@ -57,6 +57,7 @@ schema: venv
 lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy components stacks workloads tooling
 	$(PY) -m tooling.json_schema --check
 

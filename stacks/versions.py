@@ -1,6 +1,6 @@
 """The version matrix: the one place that pins what tpu-serving installs and runs.
 
-Python packages are installed from requirements.txt, which must agree with PYTHON_PACKAGES (a test checks).
+Python packages are pinned in requirements.txt (the scanner's in requirements-scan.txt) and nowhere else.
 Helm charts, controller manifests and container images are pinned here and nowhere else; config may choose
 another version only from a chart's SUPPORTED list, and the compatibility rules below are checked before
 anything is registered. Sources are in ../shared/reference/SOURCES.md.
@@ -10,25 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-PYTHON_PACKAGES: dict[str, str] = {
-    "pulumi": "3.272.0",
-    "pulumi-gcp": "10.2.0",
-    "pulumi-kubernetes": "4.34.2",
-    "pydantic": "2.14.3",
-    "PyYAML": "6.0.3",
-    "pytest": "9.2.0",
-    "pytest-timeout": "2.4.0",
-    "kubernetes-validate": "1.37.0",
-    "pytest-xdist": "3.8.0",
-    "ruff": "0.17.5",
-    "mypy": "2.4.1",
-    "types-PyYAML": "6.0.12.20261113",
-}
-
-# The scanner `make scan` installs into its own virtualenv from requirements-scan.txt (checkov pins packaging<24,
-# which pulumi refuses, so it cannot share requirements.txt's environment).
-SCAN_PACKAGES: dict[str, str] = {"checkov": "3.3.30"}
 
 # Kubernetes minor version the rendered objects are validated against when cluster.minMasterVersion is unset
 # (the GKE REGULAR channel's minor when this matrix was last updated).
@@ -584,5 +565,5 @@ GITHUB_ACTIONS: dict[str, str] = {
 # The Cloud SDK the workflows install with setup-gcloud, for its gke-gcloud-auth-plugin component (the kubeconfig's
 # credential plugin; a component follows its SDK release).
 GCLOUD_SDK = "547.0.0"
-# The Pulumi CLI the workflows install (the SDK in PYTHON_PACKAGES is the same release line).
+# The Pulumi CLI the workflows install (the SDK pinned in requirements.txt is the same release line).
 PULUMI_CLI = "3.272.0"

@@ -1,94 +1,102 @@
-"""The program `pulumi up` runs never imports the offline tooling nor a test-only dependency (issue 13)."""
+"""Imports go one way (issue 13), held by import-linter's contracts in pyproject.toml `[tool.importlinter]`.
+
+`make lint` runs `lint-imports`; this file runs it too, so `make test` fails on a broken contract, and covers the
+two rules the contracts cannot state: a package's `__init__.py` and a module inside it importing each other (the
+`acyclic_siblings` contract compares siblings only), and `__main__.py`, which is no package import-linter can
+read. import-linter and grimp (the graph it builds) read every import statement, deferred ones inside functions
+included.
+"""
 
 import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from tooling.import_graph import cycles, importers, module_graph, package_graph, program_sources
-from tooling.program import PROGRAM_PACKAGES, program_files
+import grimp
+
+from tooling.program import PROGRAM_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = program_files()
-FORBIDDEN = ("tooling", "tests", "pytest", "kubernetes_validate", "referencing", "jsonschema", "yaml")
+LINT_IMPORTS = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
 
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LINT_IMPORTS, "--no-cache"], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def module_cycles(graph: grimp.ImportGraph, packages: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """For each import `a -> b` between the packages' modules that `b` imports back (directly or not), the cycle."""
+    modules = {m for m in graph.modules if m.split(".")[0] in packages}
+    found = []
+    for a in sorted(modules):
+        for b in sorted(graph.find_modules_directly_imported_by(a) & modules):
+            back = graph.find_shortest_chain(importer=b, imported=a)
+            if back:
+                found.append((a, *back))
     return found
 
 
-def test_program_never_imports_tooling_or_test_dependencies():
-    offenders = {
-        f"{path.relative_to(ROOT)}: {module}"
-        for path in PROGRAM
-        for module in imported_modules(path)
-        if module.split(".")[0] in FORBIDDEN
+def test_the_import_contracts_are_kept():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_contracts_catch_deferred_imports_that_break_them(tmp_path):
+    """A copy of the code with three deferred imports, one against each contract: all three are reported broken."""
+    for package in (*PROGRAM_PACKAGES, "tooling", "tests"):
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("golden", "fixtures", "*.pyc")
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    deferred = {
+        "stacks/naming.py": "from components import platform",  # upward
+        "stacks/problems.py": "import yaml",  # a test-only dependency
+        "stacks/catalog.py": "from stacks.cost import estimate",  # stacks.cost imports stacks.catalog: a cycle
     }
-    assert not offenders, sorted(offenders)
+    for file, statement in deferred.items():
+        with (tmp_path / file).open("a") as out:
+            out.write(f"\n\ndef _deferred():\n    {statement}  # noqa\n")
+    report = lint_imports(tmp_path).stdout
+    assert "Contracts: 0 kept, 3 broken." in report, report
+    assert "stacks.naming -> components.platform" in report and "stacks.problems -> yaml" in report, report
+    assert ".catalog -> .cost" in report or ".cost -> .catalog" in report, report
+
+
+def test_no_import_cycle_between_the_programs_modules():
+    graph = grimp.build_graph(*PROGRAM_PACKAGES, cache_dir=None)
+    found = module_cycles(graph, PROGRAM_PACKAGES)
+    assert not found, [" -> ".join(cycle) for cycle in found]
+
+
+def test_cycles_through_a_packages_init_are_found():
+    graph = grimp.ImportGraph()
+    for module in ("stacks", "stacks.addons", "stacks.addons.kueue", "stacks.naming", "components.x"):
+        graph.add_module(module)
+    graph.add_import(importer="stacks.addons", imported="stacks.addons.kueue")
+    graph.add_import(importer="stacks.addons.kueue", imported="stacks.naming")
+    graph.add_import(importer="stacks.naming", imported="stacks.addons")
+    graph.add_import(importer="components.x", imported="stacks.naming")
+    assert module_cycles(graph, ("stacks",)) == [
+        ("stacks.addons", "stacks.addons.kueue", "stacks.naming", "stacks.addons"),
+        ("stacks.addons.kueue", "stacks.naming", "stacks.addons", "stacks.addons.kueue"),
+        ("stacks.naming", "stacks.addons", "stacks.addons.kueue", "stacks.naming"),
+    ]
+
+
+def test_the_program_entry_point_imports_only_the_programs_packages():
+    """`__main__.py` is the top layer: what it imports is the program's, so never tooling/ or a test dependency."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse((ROOT / "__main__.py").read_text())):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." if node.level else (node.module or "").split(".")[0])
+    assert imported <= set(PROGRAM_PACKAGES), sorted(imported - set(PROGRAM_PACKAGES))
 
 
 def test_tooling_is_a_package_of_its_own():
     assert (ROOT / "tooling" / "__init__.py").exists()
     assert not any((ROOT / "stacks" / f"{name}.py").exists() for name in ("offline", "render", "schemas"))
-
-
-# ---- imports go one way (issue 13): tooling/import_graph.py reads every import, deferred ones included --------
-
-
-def test_no_import_cycle_between_the_programs_modules():
-    found = cycles(module_graph(program_sources()))
-    assert not found, [" -> ".join(cycle) for cycle in found]
-
-
-def test_no_import_cycle_between_stacks_components_and_workloads():
-    modules = module_graph(program_sources())
-    found = cycles(package_graph(modules))
-    where = [
-        f"{a} -> {b}: {importers(modules, a, b)}" for cycle in found for a, b in zip(cycle, cycle[1:], strict=False)
-    ]
-    assert not found, where
-
-
-def test_packages_import_only_the_layers_below_them():
-    """The README architecture layers, bottom to top: stacks (pure), components, workloads, then __main__ wiring them."""
-    layers = [*PROGRAM_PACKAGES, "__main__"]
-    modules = module_graph(program_sources())
-    upward = {
-        f"{a} -> {b}: {importers(modules, a, b)}"
-        for a, targets in package_graph(modules).items()
-        for b in targets
-        if layers.index(b) > layers.index(a)
-    }
-    assert not upward, sorted(upward)
-
-
-def test_the_import_graph_sees_every_form_of_import():
-    sources = {
-        "stacks": ("", True),
-        "stacks.naming": ("", False),
-        "stacks.config": ("from stacks import naming\nfrom . import catalog\n", False),
-        "stacks.catalog": ("def f():\n    from .config import x  # deferred, still an edge\n", False),
-        "stacks.workloads": ("from .. import naming\n", True),
-        "components.cluster": ("import stacks.naming as n\nfrom stacks.workloads import X\nimport pulumi\n", False),
-        "components": ("from components import cluster\n", True),
-    }
-    graph = module_graph(sources)
-    assert graph["stacks.config"] == {"stacks.naming", "stacks.catalog"}
-    assert graph["stacks.catalog"] == {"stacks.config"}
-    assert graph["stacks.workloads"] == {"stacks.naming"}
-    assert graph["components.cluster"] == {"stacks.naming", "stacks.workloads"}  # not pulumi: not the program
-    assert graph["components"] == {"components.cluster"}
-    assert cycles(graph) == [["stacks.catalog", "stacks.config", "stacks.catalog"]]
-    assert package_graph(graph) == {"stacks": set(), "components": {"stacks"}}
-
-
-def test_cycles_are_reported_once_each_as_a_path():
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
-    assert cycles(graph) == [["a", "b", "c", "a"], ["d", "e", "d"]]
-    assert cycles({"a": {"b"}, "b": set()}) == []
-    assert cycles({"stacks": {"components"}, "components": {"stacks"}}) == [["components", "stacks", "components"]]

@@ -20,10 +20,10 @@ from pathlib import Path
 import pulumi_gcp as gcp
 import pytest
 
-from stacks import versions
 from tests.conftest import STACK_FILES, make_config, recorded, session_run
 from tooling import provider_schema as ps
 from tooling.offline import load_stack_file
+from tooling.requirements import pins as requirement_pins
 
 # Known violations of the current code, each still present (asserted below, so the list cannot go stale).
 # Issue 22 defect 1: with the upgrade hold on (staging/prod), components/cluster.py sends maintenancePolicy with
@@ -112,7 +112,7 @@ def test_the_rules_match_the_installed_sdk():
     """Every block of every registered type, against the SDK's Args class for it (pulumi_gcp.<module>.<Type>
     <Block...>Args): the SDK's inputs are the schema's fields (its nested classes also carry computed fields), and
     every Optional/Required field of the schema is an SDK input, under the name pulumi_names gives it."""
-    assert versions.PYTHON_PACKAGES["pulumi-gcp"] == "10.2.0"
+    assert requirement_pins()["pulumi-gcp"] == "10.2.0"
     compared = 0
     for type_ in ps.RESOURCES:
         module, cls = type_.split(":")[1].split("/")[0], type_.split(":")[2]

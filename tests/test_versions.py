@@ -1,29 +1,39 @@
-"""requirements.txt and the version matrix agree: one version of each package, pinned exactly."""
+"""requirements.txt and requirements-scan.txt are the one place that pins Python packages: each exactly, once;
+and the version matrix's image pins."""
+
+from importlib import metadata
 
 import pytest
 
 from stacks import naming, versions
-from stacks.versions import PYTHON_PACKAGES, SCAN_PACKAGES
-from tooling.offline import ROOT
+from stacks.versions import PULUMI_CLI
+from tooling.program import ROOT
+from tooling.requirements import LoosePin, pins
 
 
-def _pins(file: str) -> dict[str, str]:
-    pins = {}
-    for line in (ROOT / file).read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, sep, version = line.partition("==")
-            assert sep, f"{file}: {line!r} is not pinned with =="
-            pins[name] = version
-    return pins
+@pytest.mark.parametrize("file", ["requirements.txt", "requirements-scan.txt"])
+def test_every_package_is_pinned_exactly_once(file):
+    assert pins(ROOT / file)
 
 
-def test_requirements_match_version_matrix():
-    assert _pins("requirements.txt") == PYTHON_PACKAGES
+def test_the_environment_is_the_pinned_one():
+    installed = {name: metadata.version(name) for name in pins()}
+    assert installed == pins(), "run `make venv` (or pip install -r requirements.txt)"
 
 
-def test_scan_requirements_match_version_matrix():
-    assert _pins("requirements-scan.txt") == SCAN_PACKAGES
+def test_the_pulumi_cli_is_the_sdks_release():
+    """The workflows' Pulumi CLI (stacks/versions.py) and the SDK come out of one pulumi/pulumi release."""
+    assert PULUMI_CLI == pins()["pulumi"]
+
+
+def test_a_loose_or_repeated_pin_is_refused(tmp_path):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# comment\nPyYAML==6.0.3  # why\ntypes_PyYAML==1\n")
+    assert pins(requirements) == {"pyyaml": "6.0.3", "types-pyyaml": "1"}
+    for text in ("pulumi>=3\n", "pulumi\n", "a==1\nA==2\n", "a.b==1\na_b==2\n"):
+        requirements.write_text(text)
+        with pytest.raises(LoosePin):
+            pins(requirements)
 
 
 # ---- image digests (issue 25) ------------------------------------------------------------------------------------

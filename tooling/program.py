@@ -1,4 +1,4 @@
-"""Which files are the program `pulumi up` runs (for the checks that read its source: layering, typing views)."""
+"""Which files are the program `pulumi up` runs (for the checks that read its source: function length, typing views)."""
 
 from __future__ import annotations
 
