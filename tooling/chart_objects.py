@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from stacks import versions
+from tooling import crds
 from tooling.k8s_objects import plain
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
 
@@ -188,7 +189,7 @@ def find_helm() -> str | None:
 
 
 def charts_root() -> Path:
-    return Path(os.environ.get("TPU_SERVING_REFERENCE", ROOT.parent / "shared" / "reference")) / "charts"
+    return crds.reference_dir() / "charts"
 
 
 def helm_template(helm: str, charts: Path, release: Release) -> list[dict[str, Any]]:
