@@ -9,7 +9,16 @@ import pulumi
 import pytest
 import yaml
 
-from tests.conftest import make_config, on_pool, recorded, reference_dir, stack_ksa, without_scan_skips, workload_grants
+from tests.conftest import (
+    STACK_FILES,
+    make_config,
+    on_pool,
+    recorded,
+    reference_dir,
+    stack_ksa,
+    without_scan_skips,
+    workload_grants,
+)
 from tests.conftest import pool as any_pool
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -495,3 +504,14 @@ def test_saxml_pool_serves_saxml_alone(run):
     with pytest.raises(pulumi.RunError) as err:
         run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[sax(), other]))
     assert "so its pool serves it alone" in str(err.value)
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_jobset_is_replaced_not_updated_when_its_replicated_jobs_change(path):
+    """JobSet's webhook refuses an update of spec.replicatedJobs (kubernetes-sigs/jobset@v0.10.1
+    pkg/webhooks/jobset_webhook.go ValidateUpdate, ValidateImmutableField), so every JobSet any workload registers
+    replaces on a change there, deleting first (same name); a plain update would fail the whole `pulumi up`."""
+    rec = recorded(path, False)
+    for jobset in rec.of_type("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"):
+        assert any(f in ("spec", "spec.replicatedJobs") for f in jobset.replace_on_changes), jobset.name
+        assert jobset.delete_before_replace, jobset.name

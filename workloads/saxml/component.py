@@ -52,8 +52,20 @@ class Saxml(ServingWorkload):
         model_servers = register_manifest(
             f"{name}-model-servers",
             jobset,
-            # never before the JobSet CRD/webhook and the slices; after the admin server they register with
-            opts=self.k8s_opts(*deps.addon("jobset"), *deps.node_pools, *node_grants, identity.ksa, admin_server),
+            # never before the JobSet CRD/webhook and the slices; after the admin server they register with.
+            # JobSet's webhook refuses any change to spec.replicatedJobs (kubernetes-sigs/jobset@v0.10.1
+            # pkg/webhooks/jobset_webhook.go ValidateUpdate: ValidateImmutableField on the replicated jobs; a
+            # suspended JobSet may change only the pod template's scheduling fields), so a change there replaces
+            # the JobSet, deleting first (same name)
+            opts=self.k8s_opts(
+                *deps.addon("jobset"),
+                *deps.node_pools,
+                *node_grants,
+                identity.ksa,
+                admin_server,
+                replace_on_changes=["spec.replicatedJobs"],
+                delete_before_replace=True,
+            ),
         )
         policy = saxml.model_server_network_policy(plan)
         k8s.networking.v1.NetworkPolicy(
