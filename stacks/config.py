@@ -1399,7 +1399,11 @@ def _check_bucket_section(
 
 def _check_bucket_location(bucket: BucketConfig, problems: list[Problem]) -> None:
     """A location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
-    if bucket.location is not None and not storage_locations.is_location(bucket.location):
+    if (
+        bucket.location is not None
+        and not storage_locations.is_location(bucket.location)
+        and not storage_locations.may_be_new_region(bucket.location)
+    ):
         s = storage_locations
         problems.append(
             Problem(
@@ -1589,6 +1593,12 @@ def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket
         )
     if not cluster.private_nodes:
         out.append(f"{NS}:cluster.privateNodes=false: nodes get public IP addresses")
+    if bucket.location is not None and storage_locations.may_be_new_region(bucket.location):
+        out.append(
+            f"{NS}:bucket.location={bucket.location!r} is written like a region but is not in the list of Cloud "
+            f"Storage locations the stack knows ({storage_locations.SOURCE}); if it is a new region it works, else "
+            "`pulumi up` fails when the bucket is created"
+        )
     return out
 
 

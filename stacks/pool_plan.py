@@ -47,19 +47,20 @@ class PoolPlan:
 
     @property
     def pool_selector(self) -> dict[str, str]:
-        """The label only this pool's nodes carry: its node pools' `node_config.labels` (components/tpu_pool.py) or
-        its ComputeClass's `nodePoolConfig.nodeLabels` (stacks/compute_class.py). Without it a pod would land on any
-        pool of the same slice shape, and the cluster autoscaler could grow either pool for it."""
+        """The label only this pool's nodes carry. A pool of its own node pools: `tpu-serving/pool`, set in their
+        `node_config.labels` (components/tpu_pool.py). A capacity-list pool: its own ComputeClass (one per pool,
+        stacks/compute_class.py), the selector GKE creates node pools for (compute_class C3); GKE documents no
+        auto-creation for a pod that also selects a custom label only the class's nodeLabels would set, so such
+        pods select the class alone. Without this a pod would land on any pool of the same slice shape, and the
+        cluster autoscaler could grow either pool for it."""
+        if self.compute_class:
+            return {compute_class.COMPUTE_CLASS_LABEL: self.compute_class}
         return {naming.POOL_LABEL: self.name}
 
     @property
     def node_selector(self) -> dict[str, str]:
-        """What a TPU pod of this pool selects: the pool itself, the slice shape, and the ComputeClass when there is
-        one (GKE creates node pools for a class only for pods that select it: compute_class C3)."""
-        selector = {**self.pool_selector, **self.shape.node_selector}
-        if self.compute_class:
-            selector[compute_class.COMPUTE_CLASS_LABEL] = self.compute_class
-        return selector
+        """What a TPU pod of this pool selects: the pool itself (pool_selector) and the slice shape."""
+        return {**self.pool_selector, **self.shape.node_selector}
 
     def tolerations(self) -> list[dict[str, str]]:
         """What a TPU pod of this pool tolerates: the TPU taint, and its ComputeClass's taint."""

@@ -4,11 +4,14 @@ Source: Google's list of bucket locations, https://cloud.google.com/storage/docs
 locations": regions, predefined dual-regions, multi-regions), as read for this version of the stack. Location codes
 are case-insensitive (the API reports them upper-case). Not listed, on purpose: zones (zonal locations are for Rapid
 buckets only, which this stack does not create) and configurable dual-regions (a multi-region code plus
-`customPlacementConfig`, which the stack does not set). A location Google adds later is refused until it is added
-here.
+`customPlacementConfig`, which the stack does not set). A code written like a region but not listed here is a
+warning, not an error (may_be_new_region): Google adds regions, and Cloud Storage itself refuses a location that does
+not exist when the bucket is created; anything else not listed is refused.
 """
 
 from __future__ import annotations
+
+import re
 
 SOURCE = "https://cloud.google.com/storage/docs/locations"
 
@@ -57,6 +60,7 @@ REGIONS = (
     "ASIA-SOUTH2",
     "ASIA-SOUTHEAST1",
     "ASIA-SOUTHEAST2",
+    "ASIA-SOUTHEAST3",
     # Australia
     "AUSTRALIA-SOUTHEAST1",
     "AUSTRALIA-SOUTHEAST2",
@@ -71,6 +75,15 @@ MULTI_REGIONS = ("ASIA", "EU", "US")
 LOCATIONS = frozenset(REGIONS + DUAL_REGIONS + MULTI_REGIONS)
 
 
+# A Google Cloud region code: <area>-<direction><n> (us-east5, northamerica-south1, europe-west10).
+REGION_SHAPE = re.compile(r"[A-Z]+-[A-Z]+[1-9][0-9]?")
+
+
 def is_location(location: str) -> bool:
     """A Cloud Storage bucket location (any case)."""
     return location.upper() in LOCATIONS
+
+
+def may_be_new_region(location: str) -> bool:
+    """Not in the list, but written like a region code: perhaps a region added after the list was read."""
+    return not is_location(location) and REGION_SHAPE.fullmatch(location.upper()) is not None

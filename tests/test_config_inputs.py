@@ -274,7 +274,7 @@ def test_range_names_clash_is_reported_at_the_key_the_user_set():
 # ---- the bucket location -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("location", ["mars-north1", "us-east5-b", "US-EAST", "europe", "NAM9", "us_east5"])
+@pytest.mark.parametrize("location", ["mars", "us-east5-b", "US-EAST", "europe", "NAM9", "us_east5"])
 def test_a_bucket_location_cloud_storage_does_not_have_is_refused(location):
     (line,) = problems(edited(ALL_IN_ONE, "bucket", lambda b: b.update(location=location)))
     assert line == (
@@ -290,9 +290,49 @@ def test_cloud_storage_locations_in_any_case_are_accepted(location):
     assert problems(edited(ALL_IN_ONE, "bucket", lambda b: b.update(location=location))) == []
 
 
+def test_a_region_code_not_in_the_list_is_a_warning_not_an_error(run):
+    """Google adds regions (asia-southeast3 was missing from the first list): a well-formed region code that is not
+    listed renders with a warning naming the source; the Cloud Storage API refuses it at create if it is wrong."""
+    cfg = edited(ALL_IN_ONE, "bucket", lambda b: b.update(location="mars-north1"))
+    assert problems(cfg) == []
+    rec = run(cfg, stack="all-in-one", preview=True)
+    assert any("bucket.location='mars-north1' is written like a region" in w for w in rec.warnings), rec.warnings
+    assert storage_locations.is_location("asia-southeast3")
+
+
 def test_every_shipped_stack_region_is_a_bucket_location():
     """The default bucket location is gcp:region: every shipped stack's region has Cloud Storage."""
     from tests.conftest import STACK_FILES
 
     regions = {load_stack_file(path)["gcp:region"] for path in STACK_FILES}
     assert regions and all(storage_locations.is_location(r) for r in regions), sorted(regions)
+
+
+# ---- scalars the Pulumi CLI reads as strings -------------------------------------------------------------------
+
+
+def test_unquoted_maintenance_times_are_read_as_the_strings_the_cli_passes(tmp_path):
+    """yaml.v3 decodes a timestamp-like plain scalar into an interface{} as its string (go-yaml/yaml@v3.0.1 decode.go
+    decoder.scalar, "for backward compatibility"), so `pulumi up` passes `2025-01-04T03:00:00Z` as text; the offline
+    loader must too (PyYAML made it a datetime, and the render failed: "datetime is not JSON serializable")."""
+    text = (
+        (ROOT / "Pulumi.dev.yaml")
+        .read_text()
+        .replace(
+            "  tpu-serving:cluster:\n",
+            "  tpu-serving:cluster:\n    maintenance:\n      window:\n        start: 2025-01-04T03:00:00Z\n"
+            "        end: 2025-01-04T11:00:00Z\n        recurrence: FREQ=WEEKLY;BYDAY=SA,SU\n",
+            1,
+        )
+    )
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text)
+    window = load_stack_file(path)["tpu-serving:cluster"]["maintenance"]["window"]
+    assert window["start"] == "2025-01-04T03:00:00Z" and window["end"] == "2025-01-04T11:00:00Z"
+    assert problems(load_stack_file(path), stack="dev") == []
+
+
+def test_a_saxml_cell_starts_with_a_letter():
+    """google/saxml@v1.1.0:saxml/common/naming.go validates cell names with ^[a-z]+[a-z0-9-_]*$."""
+    assert not saxml_plan.CELL_RE.fullmatch("/sax/1test")
+    assert saxml_plan.CELL_RE.fullmatch("/sax/test-1")

@@ -132,6 +132,8 @@ def placement_problems(config: dict[str, Any], stack: str, rec: Recording, types
         if o["kind"] == "ComputeClass"
     }
     out: list[str] = []
+    if len(set(classes.values())) != len(classes):
+        out.append(f"two pools share a ComputeClass, so selecting one does not select a pool: {classes}")
     for plan in parsed.workloads:
         kind = next(k for k in parsed.workload_types.values() if isinstance(plan.workload, k.config))
         if kind.name not in types:
@@ -144,8 +146,12 @@ def placement_problems(config: dict[str, Any], stack: str, rec: Recording, types
         for obj, pod in pods:
             what = f"{where}: {obj['kind']} {obj['metadata']['name']}"
             selector = pod.get("nodeSelector") or {}
-            if selector.get(naming.POOL_LABEL) != plan.pool.name:
+            # its own pool: its node pools' label, or on a capacity list its own ComputeClass (one per pool: a
+            # custom label only the class's nodeLabels would set is not something GKE documents creating nodes for)
+            if not plan.pool.compute_class and selector.get(naming.POOL_LABEL) != plan.pool.name:
                 out.append(f"{what} does not select {naming.POOL_LABEL}={plan.pool.name}: {selector}")
+            if plan.pool.compute_class and naming.POOL_LABEL in selector:
+                out.append(f"{what} selects {naming.POOL_LABEL} beside its ComputeClass: {selector}")
             if {k: selector.get(k) for k in plan.shape.node_selector} != plan.shape.node_selector:
                 out.append(f"{what} does not select its slice shape {plan.shape.node_selector}: {selector}")
             cls = classes.get(plan.pool.name)

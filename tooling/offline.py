@@ -223,6 +223,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     with "line N: mapping key "k" already defined at line M" for equal scalar keys at any depth
     (go-yaml/yaml@v3.0.1 decode.go newDecoder, decoder.mapping). So this loader refuses them too."""
 
+    # A plain scalar that looks like a timestamp (`start: 2025-01-04T03:00:00Z`, as the README writes maintenance
+    # times) stays a string: yaml.v3 decodes a timestamp into an interface{} as the string it was, "for backward
+    # compatibility" (go-yaml/yaml@v3.0.1 decode.go, decoder.scalar), so the program gets the text; PyYAML's
+    # SafeLoader would make it a datetime, which no JSON config value can be.
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[str, yaml.Node] = {}
         for key, _ in node.value:

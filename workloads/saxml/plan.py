@@ -53,7 +53,7 @@ SAX_NAME_RE = re.compile(r"[a-z]+[a-z0-9_-]*")
 # its REGISTRY_ROOT (google/saxml@v1.1.0:saxml/server/servable_model_registry.py register/get): Python identifiers
 # joined by dots.
 MODEL_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z0-9][a-z0-9_-]{{0,62}}")
+CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z][a-z0-9_-]{{0,62}}")  # a Sax name (SAX_NAME_RE): a letter first
 # images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
 # The default images that run on the TPUs: the type serves the generations they all serve.
@@ -214,7 +214,11 @@ def check(
     cell = cell_of(workload)
     if not CELL_RE.fullmatch(cell):
         problems.append(
-            Problem(f"{path}.cell", f"{cell!r} is not of the form /sax/<name> (lowercase letters, digits, '-', '_')")
+            Problem(
+                f"{path}.cell",
+                f"{cell!r} is not of the form /sax/<name> (a lowercase letter, then lowercase letters, digits, '-', "
+                "'_'; Saxml's naming.go)",
+            )
         )
     _check_http(path, workload.http, ctx.environment, problems)
     _check_models(path, workload, cell, problems)
