@@ -20,6 +20,7 @@ from stacks.config import KNOWN_KEYS, NS
 from stacks.config_model import (
     BucketConfig,
     ClusterConfig,
+    GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
 )
@@ -52,6 +53,7 @@ def stack_config_schema() -> dict[str, Any]:
         f"{NS}:tpuPools": {"type": "array", "items": _model_schema(TpuPoolConfig, defs)},
         f"{NS}:addons": _model_schema(addons.settings_model(), defs),
         f"{NS}:monitoring": _model_schema(MonitoringConfig, defs),
+        f"{NS}:gateway": _model_schema(GatewayConfig, defs),
         f"{NS}:paused": {
             "type": "boolean",
             "description": "Workloads at zero, TPU pools scale to zero; nothing deleted",
