@@ -93,10 +93,11 @@ class Reference:
         return "; ".join(found)
 
     def rows(self, key: str, node: dict[str, Any], required: bool) -> list[list[str]]:
+        # the field's own description, then what its model's docstring adds
+        models = [self.resolve(o) for o in node.get("anyOf", [node]) if "$ref" in o]
+        said = [node.get("description", ""), *(m.get("description", "") for m in models)]
+        description = " ".join(dict.fromkeys(d for d in said if d))
         node = self.resolve(node)
-        description = node.get("description") or next(
-            (o.get("description", "") for o in self._variants(node) if o.get("description")), ""
-        )
         if "default" in node:
             default = _code(node["default"]) if node["default"] is not None else "unset"
         else:
@@ -224,7 +225,7 @@ def broken_links(texts: dict[Path, str] | None = None) -> list[str]:
                 continue
             rel, _, anchor = target.partition("#")
             path = (page.parent / rel).resolve() if rel else page
-            if not path.exists():
+            if path not in texts and not path.exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
             elif anchor and path.suffix == ".md":
                 body = texts.get(path) or path.read_text()

@@ -23,9 +23,13 @@ class SaxHttpConfig(CamelModel):
 
 
 class SaxModelConfig(CamelModel):
-    model: str = Field(description="Model name in the cell (lm175b) or its full name (/sax/<cell>/lm175b).")
+    model: str = Field(
+        description="Model name in the cell (lm175b) or its full name (/sax/<cell>/lm175b), named as Sax names "
+        "models (a lowercase letter, then lowercase letters, digits, - or _); each model once per cell."
+    )
     model_path: str = Field(
-        description="Saxml model class, e.g. saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
+        description="Saxml model class (Python identifiers joined by dots), e.g. "
+        "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
     )
     checkpoint: str = Field("None", description="Checkpoint path, or None for the test models' random weights.")
     replicas: int = Field(
@@ -48,7 +52,11 @@ class SaxmlWorkload(WorkloadConfig):
 
     type: Literal["saxml"]
     cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
-    images: SaxImages = Field(default_factory=SaxImages)
+    images: SaxImages = Field(
+        default_factory=SaxImages,
+        description="{admin, model, http}: overrides of the pinned images (stacks/versions.py). Objects are "
+        "<name>-admin, <name>-model-server (JobSet) and <name>-http.",
+    )
     http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)
     models: list[SaxModelConfig] | None = Field(
         None, description="Models to publish; when set, the stack owns the cell's model list (others are unpublished)."
