@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stacks import addons
+from stacks.config import NS
 from tooling import json_schema
 from tooling.offline import ROOT
 from tooling.readme_tables import gke_managed_table, metrics_adapters_table
@@ -137,33 +137,32 @@ def configuration_reference() -> str:
         "what fits in a pool) are in [stack config](stack-config.md).",
         "",
     ]
-    workloads = config["properties"]
-    sections = [
-        (key, node) for key, node in workloads.items() if not key.endswith(":workloads") and not key.endswith("Pools")
-    ]
-    pools = next((key, node) for key, node in workloads.items() if key.endswith("Pools"))
-    lines += ["## Stack keys", "", *table(HEADER, _top_rows(ref, sections, required)), ""]
-    lines += ["## `tpu-serving:tpuPools[]`", "", *table(HEADER, ref.rows(*pools, False)[1:]), ""]
-    lines += [f"## Add-ons ({', '.join(f'`{e.key}`' for e in addons.ADDONS)})", ""]
-    lines += ["See [add-ons and monitoring](addons-and-monitoring.md) for what each installs.", ""]
-    lines += ["## `tpu-serving:workloads[]`", ""]
+    keys = config["properties"]
+    plain = [
+        key for key, node in keys.items() if "title" not in ref.resolve(node) and "items" not in node
+    ]  # not a model
+    lines += ["## Stack keys", "", *table(HEADER, [r for k in plain for r in ref.rows(k, keys[k], k in required)]), ""]
+    pages = {f"{NS}:addons": "addons-and-monitoring.md", f"{NS}:monitoring": "addons-and-monitoring.md"}
+    pages[f"{NS}:gateway"] = "gateway.md"
+    for key in (k for k in keys if k not in plain and not k.endswith(":workloads")):
+        node = keys[key]
+        rows = ref.rows(key + ("[]" if "items" in node else ""), node, key in required)
+        heading = f"`{key}[]`" if "items" in node else f"`{key}`"
+        lines += [f"## {heading}", ""]
+        if key in pages:
+            lines += [f"What it does: [{pages[key].removesuffix('.md')}]({pages[key]}).", ""]
+        lines += [*table(HEADER, rows[1:] if "items" in node else rows), ""]
+    lines += [f"## `{NS}:workloads[]`", ""]
     lines += [
-        "Each entry has a `type`; its keys are those of its type. What each type deploys: [workloads](workloads/).",
+        "Each entry has a `type`; its keys are those of its type, and each type has a page on what it deploys.",
         "",
     ]
     for name, entry in json_schema.WORKLOAD_TYPES.items():  # the types the schema is built from
         model = ref.resolve({"$ref": json_schema.REF.format(model=entry.config.__name__)})
         page = f"workloads/{name}.md"
         lines += [f"### `type: {name}`", "", f"{_cell(model.get('description', ''))} ([{name}]({page}))", ""]
-        lines += [*table(HEADER, ref.children("tpu-serving:workloads[]", model)), ""]
+        lines += [*table(HEADER, ref.children(f"{NS}:workloads[]", model)), ""]
     return "\n".join(lines)
-
-
-def _top_rows(ref: Reference, sections: list[tuple[str, Any]], required: set[str]) -> list[list[str]]:
-    rows: list[list[str]] = []
-    for key, node in sections:
-        rows.extend(ref.rows(key, node, key in required))
-    return rows
 
 
 MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
