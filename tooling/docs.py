@@ -146,7 +146,7 @@ def configuration_reference() -> str:
     pages[f"{NS}:gateway"] = "gateway.md"
     for key in (k for k in keys if k not in plain and not k.endswith(":workloads")):
         node = keys[key]
-        rows = ref.rows(key + ("[]" if "items" in node else ""), node, key in required)
+        rows = ref.rows(key, node, key in required)
         heading = f"`{key}[]`" if "items" in node else f"`{key}`"
         lines += [f"## {heading}", ""]
         if key in pages:
