@@ -54,8 +54,7 @@ class SaxmlWorkload(WorkloadConfig):
     cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
     images: SaxImages = Field(
         default_factory=SaxImages,
-        description="{admin, model, http}: overrides of the pinned images (stacks/versions.py). Objects are "
-        "<name>-admin, <name>-model-server (JobSet) and <name>-http.",
+        description="{admin, model, http}: overrides of the pinned images (stacks/versions.py).",
     )
     http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)
     models: list[SaxModelConfig] | None = Field(
