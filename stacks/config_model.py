@@ -117,6 +117,8 @@ class MaintenanceConfig(CamelModel):
 
 
 class ClusterConfig(CamelModel):
+    """The GKE Standard cluster: location, version, system pool, network, control plane access, upgrades."""
+
     name: str | None = Field(
         None,
         description=f"GKE cluster name ({naming.CLUSTER_NAME_MAX} characters at most); default "
@@ -180,6 +182,8 @@ class ClusterConfig(CamelModel):
 
 
 class BucketConfig(CamelModel):
+    """The stack bucket: checkpoints, Saxml roots, caches and Pathways scratch, each workload on its own prefixes."""
+
     name: str | None = Field(
         None, description='GCS bucket name (no dots, no "google"); default `<gcp project>-<pulumi project>-<stack>`.'
     )
@@ -300,6 +304,8 @@ def _adapter_enum(schema: dict[str, Any]) -> None:
 
 
 class MonitoringConfig(CamelModel):
+    """TPU metrics, the one metrics adapter the HPAs read, and the Cloud Monitoring dashboard."""
+
     adapter: str = Field(
         metrics_adapters.DEFAULT,
         title="Adapter",
@@ -362,6 +368,8 @@ class GatewayConfig(CamelModel):
 
 
 class ServiceConfig(CamelModel):
+    """The Kubernetes Service in front of the workload's HTTP server."""
+
     port: int = Field(8000, ge=1, le=PORT_MAX, description="Service port in front of the HTTP server.")
     type: Literal["ClusterIP", "LoadBalancer"] = Field(
         "ClusterIP", description="ClusterIP, or LoadBalancer (always an internal passthrough load balancer)."

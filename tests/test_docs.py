@@ -100,6 +100,12 @@ def test_the_reference_has_a_row_for_every_key_of_every_model():
     assert row.split("|")[2:4] == [" boolean ", " `true` "] and description in row
 
 
+def test_every_key_in_the_reference_says_what_it_means():
+    """Every row's meaning comes from a model's description, so every field carries one."""
+    rows = [line.split("|") for line in docs.configuration_reference().splitlines() if line.startswith("| `")]
+    assert rows and [row[1].strip() for row in rows if not row[5].strip()] == []
+
+
 def test_a_type_added_to_the_registry_alone_gets_its_reference_section_and_needs_its_page(echo_registered):  # noqa: F811
     reference = docs.configuration_reference()
     section = _section(reference, "### `type: echo`")

@@ -97,6 +97,8 @@ class Reference:
         models = [self.resolve(o) for o in node.get("anyOf", [node]) if "$ref" in o]
         said = [node.get("description", ""), *(m.get("description", "") for m in models)]
         description = " ".join(dict.fromkeys(d for d in said if d))
+        if not description and "const" in node:  # a workload type's discriminator
+            description = f"Selects this workload type: {node['const']}."
         node = self.resolve(node)
         if "default" in node:
             default = _code(node["default"]) if node["default"] is not None else "unset"

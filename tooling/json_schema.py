@@ -71,7 +71,7 @@ def stack_config_schema() -> dict[str, Any]:
         f"{NS}:hfToken": {
             # only as a secret: `pulumi config set --secret` writes {secure: <ciphertext>}
             "type": "object",
-            "properties": {"secure": {"type": "string"}},
+            "properties": {"secure": {"type": "string", "description": "The ciphertext Pulumi writes"}},
             "required": ["secure"],
             "additionalProperties": False,
             "description": "Hugging Face token for gated models, set only as a secret (`pulumi config set --secret`); "

@@ -17,8 +17,8 @@ from stacks.config_model import (
 
 
 class JetStreamImages(CamelModel):
-    server: str | None = None
-    http: str | None = None
+    server: str | None = Field(None, description="JetStream MaxText engine image; default: the matrix's.")
+    http: str | None = Field(None, description="JetStream HTTP server image; default: the matrix's.")
 
 
 class JetStreamWorkload(WorkloadConfig):

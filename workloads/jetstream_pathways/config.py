@@ -12,10 +12,10 @@ from stacks.config_model import PORT_MAX, REPLICAS_MAX, CamelModel, ServiceConfi
 class PathwaysImages(CamelModel):
     """Overrides of the pinned images (stacks/versions.py); leave unset to use the matrix."""
 
-    proxy: str | None = None
-    server: str | None = None
-    jetstream: str | None = None
-    http: str | None = None
+    proxy: str | None = Field(None, description="Pathways proxy image.")
+    server: str | None = Field(None, description="Pathways resource manager and worker image.")
+    jetstream: str | None = Field(None, description="JetStream MaxText engine image.")
+    http: str | None = Field(None, description="JetStream HTTP server image.")
 
 
 class JetStreamPathwaysWorkload(WorkloadConfig):

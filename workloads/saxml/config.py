@@ -10,6 +10,8 @@ from stacks.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
 
 
 class SaxHttpConfig(CamelModel):
+    """The Saxml HTTP server: its replicas and who may reach it."""
+
     replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="HTTP server replicas.")
     exposure: Literal["cluster", "internal", "external"] = Field(
         "cluster",
@@ -41,9 +43,9 @@ class SaxModelConfig(CamelModel):
 
 
 class SaxImages(CamelModel):
-    admin: str | None = None
-    model: str | None = None
-    http: str | None = None
+    admin: str | None = Field(None, description="Sax admin server image; default: the matrix's.")
+    model: str | None = Field(None, description="Sax model server image; default: the matrix's.")
+    http: str | None = Field(None, description="Sax HTTP server image; default: the matrix's.")
 
 
 class SaxmlWorkload(WorkloadConfig):
