@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render golden schema lint scan example preview up destroy stack leak-audit smoke clean
+.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke clean
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -54,12 +54,17 @@ golden: venv
 schema: venv
 	$(PY) -m tooling.json_schema
 
+# Regenerate docs/configuration.md (from the config models) and the registry tables in docs/ pages.
+docs: venv
+	$(PY) -m tooling.docs
+
 lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy components stacks workloads tooling
 	$(PY) -m tooling.json_schema --check
+	$(PY) -m tooling.docs --check
 
 # checkov over the rendered Kubernetes objects of every example: zero failures, every skip with its reason.
 # Its own virtualenv: checkov pins packaging<24, which pulumi refuses (requirements-scan.txt).

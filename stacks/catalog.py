@@ -371,7 +371,7 @@ def allowed_topologies(gen: Generation, shown: int = 16) -> str:
     every = topologies(gen)
     if len(every) <= shown:
         return ", ".join(every)
-    return f"{', '.join(every[:shown])}, ... ({len(every)} in all; see the README's pool table)"
+    return f"{', '.join(every[:shown])}, ... ({len(every)} in all; see docs/configuration.md, tpuPools[].topology)"
 
 
 def slice_shape(tpu: str, topology: str, machine_type: str | None = None) -> SliceShape:

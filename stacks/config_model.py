@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from stacks import catalog, gke_managed, metrics, metrics_adapters
+from stacks import catalog, gke_managed, metrics, metrics_adapters, naming
 
 # Upper bounds. GKE: 1,000 nodes per node pool per zone and 15,000 per cluster
 # (https://cloud.google.com/kubernetes-engine/quotas); Persistent Disk: 64 TB (65,536 GB) per disk
@@ -49,10 +49,17 @@ class NetworkConfig(CamelModel):
     """Create a VPC, subnet (with Pod/Service secondary ranges) and Cloud NAT, or name existing ones."""
 
     create: bool = Field(True, description="false: use `network`/`subnetwork` that already exist.")
-    network: str | None = Field(None, description="VPC name; default derived from the cluster name.")
-    subnetwork: str | None = Field(None, description="Subnet name; default derived from the cluster name.")
-    nodes_cidr: str = Field("10.0.0.0/20", description="Primary range of the created subnet (nodes).")
-    pods_cidr: str = Field("10.16.0.0/14", description="Secondary range for Pods in the created subnet.")
+    network: str | None = Field(None, description="VPC name (or path); default derived from the cluster name.")
+    subnetwork: str | None = Field(None, description="Subnet name (or path); default derived from the cluster name.")
+    nodes_cidr: str = Field(
+        "10.0.0.0/20",
+        description="Primary range of the created subnet (nodes), written <address>/<length>. The three ranges must "
+        "be disjoint, each /8 to /29 (Compute Engine's smallest subnet range).",
+    )
+    pods_cidr: str = Field(
+        "10.16.0.0/14",
+        description="Secondary range for Pods in the created subnet; /24 or larger (GKE gives each node a /24 of it).",
+    )
     services_cidr: str = Field("10.20.0.0/20", description="Secondary range for Services in the created subnet.")
     pods_range_name: str = Field("pods", description="Name of the Pods secondary range (existing or created).")
     services_range_name: str = Field("services", description="Name of the Services secondary range.")
@@ -63,8 +70,9 @@ class NetworkConfig(CamelModel):
     )
     nat: bool | None = Field(
         None,
-        description="Create a Cloud Router + NAT so private nodes reach the internet; default true for a created "
-        "network, required with create: false (false when that network already has NAT for the subnet).",
+        description="Create a Cloud Router + NAT for the cluster's subnet (also on an existing network) so private "
+        "nodes reach the internet (they need it to pull public images); default true for a created network, required "
+        "with create: false (false when that network already has NAT for the subnet).",
     )
 
 
@@ -92,14 +100,16 @@ class MaintenanceConfig(CamelModel):
     window: MaintenanceWindowConfig | None = Field(
         None,
         description="When automatic upgrades may start; default: any time (GKE's default), or with "
-        "holdMinorAndNodeUpgrades on, Saturday and Sunday 03:00-11:00 UTC every week (a maintenance policy needs a "
-        "window).",
+        "holdMinorAndNodeUpgrades on, Saturday and Sunday 03:00-11:00 UTC every week: a maintenance policy carrying "
+        "the hold's exclusion must also carry exactly one window (the provider refuses it otherwise, before any call "
+        "to Google). Automatic upgrades start only inside it.",
     )
     hold_minor_and_node_upgrades: bool | None = Field(
         None,
         description="A NO_MINOR_OR_NODE_UPGRADES exclusion until the end of support of the running minor version: "
-        "GKE never upgrades the minor version or any node pool (a multi-host slice is recreated whole) by itself; "
-        "default true in staging and prod, false in dev.",
+        "GKE applies only control plane patches by itself, never a minor upgrade or a node upgrade (which recreates "
+        'a multi-host slice whole); default true in staging and prod, false in dev. See docs/operations.md "GKE '
+        'upgrades".',
     )
     hold_start: str = Field(
         "2025-01-01T00:00:00Z", description="Start of that exclusion, RFC 3339 (fixed, so previews stay clean)."
@@ -107,29 +117,45 @@ class MaintenanceConfig(CamelModel):
 
 
 class ClusterConfig(CamelModel):
-    name: str | None = Field(None, description="GKE cluster name; default `<pulumi project>-<stack>`.")
-    location: str | None = Field(None, description="A region (regional cluster) or zone; default gcp:region.")
+    """The GKE Standard cluster: location, version, system pool, network, control plane access, upgrades."""
+
+    name: str | None = Field(
+        None,
+        description=f"GKE cluster name ({naming.CLUSTER_NAME_MAX} characters at most); default "
+        "`<pulumi project>-<stack>`.",
+    )
+    location: str | None = Field(
+        None, description="A region (regional cluster) or a zone of gcp:region (zonal cluster); default gcp:region."
+    )
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
         "REGULAR", description="GKE release channel."
     )
     min_master_version: str | None = Field(
         None,
-        description="Minimum control plane version; must not be below what the TPU pools need, and with "
-        f"gateway.enabled at least {gke_managed.INFERENCE_POOL_SINCE} (GKE installs the InferencePool CRD from there).",
+        description="Minimum control plane version; must not be below the minimum GKE version of any pool's TPU "
+        "generation, nor what a capacity list (ComputeClass) needs; with gateway.enabled, required and at least "
+        f"{gke_managed.INFERENCE_POOL_SINCE} (GKE installs the InferencePool CRD from there: docs/operations.md "
+        '"What GKE manages"). A problem names the highest of these at once.',
     )
-    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    system_pool: SystemPoolConfig = Field(
+        default_factory=SystemPoolConfig,
+        description="The CPU pool for system pods and controllers. minNodes/maxNodes are totals over the cluster's "
+        "zones (GKE's total limits): a regional cluster creates the pool with one node in each of its 3 zones, then "
+        "the autoscaler keeps the total between them (maxNodes is at least 3 there).",
+    )
     private_nodes: bool = Field(True, description="Nodes get internal IPs only (egress through Cloud NAT).")
     control_plane_endpoint: Literal["dns", "ip"] = Field(
         "dns",
         description="How kubectl and the Kubernetes provider reach the control plane. dns (default): GKE's "
         "DNS-based endpoint, gated by IAM (container.clusters.connect), with the IP endpoint closed to the internet "
-        "unless masterAuthorizedNetworks lists CIDRs. ip: the public IP endpoint (dev only; open to any address "
-        "unless masterAuthorizedNetworks lists CIDRs).",
+        "unless masterAuthorizedNetworks lists CIDRs; CI reaches it the same way. ip: the public IP endpoint (dev "
+        "only, refused elsewhere; open to any address, with a warning, unless masterAuthorizedNetworks lists CIDRs).",
     )
     master_authorized_networks: list[AuthorizedNetworkConfig] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public IP endpoint; none: the IP endpoint is closed to the internet "
-        "(controlPlaneEndpoint dns) or open to any address (ip, dev only).",
+        "(controlPlaneEndpoint dns; with private nodes the public IP endpoint is off) or open to any address (ip, dev "
+        "only).",
     )
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     intranode_visibility: bool | None = Field(
@@ -149,14 +175,28 @@ class ClusterConfig(CamelModel):
         "(projects/P/locations/L/keyRings/R/cryptoKeys/K, in gcp:region, the cluster's region); GKE's service agent "
         "gets cryptoKeyEncrypterDecrypter on it before the cluster. Unset: Secrets are encrypted by Google's keys only.",
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra resource labels on GCP resources.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra labels on GCP resources, added to the stack's own (app, stack, environment).",
+    )
 
 
 class BucketConfig(CamelModel):
-    name: str | None = Field(None, description="GCS bucket name; default `<gcp project>-<pulumi project>-<stack>`.")
-    location: str | None = Field(None, description="Bucket location; default gcp:region (same as the TPUs).")
+    """The stack bucket: checkpoints, Saxml roots, caches and Pathways scratch, each workload on its own prefixes."""
+
+    name: str | None = Field(
+        None, description='GCS bucket name (no dots, no "google"); default `<gcp project>-<pulumi project>-<stack>`.'
+    )
+    location: str | None = Field(
+        None,
+        description="Bucket location: a Cloud Storage region, predefined dual-region or multi-region, any case "
+        "(stacks/storage_locations.py, from https://cloud.google.com/storage/docs/locations); default gcp:region "
+        "(same as the TPUs).",
+    )
     force_destroy: bool | None = Field(
-        None, description="Override the environment profile: delete objects on destroy (dev: true, else false)."
+        None,
+        description="Override the environment profile: delete objects on destroy (dev: true, else false; an override "
+        "is reported as a warning).",
     )
     versioning: bool = Field(True, description="Keep noncurrent object versions (expired after noncurrentVersionDays).")
     noncurrent_version_days: int = Field(30, ge=1, le=DAYS_MAX, description="Days a noncurrent version is kept.")
@@ -192,24 +232,49 @@ Capacity = Literal["on-demand", "spot", "reservation", "flex-start"]
 
 
 class TpuPoolConfig(CamelModel):
-    name: str = Field(description="Pool name; node pools are `<name>` (single-host) or `<name>-s<i>` (per slice).")
+    name: str = Field(
+        description="Pool name; node pools are `<name>` (single-host) or `<name>-s0` ... `<name>-s<N-1>` (one per "
+        "slice, even for one slice, so adding slices never renames one)."
+    )
     tpu: str = Field(description=f"TPU generation (stacks/catalog.py): {', '.join(catalog.GENERATIONS)}.")
-    topology: str = Field(description="Slice topology, e.g. 2x4, 4x4, 4x8, 2x2x1, 2x2x4.")
-    zone: str = Field(description="Zone of the slices; must be in gcp:region and offer the TPU.")
-    slices: int = Field(1, le=SLICES_MAX, description="Multi-host only: number of slices, one node pool each.")
+    topology: str = Field(
+        description="Slice topology, e.g. 1x1, 2x2, 2x4, 4x4, 4x8 (v5e/v6e), 2x2x1, 2x2x4 (v4/v5p); tpu7x: 1x1x1, "
+        "2x2x1 (one VM), 2x2x2, 2x2x4, 2x4x4, then every AxBxC with 4 <= A <= B <= C, each a multiple of 4, up to 144 "
+        "4x4x4 cubes (xpk's rule). A wrong one is refused with the generation's list."
+    )
+    zone: str = Field(
+        description="Zone of the slices; must be in gcp:region (refused otherwise). A zone Google's TPU zone list "
+        "does not name for the generation is a warning naming that list (stacks/catalog.py)."
+    )
+    slices: int = Field(
+        1,
+        le=SLICES_MAX,
+        description="Multi-host only: number of slices, one node pool each. Each slice's size goes through the "
+        "autoscaler as 0 or whole (GKE does not resize an atomic slice): {min: hosts, max: hosts} for a reservation, "
+        "{min: 0, max: hosts} for capacity that can stock out, unless autoscaling says otherwise.",
+    )
     capacity: Capacity | list[Capacity] = Field(
         "on-demand",
         description="on-demand, spot, reservation or flex-start; or a list in priority order, e.g. [reservation, "
-        "spot, on-demand, flex-start]: a GKE ComputeClass that falls back from one to the next.",
+        "spot, on-demand, flex-start]: a GKE ComputeClass that falls back from one to the next (docs/stack-config.md); "
+        "a list of one is that value.",
     )
     reservation: str | None = Field(
-        None, description="With capacity reservation: reservation name (or projects/<p>/reservations/<name>)."
+        None,
+        description="With reservation in capacity: a reservation name, or projects/<p>/reservations/<name> for a "
+        "shared one.",
     )
     autoscaling: AutoscalingConfig | None = Field(
-        None, description="Single-host: {minNodes, maxNodes}. Multi-host: only 0 or the whole slice."
+        None,
+        description="Default: from capacity. Single-host: {minNodes, maxNodes}; multi-host: only {minNodes: 0 or "
+        "hosts, maxNodes: hosts} (slices are atomic); with a capacity list minNodes is 0 and maxNodes bounds what "
+        "workloads may use. minNodes above 0 makes pulumi up create the nodes and wait for them; 0 leaves them to "
+        "pending pods.",
     )
     machine_type: str | None = Field(
-        None, description="Only to choose among the machine types the catalog allows for the topology."
+        None,
+        description="Default: the catalog's. Only to choose among the machine types the catalog allows for the "
+        "topology, e.g. ct6e-standard-4t for the 2-host v6e 2x4.",
     )
 
     @field_validator("capacity", mode="before")
@@ -239,15 +304,24 @@ def _adapter_enum(schema: dict[str, Any]) -> None:
 
 
 class MonitoringConfig(CamelModel):
+    """TPU metrics, the one metrics adapter the HPAs read, and the Cloud Monitoring dashboard."""
+
     adapter: str = Field(
         metrics_adapters.DEFAULT,
         title="Adapter",
-        description="The one metrics adapter serving custom/external metrics to HPAs, or none.",
+        description="The one metrics adapter serving custom/external metrics to HPAs (exactly one per cluster: they "
+        "register the same metrics APIServices; docs/addons-and-monitoring.md), or none.",
         json_schema_extra=_adapter_enum,
     )
     dashboard: bool = Field(True, description="Create a Cloud Monitoring dashboard for the serving stack.")
-    tpu_metrics: bool = Field(True, description="Scrape the TPU device plugin (HBM, duty cycle) when TPU pools exist.")
-    scrape_interval: str = Field("15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval, e.g. 15s.")
+    tpu_metrics: bool = Field(
+        True,
+        description="Scrape the TPU device plugin (HBM, duty cycle; kube-system, port "
+        f"{metrics.TPU_DEVICE_PLUGIN_PORT}) when TPU pools exist.",
+    )
+    scrape_interval: str = Field(
+        "15s", pattern=r"^[1-9][0-9]*s$", description="Scrape interval of the stack's PodMonitorings, e.g. 15s."
+    )
 
     @field_validator("adapter", mode="before")
     @classmethod
@@ -294,6 +368,8 @@ class GatewayConfig(CamelModel):
 
 
 class ServiceConfig(CamelModel):
+    """The Kubernetes Service in front of the workload's HTTP server."""
+
     port: int = Field(8000, ge=1, le=PORT_MAX, description="Service port in front of the HTTP server.")
     type: Literal["ClusterIP", "LoadBalancer"] = Field(
         "ClusterIP", description="ClusterIP, or LoadBalancer (always an internal passthrough load balancer)."
@@ -305,7 +381,9 @@ class WorkloadConfig(CamelModel):
 
     name: str = Field(description="Workload name; its Kubernetes objects and identity are named after it.")
     pool: str = Field(description="The tpuPools entry to run on; topology, slices and chips come from it.")
-    namespace: str | None = Field(None, description="Kubernetes namespace; default: the workload name.")
+    namespace: str | None = Field(
+        None, description="Kubernetes namespace, created by the stack (unless default); default: the workload name."
+    )
 
 
 # The metric names a JetStream HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.

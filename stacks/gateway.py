@@ -1,7 +1,7 @@
 """The stack's GKE Inference Gateway, as plain data: which GatewayClass an exposure means, the one Gateway, and the
 commands that reach it. The component (components/gateway.py) only registers what these functions return.
 
-How a request flows (README "Inference Gateway"): client -> the regional Application Load Balancer GKE builds for
+How a request flows (docs/gateway.md): client -> the regional Application Load Balancer GKE builds for
 the Gateway (its Envoy proxies run in the VPC's proxy-only subnet) -> HTTPRoute of the workload -> the workload's
 InferencePool -> the endpoint picker (ext-proc, port 9002) picks one serving pod by queue depth and KV-cache use ->
 the pod's HTTP port on a TPU host.

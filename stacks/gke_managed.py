@@ -4,7 +4,7 @@ An object GKE installs is GKE's. A stack that applies it too either fails (the K
 AlreadyExists), or, with `upsertExistingObjects`, takes it over, and then a `pulumi destroy`, or dropping it from
 the program, deletes it: for a CustomResourceDefinition, with every object of its kind in the cluster.
 
-The decision (README "What GKE manages"): the stack creates none of these objects at any version. A cluster's
+The decision (docs/operations.md "What GKE manages"): the stack creates none of these objects at any version. A cluster's
 version is only a floor (`cluster.minMasterVersion`; unset, the release channel's default, unknown offline), and
 GKE upgrades the control plane by itself, so an object GKE installs only from a later version would become GKE's
 under the stack; a version does not exempt anything. Where the stack relies on such an object (the gateway's

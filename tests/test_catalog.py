@@ -186,6 +186,6 @@ def test_tpu7x_shapes(topology, machine_type, hosts, chips_per_host, workload_po
 
 def test_long_topology_lists_are_cut_in_messages():
     with pytest.raises(
-        CatalogError, match=r"not valid for tpu7x; allowed: 1x1x1, 2x2x1, .*\(433 in all; see the README"
+        CatalogError, match=r"not valid for tpu7x; allowed: 1x1x1, 2x2x1, .*\(433 in all; see docs/configuration.md"
     ):
         slice_shape("tpu7x", "4x4")

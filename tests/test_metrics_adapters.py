@@ -1,6 +1,6 @@
 """The metrics adapter registry (stacks/metrics_adapters): every entry is complete and matches its upstream, and an
 entry added to the registry alone reaches config validation, the workloads' checks, the HPA specs and the
-Monitoring component, and the README table is the registry's."""
+Monitoring component, and the docs table is the registry's."""
 
 from __future__ import annotations
 
@@ -170,9 +170,12 @@ def test_none_is_not_an_entry_but_a_choice():
     assert metrics_adapters.served_metrics("none") == []
 
 
-def test_readme_table_is_the_registrys():
+def test_docs_table_is_the_registrys():
     table = metrics_adapters_table()
-    assert table in (ROOT / "README.md").read_text(), f"README's adapter table is stale; paste:\n{table}"
+    page = ROOT / "docs" / "addons-and-monitoring.md"
+    assert table in page.read_text(), (
+        "docs/addons-and-monitoring.md's adapter table is stale: run `python -m tooling.docs`"
+    )
 
 
 def test_schema_enum_is_the_registrys():
@@ -318,9 +321,10 @@ def test_a_registered_adapter_serves_only_what_its_entry_says(run, fake_registry
 
 
 def _readme_metric_tables() -> list[list[list[str]]]:
-    """The README's tables with a column per adapter (the workloads' metric tables), as rows of cells."""
+    """The docs' tables with a column per adapter (the workloads' metric tables), as rows of cells."""
     tables, current = [], None
-    for line in (ROOT / "README.md").read_text().splitlines():
+    pages = sorted((ROOT / "docs" / "workloads").glob("*.md"))
+    for line in "\n\n".join(page.read_text() for page in pages).splitlines():
         if not line.startswith("|"):
             current = None
             continue

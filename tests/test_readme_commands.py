@@ -1,6 +1,8 @@
-"""Every command the READMEs give works as written from a checkout, without an activated virtualenv (issue 14).
+"""Every command the READMEs and docs give works as written from a checkout, without an activated virtualenv (issue
+14).
 
-The commands are extracted from README.md and examples/README.md (```bash blocks and `inline` code). In a
+The commands are extracted from README.md, examples/README.md, CONTRIBUTING.md and every page under docs/ (```bash
+blocks and `inline` code), in that order. In a
 copy of the repository:
 - offline make targets that are quick run for real, in README order (`make example ...` then `make render
   STACK=llama3` is a sequence a user follows); each other offline command runs once in a cheap form (`--help`,
@@ -27,7 +29,12 @@ from tests.test_crds import REFERENCE_CRDS, mirror_tree
 from tooling import render
 from tooling.offline import ROOT
 
-DOCS = [ROOT / "README.md", ROOT / "examples" / "README.md", ROOT / "CONTRIBUTING.md"]
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "examples" / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted(ROOT.glob("docs/**/*.md")),
+]
 PLACEHOLDERS = {"<example>": "llama3-405b-pathways", "<stack>": "dev", "<earlier render>": "build"}
 RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
@@ -39,6 +46,7 @@ DRY_RUN = {
     "scan",
     "golden",
     "schema",
+    "docs",
     "preview",
     "up",
     "destroy",

@@ -170,15 +170,15 @@ def test_moving_a_prod_tpu_pool_says_pulumi_up_refuses_and_what_it_needs(tmp_pat
     assert lines[0].endswith("nodeConfig.spot (unset) -> true (replaces it)"), lines[0]
     (need,) = [line for line in lines if "refuses" in line]
     assert need.startswith("gcp:container/nodePool:NodePool tpu-v5e-2x4: `pulumi up` refuses: it is protected")
-    assert "stops serving" in need and 'README "Moving a serving TPU pool"' in need
+    assert "stops serving" in need and 'docs/operations.md "Moving a serving TPU pool"' in need
     # the URN to unprotect, as Pulumi spells it (parent component type, then the resource's)
     assert (
         "`pulumi state unprotect 'urn:pulumi:prod::tpu-serving::tpu-serving:tpu:TpuSlicePool$"
         "gcp:container/nodePool:NodePool::tpu-v5e-2x4'`" in need
     )
-    # the procedure exists in the README
-    readme = (ROOT / "README.md").read_text()
-    assert "#### Moving a serving TPU pool" in readme
+    # the procedure exists where the message says
+    page = (ROOT / "docs" / "operations.md").read_text()
+    assert "### Moving a serving TPU pool" in page
     # the same change in dev (unprotected) needs nothing more than the line
     dev = (ROOT / "Pulumi.dev.yaml").read_text()
     dev_old = _render(dev, tmp_path, "dev-old")

@@ -20,6 +20,7 @@ from stacks.config import KNOWN_KEYS, NS
 from stacks.config_model import (
     BucketConfig,
     ClusterConfig,
+    GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
 )
@@ -46,27 +47,35 @@ def stack_config_schema() -> dict[str, Any]:
     properties: dict[str, Any] = {
         "gcp:project": {"type": "string", "description": "Google Cloud project id"},
         "gcp:region": {"type": "string", "description": "Region of the cluster, TPU pools and bucket"},
-        f"{NS}:environment": {"enum": list(PROFILES), "description": "Safety profile: dev, staging or prod"},
+        f"{NS}:environment": {
+            "enum": list(PROFILES),
+            "description": "Safety profile: dev, staging or prod (stacks/profiles.py; docs/stack-config.md)",
+        },
         f"{NS}:cluster": _model_schema(ClusterConfig, defs),
         f"{NS}:bucket": _model_schema(BucketConfig, defs),
         f"{NS}:tpuPools": {"type": "array", "items": _model_schema(TpuPoolConfig, defs)},
         f"{NS}:addons": _model_schema(addons.settings_model(), defs),
         f"{NS}:monitoring": _model_schema(MonitoringConfig, defs),
+        f"{NS}:gateway": _model_schema(GatewayConfig, defs),
         f"{NS}:paused": {
             "type": "boolean",
-            "description": "Workloads at zero, TPU pools scale to zero; nothing deleted",
+            "description": "Stop the spend without teardown: workloads at zero, TPU pools scale to zero; nothing "
+            'deleted (docs/operations.md "Pause without teardown")',
+            "default": False,
         },
         f"{NS}:decommission": {
             "type": "boolean",
-            "description": "Lift protection on purpose so `pulumi destroy` can retire a staging/prod stack",
+            "description": "Lift staging/prod protection on purpose so `pulumi destroy` can retire the stack",
+            "default": False,
         },
         f"{NS}:hfToken": {
             # only as a secret: `pulumi config set --secret` writes {secure: <ciphertext>}
             "type": "object",
-            "properties": {"secure": {"type": "string"}},
+            "properties": {"secure": {"type": "string", "description": "The ciphertext Pulumi writes"}},
             "required": ["secure"],
             "additionalProperties": False,
-            "description": "Hugging Face token for gated models; set with `pulumi config set --secret`",
+            "description": "Hugging Face token for gated models, set only as a secret (`pulumi config set --secret`); "
+            "vLLM workloads read it from a Kubernetes Secret",
         },
         f"{NS}:workloads": {
             "type": "array",

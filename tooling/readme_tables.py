@@ -1,7 +1,8 @@
-"""README tables derived from the program's registries (tests/test_metrics_adapters.py and tests/test_gke_managed.py
-check the README holds them).
+"""Docs tables derived from the program's registries: tooling/docs.py writes them into docs/addons-and-monitoring.md
+and docs/operations.md and checks them (`make lint`); tests/test_metrics_adapters.py and tests/test_gke_managed.py
+check the pages hold them.
 
-python -m tooling.readme_tables     # print the tables, to paste into README.md after changing a registry
+python -m tooling.readme_tables     # print the tables
 """
 
 from __future__ import annotations

@@ -161,14 +161,14 @@ REFUSED = "`pulumi up` refuses: it is protected (`protect`)"
 NEEDS = {
     "gcp:container/nodePool:NodePool": (
         "the slice's nodes are deleted before the new ones exist (deleteBeforeReplace), so what runs on it stops "
-        'serving until the new slice is up and its pods are scheduled again. Without downtime: README "Moving a '
+        'serving until the new slice is up and its pods are scheduled again. Without downtime: docs/operations.md "Moving a '
         'serving TPU pool" (add a pool with the new setting, move the workload, retire the old pool). To accept '
         "the downtime instead: `pulumi state unprotect '{urn}'`, then `pulumi up` (the new node pool is protected "
         "again)"
     ),
     "gcp:container/cluster:Cluster": (
         "every node pool and workload in it goes with it. Build the new cluster as a new stack, move the clients, "
-        'then retire this one (README "Retiring a staging or prod stack")'
+        'then retire this one (docs/operations.md "Retiring a staging or prod stack")'
     ),
     "gcp:storage/bucket:Bucket": (
         "its objects do not move with it. Copy them to the new bucket first (`gcloud storage cp --recursive`), "

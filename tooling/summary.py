@@ -435,7 +435,7 @@ def gke_managed_lines(cfg: StackConfig, recording: Recording) -> list[str]:
     lines = [
         "GKE installs and owns its Gateway API CRDs and GatewayClasses, its Gateway policy CRDs, the InferencePool "
         f"CRD (from {gke_managed.INFERENCE_POOL_SINCE}), the Managed Prometheus CRDs and namespaces and the "
-        'ComputeClass CRD (README "What GKE manages"). The stack creates none of them at any version: the cluster '
+        'ComputeClass CRD (docs/operations.md "What GKE manages"). The stack creates none of them at any version: the cluster '
         "version is a floor GKE raises by itself, so no version exempts an object.",
         "",
         f"- cluster version floor: {code(floor) if floor else 'unset (the release channel default, unknown offline)'}",

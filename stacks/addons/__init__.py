@@ -57,7 +57,12 @@ def _model(entries: tuple[Addon[Any], ...]) -> type[AddonsConfig]:
         to_snake(entry.key): (entry.settings, Field(default_factory=entry.settings, description=entry.description))
         for entry in entries
     }
-    return create_model("AddonsConfig", __base__=AddonsConfig, __doc__=None, **fields)
+    return create_model(
+        "AddonsConfig",
+        __base__=AddonsConfig,
+        __doc__="The cluster-wide controllers the stack installs on the system pool, one key per add-on.",
+        **fields,
+    )
 
 
 def settings_model() -> type[AddonsConfig]:

@@ -15,6 +15,9 @@ from stacks.addons.addon import Addon, AddonSettings
 
 
 class PathwaysJobAddonConfig(AddonSettings):
+    """The PathwaysJob controller from its upstream release manifest (needs JobSet >= 0.8); required by
+    pathways-job workloads."""
+
     enabled: bool = Field(False, description="Install the PathwaysJob controller (batch Pathways jobs).")
     version: str | None = Field(None, description="Controller version from the supported list.")
 

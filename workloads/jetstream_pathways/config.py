@@ -12,10 +12,10 @@ from stacks.config_model import PORT_MAX, REPLICAS_MAX, CamelModel, ServiceConfi
 class PathwaysImages(CamelModel):
     """Overrides of the pinned images (stacks/versions.py); leave unset to use the matrix."""
 
-    proxy: str | None = None
-    server: str | None = None
-    jetstream: str | None = None
-    http: str | None = None
+    proxy: str | None = Field(None, description="Pathways proxy image.")
+    server: str | None = Field(None, description="Pathways resource manager and worker image.")
+    jetstream: str | None = Field(None, description="JetStream MaxText engine image.")
+    http: str | None = Field(None, description="JetStream HTTP server image.")
 
 
 class JetStreamPathwaysWorkload(WorkloadConfig):
@@ -23,17 +23,28 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
 
     type: Literal["jetstream-pathways"]
     mode: Literal["interleaved", "disaggregated"] = Field(
-        "interleaved", description="Prefill and decode together or apart."
+        "interleaved",
+        description="Prefill and decode together (interleaved: the LeaderWorkerSet's exclusive-topology annotation) "
+        "or apart (disaggregated: subgroup-exclusive-topology, subGroupSize = hosts per slice; needs a pool with "
+        "slices: 2).",
     )
     replicas: int = Field(
         1, ge=1, le=REPLICAS_MAX, description="LeaderWorkerSet replicas (each takes the pool's slices)."
     )
-    model: str = Field(description="Model preset, e.g. llama3.1-405b or llama2-70b.")
-    checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint.")
-    maxtext: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="MaxText argument overrides."
+    model: str = Field(
+        description="Model preset of MaxText arguments from the references (workloads/jetstream_pathways/presets.py), "
+        "e.g. llama3.1-405b or llama2-70b."
     )
-    images: PathwaysImages = Field(default_factory=PathwaysImages)
+    checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint (load_parameters_path).")
+    maxtext: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="MaxText argument overrides, replaced in place (load_parameters_path and prometheus_port are "
+        "derived).",
+    )
+    images: PathwaysImages = Field(
+        default_factory=PathwaysImages,
+        description="{proxy, server, jetstream, http}: overrides of the pinned images (stacks/versions.py).",
+    )
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     metrics_port: int = Field(
         9100, ge=1, le=PORT_MAX, description="JetStream Prometheus metrics port (prometheus_port)."

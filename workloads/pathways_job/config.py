@@ -19,7 +19,8 @@ class PathwaysJobImages(CamelModel):
 
 
 class PathwaysJobContainer(CamelModel):
-    """The user's JAX program: the `main` container of the PathwaysJob head pod (batch mode)."""
+    """The user's JAX program: the `main` container of the PathwaysJob head pod (batch mode; controller.template,
+    requesting 500m CPU and 1Gi); the job completes when it exits."""
 
     image: str = Field(description="Container image of the JAX program.")
     command: list[str] | None = Field(None, description="Entrypoint; default: the image's.")
@@ -47,5 +48,7 @@ class PathwaysJobWorkload(WorkloadConfig):
     job: PathwaysJobContainer | None = Field(None, description="The program to run (batch); unset: interactive.")
     images: PathwaysJobImages = Field(default_factory=PathwaysJobImages)
     pathways_version: str | None = Field(
-        None, description="Tag of the Pathways server and proxy images; default: the version matrix's."
+        None,
+        description="Tag of the Pathways server and proxy images; default: the version matrix's (the controller's "
+        "own default, latest, would float).",
     )

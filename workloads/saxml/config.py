@@ -10,6 +10,8 @@ from stacks.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
 
 
 class SaxHttpConfig(CamelModel):
+    """The Saxml HTTP server: its replicas and who may reach it."""
+
     replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="HTTP server replicas.")
     exposure: Literal["cluster", "internal", "external"] = Field(
         "cluster",
@@ -23,9 +25,13 @@ class SaxHttpConfig(CamelModel):
 
 
 class SaxModelConfig(CamelModel):
-    model: str = Field(description="Model name in the cell (lm175b) or its full name (/sax/<cell>/lm175b).")
+    model: str = Field(
+        description="Model name in the cell (lm175b) or its full name (/sax/<cell>/lm175b), named as Sax names "
+        "models (a lowercase letter, then lowercase letters, digits, - or _); each model once per cell."
+    )
     model_path: str = Field(
-        description="Saxml model class, e.g. saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
+        description="Saxml model class (Python identifiers joined by dots), e.g. "
+        "saxml.server.pax.lm.params.lm_cloud.LmCloudSpmd175B32Test."
     )
     checkpoint: str = Field("None", description="Checkpoint path, or None for the test models' random weights.")
     replicas: int = Field(
@@ -37,9 +43,9 @@ class SaxModelConfig(CamelModel):
 
 
 class SaxImages(CamelModel):
-    admin: str | None = None
-    model: str | None = None
-    http: str | None = None
+    admin: str | None = Field(None, description="Sax admin server image; default: the matrix's.")
+    model: str | None = Field(None, description="Sax model server image; default: the matrix's.")
+    http: str | None = Field(None, description="Sax HTTP server image; default: the matrix's.")
 
 
 class SaxmlWorkload(WorkloadConfig):
@@ -48,7 +54,10 @@ class SaxmlWorkload(WorkloadConfig):
 
     type: Literal["saxml"]
     cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
-    images: SaxImages = Field(default_factory=SaxImages)
+    images: SaxImages = Field(
+        default_factory=SaxImages,
+        description="{admin, model, http}: overrides of the pinned images (stacks/versions.py).",
+    )
     http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)
     models: list[SaxModelConfig] | None = Field(
         None, description="Models to publish; when set, the stack owns the cell's model list (others are unpublished)."

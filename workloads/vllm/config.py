@@ -45,15 +45,17 @@ class VllmWorkload(WorkloadConfig):
 
     type: Literal["vllm"]
     model: str = Field(
-        description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed)."
+        description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed, "
+        "--load-format=runai_streamer)."
     )
     max_model_len: int | None = Field(
         None, ge=1, le=2**31 - 1, description="--max-model-len; unset: the model's own context length."
     )
     args: dict[str, VllmArg] = Field(
         default_factory=dict,
-        description="Extra `vllm serve` flags by name (max-num-seqs: 128). A named derived flag is replaced; "
-        "true renders a bare flag, null removes it.",
+        description="Extra `vllm serve` flags by name (max-num-seqs: 128; - and _ alike). A named derived flag is "
+        "replaced; true renders --flag, false --no-flag, null removes a derived one. model, max-model-len, host, "
+        "port and download-dir are the stack's.",
     )
     replicas: int = Field(
         1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off (slices, on a multi-host pool)."

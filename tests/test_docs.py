@@ -1,0 +1,133 @@
+"""The docs (issue 24 item 3): a README that is a landing page, docs/ pages one subject each, a configuration
+reference generated from the config models (current, like the JSON Schema), and no relative link that leads nowhere.
+That every command in them runs: tests/test_readme_commands.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from stacks import addons
+from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
+from tests.test_workload_registry import echo_registered  # noqa: F401 (a fixture)
+from tooling import docs
+from tooling.offline import ROOT
+from workloads import registry
+
+README = ROOT / "README.md"
+
+
+def test_generated_pages_and_tables_are_current():
+    """What `make lint` checks (`python -m tooling.docs --check`)."""
+    assert docs.stale() == [], "run `.venv/bin/python -m tooling.docs`"
+
+
+def test_every_relative_link_resolves_to_a_file_and_heading():
+    assert docs.broken_links() == []
+
+
+def test_the_link_check_finds_a_missing_page_and_a_missing_heading(tmp_path):
+    page = ROOT / "docs" / "x.md"
+    text = (
+        "# X\n\n## A `b`: c (d)\n\n[ok](#a-b-c-d) [ok](security.md#google-cloud-checks) [web](https://x.y/z)\n"
+        "[gone](nope.md) [no heading](security.md#nope) [own](#nope) `[code](nope.md)`\n"
+    )
+    assert docs.broken_links({page: text}) == [
+        "docs/x.md: nope.md",
+        "docs/x.md: security.md#nope",
+        "docs/x.md: #nope",
+    ]
+
+
+def test_anchors_are_githubs():
+    text = "# T\n## `tpu-serving:tpuPools[]`\n### `type: vllm`\n## How to add ...\n## Dup\n## Dup\n```\n# not\n```\n"
+    assert docs.anchors(text) == {"t", "tpu-servingtpupools", "type-vllm", "how-to-add-", "dup", "dup-1"}
+
+
+def test_readme_is_a_landing_page_linking_every_docs_page():
+    text = README.read_text()
+    assert len(text.encode()) <= 20_000, len(text.encode())
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[:4] == ["What it builds", "Quick start (needs only Python 3.11+)", "Deploy", "Where to read next"]
+    assert "```mermaid" in text.split("## Quick start")[0]
+    linked = {(README.parent / target).resolve() for target in re.findall(r"\]\((docs/[^)#]+)", text)}
+    assert set(ROOT.glob("docs/**/*.md")) <= linked
+
+
+@pytest.mark.parametrize("name", list(registry.WORKLOAD_TYPES))
+def test_every_workload_type_has_its_page_and_reference_section(name):
+    page = ROOT / "docs" / "workloads" / f"{name}.md"
+    assert page.is_file(), f"docs/workloads/{name}.md"
+    assert page.read_text().startswith(f"# `{name}`: ")
+    assert f"configuration.md#type-{name}" in page.read_text()
+    assert f"### `type: {name}`" in docs.configuration_reference()
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _section(reference: str, heading: str) -> str:
+    return reference.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def test_the_reference_has_a_row_for_every_key_of_every_model():
+    """Every field of the platform's models, the add-on registry's and each workload type's, with the model's own
+    description; the vLLM `gateway` row the hand-written table missed is there."""
+    reference = docs.configuration_reference()
+    platform = {
+        "cluster": ClusterConfig,
+        "bucket": BucketConfig,
+        "monitoring": MonitoringConfig,
+        "gateway": GatewayConfig,
+        "addons": addons.settings_model(),
+    }
+    for key, model in platform.items():
+        for field in _keys(model):
+            assert f"| `tpu-serving:{key}.{field}` |" in reference, (key, field)
+    for field in _keys(TpuPoolConfig):
+        assert f"| `tpu-serving:tpuPools[].{field}` |" in reference, field
+    for name, entry in registry.WORKLOAD_TYPES.items():
+        section = _section(reference, f"### `type: {name}`")
+        for field in _keys(entry.config):
+            assert f"| `tpu-serving:workloads[].{field}` |" in section, (name, field)
+    vllm = _section(reference, "### `type: vllm`")
+    row = next(line for line in vllm.splitlines() if line.startswith("| `tpu-serving:workloads[].gateway` |"))
+    description = registry.WORKLOAD_TYPES["vllm"].config.model_fields["gateway"].description
+    assert row.split("|")[2:4] == [" boolean ", " `true` "] and description in row
+
+
+def test_every_key_in_the_reference_says_what_it_means():
+    """Every row's meaning comes from a model's description, so every field carries one."""
+    rows = [line.split("|") for line in docs.configuration_reference().splitlines() if line.startswith("| `")]
+    assert rows and [row[1].strip() for row in rows if not row[5].strip()] == []
+
+
+def test_a_type_added_to_the_registry_alone_gets_its_reference_section_and_needs_its_page(echo_registered):  # noqa: F811
+    reference = docs.configuration_reference()
+    section = _section(reference, "### `type: echo`")
+    assert "| `tpu-serving:workloads[].replicas` |" in section
+    assert docs.broken_links({docs.REFERENCE: reference}) == ["docs/configuration.md: workloads/echo.md"]
+
+
+def test_a_generated_block_is_rewritten_from_its_source_and_an_unknown_one_refused():
+    stale = "intro\n<!-- generated:gke-managed -->\n| old |\n<!-- /generated:gke-managed -->\nafter\n"
+    filled = docs.fill(stale)
+    assert filled.startswith("intro\n<!-- generated:gke-managed -->\n| kind | objects |")
+    assert filled.endswith("\n<!-- /generated:gke-managed -->\nafter\n")
+    with pytest.raises(SystemExit, match="unknown generated block 'nope'"):
+        docs.fill("<!-- generated:nope -->\n<!-- /generated:nope -->\n")
+
+
+def test_the_makefile_lint_runs_the_docs_check():
+    lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "$(PY) -m tooling.docs --check" in lint
+
+
+def test_no_page_is_named_after_another_subject(tmp_path: Path):
+    """One subject per page: no two pages share a title."""
+    titles = [p.read_text().splitlines()[0] for p in ROOT.glob("docs/**/*.md")]
+    assert all(t.startswith("# ") for t in titles) and len(set(titles)) == len(titles)

@@ -1,0 +1,262 @@
+"""The docs written by the program: docs/configuration.md whole (from the config models, through the JSON Schema they
+generate), and the tables derived from registries inside hand-written pages, each between
+`<!-- generated:NAME -->` and `<!-- /generated:NAME -->`.
+
+    python -m tooling.docs            # rewrite them
+    python -m tooling.docs --check    # exit 1 if any is stale (make lint; tests/test_docs.py)
+
+The models' Field descriptions are the one source of every key's meaning: no key table is written by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stacks.config import NS
+from tooling import json_schema
+from tooling.offline import ROOT
+from tooling.readme_tables import gke_managed_table, metrics_adapters_table
+from tooling.summary import table
+
+DOCS = ROOT / "docs"
+REFERENCE = DOCS / "configuration.md"
+HEADER = ["key", "type", "default", "allowed", "meaning"]
+
+# The generated blocks inside hand-written pages: name -> the text between its markers.
+BLOCKS: dict[str, Callable[[], str]] = {
+    "metrics-adapters": metrics_adapters_table,
+    "gke-managed": gke_managed_table,
+}
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _code(value: Any) -> str:
+    return f"`{value}`" if isinstance(value, str) and value else f"`{json.dumps(value)}`"
+
+
+class Reference:
+    """Rows of key, type, default, allowed values and meaning, walking a JSON Schema whose $refs point into defs."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.defs = defs
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in node:
+            target = self.defs[node["$ref"].rsplit("/", 1)[1]]
+            return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return node
+
+    def _variants(self, node: dict[str, Any]) -> list[dict[str, Any]]:
+        """The non-null alternatives of an anyOf (a field that may be unset), else the node itself."""
+        options = [self.resolve(o) for o in node.get("anyOf", [node]) if o.get("type") != "null"]
+        return options or [node]
+
+    def type_of(self, node: dict[str, Any]) -> str:
+        names = []
+        for option in self._variants(node):
+            kind = option.get("type", "object" if "properties" in option else "any")
+            if "const" in option or "enum" in option:
+                kind = "enum"
+            elif kind == "array":
+                item = self.resolve(option.get("items", {}))
+                kind = f"list of {self.type_of(item)}"
+            elif kind == "object" and "properties" not in option:
+                kind = "map"
+            names.append(kind)
+        return " or ".join(dict.fromkeys(names))
+
+    def allowed(self, node: dict[str, Any]) -> str:
+        found = []
+        for option in self._variants(node):
+            if "const" in option:
+                found.append(_code(option["const"]))
+            if "enum" in option:
+                found.append(", ".join(_code(v) for v in option["enum"]))
+            low = option.get("minimum", option.get("exclusiveMinimum"))
+            high = option.get("maximum")
+            if low is not None or high is not None:
+                left = "" if low is None else f"{low} {'<' if 'exclusiveMinimum' in option else '<='} "
+                found.append(f"{left}n{'' if high is None else f' <= {high}'}")
+            if "pattern" in option:
+                found.append(f"matches `{option['pattern']}`")
+            if "minLength" in option or "maxLength" in option:
+                found.append(f"{option.get('minLength', 0)} to {option.get('maxLength', '...')} characters")
+        return "; ".join(found)
+
+    def rows(self, key: str, node: dict[str, Any], required: bool) -> list[list[str]]:
+        # the field's own description, then what its model's docstring adds
+        models = [self.resolve(o) for o in node.get("anyOf", [node]) if "$ref" in o]
+        said = [node.get("description", ""), *(m.get("description", "") for m in models)]
+        description = " ".join(dict.fromkeys(d for d in said if d))
+        if not description and "const" in node:  # a workload type's discriminator
+            description = f"Selects this workload type: {node['const']}."
+        node = self.resolve(node)
+        if "default" in node:
+            default = _code(node["default"]) if node["default"] is not None else "unset"
+        else:
+            default = "required" if required else ""
+        rows = [[f"`{key}`", self.type_of(node), default, _cell(self.allowed(node)), _cell(description)]]
+        for option in self._variants(node):
+            if option.get("type") == "array" and "properties" in self.resolve(option.get("items", {})):
+                rows.extend(self.children(f"{key}[]", self.resolve(option["items"])))
+            elif "properties" in option:
+                rows.extend(self.children(key, option))
+        return rows
+
+    def children(self, key: str, model: dict[str, Any]) -> list[list[str]]:
+        required = set(model.get("required", []))
+        rows: list[list[str]] = []
+        for name, field in model["properties"].items():
+            rows.extend(self.rows(f"{key}.{name}", field, name in required))
+        return rows
+
+
+def configuration_reference() -> str:
+    schema = json_schema.stack_config_schema()
+    config = schema["properties"]["config"]
+    ref = Reference(schema["$defs"])
+    required = set(config["required"])
+    lines = [
+        "# Configuration reference",
+        "",
+        "<!-- Generated by `.venv/bin/python -m tooling.docs` from the config models (stacks/config_model.py, each "
+        "workload type's config.py, the add-on registry); `make lint` fails when it is stale. Do not edit. -->",
+        "",
+        "Every key of `Pulumi.<stack>.yaml` the program reads, with its type, default, allowed values and meaning, "
+        "generated from the config models' Field descriptions (the same models give the JSON Schema "
+        "`schema/stack-config.schema.json` your editor validates with). Keys are camelCase; unknown `tpu-serving:` "
+        "keys are errors. `unset` means the key may be left out or `null`; where the default depends on other keys "
+        "(the environment profile, the pool), the meaning says how. The rules between keys (catalog, zones, names, "
+        "what fits in a pool) are in [stack config](stack-config.md).",
+        "",
+    ]
+    keys = config["properties"]
+    plain = [
+        key for key, node in keys.items() if "title" not in ref.resolve(node) and "items" not in node
+    ]  # not a model
+    lines += ["## Stack keys", "", *table(HEADER, [r for k in plain for r in ref.rows(k, keys[k], k in required)]), ""]
+    pages = {f"{NS}:addons": "addons-and-monitoring.md", f"{NS}:monitoring": "addons-and-monitoring.md"}
+    pages[f"{NS}:gateway"] = "gateway.md"
+    for key in (k for k in keys if k not in plain and not k.endswith(":workloads")):
+        node = keys[key]
+        rows = ref.rows(key, node, key in required)
+        heading = f"`{key}[]`" if "items" in node else f"`{key}`"
+        lines += [f"## {heading}", ""]
+        if key in pages:
+            lines += [f"What it does: [{pages[key].removesuffix('.md')}]({pages[key]}).", ""]
+        lines += [*table(HEADER, rows[1:] if "items" in node else rows), ""]
+    lines += [f"## `{NS}:workloads[]`", ""]
+    lines += [
+        "Each entry has a `type`; its keys are those of its type, and each type has a page on what it deploys.",
+        "",
+    ]
+    for name, entry in json_schema.WORKLOAD_TYPES.items():  # the types the schema is built from
+        model = ref.resolve({"$ref": json_schema.REF.format(model=entry.config.__name__)})
+        page = f"workloads/{name}.md"
+        lines += [f"### `type: {name}`", "", f"{_cell(model.get('description', ''))} ([{name}]({page}))", ""]
+        lines += [*table(HEADER, ref.children(f"{NS}:workloads[]", model)), ""]
+    return "\n".join(lines)
+
+
+MARKER = re.compile(r"(<!-- generated:([\w-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.S)
+
+
+def fill(text: str) -> str:
+    """The page with each generated block rewritten from its source."""
+
+    def block(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in BLOCKS:
+            raise SystemExit(f"unknown generated block {name!r}; known: {', '.join(BLOCKS)}")
+        return f"{match.group(1)}{BLOCKS[name]()}\n{match.group(4)}"
+
+    return MARKER.sub(block, text)
+
+
+def pages() -> dict[Path, str]:
+    """Every generated page or page with a generated block, as it should read."""
+    wanted = {REFERENCE: configuration_reference() + "\n"}
+    for path in sorted([ROOT / "README.md", *DOCS.rglob("*.md")]):
+        if path != REFERENCE and MARKER.search(path.read_text()):
+            wanted[path] = fill(path.read_text())
+    return wanted
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} (.+?)\s*#*$", re.M)
+
+
+def _without_code(text: str) -> str:
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+
+
+def anchors(text: str) -> set[str]:
+    """The heading anchors GitHub gives a page: the text as shown, lower case, punctuation but `-` and `_` dropped,
+    spaces as `-`; a repeated one gets `-1`, `-2`, ..."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in HEADING.findall(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)):
+        shown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
+        slug = re.sub(r"[^\w\- ]", "", shown.lower()).replace(" ", "-")
+        found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def doc_files() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "examples" / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def broken_links(texts: dict[Path, str] | None = None) -> list[str]:
+    """Every relative link of the docs whose file or heading anchor does not exist, as `page: target`."""
+    texts = texts or {path: path.read_text() for path in doc_files()}
+    broken = []
+    for page, text in texts.items():
+        for target in LINK.findall(_without_code(text)):
+            if re.match(r"[a-z]+:", target):
+                continue
+            rel, _, anchor = target.partition("#")
+            path = (page.parent / rel).resolve() if rel else page
+            if path not in texts and not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and path.suffix == ".md":
+                body = texts.get(path) or path.read_text()
+                if anchor not in anchors(body):
+                    broken.append(f"{page.relative_to(ROOT)}: {target}")
+    return broken
+
+
+def stale() -> list[Path]:
+    return [path for path, text in pages().items() if not path.exists() or path.read_text() != text]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="fail if a generated page or block is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        old, broken = stale(), broken_links()
+        for path in old:
+            print(f"{path.relative_to(ROOT)} is stale: run `.venv/bin/python -m tooling.docs`", file=sys.stderr)
+        for link in broken:
+            print(f"broken link {link}", file=sys.stderr)
+        return 1 if old or broken else 0
+    for path, text in pages().items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
