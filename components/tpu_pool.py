@@ -230,8 +230,15 @@ class TpuSlicePool(pulumi.ComponentResource):
                     ignore_changes=ignored_changes(plan, size.autoscaled) or None,
                     # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
                     # its name would resize the slice and keep its old placement (google-beta v7.45.0
-                    # resource_container_node_pool.go reads placement_policy only on create)
-                    replace_on_changes=["placementPolicy"],
+                    # resource_container_node_pool.go reads placement_policy only on create).
+                    # nodeLocations is not ForceNew either: nodePoolUpdate sends a new zone as an in-place
+                    # UpdateNodePool{Locations}, and GKE then creates nodes in the new zone and removes the old
+                    # zone's ("Changing the locations for a node pool will result in nodes being either created or
+                    # removed", container v1 UpdateNodePoolRequest.locations). For a TPU pool that deletes the
+                    # serving hosts, and a slice lives in one zone with its own capacity there, so the stack treats
+                    # a zone change as a new pool: a replacement, which `protect` refuses in staging and prod and
+                    # the review explains (docs/operations.md "Moving a serving TPU pool").
+                    replace_on_changes=["placementPolicy", "nodeLocations"],
                 ),
             )
             for index, resource_name in enumerate(own)
