@@ -2,8 +2,8 @@
 Google Cloud resource every shipped stack registers, and each rule catches what the provider refuses (issue 22).
 
 Source of the rules: hashicorp/terraform-provider-google-beta@v7.45.0 (commit in the data file), read from its
-`google-beta/services/*/` schema maps. pulumi-gcp 10.2.0 bridges a later google-beta release than any the
-snapshot we could read holds: test_the_rules_match_the_installed_sdk shows the two agree on every input field of
+`google-beta/services/*/` schema maps. pulumi-gcp 10.2.0 bridges a later google-beta release (an 8.x: the data's
+`origin_note` gives the evidence) than any tag the snapshot we could read holds: test_the_rules_match_the_installed_sdk shows the two agree on every input field of
 every registered type but the ones listed in NEWER_IN_SDK.
 """
 

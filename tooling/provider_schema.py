@@ -4,14 +4,16 @@ pulumi-gcp bridges hashicorp/terraform-provider-google-beta: the Terraform schem
 `google-beta/services/<product>/*.go`) is what the provider validates before it calls any API, and mocks accept
 anything. This module
 
-- extracts, for every resource type the program registers (RESOURCES), each field's `Required`, `Optional`,
-  `ForceNew`, `MaxItems`, `ExactlyOneOf`, `ConflictsWith`, `RequiredWith`, `AtLeastOneOf` and enum validator
-  (`validation.StringInSlice`, `verify.ValidateEnum`), as dotted snake_case paths, into
-  tooling/data/provider_rules.json with its origin (`repo@ref:path` per resource);
+- extracts, for every resource type the program registers (RESOURCES), each field's `Type` (and its element's),
+  `Required`, `Optional`, `ForceNew`, `MaxItems`, `MinItems`, `ExactlyOneOf`, `ConflictsWith`, `RequiredWith`,
+  `AtLeastOneOf`, enum validator (`validation.StringInSlice`, `verify.ValidateEnum`) and any other validator by
+  name with its literal arguments, as dotted snake_case paths, into tooling/data/provider_rules.json with its
+  origin (`repo@ref:path` per resource);
 - checks a resource's inputs (camelCase, as Pulumi registers them) against that data, the way the SDK's
   `schemaMap.validate` does (hashicorp/terraform-plugin-sdk helper/schema/schema.go: ExactlyOneOf and
   AtLeastOneOf whenever the enclosing block is sent, RequiredWith and ConflictsWith when the field is set,
-  Required when the enclosing block is sent), plus unknown fields and enum values;
+  Required when the enclosing block is sent; validateList / validateMap / validatePrimitive for item counts,
+  types and validators), plus unknown fields and enum values;
 - gives the review (tooling/recreate.py) the ForceNew paths.
 
 Regenerate (from a checkout, or straight from a git directory at a tag):
@@ -45,6 +47,18 @@ from tooling.offline import UNKNOWN
 DATA = Path(__file__).parent / "data" / "provider_rules.json"
 REPO = "hashicorp/terraform-provider-google-beta"
 REF = "v7.45.0"  # the tag the data was read from: the newest google-beta in the snapshot we could read (see README)
+# Written into the data: which google-beta pulumi-gcp 10.2.0 bridges is not established from a source we could read.
+ORIGIN_NOTE = (
+    "Read from google-beta v7.45.0, the newest tag in the snapshot we could read. pulumi-gcp 10.2.0 (stacks/versions.py)"
+    " bridges a google-beta 8.x release: its SDK lacks what google-beta 8.0.0 removed (the beyondcorp app_connection,"
+    " app_connector and app_gateway resources; google_compute_reservation.reservation_block_count; google-beta"
+    " website/docs/guides/version_8_upgrade.html.markdown) and has fields newer than the snapshot's latest commit"
+    " (93c65b2d60, after the 8.0.0 merge: node pool best_effort_provisioning). pulumi/pulumi-gcp's snapshot ends at"
+    " v9.35.0 (google-beta v7.45.0), so the exact 8.x version is unknown. Read at 93c65b2d60, the registered types"
+    " differ from this data only in logging_config/monitoring_config.enable_components becoming sets, the"
+    " host_maintenance_policy.opportunistic_maintenance_strategy block, and a name_prefix validator"
+    " (tests/test_provider_schema.py NEWER_IN_SDK lists what the SDK has beyond this data)."
+)
 
 # Pulumi type -> Terraform resource name: pulumi/pulumi-gcp provider/resources.go maps each `gcp:` token to its
 # `google_*` resource; every type the program registers is listed (tests/test_provider_schema.py keeps it so).
@@ -649,7 +663,9 @@ def decode(type_: str, value: Any) -> tuple[Any, str | None]:
 _GO_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 _GO_DURATION = re.compile(r"[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)")
 _GCE_NAME = r"^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$"  # google-beta verify/validation.go ValidateGCEName
-_RFC1918 = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]  # verify Rfc1918Networks
+_RFC1918 = [
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+]  # verify Rfc1918Networks
 
 
 def _rfc3339(v: Any) -> str | None:
@@ -959,6 +975,8 @@ def main(argv: list[str] | None = None) -> int:
             ).stdout.strip()
             data = extract(Path(tmp, "src"), f"{REPO}@{args.ref}")
             data["commit"] = commit
+            if args.ref == REF:
+                data["origin_note"] = ORIGIN_NOTE
     elif args.source and args.origin:
         data = extract(args.source, args.origin)
     else:
