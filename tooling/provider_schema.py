@@ -664,7 +664,7 @@ _GO_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{
 _GO_DURATION = re.compile(r"[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)")
 _GCE_NAME = r"^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$"  # google-beta verify/validation.go ValidateGCEName
 _RFC1918 = [
-    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 ]  # verify Rfc1918Networks
 
 
@@ -703,7 +703,9 @@ def _rfc1918(v: Any, low: int, high: int) -> str | None:
     """google-beta verify.ValidateRFC1918Network: IsCIDRNetwork and inside 10/8, 172.16/12 or 192.168/16."""
     problem = _cidr_network(v, low, high)
     net = _cidr(v)
-    if problem is None and net is not None and not any(net.subnet_of(r) for r in _RFC1918 if r.version == net.version):
+    v4 = net if isinstance(net, ipaddress.IPv4Network) else None
+    inside = v4 is not None and any(v4.subnet_of(r) for r in _RFC1918)
+    if problem is None and not inside:
         problem = f"{v!r} is not an RFC 1918 range"
     return problem
 
