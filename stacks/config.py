@@ -416,12 +416,11 @@ def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) ->
 
 
 def _rfc3339(path: str, value: str, problems: list[Problem]) -> datetime.datetime | None:
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in value:
-        problems.append(Problem(path, f"{value!r} is not an RFC 3339 time with a zone, e.g. 2025-01-04T03:00:00Z"))
+    parsed = maintenance_rules.parse_time(value)
+    if parsed is None:
+        problems.append(
+            Problem(path, f"{value!r} is not an RFC 3339 time with seconds and a zone, e.g. 2025-01-04T03:00:00Z")
+        )
         return None
     return parsed
 

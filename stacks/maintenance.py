@@ -34,6 +34,19 @@ RULE_TEXT = "at least 48 h in any 32 days, counting only contiguous blocks of 4 
 HORIZON = datetime.timedelta(days=366)
 
 _BYDAY = re.compile(r"([+-]?\d{1,2})?([A-Z]{2})")
+# Go's time.RFC3339 layout, which the provider parses window and exclusion times with (google-beta
+# verify.ValidateRFC3339Date: time.Parse(time.RFC3339, v)): seconds and a zone required, fractions allowed
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def parse_time(value: str) -> datetime.datetime | None:
+    """An RFC 3339 time as the provider reads it, or None."""
+    if not _RFC3339.fullmatch(value):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -104,3 +104,14 @@ def test_a_recurrence_gke_cannot_read_is_refused(recurrence, why):
     text = problems("2025-01-04T03:00:00Z", "2025-01-04T11:00:00Z", recurrence)
     assert f"{PATH}.recurrence: {recurrence!r} is not an RFC 5545 RRULE GKE takes: " in text
     assert why in text
+
+
+@pytest.mark.parametrize(
+    "value", ["2025-01-04T03:00Z", "2025-01-04 03:00:00Z", "2025-01-04T03:00:00", "2025-02-30T03:00:00Z"]
+)
+def test_a_time_the_provider_cannot_parse_is_refused(value):
+    """google-beta verify.ValidateRFC3339Date (time.Parse(time.RFC3339, v)) on recurring_window.start_time/end_time
+    and maintenance_exclusion.start_time: seconds and a zone are required (Python alone accepts 03:00Z)."""
+    text = problems(value, "2025-01-04T11:00:00Z", "FREQ=WEEKLY;BYDAY=SA,SU")
+    assert f"{PATH}.start: {value!r} is not an RFC 3339 time with seconds and a zone" in text
+    assert maintenance.parse_time("2025-01-04T03:00:00.5+02:00") is not None
