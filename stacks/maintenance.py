@@ -13,6 +13,10 @@ Sources:
   hours are considered.
 - RFC 5545 section 3.3.10 (https://www.rfc-editor.org/rfc/rfc5545#section-3.3.10): FREQ, INTERVAL, BYDAY (with an
   ordinal under MONTHLY), BYMONTHDAY, BYSETPOS; the week starts on Monday (WKST default).
+
+Only the window is checked: whether GKE subtracts exclusions from the 48 hours, and for which scopes, no source we
+could read says (the stack's own hold, NO_MINOR_OR_NODE_UPGRADES until end of support, still lets control plane
+patches in through the window).
 """
 
 from __future__ import annotations
