@@ -36,6 +36,9 @@ from stacks import (
     storage_locations,
     versions,
 )
+from stacks import (
+    maintenance as maintenance_rules,
+)
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
     AutoscalingConfig,
@@ -413,12 +416,11 @@ def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) ->
 
 
 def _rfc3339(path: str, value: str, problems: list[Problem]) -> datetime.datetime | None:
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in value:
-        problems.append(Problem(path, f"{value!r} is not an RFC 3339 time with a zone, e.g. 2025-01-04T03:00:00Z"))
+    parsed = maintenance_rules.parse_time(value)
+    if parsed is None:
+        problems.append(
+            Problem(path, f"{value!r} is not an RFC 3339 time with seconds and a zone, e.g. 2025-01-04T03:00:00Z")
+        )
         return None
     return parsed
 
@@ -434,11 +436,29 @@ def _check_maintenance(cluster: ClusterConfig, problems: list[Problem]) -> None:
     end = _rfc3339(f"{base}.window.end", window.end, problems)
     if start and end and end <= start:
         problems.append(Problem(f"{base}.window.end", f"{window.end!r} is not after window.start {window.start!r}"))
-    if not re.fullmatch(r"FREQ=(DAILY|WEEKLY|MONTHLY)(;[A-Z]+=[A-Z0-9,+-]+)*", window.recurrence):
+    try:
+        rule = maintenance_rules.parse(window.recurrence)
+    except ValueError as e:
         problems.append(
             Problem(
                 f"{base}.window.recurrence",
-                f"{window.recurrence!r} is not an RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU or FREQ=DAILY",
+                f"{window.recurrence!r} is not an RFC 5545 RRULE GKE takes: {e}; GKE takes "
+                f"FREQ={'|'.join(maintenance_rules.FREQS)} and {', '.join(maintenance_rules.KEYS[1:])}, e.g. "
+                "FREQ=WEEKLY;BYDAY=SA,SU or FREQ=DAILY",
+            )
+        )
+        return
+    if (
+        start
+        and end
+        and end > start
+        and (least := maintenance_rules.least_availability(rule, start, end)) < maintenance_rules.MIN_AVAILABLE
+    ):
+        problems.append(
+            Problem(
+                f"{base}.window",
+                f"{window.start} to {window.end}, {window.recurrence} leaves {least.total_seconds() / 3600:.1f} h "
+                f"of maintenance in some 32 days; GKE needs {maintenance_rules.RULE_TEXT}",
             )
         )
 

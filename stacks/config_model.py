@@ -82,7 +82,11 @@ class MaintenanceWindowConfig(CamelModel):
     start: str = Field(description="Start of the first window, RFC 3339, e.g. 2025-01-04T03:00:00Z.")
     end: str = Field(description="End of the first window, RFC 3339; each recurrence lasts as long.")
     recurrence: str = Field(
-        "FREQ=WEEKLY;BYDAY=SA,SU", description="RFC 5545 RRULE of the window, e.g. FREQ=WEEKLY;BYDAY=SA,SU."
+        "FREQ=WEEKLY;BYDAY=SA,SU",
+        description="RFC 5545 RRULE of the window, e.g. FREQ=WEEKLY;BYDAY=SA,SU: FREQ=DAILY, WEEKLY or MONTHLY with "
+        "INTERVAL, BYDAY (MO..SU; 1SA under MONTHLY), BYMONTHDAY and BYSETPOS. The window must leave what GKE "
+        "requires: at least 48 h in any 32 days, counting only contiguous blocks of 4 h or more (checked before "
+        "anything is registered).",
     )
 
 
