@@ -10,7 +10,7 @@ import pulumi
 
 from components.addons import Addons
 from components.bucket import Bucket
-from components.cluster import Cluster
+from components.cluster import Cluster, ClusterDeps
 from components.gateway import InferenceGateway
 from components.monitoring import Monitoring
 from components.namespaces import Namespaces
@@ -86,16 +86,7 @@ def build_platform(cfg: StackConfig) -> Platform:
     network, cluster = _network_and_cluster(cfg)
     own_nodes = _own_node_accounts(cfg)
     pools = _tpu_pools(cfg, cluster, own_nodes)
-    bucket = Bucket(
-        "bucket",
-        bucket_name=cfg.bucket_name,
-        location=cfg.bucket.location or cfg.region,
-        project=cfg.gcp_project,
-        config=cfg.bucket,
-        profile=cfg.profile,
-        force_destroy=cfg.bucket_force_destroy,
-        labels=cfg.labels,
-    )
+    bucket = Bucket("bucket", plan=cfg.bucket_plan)
     addons = Addons(
         "addons",
         config=cfg,
@@ -141,26 +132,8 @@ def build_platform(cfg: StackConfig) -> Platform:
 
 
 def _network_and_cluster(cfg: StackConfig) -> tuple[Network, Cluster]:
-    network = Network(
-        "network",
-        config=cfg.cluster.network,
-        default_name=cfg.cluster_name,
-        project=cfg.gcp_project,
-        region=cfg.region,
-        proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
-        flow_logs=cfg.profile.vpc_flow_logs if cfg.cluster.network.flow_logs is None else cfg.cluster.network.flow_logs,
-    )
-    cluster = Cluster(
-        "cluster",
-        cluster_name=cfg.cluster_name,
-        location=cfg.cluster_location,
-        project=cfg.gcp_project,
-        config=cfg.cluster,
-        network=network,
-        profile=cfg.profile,
-        labels=cfg.labels,
-        gateway_api=cfg.gateway.enabled,
-    )
+    network = Network("network", plan=cfg.network_plan)
+    cluster = Cluster("cluster", plan=cfg.cluster_plan, deps=ClusterDeps(network=network))
     return network, cluster
 
 

@@ -9,8 +9,6 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import ipaddress
 import json
 import re
 from collections.abc import Callable
@@ -23,35 +21,35 @@ from stacks import addons as addon_registry
 from stacks import (
     bucket_access,
     catalog,
-    compute_class,
     gateway,
     gke_managed,
-    kms,
     local_ports,
     metrics_adapters,
     naming,
     network_policy,
     pod_security,
-    pool_sizing,
-    storage_locations,
     versions,
 )
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
-    AutoscalingConfig,
     BucketConfig,
     ClusterConfig,
     GatewayConfig,
     MonitoringConfig,
-    NetworkConfig,
     TpuPoolConfig,
 )
+from stacks.pieces import bucket as bucket_piece
+from stacks.pieces import cluster as cluster_piece
+from stacks.pieces import gateway as gateway_piece
+from stacks.pieces import network as network_piece
+from stacks.pieces import tpu_pools
+from stacks.pieces.rules import NS, REGION_RE, check_name
+from stacks.pieces.rules import fmt as _fmt
 from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
 from stacks.profiles import PROFILES, Profile
 from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
 
-NS = "tpu-serving"
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
 KNOWN_KEYS = (
     "environment",
@@ -74,24 +72,7 @@ ENVIRONMENT_WORDS = {"prod": ("prod", "production", "prd"), "staging": ("staging
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
 
-# Google Cloud region and zone names (https://cloud.google.com/compute/docs/regions-zones): a geography prefix,
-# a direction and a number (us-east5, europe-west4, me-central2); zones add a letter (us-east5-b) or, for AI
-# zones, ai<n><letter> (us-central1-ai1a, https://cloud.google.com/tpu/docs/regions-zones).
-REGION_RE = re.compile(r"(us|europe|asia|australia|northamerica|southamerica|me|africa)-[a-z]+[1-9][0-9]?")
-ZONE_RE = re.compile(rf"({REGION_RE.pattern})-(?:[a-h]|ai[1-9][a-z]?)")
-BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
 GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
-# Compute Engine machine types: e2-standard-4, n2-custom-4-16384, ct6e-standard-4t.
-MACHINE_TYPE_RE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
-# A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
-RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
-# A VPC or subnet given by name, or by path (projects/p/global/networks/n, projects/p/regions/r/subnetworks/n).
-NETWORK_REF_RE = re.compile(
-    r"(projects/[a-z][-a-z0-9.:]*/(global|regions/[a-z0-9-]+)/(networks|subnetworks)/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-)
-GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
-# GKE: a cluster has at most 15,000 nodes (https://cloud.google.com/kubernetes-engine/quotas); no count here is more.
-MAX_NODES = 15000
 
 
 @dataclass(frozen=True)
@@ -103,11 +84,10 @@ class StackConfig:
     environment: str
     profile: Profile
     cluster: ClusterConfig
-    cluster_name: str
-    cluster_location: str
+    cluster_plan: cluster_piece.ClusterPlan
+    network_plan: network_piece.NetworkPlan
     bucket: BucketConfig
-    bucket_name: str
-    bucket_force_destroy: bool
+    bucket_plan: bucket_piece.BucketPlan
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
@@ -143,7 +123,23 @@ class StackConfig:
     @property
     def proxy_subnet_created(self) -> bool:
         """The stack creates the proxy-only subnet the regional gateway needs."""
-        return self.gateway.enabled and (self.gateway.proxy_subnet or "create") == "create"
+        return gateway_piece.proxy_subnet_created(self.gateway)
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster_plan.name
+
+    @property
+    def cluster_location(self) -> str:
+        return self.cluster_plan.location
+
+    @property
+    def bucket_name(self) -> str:
+        return self.bucket_plan.name
+
+    @property
+    def bucket_force_destroy(self) -> bool:
+        return self.bucket_plan.force_destroy
 
     @property
     def namespace_levels(self) -> dict[str, str]:
@@ -205,10 +201,6 @@ class StackConfig:
 
 
 # ---- parsing ------------------------------------------------------------------------------------------
-
-
-def _fmt(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, str) else repr(value)
 
 
 def _allowed_keys(root: Any, loc: tuple) -> list[str]:
@@ -369,594 +361,6 @@ def _declared_pool_names(raw: Any) -> set[str]:
 # ---- rules --------------------------------------------------------------------------------------------
 
 
-def _check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:
-    try:
-        return ipaddress.IPv4Network(value, strict=True)
-    except ValueError as err:
-        problems.append(Problem(path, f"{value!r} is not a valid IPv4 CIDR block ({err}); e.g. 10.0.0.0/20"))
-        return None
-
-
-def _check_name(path: str, value: str, max_len: int, what: str, problems: list[Problem]) -> None:
-    if len(value) > max_len or not naming.RFC1035.fullmatch(value):
-        problems.append(
-            Problem(
-                path,
-                f"{value!r} is not a valid {what}: lowercase letters, digits and hyphens, starting with a letter, "
-                f"not ending with a hyphen, at most {max_len} characters",
-            )
-        )
-
-
-def check_bucket_name(name: str) -> str | None:
-    """Why `name` is not a bucket name this stack accepts, or None. Dots are refused: they need domain proof."""
-    if not BUCKET_RE.fullmatch(name):
-        return (
-            f"{name!r} is not a valid bucket name: 3-63 characters of lowercase letters, digits, '-' and '_', "
-            "starting and ending with a letter or digit (dotted names need domain verification and are not accepted)"
-        )
-    if name.startswith("goog") or "google" in name or "g00gle" in name or "go0gle" in name:
-        return f"{name!r} is not a valid bucket name: it may not start with 'goog' or contain 'google'"
-    return None
-
-
-def _check_labels(path: str, labels: dict[str, str], problems: list[Problem]) -> None:
-    for key, value in labels.items():
-        if not naming.LABEL_KEY.fullmatch(key) or not naming.LABEL_VALUE.fullmatch(value):
-            problems.append(
-                Problem(
-                    f"{path}.{key}",
-                    f"label {key}={value!r} is invalid: keys start with a lowercase letter; keys and values use "
-                    "lowercase letters, digits, '_' and '-', at most 63 characters",
-                )
-            )
-
-
-def _rfc3339(path: str, value: str, problems: list[Problem]) -> datetime.datetime | None:
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in value:
-        problems.append(Problem(path, f"{value!r} is not an RFC 3339 time with a zone, e.g. 2025-01-04T03:00:00Z"))
-        return None
-    return parsed
-
-
-def _check_maintenance(cluster: ClusterConfig, problems: list[Problem]) -> None:
-    base = f"{NS}:cluster.maintenance"
-    maintenance = cluster.maintenance
-    _rfc3339(f"{base}.holdStart", maintenance.hold_start, problems)
-    window = maintenance.window
-    if window is None:
-        return
-    start = _rfc3339(f"{base}.window.start", window.start, problems)
-    end = _rfc3339(f"{base}.window.end", window.end, problems)
-    if start and end and end <= start:
-        problems.append(Problem(f"{base}.window.end", f"{window.end!r} is not after window.start {window.start!r}"))
-    if not re.fullmatch(r"FREQ=(DAILY|WEEKLY|MONTHLY)(;[A-Z]+=[A-Z0-9,+-]+)*", window.recurrence):
-        problems.append(
-            Problem(
-                f"{base}.window.recurrence",
-                f"{window.recurrence!r} is not an RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=SA,SU or FREQ=DAILY",
-            )
-        )
-
-
-def _check_network(cluster: ClusterConfig, problems: list[Problem]) -> None:
-    base = f"{NS}:cluster"
-    for i, net in enumerate(cluster.master_authorized_networks):
-        _check_cidr(f"{base}.masterAuthorizedNetworks[{i}].cidrBlock", net.cidr_block, problems)
-    network = cluster.network
-    npath = f"{base}.network"
-    ranges_named = (("podsRangeName", network.pods_range_name), ("servicesRangeName", network.services_range_name))
-    for key, range_name in ranges_named:
-        # SubnetworkSecondaryRange.rangeName: RFC 1035, 1-63 characters, unique within the subnetwork
-        # (https://cloud.google.com/compute/docs/reference/rest/v1/subnetworks)
-        _check_name(f"{npath}.{key}", range_name, naming.COMPUTE_NAME_MAX, "secondary range name", problems)
-    _check_range_names_distinct(npath, network, problems)
-    for key, given in (("network", network.network), ("subnetwork", network.subnetwork)):
-        if given is not None and not NETWORK_REF_RE.fullmatch(given):
-            problems.append(
-                Problem(
-                    f"{npath}.{key}",
-                    f"{given!r} is not a {key} name (RFC 1035, at most 63 characters) or "
-                    f"projects/<project>/.../{key}s/<name> path",
-                )
-            )
-    if network.create:
-        ranges = {
-            key: _check_subnet_range(f"{npath}.{key}", getattr(network, attr), problems)
-            for key, attr in (("nodesCidr", "nodes_cidr"), ("podsCidr", "pods_cidr"), ("servicesCidr", "services_cidr"))
-        }
-        parsed = [(k, r) for k, r in ranges.items() if r is not None]
-        for i, (ka, ra) in enumerate(parsed):
-            for kb, rb in parsed[i + 1 :]:
-                if ra.overlaps(rb):
-                    problems.append(Problem(f"{npath}.{kb}", f"{rb} overlaps {ka} {ra}; the ranges must be disjoint"))
-    else:
-        for key, value in (("network", network.network), ("subnetwork", network.subnetwork)):
-            if not value:
-                problems.append(Problem(f"{npath}.{key}", "required when network.create is false"))
-        if network.nat is None:
-            problems.append(
-                Problem(
-                    f"{npath}.nat",
-                    "required when network.create is false: true creates a Cloud Router and NAT for the subnet on "
-                    "that network; false when it already has NAT (without NAT, private nodes cannot pull public "
-                    "images)",
-                )
-            )
-
-
-def _check_range_names_distinct(npath: str, network: NetworkConfig, problems: list[Problem]) -> None:
-    """The Pods and Services secondary ranges have distinct names (unique within the subnetwork); the problem is
-    reported at the key the user set (the other one may be its default)."""
-    if network.pods_range_name != network.services_range_name:
-        return
-    given = network.model_fields_set
-    key, other = (
-        ("podsRangeName", "servicesRangeName")
-        if "pods_range_name" in given and "services_range_name" not in given
-        else ("servicesRangeName", "podsRangeName")
-    )
-    default = "" if {"pods_range_name", "services_range_name"} <= given else " (its default)"
-    problems.append(
-        Problem(
-            f"{npath}.{key}",
-            f"{network.pods_range_name!r} is also {other}{default}; a subnet's secondary ranges need distinct names",
-        )
-    )
-
-
-# The ranges of the subnet the stack creates (primary: nodes; secondary: Pods, Services). Compute Engine's smallest
-# subnet IPv4 range, primary or secondary, is a /29 (https://cloud.google.com/vpc/docs/subnets#valid-ranges); GKE
-# gives every node a /24 of the Pod range at the default 110 Pods per node
-# (https://cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr), so a Pod range below /24 holds no node.
-# No range is larger than the largest private block, 10.0.0.0/8 (RFC 1918): the stack's own bound.
-SUBNET_PREFIX_MAX = {"nodesCidr": 29, "podsCidr": 24, "servicesCidr": 29}
-SUBNET_PREFIX_WHY = {
-    "nodesCidr": "Compute Engine's smallest subnet range is a /29",
-    "podsCidr": "GKE gives each node a /24 of the Pod range",
-    "servicesCidr": "Compute Engine's smallest subnet range is a /29",
-}
-SUBNET_PREFIX_MIN = 8
-
-
-def _check_subnet_range(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:
-    """A range of the created subnet: a network written with its prefix length, of a size a subnet range can
-    have. A bare address (10.0.0.0) would be read as a single address (/32)."""
-    key = path.rsplit(".", 1)[-1]
-    if "/" not in value:
-        problems.append(
-            Problem(path, f"{value!r} has no prefix length: write the range as <address>/<length>, e.g. 10.0.0.0/20")
-        )
-        return None
-    network = _check_cidr(path, value, problems)
-    if network is not None and not SUBNET_PREFIX_MIN <= network.prefixlen <= SUBNET_PREFIX_MAX[key]:
-        problems.append(
-            Problem(
-                path,
-                f"{value!r} is a /{network.prefixlen}; allowed: /{SUBNET_PREFIX_MIN} to /{SUBNET_PREFIX_MAX[key]} "
-                f"({SUBNET_PREFIX_WHY[key]}; at most the size of 10.0.0.0/8)",
-            )
-        )
-        return None
-    return network
-
-
-# A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
-# https://cloud.google.com/load-balancing/docs/proxy-only-subnets#proxy_only_subnet_size).
-PROXY_SUBNET_PREFIX_MAX = 26
-# A regional Cloud Armor security policy: a name (RFC 1035) or its projects/<p>/regions/<r>/securityPolicies/ path.
-SECURITY_POLICY_RE = re.compile(
-    r"(projects/[a-z][-a-z0-9.:]*/regions/[a-z0-9-]+/securityPolicies/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-)
-
-
-def _check_gateway(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
-    """tpu-serving:gateway: who may reach it, and where its load balancer's proxies get their addresses."""
-    base = f"{NS}:gateway"
-    for i, cidr in enumerate(gateway.source_ranges):
-        _check_cidr(f"{base}.sourceRanges[{i}]", cidr, problems)
-    if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
-        problems.append(
-            Problem(
-                f"{base}.cloudArmorPolicy",
-                f"{gateway.cloud_armor_policy!r} is not a security policy name (RFC 1035, at most 63 characters) or "
-                "projects/<project>/regions/<region>/securityPolicies/<name> path",
-            )
-        )
-    if gateway.exposure == "external":
-        if not gateway.source_ranges and gateway.cloud_armor_policy is None:
-            problems.append(
-                Problem(
-                    f"{base}.exposure",
-                    "external needs sourceRanges (client CIDRs; every other source is denied) or cloudArmorPolicy "
-                    "(an existing regional Cloud Armor policy); the gateway is never open to the internet by default",
-                )
-            )
-        elif gateway.source_ranges and gateway.cloud_armor_policy is not None:
-            problems.append(
-                Problem(
-                    f"{base}.cloudArmorPolicy",
-                    "give sourceRanges or cloudArmorPolicy, not both (a backend has one security policy)",
-                )
-            )
-    else:
-        for key, given in (("sourceRanges", gateway.source_ranges), ("cloudArmorPolicy", gateway.cloud_armor_policy)):
-            if given:
-                problems.append(
-                    Problem(
-                        f"{base}.{key}",
-                        "only for exposure: external (an internal gateway is reachable from the VPC only)",
-                    )
-                )
-    if gateway.enabled:
-        _check_proxy_subnet(gateway, network, problems)
-
-
-def _check_gateway_version(cluster: ClusterConfig, problems: list[Problem]) -> None:
-    """The gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py) and the
-    stack therefore never applies: the control plane must be at least the version GKE installs it from. Called by
-    _check_gke_versions when that is the highest version the stack needs."""
-    need = gke_managed.required_version(
-        cluster.min_master_version,
-        gke_managed.CRD,
-        gke_managed.INFERENCE_POOL_CRD,
-        gke_managed.stack_settings(gateway_api=True),
-    )
-    if need is None:
-        return
-    given = "unset (the release channel's default version, unknown before the cluster exists)"
-    if cluster.min_master_version:
-        given = f"{cluster.min_master_version!r}"
-    problems.append(
-        Problem(
-            f"{NS}:cluster.minMasterVersion",
-            f"{given} with gateway.enabled: set it to {need} or later, a version the {cluster.release_channel} "
-            f"channel offers; GKE installs the InferencePool CRD ({gke_managed.INFERENCE_POOL_CRD}) from {need} "
-            "and the stack never applies a CRD GKE manages",
-        )
-    )
-
-
-def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, problems: list[Problem]) -> None:
-    """Where an enabled gateway's load balancer proxies get their addresses: a proxy-only subnet, existing or
-    created with a range disjoint from the cluster's."""
-    base = f"{NS}:gateway"
-    if network.create and gateway.proxy_subnet == "existing":
-        problems.append(
-            Problem(
-                f"{base}.proxySubnet",
-                "'existing' needs cluster.network.create: false; a network the stack creates has no proxy-only "
-                "subnet unless the stack creates it (create)",
-            )
-        )
-    if not network.create and gateway.proxy_subnet is None:
-        problems.append(
-            Problem(
-                f"{base}.proxySubnet",
-                "required when cluster.network.create is false: existing (the network already has an ACTIVE "
-                "REGIONAL_MANAGED_PROXY subnet in gcp:region; a region holds one) or create (the stack adds one "
-                "with proxySubnetCidr)",
-            )
-        )
-    if (gateway.proxy_subnet or "create") == "create":
-        proxy = _check_cidr(f"{base}.proxySubnetCidr", gateway.proxy_subnet_cidr, problems)
-        if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
-            problems.append(
-                Problem(
-                    f"{base}.proxySubnetCidr",
-                    f"{gateway.proxy_subnet_cidr} is smaller than /{PROXY_SUBNET_PREFIX_MAX}; a proxy-only subnet "
-                    "needs /26 or larger (/23 recommended)",
-                )
-            )
-        if proxy is not None and network.create:
-            for key, attr in (
-                ("nodesCidr", "nodes_cidr"),
-                ("podsCidr", "pods_cidr"),
-                ("servicesCidr", "services_cidr"),
-            ):
-                try:
-                    other = ipaddress.IPv4Network(getattr(network, attr), strict=True)
-                except ValueError:
-                    continue  # reported at its own key
-                if proxy.overlaps(other):
-                    problems.append(
-                        Problem(
-                            f"{base}.proxySubnetCidr",
-                            f"{proxy} overlaps cluster.network.{key} {other}; the ranges must be disjoint",
-                        )
-                    )
-
-
-def _check_cluster(cluster: ClusterConfig, problems: list[Problem]) -> None:
-    """Free-text fields that Google Cloud reads: machine type, version, label count."""
-    base = f"{NS}:cluster"
-    system = cluster.system_pool
-    if not MACHINE_TYPE_RE.fullmatch(system.machine_type):
-        problems.append(
-            Problem(
-                f"{base}.systemPool.machineType", f"{system.machine_type!r} is not a machine type, e.g. e2-standard-4"
-            )
-        )
-    if cluster.min_master_version is not None and not GKE_VERSION_RE.fullmatch(cluster.min_master_version):
-        problems.append(
-            Problem(
-                f"{base}.minMasterVersion",
-                f"{cluster.min_master_version!r} is not a GKE version, e.g. 1.32 or 1.32.2-gke.1297000",
-            )
-        )
-    # 64 labels per resource at most; the stack adds app, stack and environment
-    if len(cluster.labels) > 61:
-        problems.append(Problem(f"{base}.labels", f"{len(cluster.labels)} labels; at most 61 (64 with the stack's)"))
-    for i, net in enumerate(cluster.master_authorized_networks):
-        if not re.fullmatch(r"[^\x00-\x1f\x7f]{0,100}", net.display_name):
-            problems.append(
-                Problem(
-                    f"{base}.masterAuthorizedNetworks[{i}].displayName",
-                    f"{net.display_name!r} is not allowed: at most 100 characters, no control characters",
-                )
-            )
-
-
-def _check_key(path: str, key: str | None, location: str, of_what: str, problems: list[Problem]) -> None:
-    """A Cloud KMS key in config: its resource name, in the location of the data it encrypts (Cloud Storage:
-    https://cloud.google.com/storage/docs/encryption/customer-managed-keys, key resource locations; GKE:
-    https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets, a key in the cluster's location)."""
-    why = kms.key_problem(key, location, of_what) if key is not None else None
-    if why:
-        problems.append(Problem(path, why))
-
-
-def _check_location(location: str, region: str, problems: list[Problem]) -> None:
-    path = f"{NS}:cluster.location"
-    zone = ZONE_RE.fullmatch(location)
-    if location == region:
-        return
-    if zone and zone.group(1) == region:
-        return
-    problems.append(
-        Problem(
-            path, f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b"
-        )
-    )
-
-
-def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
-    """A TPU pool against the catalog, its region and GKE's rules; its plan when it has no problem."""
-    base = f"{NS}:tpuPools[{i}]"
-    start = len(problems)
-    _check_pool_names(base, pool, region, problems)
-    shape = _pool_shape(base, pool, problems)
-    capacities = _check_capacity(base, pool, problems)
-    if pool.autoscaling is not None:
-        _check_pool_autoscaling(base, pool, pool.autoscaling, shape, len(capacities), problems)
-    if len(problems) > start or shape is None:
-        return None
-    # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
-    names = [] if len(capacities) > 1 else naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
-    longest = max(names, key=len, default="")
-    if len(longest) > naming.NODE_POOL_NAME_MAX:
-        problems.append(
-            Problem(
-                f"{base}.name",
-                f"{pool.name!r} with {pool.slices} slices gives node pool {longest!r} ({len(longest)} characters); GKE "
-                f"node pool names are at most {naming.NODE_POOL_NAME_MAX}: shorten the name",
-            )
-        )
-        return None
-    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
-
-
-def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> None:
-    """The pool's name, machine type, reservation and zone are names GCP accepts, the zone in the region."""
-    _check_name(f"{base}.name", pool.name, naming.NODE_POOL_NAME_MAX - 4, "pool name", problems)
-    if pool.machine_type is not None and not MACHINE_TYPE_RE.fullmatch(pool.machine_type):
-        problems.append(
-            Problem(f"{base}.machineType", f"{pool.machine_type!r} is not a machine type, e.g. ct6e-standard-4t")
-        )
-    if pool.reservation is not None and not RESERVATION_RE.fullmatch(pool.reservation):
-        problems.append(
-            Problem(
-                f"{base}.reservation",
-                f"{pool.reservation!r} is not a reservation: its name (lowercase letters, digits, '-', at most 63) or "
-                "projects/<project>/reservations/<name>",
-            )
-        )
-
-    zone = ZONE_RE.fullmatch(pool.zone)
-    if not zone or zone.group(1) != region:
-        problems.append(
-            Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
-        )
-
-
-def _pool_shape(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> catalog.SliceShape | None:
-    """The slice shape from the catalog (None: the TPU, topology or machine type is not in it), and its slices."""
-    shape: catalog.SliceShape | None = None
-    try:
-        gen = catalog.generation(pool.tpu)
-    except catalog.CatalogError as err:
-        problems.append(Problem(f"{base}.tpu", str(err)))
-        gen = None
-    if gen is not None:
-        try:
-            shape = catalog.slice_shape(pool.tpu, pool.topology, pool.machine_type)
-        except catalog.CatalogError as err:
-            key = "machineType" if pool.topology in catalog.topologies(gen) else "topology"
-            problems.append(Problem(f"{base}.{key}", str(err)))
-
-    if pool.slices < 1:
-        problems.append(Problem(f"{base}.slices", f"{pool.slices} is not allowed; a pool has at least 1 slice"))
-    elif shape is not None and not shape.multi_host and pool.slices > 1:
-        multi = [s for s in catalog.shapes(shape.generation, pool.topology) if s.multi_host]
-        advice = (
-            f"for {pool.slices} multi-host slices of {pool.topology} set machineType: {multi[0].machine_type} "
-            f"({multi[0].hosts} hosts x {multi[0].chips_per_host} chips per slice), or "
-            if multi
-            else ""
-        )
-        problems.append(
-            Problem(
-                f"{base}.slices",
-                f"{pool.slices} slices on single-host {pool.tpu} {pool.topology} ({shape.machine_type}) is not allowed: "
-                f"multislice needs multi-host slices; {advice}use autoscaling.maxNodes for more single-host nodes",
-            )
-        )
-    return shape
-
-
-def _check_capacity(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> list[str]:
-    """Capacity types and the reservation agree; returns the capacity types in priority order."""
-    capacities: list[str] = list(pool.capacity) if isinstance(pool.capacity, list) else [pool.capacity]
-    if "reservation" in capacities and not pool.reservation:
-        problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
-    if pool.reservation and "reservation" not in capacities:
-        why = (
-            "spot VMs cannot consume a reservation"
-            if pool.capacity == "spot"
-            else "add reservation to the capacity list"
-            if isinstance(pool.capacity, list)
-            else "set capacity: reservation"
-        )
-        problems.append(
-            Problem(
-                f"{base}.reservation", f"given with capacity {_fmt(pool.capacity)}: {why}, or remove the reservation"
-            )
-        )
-    return capacities
-
-
-def _check_pool_autoscaling(
-    base: str,
-    pool: TpuPoolConfig,
-    auto: AutoscalingConfig,
-    shape: catalog.SliceShape | None,
-    capacity_count: int,
-    problems: list[Problem],
-) -> None:
-    """Autoscaling bounds: ordered, whole slices on a multi-host pool, 0 at the bottom where GKE starts empty."""
-    if auto.min_nodes > auto.max_nodes:
-        problems.append(Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}"))
-    if (
-        shape is not None
-        and shape.multi_host
-        and (auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts))
-    ):
-        problems.append(
-            Problem(
-                f"{base}.autoscaling",
-                f"{{minNodes: {auto.min_nodes}, maxNodes: {auto.max_nodes}}} is not allowed on a multi-host "
-                f"{pool.topology} slice: slices are atomic, so minNodes is 0 or {shape.hosts} and maxNodes is "
-                f"{shape.hosts}",
-            )
-        )
-    if capacity_count > 1 and auto.min_nodes != 0:
-        problems.append(
-            Problem(
-                f"{base}.autoscaling.minNodes",
-                f"{auto.min_nodes} with a capacity list: GKE creates this pool's node pools for pending pods and "
-                "removes them when empty, so minNodes is 0 (maxNodes bounds what workloads may use)",
-            )
-        )
-    if pool.capacity == "flex-start" and auto.min_nodes != 0:
-        problems.append(
-            Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
-        )
-
-
-# Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
-CLUSTER_NODE_POOLS = (naming.SYSTEM_NODE_POOL,)
-
-
-def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Problem]) -> list[PoolPlan]:
-    """Every GKE node pool name the stack derives is unique in the cluster (`mh` with 2 slices and `mh-s1` both
-    derive `mh-s1`; a pool named `system` derives the system pool's name). Returns the plans without clashes."""
-    owner: dict[str, str] = {name: "the cluster's system pool" for name in CLUSTER_NODE_POOLS}
-    kept = []
-    for i, plan in plans:
-        clash = next((n for n in plan.node_pool_names if n in owner), None)
-        if clash is not None:
-            problems.append(
-                Problem(
-                    f"{NS}:tpuPools[{i}].name",
-                    f"{plan.name!r} derives node pool {clash!r}, which is already the name of {owner[clash]}; "
-                    "rename the pool",
-                )
-            )
-            continue
-        owner.update({n: f"a node pool of tpuPools[{i}] ({plan.name!r})" for n in plan.node_pool_names})
-        kept.append(plan)
-    return kept
-
-
-GATEWAY_NEEDS = "gateway.enabled"
-
-
-def _gke_version_needs(pools: list[PoolPlan], gateway_enabled: bool) -> list[tuple[str, str, str]]:
-    """(minimum GKE version, what needs it, for whom) for every pool: its generation's minimum (catalog) and, with a
-    capacity list, ComputeClass node pool auto-creation's; and an enabled gateway's InferencePool CRD."""
-    needs = []
-    for plan in pools:
-        generation = plan.shape.generation
-        needs.append(
-            (generation.min_gke_version, f"the minimum GKE version for {generation.name}", f"pool {plan.name!r}")
-        )
-        if plan.compute_class:
-            what = "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)"
-            needs.append((compute_class.MIN_GKE_VERSION, what, f"pool {plan.name!r}"))
-    if gateway_enabled:
-        settings = gke_managed.stack_settings(gateway_api=True)
-        need = gke_managed.required_version(None, gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
-        assert need is not None  # required_version returns the version when none is given
-        needs.append((need, "the version GKE installs the InferencePool CRD from", GATEWAY_NEEDS))
-    return needs
-
-
-def _check_gke_versions(
-    cluster: ClusterConfig, pools: list[PoolPlan], gateway_enabled: bool, problems: list[Problem]
-) -> None:
-    """minMasterVersion meets the highest minimum the pools and the gateway need, named at once (not one
-    requirement, then after the user raises the version, the next). Without minMasterVersion the cluster runs its
-    release channel's default version, which this program cannot know offline: a pool whose minimum is in the
-    matrix's newest minor (DEFAULT_KUBERNETES_MINOR) or later, a capacity list or an enabled gateway is refused
-    until minMasterVersion says so."""
-    needs = _gke_version_needs(pools, gateway_enabled)
-    if not needs:
-        return
-    need, what, whom = max(needs, key=lambda n: catalog.version_tuple(n[0]))
-    min_master_version = cluster.min_master_version
-    if min_master_version and catalog.version_tuple(min_master_version) >= catalog.version_tuple(need):
-        return
-    if whom == GATEWAY_NEEDS:
-        _check_gateway_version(cluster, problems)
-    elif min_master_version:
-        problems.append(
-            Problem(
-                f"{NS}:cluster.minMasterVersion",
-                f"{min_master_version!r} is below {need}, {what} ({whom}); {need} or later meets every minimum the "
-                "stack needs",
-            )
-        )
-    elif (
-        any(
-            catalog.version_tuple(v)[:2] >= catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
-            for v, _, _ in needs
-        )
-        or any(p.compute_class for p in pools)
-        or gateway_enabled
-    ):
-        problems.append(
-            Problem(
-                f"{NS}:cluster.minMasterVersion",
-                f"required with {whom}: set it to {need} or later ({what}), a version the "
-                f"{cluster.release_channel} channel offers; the channel's default version may be older",
-            )
-        )
-
-
 def _check_addons(addons: AddonsConfig, problems: list[Problem]) -> None:
     problems.extend(addon_registry.check(addons, f"{NS}:addons"))
 
@@ -1048,7 +452,7 @@ def _check_workload_keys(
     """What every workload is checked for before its type's rules: its name, namespace, pool and add-on; returns
     its namespace."""
     path = f"{NS}:workloads[{i}]"
-    _check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
+    check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
     if workload.name in seen:
         problems.append(
             Problem(f"{path}.name", f"{workload.name!r} is already the name of workloads[{seen[workload.name]}]")
@@ -1058,7 +462,7 @@ def _check_workload_keys(
     if namespace in FORBIDDEN_NAMESPACES:
         problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
     else:
-        _check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
+        check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
         _check_not_a_stack_namespace(path, workload, namespace, problems)
     if workload.pool not in all_pool_names and pools_complete:
         available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
@@ -1312,127 +716,31 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
     )
 
 
-def _check_cluster_section(
-    sections: _Sections, region: str | None, pulumi_project: str, stack: str, problems: list[Problem]
-) -> tuple[str | None, str | None]:
-    """The cluster's own rules; returns its name and location (None where they cannot be known)."""
-    cluster, environment = sections.cluster, sections.environment
-    if cluster is None:
-        return None, None
-    cluster_name = cluster.name or naming.default_cluster_name(pulumi_project, stack)
-    _check_name(f"{NS}:cluster.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", problems)
-    _check_network(cluster, problems)
-    if cluster.control_plane_endpoint == "ip" and environment != "dev":
-        problems.append(
-            Problem(
-                f"{NS}:cluster.controlPlaneEndpoint",
-                f"'ip' is allowed only in dev (environment is {_fmt(environment)}); staging and prod reach the "
-                "control plane through the DNS-based endpoint (allowed: 'dns')",
-            )
-        )
-    if cluster.network.flow_logs and not cluster.network.create:
-        problems.append(
-            Problem(
-                f"{NS}:cluster.network.flowLogs",
-                "true applies only to a subnet the stack creates (network.create: true); enable flow logs on the "
-                "existing subnet where it is managed",
-            )
-        )
-    _check_maintenance(cluster, problems)
-    _check_cluster(cluster, problems)
-    if sections.gateway is not None:
-        _check_gateway(sections.gateway, cluster.network, problems)
-    _check_labels(f"{NS}:cluster.labels", cluster.labels, problems)
-    _check_system_pool(cluster, problems)
-    if not region:
-        return cluster_name, None
-    cluster_location = cluster.location or region
-    _check_location(cluster_location, region, problems)
-    _check_key(
-        f"{NS}:cluster.secretsEncryptionKey", cluster.secrets_encryption_key, region, "the cluster's region", problems
-    )
-    zones = pool_sizing.cluster_zones(cluster_location)
-    if cluster.system_pool.max_nodes < zones:
-        problems.append(
-            Problem(
-                f"{NS}:cluster.systemPool.maxNodes",
-                f"{cluster.system_pool.max_nodes} is below {zones}: a regional cluster's system pool starts "
-                f"with a node in each of its {zones} zones (maxNodes is the total over them)",
-            )
-        )
-    return cluster_name, cluster_location
-
-
-def _check_system_pool(cluster: ClusterConfig, problems: list[Problem]) -> None:
-    if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
-        problems.append(
-            Problem(
-                f"{NS}:cluster.systemPool.minNodes",
-                f"{cluster.system_pool.min_nodes} is above maxNodes {cluster.system_pool.max_nodes}",
-            )
-        )
-
-
-def _check_bucket_section(
-    bucket: BucketConfig | None,
-    gcp_project: str | None,
+def _check_pieces(
+    sections: _Sections,
     region: str | None,
-    pulumi_project: str,
-    stack: str,
+    names: tuple[str | None, str | None],
     problems: list[Problem],
-) -> str | None:
-    """The bucket's rules; returns its name (None where it cannot be known)."""
-    bucket_name = None
-    if bucket is not None and gcp_project:
-        bucket_name = bucket.name or naming.default_bucket_name(gcp_project, pulumi_project, stack)
-        why = check_bucket_name(bucket_name)
-        if why:
-            problems.append(Problem(f"{NS}:bucket.name", why))
-    if bucket is not None and region:
-        _check_key(
-            f"{NS}:bucket.kmsKeyName", bucket.kms_key_name, bucket.location or region, "the bucket's location", problems
+) -> list[PoolPlan]:
+    """Each platform piece's own rules, then the checks between pieces: the gateway against the network it runs in,
+    minMasterVersion against what the pools and the gateway need. Returns the pools' plans."""
+    cluster_name, bucket_name = names
+    cluster, gateway = sections.cluster, sections.gateway
+    if cluster is not None:
+        assert cluster_name is not None
+        problems.extend(
+            cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
-    if bucket is not None:
-        _check_bucket_location(bucket, problems)
-    return bucket_name
-
-
-def _check_bucket_location(bucket: BucketConfig, problems: list[Problem]) -> None:
-    """A location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
-    if bucket.location is not None and not storage_locations.is_location(bucket.location):
-        s = storage_locations
-        problems.append(
-            Problem(
-                f"{NS}:bucket.location",
-                f"{bucket.location!r} is not a Cloud Storage location; allowed: one of its {len(s.REGIONS)} regions "
-                f"(e.g. us-east5, europe-west4; all at {s.SOURCE}), a dual-region ({', '.join(s.DUAL_REGIONS)}) or "
-                f"a multi-region ({', '.join(s.MULTI_REGIONS)})",
-            )
-        )
-
-
-def _check_pools(sections: _Sections, region: str | None, problems: list[Problem]) -> list[PoolPlan]:
-    """Each TPU pool against the catalog and the region, then what pools share: node-pool names and versions."""
-    indexed: list[tuple[int, PoolPlan]] = []
-    seen: dict[str, int] = {}
-    for i, pool in enumerate(sections.pools):
-        if pool is None:
-            continue
-        if pool.name in seen:
-            problems.append(
-                Problem(f"{NS}:tpuPools[{i}].name", f"{pool.name!r} is already the name of tpuPools[{seen[pool.name]}]")
-            )
-            continue
-        seen[pool.name] = i
-        if region:
-            plan = _check_pool(i, pool, region, problems)
-            if plan is not None:
-                indexed.append((i, plan))
-    plans = _check_node_pool_names(indexed, problems)
-    if sections.cluster is not None:
-        gateway_enabled = sections.gateway is not None and sections.gateway.enabled
-        _check_gke_versions(sections.cluster, plans, gateway_enabled, problems)
-    return plans
+        if gateway is not None:
+            problems.extend(gateway_piece.problems(gateway, cluster.network))
+    if sections.bucket is not None:
+        problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
+    pools, pool_problems = tpu_pools.plans(sections.pools, region)
+    problems.extend(pool_problems)
+    if cluster is not None:
+        needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
+        problems.extend(cluster_piece.version_problems(cluster, needs))
+    return pools
 
 
 def _workload_context(
@@ -1481,9 +789,13 @@ def parse_stack_config(
     _check_environment_names(sections.environment, stack, gcp_project, problems)
     placeholder = placeholder_project_problem(gcp_project) if refuse_placeholder else None
     problems.extend([placeholder] if placeholder else [])
-    cluster_name, cluster_location = _check_cluster_section(sections, region, pulumi_project, stack, problems)
-    bucket_name = _check_bucket_section(sections.bucket, gcp_project, region, pulumi_project, stack, problems)
-    pools = _check_pools(sections, region, problems)
+    cluster_name = cluster_piece.name(sections.cluster, pulumi_project, stack) if sections.cluster else None
+    bucket_name = (
+        bucket_piece.name(sections.bucket, gcp_project, pulumi_project, stack)
+        if sections.bucket and gcp_project
+        else None
+    )
+    pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
     warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
     context = _workload_context(
         sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token
@@ -1501,14 +813,14 @@ def parse_stack_config(
     )
     if problems:
         raise ConfigError(stack, problems)
-    assert gcp_project and region and cluster_name and cluster_location and bucket_name
+    assert gcp_project and region and cluster_name and bucket_name
     return _stack_config(
         sections,
         stack=stack,
         pulumi_project=pulumi_project,
         gcp_project=gcp_project,
         region=region,
-        names=(cluster_name, cluster_location, bucket_name),
+        names=(cluster_name, bucket_name),
         pools=pools,
         workloads=with_local_ports(workload_plans),
         workload_types=workload_types,
@@ -1523,7 +835,7 @@ def _stack_config(
     pulumi_project: str,
     gcp_project: str,
     region: str,
-    names: tuple[str, str, str],
+    names: tuple[str, str],
     pools: list[PoolPlan],
     workloads: list[Any],
     workload_types: WorkloadRegistry,
@@ -1548,7 +860,9 @@ def _stack_config(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
             "opt out): the Gateway routes nothing"
         )
-    cluster_name, cluster_location, bucket_name = names
+    cluster_name, bucket_name = names
+    labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
+    proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
     return StackConfig(
         stack=stack,
         pulumi_project=pulumi_project,
@@ -1557,39 +871,40 @@ def _stack_config(
         environment=environment,
         profile=profile,
         cluster=cluster,
-        cluster_name=cluster_name,
-        cluster_location=cluster_location,
+        cluster_plan=cluster_piece.plan(
+            cluster,
+            name=cluster_name,
+            location=cluster.location or region,
+            project=gcp_project,
+            profile=profile,
+            labels=labels,
+            gateway_api=gateway.enabled,
+        ),
+        network_plan=network_piece.plan(
+            cluster.network,
+            name=cluster_name,
+            project=gcp_project,
+            region=region,
+            profile=profile,
+            proxy_subnet_cidr=proxy_cidr,
+        ),
         bucket=bucket,
-        bucket_name=bucket_name,
-        bucket_force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
+        bucket_plan=bucket_piece.plan(
+            bucket, name=bucket_name, region=region, project=gcp_project, profile=profile, labels=labels
+        ),
         pools=tuple(pools),
-        labels={"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels},
+        labels=labels,
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
         workloads=tuple(workloads),
-        warnings=tuple(_warnings(environment, profile, cluster, bucket) + warnings),
+        warnings=tuple(
+            bucket_piece.warnings(bucket, profile) + cluster_piece.warnings(cluster, environment) + warnings
+        ),
         paused=sections.paused,
         decommission=sections.decommission,
         workload_types=workload_types,
     )
-
-
-def _warnings(environment: str, profile: Profile, cluster: ClusterConfig, bucket: BucketConfig) -> list[str]:
-    out = []
-    if bucket.force_destroy is not None and bucket.force_destroy != profile.bucket_force_destroy:
-        out.append(
-            f"{NS}:bucket.forceDestroy={str(bucket.force_destroy).lower()} overrides the {environment} profile "
-            f"({str(profile.bucket_force_destroy).lower()})"
-        )
-    if cluster.control_plane_endpoint == "ip" and not cluster.master_authorized_networks:
-        out.append(
-            f"{NS}:cluster.controlPlaneEndpoint=ip with no masterAuthorizedNetworks: the {environment} control plane "
-            "endpoint accepts connections from any address (authenticated); list the CIDRs of your operators and CI"
-        )
-    if not cluster.private_nodes:
-        out.append(f"{NS}:cluster.privateNodes=false: nodes get public IP addresses")
-    return out
 
 
 # ---- what a new user gets wrong: placeholder project, environment against names, TPU zones ----------------
@@ -1647,13 +962,7 @@ def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: lis
     placeholder = placeholder_project_problem(gcp_project)
     if placeholder is not None:
         out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
-    planned = {plan.name for plan in pools}
-    for i, pool in enumerate(sections.pools):
-        if pool is not None and pool.name in planned:
-            why = catalog.zone_warning(pool.tpu, pool.zone)
-            if why:
-                out.append(f"{NS}:tpuPools[{i}].zone: {why}")
-    return out
+    return out + tpu_pools.zone_warnings(sections.pools, pools)
 
 
 # ---- Pulumi entry point -------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import pulumi
 import pytest
 
 from stacks import catalog, config
-from stacks.config import PLACEHOLDER_PROJECT, ZONE_RE, ConfigError
+from stacks.config import PLACEHOLDER_PROJECT, ConfigError
+from stacks.pieces.rules import ZONE_RE
 from tests.conftest import make_config, pool
 from tooling import example, fuzz, render
 from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
