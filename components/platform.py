@@ -229,6 +229,7 @@ class _WorkloadDepsFactory:
             cluster_name=self.cluster.name,
             location=self.cfg.cluster_location,
             labels=self.cfg.labels,
+            local_ports=self.cfg.local_ports[plan.name],
         )
 
 

@@ -8,7 +8,6 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -101,6 +100,12 @@ class StackConfig:
     """Workloads at zero and TPU pools allowed to shrink to zero nodes; everything else stays."""
     decommission: bool = False
     """Protection lifted on purpose so that `pulumi destroy` can run on a staging/prod stack."""
+
+    @property
+    def local_ports(self) -> dict[str, dict[int, int]]:
+        """Per workload: the local port of each Service port its port-forward commands forward, of its own across
+        the stack (stacks/local_ports.py), from the plans as validated."""
+        return local_ports.allocate([(w.name, w.forwarded_ports) for w in self.workloads])
 
     @property
     def identity_suffix(self) -> str:
@@ -344,12 +349,6 @@ def _parse_pools(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None
     return [_parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
 
 
-def with_local_ports(plans: list[Any]) -> list[Any]:
-    """Each workload's port-forward commands get local ports of their own across the stack."""
-    ports = local_ports.allocate([(p.name, p.forwarded_ports) for p in plans])
-    return [dataclasses.replace(p, local_ports=tuple(sorted(ports[p.name].items()))) for p in plans]
-
-
 def _declared_pool_names(raw: Any) -> set[str]:
     """Names of every pool entry, valid or not: a workload naming a pool that has its own problem (say a misspelt
     key) must not get a second, misleading "not a TPU pool" problem; the pool's problem is the real one."""
@@ -388,20 +387,13 @@ def _check_compute_class(path: str, kind: WorkloadType, pool: PoolPlan, problems
 
 
 def _check_generation(
-    path: str,
-    workload: Any,
-    pool: PoolPlan,
-    types: WorkloadRegistry,
-    reported: tuple[Problem, ...],
-    problems: list[Problem],
+    path: str, workload: Any, pool: PoolPlan, types: WorkloadRegistry, problems: list[Problem]
 ) -> None:
-    """Refuse a pool whose generation the workload type's default images do not serve, naming the types that do.
-    Image overrides are the workload's own check (versions.image_gaps), as is a gap it reported already."""
-    gen = pool.shape.generation.name
-    images = getattr(workload, "images", None)
-    overridden = images is not None and any(v is not None for v in images.model_dump().values())
-    kind = types[workload.type]
-    if gen in generations_served(kind) or overridden or any("TPU generation" in p.message for p in reported):
+    """Refuse a pool whose generation the workload type's pinned images do not serve, naming the types that do.
+    Not for a workload that runs images of its own, nor for a type whose own rules check the images it runs
+    (WorkloadType.checks_generation): each workload's generation is checked once."""
+    gen, kind = pool.shape.generation.name, types[workload.type]
+    if kind.checks_generation or workload.overrides_images() or gen in generations_served(kind):
         return
     serving = [t.name for t in types.values() if gen in generations_served(t)]
     problems.append(
@@ -535,7 +527,7 @@ def _check_workloads(
         resolved = kind.resolve(path, workload, pool, namespace, context)
         warnings.extend(resolved.warnings)
         if pool is not None:
-            _check_generation(path, workload, pool, types, resolved.problems, problems)
+            _check_generation(path, workload, pool, types, problems)
             _check_compute_class(path, kind, pool, problems)
         problems.extend(resolved.problems)
         _check_images(path, workload, problems)
@@ -822,7 +814,7 @@ def parse_stack_config(
         region=region,
         names=(cluster_name, bucket_name),
         pools=pools,
-        workloads=with_local_ports(workload_plans),
+        workloads=workload_plans,
         workload_types=workload_types,
         warnings=warnings,
     )

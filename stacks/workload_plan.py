@@ -75,9 +75,6 @@ class WorkloadPlan:
     bucket: str
     scrape_interval: str = "15s"
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
-    # (remote port, local port) for its port-forward commands, unique across the stack (stacks/local_ports.py)
-    # keyword-only: workload types add positional fields after the base ones
-    local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
     identity_suffix: str = field(default="", kw_only=True)
 
@@ -100,10 +97,6 @@ class WorkloadPlan:
     def forwarded_ports(self) -> tuple[int, ...]:
         """Service ports its `portForward` command forwards; a type with such a command overrides this."""
         return ()
-
-    def local_port(self, remote: int) -> int:
-        """The local port its commands use for a Service port (the port itself until the stack assigns one)."""
-        return dict(self.local_ports).get(remote, remote)
 
     @property
     def name(self) -> str:
