@@ -14,7 +14,8 @@ import pulumi
 import pytest
 
 from stacks import catalog, config
-from stacks.config import PLACEHOLDER_PROJECT, ConfigError
+from stacks.config import ConfigError
+from stacks.pieces.environment import PLACEHOLDER_PROJECT
 from stacks.pieces.rules import ZONE_RE
 from tests.conftest import make_config, pool
 from tooling import example, fuzz, render

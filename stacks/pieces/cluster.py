@@ -21,10 +21,9 @@ from stacks.pieces.rules import (
     check_key,
     check_labels,
     check_name,
-    fmt,
     rfc3339,
 )
-from stacks.problems import Problem
+from stacks.problems import Problem, fmt
 from stacks.profiles import Profile
 
 PATH = f"{NS}:cluster"

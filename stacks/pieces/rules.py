@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import re
-from typing import Any
 
 from stacks import kms, naming
 from stacks.problems import Problem
@@ -20,11 +18,6 @@ REGION_RE = re.compile(r"(us|europe|asia|australia|northamerica|southamerica|me|
 ZONE_RE = re.compile(rf"({REGION_RE.pattern})-(?:[a-h]|ai[1-9][a-z]?)")
 # Compute Engine machine types: e2-standard-4, n2-custom-4-16384, ct6e-standard-4t.
 MACHINE_TYPE_RE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
-
-
-def fmt(value: Any) -> str:
-    """A value as the user wrote it: strings quoted, everything else as JSON."""
-    return json.dumps(value) if not isinstance(value, str) else repr(value)
 
 
 def check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:

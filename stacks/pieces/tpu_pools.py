@@ -5,19 +5,31 @@ pools share (node pool names); its plan is `stacks.pool_plan.PoolPlan`, and the 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from stacks import catalog, compute_class, naming
+from stacks import catalog, compute_class, config_parse, naming
 from stacks.config_model import AutoscalingConfig, TpuPoolConfig
 from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, fmt
+from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name
 from stacks.pool_plan import PoolPlan
-from stacks.problems import Problem
+from stacks.problems import Problem, fmt
 
 PATH = f"{NS}:tpuPools"
 # A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
 RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 # Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
 CLUSTER_NODE_POOLS = (naming.SYSTEM_NODE_POOL,)
+
+
+def parse(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
+    """Each pool separately, so one broken pool does not hide the problems of the others."""
+    base = PATH
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of pools (got {fmt(raw)})"))
+        return []
+    return [config_parse.parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
 
 
 def plans(pools: list[TpuPoolConfig | None], region: str | None) -> tuple[list[PoolPlan], list[Problem]]:
