@@ -8,7 +8,7 @@ from typing import Any
 
 import pulumi
 
-from components.addons import Addons
+from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import InferenceGateway
@@ -17,7 +17,7 @@ from components.namespaces import Namespaces
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
-from components.tpu_pool import TpuSlicePool
+from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
@@ -89,10 +89,8 @@ def build_platform(cfg: StackConfig) -> Platform:
     bucket = Bucket("bucket", plan=cfg.bucket_plan)
     addons = Addons(
         "addons",
-        config=cfg,
-        provider=cluster.provider,
-        kubeconfig=cluster.kubeconfig,
-        depends_on=[cluster.system_pool],
+        plan=cfg.addons_plan,
+        deps=AddonsDeps(provider=cluster.provider, kubeconfig=cluster.kubeconfig, after=[cluster.system_pool]),
     )
     monitoring = Monitoring(
         "monitoring",
@@ -159,17 +157,15 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
         plan.name: TpuSlicePool(
             f"tpu-{plan.name}",
             plan=plan,
-            cluster_name=cluster.name,
-            resource_prefix=cfg.cluster_name,
-            location=cfg.cluster_location,
-            project=cfg.gcp_project,
-            node_service_account=(
-                own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+            deps=TpuPoolDeps(
+                cluster=cfg.cluster_plan,
+                cluster_name=cluster.name,
+                node_service_account=(
+                    own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+                ),
+                k8s_provider=cluster.provider,
+                paused=cfg.paused,
             ),
-            labels=cfg.labels,
-            protect=cfg.profile.protect,
-            paused=cfg.paused,
-            k8s_provider=cluster.provider,
         )
         for plan in cfg.pools
     }

@@ -28,6 +28,7 @@ from stacks.config_model import (
     TpuPoolConfig,
 )
 from stacks.config_parse import parse
+from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import environment as environment_piece
@@ -121,7 +122,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
     monitoring = parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     gateway = parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
     if addons is not None:
-        problems.extend(addon_registry.check(addons, f"{NS}:addons"))
+        problems.extend(addons_piece.problems(addons))
     return _Sections(
         environment=environment,
         cluster=cluster,
@@ -307,6 +308,7 @@ def _stack_config(
         bucket_plan=bucket_piece.plan(
             bucket, name=bucket_name, region=region, project=gcp_project, profile=profile, labels=labels
         ),
+        addons_plan=addons_piece.plan(addons, kubernetes_minor=cluster_piece.kubernetes_minor(cluster)),
         pools=tuple(pools),
         labels=labels,
         addons=addons,

@@ -10,6 +10,7 @@ from stacks import addons as addon_registry
 from stacks import gateway, local_ports, naming, network_policy, pod_security, versions
 from stacks.addons import AddonsConfig
 from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig
+from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import gateway as gateway_piece
@@ -33,6 +34,7 @@ class StackConfig:
     network_plan: network_piece.NetworkPlan
     bucket: BucketConfig
     bucket_plan: bucket_piece.BucketPlan
+    addons_plan: addons_piece.AddonsPlan
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
@@ -138,10 +140,8 @@ class StackConfig:
 
     @property
     def kubernetes_minor(self) -> str:
-        """The minor version objects are validated against: minMasterVersion's, else the matrix default."""
-        if self.cluster.min_master_version:
-            return ".".join(self.cluster.min_master_version.split(".")[:2])
-        return versions.DEFAULT_KUBERNETES_MINOR
+        """The minor version objects are validated against (ClusterPlan.kubernetes_minor)."""
+        return self.cluster_plan.kubernetes_minor
 
     @property
     def regional(self) -> bool:

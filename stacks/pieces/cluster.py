@@ -49,8 +49,19 @@ class ClusterPlan:
     """The configured window; with the upgrade hold on and none configured, DEFAULT_MAINTENANCE_WINDOW."""
 
     @property
+    def kubernetes_minor(self) -> str:
+        """The minor version objects are validated against: minMasterVersion's, else the matrix default."""
+        return kubernetes_minor(self.config)
+
+    @property
     def dns_endpoint(self) -> bool:
         return self.config.control_plane_endpoint == "dns"
+
+
+def kubernetes_minor(cluster: ClusterConfig) -> str:
+    if cluster.min_master_version:
+        return ".".join(cluster.min_master_version.split(".")[:2])
+    return versions.DEFAULT_KUBERNETES_MINOR
 
 
 def name(cluster: ClusterConfig, pulumi_project: str, stack: str) -> str:
