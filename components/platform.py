@@ -11,8 +11,8 @@ import pulumi
 from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
-from components.gateway import InferenceGateway
-from components.monitoring import Monitoring
+from components.gateway import GatewayDeps, InferenceGateway
+from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces
 from components.network import Network
 from components.node_identity import NodeServiceAccount
@@ -94,10 +94,8 @@ def build_platform(cfg: StackConfig) -> Platform:
     )
     monitoring = Monitoring(
         "monitoring",
-        config=cfg,
-        provider=cluster.provider,
-        system_pool=cluster.system_pool,
-        hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
+        plan=cfg.monitoring_plan,
+        deps=MonitoringDeps(provider=cluster.provider, system_pool=cluster.system_pool),
     )
     namespaces = Namespaces(
         "namespaces",
@@ -173,27 +171,16 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
 
 def _gateway(cfg: StackConfig, network: Network, cluster: Cluster, namespaces: Namespaces) -> InferenceGateway:
     """The Inference Gateway and, for each workload served through it, its InferencePool and route."""
-    inference_gateway = InferenceGateway(
+    return InferenceGateway(
         "gateway",
-        exposure=cfg.gateway.exposure,
-        route_namespaces=[w.namespace for w in cfg.gateway_workloads],
-        kubernetes_minor=cfg.kubernetes_minor,
-        provider=cluster.provider,
-        project=cfg.gcp_project,
-        region=cfg.region,
-        resource_prefix=cfg.cluster_name,
-        system_selector=naming.SYSTEM_POOL_SELECTOR,
-        source_ranges=cfg.gateway.source_ranges,
-        cloud_armor_policy=cfg.gateway.cloud_armor_policy,
-        after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+        plan=cfg.gateway_plan,
+        deps=GatewayDeps(
+            provider=cluster.provider,
+            after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+            # A workload in a namespace every cluster has (default) waits for the system pool directly.
+            namespace=lambda ns: namespaces.by_name.get(ns, cluster.system_pool),
+        ),
     )
-    for plan in cfg.gateway_workloads:
-        inference_gateway.commands[plan.name] = inference_gateway.serve(
-            plan.gateway_backend(),
-            namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
-            paused=cfg.paused,
-        )
-    return inference_gateway
 
 
 @dataclass

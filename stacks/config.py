@@ -33,6 +33,7 @@ from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import environment as environment_piece
 from stacks.pieces import gateway as gateway_piece
+from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS, REGION_RE
@@ -309,6 +310,24 @@ def _stack_config(
             bucket, name=bucket_name, region=region, project=gcp_project, profile=profile, labels=labels
         ),
         addons_plan=addons_piece.plan(addons, kubernetes_minor=cluster_piece.kubernetes_minor(cluster)),
+        monitoring_plan=monitoring_piece.plan(
+            monitoring,
+            project=gcp_project,
+            cluster_name=cluster_name,
+            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
+            kubernetes_minor=cluster_piece.kubernetes_minor(cluster),
+            has_tpu_pools=bool(pools),
+            workloads=workloads,
+        ),
+        gateway_plan=gateway_piece.plan(
+            gateway,
+            project=gcp_project,
+            region=region,
+            resource_prefix=cluster_name,
+            kubernetes_minor=cluster_piece.kubernetes_minor(cluster),
+            workloads=workloads,
+            paused=sections.paused,
+        ),
         pools=tuple(pools),
         labels=labels,
         addons=addons,

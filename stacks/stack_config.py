@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import gateway, local_ports, naming, network_policy, pod_security, versions
+from stacks import gateway, local_ports, naming, network_policy, pod_security
 from stacks.addons import AddonsConfig
 from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import gateway as gateway_piece
+from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import network as network_piece
 from stacks.pool_plan import PoolPlan
 from stacks.profiles import Profile
@@ -34,6 +35,8 @@ class StackConfig:
     network_plan: network_piece.NetworkPlan
     bucket: BucketConfig
     bucket_plan: bucket_piece.BucketPlan
+    monitoring_plan: monitoring_piece.MonitoringPlan
+    gateway_plan: gateway_piece.GatewayPlan
     addons_plan: addons_piece.AddonsPlan
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
@@ -69,9 +72,7 @@ class StackConfig:
     def gateway_workloads(self) -> list[Any]:
         """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless
         the workload opts out), and only when tpu-serving:gateway is enabled."""
-        if not self.gateway.enabled:
-            return []
-        return [w for w in self.workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+        return gateway_piece.served(self.gateway, self.workloads)
 
     @property
     def proxy_subnet_created(self) -> bool:
@@ -132,11 +133,6 @@ class StackConfig:
                 [gateway.EPP_EXT_PROC_PORT, gateway.EPP_HEALTH_PORT],
             ),
         ]
-
-    def chart(self, name: str) -> versions.ChartVersion:
-        """The pinned release of a chart installed outside the add-on registry (prometheusAdapter): the matrix's
-        default. An add-on's release is its registry entry's (`stacks.addons`), from its `version` setting."""
-        return versions.CHARTS[name][versions.default_version(name)]
 
     @property
     def kubernetes_minor(self) -> str:

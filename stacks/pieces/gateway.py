@@ -5,9 +5,13 @@ proxies get their addresses. Its rules, checked against the network it runs in, 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from stacks import gke_managed
+from stacks import gke_managed, naming
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
+from stacks.gateway import GatewayBackend
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr
@@ -146,3 +150,53 @@ def _version_problem(cluster: ClusterConfig) -> list[Problem]:
             "and the stack never applies a CRD GKE manages",
         )
     ]
+
+
+@dataclass(frozen=True)
+class GatewayPlan:
+    """The Inference Gateway as the stack builds it, with the workloads it serves."""
+
+    config: GatewayConfig
+    project: str
+    region: str
+    resource_prefix: str
+    """What its Cloud Armor policy is named after: the cluster's name."""
+    kubernetes_minor: str
+    backends: tuple[GatewayBackend, ...]
+    """One per workload served through it (its InferencePool, endpoint picker and route)."""
+    paused: bool
+    """Paused: the Gateway stays and routes nothing."""
+    system_selector: dict[str, str] = field(default_factory=lambda: dict(naming.SYSTEM_POOL_SELECTOR))
+
+    @property
+    def route_namespaces(self) -> list[str]:
+        return [b.namespace for b in self.backends]
+
+
+def served(gateway: GatewayConfig, workloads: Sequence[Any]) -> list[Any]:
+    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
+    workload opts out), and only when tpu-serving:gateway is enabled."""
+    if not gateway.enabled:
+        return []
+    return [w for w in workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+
+
+def plan(
+    gateway: GatewayConfig,
+    *,
+    project: str,
+    region: str,
+    resource_prefix: str,
+    kubernetes_minor: str,
+    workloads: Sequence[Any],
+    paused: bool,
+) -> GatewayPlan:
+    return GatewayPlan(
+        config=gateway,
+        project=project,
+        region=region,
+        resource_prefix=resource_prefix,
+        kubernetes_minor=kubernetes_minor,
+        backends=tuple(w.gateway_backend() for w in served(gateway, workloads)),
+        paused=paused,
+    )
