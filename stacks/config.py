@@ -39,6 +39,7 @@ from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS, REGION_RE
 from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
+from stacks.profiles import Profile
 from stacks.stack_config import StackConfig
 from stacks.workload_type import WorkloadContext, WorkloadRegistry
 
@@ -263,7 +264,8 @@ def _stack_config(
     workload_types: WorkloadRegistry,
     warnings: list[str],
 ) -> StackConfig:
-    """The validated config, with the environment's profile and the warnings a user should read."""
+    """The validated config: each piece's plan, resolved once with the environment's profile, and the warnings a
+    user should read."""
     cluster, bucket, environment = sections.cluster, sections.bucket, sections.environment
     addons, monitoring, gateway = sections.addons, sections.monitoring, sections.gateway
     assert cluster is not None and bucket is not None and environment
@@ -272,14 +274,13 @@ def _stack_config(
     warnings.extend(decommission_warnings)
     if sections.paused:
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
-    if gateway.enabled and not any(getattr(w, "gateway_backend", None) and w.gateway_backend() for w in workloads):
+    labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
+    plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
+    if gateway.enabled and not plans["gateway_plan"].backends:
         warnings.append(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
             "opt out): the Gateway routes nothing"
         )
-    cluster_name, bucket_name = names
-    labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
-    proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
     return StackConfig(
         stack=stack,
         pulumi_project=pulumi_project,
@@ -288,46 +289,7 @@ def _stack_config(
         environment=environment,
         profile=profile,
         cluster=cluster,
-        cluster_plan=cluster_piece.plan(
-            cluster,
-            name=cluster_name,
-            location=cluster.location or region,
-            project=gcp_project,
-            profile=profile,
-            labels=labels,
-            gateway_api=gateway.enabled,
-        ),
-        network_plan=network_piece.plan(
-            cluster.network,
-            name=cluster_name,
-            project=gcp_project,
-            region=region,
-            profile=profile,
-            proxy_subnet_cidr=proxy_cidr,
-        ),
         bucket=bucket,
-        bucket_plan=bucket_piece.plan(
-            bucket, name=bucket_name, region=region, project=gcp_project, profile=profile, labels=labels
-        ),
-        addons_plan=addons_piece.plan(addons, kubernetes_minor=cluster_piece.kubernetes_minor(cluster)),
-        monitoring_plan=monitoring_piece.plan(
-            monitoring,
-            project=gcp_project,
-            cluster_name=cluster_name,
-            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
-            kubernetes_minor=cluster_piece.kubernetes_minor(cluster),
-            has_tpu_pools=bool(pools),
-            workloads=workloads,
-        ),
-        gateway_plan=gateway_piece.plan(
-            gateway,
-            project=gcp_project,
-            region=region,
-            resource_prefix=cluster_name,
-            kubernetes_minor=cluster_piece.kubernetes_minor(cluster),
-            workloads=workloads,
-            paused=sections.paused,
-        ),
         pools=tuple(pools),
         labels=labels,
         addons=addons,
@@ -340,6 +302,68 @@ def _stack_config(
         paused=sections.paused,
         decommission=sections.decommission,
         workload_types=workload_types,
+        **plans,
+    )
+
+
+def _plans(
+    sections: _Sections,
+    profile: Profile,
+    labels: dict[str, str],
+    where: tuple[str, str, str, str],
+    names: tuple[str, str],
+    pools: list[PoolPlan],
+    workloads: list[Any],
+) -> dict[str, Any]:
+    """Each piece's plan (the pools' are made with their checks): `where` is (gcp project, region, pulumi project,
+    stack), `names` the cluster's and the bucket's."""
+    cluster, bucket, gateway = sections.cluster, sections.bucket, sections.gateway
+    addons, monitoring = sections.addons, sections.monitoring
+    assert cluster and bucket and gateway and addons and monitoring
+    project, region, pulumi_project, stack = where
+    cluster_name, bucket_name = names
+    minor = cluster_piece.kubernetes_minor(cluster)
+    proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
+    return dict(
+        cluster_plan=cluster_piece.plan(
+            cluster,
+            name=cluster_name,
+            location=cluster.location or region,
+            project=project,
+            profile=profile,
+            labels=labels,
+            gateway_api=gateway.enabled,
+        ),
+        network_plan=network_piece.plan(
+            cluster.network,
+            name=cluster_name,
+            project=project,
+            region=region,
+            profile=profile,
+            proxy_subnet_cidr=proxy_cidr,
+        ),
+        bucket_plan=bucket_piece.plan(
+            bucket, name=bucket_name, region=region, project=project, profile=profile, labels=labels
+        ),
+        addons_plan=addons_piece.plan(addons, kubernetes_minor=minor),
+        monitoring_plan=monitoring_piece.plan(
+            monitoring,
+            project=project,
+            cluster_name=cluster_name,
+            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
+            kubernetes_minor=minor,
+            has_tpu_pools=bool(pools),
+            workloads=workloads,
+        ),
+        gateway_plan=gateway_piece.plan(
+            gateway,
+            project=project,
+            region=region,
+            resource_prefix=cluster_name,
+            kubernetes_minor=minor,
+            workloads=workloads,
+            paused=sections.paused,
+        ),
     )
 
 

@@ -120,3 +120,28 @@ def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkey
     assert firewall.protect is gke.protect is True
     # on the network the cluster runs in (deps), which the stack creates
     assert rec.one("gcp:compute/network:Network", "network-vpc").urn in firewall.dependencies
+
+
+# ---- a TPU generation added to the catalog alone -----------------------------------------------------------------
+
+
+def test_a_tpu_generation_added_to_the_catalog_alone_is_planned_built_and_priced(run, monkeypatch):
+    """One `Generation` entry in stacks/catalog.py GENERATIONS (here a copy of v6e under a new name and node label)
+    is accepted in tpuPools, planned, built and priced; no workload type runs on it until a pinned image's record
+    (stacks/versions.py IMAGE_RECORDS) says it serves it."""
+    from stacks import catalog
+
+    new = dataclasses.replace(
+        catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice", pathways_type="tpuv9x"
+    )
+    monkeypatch.setitem(catalog.GENERATIONS, "v9x", new)
+    pools = [{"name": "nine", "tpu": "v9x", "topology": "2x4", "zone": "us-east5-b"}]
+    rec = run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[]))
+    (node_pool,) = [r for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-nine")]
+    assert node_pool.inputs["nodeConfig"]["machineType"] == "ct6e-standard-8t"
+    assert rec.outputs["tpuPools"]["nine"]["tpu"] == "v9x"
+    priced = rec.outputs["estimatedHourlyCost"]["items"]["TPU pool nine"]
+    assert priced["peak"] > 0 and priced["detail"].startswith("v9x 2x4")
+    vllm = {"type": "vllm", "name": "v", "pool": "nine", "model": "google/gemma-2b"}
+    with pytest.raises(pulumi.RunError, match=r"vllm cannot run on v9x \(pool 'nine'\).*none in this version"):
+        run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[vllm]))
