@@ -4,7 +4,6 @@ workloads (each built by its type's registry entry, carried by the config), and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
@@ -22,6 +21,7 @@ from stacks import addons as addon_registry
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
+from stacks.workload_plan import WorkloadPlan
 
 
 @dataclass
@@ -196,7 +196,7 @@ class _WorkloadDepsFactory:
     namespaces: Namespaces
     own_nodes: dict[str, NodeServiceAccount]
 
-    def of(self, plan: Any) -> WorkloadDeps:
+    def of(self, plan: WorkloadPlan) -> WorkloadDeps:
         own = self.own_nodes.get(plan.pool.name)
         return WorkloadDeps(
             project=self.cfg.gcp_project,

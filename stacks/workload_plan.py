@@ -13,6 +13,7 @@ from typing import Any, Self
 from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
 from stacks.versions import Serves
@@ -70,7 +71,7 @@ class WorkloadPlan:
     """A validated workload and the pool it runs on, with what the stack derived for it."""
 
     workload: Any  # the workload's config model
-    pool: Any  # stacks.config.PoolPlan (kept loose to avoid an import cycle)
+    pool: PoolPlan
     namespace: str
     bucket: str
     scrape_interval: str = "15s"
@@ -79,7 +80,7 @@ class WorkloadPlan:
     identity_suffix: str = field(default="", kw_only=True)
 
     @classmethod
-    def on(cls, workload: Any, pool: Any, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
+    def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
         """The plan of `workload` on `pool` in `namespace`, with what every plan takes from the stack (its bucket,
         scrape interval, paused, identity suffix); `extra` are the type's own fields."""
         return cls(
