@@ -8,9 +8,6 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +33,7 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import tpu_pools
-from stacks.pieces.rules import NS, REGION_RE
+from stacks.pieces.rules import NS
 from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
 from stacks.profiles import Profile
@@ -60,8 +57,6 @@ KNOWN_KEYS = (
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
 
-GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
-
 
 @dataclass(frozen=True)
 class _Sections:
@@ -77,41 +72,6 @@ class _Sections:
     workloads: list[tuple[int, Any]]
     paused: bool
     decommission: bool
-
-
-def _check_invocation(
-    gcp_project: str | None,
-    region: str | None,
-    extra_keys: tuple[str, ...],
-    hf_token: str | None,
-    problems: list[Problem],
-) -> str | None:
-    """What comes from outside `tpu-serving:` keys: the gcp: settings, unknown keys, how the token is set.
-    Returns the region when it is one."""
-    if hf_token == "plain":
-        problems.append(
-            Problem(
-                f"{NS}:hfToken",
-                "is set in plain text; set it as a secret so it is encrypted in the stack file and state: "
-                "pulumi config set --secret tpu-serving:hfToken <token>",
-            )
-        )
-    for key in extra_keys:
-        problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(KNOWN_KEYS)}"))
-    if not gcp_project:
-        problems.append(
-            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
-        )
-    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
-        problems.append(
-            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
-        )
-    if not region:
-        problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
-    elif not REGION_RE.fullmatch(region):
-        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
-        return None
-    return region
 
 
 def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
@@ -207,7 +167,7 @@ def parse_stack_config(
     the stack file). `refuse_placeholder`: the examples' gcp:project is a problem (a real deployment), not a
     warning (the offline render and tests)."""
     problems: list[Problem] = []
-    region = _check_invocation(gcp_project, region, extra_keys, hf_token, problems)
+    region = environment_piece.invocation_problems(gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, problems)
     sections = _parse_sections(raw, workload_types, problems)
     environment_piece.name_problems(sections.environment, stack, gcp_project, problems)
     placeholder = environment_piece.placeholder_project_problem(gcp_project) if refuse_placeholder else None
@@ -374,79 +334,3 @@ def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: lis
     if placeholder is not None:
         out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
     return out + tpu_pools.zone_warnings(sections.pools, pools)
-
-
-# ---- Pulumi entry point -------------------------------------------------------------------------------
-
-
-def _raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
-    """Read each known key; structured values arrive as JSON text. Text that is not JSON is kept as a string,
-    so validation reports it at its key ("should be a valid dictionary") with the other problems."""
-    raw: dict[str, Any] = {}
-    for key in KNOWN_KEYS:
-        if key in SECRET_KEYS:
-            continue
-        text = get(key)
-        if text is None:
-            continue
-        try:
-            raw[key] = text if key == "environment" else json.loads(text)
-        except json.JSONDecodeError:
-            raw[key] = text
-    return raw
-
-
-def _all_config_keys(runtime_config) -> set[str]:
-    """Keys set for this run: the CLI passes them in the PULUMI_CONFIG bag; tests and mocks set them in-process."""
-    return set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
-
-
-def _secret_state(runtime_config, key: str) -> str | None:
-    """None when `tpu-serving:<key>` is unset, else "secret" or "plain" (without reading the value)."""
-    full = f"{NS}:{key}"
-    if full not in _all_config_keys(runtime_config):
-        return None
-    # the CLI lists secret keys in PULUMI_CONFIG_SECRET_KEYS; tests and mocks set them in-process
-    secret = full in runtime_config.get_config_secret_keys_env() or runtime_config.is_config_secret(full)
-    return "secret" if secret else "plain"
-
-
-def _under_mocks() -> bool:
-    """True when the program runs under Pulumi's mocks (`pulumi.runtime.set_mocks`: the tests and the offline
-    render), False under the Pulumi CLI's engine, whose resource monitor is a gRPC stub (pulumi==3.272.0
-    sdk/python/lib/pulumi/runtime/settings.py Settings: a monitor address becomes a ResourceMonitorStub;
-    runtime/mocks.py set_mocks installs a MockMonitor)."""
-    from pulumi.runtime import settings
-    from pulumi.runtime.mocks import MockMonitor
-
-    return isinstance(settings.get_monitor(), MockMonitor)
-
-
-def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
-    """Read and validate this stack's config; raise pulumi.RunError listing every problem."""
-    import pulumi
-    from pulumi.runtime import config as runtime_config
-
-    cfg = pulumi.Config(NS)
-    gcp = pulumi.Config("gcp")
-    stack = pulumi.get_stack()
-    raw = _raw_config(cfg.get)
-    present = [k.split(":", 1)[1] for k in _all_config_keys(runtime_config) if k.startswith(f"{NS}:")]
-    extra = tuple(sorted(k for k in present if k not in KNOWN_KEYS))
-    try:
-        parsed = parse_stack_config(
-            raw,
-            stack=stack,
-            pulumi_project=pulumi.get_project(),
-            gcp_project=gcp.get("project"),
-            region=gcp.get("region"),
-            workload_types=workload_types,
-            extra_keys=extra,
-            hf_token=_secret_state(runtime_config, "hfToken"),
-            refuse_placeholder=not _under_mocks(),
-        )
-    except ConfigError as err:
-        raise pulumi.RunError(str(err)) from None
-    for warning in parsed.warnings:
-        pulumi.log.warn(warning)
-    return parsed

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks.pieces.rules import NS
+from stacks.pieces.rules import NS, REGION_RE
 from stacks.problems import Problem, fmt
 from stacks.profiles import PROFILES, Profile
 
 # The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
 PLACEHOLDER_PROJECT = "my-tpu-project"
+GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
 # Words of a stack or project name (split on - _ .) that say which environment it is for.
 ENVIRONMENT_WORDS = {"prod": ("prod", "production", "prd"), "staging": ("staging", "stage", "stg")}
 
@@ -82,3 +83,39 @@ def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
         f"{PLACEHOLDER_PROJECT!r} is the examples' placeholder, not your project: pulumi config set gcp:project "
         "<your project id> (or edit the stack file)",
     )
+
+
+def invocation_problems(
+    gcp_project: str | None,
+    region: str | None,
+    extra_keys: tuple[str, ...],
+    known_keys: tuple[str, ...],
+    hf_token: str | None,
+    problems: list[Problem],
+) -> str | None:
+    """What comes from outside `tpu-serving:` keys: the gcp: settings, unknown keys, how the token is set.
+    Returns the region when it is one."""
+    if hf_token == "plain":
+        problems.append(
+            Problem(
+                f"{NS}:hfToken",
+                "is set in plain text; set it as a secret so it is encrypted in the stack file and state: "
+                "pulumi config set --secret tpu-serving:hfToken <token>",
+            )
+        )
+    for key in extra_keys:
+        problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(known_keys)}"))
+    if not gcp_project:
+        problems.append(
+            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
+        )
+    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
+        problems.append(
+            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
+        )
+    if not region:
+        problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
+    elif not REGION_RE.fullmatch(region):
+        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
+        return None
+    return region
