@@ -45,6 +45,13 @@ PIECES = {
 }
 
 
+def test_every_module_of_stacks_pieces_is_a_piece_listed_here():
+    """A piece added to stacks/pieces/ is held to the shape below (rules.py holds shared checks; the environment
+    piece builds nothing: its profile goes into the other pieces' plans)."""
+    modules = {p.stem for p in (ROOT / "stacks" / "pieces").glob("*.py")} - {"__init__", "rules", "environment"}
+    assert modules == set(PIECES)
+
+
 @pytest.mark.parametrize("piece", list(PIECES))
 def test_every_piece_has_a_frozen_plan_and_a_component_that_takes_name_plan_and_deps(piece):
     module, plan_type, component, deps_type = PIECES[piece]
