@@ -389,6 +389,12 @@ class WorkloadConfig(CamelModel):
         None, description="Kubernetes namespace, created by the stack (unless default); default: the workload name."
     )
 
+    def overrides_images(self) -> bool:
+        """It runs images of its own instead of its type's pinned ones (any key of its `images` set): the TPU
+        generations it serves are then its own check's (versions.image_gaps), not its type's defaults'."""
+        images = getattr(self, "images", None)
+        return images is not None and any(v is not None for v in images.model_dump().values())
+
 
 # The metric names a JetStream HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.
 if TYPE_CHECKING:
