@@ -115,7 +115,7 @@ def _check_pieces(
             cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
         if gateway is not None:
-            problems.extend(gateway_piece.problems(gateway, cluster.network))
+            problems.extend(gateway_piece.problems(gateway, cluster.network, sections.environment))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     pools, pool_problems = tpu_pools.plans(sections.pools, region)

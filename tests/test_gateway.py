@@ -113,6 +113,22 @@ def test_every_gateway_problem_at_once():
     assert "gateway.proxySubnetCidr: 10.0.8.0/27 overlaps cluster.network.nodesCidr 10.0.0.0/20" in joined
 
 
+@pytest.mark.parametrize("environment", ["staging", "prod"])
+def test_an_external_gateway_open_to_the_internet_is_dev_only(environment):
+    """The model endpoint behind the gateway has no authentication (as Saxml's HTTP API, which refuses /0 outside
+    dev): 0.0.0.0/0 on an external gateway is refused in staging and prod, accepted in dev."""
+    gw = {"enabled": True, "exposure": "external", "sourceRanges": ["203.0.113.0/24", "0.0.0.0/0"]}
+    cfg = make_config(tpu_serving__gateway=gw, tpu_serving__environment=environment)
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg)
+    assert [str(p) for p in err.value.problems] == [
+        "tpu-serving:gateway.sourceRanges[1]: '0.0.0.0/0' opens the external gateway's model endpoint (no "
+        "authentication) to the whole internet; allowed only in dev (environment is "
+        f"'{environment}'): list the CIDRs of its clients"
+    ]
+    assert parse(gw).gateway.source_ranges == ["203.0.113.0/24", "0.0.0.0/0"]  # dev
+
+
 def test_both_source_ranges_and_policy_refused():
     assert problems(
         {"enabled": True, "exposure": "external", "sourceRanges": ["203.0.113.0/24"], "cloudArmorPolicy": "p"}

@@ -33,11 +33,20 @@ def proxy_subnet_created(gateway: GatewayConfig) -> bool:
     return gateway.enabled and (gateway.proxy_subnet or "create") == "create"
 
 
-def problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
+def problems(gateway: GatewayConfig, network: NetworkConfig, environment: str | None = None) -> list[Problem]:
     """Who may reach the gateway, and (enabled) its proxy-only subnet in `network`."""
     found: list[Problem] = []
     for i, cidr in enumerate(gateway.source_ranges):
-        check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
+        parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
+        # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only in dev
+        if parsed is not None and parsed.prefixlen == 0 and gateway.exposure == "external" and environment != "dev":
+            found.append(
+                Problem(
+                    f"{PATH}.sourceRanges[{i}]",
+                    f"{cidr!r} opens the external gateway's model endpoint (no authentication) to the whole "
+                    f"internet; allowed only in dev (environment is {environment!r}): list the CIDRs of its clients",
+                )
+            )
     if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
         found.append(
             Problem(
