@@ -73,3 +73,11 @@ def skip_annotations(skips: Iterable[Skip]) -> dict[str, str]:
             raise ValueError(f"checkov splits a skip on '=': the reason for {check} must not contain one")
         seen.setdefault(check, reason)
     return {f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason) in enumerate(seen.items(), 1)}
+
+
+def template_skip_annotations(shared: Iterable[Skip], own: Iterable[Skip]) -> dict[str, str]:
+    """A pod template's own skip annotations: those of `own` whose check the object's `shared` skips (which every
+    template of the object inherits) do not already accept. The scan (tooling/scan.py expanded_pods) applies the
+    object's skips, then the template's, to the pods of that template only."""
+    accepted = {check for check, _ in shared}
+    return skip_annotations(s for s in own if s[0] not in accepted)
