@@ -241,7 +241,7 @@ def _table_rows(section: str) -> list[list[str]]:
     return [
         [cell.strip() for cell in row.split("|")[1:-1]]
         for row in text.splitlines()
-        if row.startswith("| CKV") or row.startswith("| ") and "CKV_" in row
+        if row.startswith("| ") and re.search(r"CKV2?_", row)
     ]
 
 
@@ -287,3 +287,41 @@ def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it
     assert JETSTREAM_HTTP_ROOT in (JETSTREAM_HTTP_SERVES.endpoints or ())
     for key in ("jetstreamHttp", "jetstreamHttpPathways"):
         assert JETSTREAM_HTTP_ROOT in (IMAGE_RECORDS[key].serves.endpoints or ()), key
+
+
+# ---- Helm charts ----------------------------------------------------------------------------------------------------
+
+
+def test_without_helm_or_chart_sources_the_scan_says_it_skipped_the_charts_and_why(monkeypatch, tmp_path):
+    from tooling import chart_objects
+    from tooling.scan import chart_renderer
+
+    monkeypatch.setattr(chart_objects, "find_helm", lambda: None)
+    render, note = chart_renderer()
+    assert render is None and note.startswith("Helm charts NOT scanned: no helm") and "make helm" in note
+    monkeypatch.setattr(chart_objects, "find_helm", lambda: "/usr/bin/true")
+    monkeypatch.setattr(chart_objects, "charts_root", lambda: tmp_path / "absent")
+    render, note = chart_renderer()
+    assert render is None and str(tmp_path / "absent") in note
+
+
+def test_every_chart_release_of_an_example_is_rendered_with_its_values_and_scanned():
+    """The chart Deployments (here vllm-multi-host's: the llm-d router's endpoint picker, the LWS and JobSet
+    controllers) are scan targets, in the release's namespace as Helm installs them, accepting CHART_ACCEPTED."""
+    from tooling.chart_objects import chart_name, releases_of
+    from tooling.scan import chart_files, chart_renderer
+
+    render, note = chart_renderer()
+    if render is None:
+        pytest.skip(note)
+    path = next(p for p in EXAMPLES if p.name == "Pulumi.vllm-multi-host.yaml")
+    _, recording, _ = render_stack(path)
+    releases = releases_of(recording)
+    charts = chart_files(recording, render)
+    assert set(charts) == {chart_name(r.chart) for r in releases} >= {"llm-d-router-gateway", "lws", "jobset"}
+    for release in releases:
+        chart = chart_name(release.chart)
+        deployments = [yaml.safe_load(t.text) for rel, t in charts[chart].items() if "/Deployment-" in rel]
+        assert deployments, chart
+        assert all(d["metadata"]["namespace"] == release.namespace for d in deployments), chart
+        assert all(t.skips == CHART_ACCEPTED.get(chart, {}) and not t.stale_checked for t in charts[chart].values())

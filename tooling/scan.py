@@ -1,17 +1,29 @@
-"""Scan the rendered Kubernetes objects of every example with checkov; fail on any finding without a reason.
+"""Scan every example with checkov: its Kubernetes objects, what its chart releases render, and its Google Cloud
+resources; fail on any finding without a reason and on any accepted finding that no longer fails.
 
-    python -m tooling.scan                 # render every example to build/scan/<stack>/ and scan them
+    python -m tooling.scan                 # render every example to build/scan/ and scan it
     CHECKOV=/path/to/checkov python -m tooling.scan
 
 checkov runs from its own virtualenv (`make scan` creates .venv-scan from requirements-scan.txt): every checkov
 release pins `packaging<24`, which pulumi (`packaging>=26`) refuses, so the two cannot share one environment.
-An accepted finding carries a `checkov.io/skip<N>: <id>=<reason>` annotation on its object
-(stacks/scan_exceptions.py); the scan fails on a failed check, a parsing error, or a skip without a reason.
 
-Checkov's Kubernetes checks read the pods of built-in kinds only (POD_KINDS); they never look inside a custom
-resource. So every pod template of every other object (LeaderWorkerSet leader and worker templates, JobSet
-replicated jobs, a PathwaysJob's user template) is written out as the Pod its controller creates from it
-(`expanded_pods`), carrying the custom resource's skip annotations, and checkov scans those Pods too.
+Kubernetes (build/scan/k8s/<stack>/): checkov's Kubernetes checks read the pods of built-in kinds only
+(POD_KINDS); they never look inside a custom resource. So every pod template of every other object (LeaderWorkerSet
+leader and worker templates, JobSet replicated jobs, a PathwaysJob's user template) is written out as the Pod its
+controller creates from it (`expanded_pods`). Each chart release an example registers is rendered by the pinned
+Helm from the chart's source with the example's values (tooling/chart_objects.py), and so is each release only
+another add-on version would register (`variant_chart_targets`); without Helm or the chart sources the scan says so
+and goes on without them. An accepted finding of the stack's own objects is a `checkov.io/skip<N>: <id>=<reason>`
+annotation (stacks/scan_exceptions.py) on the object, or on the pod template it concerns (a Pod inherits its
+object's and its template's); of a chart's objects, an entry of tooling/scan_accepted.py CHART_ACCEPTED.
+
+checkov runs over the files with every skip annotation removed (`strip_skips`), and `evaluate` compares: each failure
+must be accepted in that file, and each skip must match a failure of that check in that file (else it is stale: a
+skip a Pod inherits but does not need is one). A custom resource's own skips are checked through its Pods.
+
+Google Cloud (build/scan/gcp/<stack>/): the rendered gcp/*.yaml resources as Terraform JSON (`terraform_json`),
+which checkov 3.3.30 reads only with `--framework terraform_json` (the `terraform` framework's directory walk skips
+`.tf.json`: checkov/terraform/tf_parser.py); accepted findings are tooling/scan_accepted.py GCP_ACCEPTED.
 """
 
 from __future__ import annotations
@@ -170,7 +182,7 @@ def targets_of(
         has_pods = bool(pod_templates(obj.get("spec") or {}, "spec"))
         own = parse_skips(_skips(meta.get("annotations")))
         custom = obj.get("kind") not in POD_KINDS and has_pods
-        skips = dict(accepted) if chart else own
+        skips = dict(accepted or {}) if chart else own
         out[rel] = Target(_dump(strip_skips(obj)), skips, stale_checked=not custom and not chart, chart=chart)
     return out
 
@@ -230,19 +242,24 @@ def chart_renderer() -> tuple[Any, str]:
     return render, f"Helm charts rendered with {helm} from {charts}"
 
 
-def chart_files(recording: Any, render: Any) -> dict[str, dict[str, Target]]:
-    """chart name -> the targets of every chart release the stack registers, rendered with the stack's values."""
+def chart_files(recording: Any, render: Any, scanned: set[str] | None = None) -> dict[str, dict[str, Target]]:
+    """chart name -> the targets of every chart release the stack registers, rendered with the stack's values; a
+    release whose chart and version is in `scanned` is left out (then added to it)."""
     from tooling.chart_objects import CLUSTER_SCOPED_KINDS, chart_name, releases_of
 
     out: dict[str, dict[str, Target]] = {}
     for release in releases_of(recording):
+        if scanned is not None and release.key in scanned:
+            continue
+        if scanned is not None:
+            scanned.add(release.key)
         chart = chart_name(release.chart)
         files: dict[str, str] = {}
         for obj in render(release):
             meta = obj.setdefault("metadata", {})
             if obj["kind"] not in CLUSTER_SCOPED_KINDS:
                 meta.setdefault("namespace", release.namespace)  # Helm installs it into the release's namespace
-            base = f"charts/{chart}/{release.name}/{obj['kind']}-{meta.get('name')}"
+            base = f"charts/{chart}-{release.version}/{release.name}/{obj['kind']}-{meta.get('name')}"
             files[f"{base}.yaml"] = _dump(obj)
             for pod in expanded_pods(obj):
                 files[f"{base}-{pod['metadata']['name']}.yaml"] = _dump(pod)
@@ -345,10 +362,14 @@ def run_checkov(procs: dict[str, subprocess.Popen[str]]) -> dict[str, Any]:
 
 def render_examples(render_chart: Any) -> tuple[dict[str, Target], int]:
     """Every example's targets under <stack>/ (written to SCAN_DIR/k8s), and its Terraform JSON to SCAN_DIR/gcp."""
+    from tooling.chart_objects import releases_of
+
     targets: dict[str, Target] = {}
     expanded = 0
+    scanned: set[str] = set()  # the chart releases (chart@version) some example registers
     for path in example_files():
         _, recording, rendered = render_stack(path)
+        scanned.update(release.key for release in releases_of(recording))
         stack = stack_name(path)
         files = scan_files(rendered)
         expanded += sum(rel.startswith(f"{PODS_DIR}/") for rel in files)
@@ -361,8 +382,24 @@ def render_examples(render_chart: Any) -> tuple[dict[str, Target], int]:
         for line in unknown:
             print(f"  not scanned: {line}", file=sys.stderr)
         write({f"{stack}.tf.json": json.dumps(document, indent=1, sort_keys=True)}, SCAN_DIR / "gcp" / stack)
+    if render_chart is not None:
+        targets.update(variant_chart_targets(render_chart, scanned))
     write({rel: t.text for rel, t in targets.items()}, SCAN_DIR / "k8s")
     return targets, expanded
+
+
+def variant_chart_targets(render_chart: Any, scanned: set[str]) -> dict[str, Target]:
+    """The chart releases no example registers (another supported add-on version, an add-on no example enables, such
+    as Kueue): all-in-one with each (tooling/chart_objects.py variant_configs, as the chart-objects record)."""
+    from tooling.chart_objects import variant_configs
+    from tooling.offline import run_program
+
+    out: dict[str, Target] = {}
+    for stack, cfg in variant_configs():
+        recording = run_program(cfg, preview=True, stack=stack)
+        for chart_targets in chart_files(recording, render_chart, scanned).values():
+            out.update({f"variants/{rel}": t for rel, t in chart_targets.items()})
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

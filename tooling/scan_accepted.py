@@ -21,28 +21,31 @@ _WEBHOOKS = (
     "the controller keeps its own webhook configurations' caBundle current (its built-in certificate rotation), so "
     "the chart's ClusterRole may patch them"
 )
+_SECRETS = (
+    "a Role in the controller's own namespace lets it read and update the Secret holding its webhook serving "
+    "certificate (its built-in certificate rotation); no other namespace's Secrets"
+)
 _UID = "the chart sets runAsNonRoot without runAsUser: the image's non-root user, whose UID may be below 10000"
 _EPP_NO_SC = (
     "llm-d-router@v0.10.0 config/charts/routerlib/templates/_deployment.yaml renders the epp container without a "
     "securityContext and offers no value for one (only the optional proxy sidecar has one)"
 )
+# What the three sigs.k8s.io controller charts (jobset, kueue, lws) have in common.
+_CONTROLLER = {
+    "CKV_K8S_15": _PULL,
+    "CKV_K8S_38": _TOKEN,
+    "CKV_K8S_40": _UID,
+    "CKV_K8S_43": _TAG,
+    "CKV_K8S_155": _WEBHOOKS,
+}
 CHART_ACCEPTED: dict[str, dict[str, str]] = {
-    "jobset": {
-        "CKV_K8S_15": _PULL,
-        "CKV_K8S_38": _TOKEN,
-        "CKV_K8S_40": _UID,
-        "CKV_K8S_43": _TAG,
-        "CKV_K8S_155": _WEBHOOKS,
-    },
+    "jobset": {**_CONTROLLER, "CKV2_K8S_5": _SECRETS},
+    "kueue": {**_CONTROLLER, "CKV2_K8S_5": _SECRETS},
     "lws": {
+        **_CONTROLLER,
         "CKV_K8S_11": _NO_CPU_LIMIT,
         "CKV_K8S_13": "the chart requests 1Gi and sets no memory limit by default; an OOM kill of the controller stops "
         "every LeaderWorkerSet's reconciliation",
-        "CKV_K8S_15": _PULL,
-        "CKV_K8S_38": _TOKEN,
-        "CKV_K8S_40": _UID,
-        "CKV_K8S_43": _TAG,
-        "CKV_K8S_155": _WEBHOOKS,
     },
     "prometheus-adapter": {
         "CKV_K8S_11": _NO_CPU_LIMIT,
