@@ -17,13 +17,16 @@ _TAG = "the chart names its image by tag; no upstream source states a digest (as
 _PULL = "the chart's IfNotPresent with a tag-pinned image, as the stack's own pods"
 _TOKEN = "a controller: it watches and writes its resources through the API server with its service account's token"
 _NO_CPU_LIMIT = "no CPU limit, as the stack's own servers: CFS throttling stalls a controller; the request reserves CPU"
+# The charts' default is no cert-manager (jobset values.yaml `certManager.enable: false`, kueue and lws
+# `enableCertManager: false`, at the tags of tooling/chart_objects.py SOURCES): the controller manages its webhook
+# certificate itself, keeping it in a Secret of its namespace and its webhook configurations' caBundle current.
 _WEBHOOKS = (
-    "the controller keeps its own webhook configurations' caBundle current (its built-in certificate rotation), so "
-    "the chart's ClusterRole may patch them"
+    "the controller keeps its own webhook configurations' caBundle current (its internal certificate management, the "
+    "chart's default without cert-manager), so the chart's ClusterRole may patch them"
 )
 _SECRETS = (
     "a Role in the controller's own namespace lets it read and update the Secret holding its webhook serving "
-    "certificate (its built-in certificate rotation); no other namespace's Secrets"
+    "certificate (its internal certificate management); no other namespace's Secrets"
 )
 _UID = "the chart sets runAsNonRoot without runAsUser: the image's non-root user, whose UID may be below 10000"
 _EPP_NO_SC = (
