@@ -1,6 +1,7 @@
 """The checkov findings the stack accepts, each as a `checkov.io/skip<N>: <check id>=<reason>` annotation on the
-object it concerns, so that the scan of every example (`make scan`, tooling/scan.py) ends with zero unexplained
-failures and a reviewer sees the reason next to the object.
+object it concerns (or on the one pod template of a custom resource it concerns: template_skip_annotations), so that
+the scan of every example (`make scan`, tooling/scan.py) ends with zero unexplained failures and a reviewer sees the
+reason next to the object. The scan also fails on a skip the object's pods do not need (checkov without the skips).
 
 Annotation format: checkov kubernetes/kubernetes_utils.py get_skipped_checks (prefix `checkov.io/skip`, value
 `<id>=<comment>`, split on "=" so a reason must not contain one). Check ids: https://www.checkov.io/5.Policy%20Index/kubernetes.html

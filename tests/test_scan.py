@@ -265,7 +265,7 @@ def test_the_security_page_lists_exactly_the_accepted_chart_findings():
 
 def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it():
     """A hung jetstream-http restarts itself, not the TPU engine: its own liveness and readiness probes call `/`, which
-    its server answers itself (ai-on-gke tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py
+    its server answers itself (GoogleCloudPlatform/ai-on-gke@707c3e38:tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py
     `@app.get("/") def root()`, a static JSON; /healthcheck instead asks the engine over gRPC), and every
     jetstream-http image the matrix pins records that it serves `/`."""
     from stacks.versions import IMAGE_RECORDS
