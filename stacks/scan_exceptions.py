@@ -1,6 +1,7 @@
 """The checkov findings the stack accepts, each as a `checkov.io/skip<N>: <check id>=<reason>` annotation on the
-object it concerns, so that the scan of every example (`make scan`, tooling/scan.py) ends with zero unexplained
-failures and a reviewer sees the reason next to the object.
+object it concerns (or on the one pod template of a custom resource it concerns: template_skip_annotations), so that
+the scan of every example (`make scan`, tooling/scan.py) ends with zero unexplained failures and a reviewer sees the
+reason next to the object. The scan also fails on a skip the object's pods do not need (checkov without the skips).
 
 Annotation format: checkov kubernetes/kubernetes_utils.py get_skipped_checks (prefix `checkov.io/skip`, value
 `<id>=<comment>`, split on "=" so a reason must not contain one). Check ids: https://www.checkov.io/5.Policy%20Index/kubernetes.html
@@ -73,3 +74,11 @@ def skip_annotations(skips: Iterable[Skip]) -> dict[str, str]:
             raise ValueError(f"checkov splits a skip on '=': the reason for {check} must not contain one")
         seen.setdefault(check, reason)
     return {f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason) in enumerate(seen.items(), 1)}
+
+
+def template_skip_annotations(shared: Iterable[Skip], own: Iterable[Skip]) -> dict[str, str]:
+    """A pod template's own skip annotations: those of `own` whose check the object's `shared` skips (which every
+    template of the object inherits) do not already accept. The scan (tooling/scan.py expanded_pods) applies the
+    object's skips, then the template's, to the pods of that template only."""
+    accepted = {check for check, _ in shared}
+    return skip_annotations(s for s in own if s[0] not in accepted)

@@ -353,8 +353,27 @@ def generate_load(port: int, requests: int = 200, concurrency: int = 16) -> str:
 JETSTREAM_HTTP_PORT = 8000  # jetstream-http's server
 JETSTREAM_GRPC_PORT = 9000  # the JetStream engine's gRPC server (MaxEngine, and jax-tpu under Pathways)
 JETSTREAM_HEALTH_PATH = "/healthcheck"  # jetstream-http's health endpoint, which the probes call
+# jetstream-http's own root: a static JSON reply from the HTTP server itself, without calling the engine, in every
+# revision of the server (GoogleCloudPlatform/ai-on-gke@707c3e38, the /healthcheck revision the v0.2.3 probes rely on:
+# tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py `@app.get("/") def root()`; likewise
+# at 4660bd06 through f73039dc), while its `/healthcheck` asks the engine over gRPC (Orchestrator.HealthCheck on
+# 127.0.0.1:9000). Hence jetstream-http's own liveness and readiness probe `/`.
+JETSTREAM_HTTP_ROOT = "/"
 # What both JetStream types ask of their jetstream-http image (stacks/versions.py records which tags serve it).
-JETSTREAM_HTTP_SERVES = Serves(endpoints=frozenset({JETSTREAM_HEALTH_PATH, "/generate"}))
+JETSTREAM_HTTP_SERVES = Serves(endpoints=frozenset({JETSTREAM_HEALTH_PATH, "/generate", JETSTREAM_HTTP_ROOT}))
+
+
+def jetstream_http_probes() -> dict[str, Any]:
+    """jetstream-http's own liveness and readiness: its root path on its port, so a hung HTTP server restarts
+    jetstream-http, not the TPU engine (whose probes call /healthcheck, which asks the engine)."""
+    probe = {
+        "httpGet": {"path": JETSTREAM_HTTP_ROOT, "port": JETSTREAM_HTTP_PORT, "scheme": "HTTP"},
+        "timeoutSeconds": 5,
+    }
+    return {
+        "livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3},
+        "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+    }
 
 
 def jetstream_service(

@@ -14,7 +14,7 @@ import pytest
 from stacks import scan_exceptions
 from tests.conftest import EXAMPLES, ROOT, recorded
 from tooling.k8s_objects import kubernetes_objects
-from tooling.scan import NO_REASON, summarize
+from tooling.scan import Target, evaluate, parse_skips, report_failures
 
 
 def _objects(example: str, stack: str | None = None) -> list[dict]:
@@ -145,17 +145,21 @@ def test_annotations_refuse_a_reason_checkov_would_split():
 
 
 def test_scan_fails_on_failures_and_on_skips_without_reason():
+    """The scan reads checkov's report of the files without their skips (tooling/scan.py report_failures) and
+    compares it with the skips: a value without "=<reason>" is a skip without a reason."""
     report = {
-        "summary": {"passed": 3, "failed": 1, "skipped": 2, "parsing_errors": 0},
+        "summary": {"passed": 3, "failed": 2, "skipped": 0, "parsing_errors": 0},
         "results": {
-            "failed_checks": [{"check_id": "CKV_K8S_8", "resource": "Deployment.a.b", "check_name": "probe"}],
-            "skipped_checks": [
-                {"check_id": "CKV_K8S_43", "resource": "x", "check_result": {"suppress_comment": "tag pinned"}},
-                {"check_id": "CKV_K8S_15", "resource": "y", "check_result": {"suppress_comment": NO_REASON}},
+            "failed_checks": [
+                {"check_id": "CKV_K8S_8", "resource": "Deployment.a.b", "file_path": "/s/k8s/a/Deployment-b.yaml"},
+                {"check_id": "CKV_K8S_15", "resource": "Deployment.a.b", "file_path": "/s/k8s/a/Deployment-b.yaml"},
             ],
         },
     }
-    counts, problems = summarize(report)
-    assert counts == {"passed": 3, "failed": 1, "skipped": 2, "parsing_errors": 0}
-    assert [p.split()[0] for p in problems] == ["FAILED", "SKIPPED"]
-    assert summarize({"summary": {"passed": 1}, "results": {}})[1] == []
+    counts, failures, problems = report_failures(report)
+    assert counts == {"passed": 3, "failed": 2, "parsing_errors": 0} and problems == []
+    skips = parse_skips(["CKV_K8S_15"])
+    assert skips == {"CKV_K8S_15": ""}
+    found = evaluate({"s/k8s/a/Deployment-b.yaml": Target("", skips)}, failures, "build")
+    assert [p.split()[0] for p in found] == ["FAILED", "SKIPPED"]
+    assert report_failures({"summary": {"passed": 1, "parsing_errors": 1}, "results": {}})[2] != []

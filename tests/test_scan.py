@@ -14,7 +14,19 @@ import yaml
 from stacks.pod_security import pod_templates
 from tests.conftest import EXAMPLES
 from tooling.render import render_stack
-from tooling.scan import POD_KINDS, PODS_DIR, SKIP_PREFIX, expanded_pods, scan_files
+from tooling.scan import (
+    POD_KINDS,
+    PODS_DIR,
+    SKIP_PREFIX,
+    Target,
+    evaluate,
+    expanded_pods,
+    scan_files,
+    targets_of,
+    terraform_inputs,
+    terraform_json,
+)
+from tooling.scan_accepted import CHART_ACCEPTED, GCP_ACCEPTED
 
 # checkov 3.3.30 checks/resource/k8s: CPURequests.py CKV_K8S_10, MemoryRequests.py CKV_K8S_12
 CPU_REQUEST, MEMORY_REQUEST = "CKV_K8S_10", "CKV_K8S_12"
@@ -42,8 +54,12 @@ def test_every_pod_template_of_a_custom_resource_is_scanned_as_a_pod(path: Path)
         if obj["kind"] in POD_KINDS:
             continue
         skips = _skipped(obj["metadata"].get("annotations"))
-        for _, _, spec in pod_templates(obj.get("spec") or {}):
-            expected.append((obj["metadata"].get("namespace"), spec["containers"], skips))
+        for _, template, spec in pod_templates(obj.get("spec") or {}):
+            # the object's skips, then the template's own (a skip one template needs sits on that template)
+            own = _skipped(template.get("annotations"))
+            expected.append(
+                (obj["metadata"].get("namespace"), spec["containers"], dict(sorted({**own, **skips}.items())))
+            )
     scanned = [
         (p["metadata"].get("namespace"), p["spec"]["containers"], _skipped(p["metadata"]["annotations"]))
         for p in pods.values()
@@ -114,3 +130,198 @@ def test_the_security_page_lists_every_accepted_finding_and_nothing_else():
         for obj in _rendered_objects(path)[1]:
             skipped |= set(_skipped(obj["metadata"].get("annotations")))
     assert listed == skipped
+
+
+# ---- skips are checked, not only read (tooling/scan.py evaluate; `make scan` runs checkov without them) -----------
+
+
+def test_the_scan_fails_on_an_unaccepted_failure_a_stale_skip_and_a_skip_without_reason():
+    targets = {
+        "a.yaml": Target("", {"CKV_K8S_8": "why", "CKV_K8S_9": "why"}),
+        "b.yaml": Target("", {"CKV_K8S_8": ""}),
+        # a custom resource's skips are checked through its expanded pods, not on the resource itself
+        "lws.yaml": Target("", {"CKV_K8S_25": "why"}, stale_checked=False),
+    }
+    failures = {"a.yaml": {"CKV_K8S_8", "CKV_K8S_43"}, "b.yaml": {"CKV_K8S_8"}}
+    assert evaluate(targets, failures, "k8s") == [
+        "FAILED CKV_K8S_43 in k8s/a.yaml",
+        "STALE SKIP CKV_K8S_9 in k8s/a.yaml: the file passes it without the skip",
+        "SKIPPED WITHOUT REASON CKV_K8S_8 in k8s/b.yaml",
+    ]
+
+
+def test_targets_carry_no_skip_annotation_and_a_pod_inherits_only_its_templates_skips():
+    obj = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "w", "namespace": "n", "annotations": {"checkov.io/skip1": "CKV_K8S_43=tag"}},
+        "spec": {
+            "leaderWorkerTemplate": {
+                "leaderTemplate": {"metadata": {}, "spec": {"containers": [{"name": "l", "image": "i:1"}]}},
+                "workerTemplate": {
+                    "metadata": {"annotations": {"checkov.io/skip1": "CKV_K8S_8=no http"}},
+                    "spec": {"containers": [{"name": "w", "image": "i:1"}]},
+                },
+            }
+        },
+    }
+    files = scan_files({"k8s/n/LeaderWorkerSet-w.yaml": yaml.safe_dump(obj)})
+    targets = targets_of(files)
+    assert all(SKIP_PREFIX not in t.text for t in targets.values())
+    skips = {rel.rsplit("-", 2)[-2]: t.skips for rel, t in targets.items() if rel.startswith(PODS_DIR)}
+    assert skips == {
+        "leadertemplate": {"CKV_K8S_43": "tag"},
+        "workertemplate": {"CKV_K8S_43": "tag", "CKV_K8S_8": "no http"},
+    }
+    assert not targets["k8s/n/LeaderWorkerSet-w.yaml"].stale_checked
+
+
+# Checks whose failure is a plain property of a pod spec (checkov 3.3.30 checks/resource/k8s: LivenessProbe.py
+# CKV_K8S_8, ReadinessProbe.py CKV_K8S_9, CPURequests.py CKV_K8S_10, MemoryRequests.py CKV_K8S_12, a container
+# without `securityContext.capabilities.add` passes CKV_K8S_25): evaluated here without checkov, so a skip a pod does
+# not need fails `make test` as well as `make scan`.
+def _fails(check: str, containers: list[dict[str, Any]]) -> bool:
+    def requests(c: dict[str, Any]) -> dict[str, Any]:
+        return (c.get("resources") or {}).get("requests") or {}
+
+    return {
+        "CKV_K8S_8": lambda: any("livenessProbe" not in c for c in containers),
+        "CKV_K8S_9": lambda: any("readinessProbe" not in c for c in containers),
+        "CKV_K8S_10": lambda: any("cpu" not in requests(c) for c in containers),
+        "CKV_K8S_12": lambda: any("memory" not in requests(c) for c in containers),
+        "CKV_K8S_25": lambda: any(
+            ((c.get("securityContext") or {}).get("capabilities") or {}).get("add") for c in containers
+        ),
+    }[check]()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_no_pod_carries_a_probe_request_or_capability_skip_it_does_not_need(path: Path):
+    """Every expanded pod, and every built-in pod kind, with the skips it carries: each of these skips matches a
+    container that fails the check (vLLM leaders are probed, so their Ray workers' probe skips sit on the worker
+    template; jax-tpu's capabilities concern the disaggregated leader only; a PathwaysJob's program requests CPU and
+    memory; jetstream-http is probed)."""
+    files, objects = _rendered_objects(path)
+    pods = [yaml.safe_load(t) for rel, t in files.items() if rel.startswith(f"{PODS_DIR}/")]
+    pods += [o for o in objects if o["kind"] in POD_KINDS and o["kind"] != "CronJob"]
+    for pod in pods:
+        skipped = _skipped(pod["metadata"].get("annotations"))
+        for _, _, spec in pod_templates(pod.get("spec") or {}, "spec") or [(None, None, pod["spec"])]:
+            for check in set(skipped) & {"CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_25"}:
+                assert _fails(check, spec["containers"]), f"{pod['kind']} {pod['metadata']['name']}: stale {check}"
+
+
+# ---- Google Cloud resources as Terraform JSON ---------------------------------------------------------------------
+
+
+def test_every_google_cloud_resource_is_written_under_its_terraform_type_and_field_names():
+    _, _, rendered = render_stack(EXAMPLES[0].parent.parent / "all-in-one" / "Pulumi.all-in-one.yaml")
+    document, unknown = terraform_json(rendered)
+    assert unknown == []
+    gcp = [yaml.safe_load(t) for rel, t in rendered.items() if rel.startswith("gcp/")]
+    assert sum(len(v) for v in document["resource"].values()) == len(gcp)
+    cluster = document["resource"]["google_container_cluster"]["cluster-gke"]
+    # the fields checkov's cluster checks read, under the provider's names (CKV_GCP_12 GKENetworkPolicyEnabled.py)
+    assert cluster["datapath_provider"] == "ADVANCED_DATAPATH"
+    assert "private_cluster_config" in cluster and "enable_private_nodes" in cluster["private_cluster_config"]
+    bucket = document["resource"]["google_storage_bucket"]["bucket-gcs"]
+    # a list of blocks under its singular Terraform name; a map's keys are data and stay as given
+    assert bucket["lifecycle_rule"][0]["condition"]["age"] == 7 and bucket["logging"]["log_bucket"].endswith("-logs")
+    assert bucket["labels"]["stack"] == "all-in-one"
+    assert terraform_inputs(
+        "gcp:storage/bucket:Bucket", {"lifecycleRules": [{"condition": {"daysSinceNoncurrentTime": 3}}]}
+    ) == {"lifecycle_rule": [{"condition": {"days_since_noncurrent_time": 3}}]}
+
+
+def _table_rows(section: str) -> list[list[str]]:
+    from tooling.offline import ROOT
+
+    page = (ROOT / "docs" / "security.md").read_text()
+    text = page.split(f"\n{section}", 1)[1].split("\n#", 1)[0]
+    return [
+        [cell.strip() for cell in row.split("|")[1:-1]]
+        for row in text.splitlines()
+        if row.startswith("| ") and re.search(r"CKV2?_", row)
+    ]
+
+
+def test_the_security_page_lists_exactly_the_accepted_google_cloud_findings():
+    rows = [r for r in _table_rows("### Google Cloud checks") if r[0].startswith("CKV")]
+    assert sorted(re.match(r"CKV2?_GCP_\d+", r[0]).group(0) for r in rows) == sorted(a.check for a in GCP_ACCEPTED)
+    assert all(a.reason and "=" not in a.reason for a in GCP_ACCEPTED)
+
+
+def test_the_security_page_lists_exactly_the_accepted_chart_findings():
+    listed = {
+        (chart.strip(), check)
+        for row in _table_rows("### Chart exceptions")
+        for chart in row[0].split(",")
+        for check in re.findall(r"CKV2?_K8S_\d+", row[1])
+    }
+    accepted = {(chart, check) for chart, checks in CHART_ACCEPTED.items() for check in checks}
+    assert listed == accepted
+    assert all(reason for checks in CHART_ACCEPTED.values() for reason in checks.values())
+
+
+def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it():
+    """A hung jetstream-http restarts itself, not the TPU engine: its own liveness and readiness probes call `/`, which
+    its server answers itself (GoogleCloudPlatform/ai-on-gke@707c3e38:tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py
+    `@app.get("/") def root()`, a static JSON; /healthcheck instead asks the engine over gRPC), and every
+    jetstream-http image the matrix pins records that it serves `/`."""
+    from stacks.versions import IMAGE_RECORDS
+    from stacks.workload_plan import JETSTREAM_HTTP_PORT, JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_SERVES
+
+    seen = set()
+    for path in EXAMPLES:
+        for obj in _rendered_objects(path)[1]:
+            for _, _, spec in pod_templates(obj.get("spec") or {}):
+                for c in spec["containers"]:
+                    if c["name"] != "jetstream-http":
+                        continue
+                    seen.add(obj["kind"])
+                    for probe in ("livenessProbe", "readinessProbe"):
+                        get = c[probe]["httpGet"]
+                        assert (get["path"], get["port"]) == (JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_PORT), (obj, probe)
+    # JetStream (Deployment) and JetStream-Pathways (LeaderWorkerSet)
+    assert seen == {"Deployment", "LeaderWorkerSet"}
+    assert JETSTREAM_HTTP_ROOT in (JETSTREAM_HTTP_SERVES.endpoints or ())
+    for key in ("jetstreamHttp", "jetstreamHttpPathways"):
+        assert JETSTREAM_HTTP_ROOT in (IMAGE_RECORDS[key].serves.endpoints or ()), key
+
+
+# ---- Helm charts ----------------------------------------------------------------------------------------------------
+
+
+def test_without_helm_or_chart_sources_the_scan_says_it_skipped_the_charts_and_why(monkeypatch, tmp_path):
+    from tooling import chart_objects
+    from tooling.scan import chart_renderer
+
+    monkeypatch.setattr(chart_objects, "find_helm", lambda: None)
+    render, note = chart_renderer()
+    assert render is None and note.startswith("Helm charts NOT scanned: no helm") and "make helm" in note
+    monkeypatch.setattr(chart_objects, "find_helm", lambda: "/usr/bin/true")
+    monkeypatch.setattr(chart_objects, "charts_root", lambda: tmp_path / "absent")
+    render, note = chart_renderer()
+    assert render is None and str(tmp_path / "absent") in note
+
+
+def test_every_chart_release_of_an_example_is_rendered_with_its_values_and_scanned():
+    """The chart Deployments (here vllm-multi-host's: the llm-d router's endpoint picker, the LWS and JobSet
+    controllers) are scan targets, in the release's namespace as Helm installs them, accepting CHART_ACCEPTED."""
+    from tooling.chart_objects import chart_name, releases_of
+    from tooling.scan import chart_files, chart_renderer
+
+    render, note = chart_renderer()
+    if render is None:
+        pytest.skip(note)
+    path = next(p for p in EXAMPLES if p.name == "Pulumi.vllm-multi-host.yaml")
+    _, recording, _ = render_stack(path)
+    releases = releases_of(recording)
+    charts = chart_files(recording, render)
+    assert set(charts) == {chart_name(r.chart) for r in releases} >= {"llm-d-router-gateway", "lws", "jobset"}
+    for release in releases:
+        chart = chart_name(release.chart)
+        deployments = [yaml.safe_load(t.text) for rel, t in charts[chart].items() if "/Deployment-" in rel]
+        assert deployments, chart
+        assert all(d["metadata"]["namespace"] == release.namespace for d in deployments), chart
+        assert all(t.skips == CHART_ACCEPTED.get(chart, {}) and not t.stale_checked for t in charts[chart].values())

@@ -35,6 +35,7 @@ from stacks.workload_plan import (
     generate_curl,
     generate_load,
     hpa_manifest,
+    jetstream_http_probes,
     jetstream_pod_monitoring,
     jetstream_service,
     tpu_resources,
@@ -281,6 +282,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": HTTP_PORT}],
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+        **jetstream_http_probes(),
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
@@ -301,14 +303,12 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
-    no_probe = "jetstream-http is probed through the engine's probes, which call its /healthcheck"
     skips = [
         *scan_exceptions.TAG_PINNED,
         scan_exceptions.CPU_LIMIT,
         scan_exceptions.HOST_MEMORY_LIMIT,
         *scan_exceptions.security(engine_security),
         *scan_exceptions.security(HTTP_SECURITY),
-        *scan_exceptions.probes(no_probe),
     ]
     return {
         "apiVersion": "apps/v1",

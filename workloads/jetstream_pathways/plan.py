@@ -34,6 +34,7 @@ from stacks.workload_plan import (
     cpu_quantity,
     generate_curl,
     host_requests,
+    jetstream_http_probes,
     jetstream_pod_monitoring,
     jetstream_service,
 )
@@ -319,6 +320,7 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "image": plan.image("http"),
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": HTTP_PORT}],
+        **jetstream_http_probes(),
     }
     containers = [proxy, resource_manager, jax, http]
     for container in containers:
@@ -347,22 +349,27 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
 
 # The Pathways proxy, resource manager and workers serve gRPC only and no source documents a health endpoint of
 # theirs (the images are not open source; the GKE reference manifests probe only jax-tpu, kubernetes-engine-samples
-# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http is probed through jax-tpu's probes, which call
-# its /healthcheck. The group restarts as one when a pod fails (restartPolicy's default
-# RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
-NO_PROBE = "Pathways proxy, resource manager and workers serve gRPC with no documented health endpoint (upstream probes none); jetstream-http is probed through jax-tpu's /healthcheck probes"
+# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http has probes of its own (its root path). The group
+# restarts as one when a pod fails (restartPolicy's default RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0
+# config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
+NO_PROBE = "Pathways proxy, resource manager and workers serve gRPC with no documented health endpoint (upstream probes none); the group restarts as one"
 
 
 def scan_skips(plan: PathwaysPlan) -> tuple[scan_exceptions.Skip, ...]:
-    """The checkov findings the LeaderWorkerSet accepts (stacks/scan_exceptions.py), with their reasons."""
+    """The checkov findings both pod templates of the LeaderWorkerSet accept (stacks/scan_exceptions.py), with their
+    reasons; the leader's own (jax-tpu's security) are on its template (leader_skips)."""
     return (
         *scan_exceptions.TAG_PINNED,
         scan_exceptions.CPU_LIMIT,
         scan_exceptions.HOST_MEMORY_LIMIT,
-        *scan_exceptions.security(jax_security(plan)),
         *scan_exceptions.security(IMAGE_DEFAULTS),
         *scan_exceptions.probes(NO_PROBE),
     )
+
+
+def leader_skips(plan: PathwaysPlan) -> dict[str, str]:
+    """The leader template's own skip annotations: jax-tpu's security findings the workers do not have."""
+    return scan_exceptions.template_skip_annotations(scan_skips(plan), scan_exceptions.security(jax_security(plan)))
 
 
 def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
@@ -375,7 +382,7 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
         annotations = {LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY}
     template.update(
         leaderTemplate={
-            "metadata": {"labels": plan.labels},
+            "metadata": {"labels": plan.labels, **({"annotations": own} if (own := leader_skips(plan)) else {})},
             "spec": secure_pod(
                 {**_pod_placement(plan), "containers": leader_containers(plan)},
                 {

@@ -286,15 +286,15 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
 
 
 # The checkov findings a PathwaysJob accepts in its user template (stacks/scan_exceptions.py). The `main` container is
-# the user's batch program: the config has no field for its resources (its needs are the program's) and it serves
-# nothing to probe; a failure ends the job (maxRestarts).
-USER_PROGRAM = "the user's batch program (job.image): its CPU and memory are its own, the config sets none"
+# the user's batch program: it requests MAIN_REQUESTS, but its memory peak is the program's own (no limit), and it
+# serves nothing to probe; a failure ends the job (maxRestarts).
+USER_PROGRAM = "the user's batch program (job.image): its memory peak is its own, so it requests but sets no limit"
 SKIPS: tuple[scan_exceptions.Skip, ...] = (
     ("CKV_K8S_43", "job.image is the user's reference, used as given"),
     scan_exceptions.PULL_POLICY,
     scan_exceptions.CPU_LIMIT,
     *scan_exceptions.security(IMAGE_DEFAULTS),
-    *((check, USER_PROGRAM) for check in ("CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13")),
+    ("CKV_K8S_13", USER_PROGRAM),
     *scan_exceptions.probes("a batch job serves nothing to probe; a failure ends the job (maxRestarts)"),
 )
 

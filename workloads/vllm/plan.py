@@ -579,10 +579,11 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
     return secure_pod(spec, VLLM_CONTAINER)
 
 
-def _pod_metadata(plan: VllmPlan, labels: dict[str, str]) -> dict[str, Any]:
+def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": labels}
-    if plan.workload.xla_cache:
-        meta["annotations"] = dict(GCSFUSE_ANNOTATIONS)
+    merged = {**(GCSFUSE_ANNOTATIONS if plan.workload.xla_cache else {}), **(annotations or {})}
+    if merged:
+        meta["annotations"] = merged
     return meta
 
 
@@ -628,12 +629,10 @@ SKIPS: tuple[scan_exceptions.Skip, ...] = (
     *scan_exceptions.security(VLLM_CONTAINER),
 )
 # A multi-host group's Ray workers (multi-node-serving.sh worker) serve no HTTP; the group restarts as one
-# (RecreateGroupOnPodRestart) and its leader's /health probes cover it.
-LWS_SKIPS = (
-    *SKIPS,
-    *scan_exceptions.probes(
-        "the Ray workers serve no HTTP endpoint; the group restarts as one and the leader's /health probes cover it"
-    ),
+# (RecreateGroupOnPodRestart) and its leader's /health probes cover it. On the worker template only: the leader is
+# probed, and a skip there would hide a lost probe.
+WORKER_SKIPS = scan_exceptions.probes(
+    "the Ray workers serve no HTTP endpoint; the group restarts as one and the leader's /health probes cover it"
 )
 
 
@@ -660,7 +659,10 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
             "size": plan.shape.hosts,
             "restartPolicy": "RecreateGroupOnPodRestart",
             "leaderTemplate": {"metadata": _pod_metadata(plan, leader_labels), "spec": _pod_spec(plan, leader)},
-            "workerTemplate": {"metadata": _pod_metadata(plan, worker_labels), "spec": _pod_spec(plan, worker)},
+            "workerTemplate": {
+                "metadata": _pod_metadata(plan, worker_labels, scan_exceptions.skip_annotations(WORKER_SKIPS)),
+                "spec": _pod_spec(plan, worker),
+            },
         },
     }
     if not plan.autoscaled:
@@ -672,7 +674,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
         "metadata": plan.metadata(
             plan.name,
             plan.labels,
-            annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(LWS_SKIPS)},
+            annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(SKIPS)},
         ),
         "spec": spec,
     }
