@@ -1679,10 +1679,17 @@ def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: lis
     planned = {plan.name for plan in pools}
     for i, pool in enumerate(sections.pools):
         if pool is not None and pool.name in planned:
-            why = catalog.zone_warning(pool.tpu, pool.zone)
+            why = _zone_warning(pool)
             if why:
                 out.append(f"{NS}:tpuPools[{i}].zone: {why}")
     return out
+
+
+def _zone_warning(pool: TpuPoolConfig) -> str | None:
+    """The catalog's zone warning for a pool: its capacities (a reservation serves a single-tenant zone) and
+    whether the user confirmed the zone (tpuPools[].zoneConfirmed)."""
+    capacities = tuple(pool.capacity) if isinstance(pool.capacity, list) else (pool.capacity,)
+    return catalog.zone_warning(pool.tpu, pool.zone, capacities, confirmed=pool.zone_confirmed)
 
 
 # ---- Pulumi entry point -------------------------------------------------------------------------------
