@@ -356,7 +356,9 @@ def test_compare_names_fields_that_recreate(tmp_path):
     cfg, rec, files = render.render_stack(new_config)
     render.write(files, tmp_path / "new")
     lines = recreations(tmp_path / "old", tmp_path / "new")
-    assert any("gcp:container/cluster:Cluster cluster-gke: location us-central1 -> us-central1-b" in line for line in lines)
+    assert any(
+        "gcp:container/cluster:Cluster cluster-gke: location us-central1 -> us-central1-b" in line for line in lines
+    )
     assert any("tpu-v6e-4x4-s0: placementPolicy" in line and "4x8" in line for line in lines)
     # an image or chart change recreates nothing
     assert recreations(tmp_path / "old", tmp_path / "old") == []
