@@ -13,6 +13,8 @@ on upgrade and deletes a templated CRD (and every object of its kind) once it le
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -21,7 +23,7 @@ import pulumi_kubernetes as k8s
 from stacks import addons as addon_registry
 from stacks import naming, pod_security
 from stacks.addons import Addon, CrdPolicy
-from stacks.config import StackConfig
+from stacks.pieces.addons import AddonsPlan
 from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
 
 # Helm skips deleting an object whose LIVE annotations carry this when it leaves a release's manifest
@@ -112,6 +114,16 @@ class AddonCrds(pulumi.ComponentResource):
         self.register_outputs({"urls": list(crds.urls), "names": list(crds.names)})
 
 
+@dataclass(frozen=True)
+class AddonsDeps:
+    """The cluster the add-ons go into: its Kubernetes provider, its kubeconfig (for the CRD provider), and what
+    controllers wait for (its system pool, where they run)."""
+
+    provider: k8s.Provider
+    kubeconfig: pulumi.Input[str]
+    after: Sequence[pulumi.Resource] = ()
+
+
 class Addons(pulumi.ComponentResource):
     """Every add-on the config enables, as its registry entry (stacks/addons) describes it; no per-add-on code."""
 
@@ -126,27 +138,26 @@ class Addons(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        config: StackConfig,
-        provider: k8s.Provider,
-        kubeconfig: pulumi.Input[str],
-        depends_on: list[pulumi.Resource] | None = None,
+        plan: AddonsPlan,
+        deps: AddonsDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """The add-ons `plan` enables (stacks/pieces/addons.py), in the cluster of `deps`."""
         super().__init__("tpu-serving:addons:Addons", name, None, opts)
-        self._stem, self._k8s_provider, self._kubeconfig = name, provider, kubeconfig
+        self._stem, self._k8s_provider, self._kubeconfig = name, deps.provider, deps.kubeconfig
         # Controllers need somewhere to run: wait for the system pool, not just the control plane.
-        self._after = list(depends_on or [])
+        self._after = list(deps.after)
         self._crd_provider: k8s.Provider | None = None
         self.releases, self.crds, self.manifests = {}, {}, {}
         self._admitted: dict[str, list[str]] = {}  # namespace -> add-ons whose webhooks admit its objects
-        for entry, settings in addon_registry.enabled(config.addons):
+        for entry, settings in addon_registry.enabled(plan.settings):
             release = entry.release(settings)
             for ns in entry.admits(settings):
                 self._admitted.setdefault(ns, []).append(entry.key)
             needed = [r for key in entry.needs(release) for r in self.dependency(key)]
             if isinstance(release, ChartVersion):
                 values = entry.chart_values(release, settings)
-                self._install_chart(entry, release, values, needed, config.kubernetes_minor)
+                self._install_chart(entry, release, values, needed, plan.kubernetes_minor)
             else:
                 self._apply_manifest(entry, release, needed)
         self.register_outputs(

@@ -9,7 +9,6 @@ protected or torn down by the environment profile. Its usage and storage logs go
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -17,7 +16,7 @@ import pulumi_gcp as gcp
 
 from stacks import kms, naming
 from stacks.config_model import BucketConfig
-from stacks.profiles import Profile
+from stacks.pieces.bucket import BucketPlan
 
 
 def lifecycle_rules(config: BucketConfig) -> list[gcp.storage.BucketLifecycleRuleArgs]:
@@ -65,50 +64,39 @@ def key_access(name: str, key: str, project: str, parent: pulumi.Resource) -> gc
     )
 
 
-@dataclass(frozen=True)
-class _Common:
-    """What the bucket and its log bucket share: place, the profile, the stack's labels and key."""
-
-    location: str
-    project: str
-    profile: Profile
-    force_destroy: bool
-    labels: dict[str, str]
-    key: str | None
-
-
 def _private_bucket(
     resource: str,
     name: str,
-    common: _Common,
+    plan: BucketPlan,
     parent: pulumi.Resource,
     depends_on: Sequence[pulumi.Resource],
     **extra: Any,
 ) -> gcp.storage.Bucket:
-    """A bucket private by construction, with the profile's soft delete, teardown and protection."""
-    profile = common.profile
+    """A bucket private by construction, with the plan's soft delete, teardown and protection (the environment
+    profile's, resolved in stacks/pieces/bucket.py); the log bucket shares them with the bucket."""
+    key = plan.config.kms_key_name
     return gcp.storage.Bucket(
         resource,
         gcp.storage.BucketArgs(
             name=name,
-            location=common.location.upper(),
-            project=common.project,
+            location=plan.location.upper(),
+            project=plan.project,
             storage_class="STANDARD",
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
             soft_delete_policy=gcp.storage.BucketSoftDeletePolicyArgs(
-                retention_duration_seconds=profile.bucket_soft_delete_seconds
+                retention_duration_seconds=plan.soft_delete_seconds
             ),
-            force_destroy=common.force_destroy,
-            labels=common.labels,
-            encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=common.key) if common.key else None,
+            force_destroy=plan.force_destroy,
+            labels=plan.labels,
+            encryption=gcp.storage.BucketEncryptionArgs(default_kms_key_name=key) if key else None,
             **extra,
         ),
         opts=pulumi.ResourceOptions(
             parent=parent,
             depends_on=list(depends_on),
-            protect=profile.protect,
-            retain_on_delete=profile.retain_bucket,
+            protect=plan.protect,
+            retain_on_delete=plan.retain_on_delete,
             delete_before_replace=True,
         ),
     )
@@ -124,25 +112,20 @@ class Bucket(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        bucket_name: str,
-        location: str,
-        project: str,
-        config: BucketConfig,
-        profile: Profile,
-        force_destroy: bool,
-        labels: dict[str, str],
+        plan: BucketPlan,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """The bucket `plan` says (stacks/pieces/bucket.py); it depends on nothing else the stack builds."""
         super().__init__("tpu-serving:storage:Bucket", name, None, opts)
+        config, bucket_name = plan.config, plan.name
         key = config.kms_key_name
         # the bucket names the key only once the agent may use it (else writes fail until the grant lands)
-        grant = [key_access(f"{name}-kms-encrypter", key, project, self)] if key else []
-        common = _Common(location, project, profile, force_destroy, labels, key)
+        grant = [key_access(f"{name}-kms-encrypter", key, plan.project, self)] if key else []
         # The log bucket keeps the logs `accessLogDays`; it logs nothing itself (its writes are Cloud Storage's own).
         self.log_bucket = _private_bucket(
             f"{name}-logs",
             naming.access_log_bucket_name(bucket_name),
-            common,
+            plan,
             self,
             grant,
             versioning=gcp.storage.BucketVersioningArgs(enabled=False),
@@ -163,7 +146,7 @@ class Bucket(pulumi.ComponentResource):
         self.bucket = _private_bucket(
             f"{name}-gcs",
             bucket_name,
-            common,
+            plan,
             self,
             [*grant, writer],
             versioning=gcp.storage.BucketVersioningArgs(enabled=config.versioning),

@@ -8,6 +8,8 @@ its IAM-gated DNS-based endpoint with the IP endpoint closed to the internet (`c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
@@ -15,10 +17,10 @@ import pulumi_kubernetes as k8s
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from stacks import cpu_machines, kms, naming
-from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
+from stacks.pieces.cluster import ClusterPlan
 from stacks.pool_sizing import cluster_zones, system_pool_sizing
-from stacks.profiles import Profile
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 LOGGING_COMPONENTS = ["SYSTEM_COMPONENTS", "WORKLOADS"]
@@ -94,31 +96,12 @@ def control_plane_access(config: ClusterConfig) -> dict:
     )
 
 
-def intranode_visibility(config: ClusterConfig, profile: Profile) -> bool:
-    """Pod-to-pod traffic on one node goes through the VPC (flow logs, firewall rules see it); on in prod."""
-    own = config.intranode_visibility
-    return profile.intranode_visibility if own is None else own
-
-
 # cluster-toolkit's blueprints hold minor and node upgrades the same way (exclusion "no-minor-or-node-upgrades-
 # indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT).
 HOLD_EXCLUSION = "tpu-serving-hold-minor-and-node-upgrades"
 
 
-def holds_minor_and_node_upgrades(config: ClusterConfig, profile: Profile) -> bool:
-    hold = config.maintenance.hold_minor_and_node_upgrades
-    return profile.hold_minor_and_node_upgrades if hold is None else hold
-
-
-def maintenance_window(config: ClusterConfig, profile: Profile) -> MaintenanceWindowConfig | None:
-    """The configured window; with the upgrade hold on and none configured, DEFAULT_MAINTENANCE_WINDOW."""
-    window = config.maintenance.window
-    if window is None and holds_minor_and_node_upgrades(config, profile):
-        return DEFAULT_MAINTENANCE_WINDOW
-    return window
-
-
-def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+def maintenance_policy(plan: ClusterPlan) -> gcp.container.ClusterMaintenancePolicyArgs | None:
     """The window, and the exclusion that keeps GKE from upgrading the minor version or any node pool (a node
     upgrade recreates a multi-host slice whole) until an operator upgrades deliberately. Sent only with a window:
     the provider refuses a maintenance_policy without exactly one of daily_maintenance_window, recurring_window and
@@ -126,8 +109,8 @@ def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container
     hashicorp/terraform-provider-google-beta google-beta/services/container/resource_container_cluster.go, v7.45.0
     and the v8 line; pulumi-gcp 10.2.0 ClusterMaintenancePolicyArgs: "one of ... is required if a
     `maintenance_policy` block is supplied"); a preview fails before any call to Google otherwise."""
-    maintenance = config.maintenance
-    window = maintenance_window(config, profile)
+    maintenance = plan.config.maintenance
+    window = plan.maintenance_window
     exclusions = (
         [
             gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
@@ -138,10 +121,10 @@ def maintenance_policy(config: ClusterConfig, profile: Profile) -> gcp.container
                 ),
             )
         ]
-        if holds_minor_and_node_upgrades(config, profile)
+        if plan.hold_minor_and_node_upgrades
         else None
     )
-    if window is None:  # no hold either (maintenance_window): GKE's default, no policy
+    if window is None:  # no hold either (ClusterPlan.maintenance_window): GKE's default, no policy
         return None
     return gcp.container.ClusterMaintenancePolicyArgs(
         recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
@@ -187,12 +170,13 @@ def cluster_network_args(network: Network) -> dict:
     )
 
 
-def cluster_security_args(config: ClusterConfig, profile: Profile, project: str) -> dict:
+def cluster_security_args(plan: ClusterPlan) -> dict:
     """Workload Identity, shielded nodes, Binary Authorization, intranode visibility and who reaches the control
     plane (`control_plane_access`)."""
+    config = plan.config
     return dict(
         workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-            workload_pool=naming.workload_pool(project)
+            workload_pool=naming.workload_pool(plan.project)
         ),
         enable_shielded_nodes=True,
         # Binary Authorization: the project's singleton policy, enforced only when asked for (a policy that does
@@ -200,7 +184,8 @@ def cluster_security_args(config: ClusterConfig, profile: Profile, project: str)
         binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
             evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if config.binary_authorization else "DISABLED"
         ),
-        enable_intranode_visibility=intranode_visibility(config, profile),
+        # Pod-to-pod traffic on one node goes through the VPC (flow logs, firewall rules see it); on in prod.
+        enable_intranode_visibility=plan.intranode_visibility,
         # Application-layer Secrets encryption with the configured key; explicitly off otherwise, so removing the
         # key decrypts rather than leaving the last state (pulumi-gcp container.ClusterDatabaseEncryptionArgs:
         # state ENCRYPTED or DECRYPTED, key_name)
@@ -266,35 +251,27 @@ def cluster_addons_args(gateway_api: bool) -> dict:
 
 
 def cluster_args(
-    *,
-    cluster_name: str,
-    location: str,
-    project: str,
-    config: ClusterConfig,
-    network: Network,
-    profile: Profile,
-    labels: dict[str, str],
-    gateway_api: bool,
-    node_service_account: pulumi.Input[str],
+    plan: ClusterPlan, *, network: Network, node_service_account: pulumi.Input[str]
 ) -> gcp.container.ClusterArgs:
     """The GKE cluster's arguments: each group of settings comes from its own function above."""
+    config = plan.config
     return gcp.container.ClusterArgs(
-        name=cluster_name,
-        location=location,
-        project=project,
+        name=plan.name,
+        location=plan.location,
+        project=plan.project,
         description="tpu-serving: LLM serving on Cloud TPUs",
         **cluster_network_args(network),
         remove_default_node_pool=True,
         initial_node_count=1,
         node_config=default_pool_node_config(node_service_account),
         release_channel=gcp.container.ClusterReleaseChannelArgs(channel=config.release_channel),
-        maintenance_policy=maintenance_policy(config, profile),
+        maintenance_policy=maintenance_policy(plan),
         min_master_version=config.min_master_version,
-        **cluster_security_args(config, profile, project),
+        **cluster_security_args(plan),
         **cluster_observability_args(),
-        **cluster_addons_args(gateway_api),
-        resource_labels=labels,
-        deletion_protection=profile.deletion_protection,
+        **cluster_addons_args(plan.gateway_api),
+        resource_labels=plan.labels,
+        deletion_protection=plan.deletion_protection,
     )
 
 
@@ -333,6 +310,13 @@ def system_pool_args(
     )
 
 
+@dataclass(frozen=True)
+class ClusterDeps:
+    """What the cluster is built on."""
+
+    network: Network
+
+
 class Cluster(pulumi.ComponentResource):
     name: pulumi.Output[str]
     location: pulumi.Output[str]
@@ -350,41 +334,27 @@ class Cluster(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        cluster_name: str,
-        location: str,
-        project: str,
-        config: ClusterConfig,
-        network: Network,
-        profile: Profile,
-        labels: dict[str, str],
-        gateway_api: bool = False,
+        plan: ClusterPlan,
+        deps: ClusterDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`gateway_api`: enable the Gateway API (standard channel) and the HTTP load-balancing add-on, which the
-        GKE Gateway controller needs (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources:
-        "Your cluster must have the HttpLoadBalancing add-on enabled")."""
+        """The cluster `plan` says (stacks/pieces/cluster.py) on the network in `deps`. With `plan.gateway_api`, the
+        Gateway API (standard channel) and the HTTP load-balancing add-on, which the GKE Gateway controller needs
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources: "Your cluster must have
+        the HttpLoadBalancing add-on enabled")."""
         super().__init__("tpu-serving:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        config, project, location = plan.config, plan.project, plan.location
 
         nodes = NodeServiceAccount(
-            f"{name}-nodes", account_id=naming.node_service_account_id(cluster_name), project=project, opts=child
+            f"{name}-nodes", account_id=naming.node_service_account_id(plan.name), project=project, opts=child
         )
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
-            cluster_args(
-                cluster_name=cluster_name,
-                location=location,
-                project=project,
-                config=config,
-                network=network,
-                profile=profile,
-                labels=labels,
-                gateway_api=gateway_api,
-                node_service_account=nodes.email,
-            ),
+            cluster_args(plan, network=deps.network, node_service_account=nodes.email),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                protect=profile.protect,
+                protect=plan.protect,
                 # An explicit name cannot exist twice: a replacement must delete first.
                 delete_before_replace=True,
                 ignore_changes=["nodeConfig"],  # the default pool's, which exists only during creation
@@ -398,7 +368,7 @@ class Cluster(pulumi.ComponentResource):
                 cluster=self.gke.name,
                 location=location,
                 project=project,
-                labels=labels,
+                labels=plan.labels,
                 service_account=nodes.email,
             ),
             # initial_node_count is create-only; the autoscaler owns the size afterwards.
@@ -407,7 +377,7 @@ class Cluster(pulumi.ComponentResource):
         self.name = self.gke.name
         self.location = self.gke.location
         self.node_service_account = nodes.email
-        self._connect(name, project=project, location=location, dns=config.control_plane_endpoint == "dns")
+        self._connect(name, project=project, location=location, dns=plan.dns_endpoint)
         self.register_outputs(
             {
                 "name": self.name,

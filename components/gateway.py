@@ -9,7 +9,8 @@ proxy-only subnet its regional load balancer takes proxy addresses from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
@@ -19,6 +20,7 @@ from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import gateway, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
+from stacks.pieces.gateway import GatewayPlan
 from stacks.versions import LLM_D_ROUTER
 
 # Cloud Armor: at most 10 source IP ranges per rule (basic match condition, srcIpRanges),
@@ -28,6 +30,16 @@ RANGES_PER_RULE = 10
 DEFAULT_RULE_PRIORITY = 2147483647
 
 
+@dataclass(frozen=True)
+class GatewayDeps:
+    """The cluster the Gateway goes into: its Kubernetes provider, what the Gateway waits for (the system pool and
+    the proxy-only subnet the stack creates), and what creates each served workload's namespace."""
+
+    provider: k8s.Provider
+    after: Sequence[pulumi.Resource]
+    namespace: Callable[[str], pulumi.Resource]
+
+
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource
 
@@ -35,33 +47,28 @@ class InferenceGateway(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        exposure: str,
-        route_namespaces: list[str],
-        kubernetes_minor: str,
-        provider: k8s.Provider,
-        project: str,
-        region: str,
-        resource_prefix: str,
-        system_selector: dict[str, str],
-        source_ranges: Sequence[str] = (),
-        cloud_armor_policy: str | None = None,
-        after: Sequence[pulumi.Resource] = (),
+        plan: GatewayPlan,
+        deps: GatewayDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`after`: the system pool and the proxy-only subnet (when the stack creates it). `source_ranges`: an
-        external gateway's allowed clients (a regional Cloud Armor policy); `cloud_armor_policy`: an existing one."""
+        """The Gateway `plan` says (stacks/pieces/gateway.py) and a route for each of its backends. `sourceRanges`:
+        an external gateway's allowed clients (a regional Cloud Armor policy); `cloudArmorPolicy`: an existing one."""
         super().__init__("tpu-serving:gateway:InferenceGateway", name, None, opts)
+        config, provider, after = plan.config, deps.provider, list(deps.after)
         self._name = name
         self._provider = provider
-        self._after = list(after)
-        self._system_selector = system_selector
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(after))
+        self._after = after
+        self._system_selector = plan.system_selector
+        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=after)
         # Holds only the Gateway (no pods): the strictest Pod Security level.
         namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=gateway.GATEWAY_NAMESPACE,
-                labels={**naming.MANAGED_BY_LABELS, **pod_security.namespace_labels("restricted", kubernetes_minor)},
+                labels={
+                    **naming.MANAGED_BY_LABELS,
+                    **pod_security.namespace_labels("restricted", plan.kubernetes_minor),
+                },
             ),
             opts=child,
         )
@@ -73,18 +80,24 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec=policy["spec"],
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
-        manifest = gateway.gateway_manifest(exposure, route_namespaces)
+        manifest = gateway.gateway_manifest(config.exposure, plan.route_namespaces)
         self.gateway = register_manifest(
             f"{name}-gateway",
             manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
-        self.security_policy: pulumi.Input[str] | None = cloud_armor_policy
-        if source_ranges:
+        self.security_policy: pulumi.Input[str] | None = config.cloud_armor_policy
+        if config.source_ranges:
             self.security_policy = self._allow_only(
-                f"{resource_prefix}-gateway", project=project, region=region, ranges=list(source_ranges)
+                f"{plan.resource_prefix}-gateway",
+                project=plan.project,
+                region=plan.region,
+                ranges=list(config.source_ranges),
             ).name
-        self.commands: dict[str, dict[str, str]] = {}
+        self.commands: dict[str, dict[str, str]] = {
+            backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
+            for backend in plan.backends
+        }
         """Per served workload: its gateway commands (the `gateway.routes` output)."""
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}

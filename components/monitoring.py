@@ -11,6 +11,7 @@ and charts in the order their `after` names), without knowing which adapter it i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -20,9 +21,10 @@ import pulumi_kubernetes as k8s
 from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import dashboard, metrics, metrics_adapters, naming, network_policy, pod_security
-from stacks.config import StackConfig
 from stacks.metrics_adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
 from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL
+from stacks.pieces import monitoring as monitoring_piece
+from stacks.pieces.monitoring import MonitoringPlan
 
 
 def create_pod_monitoring(
@@ -44,19 +46,13 @@ def create_pod_monitoring(
     )
 
 
-def jetstream_exporters(config: StackConfig) -> list[str]:
-    """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
-    (stacks.metrics.SERVER_METRICS_PORT)."""
-    return sorted(
-        {
-            container["image"]
-            for w in config.workloads
-            for manifest in w.pod_manifests()
-            for spec in pod_security.pod_specs(manifest)
-            for container in spec["containers"]
-            if any(port.get("name") == metrics.SERVER_METRICS_PORT for port in container.get("ports", []))
-        }
-    )
+@dataclass(frozen=True)
+class MonitoringDeps:
+    """The cluster monitoring goes into: its Kubernetes provider and its system pool (where the adapter runs, and
+    what serves GMP's admission webhook before 0.16)."""
+
+    provider: k8s.Provider
+    system_pool: pulumi.Resource
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -69,23 +65,22 @@ class Monitoring(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        config: StackConfig,
-        provider: k8s.Provider,
-        system_pool: pulumi.Resource,
-        hpa_namespaces: Sequence[str] = (),
+        plan: MonitoringPlan,
+        deps: MonitoringDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """Monitoring as `plan` says (stacks/pieces/monitoring.py), in the cluster of `deps`."""
         super().__init__("tpu-serving:monitoring:Monitoring", name, None, opts)
         # (not _name/_provider: pulumi.Resource uses those itself)
         self._prefix = name
-        self._config = config
-        self._k8s_provider = provider
-        self._system_pool = system_pool
-        monitoring = config.monitoring
+        self._plan = plan
+        self._k8s_provider = provider = deps.provider
+        self._system_pool = system_pool = deps.system_pool
+        monitoring = plan.config
         self.adapter = monitoring.adapter
         self.adapter_resources = []
 
-        if monitoring.tpu_metrics and config.pools:
+        if monitoring.tpu_metrics and plan.has_tpu_pools:
             create_pod_monitoring(
                 f"{name}-tpu-device-plugin",
                 metrics.tpu_device_plugin_monitoring(monitoring.scrape_interval),
@@ -97,26 +92,24 @@ class Monitoring(pulumi.ComponentResource):
 
         entry = metrics_adapters.get(monitoring.adapter)
         if entry is not None:
-            self._metrics_adapter(entry, hpa_namespaces)
+            self._metrics_adapter(entry)
 
         self.dashboard_url = None
         if monitoring.dashboard:
             board = gcp.monitoring.Dashboard(
                 f"{name}-dashboard",
                 gcp.monitoring.DashboardArgs(
-                    project=config.gcp_project,
+                    project=plan.project,
                     dashboard_json=dashboard.dashboard_json(
-                        config.cluster_name,
-                        f"tpu-serving: {config.cluster_name}",
-                        head=list(
-                            dict.fromkeys(p for w in config.workloads for p in w.dashboard_panels(config.cluster_name))
-                        ),
-                        exporters=jetstream_exporters(config),
+                        plan.cluster_name,
+                        f"tpu-serving: {plan.cluster_name}",
+                        head=list(plan.dashboard_panels),
+                        exporters=list(plan.exporters),
                     ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.dashboard_url = board.id.apply(lambda i: dashboard.dashboard_url(i, config.gcp_project))
+            self.dashboard_url = board.id.apply(lambda i: dashboard.dashboard_url(i, plan.project))
         self.register_outputs({"adapter": self.adapter, "dashboardUrl": self.dashboard_url})
 
     # ---- helpers --------------------------------------------------------------------------------------
@@ -126,29 +119,22 @@ class Monitoring(pulumi.ComponentResource):
 
     # ---- the metrics adapter, as its registry entry describes it ----------------------------------------
 
-    def _context(self, entry: MetricsAdapter, hpa_namespaces: Sequence[str]) -> AdapterContext:
-        config = self._config
-        vllm_namespaces = sorted(
-            {
-                w.namespace
-                for w in config.workloads
-                if w.hpa_metrics is metrics.VLLM_METRICS and getattr(w, "autoscaled", False)
-            }
-        )
+    def _context(self, entry: MetricsAdapter) -> AdapterContext:
+        plan = self._plan
         return AdapterContext(
-            project=config.gcp_project,
-            cluster=config.cluster_name,
-            identity_suffix=config.identity_suffix,
-            chart=config.chart,
+            project=plan.project,
+            cluster=plan.cluster_name,
+            identity_suffix=plan.identity_suffix,
+            chart=monitoring_piece.pinned_chart,
             namespace=entry.namespace,
-            hpa_namespaces=tuple(hpa_namespaces),
-            vllm_namespaces=tuple(vllm_namespaces),
+            hpa_namespaces=plan.hpa_namespaces,
+            vllm_namespaces=plan.vllm_namespaces,
         )
 
-    def _metrics_adapter(self, entry: MetricsAdapter, hpa_namespaces: Sequence[str]) -> None:
-        build = entry.build(self._context(entry, hpa_namespaces))
+    def _metrics_adapter(self, entry: MetricsAdapter) -> None:
+        build = entry.build(self._context(entry))
         namespace = self._adapter_namespace(entry, build.namespace_level())
-        project_number = gcp.organizations.get_project_output(project_id=self._config.gcp_project).number
+        project_number = gcp.organizations.get_project_output(project_id=self._plan.project).number
         done: dict[str, pulumi.Resource] = {
             NAMESPACE: namespace,
             SYSTEM_POOL: self._system_pool,
@@ -170,7 +156,7 @@ class Monitoring(pulumi.ComponentResource):
                 name=ns,
                 labels={
                     **naming.MANAGED_BY_LABELS,
-                    **pod_security.namespace_labels(level, self._config.kubernetes_minor),
+                    **pod_security.namespace_labels(level, self._plan.kubernetes_minor),
                 },
             ),
             opts=self._k8s(),
@@ -189,7 +175,7 @@ class Monitoring(pulumi.ComponentResource):
 
     def _grant(self, entry: MetricsAdapter, grant: Grant, project_number: pulumi.Output[str]) -> gcp.projects.IAMMember:
         """A project-level role for one KSA of the adapter namespace, as a direct Workload Identity principal."""
-        project, ns, ksa = self._config.gcp_project, entry.namespace, grant.service_account
+        project, ns, ksa = self._plan.project, entry.namespace, grant.service_account
         return gcp.projects.IAMMember(
             f"{self._prefix}-{grant.key}",
             gcp.projects.IAMMemberArgs(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.config_model import NetworkConfig
+from stacks.pieces.network import NetworkPlan
 
 
 class Network(pulumi.ComponentResource):
@@ -26,16 +26,14 @@ class Network(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        config: NetworkConfig,
-        default_name: str,
-        project: str,
-        region: str,
-        proxy_subnet_cidr: str | None = None,
-        flow_logs: bool = False,
+        plan: NetworkPlan,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`proxy_subnet_cidr`: create the proxy-only subnet a regional gateway needs in this VPC, with this range."""
+        """The network `plan` says (stacks/pieces/network.py); with `plan.proxy_subnet_cidr`, the proxy-only subnet a
+        regional gateway needs in this VPC. It depends on nothing else the stack builds."""
         super().__init__("tpu-serving:network:Network", name, None, opts)
+        config, default_name, project, region = plan.config, plan.name, plan.project, plan.region
+        proxy_subnet_cidr, flow_logs = plan.proxy_subnet_cidr, plan.flow_logs
         child = pulumi.ResourceOptions(parent=self)
         self.pods_range_name = config.pods_range_name
         self.services_range_name = config.services_range_name

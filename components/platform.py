@@ -4,24 +4,24 @@ workloads (each built by its type's registry entry, carried by the config), and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
-from components.addons import Addons
+from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
-from components.cluster import Cluster
-from components.gateway import InferenceGateway
-from components.monitoring import Monitoring
+from components.cluster import Cluster, ClusterDeps
+from components.gateway import GatewayDeps, InferenceGateway
+from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
-from components.tpu_pool import TpuSlicePool
+from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
 from stacks import cost, gateway, naming
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
+from stacks.workload_plan import WorkloadPlan
 
 
 @dataclass
@@ -86,29 +86,16 @@ def build_platform(cfg: StackConfig) -> Platform:
     network, cluster = _network_and_cluster(cfg)
     own_nodes = _own_node_accounts(cfg)
     pools = _tpu_pools(cfg, cluster, own_nodes)
-    bucket = Bucket(
-        "bucket",
-        bucket_name=cfg.bucket_name,
-        location=cfg.bucket.location or cfg.region,
-        project=cfg.gcp_project,
-        config=cfg.bucket,
-        profile=cfg.profile,
-        force_destroy=cfg.bucket_force_destroy,
-        labels=cfg.labels,
-    )
+    bucket = Bucket("bucket", plan=cfg.bucket_plan)
     addons = Addons(
         "addons",
-        config=cfg,
-        provider=cluster.provider,
-        kubeconfig=cluster.kubeconfig,
-        depends_on=[cluster.system_pool],
+        plan=cfg.addons_plan,
+        deps=AddonsDeps(provider=cluster.provider, kubeconfig=cluster.kubeconfig, after=[cluster.system_pool]),
     )
     monitoring = Monitoring(
         "monitoring",
-        config=cfg,
-        provider=cluster.provider,
-        system_pool=cluster.system_pool,
-        hpa_namespaces=sorted({w.namespace for w in cfg.workloads if getattr(w, "autoscaled", False)}),
+        plan=cfg.monitoring_plan,
+        deps=MonitoringDeps(provider=cluster.provider, system_pool=cluster.system_pool),
     )
     namespaces = Namespaces(
         "namespaces",
@@ -141,26 +128,8 @@ def build_platform(cfg: StackConfig) -> Platform:
 
 
 def _network_and_cluster(cfg: StackConfig) -> tuple[Network, Cluster]:
-    network = Network(
-        "network",
-        config=cfg.cluster.network,
-        default_name=cfg.cluster_name,
-        project=cfg.gcp_project,
-        region=cfg.region,
-        proxy_subnet_cidr=cfg.gateway.proxy_subnet_cidr if cfg.proxy_subnet_created else None,
-        flow_logs=cfg.profile.vpc_flow_logs if cfg.cluster.network.flow_logs is None else cfg.cluster.network.flow_logs,
-    )
-    cluster = Cluster(
-        "cluster",
-        cluster_name=cfg.cluster_name,
-        location=cfg.cluster_location,
-        project=cfg.gcp_project,
-        config=cfg.cluster,
-        network=network,
-        profile=cfg.profile,
-        labels=cfg.labels,
-        gateway_api=cfg.gateway.enabled,
-    )
+    network = Network("network", plan=cfg.network_plan)
+    cluster = Cluster("cluster", plan=cfg.cluster_plan, deps=ClusterDeps(network=network))
     return network, cluster
 
 
@@ -186,17 +155,15 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
         plan.name: TpuSlicePool(
             f"tpu-{plan.name}",
             plan=plan,
-            cluster_name=cluster.name,
-            resource_prefix=cfg.cluster_name,
-            location=cfg.cluster_location,
-            project=cfg.gcp_project,
-            node_service_account=(
-                own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+            deps=TpuPoolDeps(
+                cluster=cfg.cluster_plan,
+                cluster_name=cluster.name,
+                node_service_account=(
+                    own_nodes[plan.name].email if plan.name in own_nodes else cluster.node_service_account
+                ),
+                k8s_provider=cluster.provider,
+                paused=cfg.paused,
             ),
-            labels=cfg.labels,
-            protect=cfg.profile.protect,
-            paused=cfg.paused,
-            k8s_provider=cluster.provider,
         )
         for plan in cfg.pools
     }
@@ -204,27 +171,16 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
 
 def _gateway(cfg: StackConfig, network: Network, cluster: Cluster, namespaces: Namespaces) -> InferenceGateway:
     """The Inference Gateway and, for each workload served through it, its InferencePool and route."""
-    inference_gateway = InferenceGateway(
+    return InferenceGateway(
         "gateway",
-        exposure=cfg.gateway.exposure,
-        route_namespaces=[w.namespace for w in cfg.gateway_workloads],
-        kubernetes_minor=cfg.kubernetes_minor,
-        provider=cluster.provider,
-        project=cfg.gcp_project,
-        region=cfg.region,
-        resource_prefix=cfg.cluster_name,
-        system_selector=naming.SYSTEM_POOL_SELECTOR,
-        source_ranges=cfg.gateway.source_ranges,
-        cloud_armor_policy=cfg.gateway.cloud_armor_policy,
-        after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+        plan=cfg.gateway_plan,
+        deps=GatewayDeps(
+            provider=cluster.provider,
+            after=[cluster.system_pool, *([network.proxy_subnet] if network.proxy_subnet else [])],
+            # A workload in a namespace every cluster has (default) waits for the system pool directly.
+            namespace=lambda ns: namespaces.by_name.get(ns, cluster.system_pool),
+        ),
     )
-    for plan in cfg.gateway_workloads:
-        inference_gateway.commands[plan.name] = inference_gateway.serve(
-            plan.gateway_backend(),
-            namespace=namespaces.by_name.get(plan.namespace, cluster.system_pool),
-            paused=cfg.paused,
-        )
-    return inference_gateway
 
 
 @dataclass
@@ -240,7 +196,7 @@ class _WorkloadDepsFactory:
     namespaces: Namespaces
     own_nodes: dict[str, NodeServiceAccount]
 
-    def of(self, plan: Any) -> WorkloadDeps:
+    def of(self, plan: WorkloadPlan) -> WorkloadDeps:
         own = self.own_nodes.get(plan.pool.name)
         return WorkloadDeps(
             project=self.cfg.gcp_project,
@@ -256,6 +212,7 @@ class _WorkloadDepsFactory:
             cluster_name=self.cluster.name,
             location=self.cfg.cluster_location,
             labels=self.cfg.labels,
+            local_ports=self.cfg.local_ports[plan.name],
         )
 
 

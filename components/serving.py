@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -38,6 +38,9 @@ class WorkloadDeps:
     cluster_name: pulumi.Output[str]
     location: str
     labels: dict[str, str]
+    local_ports: Mapping[int, int] = field(default_factory=dict)
+    """The local port of each Service port its port-forward commands forward: unique across the stack
+    (StackConfig.local_ports); a port not in it is forwarded to itself."""
 
 
 class ServingWorkload(pulumi.ComponentResource):

@@ -7,13 +7,16 @@ node pool, sized to the slice's host count and placed as the catalog says: COMPA
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
 from stacks import compute_class, naming
-from stacks.config import PoolPlan
+from stacks.pieces.cluster import ClusterPlan
+from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import Sizing, sizing
 
 POOL_LABEL = naming.POOL_LABEL
@@ -164,6 +167,19 @@ def node_pool_args(
     )
 
 
+@dataclass(frozen=True)
+class TpuPoolDeps:
+    """What a TPU pool is built in: the cluster (its plan: name, location, project, labels and the profile's
+    protection; its created name and Kubernetes provider), the node service account its nodes run as, and whether
+    the stack is paused (the pool may shrink to zero)."""
+
+    cluster: ClusterPlan
+    cluster_name: pulumi.Input[str]
+    node_service_account: pulumi.Input[str]
+    k8s_provider: k8s.Provider | None
+    paused: bool = False
+
+
 class TpuSlicePool(pulumi.ComponentResource):
     node_pool_names: list[str]
     node_pools: list[gcp.container.NodePool]
@@ -177,25 +193,20 @@ class TpuSlicePool(pulumi.ComponentResource):
         name: str,
         *,
         plan: PoolPlan,
-        cluster_name: pulumi.Input[str],
-        resource_prefix: str,
-        location: str,
-        project: str,
-        node_service_account: pulumi.Input[str],
-        labels: dict[str, str],
-        protect: bool,
-        paused: bool = False,
-        k8s_provider: k8s.Provider | None = None,
+        deps: TpuPoolDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """The pool `plan` says (stacks/pieces/tpu_pools.py) in the cluster of `deps`, with its protection."""
         super().__init__(TYPE_TOKEN, name, None, opts)
+        cluster, node_service_account = deps.cluster, deps.node_service_account
+        protect, project = cluster.protect, cluster.project
         self.node_pool_names = list(plan.node_pool_names)
         self.workload_policy = None
         if plan.shape.uses_workload_policy:
             self.workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-placement",
                 workload_policy_args(
-                    plan, naming.workload_policy_name(resource_prefix, plan.name, plan.shape.topology), project
+                    plan, naming.workload_policy_name(cluster.name, plan.name, plan.shape.topology), project
                 ),
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
@@ -203,9 +214,9 @@ class TpuSlicePool(pulumi.ComponentResource):
         self.compute_class = None
         if plan.compute_class:
             self.compute_class = self._compute_class(
-                name, plan, node_service_account, policy_name, k8s_provider, protect
+                name, plan, node_service_account, policy_name, deps.k8s_provider, protect
             )
-        size = sizing(plan, paused)
+        size = sizing(plan, deps.paused)
         # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
         # pool with a ComputeClass has no node pools of its own.
         own = naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host) if plan.node_pool_names else []
@@ -215,13 +226,13 @@ class TpuSlicePool(pulumi.ComponentResource):
                 node_pool_args(
                     plan,
                     index,
-                    cluster_name=cluster_name,
-                    location=location,
+                    cluster_name=deps.cluster_name,
+                    location=cluster.location,
                     project=project,
                     size=size,
                     policy_name=policy_name,
                     node_service_account=node_service_account,
-                    labels=labels,
+                    labels=cluster.labels,
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -230,8 +241,15 @@ class TpuSlicePool(pulumi.ComponentResource):
                     ignore_changes=ignored_changes(plan, size.autoscaled) or None,
                     # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
                     # its name would resize the slice and keep its old placement (google-beta v7.45.0
-                    # resource_container_node_pool.go reads placement_policy only on create)
-                    replace_on_changes=["placementPolicy"],
+                    # resource_container_node_pool.go reads placement_policy only on create).
+                    # nodeLocations is not ForceNew either: nodePoolUpdate sends a new zone as an in-place
+                    # UpdateNodePool{Locations}, and GKE then creates nodes in the new zone and removes the old
+                    # zone's ("Changing the locations for a node pool will result in nodes being either created or
+                    # removed", container v1 UpdateNodePoolRequest.locations). For a TPU pool that deletes the
+                    # serving hosts, and a slice lives in one zone with its own capacity there, so the stack treats
+                    # a zone change as a new pool: a replacement, which `protect` refuses in staging and prod and
+                    # the review explains (docs/operations.md "Moving a serving TPU pool").
+                    replace_on_changes=["placementPolicy", "nodeLocations"],
                 ),
             )
             for index, resource_name in enumerate(own)

@@ -82,7 +82,11 @@ class MaintenanceWindowConfig(CamelModel):
     start: str = Field(description="Start of the first window, RFC 3339, e.g. 2025-01-04T03:00:00Z.")
     end: str = Field(description="End of the first window, RFC 3339; each recurrence lasts as long.")
     recurrence: str = Field(
-        "FREQ=WEEKLY;BYDAY=SA,SU", description="RFC 5545 RRULE of the window, e.g. FREQ=WEEKLY;BYDAY=SA,SU."
+        "FREQ=WEEKLY;BYDAY=SA,SU",
+        description="RFC 5545 RRULE of the window, e.g. FREQ=WEEKLY;BYDAY=SA,SU: FREQ=DAILY, WEEKLY or MONTHLY with "
+        "INTERVAL, BYDAY (MO..SU; 1SA under MONTHLY), BYMONTHDAY and BYSETPOS. The window must leave what GKE "
+        "requires: at least 48 h in any 32 days, counting only contiguous blocks of 4 h or more (checked before "
+        "anything is registered).",
     )
 
 
@@ -392,6 +396,12 @@ class WorkloadConfig(CamelModel):
     namespace: str | None = Field(
         None, description="Kubernetes namespace, created by the stack (unless default); default: the workload name."
     )
+
+    def overrides_images(self) -> bool:
+        """It runs images of its own instead of its type's pinned ones (any key of its `images` set): the TPU
+        generations it serves are then its own check's (versions.image_gaps), not its type's defaults'."""
+        images = getattr(self, "images", None)
+        return images is not None and any(v is not None for v in images.model_dump().values())
 
 
 # The metric names a JetStream HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.

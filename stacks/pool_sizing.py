@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stacks.pool_plan import PoolPlan
 
 # GKE spreads a regional cluster's node pools over three zones of its region unless node locations are given.
 REGIONAL_CLUSTER_ZONES = 3
@@ -48,7 +51,7 @@ class Sizing:
         return self.max_nodes is not None
 
 
-def sizing(plan: Any, paused: bool = False) -> Sizing:
+def sizing(plan: PoolPlan, paused: bool = False) -> Sizing:
     """Node counts of each node pool of a TPU pool.
 
     Only capacity a reservation guarantees is created whole: `pulumi up` then waits for every TPU host of each
@@ -75,7 +78,7 @@ def sizing(plan: Any, paused: bool = False) -> Sizing:
     return Sizing(0 if paused else hosts, None, None, None)
 
 
-def waits_for_capacity(plan: Any) -> bool:
+def waits_for_capacity(plan: PoolPlan) -> bool:
     """Whether `pulumi up` creates the pool's nodes (and so waits for TPU capacity) rather than leaving them to
     the autoscaler and the workload's pending pods."""
     size = sizing(plan)

@@ -3,10 +3,17 @@ carries every problem of a stack at once (raised before any resource is register
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def fmt(value: Any) -> str:
+    """A bad value as the user wrote it, for a problem's message: strings quoted, everything else as JSON."""
+    return json.dumps(value) if not isinstance(value, str) else repr(value)
 
 
 @dataclass(frozen=True)

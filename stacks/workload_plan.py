@@ -13,6 +13,7 @@ from typing import Any, Self
 from stacks import catalog, scan_exceptions
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
 from stacks.versions import Serves
@@ -70,19 +71,16 @@ class WorkloadPlan:
     """A validated workload and the pool it runs on, with what the stack derived for it."""
 
     workload: Any  # the workload's config model
-    pool: Any  # stacks.config.PoolPlan (kept loose to avoid an import cycle)
+    pool: PoolPlan
     namespace: str
     bucket: str
     scrape_interval: str = "15s"
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
-    # (remote port, local port) for its port-forward commands, unique across the stack (stacks/local_ports.py)
-    # keyword-only: workload types add positional fields after the base ones
-    local_ports: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
     identity_suffix: str = field(default="", kw_only=True)
 
     @classmethod
-    def on(cls, workload: Any, pool: Any, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
+    def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
         """The plan of `workload` on `pool` in `namespace`, with what every plan takes from the stack (its bucket,
         scrape interval, paused, identity suffix); `extra` are the type's own fields."""
         return cls(
@@ -100,10 +98,6 @@ class WorkloadPlan:
     def forwarded_ports(self) -> tuple[int, ...]:
         """Service ports its `portForward` command forwards; a type with such a command overrides this."""
         return ()
-
-    def local_port(self, remote: int) -> int:
-        """The local port its commands use for a Service port (the port itself until the stack assigns one)."""
-        return dict(self.local_ports).get(remote, remote)
 
     @property
     def name(self) -> str:

@@ -84,6 +84,9 @@ class WorkloadType:
     tpu_images: tuple[str, ...] = ()
     """The pinned images (stacks/versions.py keys) its TPU pods run by default: the generations it serves are those
     every one of them is recorded to serve."""
+    checks_generation: bool = False
+    """Its own rules check the pool's TPU generation against the images it runs (versions.image_gaps, at its own
+    key paths); the shared check against `tpu_images` is for the types that do not."""
     no_compute_class: str | None = None
     """Why it cannot run on a pool whose capacity is a list (ComputeClass), if it cannot."""
     added_node_pools: Callable[[Any], tuple[str, ...]] = field(default=lambda workload: ())

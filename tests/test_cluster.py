@@ -371,6 +371,7 @@ def test_every_shipped_stack_sends_a_policy_the_provider_accepts(path):
 def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(environment, hold, window):
     from components.cluster import maintenance_policy
     from stacks.config_model import ClusterConfig
+    from stacks.pieces import cluster as cluster_piece
     from stacks.profiles import PROFILES
 
     maintenance: dict = {"window": window} if window else {}
@@ -379,7 +380,10 @@ def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(env
     config = ClusterConfig.model_validate({"maintenance": maintenance})
     profile = PROFILES[environment]
     held = profile.hold_minor_and_node_upgrades if hold is None else hold
-    args = maintenance_policy(config, profile)
+    plan = cluster_piece.plan(
+        config, name="c", location="us-east5", project="p", profile=profile, labels={}, gateway_api=False
+    )
+    args = maintenance_policy(plan)
     if not held and window is None:
         assert args is None  # nothing to send: GKE's default (any time)
         return

@@ -12,8 +12,9 @@ import pulumi
 import pytest
 
 from stacks import addons, metrics, metrics_adapters, naming, storage_locations
-from stacks.config import ConfigError, stack_namespaces
+from stacks.config import ConfigError
 from stacks.versions import ManifestVersion
+from stacks.workload_checks import stack_namespaces
 from tests.conftest import ROOT, make_config, pool
 from tests.test_addon_registry import FAKE
 from tooling import api_rules

@@ -13,8 +13,10 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from stacks import catalog, config
-from stacks.config import PLACEHOLDER_PROJECT, ZONE_RE, ConfigError
+from stacks import catalog, pulumi_config
+from stacks.config import ConfigError
+from stacks.pieces.environment import PLACEHOLDER_PROJECT
+from stacks.pieces.rules import ZONE_RE
 from tests.conftest import make_config, pool
 from tooling import example, fuzz, render
 from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
@@ -86,15 +88,15 @@ def test_placeholder_project_is_a_warning_offline_and_refused_for_real(run, monk
     cfg = parse(make_config(gcp__project=PLACEHOLDER_PROJECT))
     assert any(w.startswith("gcp:project: 'my-tpu-project' is the examples' placeholder") for w in cfg.warnings)
     # the program refuses it when the Pulumi engine runs it (not under mocks), before registering anything
-    monkeypatch.setattr(config, "_under_mocks", lambda: False)
+    monkeypatch.setattr(pulumi_config, "under_mocks", lambda: False)
     with pytest.raises(pulumi.RunError, match="examples' placeholder"):
         run(make_config(gcp__project=PLACEHOLDER_PROJECT))
 
 
 def test_under_mocks_is_what_the_offline_run_sets(run, monkeypatch):
     seen = []
-    real = config._under_mocks
-    monkeypatch.setattr(config, "_under_mocks", lambda: seen.append(real()) or real())
+    real = pulumi_config.under_mocks
+    monkeypatch.setattr(pulumi_config, "under_mocks", lambda: seen.append(real()) or real())
     run(make_config())
     assert seen == [True]
 

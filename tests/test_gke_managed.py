@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from stacks import gke_managed, versions
-from stacks.config import FORBIDDEN_NAMESPACES
+from stacks.workload_checks import FORBIDDEN_NAMESPACES
 from tests.conftest import STACK_FILES, recorded, reference_dir
 from tooling.k8s_objects import plain
 from tooling.offline import Recording, parse_stack_file

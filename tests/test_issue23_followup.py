@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from stacks import catalog, cost
-from stacks.config import ConfigError, named_environment
+from stacks.config import ConfigError
+from stacks.pieces.environment import named_environment
 from tests.conftest import make_config, pool
 from tooling import example, fuzz, render
 from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml

@@ -3,7 +3,7 @@
 import re
 
 from stacks import naming
-from stacks.config import check_bucket_name
+from stacks.pieces.bucket import check_bucket_name
 
 
 def test_cluster_name_default_and_limit():

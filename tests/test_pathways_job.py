@@ -310,13 +310,13 @@ def test_outputs_say_how_to_follow_the_job():
     # CTRL PathwaysProxyPort 29000; the samples' client env JAX_PLATFORMS=proxy, JAX_BACKEND_TARGET=grpc://...:29000
     assert "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://localhost:29000" in out["connect"]
     assert out["workerLogs"].endswith("--max-log-requests=4")
-    batch = pj.commands(parse(workloads=[workload(job={"image": "python:3.12"})]).workloads[0])
+    batch = pj.commands(parse(workloads=[workload(job={"image": "python:3.12"})]).workloads[0], {})
     assert "portForward" not in batch and batch["headLogs"].endswith("-c main")
 
 
 def test_two_interactive_jobs_forward_to_local_ports_of_their_own():
     parsed = parse(pools=[pool(), pool(name="q")], workloads=[workload(), workload(name="pw2", pool="q")])
-    first, second = (pj.commands(p) for p in parsed.workloads)
+    first, second = (pj.commands(p, parsed.local_ports[p.name]) for p in parsed.workloads)
     assert first["portForward"].endswith(" 29000:29000") and "grpc://localhost:29000 " in first["connect"]
     assert second["portForward"].endswith(" 29001:29000") and "grpc://localhost:29001 " in second["connect"]
 

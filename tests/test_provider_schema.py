@@ -2,8 +2,8 @@
 Google Cloud resource every shipped stack registers, and each rule catches what the provider refuses (issue 22).
 
 Source of the rules: hashicorp/terraform-provider-google-beta@v7.45.0 (commit in the data file), read from its
-`google-beta/services/*/` schema maps. pulumi-gcp 10.2.0 bridges a later google-beta release than any the
-snapshot we could read holds: test_the_rules_match_the_installed_sdk shows the two agree on every input field of
+`google-beta/services/*/` schema maps. pulumi-gcp 10.2.0 bridges a later google-beta release (an 8.x: the data's
+`origin_note` gives the evidence) than any tag the snapshot we could read holds: test_the_rules_match_the_installed_sdk shows the two agree on every input field of
 every registered type but the ones listed in NEWER_IN_SDK.
 """
 
@@ -207,6 +207,145 @@ def test_each_rule_catches_what_the_provider_refuses(type_, inputs, expected):
     assert any(expected in e for e in errors), errors
 
 
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+ROUTER = "gcp:compute/router:Router"
+NAT = "gcp:compute/routerNat:RouterNat"
+POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
+
+
+def _window(**fields):
+    return {"name": "c", "maintenancePolicy": {"recurringWindow": {**WINDOW["recurringWindow"], **fields}}}
+
+
+def _accelerator(count):
+    return {"cluster": "c", "nodeConfig": {"guestAccelerators": [{"type": "nvidia-l4", "count": count}]}}
+
+
+def _nat_rule(number):
+    return {"name": "nat", "router": "r", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
+            "rules": [{"ruleNumber": number, "match": "true"}]}  # fmt: skip
+
+
+# Types, item counts and named validators (hashicorp/terraform-plugin-sdk@v2.40.1 helper/schema/schema.go
+# validateList / validateMap / validatePrimitive; helper/validation/*.go; google-beta verify/validation.go; the
+# field each rule sits on: google-beta@v7.45.0 services/container/resource_container_cluster.go,
+# resource_container_node_pool.go / node_config.go, services/compute/resource_compute_*.go). One failing input each.
+SHAPE_CASES = [
+    # ValidateRFC3339Date on recurring_window.start_time / end_time and maintenance_exclusion times
+    (CLUSTER, _window(startTime="not-a-date"), "recurringWindow.startTime: 'not-a-date' is not an RFC 3339 time"),
+    (CLUSTER, _window(endTime="2025-01-01 07:00:00Z"), "recurringWindow.endTime: '2025-01-01 07:00:00Z' is not"),
+    (CLUSTER, _window(endTime="2025-01-01T07:00:00"), "is not an RFC 3339 time"),  # no zone
+    # MaxItems 1: two recurring windows
+    (
+        CLUSTER,
+        {"name": "c", "maintenancePolicy": {"recurringWindow": [WINDOW["recurringWindow"]] * 2}},
+        "maintenancePolicy.recurringWindow: at most 1 item(s) allowed, 2 given",
+    ),
+    # TypeInt, TypeBool, TypeString, TypeMap, a block
+    (POOL, _accelerator("four"), "nodeConfig.guestAccelerators[0].count: must be a whole number, got 'four'"),
+    (POOL, _accelerator(1.5), "count: must be a whole number, got 1.5"),
+    (CLUSTER, {"name": "c", "enableShieldedNodes": "yes"}, "enableShieldedNodes: must be a bool, got 'yes'"),
+    (CLUSTER, {"name": {"a": 1}}, "name: must be a single value, not a map"),
+    (CLUSTER, {"name": "c", "resourceLabels": ["a"]}, "resourceLabels: must be a map"),
+    (CLUSTER, {"name": "c", "resourceLabels": {"a": ["b"]}}, "resourceLabels.a: must be a single value, not a list"),
+    (CLUSTER, {"name": "c", "nodeLocations": [["a"]]}, "nodeLocations[0]: must be a single value, not a list"),
+    (POOL, {"cluster": "c", "nodeConfig": {"guestAccelerators": ["nvidia-l4"]}}, "must be a block (an object)"),
+    # IntAtLeast, IntBetween, FloatBetween
+    (POOL, {"cluster": "c", "nodeConfig": {"diskSizeGb": 5}}, "nodeConfig.diskSizeGb: 5 is less than 10"),
+    (POOL, {"cluster": "c", "autoscaling": {"minNodeCount": -1}}, "autoscaling.minNodeCount: -1 is less than 0"),
+    (NAT, _nat_rule(70000), "rules[0].ruleNumber: 70000 is outside 0..65000"),
+    (
+        CLUSTER,
+        {
+            "name": "c",
+            "nodePools": [
+                {"upgradeSettings": {"blueGreenSettings": {"standardRolloutPolicy": {"batchPercentage": 1.5}}}}
+            ],
+        },  # fmt: skip
+        "batchPercentage: 1.5 is outside 0.0..1.0",
+    ),
+    # IsCIDRNetwork (a network address, prefix length in range), OrEmpty, ValidateRFC1918Network, IpCidrRange
+    (
+        CLUSTER,
+        {"name": "c", "masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "10.0.0.1/8"}]}},
+        "cidrBlock: '10.0.0.1/8' is not a network address",
+    ),
+    (
+        CLUSTER,
+        {"name": "c", "privateClusterConfig": {"enablePrivateNodes": True, "masterIpv4CidrBlock": "172.16.0.0/24"}},
+        "masterIpv4CidrBlock: '172.16.0.0/24' has a prefix length outside 28..28",
+    ),
+    (CLUSTER, {"name": "c", "clusterIpv4Cidr": "8.8.0.0/16"}, "clusterIpv4Cidr: '8.8.0.0/16' is not an RFC 1918"),
+    (SUBNET, {"name": "s", "network": "n", "ipCidrRange": "10.0.0.0"}, "ipCidrRange: '10.0.0.0' is not a CIDR"),
+    # StringMatch, ValidateGCEName, ValidateRFC1035Name, ValidateRFC6996Asn
+    (CLUSTER, {"name": "c", "desiredEmulatedVersion": "1.33.2"}, "must be in major.minor format"),
+    (SUBNET, {"name": "Subnet_1", "network": "n", "ipCidrRange": "10.0.0.0/20"}, "name: 'Subnet_1' does not match"),
+    (NAT, {**_nat_rule(1), "name": "n"}, "name: 'n' is not an RFC 1035 name of 2-63 characters"),
+    (ROUTER, {"name": "r", "network": "n", "bgp": {"asn": 65535}}, "bgp.asn: 65535 is not a private ASN"),
+    # ValidateRFC3339Time (HH:mm), validateDuration, ValidateHourlyOnly
+    (
+        CLUSTER,
+        {"name": "c", "maintenancePolicy": {"dailyMaintenanceWindow": {"startTime": "3:00"}}},
+        "dailyMaintenanceWindow.startTime: '3:00' is not HH:mm",
+    ),
+    (
+        CLUSTER,
+        {"name": "c", "maintenancePolicy": {"recurringMaintenanceWindow": {"windowDuration": "4 hours"}}},
+        "windowDuration: '4 hours' is not a Go duration",
+    ),
+    (
+        POLICY,
+        {
+            "name": "p",
+            "snapshotSchedulePolicy": {"schedule": {"dailySchedule": {"daysInCycle": 1, "startTime": "03:30"}}},
+        },  # fmt: skip
+        "dailySchedule.startTime: '03:30' is not HH:00",
+    ),
+]
+
+
+@pytest.mark.parametrize(("type_", "inputs", "expected"), SHAPE_CASES)
+def test_types_item_counts_and_validators_catch_what_the_provider_refuses(type_, inputs, expected):
+    errors = _errors(type_, inputs)
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("type_", "inputs"),
+    [
+        # what the SDK accepts: numbers as floats (the bridge and mocks), a numeric string for TypeInt,
+        # fractional seconds and an offset in RFC 3339, an empty string where OrEmpty allows it, an unknown value
+        (POOL, _accelerator(4.0)),
+        (POOL, _accelerator("4")),
+        (CLUSTER, _window(startTime="2025-01-01T03:00:00.5+02:00")),
+        (CLUSTER, {"name": "c", "clusterIpv4Cidr": ""}),
+        (CLUSTER, {"name": "c", "clusterIpv4Cidr": "10.4.0.0/14"}),
+        (CLUSTER, _window(startTime=ps.UNKNOWN)),
+        (CLUSTER, {"name": "c", "maintenancePolicy": {"recurringMaintenanceWindow": {"windowDuration": "1h30m"}}}),
+    ],
+)
+def test_what_the_provider_accepts_passes(type_, inputs):
+    assert [e for e in _errors(type_, inputs) if "required" not in e and "at least one of" not in e] == []
+
+
+def test_every_recorded_validator_is_checked_or_listed_as_not():
+    names = set()
+
+    def walk(spec):
+        names.add(spec["name"])
+        for arg in spec.get("args", []):
+            if isinstance(arg, dict):
+                walk(arg)
+
+    for entry in ps.rules()["resources"].values():
+        for rec in entry["fields"].values():
+            for key in ("validate", "elem_validate"):
+                if key in rec:
+                    walk(rec[key])
+    assert names - {"OrEmpty", "All", "Any"} <= set(ps.CHECKS) | ps.UNCHECKED, names - set(ps.CHECKS)
+    assert {"ValidateRFC3339Date", "IntAtLeast", "IsCIDRNetwork", "StringMatch"} <= names
+
+
 def test_a_maintenance_policy_with_a_window_and_the_hold_passes():
     assert _errors(CLUSTER, {"name": "c", "maintenancePolicy": {**WINDOW, **HOLD}}) == []
     assert _errors(CLUSTER, {"name": "c", "maintenancePolicy": {"recurringWindow": "(known after apply)"}}) == []
@@ -240,6 +379,15 @@ func ResourceThing() *schema.Resource {
 						"b": {Type: schema.TypeList, Optional: true, ExactlyOneOf: keys,
 							Elem: &schema.Schema{Type: schema.TypeString, ValidateDiagFunc: verify.ValidateEnum([]string{"M", ""})}},
 						"c": schemaInner(),
+						"n": {Type: schema.TypeInt, Optional: true, ValidateFunc: validation.IntAtLeast(10)},
+						"t": {Type: schema.TypeString, Optional: true, ValidateFunc: verify.ValidateRFC3339Date},
+						"r": {Type: schema.TypeString, Optional: true,
+							ValidateFunc: verify.OrEmpty(validation.IsCIDRNetwork(28, 28))},
+						"m": {Type: schema.TypeSet, Optional: true, MinItems: 1, MaxItems: 3, Elem: &schema.Schema{
+							Type: schema.TypeString,
+							ValidateDiagFunc: validation.ToDiagFunc(validation.StringMatch(regexp.MustCompile(`^gs://`), "gs"))}},
+						"d": {Type: schema.TypeString, Optional: true, ValidateFunc: validateDuration},
+						"f": {Type: schema.TypeString, Optional: true, ValidateFunc: func(v interface{}, k string) {}},
 					},
 				},
 			},
@@ -274,8 +422,33 @@ def test_the_extractor_reads_go_schema_maps(tmp_path, monkeypatch):
         "name": {"type": "TypeString", "required": True},
         "p": {"type": "TypeList", "optional": True, "max_items": 1},
         "p.a": {"type": "TypeString", "optional": True, "exactly_one_of": ["p.a", "p.b"]},
-        "p.b": {"type": "TypeList", "optional": True, "exactly_one_of": ["p.a", "p.b"], "enum": ["M", ""]},
+        "p.b": {
+            "type": "TypeList",
+            "optional": True,
+            "exactly_one_of": ["p.a", "p.b"],
+            "enum": ["M", ""],
+            "elem_type": "TypeString",
+        },
         "p.c": {"type": "TypeString", "optional": True, "force_new": True, "enum": ["X", "Y"]},
+        # named validators with their literal arguments (nested, through ToDiagFunc, a regexp's pattern), a
+        # function referenced by name, a function literal recorded as such
+        "p.n": {"type": "TypeInt", "optional": True, "validate": {"name": "IntAtLeast", "args": [10]}},
+        "p.t": {"type": "TypeString", "optional": True, "validate": {"name": "ValidateRFC3339Date"}},
+        "p.r": {
+            "type": "TypeString",
+            "optional": True,
+            "validate": {"name": "OrEmpty", "args": [{"name": "IsCIDRNetwork", "args": [28, 28]}]},
+        },
+        "p.m": {
+            "type": "TypeSet",
+            "optional": True,
+            "min_items": 1,
+            "max_items": 3,
+            "elem_type": "TypeString",
+            "elem_validate": {"name": "StringMatch", "args": ["^gs://", "gs"]},
+        },
+        "p.d": {"type": "TypeString", "optional": True, "validate": {"name": "validateDuration"}},
+        "p.f": {"type": "TypeString", "optional": True, "validate": {"name": "(function literal)"}},
     }
 
 

@@ -186,6 +186,19 @@ def test_moving_a_prod_tpu_pool_says_pulumi_up_refuses_and_what_it_needs(tmp_pat
     assert not protected_needs(read_render(dev_old), read_render(dev_new), recreations(dev_old, dev_new), "dev")
 
 
+def test_moving_a_prod_tpu_pool_to_another_zone_is_a_replacement_pulumi_up_refuses(tmp_path):
+    """The issue's own scenario: the provider would update nodeLocations in place (GKE removes the old zone's nodes),
+    so the stack replaces TPU node pools on a zone change (components/tpu_pool.py) and the review says what that
+    needs."""
+    prod = (ROOT / "Pulumi.dev.yaml").read_text().replace("environment: dev", "environment: prod")
+    old = _render(prod, tmp_path, "prod-old")
+    new = _render(prod.replace("zone: us-east5-a", "zone: us-east5-c"), tmp_path, "prod-new")
+    lines = review(old, new)
+    assert lines[0].endswith('nodeLocations ["us-east5-a"] -> ["us-east5-c"] (replaces it: replaceOnChanges)'), lines
+    (need,) = [line for line in lines if "refuses" in line]
+    assert need.startswith("gcp:container/nodePool:NodePool tpu-v5e-2x4: `pulumi up` refuses: it is protected")
+
+
 def test_a_protected_pool_removed_needs_unprotect_first(tmp_path):
     old = read_render(Path(ROOT / "tests" / "golden" / "all-in-one"))
     new = {k: v for k, v in old.items() if "tpu-v6e-4x4" not in k}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import config, maxtext, versions
+from stacks import maxtext, versions, workload_checks
 from workloads.jetstream import plan as jetstream
 from workloads.jetstream_pathways import plan as jetstream_pathways
 from workloads.registry import WORKLOAD_TYPES
@@ -33,11 +33,12 @@ def test_every_images_key_has_one_pinned_default(workload_type):
 def test_generations_served_follow_the_tpu_images():
     # JetStream's MaxEngine image is recorded for v4, v5e, v5p only (stacks/versions.py, with its source).
     assert (
-        config.generations_served(WORKLOAD_TYPES["jetstream"]) == versions.IMAGE_RECORDS["maxengineServer"].serves.tpus
+        workload_checks.generations_served(WORKLOAD_TYPES["jetstream"])
+        == versions.IMAGE_RECORDS["maxengineServer"].serves.tpus
     )
-    assert "tpu7x" in config.generations_served(WORKLOAD_TYPES["vllm"]) and "tpu7x" not in config.generations_served(
-        WORKLOAD_TYPES["saxml"]
-    )
+    assert "tpu7x" in workload_checks.generations_served(
+        WORKLOAD_TYPES["vllm"]
+    ) and "tpu7x" not in workload_checks.generations_served(WORKLOAD_TYPES["saxml"])
 
 
 # MaxText's `quantization` values: AI-Hypercomputer/maxtext MaxText/layers/quantizations.py `_get_quant_config`

@@ -19,7 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-from stacks.config import NS, named_environment
+from stacks.config import NS
+from stacks.pieces.environment import named_environment
 from stacks.problems import ConfigError
 from stacks.profiles import PROFILES
 from tooling.offline import ROOT, StackFileError, parse_stack_file, read_stack_yaml

@@ -456,12 +456,13 @@ def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, 
     Pulumi runtime: the validated StackConfig, or ConfigError. Keys read as the program reads them (structured
     values through their JSON text), unknown `tpu-serving:` keys reported, and how hfToken is set (a secret: given
     encrypted or in `secret_keys`; else plain text, which is refused)."""
-    from stacks.config import KNOWN_KEYS, NS, _raw_config, parse_stack_config
+    from stacks.config import KNOWN_KEYS, NS, parse_stack_config
+    from stacks.pulumi_config import raw_config
     from workloads.registry import WORKLOAD_TYPES
 
     values, encrypted = config_values(config)
     secrets = {*secret_keys, *encrypted}
-    raw = _raw_config(lambda key: values.get(f"{NS}:{key}"))
+    raw = raw_config(lambda key: values.get(f"{NS}:{key}"))
     keys = [k.split(":", 1)[1] for k in values if k.startswith(f"{NS}:")]
     token = f"{NS}:hfToken"
     return parse_stack_config(

@@ -4,14 +4,16 @@ pulumi-gcp bridges hashicorp/terraform-provider-google-beta: the Terraform schem
 `google-beta/services/<product>/*.go`) is what the provider validates before it calls any API, and mocks accept
 anything. This module
 
-- extracts, for every resource type the program registers (RESOURCES), each field's `Required`, `Optional`,
-  `ForceNew`, `MaxItems`, `ExactlyOneOf`, `ConflictsWith`, `RequiredWith`, `AtLeastOneOf` and enum validator
-  (`validation.StringInSlice`, `verify.ValidateEnum`), as dotted snake_case paths, into
-  tooling/data/provider_rules.json with its origin (`repo@ref:path` per resource);
+- extracts, for every resource type the program registers (RESOURCES), each field's `Type` (and its element's),
+  `Required`, `Optional`, `ForceNew`, `MaxItems`, `MinItems`, `ExactlyOneOf`, `ConflictsWith`, `RequiredWith`,
+  `AtLeastOneOf`, enum validator (`validation.StringInSlice`, `verify.ValidateEnum`) and any other validator by
+  name with its literal arguments, as dotted snake_case paths, into tooling/data/provider_rules.json with its
+  origin (`repo@ref:path` per resource);
 - checks a resource's inputs (camelCase, as Pulumi registers them) against that data, the way the SDK's
   `schemaMap.validate` does (hashicorp/terraform-plugin-sdk helper/schema/schema.go: ExactlyOneOf and
   AtLeastOneOf whenever the enclosing block is sent, RequiredWith and ConflictsWith when the field is set,
-  Required when the enclosing block is sent), plus unknown fields and enum values;
+  Required when the enclosing block is sent; validateList / validateMap / validatePrimitive for item counts,
+  types and validators), plus unknown fields and enum values;
 - gives the review (tooling/recreate.py) the ForceNew paths.
 
 Regenerate (from a checkout, or straight from a git directory at a tag):
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import datetime
+import ipaddress
 import json
 import re
 import subprocess
@@ -43,6 +47,18 @@ from tooling.offline import UNKNOWN
 DATA = Path(__file__).parent / "data" / "provider_rules.json"
 REPO = "hashicorp/terraform-provider-google-beta"
 REF = "v7.45.0"  # the tag the data was read from: the newest google-beta in the snapshot we could read (see README)
+# Written into the data: which google-beta pulumi-gcp 10.2.0 bridges is not established from a source we could read.
+ORIGIN_NOTE = (
+    "Read from google-beta v7.45.0, the newest tag in the snapshot we could read. pulumi-gcp 10.2.0 (stacks/versions.py)"
+    " bridges a google-beta 8.x release: its SDK lacks what google-beta 8.0.0 removed (the beyondcorp app_connection,"
+    " app_connector and app_gateway resources; google_compute_reservation.reservation_block_count; google-beta"
+    " website/docs/guides/version_8_upgrade.html.markdown) and has fields newer than the snapshot's latest commit"
+    " (93c65b2d60, after the 8.0.0 merge: node pool best_effort_provisioning). pulumi/pulumi-gcp's snapshot ends at"
+    " v9.35.0 (google-beta v7.45.0), so the exact 8.x version is unknown. Read at 93c65b2d60, the registered types"
+    " differ from this data only in logging_config/monitoring_config.enable_components becoming sets, the"
+    " host_maintenance_policy.opportunistic_maintenance_strategy block, and a name_prefix validator"
+    " (tests/test_provider_schema.py NEWER_IN_SDK lists what the SDK has beyond this data)."
+)
 
 # Pulumi type -> Terraform resource name: pulumi/pulumi-gcp provider/resources.go maps each `gcp:` token to its
 # `google_*` resource; every type the program registers is listed (tests/test_provider_schema.py keeps it so).
@@ -351,6 +367,31 @@ class Enum:
     ignore_case: bool = False
 
 
+@dataclass
+class Validator:
+    """A named validator (`validation.IntAtLeast(1)`, `verify.ValidateRFC3339Date`, a local function) and its
+    arguments as far as they are literals (None where not)."""
+
+    name: str
+    args: list[Any] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.args:
+            out["args"] = [_arg(a) for a in self.args]
+        return out
+
+
+def _arg(value: Any) -> Any:
+    if isinstance(value, Validator):
+        return value.record()
+    if isinstance(value, Enum):
+        return {"name": "StringInSlice", "args": [value.values, value.ignore_case]}
+    if isinstance(value, list):
+        return [_arg(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool)) else None
+
+
 class Evaluator:
     def __init__(self, src: GoSource) -> None:
         self.src = src
@@ -386,8 +427,14 @@ class Evaluator:
             return Enum([str(v) for v in args[0]], bool(args[1]) if len(args) > 1 else False)
         if short == "ValidateEnum" and args and isinstance(args[0], list):
             return Enum([str(v) for v in args[0]])
-        if short in ("ToDiagFunc", "All", "Any"):
-            return next((a for a in args if isinstance(a, Enum)), Opaque())
+        if short == "ToDiagFunc" and args:
+            return args[0]
+        if short in ("All", "Any"):
+            return next((a for a in args if isinstance(a, Enum)), None) or Validator(short, args)
+        if short == "MustCompile" and args and isinstance(args[0], str):
+            return args[0]  # regexp.MustCompile(`...`): the pattern
+        if node.func.startswith(("validation.", "verify.")):
+            return Validator(short, args)
         if short == "MergeSchemas":
             merged: dict[str, Any] = {}
             for a in args:
@@ -399,9 +446,11 @@ class Evaluator:
             return {"Schema": {**(base if isinstance(base, dict) else {}), **args[0]}}
         found = self.src.find(node.func, "func")
         if found is None:
-            return Opaque()
+            return Validator(short, args) if short.lower().startswith("validate") else Opaque()
         self.used.add(found[0].path)
-        return self.value(found[1], depth + 1)
+        value = self.value(found[1], depth + 1)
+        # a local validator factory (it returns a function literal): recorded by name
+        return Validator(short, args) if isinstance(value, Opaque) and "valid" in short.lower() else value
 
 
 def registered_schema(src: GoSource, ev: Evaluator, tf_name: str) -> tuple[str, dict[str, Any]]:
@@ -444,8 +493,9 @@ def flatten(schema_map: dict[str, Any], prefix: str = "") -> Iterator[tuple[str,
         ):
             if sch.get(flag) is True:
                 rec[key] = True
-        if isinstance(sch.get("MaxItems"), int):
-            rec["max_items"] = sch["MaxItems"]
+        for key, as_key in (("MaxItems", "max_items"), ("MinItems", "min_items")):
+            if isinstance(sch.get(key), int) and sch[key] > 0:
+                rec[as_key] = sch[key]
         for key in RULE_KEYS:
             if isinstance(sch.get(key), list):
                 rec[re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()] = [_path(str(p)) for p in sch[key]]
@@ -457,9 +507,27 @@ def flatten(schema_map: dict[str, Any], prefix: str = "") -> Iterator[tuple[str,
             rec["enum"] = validator.values
             if validator.ignore_case:
                 rec["enum_ignore_case"] = True
+        if isinstance(elem, dict) and "Schema" not in elem and isinstance(elem.get("Type"), str):
+            rec["elem_type"] = elem["Type"]
+        for key, where in (("validate", sch), ("elem_validate", elem if isinstance(elem, dict) else {})):
+            found = _validator(where.get("ValidateFunc") or where.get("ValidateDiagFunc"))
+            if found is not None:
+                rec[key] = found
         yield prefix + name, rec
         if isinstance(elem, dict) and isinstance(elem.get("Schema"), dict):
             yield from flatten(elem["Schema"], f"{prefix}{name}.")
+
+
+def _validator(value: Any) -> dict[str, Any] | None:
+    """The record of a validator other than an enum (enums are recorded as `enum`): a named function or a call of
+    one; a function literal is recorded as such (nothing to check)."""
+    if value is None or isinstance(value, Enum):
+        return None
+    if isinstance(value, Validator):
+        return value.record()
+    if isinstance(value, Ref):
+        return {"name": value.name.split(".")[-1]}
+    return {"name": "(function literal)"}
 
 
 def extract(root: Path, origin: str) -> dict[str, Any]:
@@ -549,6 +617,189 @@ def _values_at(node: Any, parts: list[str], where: str = "") -> Iterator[tuple[s
 _INDEX = re.compile(r"\[\d+\]")
 
 
+# ---- types and named validators, as the plugin SDK applies them --------------------------------------------------
+# hashicorp/terraform-plugin-sdk@v2.40.1 helper/schema/schema.go: validateList refuses more than MaxItems (and fewer
+# than MinItems) items; validatePrimitive refuses a list or a map for a primitive, then decodes the value the way
+# mapstructure.WeakDecode does (TypeInt: a whole number or a string of one; TypeFloat and TypeBool: numbers, bools
+# and strings strconv parses) and runs ValidateFunc on the decoded value.
+
+_BOOL_STRINGS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True, "": False}
+_BOOL_STRINGS |= {"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def decode(type_: str, value: Any) -> tuple[Any, str | None]:
+    """(decoded value, None) or (None, why the SDK refuses it) for a primitive of the given Terraform type."""
+    if isinstance(value, list):
+        return None, "must be a single value, not a list"
+    if isinstance(value, dict):
+        return None, "must be a single value, not a map"
+    if type_ == "TypeInt":
+        if isinstance(value, float) and value.is_integer():  # mocks and the bridge carry numbers as floats
+            return int(value), None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value, None
+        if isinstance(value, str):
+            try:
+                return int(value, 0), None
+            except ValueError:
+                pass
+        return None, f"must be a whole number, got {value!r}"
+    if type_ == "TypeFloat":
+        try:
+            return float(value), None
+        except (TypeError, ValueError):
+            return None, f"must be a number, got {value!r}"
+    if type_ == "TypeBool":
+        if isinstance(value, (bool, int, float)):
+            return bool(value), None
+        if isinstance(value, str) and value in _BOOL_STRINGS:
+            return _BOOL_STRINGS[value], None
+        return None, f"must be a bool, got {value!r}"
+    if type_ == "TypeString" and isinstance(value, bool):
+        return ("1" if value else "0"), None
+    return (str(value) if type_ == "TypeString" else value), None
+
+
+_GO_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_GO_DURATION = re.compile(r"[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)")
+_GCE_NAME = r"^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$"  # google-beta verify/validation.go ValidateGCEName
+_RFC1918 = [
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+]  # verify Rfc1918Networks
+
+
+def _rfc3339(v: Any) -> str | None:
+    """Go time.Parse(time.RFC3339, v) (google-beta verify.ValidateRFC3339Date)."""
+    if isinstance(v, str) and _GO_RFC3339.fullmatch(v):
+        try:
+            datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
+            return None
+        except ValueError:
+            pass
+    return f"{v!r} is not an RFC 3339 time (2006-01-02T15:04:05Z07:00)"
+
+
+def _cidr(v: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """Go net.ParseCIDR: an address and a prefix length (host bits may be set)."""
+    try:
+        return ipaddress.ip_network(v, strict=False) if isinstance(v, str) and "/" in v else None
+    except ValueError:
+        return None
+
+
+def _cidr_network(v: Any, low: int, high: int) -> str | None:
+    """plugin-sdk validation.IsCIDRNetwork: a CIDR written as its network, prefix length in [low, high]."""
+    net = _cidr(v)
+    if net is None:
+        return f"{v!r} is not a CIDR"
+    if str(net) != v:
+        return f"{v!r} is not a network address (expected {net})"
+    if not low <= net.prefixlen <= high:
+        return f"{v!r} has a prefix length outside {low}..{high}"
+    return None
+
+
+def _rfc1918(v: Any, low: int, high: int) -> str | None:
+    """google-beta verify.ValidateRFC1918Network: IsCIDRNetwork and inside 10/8, 172.16/12 or 192.168/16."""
+    problem = _cidr_network(v, low, high)
+    net = _cidr(v)
+    v4 = net if isinstance(net, ipaddress.IPv4Network) else None
+    inside = v4 is not None and any(v4.subnet_of(r) for r in _RFC1918)
+    if problem is None and not inside:
+        problem = f"{v!r} is not an RFC 1918 range"
+    return problem
+
+
+def _rfc6996_asn(v: int) -> str | None:
+    """google-beta verify.ValidateRFC6996Asn: a private ASN or Google's partner ASN 16550."""
+    ok = 64512 <= v <= 65534 or 4200000000 <= v <= 4294967294 or v == 16550
+    return None if ok else f"{v} is not a private ASN (64512-65534, 4200000000-4294967294) or 16550"
+
+
+def _hourly(v: str) -> str | None:
+    """google-beta verify.ValidateHourlyOnly: HH:00."""
+    hour, colon, minute = v.partition(":")
+    ok = colon and minute == "00" and hour.lstrip("+-").isdigit() and 0 <= int(hour) <= 23
+    return None if ok else f"{v!r} is not HH:00"
+
+
+def _hh_mm(v: str) -> str | None:
+    """google-beta verify.ValidateRFC3339Time: HH:mm."""
+    ok = len(v) == 5 and v[2] == ":" and v[:2].isdigit() and v[3:].isdigit() and int(v[:2]) <= 23
+    return None if ok and int(v[3:]) <= 59 else f"{v!r} is not HH:mm"
+
+
+def _match(v: Any, pattern: str | None, what: str) -> str | None:
+    if pattern is None or not isinstance(v, str):
+        return None
+    return None if re.search(pattern, v) else f"{v!r} does not match {what or pattern}"
+
+
+def _json(v: Any) -> str | None:
+    try:
+        json.loads(v)
+        return None
+    except (TypeError, ValueError):
+        return f"{v!r} is not JSON"
+
+
+def _between(v: Any, low: Any, high: Any) -> str | None:
+    return None if low <= v <= high else f"{v!r} is outside {low}..{high}"
+
+
+# name -> check(decoded value, args) -> what is wrong, or None. Sources: hashicorp/terraform-plugin-sdk@v2.40.1
+# helper/validation/{int,float,strings,network}.go; google-beta verify/validation.go; google-beta
+# services/container/resource_container_cluster.go validateDuration (time.ParseDuration).
+CHECKS: dict[str, Any] = {
+    "IntAtLeast": lambda v, a: None if v >= a[0] else f"{v} is less than {a[0]}",
+    "IntAtMost": lambda v, a: None if v <= a[0] else f"{v} is more than {a[0]}",
+    "IntBetween": lambda v, a: _between(v, a[0], a[1]),
+    "FloatBetween": lambda v, a: _between(v, a[0], a[1]),
+    "FloatAtLeast": lambda v, a: None if v >= a[0] else f"{v} is less than {a[0]}",
+    "StringLenBetween": lambda v, a: None if a[0] <= len(v) <= a[1] else f"{v!r} is not {a[0]}-{a[1]} characters",
+    "StringMatch": lambda v, a: _match(v, a[0], a[1] if len(a) > 1 else ""),
+    "ValidateRegexp": lambda v, a: _match(v, a[0], ""),
+    "ValidateGCEName": lambda v, a: _match(v, _GCE_NAME, "a GCE name (RFC 1035, at most 63 characters)"),
+    "ValidateRFC1035Name": lambda v, a: (
+        None
+        if a[0] <= len(v) <= a[1] and re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", v)
+        else f"{v!r} is not an RFC 1035 name of {a[0]}-{a[1]} characters"
+    ),
+    "StringIsJSON": lambda v, a: _json(v),
+    "IsCIDR": lambda v, a: None if _cidr(v) else f"{v!r} is not a CIDR",
+    "ValidateIpCidrRange": lambda v, a: None if _cidr(v) else f"{v!r} is not a CIDR",
+    "IsCIDRNetwork": lambda v, a: _cidr_network(v, a[0], a[1]),
+    "ValidateRFC1918Network": lambda v, a: _rfc1918(v, a[0], a[1]),
+    "ValidateRFC3339Date": lambda v, a: _rfc3339(v),
+    "ValidateRFC3339Time": lambda v, a: _hh_mm(v),
+    "ValidateHourlyOnly": lambda v, a: _hourly(v),
+    "ValidateRFC6996Asn": lambda v, a: _rfc6996_asn(v),
+    "validateDuration": lambda v, a: None if _GO_DURATION.fullmatch(v) else f"{v!r} is not a Go duration (e.g. 4h)",
+    "ValidateDuration": lambda v, a: None if _GO_DURATION.fullmatch(v) else f"{v!r} is not a Go duration (e.g. 4h)",
+}
+# Recorded by the extractor, not checked here (the reason each): labelKeyValidator checks map keys against a regexp
+# var the extractor does not read; validateIAMMember and a function literal are code, not data.
+UNCHECKED = {"labelKeyValidator", "validateIAMMember", "(function literal)"}
+
+
+def check_validator(spec: dict[str, Any], value: Any) -> str | None:
+    """What a recorded validator refuses in a decoded value (None: accepted, or not checkable)."""
+    name, args = spec["name"], spec.get("args", [])
+    if name == "OrEmpty":
+        return None if value == "" else check_validator(args[0], value)
+    if name in ("All", "Any"):
+        found = [check_validator(a, value) for a in args if isinstance(a, dict)]
+        bad = [f for f in found if f]
+        return (bad[0] if bad else None) if name == "All" else (bad[0] if found and len(bad) == len(found) else None)
+    check = CHECKS.get(name)
+    if check is None or any(a is None for a in args):
+        return None
+    try:
+        return check(value, args)
+    except TypeError:
+        return None
+
+
 @dataclass
 class _Check:
     """One resource's inputs against its provider schema (tooling.offline.UNKNOWN, an output a preview does not
@@ -608,6 +859,43 @@ class _Check:
             if not sent(other):
                 self.add(f"{here}: requires {self.camel.get(other, other)}")
 
+    def shape(self, here: str, rec: dict[str, Any], value: Any, *, block: bool) -> None:
+        """The value's type, its number of items (MaxItems, MinItems) and its named validators (plugin-sdk
+        schemaMap.validateList / validateMap / validatePrimitive). A MaxItems=1 block or value Pulumi registers as
+        itself, not as a list of one (pulumi-terraform-bridge flattens it)."""
+        if value is None or value == UNKNOWN:
+            return
+        type_ = rec.get("type", "")
+        if type_ in ("TypeList", "TypeSet"):
+            items = value if isinstance(value, list) else [value]
+            if isinstance(value, list) and value and rec.get("max_items") and len(value) > rec["max_items"]:
+                self.add(f"{here}: at most {rec['max_items']} item(s) allowed, {len(value)} given")
+            if isinstance(value, list) and value and len(value) < rec.get("min_items", 0):
+                self.add(f"{here}: at least {rec['min_items']} item(s) required, {len(value)} given")
+            for i, item in enumerate(items):
+                at = f"{here}[{i}]" if isinstance(value, list) else here
+                if block and not isinstance(item, dict) and item != UNKNOWN:
+                    self.add(f"{at}: must be a block (an object), got {item!r}")
+                elif not block:
+                    self.primitive(at, rec.get("elem_type", "TypeString"), rec.get("elem_validate"), item)
+        elif type_ == "TypeMap":
+            if not isinstance(value, dict):
+                self.add(f"{here}: must be a map, got {value!r}")
+                return
+            for key, item in value.items():
+                self.primitive(f"{here}.{key}", rec.get("elem_type", "TypeString"), rec.get("elem_validate"), item)
+        elif type_:
+            self.primitive(here, type_, rec.get("validate"), value)
+
+    def primitive(self, here: str, type_: str, validator: dict[str, Any] | None, value: Any) -> None:
+        if value is None or value == UNKNOWN:
+            return
+        decoded, why = decode(type_, value)
+        if why is None and validator is not None:
+            why = check_validator(validator, decoded)
+        if why is not None:
+            self.add(f"{here}: {why}")
+
     def names_and_enums(self, node: Any, where: str) -> None:
         """Every input is a field of the schema, and every value of an enum-validated field is one it allows."""
         if isinstance(node, list):
@@ -625,6 +913,7 @@ class _Check:
                 self.add(f"{here}: not a field of the provider's schema")
                 continue
             rec = self.fields[tf_path]
+            self.shape(here, rec, value, block=any(p.startswith(tf_path + ".") for p in self.fields))
             allowed = rec.get("enum")
             for v in value if isinstance(value, list) else [value]:
                 if allowed and isinstance(v, str) and v != UNKNOWN:
@@ -688,6 +977,8 @@ def main(argv: list[str] | None = None) -> int:
             ).stdout.strip()
             data = extract(Path(tmp, "src"), f"{REPO}@{args.ref}")
             data["commit"] = commit
+            if args.ref == REF:
+                data["origin_note"] = ORIGIN_NOTE
     elif args.source and args.origin:
         data = extract(args.source, args.origin)
     else:

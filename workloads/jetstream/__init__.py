@@ -10,4 +10,5 @@ TYPE = WorkloadType(
     resolve=resolver(check),
     component=JetStream,
     tpu_images=TPU_IMAGES,
+    checks_generation=True,
 )

@@ -20,7 +20,7 @@ class JetStream(ServingWorkload):
     ):
         super().__init__("tpu-serving:workloads:JetStream", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
-        self.commands = js.commands(plan)
+        self.commands = js.commands(plan, deps.local_ports)
 
         # The engine reads the checkpoint: objectViewer on its prefix, nothing else (JetStreamPlan.grants).
         identity = self.identity(grants=plan.grants())

@@ -12,6 +12,7 @@ than that. A cluster pinned below 1.28 gets `privileged: true`, as those version
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,9 +337,9 @@ def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
     return jetstream_pod_monitoring(plan, plan.labels)
 
 
-def commands(plan: JetStreamPlan) -> dict[str, str]:
+def commands(plan: JetStreamPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
-    http, grpc = plan.local_port(port), plan.local_port(GRPC_PORT)
+    http, grpc = local_ports.get(port, port), local_ports.get(GRPC_PORT, GRPC_PORT)
     out = {
         "portForward": f"kubectl -n {ns} port-forward svc/{svc} {http}:{port} {grpc}:{GRPC_PORT}",
         "curl": generate_curl(http),

@@ -23,7 +23,7 @@ class JetStreamPathways(ServingWorkload):
     ):
         super().__init__("tpu-serving:workloads:JetStreamPathways", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
-        self.commands = jp.commands(plan)
+        self.commands = jp.commands(plan, deps.local_ports)
 
         # Leader and workers write Pathways scratch under the workload's prefix and read the checkpoint.
         grants = plan.grants()

@@ -8,6 +8,7 @@ reference tutorial substitutes by hand comes from the pool: node selectors, `goo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -409,9 +410,9 @@ def pod_monitoring(plan: PathwaysPlan) -> dict[str, Any]:
     return jetstream_pod_monitoring(plan, plan.labels)
 
 
-def commands(plan: PathwaysPlan) -> dict[str, str]:
+def commands(plan: PathwaysPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     port = plan.workload.service.port
-    local = plan.local_port(port)
+    local = local_ports.get(port, port)
     return {
         "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {local}:{port}",
         "curl": generate_curl(local),

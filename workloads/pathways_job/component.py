@@ -35,7 +35,7 @@ class PathwaysJob(ServingWorkload):
     ):
         super().__init__("tpu-serving:workloads:PathwaysJob", name, plan=plan, deps=deps, opts=opts)
         self.service_name = None
-        self.commands = pj.commands(plan)
+        self.commands = pj.commands(plan, deps.local_ports)
         node_service_account = deps.node_service_account
         assert node_service_account is not None, "its pool serves it alone, as an account of its own"
         member = node_service_account.apply(lambda e: f"serviceAccount:{e}")

@@ -12,6 +12,7 @@ before anything is applied and size the node the head pod needs.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,7 +356,7 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     return [{"kind": "Pod", "spec": head}, {"kind": "Pod", "spec": worker}]
 
 
-def commands(plan: PathwaysJobPlan) -> dict[str, str]:
+def commands(plan: PathwaysJobPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     """How to follow the job: its status, its pods, the head's and the workers' logs; interactive: how to connect."""
     ns, name = plan.namespace, plan.name
     head = f"{JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={HEAD_JOB}"
@@ -370,7 +371,7 @@ def commands(plan: PathwaysJobPlan) -> dict[str, str]:
         ),
     }
     if plan.interactive:
-        local = plan.local_port(PROXY_PORT)
+        local = local_ports.get(PROXY_PORT, PROXY_PORT)
         out["portForward"] = (
             f"kubectl -n {ns} port-forward $(kubectl -n {ns} get pods -l {head} -o name) {local}:{PROXY_PORT}"
         )

@@ -12,4 +12,5 @@ TYPE = WorkloadType(
     addon="jobset",
     exclusive_pool=True,
     tpu_images=TPU_IMAGES,
+    checks_generation=True,
 )

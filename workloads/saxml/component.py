@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -82,7 +83,7 @@ class Saxml(ServingWorkload):
 
         if plan.workload.models is not None and not plan.paused:
             self._publish_models(name, plan, model_servers, http_server, service)
-        self.commands = commands(plan, service)
+        self.commands = commands(plan, service, deps.local_ports)
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})
 
     def _publish_models(
@@ -111,10 +112,10 @@ class Saxml(ServingWorkload):
         )
 
 
-def commands(plan: saxml.SaxmlPlan, service: k8s.core.v1.Service) -> dict[str, Any]:
+def commands(plan: saxml.SaxmlPlan, service: k8s.core.v1.Service, local_ports: Mapping[int, int]) -> dict[str, Any]:
     """The workload's outputs: its port-forward, the HTTP address (the load balancer's once it has one) and curl
     examples against it."""
-    local_port = plan.local_port(saxml.HTTP_PORT)
+    local_port = local_ports.get(saxml.HTTP_PORT, saxml.HTTP_PORT)
     port_forward = f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{saxml.HTTP_PORT}"
     local = f"localhost:{local_port}"
     if plan.workload.http.exposure == "cluster":

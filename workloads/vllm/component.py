@@ -29,7 +29,7 @@ class Vllm(ServingWorkload):
         self.service_name = plan.service_name
         self.serving_selector = plan.serving_selector
         self.http_port = vllm.HTTP_PORT
-        self.commands = vllm.commands(plan)
+        self.commands = vllm.commands(plan, deps.local_ports)
 
         # Read-write on the workload's own prefix of the stack bucket, read-only on the weights (VllmPlan.grants).
         identity = self.identity(grants=plan.grants())

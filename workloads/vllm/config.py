@@ -79,3 +79,7 @@ class VllmWorkload(WorkloadConfig):
         description="Served through the stack's Inference Gateway when tpu-serving:gateway is enabled (an "
         "InferencePool, endpoint picker and HTTPRoute of its own); false opts out.",
     )
+
+    def overrides_images(self) -> bool:
+        """Its `image` replaces the pinned vllm/vllm-tpu one."""
+        return self.image is not None

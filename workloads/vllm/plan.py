@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
@@ -304,8 +305,11 @@ def check(
     plan = VllmPlan.on(
         workload, pool, namespace, ctx, adapter=ctx.adapter, hf_token=ctx.hf_token, cluster=ctx.cluster_name
     )
-    for gap in image_gaps(plan.image, plan.needs()):
-        problems.append(Problem(f"{path}.pool" if "TPU generation" in gap else f"{path}.image", gap))
+    needs = plan.needs()
+    # The pinned image's TPU generations are every type's check (stacks/workload_checks.py); an override's, its own.
+    tpus = Serves(tpus=needs.tpus if workload.overrides_images() else None)
+    problems.extend(Problem(f"{path}.image", gap) for gap in image_gaps(plan.image, replace(needs, tpus=None)))
+    problems.extend(Problem(f"{path}.pool", gap) for gap in image_gaps(plan.image, tpus))
     if image_record(plan.image) is None:
         warnings.append(
             f"{path}.image: {plan.image} is not in the version matrix; the stack cannot check that it serves vLLM's "
@@ -755,9 +759,9 @@ def serving_container(plan: VllmPlan) -> tuple[str, str]:
     return (f"pod/{plan.name}-0", "vllm-leader") if plan.multi_host else (f"deploy/{plan.name}", CONTAINER)
 
 
-def commands(plan: VllmPlan) -> dict[str, str]:
+def commands(plan: VllmPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     ns, svc, port = plan.namespace, plan.service_name, plan.workload.service.port
-    local = plan.local_port(port)
+    local = local_ports.get(port, port)
     model = served_model_name(plan)
     completion = shlex.quote(f'{{"model": "{model}", "prompt": "San Francisco is a", "max_tokens": 64}}')
     chat = shlex.quote(

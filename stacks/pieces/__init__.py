@@ -1,0 +1,7 @@
+"""The platform pieces, each in the workload types' shape: its config model (`stacks/config_model.py`), its own
+rules (`problems`, every problem at once, each naming its key path), its plan (`plan`: every default resolved once,
+the environment profile included) and the component that builds it from the plan (`components/<piece>.py`, called
+as `(name, *, plan, deps)`).
+
+`stacks/config.py` asks each piece for its problems and plan and runs the checks between pieces; nothing here
+imports another layer than `stacks`."""

@@ -1,0 +1,108 @@
+"""The bucket piece (tpu-serving:bucket): the stack's GCS bucket and its log bucket. Its rules and its plan: the
+name, location and what the environment profile decides (teardown, soft delete, protection, retention)
+(components/bucket.py builds it)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stacks import naming, storage_locations
+from stacks.config_model import BucketConfig
+from stacks.pieces.rules import NS, check_key
+from stacks.problems import Problem
+from stacks.profiles import Profile
+
+PATH = f"{NS}:bucket"
+BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """The bucket as the stack builds it: every default resolved, the environment profile's included."""
+
+    config: BucketConfig
+    name: str
+    location: str
+    project: str
+    labels: dict[str, str]
+    force_destroy: bool
+    """bucket.forceDestroy, else the profile's: `pulumi destroy` deletes the objects with the bucket."""
+    soft_delete_seconds: int
+    protect: bool
+    retain_on_delete: bool
+
+
+def name(bucket: BucketConfig, gcp_project: str, pulumi_project: str, stack: str) -> str:
+    return bucket.name or naming.default_bucket_name(gcp_project, pulumi_project, stack)
+
+
+def plan(
+    bucket: BucketConfig, *, name: str, region: str, project: str, profile: Profile, labels: dict[str, str]
+) -> BucketPlan:
+    return BucketPlan(
+        config=bucket,
+        name=name,
+        location=bucket.location or region,
+        project=project,
+        labels=labels,
+        force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
+        soft_delete_seconds=profile.bucket_soft_delete_seconds,
+        protect=profile.protect,
+        retain_on_delete=profile.retain_bucket,
+    )
+
+
+def warnings(bucket: BucketConfig, profile: Profile) -> list[str]:
+    """An override of the profile is said, never applied silently; a location the list does not know, said."""
+    out = []
+    if bucket.force_destroy is not None and bucket.force_destroy != profile.bucket_force_destroy:
+        out.append(
+            f"{PATH}.forceDestroy={str(bucket.force_destroy).lower()} overrides the {profile.name} profile "
+            f"({str(profile.bucket_force_destroy).lower()})"
+        )
+    if bucket.location is not None and storage_locations.may_be_new_region(bucket.location):
+        out.append(
+            f"{PATH}.location={bucket.location!r} is written like a region but is not in the list of Cloud "
+            f"Storage locations the stack knows ({storage_locations.SOURCE}); if it is a new region it works, else "
+            "`pulumi up` fails when the bucket is created"
+        )
+    return out
+
+
+def check_bucket_name(name: str) -> str | None:
+    """Why `name` is not a bucket name this stack accepts, or None. Dots are refused: they need domain proof."""
+    if not BUCKET_RE.fullmatch(name):
+        return (
+            f"{name!r} is not a valid bucket name: 3-63 characters of lowercase letters, digits, '-' and '_', "
+            "starting and ending with a letter or digit (dotted names need domain verification and are not accepted)"
+        )
+    if name.startswith("goog") or "google" in name or "g00gle" in name or "go0gle" in name:
+        return f"{name!r} is not a valid bucket name: it may not start with 'goog' or contain 'google'"
+    return None
+
+
+def problems(bucket: BucketConfig, *, bucket_name: str | None, region: str | None) -> list[Problem]:
+    """The bucket's rules: its name (None: unknown while gcp:project has problems), its key in its location, and
+    a location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
+    found: list[Problem] = []
+    why = check_bucket_name(bucket_name) if bucket_name is not None else None
+    if why:
+        found.append(Problem(f"{PATH}.name", why))
+    if region:
+        check_key(f"{PATH}.kmsKeyName", bucket.kms_key_name, bucket.location or region, "the bucket's location", found)
+    if (
+        bucket.location is not None
+        and not storage_locations.is_location(bucket.location)
+        and not storage_locations.may_be_new_region(bucket.location)
+    ):
+        s = storage_locations
+        found.append(
+            Problem(
+                f"{PATH}.location",
+                f"{bucket.location!r} is not a Cloud Storage location; allowed: one of its {len(s.REGIONS)} regions "
+                f"(e.g. us-east5, europe-west4; all at {s.SOURCE}), a dual-region ({', '.join(s.DUAL_REGIONS)}) or "
+                f"a multi-region ({', '.join(s.MULTI_REGIONS)})",
+            )
+        )
+    return found

@@ -1,0 +1,279 @@
+"""The cluster piece (tpu-serving:cluster): the GKE cluster, its system pool and how it is reached. Its rules,
+its plan (name, location, and what the environment profile decides: protection, upgrade hold, maintenance window,
+intranode visibility) and the check of minMasterVersion against what the other pieces need
+(components/cluster.py builds it)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import catalog, naming, pool_sizing, versions
+from stacks import maintenance as maintenance_rules
+from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.pieces import network as network_piece
+from stacks.pieces.rules import (
+    MACHINE_TYPE_RE,
+    NS,
+    ZONE_RE,
+    check_cidr,
+    check_key,
+    check_labels,
+    check_name,
+    rfc3339,
+)
+from stacks.problems import Problem, fmt
+from stacks.profiles import Profile
+
+PATH = f"{NS}:cluster"
+GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """The cluster as the stack builds it: every default resolved, the environment profile's included."""
+
+    config: ClusterConfig
+    name: str
+    location: str
+    project: str
+    labels: dict[str, str]
+    gateway_api: bool
+    """The Gateway API and the HTTP load-balancing add-on, for an enabled inference gateway."""
+    deletion_protection: bool
+    protect: bool
+    intranode_visibility: bool
+    hold_minor_and_node_upgrades: bool
+    maintenance_window: MaintenanceWindowConfig | None
+    """The configured window; with the upgrade hold on and none configured, DEFAULT_MAINTENANCE_WINDOW."""
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """The minor version objects are validated against: minMasterVersion's, else the matrix default."""
+        return kubernetes_minor(self.config)
+
+    @property
+    def dns_endpoint(self) -> bool:
+        return self.config.control_plane_endpoint == "dns"
+
+
+def kubernetes_minor(cluster: ClusterConfig) -> str:
+    if cluster.min_master_version:
+        return ".".join(cluster.min_master_version.split(".")[:2])
+    return versions.DEFAULT_KUBERNETES_MINOR
+
+
+def name(cluster: ClusterConfig, pulumi_project: str, stack: str) -> str:
+    return cluster.name or naming.default_cluster_name(pulumi_project, stack)
+
+
+def plan(
+    cluster: ClusterConfig,
+    *,
+    name: str,
+    location: str,
+    project: str,
+    profile: Profile,
+    labels: dict[str, str],
+    gateway_api: bool,
+) -> ClusterPlan:
+    hold = cluster.maintenance.hold_minor_and_node_upgrades
+    hold = profile.hold_minor_and_node_upgrades if hold is None else hold
+    window = cluster.maintenance.window
+    own_visibility = cluster.intranode_visibility
+    return ClusterPlan(
+        config=cluster,
+        name=name,
+        location=location,
+        project=project,
+        labels=labels,
+        gateway_api=gateway_api,
+        deletion_protection=profile.deletion_protection,
+        protect=profile.protect,
+        intranode_visibility=profile.intranode_visibility if own_visibility is None else own_visibility,
+        hold_minor_and_node_upgrades=hold,
+        maintenance_window=DEFAULT_MAINTENANCE_WINDOW if window is None and hold else window,
+    )
+
+
+def problems(cluster: ClusterConfig, *, cluster_name: str, environment: Any, region: str | None) -> list[Problem]:
+    """The cluster's own rules, its network's included (cluster.network is its key)."""
+    found: list[Problem] = []
+    check_name(f"{PATH}.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", found)
+    for i, net in enumerate(cluster.master_authorized_networks):
+        check_cidr(f"{PATH}.masterAuthorizedNetworks[{i}].cidrBlock", net.cidr_block, found)
+    found.extend(network_piece.problems(cluster.network))
+    if cluster.control_plane_endpoint == "ip" and environment != "dev":
+        found.append(
+            Problem(
+                f"{PATH}.controlPlaneEndpoint",
+                f"'ip' is allowed only in dev (environment is {fmt(environment)}); staging and prod reach the "
+                "control plane through the DNS-based endpoint (allowed: 'dns')",
+            )
+        )
+    found.extend(network_piece.flow_logs_problems(cluster.network))
+    _check_maintenance(cluster, found)
+    _check_fields(cluster, found)
+    check_labels(f"{PATH}.labels", cluster.labels, found)
+    if cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
+        found.append(
+            Problem(
+                f"{PATH}.systemPool.minNodes",
+                f"{cluster.system_pool.min_nodes} is above maxNodes {cluster.system_pool.max_nodes}",
+            )
+        )
+    if region:
+        _check_placement(cluster, region, found)
+    return found
+
+
+def _check_placement(cluster: ClusterConfig, region: str, found: list[Problem]) -> None:
+    """Its location in gcp:region, its Secrets key there, and a system pool with a node in each of its zones."""
+    location = cluster.location or region
+    zone = ZONE_RE.fullmatch(location)
+    if location != region and not (zone and zone.group(1) == region):
+        found.append(
+            Problem(
+                f"{PATH}.location",
+                f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b",
+            )
+        )
+    check_key(f"{PATH}.secretsEncryptionKey", cluster.secrets_encryption_key, region, "the cluster's region", found)
+    zones = pool_sizing.cluster_zones(location)
+    if cluster.system_pool.max_nodes < zones:
+        found.append(
+            Problem(
+                f"{PATH}.systemPool.maxNodes",
+                f"{cluster.system_pool.max_nodes} is below {zones}: a regional cluster's system pool starts "
+                f"with a node in each of its {zones} zones (maxNodes is the total over them)",
+            )
+        )
+
+
+def _check_maintenance(cluster: ClusterConfig, found: list[Problem]) -> None:
+    base = f"{PATH}.maintenance"
+    maintenance = cluster.maintenance
+    rfc3339(f"{base}.holdStart", maintenance.hold_start, found)
+    window = maintenance.window
+    if window is None:
+        return
+    start = rfc3339(f"{base}.window.start", window.start, found)
+    end = rfc3339(f"{base}.window.end", window.end, found)
+    if start and end and end <= start:
+        found.append(Problem(f"{base}.window.end", f"{window.end!r} is not after window.start {window.start!r}"))
+    try:
+        rule = maintenance_rules.parse(window.recurrence)
+    except ValueError as e:
+        found.append(
+            Problem(
+                f"{base}.window.recurrence",
+                f"{window.recurrence!r} is not an RFC 5545 RRULE GKE takes: {e}; GKE takes "
+                f"FREQ={'|'.join(maintenance_rules.FREQS)} and {', '.join(maintenance_rules.KEYS[1:])}, e.g. "
+                "FREQ=WEEKLY;BYDAY=SA,SU or FREQ=DAILY",
+            )
+        )
+        return
+    if (
+        start
+        and end
+        and end > start
+        and (least := maintenance_rules.least_availability(rule, start, end)) < maintenance_rules.MIN_AVAILABLE
+    ):
+        found.append(
+            Problem(
+                f"{base}.window",
+                f"{window.start} to {window.end}, {window.recurrence} leaves {least.total_seconds() / 3600:.1f} h "
+                f"of maintenance in some 32 days; GKE needs {maintenance_rules.RULE_TEXT}",
+            )
+        )
+
+
+def _check_fields(cluster: ClusterConfig, found: list[Problem]) -> None:
+    """Free-text fields that Google Cloud reads: machine type, version, label count."""
+    system = cluster.system_pool
+    if not MACHINE_TYPE_RE.fullmatch(system.machine_type):
+        found.append(
+            Problem(
+                f"{PATH}.systemPool.machineType", f"{system.machine_type!r} is not a machine type, e.g. e2-standard-4"
+            )
+        )
+    if cluster.min_master_version is not None and not GKE_VERSION_RE.fullmatch(cluster.min_master_version):
+        found.append(
+            Problem(
+                f"{PATH}.minMasterVersion",
+                f"{cluster.min_master_version!r} is not a GKE version, e.g. 1.32 or 1.32.2-gke.1297000",
+            )
+        )
+    # 64 labels per resource at most; the stack adds app, stack and environment
+    if len(cluster.labels) > 61:
+        found.append(Problem(f"{PATH}.labels", f"{len(cluster.labels)} labels; at most 61 (64 with the stack's)"))
+    for i, net in enumerate(cluster.master_authorized_networks):
+        if not re.fullmatch(r"[^\x00-\x1f\x7f]{0,100}", net.display_name):
+            found.append(
+                Problem(
+                    f"{PATH}.masterAuthorizedNetworks[{i}].displayName",
+                    f"{net.display_name!r} is not allowed: at most 100 characters, no control characters",
+                )
+            )
+
+
+@dataclass(frozen=True)
+class VersionNeed:
+    """A minimum GKE version another piece needs: `what` needs it, `whom` for."""
+
+    version: str
+    what: str
+    whom: str
+    message: Callable[[ClusterConfig], list[Problem]] | None = None
+    """The problem to report when this need is the highest one and unmet, if the piece words it itself
+    (called with the cluster config; None: the generic wording)."""
+    always_required: bool = False
+    """minMasterVersion must be set for it whatever the version (the channel's default cannot be known)."""
+
+
+def version_problems(cluster: ClusterConfig, needs: list[VersionNeed]) -> list[Problem]:
+    """minMasterVersion meets the highest minimum the other pieces need, named at once (not one requirement, then
+    after the user raises the version, the next). Without minMasterVersion the cluster runs its release channel's
+    default version, which this program cannot know offline: a need in the matrix's newest minor
+    (DEFAULT_KUBERNETES_MINOR) or later, or one that is always required, is refused until minMasterVersion says so."""
+    if not needs:
+        return []
+    top = max(needs, key=lambda n: catalog.version_tuple(n.version))
+    given = cluster.min_master_version
+    if given and catalog.version_tuple(given) >= catalog.version_tuple(top.version):
+        return []
+    if top.message is not None:
+        return top.message(cluster)
+    if given:
+        return [
+            Problem(
+                f"{PATH}.minMasterVersion",
+                f"{given!r} is below {top.version}, {top.what} ({top.whom}); {top.version} or later meets every "
+                "minimum the stack needs",
+            )
+        ]
+    newest = catalog.version_tuple(versions.DEFAULT_KUBERNETES_MINOR)
+    if any(catalog.version_tuple(n.version)[:2] >= newest or n.always_required for n in needs):
+        return [
+            Problem(
+                f"{PATH}.minMasterVersion",
+                f"required with {top.whom}: set it to {top.version} or later ({top.what}), a version the "
+                f"{cluster.release_channel} channel offers; the channel's default version may be older",
+            )
+        ]
+    return []
+
+
+def warnings(cluster: ClusterConfig, environment: str) -> list[str]:
+    """What the cluster's settings open up, said on every run."""
+    out = []
+    if cluster.control_plane_endpoint == "ip" and not cluster.master_authorized_networks:
+        out.append(
+            f"{PATH}.controlPlaneEndpoint=ip with no masterAuthorizedNetworks: the {environment} control plane "
+            "endpoint accepts connections from any address (authenticated); list the CIDRs of your operators and CI"
+        )
+    if not cluster.private_nodes:
+        out.append(f"{PATH}.privateNodes=false: nodes get public IP addresses")
+    return out

@@ -1,0 +1,140 @@
+"""The environment piece (tpu-serving:environment, tpu-serving:decommission): which profile (stacks/profiles.py)
+the stack runs, checked against what its stack and project names say; the profile is resolved here once and
+handed to every piece's plan."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from stacks.pieces.rules import NS, REGION_RE
+from stacks.problems import Problem, fmt
+from stacks.profiles import PROFILES, Profile
+
+# The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
+# keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
+PLACEHOLDER_PROJECT = "my-tpu-project"
+GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
+# Words of a stack or project name (its runs of letters, lowercased: 'Prod1' and 'acme_prod.eu' say prod) that say
+# which environment it is for. Checked in this order, so 'preprod' is staging, not prod.
+ENVIRONMENT_WORDS = {
+    "staging": ("staging", "stage", "stg", "preprod", "preproduction"),
+    "prod": ("prod", "production", "prd"),
+}
+# A word that starts or ends with one of these says that environment too ('myprod', 'prodeu', 'stagingeu'), except
+# English words that merely start with it ('product', 'producer', 'produce').
+ENVIRONMENT_AFFIXES = {"staging": ("staging",), "prod": ("prod",)}
+NOT_ENVIRONMENT_PREFIXES = ("produc",)
+
+
+def problems(environment: Any) -> list[Problem]:
+    """tpu-serving:environment names a profile."""
+    if environment is None:
+        return [Problem(f"{NS}:environment", f"required: one of {', '.join(PROFILES)}")]
+    if environment not in PROFILES:
+        return [Problem(f"{NS}:environment", f"{fmt(environment)} is not allowed; allowed: {', '.join(PROFILES)}")]
+    return []
+
+
+def profile(environment: str, decommission: bool) -> tuple[Profile, list[str]]:
+    """The environment's profile, with protection lifted when decommissioning (said in a warning)."""
+    chosen = PROFILES[environment]
+    if not decommission:
+        return chosen, []
+    return chosen.decommissioned(), [
+        f"{NS}:decommission=true: protection of the {environment} cluster, TPU pools and bucket is off so that "
+        "`pulumi destroy` can run; the bucket is still retained (left in place) on destroy"
+    ]
+
+
+def named_environment(name: str | None) -> str | None:
+    """The environment a stack or project name says it is for ('acme-prod', 'Prod', 'prod1', 'myprod' -> prod;
+    'product-demo' -> None), or None."""
+    words = re.findall(r"[a-z]+", (name or "").lower())
+    for env, names in ENVIRONMENT_WORDS.items():
+        if any(word in names for word in words):
+            return env
+    return next((env for env in ENVIRONMENT_AFFIXES if any(_word_says(word, env) for word in words)), None)
+
+
+def _word_says(word: str, env: str) -> bool:
+    """`word` starts or ends with one of env's affixes, and is not an English word that merely starts with one."""
+    if word.startswith(NOT_ENVIRONMENT_PREFIXES):
+        return False
+    return any(word.startswith(a) or word.endswith(a) for a in ENVIRONMENT_AFFIXES[env])
+
+
+def name_problems(environment: Any, stack: str, gcp_project: str | None, problems: list[Problem]) -> None:
+    """A stack or project named like prod (or staging) runs that environment's profile, not a lower one: `dev` there
+    means no deletion protection and a bucket destroyed with its contents."""
+    rank = {name: i for i, name in enumerate(PROFILES)}  # dev, staging, prod: least to most protected
+    if not isinstance(environment, str) or environment not in rank:
+        return  # reported at its key already
+    for what, name in (("stack", stack), ("gcp:project", gcp_project)):
+        named = named_environment(name)
+        # a project may host a lower environment than its name (staging in 'acme-prod'), but never dev
+        if named is None or rank[environment] >= rank[named] or (what == "gcp:project" and environment != "dev"):
+            continue
+        problems.append(
+            Problem(
+                f"{NS}:environment",
+                f"{fmt(environment)} with {what} {name!r}, which is named like {named}: the {environment} profile "
+                f"has {_protection(PROFILES[environment])}; set tpu-serving:environment: {named}, or use a "
+                f"{what.removeprefix('gcp:')} name that does not say {named}",
+            )
+        )
+
+
+def _protection(profile: Profile) -> str:
+    if profile.protect:
+        return "deletion protection on the cluster, TPU pools and bucket"
+    if profile.bucket_force_destroy:
+        return "no deletion protection, and `pulumi destroy` deletes the bucket with its contents"
+    return "no deletion protection"
+
+
+def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
+    """gcp:project still the examples' placeholder: refused by a real preview/up (load_stack_config)."""
+    if gcp_project != PLACEHOLDER_PROJECT:
+        return None
+    return Problem(
+        "gcp:project",
+        f"{PLACEHOLDER_PROJECT!r} is the examples' placeholder, not your project: pulumi config set gcp:project "
+        "<your project id> (or edit the stack file)",
+    )
+
+
+def invocation_problems(
+    gcp_project: str | None,
+    region: str | None,
+    extra_keys: tuple[str, ...],
+    known_keys: tuple[str, ...],
+    hf_token: str | None,
+    problems: list[Problem],
+) -> str | None:
+    """What comes from outside `tpu-serving:` keys: the gcp: settings, unknown keys, how the token is set.
+    Returns the region when it is one."""
+    if hf_token == "plain":
+        problems.append(
+            Problem(
+                f"{NS}:hfToken",
+                "is set in plain text; set it as a secret so it is encrypted in the stack file and state: "
+                "pulumi config set --secret tpu-serving:hfToken <token>",
+            )
+        )
+    for key in extra_keys:
+        problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(known_keys)}"))
+    if not gcp_project:
+        problems.append(
+            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
+        )
+    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
+        problems.append(
+            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
+        )
+    if not region:
+        problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
+    elif not REGION_RE.fullmatch(region):
+        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
+        return None
+    return region

@@ -1,0 +1,202 @@
+"""The gateway piece (tpu-serving:gateway): the Inference Gateway, who may reach it and where its load balancer's
+proxies get their addresses. Its rules, checked against the network it runs in, and the GKE version it needs
+(components/gateway.py builds it)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stacks import gke_managed, naming
+from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
+from stacks.gateway import GatewayBackend
+from stacks.pieces import network as network_piece
+from stacks.pieces.cluster import VersionNeed
+from stacks.pieces.rules import NS, check_cidr
+from stacks.problems import Problem
+
+PATH = f"{NS}:gateway"
+GATEWAY_NEEDS = "gateway.enabled"
+# A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
+# https://cloud.google.com/load-balancing/docs/proxy-only-subnets#proxy_only_subnet_size).
+PROXY_SUBNET_PREFIX_MAX = 26
+# A regional Cloud Armor security policy: a name (RFC 1035) or its projects/<p>/regions/<r>/securityPolicies/ path.
+SECURITY_POLICY_RE = re.compile(
+    r"(projects/[a-z][-a-z0-9.:]*/regions/[a-z0-9-]+/securityPolicies/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+)
+
+
+def proxy_subnet_created(gateway: GatewayConfig) -> bool:
+    """The stack creates the proxy-only subnet the regional gateway needs."""
+    return gateway.enabled and (gateway.proxy_subnet or "create") == "create"
+
+
+def problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
+    """Who may reach the gateway, and (enabled) its proxy-only subnet in `network`."""
+    found: list[Problem] = []
+    for i, cidr in enumerate(gateway.source_ranges):
+        check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
+    if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
+        found.append(
+            Problem(
+                f"{PATH}.cloudArmorPolicy",
+                f"{gateway.cloud_armor_policy!r} is not a security policy name (RFC 1035, at most 63 characters) or "
+                "projects/<project>/regions/<region>/securityPolicies/<name> path",
+            )
+        )
+    if gateway.exposure == "external":
+        if not gateway.source_ranges and gateway.cloud_armor_policy is None:
+            found.append(
+                Problem(
+                    f"{PATH}.exposure",
+                    "external needs sourceRanges (client CIDRs; every other source is denied) or cloudArmorPolicy "
+                    "(an existing regional Cloud Armor policy); the gateway is never open to the internet by default",
+                )
+            )
+        elif gateway.source_ranges and gateway.cloud_armor_policy is not None:
+            found.append(
+                Problem(
+                    f"{PATH}.cloudArmorPolicy",
+                    "give sourceRanges or cloudArmorPolicy, not both (a backend has one security policy)",
+                )
+            )
+    else:
+        for key, given in (("sourceRanges", gateway.source_ranges), ("cloudArmorPolicy", gateway.cloud_armor_policy)):
+            if given:
+                found.append(
+                    Problem(
+                        f"{PATH}.{key}",
+                        "only for exposure: external (an internal gateway is reachable from the VPC only)",
+                    )
+                )
+    if gateway.enabled:
+        _check_proxy_subnet(gateway, network, found)
+    return found
+
+
+def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, found: list[Problem]) -> None:
+    """Where an enabled gateway's load balancer proxies get their addresses: a proxy-only subnet, existing or
+    created with a range disjoint from the cluster's."""
+    if network.create and gateway.proxy_subnet == "existing":
+        found.append(
+            Problem(
+                f"{PATH}.proxySubnet",
+                "'existing' needs cluster.network.create: false; a network the stack creates has no proxy-only "
+                "subnet unless the stack creates it (create)",
+            )
+        )
+    if not network.create and gateway.proxy_subnet is None:
+        found.append(
+            Problem(
+                f"{PATH}.proxySubnet",
+                "required when cluster.network.create is false: existing (the network already has an ACTIVE "
+                "REGIONAL_MANAGED_PROXY subnet in gcp:region; a region holds one) or create (the stack adds one "
+                "with proxySubnetCidr)",
+            )
+        )
+    if (gateway.proxy_subnet or "create") != "create":
+        return
+    proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
+    if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
+        found.append(
+            Problem(
+                f"{PATH}.proxySubnetCidr",
+                f"{gateway.proxy_subnet_cidr} is smaller than /{PROXY_SUBNET_PREFIX_MAX}; a proxy-only subnet "
+                "needs /26 or larger (/23 recommended)",
+            )
+        )
+    if proxy is not None and network.create:
+        for key, other in network_piece.created_ranges(network):
+            if proxy.overlaps(other):
+                found.append(
+                    Problem(
+                        f"{PATH}.proxySubnetCidr",
+                        f"{proxy} overlaps cluster.network.{key} {other}; the ranges must be disjoint",
+                    )
+                )
+
+
+def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
+    """An enabled gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py)
+    and the stack therefore never applies: the control plane must be at least the version GKE installs it from."""
+    if not gateway.enabled:
+        return []
+    settings = gke_managed.stack_settings(gateway_api=True)
+    need = gke_managed.required_version(None, gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
+    assert need is not None  # required_version returns the version when none is given
+    what = "the version GKE installs the InferencePool CRD from"
+    return [VersionNeed(need, what, GATEWAY_NEEDS, message=_version_problem, always_required=True)]
+
+
+def _version_problem(cluster: ClusterConfig) -> list[Problem]:
+    need = gke_managed.required_version(
+        cluster.min_master_version,
+        gke_managed.CRD,
+        gke_managed.INFERENCE_POOL_CRD,
+        gke_managed.stack_settings(gateway_api=True),
+    )
+    if need is None:
+        return []
+    given = "unset (the release channel's default version, unknown before the cluster exists)"
+    if cluster.min_master_version:
+        given = f"{cluster.min_master_version!r}"
+    return [
+        Problem(
+            f"{NS}:cluster.minMasterVersion",
+            f"{given} with gateway.enabled: set it to {need} or later, a version the {cluster.release_channel} "
+            f"channel offers; GKE installs the InferencePool CRD ({gke_managed.INFERENCE_POOL_CRD}) from {need} "
+            "and the stack never applies a CRD GKE manages",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class GatewayPlan:
+    """The Inference Gateway as the stack builds it, with the workloads it serves."""
+
+    config: GatewayConfig
+    project: str
+    region: str
+    resource_prefix: str
+    """What its Cloud Armor policy is named after: the cluster's name."""
+    kubernetes_minor: str
+    backends: tuple[GatewayBackend, ...]
+    """One per workload served through it (its InferencePool, endpoint picker and route)."""
+    paused: bool
+    """Paused: the Gateway stays and routes nothing."""
+    system_selector: dict[str, str] = field(default_factory=lambda: dict(naming.SYSTEM_POOL_SELECTOR))
+
+    @property
+    def route_namespaces(self) -> list[str]:
+        return [b.namespace for b in self.backends]
+
+
+def served(gateway: GatewayConfig, workloads: Sequence[Any]) -> list[Any]:
+    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
+    workload opts out), and only when tpu-serving:gateway is enabled."""
+    if not gateway.enabled:
+        return []
+    return [w for w in workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+
+
+def plan(
+    gateway: GatewayConfig,
+    *,
+    project: str,
+    region: str,
+    resource_prefix: str,
+    kubernetes_minor: str,
+    workloads: Sequence[Any],
+    paused: bool,
+) -> GatewayPlan:
+    return GatewayPlan(
+        config=gateway,
+        project=project,
+        region=region,
+        resource_prefix=resource_prefix,
+        kubernetes_minor=kubernetes_minor,
+        backends=tuple(w.gateway_backend() for w in served(gateway, workloads)),
+        paused=paused,
+    )

@@ -1,0 +1,80 @@
+"""The monitoring piece (tpu-serving:monitoring): TPU metrics scraping, the one metrics adapter for HPAs and the
+serving dashboard. Its plan gathers, once, what the workloads ask of it: the dashboard's panels, the exporters it
+charts, the namespaces whose HPAs read the adapter (components/monitoring.py builds it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import metrics, pod_security, versions
+from stacks.config_model import MonitoringConfig
+
+Panel = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class MonitoringPlan:
+    """Monitoring as the stack builds it, with what the validated workloads ask of it."""
+
+    config: MonitoringConfig
+    project: str
+    cluster_name: str
+    identity_suffix: str
+    kubernetes_minor: str
+    has_tpu_pools: bool
+    dashboard_panels: tuple[Panel, ...]
+    """The workloads' own panels, in order, each once, above the stack's."""
+    exporters: tuple[str, ...]
+    """The images of the containers the JetStream PodMonitorings scrape."""
+    hpa_namespaces: tuple[str, ...]
+    """Namespaces of autoscaled workloads: their HPAs read the metrics adapter."""
+    vllm_namespaces: tuple[str, ...]
+    """Namespaces of autoscaled vLLM workloads (their HPAs read vLLM's series)."""
+
+
+def plan(
+    monitoring: MonitoringConfig,
+    *,
+    project: str,
+    cluster_name: str,
+    identity_suffix: str,
+    kubernetes_minor: str,
+    has_tpu_pools: bool,
+    workloads: Sequence[Any],
+) -> MonitoringPlan:
+    autoscaled = [w for w in workloads if getattr(w, "autoscaled", False)]
+    return MonitoringPlan(
+        config=monitoring,
+        project=project,
+        cluster_name=cluster_name,
+        identity_suffix=identity_suffix,
+        kubernetes_minor=kubernetes_minor,
+        has_tpu_pools=has_tpu_pools,
+        dashboard_panels=tuple(dict.fromkeys(p for w in workloads for p in w.dashboard_panels(cluster_name))),
+        exporters=tuple(jetstream_exporters(workloads)),
+        hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
+        vllm_namespaces=tuple(sorted({w.namespace for w in autoscaled if w.hpa_metrics is metrics.VLLM_METRICS})),
+    )
+
+
+def pinned_chart(name: str) -> versions.ChartVersion:
+    """The pinned release of a chart installed outside the add-on registry (prometheusAdapter): the matrix's
+    default. An add-on's release is its registry entry's (`stacks.addons`), from its `version` setting."""
+    return versions.CHARTS[name][versions.default_version(name)]
+
+
+def jetstream_exporters(workloads: Sequence[Any]) -> list[str]:
+    """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
+    (stacks.metrics.SERVER_METRICS_PORT)."""
+    return sorted(
+        {
+            container["image"]
+            for w in workloads
+            for manifest in w.pod_manifests()
+            for spec in pod_security.pod_specs(manifest)
+            for container in spec["containers"]
+            if any(port.get("name") == metrics.SERVER_METRICS_PORT for port in container.get("ports", []))
+        }
+    )

@@ -1,0 +1,73 @@
+"""Checks and patterns the pieces share: key paths under `tpu-serving:`, GCP names, CIDRs, labels, KMS keys."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+
+from stacks import kms, naming
+from stacks import maintenance as maintenance_rules
+from stacks.problems import Problem
+
+NS = "tpu-serving"
+
+# Google Cloud region and zone names (https://cloud.google.com/compute/docs/regions-zones): a geography prefix,
+# a direction and a number (us-east5, europe-west4, me-central2); zones add a letter (us-east5-b) or, for AI
+# zones, ai<n><letter> (us-central1-ai1a, https://cloud.google.com/tpu/docs/regions-zones).
+REGION_RE = re.compile(r"(us|europe|asia|australia|northamerica|southamerica|me|africa)-[a-z]+[1-9][0-9]?")
+ZONE_RE = re.compile(rf"({REGION_RE.pattern})-(?:[a-h]|ai[1-9][a-z]?)")
+# Compute Engine machine types: e2-standard-4, n2-custom-4-16384, ct6e-standard-4t.
+MACHINE_TYPE_RE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
+
+
+def check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        problems.append(Problem(path, f"{value!r} is not a valid IPv4 CIDR block ({err}); e.g. 10.0.0.0/20"))
+        return None
+
+
+def check_name(path: str, value: str, max_len: int, what: str, problems: list[Problem]) -> None:
+    if len(value) > max_len or not naming.RFC1035.fullmatch(value):
+        problems.append(
+            Problem(
+                path,
+                f"{value!r} is not a valid {what}: lowercase letters, digits and hyphens, starting with a letter, "
+                f"not ending with a hyphen, at most {max_len} characters",
+            )
+        )
+
+
+def check_labels(path: str, labels: dict[str, str], problems: list[Problem]) -> None:
+    for key, value in labels.items():
+        if not naming.LABEL_KEY.fullmatch(key) or not naming.LABEL_VALUE.fullmatch(value):
+            problems.append(
+                Problem(
+                    f"{path}.{key}",
+                    f"label {key}={value!r} is invalid: keys start with a lowercase letter; keys and values use "
+                    "lowercase letters, digits, '_' and '-', at most 63 characters",
+                )
+            )
+
+
+def check_key(path: str, key: str | None, location: str, of_what: str, problems: list[Problem]) -> None:
+    """A Cloud KMS key in config: its resource name, in the location of the data it encrypts (Cloud Storage:
+    https://cloud.google.com/storage/docs/encryption/customer-managed-keys, key resource locations; GKE:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/encrypting-secrets, a key in the cluster's location)."""
+    why = kms.key_problem(key, location, of_what) if key is not None else None
+    if why:
+        problems.append(Problem(path, why))
+
+
+def rfc3339(path: str, value: str, problems: list[Problem]) -> datetime.datetime | None:
+    """A time as the provider parses it (Go time.RFC3339: seconds and a zone; google-beta
+    verify.ValidateRFC3339Date), else a problem."""
+    parsed = maintenance_rules.parse_time(value)
+    if parsed is None:
+        problems.append(
+            Problem(path, f"{value!r} is not an RFC 3339 time with seconds and a zone, e.g. 2025-01-04T03:00:00Z")
+        )
+        return None
+    return parsed

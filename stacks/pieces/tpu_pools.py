@@ -1,0 +1,254 @@
+"""The TPU pools piece (tpu-serving:tpuPools): each pool against the catalog, its region and GKE's rules, then what
+pools share (node pool names); its plan is `stacks.pool_plan.PoolPlan`, and the GKE versions the pools need
+(components/tpu_pool.py builds each pool)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from stacks import catalog, compute_class, config_parse, naming
+from stacks.config_model import AutoscalingConfig, TpuPoolConfig
+from stacks.pieces.cluster import VersionNeed
+from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem, fmt
+
+PATH = f"{NS}:tpuPools"
+# A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
+RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+# Node pools the cluster itself creates (components/cluster.py); a TPU pool must not derive one of these names.
+CLUSTER_NODE_POOLS = (naming.SYSTEM_NODE_POOL,)
+
+
+def parse(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
+    """Each pool separately, so one broken pool does not hide the problems of the others."""
+    base = PATH
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of pools (got {fmt(raw)})"))
+        return []
+    return [config_parse.parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
+
+
+def plans(pools: list[TpuPoolConfig | None], region: str | None) -> tuple[list[PoolPlan], list[Problem]]:
+    """Each TPU pool's plan, or its problems (a pool None was not parsed: reported already); then what pools
+    share: their names and the node-pool names they derive."""
+    found: list[Problem] = []
+    indexed: list[tuple[int, PoolPlan]] = []
+    seen: dict[str, int] = {}
+    for i, pool in enumerate(pools):
+        if pool is None:
+            continue
+        if pool.name in seen:
+            found.append(
+                Problem(f"{PATH}[{i}].name", f"{pool.name!r} is already the name of tpuPools[{seen[pool.name]}]")
+            )
+            continue
+        seen[pool.name] = i
+        if region:
+            plan = _check_pool(i, pool, region, found)
+            if plan is not None:
+                indexed.append((i, plan))
+    return _check_node_pool_names(indexed, found), found
+
+
+def version_needs(pools: list[PoolPlan]) -> list[VersionNeed]:
+    """For every pool: its generation's minimum GKE version (catalog) and, with a capacity list, ComputeClass node
+    pool auto-creation's (always required: the channel's default cannot be known)."""
+    needs = []
+    for plan in pools:
+        generation = plan.shape.generation
+        needs.append(
+            VersionNeed(
+                generation.min_gke_version, f"the minimum GKE version for {generation.name}", f"pool {plan.name!r}"
+            )
+        )
+        if plan.compute_class:
+            what = "the minimum GKE version for a capacity list (ComputeClass node pool auto-creation)"
+            needs.append(VersionNeed(compute_class.MIN_GKE_VERSION, what, f"pool {plan.name!r}", always_required=True))
+    return needs
+
+
+def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
+    """TPU zones the catalog's source does not list (unless the pool's zoneConfirmed says the user checked) or marks
+    single-tenant (unless the pool consumes a reservation), for the pools that have a plan."""
+    names = {plan.name for plan in planned}
+    out = []
+    for i, pool in enumerate(pools):
+        if pool is not None and pool.name in names:
+            why = _zone_warning(pool)
+            if why:
+                out.append(f"{PATH}[{i}].zone: {why}")
+    return out
+
+
+def _zone_warning(pool: TpuPoolConfig) -> str | None:
+    """The catalog's zone warning for a pool, given its capacities and tpuPools[].zoneConfirmed."""
+    capacities = tuple(pool.capacity) if isinstance(pool.capacity, list) else (pool.capacity,)
+    return catalog.zone_warning(pool.tpu, pool.zone, capacities, confirmed=pool.zone_confirmed)
+
+
+def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
+    """A TPU pool against the catalog, its region and GKE's rules; its plan when it has no problem."""
+    base = f"{PATH}[{i}]"
+    start = len(problems)
+    _check_pool_names(base, pool, region, problems)
+    shape = _pool_shape(base, pool, problems)
+    capacities = _check_capacity(base, pool, problems)
+    if pool.autoscaling is not None:
+        _check_pool_autoscaling(base, pool, pool.autoscaling, shape, len(capacities), problems)
+    if len(problems) > start or shape is None:
+        return None
+    # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
+    names = [] if len(capacities) > 1 else naming.slice_node_pool_names(pool.name, pool.slices, shape.multi_host)
+    longest = max(names, key=len, default="")
+    if len(longest) > naming.NODE_POOL_NAME_MAX:
+        problems.append(
+            Problem(
+                f"{base}.name",
+                f"{pool.name!r} with {pool.slices} slices gives node pool {longest!r} ({len(longest)} characters); GKE "
+                f"node pool names are at most {naming.NODE_POOL_NAME_MAX}: shorten the name",
+            )
+        )
+        return None
+    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
+
+
+def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> None:
+    """The pool's name, machine type, reservation and zone are names GCP accepts, the zone in the region."""
+    check_name(f"{base}.name", pool.name, naming.NODE_POOL_NAME_MAX - 4, "pool name", problems)
+    if pool.machine_type is not None and not MACHINE_TYPE_RE.fullmatch(pool.machine_type):
+        problems.append(
+            Problem(f"{base}.machineType", f"{pool.machine_type!r} is not a machine type, e.g. ct6e-standard-4t")
+        )
+    if pool.reservation is not None and not RESERVATION_RE.fullmatch(pool.reservation):
+        problems.append(
+            Problem(
+                f"{base}.reservation",
+                f"{pool.reservation!r} is not a reservation: its name (lowercase letters, digits, '-', at most 63) or "
+                "projects/<project>/reservations/<name>",
+            )
+        )
+
+    zone = ZONE_RE.fullmatch(pool.zone)
+    if not zone or zone.group(1) != region:
+        problems.append(
+            Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
+        )
+
+
+def _pool_shape(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> catalog.SliceShape | None:
+    """The slice shape from the catalog (None: the TPU, topology or machine type is not in it), and its slices."""
+    shape: catalog.SliceShape | None = None
+    try:
+        gen = catalog.generation(pool.tpu)
+    except catalog.CatalogError as err:
+        problems.append(Problem(f"{base}.tpu", str(err)))
+        gen = None
+    if gen is not None:
+        try:
+            shape = catalog.slice_shape(pool.tpu, pool.topology, pool.machine_type)
+        except catalog.CatalogError as err:
+            key = "machineType" if pool.topology in catalog.topologies(gen) else "topology"
+            problems.append(Problem(f"{base}.{key}", str(err)))
+
+    if pool.slices < 1:
+        problems.append(Problem(f"{base}.slices", f"{pool.slices} is not allowed; a pool has at least 1 slice"))
+    elif shape is not None and not shape.multi_host and pool.slices > 1:
+        multi = [s for s in catalog.shapes(shape.generation, pool.topology) if s.multi_host]
+        advice = (
+            f"for {pool.slices} multi-host slices of {pool.topology} set machineType: {multi[0].machine_type} "
+            f"({multi[0].hosts} hosts x {multi[0].chips_per_host} chips per slice), or "
+            if multi
+            else ""
+        )
+        problems.append(
+            Problem(
+                f"{base}.slices",
+                f"{pool.slices} slices on single-host {pool.tpu} {pool.topology} ({shape.machine_type}) is not allowed: "
+                f"multislice needs multi-host slices; {advice}use autoscaling.maxNodes for more single-host nodes",
+            )
+        )
+    return shape
+
+
+def _check_capacity(base: str, pool: TpuPoolConfig, problems: list[Problem]) -> list[str]:
+    """Capacity types and the reservation agree; returns the capacity types in priority order."""
+    capacities: list[str] = list(pool.capacity) if isinstance(pool.capacity, list) else [pool.capacity]
+    if "reservation" in capacities and not pool.reservation:
+        problems.append(Problem(f"{base}.reservation", "required with capacity 'reservation': the reservation's name"))
+    if pool.reservation and "reservation" not in capacities:
+        why = (
+            "spot VMs cannot consume a reservation"
+            if pool.capacity == "spot"
+            else "add reservation to the capacity list"
+            if isinstance(pool.capacity, list)
+            else "set capacity: reservation"
+        )
+        problems.append(
+            Problem(
+                f"{base}.reservation", f"given with capacity {fmt(pool.capacity)}: {why}, or remove the reservation"
+            )
+        )
+    return capacities
+
+
+def _check_pool_autoscaling(
+    base: str,
+    pool: TpuPoolConfig,
+    auto: AutoscalingConfig,
+    shape: catalog.SliceShape | None,
+    capacity_count: int,
+    problems: list[Problem],
+) -> None:
+    """Autoscaling bounds: ordered, whole slices on a multi-host pool, 0 at the bottom where GKE starts empty."""
+    if auto.min_nodes > auto.max_nodes:
+        problems.append(Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} is above maxNodes {auto.max_nodes}"))
+    if (
+        shape is not None
+        and shape.multi_host
+        and (auto.max_nodes != shape.hosts or auto.min_nodes not in (0, shape.hosts))
+    ):
+        problems.append(
+            Problem(
+                f"{base}.autoscaling",
+                f"{{minNodes: {auto.min_nodes}, maxNodes: {auto.max_nodes}}} is not allowed on a multi-host "
+                f"{pool.topology} slice: slices are atomic, so minNodes is 0 or {shape.hosts} and maxNodes is "
+                f"{shape.hosts}",
+            )
+        )
+    if capacity_count > 1 and auto.min_nodes != 0:
+        problems.append(
+            Problem(
+                f"{base}.autoscaling.minNodes",
+                f"{auto.min_nodes} with a capacity list: GKE creates this pool's node pools for pending pods and "
+                "removes them when empty, so minNodes is 0 (maxNodes bounds what workloads may use)",
+            )
+        )
+    if pool.capacity == "flex-start" and auto.min_nodes != 0:
+        problems.append(
+            Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
+        )
+
+
+def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Problem]) -> list[PoolPlan]:
+    """Every GKE node pool name the stack derives is unique in the cluster (`mh` with 2 slices and `mh-s1` both
+    derive `mh-s1`; a pool named `system` derives the system pool's name). Returns the plans without clashes."""
+    owner: dict[str, str] = {name: "the cluster's system pool" for name in CLUSTER_NODE_POOLS}
+    kept = []
+    for i, plan in plans:
+        clash = next((n for n in plan.node_pool_names if n in owner), None)
+        if clash is not None:
+            problems.append(
+                Problem(
+                    f"{PATH}[{i}].name",
+                    f"{plan.name!r} derives node pool {clash!r}, which is already the name of {owner[clash]}; "
+                    "rename the pool",
+                )
+            )
+            continue
+        owner.update({n: f"a node pool of tpuPools[{i}] ({plan.name!r})" for n in plan.node_pool_names})
+        kept.append(plan)
+    return kept

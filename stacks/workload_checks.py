@@ -1,0 +1,286 @@
+"""The checks every workload shares, before and after its type's own rules (`WorkloadType.resolve`): its name,
+namespace, pool and add-on; the pool's TPU generation and capacity type; then what workloads share: namespaces,
+pool capacity and exclusive pools. Every registered type gets them, one a test adds included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks import addons as addon_registry
+from stacks import bucket_access, catalog, config_parse, gateway, gke_managed, metrics_adapters, naming, versions
+from stacks.addons import AddonsConfig
+from stacks.pieces.rules import NS, check_name
+from stacks.pool_plan import PoolPlan
+from stacks.problems import Problem, fmt
+from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
+
+
+def declared_pool_names(raw: Any) -> set[str]:
+    """Names of every pool entry, valid or not: a workload naming a pool that has its own problem (say a misspelt
+    key) must not get a second, misleading "not a TPU pool" problem; the pool's problem is the real one."""
+    if not isinstance(raw, list):
+        return set()
+    return {item["name"] for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)}
+
+
+def generations_served(workload_type: WorkloadType) -> frozenset[str]:
+    """TPU generations a workload type's default images serve (all, where nothing is recorded). The JetStream/MaxText,
+    Pathways (jax-0.5.3) and Saxml images pinned today predate TPU7x (versions.IMAGE_RECORDS, with sources)."""
+    served = frozenset(catalog.GENERATIONS)
+    for key in workload_type.tpu_images:
+        tpus = versions.IMAGE_RECORDS[key].serves.tpus
+        served &= tpus if tpus is not None else served
+    return served
+
+
+def _check_compute_class(path: str, kind: WorkloadType, pool: PoolPlan, problems: list[Problem]) -> None:
+    """Refuse a pool whose capacity is a list (a ComputeClass) for a type whose TPU pods a controller writes."""
+    if pool.compute_class and kind.no_compute_class:
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"{kind.name} cannot run on pool {pool.name!r}, whose capacity is a list (ComputeClass "
+                f"{pool.compute_class}): {kind.no_compute_class}; give the pool a single capacity",
+            )
+        )
+
+
+def _check_generation(
+    path: str, workload: Any, pool: PoolPlan, types: WorkloadRegistry, problems: list[Problem]
+) -> None:
+    """Refuse a pool whose generation the workload type's pinned images do not serve, naming the types that do.
+    Not for a workload that runs images of its own, nor for a type whose own rules check the images it runs
+    (WorkloadType.checks_generation): each workload's generation is checked once."""
+    gen, kind = pool.shape.generation.name, types[workload.type]
+    if kind.checks_generation or workload.overrides_images() or gen in generations_served(kind):
+        return
+    serving = [t.name for t in types.values() if gen in generations_served(t)]
+    problems.append(
+        Problem(
+            f"{path}.pool",
+            f"{workload.type} cannot run on {gen} (pool {pool.name!r}): its pinned images do not support {gen}; "
+            f"workload types that do: {', '.join(serving) or 'none in this version'}",
+        )
+    )
+
+
+PREEXISTING_NAMESPACES = {"default"}
+FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
+WORKLOAD_NAME_MAX = 40
+
+
+def parse(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, Any]]:
+    base = f"{NS}:workloads"
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of workloads (got {fmt(raw)})"))
+        return []
+    parsed = []
+    for i, item in enumerate(raw):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(kind, str) or kind not in types:
+            problems.append(
+                Problem(f"{base}[{i}].type", f"{fmt(kind)} is not a workload type; allowed: {', '.join(types)}")
+            )
+            continue
+        workload = config_parse.parse(f"{base}[{i}]", types[kind].config, item, problems)
+        if workload is not None:
+            parsed.append((i, workload))
+    return parsed
+
+
+def _check_workload_keys(
+    i: int,
+    workload: Any,
+    seen: dict[str, int],
+    all_pool_names: set[str],
+    addons: AddonsConfig | None,
+    types: WorkloadRegistry,
+    pools_complete: bool,
+    problems: list[Problem],
+) -> str:
+    """What every workload is checked for before its type's rules: its name, namespace, pool and add-on; returns
+    its namespace."""
+    path = f"{NS}:workloads[{i}]"
+    check_name(f"{path}.name", workload.name, WORKLOAD_NAME_MAX, "workload name", problems)
+    if workload.name in seen:
+        problems.append(
+            Problem(f"{path}.name", f"{workload.name!r} is already the name of workloads[{seen[workload.name]}]")
+        )
+    seen.setdefault(workload.name, i)
+    namespace = workload.namespace or workload.name
+    if namespace in FORBIDDEN_NAMESPACES:
+        problems.append(Problem(f"{path}.namespace", f"{namespace!r} is reserved for the system; choose another"))
+    else:
+        check_name(f"{path}.namespace", namespace, 63, "namespace", problems)
+        _check_not_a_stack_namespace(path, workload, namespace, problems)
+    if workload.pool not in all_pool_names and pools_complete:
+        available = ", ".join(sorted(all_pool_names)) or "none (add tpuPools)"
+        problems.append(
+            Problem(f"{path}.pool", f"{workload.pool!r} is not a TPU pool of this stack; available: {available}")
+        )
+    addon = types[workload.type].addon
+    if addon and addons is not None and not addons.of(addon).enabled:
+        problems.append(
+            Problem(f"{path}.type", f"{workload.type} needs the {addon} add-on: enable tpu-serving:addons.{addon}")
+        )
+    return namespace
+
+
+def stack_namespaces() -> dict[str, list[str]]:
+    """The namespaces the stack creates for itself, with what each is for: every add-on release's (a chart's
+    namespace is the stack's, with its NetworkPolicies; a manifest brings its own), every metrics adapter's (with
+    its NetworkPolicies) and the inference gateway's. Read from the registries when called, so an entry added later
+    is covered; reserved whether or not the config enables it (enabling it later must not collide)."""
+    owners: dict[str, list[str]] = {}
+    for entry in addon_registry.ADDONS:
+        for release in entry.releases.values():
+            owners.setdefault(release.namespace, []).append(f"the {entry.title} add-on")
+    for adapter in metrics_adapters.ADAPTERS.values():
+        owners.setdefault(adapter.namespace, []).append(f"the metrics adapter {adapter.name}")
+    owners.setdefault(gateway.GATEWAY_NAMESPACE, []).append("the inference gateway")
+    return {ns: sorted(set(whose)) for ns, whose in owners.items()}
+
+
+def _check_not_a_stack_namespace(path: str, workload: Any, namespace: str, problems: list[Problem]) -> None:
+    """A workload's namespace is one the stack creates for the workload (its Namespace and NetworkPolicies): it
+    cannot be one the stack already creates for an add-on, an adapter or the gateway (two resources would manage
+    one Namespace and one NetworkPolicy)."""
+    reserved = stack_namespaces()
+    if namespace in reserved:
+        key, default = ("namespace", "") if workload.namespace else ("name", " (the default namespace)")
+        problems.append(
+            Problem(
+                f"{path}.{key}",
+                f"{namespace!r}{default} is the namespace the stack creates for {' and '.join(reserved[namespace])}; "
+                f"a workload needs a namespace of its own, not one of {', '.join(sorted(reserved))}",
+            )
+        )
+
+
+def check(
+    workloads: list[tuple[int, Any]],
+    pools: dict[str, PoolPlan],
+    all_pool_names: set[str],
+    addons: AddonsConfig | None,
+    types: WorkloadRegistry,
+    context: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+    pools_complete: bool = True,
+) -> list[Any]:
+    """Each workload's own rules (its type's `resolve`: its plan or its problems), then what workloads share:
+    namespaces and pool capacity.
+
+    `pools_complete` is false when tpuPools itself has problems: a workload's pool is then not reported as
+    missing (the pool list is the problem, and it is reported at its own key)."""
+    plans = []
+    seen: dict[str, int] = {}
+    for i, workload in workloads:
+        path = f"{NS}:workloads[{i}]"
+        start = len(problems)
+        namespace = _check_workload_keys(i, workload, seen, all_pool_names, addons, types, pools_complete, problems)
+        kind = types[workload.type]
+        pool = pools.get(workload.pool)
+        resolved = kind.resolve(path, workload, pool, namespace, context)
+        warnings.extend(resolved.warnings)
+        if pool is not None:
+            _check_generation(path, workload, pool, types, problems)
+            _check_compute_class(path, kind, pool, problems)
+        problems.extend(resolved.problems)
+        _check_images(path, workload, problems)
+        if len(problems) == start and resolved.plan is not None:
+            roots = [
+                (key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()
+            ]
+            problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
+            if not any(why for _, why in roots):
+                plans.append((i, resolved.plan))
+    _check_exclusive_pools(workloads, pools, types, problems)
+    _check_shared_namespaces(plans, problems)
+    _check_pool_capacity(plans, problems)
+    return [plan for _, plan in plans]
+
+
+def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
+    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull."""
+    images = getattr(workload, "images", None)
+    for key, image in (images.model_dump() if images is not None else {}).items():
+        why = naming.image_reference_problem(image) if isinstance(image, str) else None
+        if why:
+            problems.append(Problem(f"{path}.images.{_camel(key)}", why))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _check_shared_namespaces(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+    """Workloads name their objects `<workload>` or `<workload>-<role>`; in one namespace, a workload whose name
+    is another's followed by '-' could get the same object name (Saxml `sax` has Deployment `sax-http`, as does a
+    JetStream workload `sax-http`). Such names need separate namespaces."""
+    for i, plan in plans:
+        for j, other in plans:
+            if i != j and plan.namespace == other.namespace and plan.name.startswith(f"{other.name}-"):
+                problems.append(
+                    Problem(
+                        f"{NS}:workloads[{i}].name",
+                        f"{plan.name!r} starts with {other.name + '-'!r}, the prefix of the objects of workloads[{j}] "
+                        f"in the same namespace {plan.namespace!r}; rename it or give it its own namespace",
+                    )
+                )
+
+
+def _check_pool_capacity(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+    """The TPU hosts workloads on one pool need at most, added up, fit in the pool (a workload type that does not
+    say what it needs, `hosts_needed` None, is not counted)."""
+    by_pool: dict[str, list[tuple[int, Any, int]]] = {}
+    for i, plan in plans:
+        need = plan.hosts_needed
+        if need is not None:
+            by_pool.setdefault(plan.pool.name, []).append((i, plan, need))
+    for name, users in by_pool.items():
+        pool = users[0][1].pool
+        capacity = pool.capacity_hosts
+        total = sum(n for _, _, n in users)
+        if total > capacity:
+            who = ", ".join(f"workloads[{i}] {p.name!r} {n}" for i, p, n in users)
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{users[-1][0]}].pool",
+                    f"pool {name!r} has {capacity} TPU host(s), but its workloads need {total} at most ({who}); "
+                    "give them separate pools or lower their replicas",
+                )
+            )
+
+
+def _check_exclusive_pools(
+    workloads: list[tuple[int, Any]], pools: dict[str, PoolPlan], types: WorkloadRegistry, problems: list[Problem]
+) -> None:
+    """A pool of a host-network workload serves it alone (its nodes act as that workload's identity), and the node
+    pools a workload adds do not collide with the TPU node pools."""
+    users: dict[str, list[int]] = {}
+    for i, workload in workloads:
+        users.setdefault(workload.pool, []).append(i)
+    node_pools = {name: pool for pool in pools.values() for name in pool.node_pool_names}
+    for i, workload in workloads:
+        kind = types[workload.type]
+        others = [j for j in users.get(workload.pool, []) if j != i]
+        if kind.exclusive_pool and others:
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{i}].pool",
+                    f"pool {workload.pool!r} is also used by workloads[{others[0]}]; a {workload.type} workload runs "
+                    "as its pool's node identity, so its pool serves it alone: add a pool",
+                )
+            )
+        for added in kind.added_node_pools(workload):
+            if added in node_pools:
+                problems.append(
+                    Problem(
+                        f"{NS}:workloads[{i}].name",
+                        f"its head node pool {added!r} would collide with a node pool of tpuPools {node_pools[added].name!r}",
+                    )
+                )

@@ -1,0 +1,154 @@
+"""Every platform piece in the workload types' shape (issue 24): its rules and its plan in `stacks/pieces/<piece>.py`
+(the environment profile resolved there, once), and a component that takes `(name, *, plan, deps)`. A resource added
+to a piece is added in its component from its plan and deps alone: shown by adding one in this test."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pulumi
+import pulumi_gcp as gcp
+import pytest
+
+from components import platform
+from components.addons import Addons, AddonsDeps
+from components.bucket import Bucket
+from components.cluster import Cluster, ClusterDeps
+from components.gateway import GatewayDeps, InferenceGateway
+from components.monitoring import Monitoring, MonitoringDeps
+from components.network import Network
+from components.tpu_pool import TpuPoolDeps, TpuSlicePool
+from stacks.pieces import addons, bucket, cluster, gateway, monitoring, network, tpu_pools
+from stacks.pieces.addons import AddonsPlan
+from stacks.pieces.bucket import BucketPlan
+from stacks.pieces.cluster import ClusterPlan
+from stacks.pieces.gateway import GatewayPlan
+from stacks.pieces.monitoring import MonitoringPlan
+from stacks.pieces.network import NetworkPlan
+from stacks.pool_plan import PoolPlan
+from tests.conftest import make_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# piece module, its plan, its component, the component's deps (None: it depends on nothing the stack builds)
+PIECES = {
+    "network": (network, NetworkPlan, Network, None),
+    "cluster": (cluster, ClusterPlan, Cluster, ClusterDeps),
+    "bucket": (bucket, BucketPlan, Bucket, None),
+    "tpu_pools": (tpu_pools, PoolPlan, TpuSlicePool, TpuPoolDeps),
+    "addons": (addons, AddonsPlan, Addons, AddonsDeps),
+    "monitoring": (monitoring, MonitoringPlan, Monitoring, MonitoringDeps),
+    "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
+}
+
+
+def test_every_module_of_stacks_pieces_is_a_piece_listed_here():
+    """A piece added to stacks/pieces/ is held to the shape below (rules.py holds shared checks; the environment
+    piece builds nothing: its profile goes into the other pieces' plans)."""
+    modules = {p.stem for p in (ROOT / "stacks" / "pieces").glob("*.py")} - {"__init__", "rules", "environment"}
+    assert modules == set(PIECES)
+
+
+@pytest.mark.parametrize("piece", list(PIECES))
+def test_every_piece_has_a_frozen_plan_and_a_component_that_takes_name_plan_and_deps(piece):
+    module, plan_type, component, deps_type = PIECES[piece]
+    assert dataclasses.is_dataclass(plan_type) and plan_type.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    params = inspect.signature(component.__init__).parameters
+    keyword_only = {n: p for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert list(params)[:2] == ["self", "name"]
+    assert set(keyword_only) == {"plan", "opts"} | ({"deps"} if deps_type else set()), keyword_only
+    # annotations are strings (from __future__ import annotations): the plan and deps types by name, no Any
+    assert keyword_only["plan"].annotation == plan_type.__name__
+    if deps_type is not None:
+        assert keyword_only["deps"].annotation == deps_type.__name__
+        assert dataclasses.is_dataclass(deps_type)
+    if plan_type is not PoolPlan:  # the pools' plans are made by tpu_pools.plans, with their problems
+        assert inspect.signature(module.plan).return_annotation == plan_type.__name__
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_environment_profile_is_resolved_in_the_pieces_plans_alone():
+    """No component reads the environment profile (stacks/profiles.py): what it decides (protection, flow logs,
+    upgrade hold, teardown) is in each piece's plan, resolved once in stacks/pieces/."""
+    readers = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("components", "workloads")
+        for p in (ROOT / folder).rglob("*.py")
+        if "stacks.profiles" in _imports(p)
+    )
+    assert readers == []
+
+
+# ---- a resource added to a piece: its component alone, from its plan and deps ---------------------------------
+
+
+class ClusterWithFirewall(Cluster):
+    """The cluster piece with one more GCP resource: a firewall rule letting Google's health checkers reach the
+    nodes (https://cloud.google.com/load-balancing/docs/health-check-concepts#ip-ranges), named from the plan, on
+    the network its deps hold, parented to the cluster."""
+
+    def __init__(self, name: str, *, plan: ClusterPlan, deps: ClusterDeps, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, plan=plan, deps=deps, opts=opts)
+        self.health_checks = gcp.compute.Firewall(
+            f"{name}-health-checks",
+            gcp.compute.FirewallArgs(
+                name=f"{plan.name}-health-checks",
+                project=plan.project,
+                network=deps.network.network,
+                source_ranges=["35.191.0.0/16", "130.211.0.0/22"],
+                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp")],
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
+        )
+
+
+def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkeypatch):
+    monkeypatch.setattr(platform, "Cluster", ClusterWithFirewall)
+    rec = run(make_config(**{"tpu_serving__environment": "prod"}))
+    firewall = rec.one("gcp:compute/firewall:Firewall", "cluster-health-checks")
+    gke = rec.one("gcp:container/cluster:Cluster", "cluster-gke")
+    assert firewall.inputs["name"] == f"{gke.inputs['name']}-health-checks"
+    assert firewall.inputs["project"] == gke.inputs["project"]
+    assert firewall.parent == rec.one("tpu-serving:cluster:Cluster", "cluster").urn
+    # the profile's protection, as the plan resolved it for the cluster itself (prod: protected)
+    assert firewall.protect is gke.protect is True
+    # on the network the cluster runs in (deps), which the stack creates
+    assert rec.one("gcp:compute/network:Network", "network-vpc").urn in firewall.dependencies
+
+
+# ---- a TPU generation added to the catalog alone -----------------------------------------------------------------
+
+
+def test_a_tpu_generation_added_to_the_catalog_alone_is_planned_built_and_priced(run, monkeypatch):
+    """One `Generation` entry in stacks/catalog.py GENERATIONS (here a copy of v6e under a new name and node label)
+    is accepted in tpuPools, planned, built and priced; no workload type runs on it until a pinned image's record
+    (stacks/versions.py IMAGE_RECORDS) says it serves it."""
+    from stacks import catalog
+
+    new = dataclasses.replace(
+        catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice", pathways_type="tpuv9x"
+    )
+    monkeypatch.setitem(catalog.GENERATIONS, "v9x", new)
+    pools = [{"name": "nine", "tpu": "v9x", "topology": "2x4", "zone": "us-east5-b"}]
+    rec = run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[]))
+    (node_pool,) = [r for r in rec.of_type("gcp:container/nodePool:NodePool") if r.name.startswith("tpu-nine")]
+    assert node_pool.inputs["nodeConfig"]["machineType"] == "ct6e-standard-8t"
+    assert rec.outputs["tpuPools"]["nine"]["tpu"] == "v9x"
+    priced = rec.outputs["estimatedHourlyCost"]["items"]["TPU pool nine"]
+    assert priced["peak"] > 0 and priced["detail"].startswith("v9x 2x4")
+    vllm = {"type": "vllm", "name": "v", "pool": "nine", "model": "google/gemma-2b"}
+    with pytest.raises(pulumi.RunError, match=r"vllm cannot run on v9x \(pool 'nine'\).*none in this version"):
+        run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[vllm]))
