@@ -241,6 +241,8 @@ def build_stack(cfg: StackConfig) -> Platform:
     estimate = cost.estimate(cfg)
     for warning in estimate.warnings:
         pulumi.log.warn(f"cost estimate: {warning}")
+    for note in estimate.notes:  # about the estimate, not the stack: not a warning (stacks/cost.py)
+        pulumi.log.info(f"cost estimate: note: {note}")
     pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
     if cfg.gateway.enabled:
         assert platform.gateway is not None

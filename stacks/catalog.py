@@ -43,10 +43,17 @@ PLACEMENTS = (COMPACT_TOPOLOGY, WORKLOAD_POLICY)
 PRICE_TABLE_DATE = "2025-06-01"
 
 # Zones that offer each generation, as Google's TPU regions and zones page lists them ("You can create TPU VMs in the
-# zones shown in the following table"), read through the search corpus (excerpts: its North America tables in full, the
-# first row of Europe's; the rest of Europe and Asia Pacific was not visible, so those zones are missing here). The list
-# changes and GKE may offer a generation elsewhere, so a zone not listed is a warning that names this source, never an
-# error (stacks/config.py); a zone outside gcp:region is an error.
+# zones shown in the following table"), read through the search corpus on ZONES_READ in several editions of the page:
+# - the German edition (cloud-dot-devsite-v2-prod.appspot.com/tpu/docs/types-zones?hl=de), the one whose excerpt shows
+#   the US rows marked single-tenant ("Einzelmandant"), e.g. v5e us-east5-a/b/c, v5p us-east5-b/c and us-south1-a,
+#   v6e us-east5-c, us-east4-a/b and us-west1-c ("single-tenant, except Spot quota");
+# - the English page and its Markdown (docs.cloud.google.com/tpu/docs/regions-zones.md.txt) for TPU7x and the AI
+#   zones (us-central1-ai1a, us-south1-ai1b) and Europe's first row (v6e europe-west4-a);
+# - an earlier German edition for v5e in europe-west4-b.
+# No excerpt reached past the first rows of Europe; the rest of Europe, Asia Pacific and South America (v5p
+# europe-west4-b, v6e asia-northeast1-b and southamerica-east1-c) are as the issue 23 review read them from the page.
+# A region the page may list that is not here (other Asia Pacific rows) is a warning, never an error, and
+# `tpuPools[].zoneConfirmed` acknowledges it (stacks/config.py); a zone outside gcp:region is an error.
 ZONES_SOURCE = "https://cloud.google.com/tpu/docs/regions-zones"
 ZONES_READ = "2026-11-26"
 
@@ -93,6 +100,9 @@ class Generation:
     boot_disk_type: str | None = None  # None: GKE's default boot disk type for the machine type
     # zones that offer this generation per `zones_source` (see ZONES_SOURCE); not a complete list
     zones: tuple[str, ...] = ()
+    # zones the source marks single-tenant: reserved capacity only. zone -> the capacities it names as the exception
+    # (v6e us-west1-c: "single-tenant, except Spot quota" -> ("spot",)); usually none.
+    single_tenant_zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
     zones_source: str = ZONES_SOURCE
     # machine type -> (vCPUs, memory in GB) of one VM, as the TPU docs list them
     host_resources: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -227,7 +237,8 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,  # GKE multi-host v5e pools use 4-chip VMs: nodes = chips / 4 (R1, R3)
             multi_host_topologies=("2x4", "4x4", "4x8", "8x8", "8x16", "16x16"),
             placement=COMPACT_TOPOLOGY,
-            zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a"),  # ZONES_SOURCE, North America
+            zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a", "europe-west4-b"),  # ZONES_SOURCE
+            single_tenant_zones={"us-east5-a": (), "us-east5-b": (), "us-east5-c": ()},
             list_price=ChipPrice(on_demand=1.20, spot=0.48),
         ),
         Generation(
@@ -258,7 +269,8 @@ GENERATIONS: dict[str, Generation] = {
                 "16x16x24",
             ),  # S4 "Hosts" column, plus 2x2x4 from R1
             placement=COMPACT_TOPOLOGY,
-            zones=("us-central1-a", "us-east5-a"),  # ZONES_SOURCE, North America
+            zones=("us-central1-a", "us-east5-a", "europe-west4-b"),  # ZONES_SOURCE
+            single_tenant_zones={"us-east5-b": (), "us-east5-c": (), "us-south1-a": ()},
             list_price=ChipPrice(on_demand=4.20, spot=1.89),
         ),
         Generation(
@@ -290,7 +302,10 @@ GENERATIONS: dict[str, Generation] = {
                 "us-east5-b",
                 "us-south1-ai1b",
                 "europe-west4-a",
-            ),  # ZONES_SOURCE: North America, and the first Europe row
+                "asia-northeast1-b",
+                "southamerica-east1-c",
+            ),  # ZONES_SOURCE
+            single_tenant_zones={"us-east5-c": (), "us-east4-a": (), "us-east4-b": (), "us-west1-c": ("spot",)},
             list_price=ChipPrice(on_demand=2.70, spot=1.08),
         ),
         Generation(
@@ -392,16 +407,37 @@ def machine_types(gen: Generation) -> list[str]:
     return sorted({*gen.single_host.values(), gen.multi_host_machine_type})
 
 
-def zone_warning(tpu: str, zone: str) -> str | None:
-    """Why `zone` may not offer generation `tpu` (None when the source lists it): the source, what it lists and how
-    to check, since the list changes."""
+def zone_warning(tpu: str, zone: str, capacities: tuple[str, ...] = (), confirmed: bool = False) -> str | None:
+    """Why `zone` may not serve a pool of generation `tpu` taking `capacities` (None when the source lists the zone, or
+    marks it single-tenant and the pool can use reserved capacity or the zone's exception): the source, what it
+    lists and how to check, since the list changes. `confirmed` (tpuPools[].zoneConfirmed) acknowledges a zone the
+    source does not list; it does not make a single-tenant zone serve on-demand or Spot capacity."""
     gen = generation(tpu)
     if zone in gen.zones:
+        return None
+    if zone in gen.single_tenant_zones:
+        return _single_tenant_warning(gen, zone, capacities)
+    if confirmed:
         return None
     listed = ", ".join(gen.zones) or "none"
     return (
         f"{gen.name} is not listed in {zone} by {gen.zones_source} (read {ZONES_READ}; it lists {listed}); the list "
-        f"changes, so confirm before `up`, e.g. gcloud compute tpus accelerator-types list --zone={zone}"
+        f"changes, so confirm before `up`, e.g. gcloud compute tpus accelerator-types list --zone={zone}, then set "
+        "zoneConfirmed: true on the pool"
+    )
+
+
+def _single_tenant_warning(gen: Generation, zone: str, capacities: tuple[str, ...]) -> str | None:
+    """A single-tenant zone serves reserved capacity (and its named exception); a pool taking neither gets no nodes."""
+    allowed = ("reservation", *gen.single_tenant_zones[zone])
+    if any(c in allowed for c in capacities):
+        return None
+    taking = ", ".join(capacities) or "on-demand"
+    return (
+        f"{gen.name} in {zone} is single-tenant (reserved capacity) only per {gen.zones_source} (read {ZONES_READ}"
+        f"{'; except ' + ', '.join(allowed[1:]) if allowed[1:] else ''}): a pool taking {taking} gets no nodes "
+        f"there; consume a reservation (capacity: reservation, or a capacity list that names it) or use a zone it "
+        f"lists for everyone: {', '.join(gen.zones)}"
     )
 
 

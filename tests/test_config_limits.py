@@ -87,8 +87,8 @@ CASES = {
         "gcp:region: 'mars-north1' is not a region name",
     ),
     "zone letter that does not exist": (
-        changed(tpuPools=pools((0, {"zone": "us-east5-z"}))),
-        "tpu-serving:tpuPools[0].zone: 'us-east5-z' is not a zone of gcp:region 'us-east5'",
+        changed(tpuPools=pools((0, {"zone": "us-central1-z"}))),
+        "tpu-serving:tpuPools[0].zone: 'us-central1-z' is not a zone of gcp:region 'us-central1'",
     ),
     "identical secondary range names": (
         changed(cluster=lambda c: {**c, "network": {"podsRangeName": "r", "servicesRangeName": "r"}}),

@@ -37,8 +37,9 @@ def test_dev_tears_down_completely(run):
     for bucket in buckets:  # the access logs go with the data in dev
         assert bucket.inputs["forceDestroy"] is True, bucket.name
         assert bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 0}, bucket.name
-    # nothing to warn about but BASE's v5e pool in us-east5-a, a zone Google's TPU zone list does not name for v5e
-    assert [w for w in rec.warnings if ".zone: v5e is not listed in us-east5-a" not in w] == []
+    # nothing to warn about but BASE's on-demand v5e pool in us-east5-a, a zone Google's TPU zone list marks
+    # single-tenant (reserved capacity only) for v5e
+    assert [w for w in rec.warnings if ".zone: v5e in us-east5-a is single-tenant" not in w] == []
 
 
 def test_force_destroy_override_is_applied_and_reported(run):

@@ -192,9 +192,11 @@ def test_moving_a_prod_tpu_pool_to_another_zone_is_a_replacement_pulumi_up_refus
     needs."""
     prod = (ROOT / "Pulumi.dev.yaml").read_text().replace("environment: dev", "environment: prod")
     old = _render(prod, tmp_path, "prod-old")
-    new = _render(prod.replace("zone: us-east5-a", "zone: us-east5-c"), tmp_path, "prod-new")
+    new = _render(prod.replace("zone: us-central1-a", "zone: us-central1-c"), tmp_path, "prod-new")
     lines = review(old, new)
-    assert lines[0].endswith('nodeLocations ["us-east5-a"] -> ["us-east5-c"] (replaces it: replaceOnChanges)'), lines
+    assert lines[0].endswith('nodeLocations ["us-central1-a"] -> ["us-central1-c"] (replaces it: replaceOnChanges)'), (
+        lines
+    )
     (need,) = [line for line in lines if "refuses" in line]
     assert need.startswith("gcp:container/nodePool:NodePool tpu-v5e-2x4: `pulumi up` refuses: it is protected")
 

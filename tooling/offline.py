@@ -260,22 +260,41 @@ _YAML_HINTS = (
     ("found character '@'", "a value starting with '@' or '`' needs quotes"),
     ("found undefined alias", "'*' starts an alias in YAML: quote a value that begins with '*'"),
     ("while scanning a quoted scalar", "a quote is opened and not closed"),
+    ("while parsing a flow sequence", "a '[' is opened and not closed with ']'"),
+    ("while parsing a flow mapping", "a '{' is opened and not closed with '}'"),
 )
+_YAML_DEFAULT_HINT = "check the indentation and quoting on this line"
 
 
 def _yaml_error(path: Path, text: str, err: yaml.MarkedYAMLError) -> StackFileError:
-    """file:line:column, the parser's problem, the line with a caret under the column, and a hint."""
+    """file:line:column, the parser's problem, the line with a caret under the column, and a hint; when the
+    construct at fault was opened elsewhere (an unclosed bracket or quote: PyYAML's context_mark), that line too,
+    since the mistake is usually there."""
     mark = err.problem_mark or err.context_mark
     said = " ".join(str(p) for p in (err.context, err.problem) if p)
     if mark is None:
         return StackFileError(f"{path}: not valid YAML: {said}")
     lines = text.splitlines()
-    line = lines[mark.line] if mark.line < len(lines) else ""
-    hint = next((h for needle, h in _YAML_HINTS if needle in said), "check the indentation and quoting on this line")
+    hint = next((h for needle, h in _YAML_HINTS if needle in said), _YAML_DEFAULT_HINT)
+    opened = err.context_mark
+    if opened is not None and (opened.line, opened.column) != (mark.line, mark.column):
+        said += f" (opened at line {opened.line + 1}, column {opened.column + 1})"
+        where = f"line {opened.line + 1}, where it opens"
+        hint = f"check {where}, then this line" if hint == _YAML_DEFAULT_HINT else f"{hint}: see {where}"
+        return StackFileError(
+            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {said}\n"
+            f"{_caret(lines, opened, 'opened here')}{_caret(lines, mark, 'found here')}  hint: {hint}"
+        )
     return StackFileError(
-        f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {said}\n    {line}\n    {' ' * mark.column}^\n"
-        f"  hint: {hint}"
+        f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {said}\n{_caret(lines, mark)}  hint: {hint}"
     )
+
+
+def _caret(lines: list[str], mark: Any, label: str = "") -> str:
+    """The marked line, and a caret under its column (with a label when two lines are shown)."""
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    tag = f"line {mark.line + 1}: " if label else ""
+    return f"    {tag}{line}\n    {' ' * (len(tag) + mark.column)}^{' ' + label if label else ''}\n"
 
 
 def read_stack_yaml(path: Path) -> Any:

@@ -20,7 +20,8 @@ Runs the real program under Pulumi mocks in first-preview mode (values the cloud
   summary.md                           stack outputs, IAM grants, images, network exposure, protection, the graph,
                                        resources by type, TPU pools, workloads, estimated cost, warnings
 Output is sorted and stable, so `git diff` of two renders is a review. Secrets print as "[secret]".
-Every warning the program logs (what `pulumi preview` would print) is printed at the end of the run, per stack.
+Every warning the program logs (what `pulumi preview` would print) is printed at the end of the run, per stack,
+after its notes on the cost estimate (e.g. US prices used for another region), which never fail --strict.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from stacks import cost
 from stacks.config import ConfigError, StackConfig
 from tooling.crds import crd_source
 from tooling.graph import component_graph, full_graph, short_type
@@ -222,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         paths, out_root = [p for s in (args.stacks or ["dev"]) for p in stack_files(s)], args.out
     failed = False
     warned: dict[str, tuple[list[str], bool]] = {}
+    notes: dict[str, list[str]] = {}
     for path in paths:
         name = stack_name(path)
         earlier: Resources | None = None
@@ -264,13 +267,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  violation: {line}", file=sys.stderr)
             failed = failed or bool(errors)
         warned[name] = (sorted(set(recording.warnings)), args.strict or cfg.environment in args.strict_for)
-    return 1 if report_warnings(warned) or failed else 0
+        notes[name] = cost.estimate(cfg).notes
+    return 1 if report_warnings(warned, notes) or failed else 0
 
 
-def report_warnings(warned: dict[str, tuple[list[str], bool]]) -> bool:
-    """Print every stack's warnings, last, where they are seen; True when a strict stack has any."""
+def report_warnings(warned: dict[str, tuple[list[str], bool]], notes: dict[str, list[str]] | None = None) -> bool:
+    """Print every stack's notes about its cost estimate (never failing) and its warnings, last, where they are
+    seen; True when a strict stack has a warning."""
     failed = False
     for name, (warnings, strict) in warned.items():
+        for note in (notes or {}).get(name, []):
+            print(f"{name}: note: cost estimate: {note}")
         if not warnings:
             print(f"{name}: no warnings")
             continue

@@ -15,8 +15,16 @@ from stacks.profiles import PROFILES, Profile
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
 PLACEHOLDER_PROJECT = "my-tpu-project"
 GCP_PROJECT_RE = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
-# Words of a stack or project name (split on - _ .) that say which environment it is for.
-ENVIRONMENT_WORDS = {"prod": ("prod", "production", "prd"), "staging": ("staging", "stage", "stg")}
+# Words of a stack or project name (its runs of letters, lowercased: 'Prod1' and 'acme_prod.eu' say prod) that say
+# which environment it is for. Checked in this order, so 'preprod' is staging, not prod.
+ENVIRONMENT_WORDS = {
+    "staging": ("staging", "stage", "stg", "preprod", "preproduction"),
+    "prod": ("prod", "production", "prd"),
+}
+# A word that starts or ends with one of these says that environment too ('myprod', 'prodeu', 'stagingeu'), except
+# English words that merely start with it ('product', 'producer', 'produce').
+ENVIRONMENT_AFFIXES = {"staging": ("staging",), "prod": ("prod",)}
+NOT_ENVIRONMENT_PREFIXES = ("produc",)
 
 
 def problems(environment: Any) -> list[Problem]:
@@ -40,9 +48,20 @@ def profile(environment: str, decommission: bool) -> tuple[Profile, list[str]]:
 
 
 def named_environment(name: str | None) -> str | None:
-    """The environment a stack or project name says it is for ('acme-prod' -> prod), or None."""
-    words = set(re.split(r"[-_.]", name or ""))
-    return next((env for env, names in ENVIRONMENT_WORDS.items() if words & set(names)), None)
+    """The environment a stack or project name says it is for ('acme-prod', 'Prod', 'prod1', 'myprod' -> prod;
+    'product-demo' -> None), or None."""
+    words = re.findall(r"[a-z]+", (name or "").lower())
+    for env, names in ENVIRONMENT_WORDS.items():
+        if any(word in names for word in words):
+            return env
+    return next((env for env in ENVIRONMENT_AFFIXES if any(_word_says(word, env) for word in words)), None)
+
+
+def _word_says(word: str, env: str) -> bool:
+    """`word` starts or ends with one of env's affixes, and is not an English word that merely starts with one."""
+    if word.startswith(NOT_ENVIRONMENT_PREFIXES):
+        return False
+    return any(word.startswith(a) or word.endswith(a) for a in ENVIRONMENT_AFFIXES[env])
 
 
 def name_problems(environment: Any, stack: str, gcp_project: str | None, problems: list[Problem]) -> None:

@@ -72,15 +72,22 @@ def version_needs(pools: list[PoolPlan]) -> list[VersionNeed]:
 
 
 def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
-    """TPU zones the catalog's source does not list, for the pools that have a plan."""
+    """TPU zones the catalog's source does not list (unless the pool's zoneConfirmed says the user checked) or marks
+    single-tenant (unless the pool consumes a reservation), for the pools that have a plan."""
     names = {plan.name for plan in planned}
     out = []
     for i, pool in enumerate(pools):
         if pool is not None and pool.name in names:
-            why = catalog.zone_warning(pool.tpu, pool.zone)
+            why = _zone_warning(pool)
             if why:
                 out.append(f"{PATH}[{i}].zone: {why}")
     return out
+
+
+def _zone_warning(pool: TpuPoolConfig) -> str | None:
+    """The catalog's zone warning for a pool, given its capacities and tpuPools[].zoneConfirmed."""
+    capacities = tuple(pool.capacity) if isinstance(pool.capacity, list) else (pool.capacity,)
+    return catalog.zone_warning(pool.tpu, pool.zone, capacities, confirmed=pool.zone_confirmed)
 
 
 def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
