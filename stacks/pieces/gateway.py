@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stacks import gke_managed, naming
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
@@ -16,6 +16,9 @@ from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr
 from stacks.problems import Problem
+
+if TYPE_CHECKING:
+    from stacks.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
@@ -182,12 +185,12 @@ class GatewayPlan:
         return [b.namespace for b in self.backends]
 
 
-def served(gateway: GatewayConfig, workloads: Sequence[Any]) -> list[Any]:
+def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[WorkloadPlan]:
     """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
     workload opts out), and only when tpu-serving:gateway is enabled."""
     if not gateway.enabled:
         return []
-    return [w for w in workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+    return [w for w in workloads if w.gateway_backend() is not None]
 
 
 def plan(
@@ -197,7 +200,7 @@ def plan(
     region: str,
     resource_prefix: str,
     kubernetes_minor: str,
-    workloads: Sequence[Any],
+    workloads: Sequence[WorkloadPlan],
     paused: bool,
 ) -> GatewayPlan:
     return GatewayPlan(
@@ -206,6 +209,6 @@ def plan(
         region=region,
         resource_prefix=resource_prefix,
         kubernetes_minor=kubernetes_minor,
-        backends=tuple(w.gateway_backend() for w in served(gateway, workloads)),
+        backends=tuple(b for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None),
         paused=paused,
     )
