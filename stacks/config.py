@@ -249,7 +249,6 @@ def _stack_config(
         gcp_project=gcp_project,
         region=region,
         environment=environment,
-        profile=profile,
         cluster=cluster,
         bucket=bucket,
         pools=tuple(pools),

@@ -17,7 +17,6 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import network as network_piece
 from stacks.pool_plan import PoolPlan
-from stacks.profiles import Profile
 from stacks.workload_checks import PREEXISTING_NAMESPACES
 from stacks.workload_plan import WorkloadPlan
 from stacks.workload_type import WorkloadRegistry
@@ -30,7 +29,6 @@ class StackConfig:
     gcp_project: str
     region: str
     environment: str
-    profile: Profile
     cluster: ClusterConfig
     cluster_plan: cluster_piece.ClusterPlan
     network_plan: network_piece.NetworkPlan
