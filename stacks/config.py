@@ -107,17 +107,20 @@ def _check_pieces(
     names: tuple[str | None, str | None],
     problems: list[Problem],
 ) -> list[PoolPlan]:
-    """Each platform piece's own rules, then the checks between pieces: the gateway against the network it runs in,
-    minMasterVersion against what the pools and the gateway need. Returns the pools' plans."""
+    """Each platform piece's own rules (whenever its own section parses), then the checks between pieces (when
+    both parse): the gateway against the network it runs in, minMasterVersion against what the pools and the
+    gateway need. Returns the pools' plans."""
     cluster_name, bucket_name = names
     cluster, gateway = sections.cluster, sections.gateway
+    if gateway is not None:
+        problems.extend(gateway_piece.problems(gateway, sections.environment))
     if cluster is not None:
         assert cluster_name is not None
         problems.extend(
             cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
         if gateway is not None:
-            problems.extend(gateway_piece.problems(gateway, cluster.network, sections.environment))
+            problems.extend(gateway_piece.network_problems(gateway, cluster.network))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     pools, pool_problems = tpu_pools.plans(sections.pools, region)
