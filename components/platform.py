@@ -227,9 +227,7 @@ def build_stack(cfg: StackConfig) -> Platform:
     pulumi.export("kubeconfig", cluster.kubeconfig)
     pulumi.export(
         "getCredentialsCommand",
-        get_credentials_command(
-            cfg.cluster_name, cfg.cluster_location, cfg.gcp_project, cfg.cluster.control_plane_endpoint == "dns"
-        ),
+        get_credentials_command(cfg.cluster_name, cfg.cluster_location, cfg.gcp_project, cfg.cluster_plan.dns_endpoint),
     )
     pulumi.export("nodeServiceAccount", cluster.node_service_account)
     pulumi.export("bucketName", platform.bucket.name)

@@ -14,7 +14,8 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
-from stacks import compute_class, naming
+from stacks import naming
+from stacks.pieces import tpu_pools
 from stacks.pieces.cluster import ClusterPlan
 from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import Sizing, sizing
@@ -265,10 +266,12 @@ class TpuSlicePool(pulumi.ComponentResource):
         k8s_provider: k8s.Provider | None,
         protect: bool,
     ) -> k8s.apiextensions.CustomResource:
-        """The pool's ComputeClass (`stacks.compute_class`): GKE creates its node pools for pending pods."""
+        """The pool's ComputeClass (`stacks.pieces.tpu_pools.compute_class_manifest`): GKE creates its node pools for pending pods."""
         if k8s_provider is None:
             raise ValueError(f"TPU pool {plan.name}: a capacity list needs the cluster's Kubernetes provider")
-        manifest = compute_class.compute_class(plan, node_service_account=node_service_account, policy_name=policy_name)
+        manifest = tpu_pools.compute_class_manifest(
+            plan, node_service_account=node_service_account, policy_name=policy_name
+        )
         return k8s.apiextensions.CustomResource(
             f"{name}-class",
             api_version=manifest["apiVersion"],

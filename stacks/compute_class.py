@@ -4,7 +4,8 @@ GKE tries the class's priorities in order when it creates nodes for pending pods
 with active migration, moves workloads back to a higher priority when it has capacity again. The stack creates
 no node pools for such a pool: GKE creates and removes them (auto-created node pools scale to zero and are
 deleted when empty). Every TPU fact in a priority comes from the catalog's slice shape; the reservation from the
-pool.
+pool. The ComputeClass object of a pool (a `PoolPlan`) is built by `stacks.pieces.tpu_pools.compute_class_manifest`, from
+the facts here (this module sits below `stacks.pool_plan`, which uses its names and toleration).
 
 Sources (the ComputeClass CRD is not published as a file; its fields are checked against these):
 - C1 https://docs.cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass: `cloud.google.com/v1`
@@ -25,10 +26,6 @@ Sources (the ComputeClass CRD is not published as a file; its fields are checked
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-from stacks.naming import POOL_LABEL
 
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"  # C3
 API_VERSION = "cloud.google.com/v1"  # C1
@@ -53,52 +50,3 @@ def split_reservation(reservation: str) -> dict[str, str]:
     if len(parts) == 4 and parts[0] == "projects" and parts[2] == "reservations":
         return {"name": parts[3], "project": parts[1]}
     return {"name": reservation}
-
-
-def priority(plan: Any, capacity: str, policy_name: Any | None) -> dict[str, Any]:
-    """One priority: the pool's TPU slice shape on one capacity."""
-    shape = plan.shape
-    rule: dict[str, Any] = {
-        "machineType": shape.machine_type,  # C2
-        "tpu": {"type": shape.generation.accelerator, "count": shape.chips_per_host, "topology": shape.topology},
-    }
-    if policy_name is not None:  # a multi-host TPU7x slice: its workload policy (C1 placement.policyName)
-        rule["placement"] = {"policyName": policy_name}
-    if capacity == "spot":
-        rule["spot"] = True
-    elif capacity == "on-demand":
-        rule["spot"] = False
-    elif capacity == "reservation":
-        rule["spot"] = False
-        rule["reservations"] = {
-            "affinity": "Specific",
-            "specific": [split_reservation(plan.config.reservation)],
-        }
-    elif capacity == "flex-start":
-        rule["flexStart"] = {"enabled": True}  # C2; flex-start VMs never consume a reservation
-    else:  # pragma: no cover - the config model allows nothing else
-        raise ValueError(capacity)
-    return rule
-
-
-def compute_class(plan: Any, *, node_service_account: Any, policy_name: Any | None = None) -> dict[str, Any]:
-    """The ComputeClass object of a pool whose capacity is a list, in priority order."""
-    name = class_name(plan.name)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": name, "labels": {POOL_LABEL: plan.name}},
-        "spec": {
-            "description": f"tpu-serving pool {plan.name}: {' > '.join(plan.capacities)}",
-            "priorities": [priority(plan, c, policy_name) for c in plan.capacities],
-            "priorityDefaults": {"location": {"zones": [plan.config.zone]}},
-            # GKE creates the node pools; the class alone enables it (C4, 1.33.3-gke.1136000 and later).
-            "nodePoolAutoCreation": {"enabled": True},
-            # Move workloads back to a higher priority (e.g. off spot, back into the reservation) when it has room.
-            "activeMigration": {"optimizeRulePriority": True},
-            "nodePoolConfig": {
-                "serviceAccount": node_service_account,  # the stack's node identity, never the default one
-                "nodeLabels": {POOL_LABEL: plan.name},
-            },
-        },
-    }

@@ -23,6 +23,7 @@ from stacks.config_model import (
     GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
+    WorkloadConfig,
 )
 from stacks.config_parse import parse
 from stacks.pieces import addons as addons_piece
@@ -38,6 +39,7 @@ from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
 from stacks.profiles import Profile
 from stacks.stack_config import StackConfig
+from stacks.workload_plan import WorkloadPlan
 from stacks.workload_type import WorkloadContext, WorkloadRegistry
 
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -69,7 +71,7 @@ class _Sections:
     addons: AddonsConfig | None
     monitoring: MonitoringConfig | None
     gateway: GatewayConfig | None
-    workloads: list[tuple[int, Any]]
+    workloads: list[tuple[int, WorkloadConfig]]
     paused: bool
     decommission: bool
 
@@ -105,17 +107,20 @@ def _check_pieces(
     names: tuple[str | None, str | None],
     problems: list[Problem],
 ) -> list[PoolPlan]:
-    """Each platform piece's own rules, then the checks between pieces: the gateway against the network it runs in,
-    minMasterVersion against what the pools and the gateway need. Returns the pools' plans."""
+    """Each platform piece's own rules (whenever its own section parses), then the checks between pieces (when
+    both parse): the gateway against the network it runs in, minMasterVersion against what the pools and the
+    gateway need. Returns the pools' plans."""
     cluster_name, bucket_name = names
     cluster, gateway = sections.cluster, sections.gateway
+    if gateway is not None:
+        problems.extend(gateway_piece.problems(gateway, sections.environment))
     if cluster is not None:
         assert cluster_name is not None
         problems.extend(
             cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
         if gateway is not None:
-            problems.extend(gateway_piece.problems(gateway, cluster.network, sections.environment))
+            problems.extend(gateway_piece.network_problems(gateway, cluster.network))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     pools, pool_problems = tpu_pools.plans(sections.pools, region)
@@ -220,7 +225,7 @@ def _stack_config(
     region: str,
     names: tuple[str, str],
     pools: list[PoolPlan],
-    workloads: list[Any],
+    workloads: list[WorkloadPlan],
     workload_types: WorkloadRegistry,
     warnings: list[str],
 ) -> StackConfig:
@@ -236,7 +241,7 @@ def _stack_config(
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
     labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
     plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
-    if gateway.enabled and not plans["gateway_plan"].backends:
+    if gateway.enabled and not plans.gateway.backends:
         warnings.append(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
             "opt out): the Gateway routes nothing"
@@ -247,7 +252,6 @@ def _stack_config(
         gcp_project=gcp_project,
         region=region,
         environment=environment,
-        profile=profile,
         cluster=cluster,
         bucket=bucket,
         pools=tuple(pools),
@@ -262,8 +266,25 @@ def _stack_config(
         paused=sections.paused,
         decommission=sections.decommission,
         workload_types=workload_types,
-        **plans,
+        cluster_plan=plans.cluster,
+        network_plan=plans.network,
+        bucket_plan=plans.bucket,
+        addons_plan=plans.addons,
+        monitoring_plan=plans.monitoring,
+        gateway_plan=plans.gateway,
     )
+
+
+@dataclass(frozen=True)
+class _Plans:
+    """Each platform piece's plan, resolved once."""
+
+    cluster: cluster_piece.ClusterPlan
+    network: network_piece.NetworkPlan
+    bucket: bucket_piece.BucketPlan
+    addons: addons_piece.AddonsPlan
+    monitoring: monitoring_piece.MonitoringPlan
+    gateway: gateway_piece.GatewayPlan
 
 
 def _plans(
@@ -273,8 +294,8 @@ def _plans(
     where: tuple[str, str, str, str],
     names: tuple[str, str],
     pools: list[PoolPlan],
-    workloads: list[Any],
-) -> dict[str, Any]:
+    workloads: list[WorkloadPlan],
+) -> _Plans:
     """Each piece's plan (the pools' are made with their checks): `where` is (gcp project, region, pulumi project,
     stack), `names` the cluster's and the bucket's."""
     cluster, bucket, gateway = sections.cluster, sections.bucket, sections.gateway
@@ -284,8 +305,8 @@ def _plans(
     cluster_name, bucket_name = names
     minor = cluster_piece.kubernetes_minor(cluster)
     proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
-    return dict(
-        cluster_plan=cluster_piece.plan(
+    return _Plans(
+        cluster=cluster_piece.plan(
             cluster,
             name=cluster_name,
             location=cluster.location or region,
@@ -294,7 +315,7 @@ def _plans(
             labels=labels,
             gateway_api=gateway.enabled,
         ),
-        network_plan=network_piece.plan(
+        network=network_piece.plan(
             cluster.network,
             name=cluster_name,
             project=project,
@@ -302,11 +323,11 @@ def _plans(
             profile=profile,
             proxy_subnet_cidr=proxy_cidr,
         ),
-        bucket_plan=bucket_piece.plan(
+        bucket=bucket_piece.plan(
             bucket, name=bucket_name, region=region, project=project, profile=profile, labels=labels
         ),
-        addons_plan=addons_piece.plan(addons, kubernetes_minor=minor),
-        monitoring_plan=monitoring_piece.plan(
+        addons=addons_piece.plan(addons, kubernetes_minor=minor),
+        monitoring=monitoring_piece.plan(
             monitoring,
             project=project,
             cluster_name=cluster_name,
@@ -315,7 +336,7 @@ def _plans(
             has_tpu_pools=bool(pools),
             workloads=workloads,
         ),
-        gateway_plan=gateway_piece.plan(
+        gateway=gateway_piece.plan(
             gateway,
             project=project,
             region=region,

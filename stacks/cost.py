@@ -9,9 +9,13 @@ at on-demand rates (an upper bound).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stacks import catalog
+
+if TYPE_CHECKING:
+    from stacks.pool_plan import PoolPlan
+    from stacks.stack_config import StackConfig
 
 PRICE_TABLE_DATE = catalog.PRICE_TABLE_DATE
 # Source: https://cloud.google.com/compute/all-pricing (per VM-hour in US regions as of the date above; not
@@ -76,7 +80,7 @@ def _price_text(price: float | None) -> str:
     return f"${price:.2f}/chip-hour" if price is not None else "no list price"
 
 
-def pool_nodes(plan: Any, paused: bool = False) -> tuple[int, int]:
+def pool_nodes(plan: PoolPlan, paused: bool = False) -> tuple[int, int]:
     """(minimum, maximum) nodes of all node pools of a TPU pool."""
     from stacks.pool_sizing import sizing
 
@@ -89,8 +93,8 @@ def pool_nodes(plan: Any, paused: bool = False) -> tuple[int, int]:
     return low * count, high * count
 
 
-def estimate(cfg: Any, *, paused: bool | None = None) -> Estimate:
-    paused = getattr(cfg, "paused", False) if paused is None else paused
+def estimate(cfg: StackConfig, *, paused: bool | None = None) -> Estimate:
+    paused = cfg.paused if paused is None else paused
     out = Estimate(paused=paused)
     if cfg.region not in PRICED_REGIONS:
         out.notes.append(

@@ -17,8 +17,8 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import network as network_piece
 from stacks.pool_plan import PoolPlan
-from stacks.profiles import Profile
 from stacks.workload_checks import PREEXISTING_NAMESPACES
+from stacks.workload_plan import WorkloadPlan
 from stacks.workload_type import WorkloadRegistry
 
 
@@ -29,7 +29,6 @@ class StackConfig:
     gcp_project: str
     region: str
     environment: str
-    profile: Profile
     cluster: ClusterConfig
     cluster_plan: cluster_piece.ClusterPlan
     network_plan: network_piece.NetworkPlan
@@ -43,7 +42,7 @@ class StackConfig:
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
-    workloads: tuple[Any, ...] = field(default=())
+    workloads: tuple[WorkloadPlan, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
     workload_types: WorkloadRegistry = field(default_factory=WorkloadRegistry)
     """The workload types the config was parsed with (workloads/registry.py): what builds each workload."""
@@ -69,7 +68,7 @@ class StackConfig:
         return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
 
     @property
-    def gateway_workloads(self) -> list[Any]:
+    def gateway_workloads(self) -> list[WorkloadPlan]:
         """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless
         the workload opts out), and only when tpu-serving:gateway is enabled."""
         return gateway_piece.served(self.gateway, self.workloads)
@@ -115,13 +114,14 @@ class StackConfig:
             for ns in self.namespaces
         }
 
-    def _gateway_allows(self, plan: Any) -> list[dict[str, Any]]:
+    def _gateway_allows(self, plan: WorkloadPlan) -> list[dict[str, Any]]:
         """The gateway's load balancer (its proxies and health checks are not pods of the cluster, so no `from`,
         as stacks/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and
         gRPC health ports; paused, nothing is routed and nothing is opened."""
         if self.paused:
             return []
         backend = plan.gateway_backend()
+        assert backend is not None  # gateway_workloads: only the workloads with a backend
         return [
             network_policy.allow_clients(
                 f"{backend.name}-gateway", backend.namespace, backend.selector, [backend.port]

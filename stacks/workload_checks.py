@@ -9,9 +9,11 @@ from typing import Any
 from stacks import addons as addon_registry
 from stacks import bucket_access, catalog, config_parse, gateway, gke_managed, metrics_adapters, naming, versions
 from stacks.addons import AddonsConfig
+from stacks.config_model import WorkloadConfig
 from stacks.pieces.rules import NS, check_name
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem, fmt
+from stacks.workload_plan import WorkloadPlan
 from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
 
 
@@ -69,14 +71,14 @@ FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_ma
 WORKLOAD_NAME_MAX = 40
 
 
-def parse(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, Any]]:
+def parse(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, WorkloadConfig]]:
     base = f"{NS}:workloads"
     if raw is None:
         return []
     if not isinstance(raw, list):
         problems.append(Problem(base, f"must be a list of workloads (got {fmt(raw)})"))
         return []
-    parsed = []
+    parsed: list[tuple[int, WorkloadConfig]] = []
     for i, item in enumerate(raw):
         kind = item.get("type") if isinstance(item, dict) else None
         if not isinstance(kind, str) or kind not in types:
@@ -169,13 +171,13 @@ def check(
     problems: list[Problem],
     warnings: list[str],
     pools_complete: bool = True,
-) -> list[Any]:
+) -> list[WorkloadPlan]:
     """Each workload's own rules (its type's `resolve`: its plan or its problems), then what workloads share:
     namespaces and pool capacity.
 
     `pools_complete` is false when tpuPools itself has problems: a workload's pool is then not reported as
     missing (the pool list is the problem, and it is reported at its own key)."""
-    plans = []
+    plans: list[tuple[int, WorkloadPlan]] = []
     seen: dict[str, int] = {}
     for i, workload in workloads:
         path = f"{NS}:workloads[{i}]"
@@ -217,7 +219,7 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
-def _check_shared_namespaces(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+def _check_shared_namespaces(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:
     """Workloads name their objects `<workload>` or `<workload>-<role>`; in one namespace, a workload whose name
     is another's followed by '-' could get the same object name (Saxml `sax` has Deployment `sax-http`, as does a
     JetStream workload `sax-http`). Such names need separate namespaces."""
@@ -233,10 +235,10 @@ def _check_shared_namespaces(plans: list[tuple[int, Any]], problems: list[Proble
                 )
 
 
-def _check_pool_capacity(plans: list[tuple[int, Any]], problems: list[Problem]) -> None:
+def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:
     """The TPU hosts workloads on one pool need at most, added up, fit in the pool (a workload type that does not
     say what it needs, `hosts_needed` None, is not counted)."""
-    by_pool: dict[str, list[tuple[int, Any, int]]] = {}
+    by_pool: dict[str, list[tuple[int, WorkloadPlan, int]]] = {}
     for i, plan in plans:
         need = plan.hosts_needed
         if need is not None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from stacks import catalog, scan_exceptions
+from stacks.gateway import GatewayBackend
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
@@ -116,6 +117,16 @@ class WorkloadPlan:
     def hosts_needed(self) -> int | None:
         """TPU hosts of its pool the workload takes at most (replicas at their maximum), for the check that the
         workloads sharing a pool fit in it; None when the type does not say."""
+        return None
+
+    @property
+    def autoscaled(self) -> bool:
+        """An HPA scales it (its HPA reads the metrics adapter); a type with autoscaling overrides this."""
+        return False
+
+    def gateway_backend(self) -> GatewayBackend | None:
+        """What the Inference Gateway routes to when the workload is served through it; None (the default) for a
+        type the gateway does not serve."""
         return None
 
     @property

@@ -354,8 +354,7 @@ def test_the_installed_provider_sdk_states_the_window_rule():
 def test_every_shipped_stack_sends_a_policy_the_provider_accepts(path):
     cfg = parse_stack_file(path)
     policy = recorded(path, False).one(CLUSTER).inputs.get("maintenancePolicy")
-    configured = cfg.cluster.maintenance.hold_minor_and_node_upgrades
-    hold = cfg.profile.hold_minor_and_node_upgrades if configured is None else configured
+    hold = cfg.cluster_plan.hold_minor_and_node_upgrades  # the configured value, else the environment profile's
     if policy is None:
         assert not hold and cfg.cluster.maintenance.window is None
         return

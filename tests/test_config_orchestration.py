@@ -110,3 +110,35 @@ def test_a_problem_is_not_dropped_because_another_one_reads_alike():
         "workload types that do: jetstream-pathways, pathways-job, vllm",
         "tpu-serving:workloads[0].claim: this TPU generation is not what the test wants",
     ]
+
+
+# Each piece's own bad value, at the key path its problem names; reported whatever else has problems.
+OWN_PROBLEMS = {
+    "gateway": ({"enabled": True, "exposure": "external", "sourceRanges": ["not-a-cidr"]}, "gateway.sourceRanges[0]"),
+    "gateway proxy subnet": ({"enabled": True, "proxySubnetCidr": "10.129.0.0/28"}, "gateway.proxySubnetCidr"),
+    "bucket": ({"location": "mars"}, "bucket.location"),
+    "tpuPools": ([pool(topology="9x9")], "tpuPools[0].topology"),
+    "addons": ({"lws": {"enabled": "sometimes"}}, "addons.lws.enabled"),
+}
+
+
+@pytest.mark.parametrize("piece", OWN_PROBLEMS)
+def test_a_pieces_own_problem_is_reported_with_a_typo_in_the_cluster(piece):
+    """Every problem at once, across pieces: a typo under cluster (its section does not parse) does not hide a
+    piece's own problem; only what a piece checks against the cluster (the gateway's proxy-only subnet against the
+    network, the versions the pools and the gateway need) waits for the cluster to parse."""
+    value, path = OWN_PROBLEMS[piece]
+    key = piece.split()[0]
+    raw = {"environment": "dev", "cluster": {"releaseChanel": "REGULAR"}, key: value}
+    with pytest.raises(ConfigError) as err:
+        parse_stack_config(
+            raw,
+            stack="dev",
+            pulumi_project="tpu-serving",
+            gcp_project="tpu-test-project",
+            region="us-east5",
+            workload_types=registry.WORKLOAD_TYPES,
+        )
+    paths = [p.path for p in err.value.problems]
+    assert "tpu-serving:cluster.releaseChanel" in paths
+    assert f"tpu-serving:{path}" in paths, [str(p) for p in err.value.problems]

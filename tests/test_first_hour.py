@@ -129,7 +129,12 @@ def test_make_example_says_the_placeholder_stays_and_prod_gets_protection(monkey
     assert "deletion protection on" in out
     assert "warning: gcp:project: 'my-tpu-project' is the examples' placeholder" in out
     cfg = parse_stack_file(tmp_path / "Pulumi.prod.yaml")
-    assert cfg.environment == "prod" and cfg.profile.protect and not cfg.bucket_force_destroy
+    assert (
+        cfg.environment == "prod"
+        and cfg.cluster_plan.protect
+        and cfg.bucket_plan.protect
+        and not cfg.bucket_force_destroy
+    )
 
 
 def test_make_example_reports_what_the_new_environment_refuses(monkeypatch, tmp_path, capsys):

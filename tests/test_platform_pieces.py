@@ -29,6 +29,7 @@ from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.monitoring import MonitoringPlan
 from stacks.pieces.network import NetworkPlan
 from stacks.pool_plan import PoolPlan
+from stacks.stack_config import StackConfig
 from tests.conftest import make_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,71 @@ def test_the_environment_profile_is_resolved_in_the_pieces_plans_alone():
         if "stacks.profiles" in _imports(p)
     )
     assert readers == []
+
+
+def _composition_files() -> list[Path]:
+    """The code that builds resources from plans: components/ and each workload type's component."""
+    return sorted([*(ROOT / "components").rglob("*.py"), *(ROOT / "workloads").glob("*/component.py")])
+
+
+def _names(node: ast.AST) -> list[str]:
+    """The names an expression is built from (`cfg.bucket_plan` -> cfg, bucket_plan)."""
+    return [
+        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute)
+    ]
+
+
+def _is_replace(call: ast.Call) -> bool:
+    """`replace(...)` (from dataclasses or copy), `dataclasses.replace(...)`, `copy.replace(...)`."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "replace"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "replace"
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("dataclasses", "copy")
+    )
+
+
+def plan_bypasses(path: Path) -> list[str]:
+    """Where the composition reads the environment profile (any `.profile`) or changes a plan after validation
+    (a dataclass `replace` of anything named a plan): both would bypass what the piece's plan resolved."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "profile":
+            found.append(f"{path.name}:{node.lineno}: .profile")
+        if isinstance(node, ast.Call) and _is_replace(node) and node.args:
+            if any(n == "plan" or n.endswith("_plan") for n in _names(node.args[0])):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}({ast.unparse(node.args[0])}, ...)")
+    return found
+
+
+def test_the_composition_neither_reads_the_profile_nor_changes_a_plan():
+    """Only plans go to components: none reads `.profile` (the stack config carries no profile to read), and none
+    replaces a field of a plan (e.g. `dataclasses.replace(cfg.bucket_plan, protect=...)`): a value the composition
+    needs is resolved on the piece's plan, once."""
+    assert "profile" not in {f.name for f in dataclasses.fields(StackConfig)}
+    found = [hit for p in _composition_files() for hit in plan_bypasses(p)]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'Bucket("bucket", plan=dataclasses.replace(cfg.bucket_plan, protect=cfg.profile.protect))',
+        'Bucket("bucket", plan=replace(cfg.bucket_plan, protect=True))',
+        "Network('network', plan=copy.replace(plan, flow_logs=False))",
+        "protect = cfg.profile.protect",
+    ],
+)
+def test_the_bypass_check_finds_a_profile_read_or_a_plan_replaced(tmp_path, line):
+    """The check above is not vacuous: the reviewer's bypass (and its variants) added to a component is found."""
+    source = (ROOT / "components" / "platform.py").read_text() + f"\n\ndef _bypass(cfg):\n    {line}\n"
+    component = tmp_path / "platform.py"
+    component.write_text(source)
+    assert plan_bypasses(component)
+    assert plan_bypasses(ROOT / "components" / "platform.py") == []
 
 
 # ---- a resource added to a piece: its component alone, from its plan and deps ---------------------------------

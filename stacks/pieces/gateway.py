@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stacks import gke_managed, naming
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
@@ -16,6 +16,9 @@ from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr
 from stacks.problems import Problem
+
+if TYPE_CHECKING:
+    from stacks.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
@@ -33,8 +36,10 @@ def proxy_subnet_created(gateway: GatewayConfig) -> bool:
     return gateway.enabled and (gateway.proxy_subnet or "create") == "create"
 
 
-def problems(gateway: GatewayConfig, network: NetworkConfig, environment: str | None = None) -> list[Problem]:
-    """Who may reach the gateway, and (enabled) its proxy-only subnet in `network`."""
+def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Problem]:
+    """The gateway's own rules: who may reach it, and (enabled, the stack creating it) its proxy-only subnet's
+    range. Checked whenever tpu-serving:gateway parses, whatever else has problems; what depends on the network
+    it runs in is `network_problems`."""
     found: list[Problem] = []
     for i, cidr in enumerate(gateway.source_ranges):
         parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
@@ -80,14 +85,26 @@ def problems(gateway: GatewayConfig, network: NetworkConfig, environment: str | 
                         "only for exposure: external (an internal gateway is reachable from the VPC only)",
                     )
                 )
-    if gateway.enabled:
-        _check_proxy_subnet(gateway, network, found)
+    if gateway.enabled and (gateway.proxy_subnet or "create") == "create":
+        proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
+        if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
+            found.append(
+                Problem(
+                    f"{PATH}.proxySubnetCidr",
+                    f"{gateway.proxy_subnet_cidr} is smaller than /{PROXY_SUBNET_PREFIX_MAX}; a proxy-only subnet "
+                    "needs /26 or larger (/23 recommended)",
+                )
+            )
     return found
 
 
-def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, found: list[Problem]) -> None:
-    """Where an enabled gateway's load balancer proxies get their addresses: a proxy-only subnet, existing or
-    created with a range disjoint from the cluster's."""
+def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
+    """The cross-check with the network the gateway runs in (cluster.network, checked when the cluster parses):
+    where an enabled gateway's load balancer proxies get their addresses, a proxy-only subnet, existing or created
+    with a range disjoint from the cluster's."""
+    if not gateway.enabled:
+        return []
+    found: list[Problem] = []
     if network.create and gateway.proxy_subnet == "existing":
         found.append(
             Problem(
@@ -106,16 +123,9 @@ def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, found: l
             )
         )
     if (gateway.proxy_subnet or "create") != "create":
-        return
-    proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
-    if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
-        found.append(
-            Problem(
-                f"{PATH}.proxySubnetCidr",
-                f"{gateway.proxy_subnet_cidr} is smaller than /{PROXY_SUBNET_PREFIX_MAX}; a proxy-only subnet "
-                "needs /26 or larger (/23 recommended)",
-            )
-        )
+        return found
+    # an invalid range is the gateway's own problem (problems), reported there
+    proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, [])
     if proxy is not None and network.create:
         for key, other in network_piece.created_ranges(network):
             if proxy.overlaps(other):
@@ -125,6 +135,7 @@ def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, found: l
                         f"{proxy} overlaps cluster.network.{key} {other}; the ranges must be disjoint",
                     )
                 )
+    return found
 
 
 def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
@@ -182,12 +193,12 @@ class GatewayPlan:
         return [b.namespace for b in self.backends]
 
 
-def served(gateway: GatewayConfig, workloads: Sequence[Any]) -> list[Any]:
+def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[WorkloadPlan]:
     """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
     workload opts out), and only when tpu-serving:gateway is enabled."""
     if not gateway.enabled:
         return []
-    return [w for w in workloads if getattr(w, "gateway_backend", None) and w.gateway_backend() is not None]
+    return [w for w in workloads if w.gateway_backend() is not None]
 
 
 def plan(
@@ -197,7 +208,7 @@ def plan(
     region: str,
     resource_prefix: str,
     kubernetes_minor: str,
-    workloads: Sequence[Any],
+    workloads: Sequence[WorkloadPlan],
     paused: bool,
 ) -> GatewayPlan:
     return GatewayPlan(
@@ -206,6 +217,6 @@ def plan(
         region=region,
         resource_prefix=resource_prefix,
         kubernetes_minor=kubernetes_minor,
-        backends=tuple(w.gateway_backend() for w in served(gateway, workloads)),
+        backends=tuple(b for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None),
         paused=paused,
     )

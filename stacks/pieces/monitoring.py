@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stacks import metrics, pod_security, versions
 from stacks.config_model import MonitoringConfig
+
+if TYPE_CHECKING:
+    from stacks.workload_plan import WorkloadPlan
 
 Panel = tuple[str, str, str]
 
@@ -42,9 +45,9 @@ def plan(
     identity_suffix: str,
     kubernetes_minor: str,
     has_tpu_pools: bool,
-    workloads: Sequence[Any],
+    workloads: Sequence[WorkloadPlan],
 ) -> MonitoringPlan:
-    autoscaled = [w for w in workloads if getattr(w, "autoscaled", False)]
+    autoscaled = [w for w in workloads if w.autoscaled]
     return MonitoringPlan(
         config=monitoring,
         project=project,
@@ -65,7 +68,7 @@ def pinned_chart(name: str) -> versions.ChartVersion:
     return versions.CHARTS[name][versions.default_version(name)]
 
 
-def jetstream_exporters(workloads: Sequence[Any]) -> list[str]:
+def jetstream_exporters(workloads: Sequence[WorkloadPlan]) -> list[str]:
     """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
     (stacks.metrics.SERVER_METRICS_PORT)."""
     return sorted(

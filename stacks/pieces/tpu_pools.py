@@ -252,3 +252,57 @@ def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Pro
         owner.update({n: f"a node pool of tpuPools[{i}] ({plan.name!r})" for n in plan.node_pool_names})
         kept.append(plan)
     return kept
+
+
+def priority(plan: PoolPlan, capacity: str, policy_name: object | None) -> dict[str, Any]:
+    """One priority of a pool's ComputeClass: the pool's TPU slice shape on one capacity (C1, C2: the sources in
+    stacks/compute_class.py)."""
+    shape = plan.shape
+    rule: dict[str, Any] = {
+        "machineType": shape.machine_type,  # C2
+        "tpu": {"type": shape.generation.accelerator, "count": shape.chips_per_host, "topology": shape.topology},
+    }
+    if policy_name is not None:  # a multi-host TPU7x slice: its workload policy (C1 placement.policyName)
+        rule["placement"] = {"policyName": policy_name}
+    if capacity == "spot":
+        rule["spot"] = True
+    elif capacity == "on-demand":
+        rule["spot"] = False
+    elif capacity == "reservation":
+        rule["spot"] = False
+        reservation = plan.config.reservation
+        assert reservation is not None  # the pool's rules require it with capacity reservation
+        rule["reservations"] = {
+            "affinity": "Specific",
+            "specific": [compute_class.split_reservation(reservation)],
+        }
+    elif capacity == "flex-start":
+        rule["flexStart"] = {"enabled": True}  # C2; flex-start VMs never consume a reservation
+    else:  # pragma: no cover - the config model allows nothing else
+        raise ValueError(capacity)
+    return rule
+
+
+def compute_class_manifest(
+    plan: PoolPlan, *, node_service_account: object, policy_name: object | None = None
+) -> dict[str, Any]:
+    """The ComputeClass object of a pool whose capacity is a list, in priority order."""
+    name = compute_class.class_name(plan.name)
+    return {
+        "apiVersion": compute_class.API_VERSION,
+        "kind": compute_class.KIND,
+        "metadata": {"name": name, "labels": {naming.POOL_LABEL: plan.name}},
+        "spec": {
+            "description": f"tpu-serving pool {plan.name}: {' > '.join(plan.capacities)}",
+            "priorities": [priority(plan, c, policy_name) for c in plan.capacities],
+            "priorityDefaults": {"location": {"zones": [plan.config.zone]}},
+            # GKE creates the node pools; the class alone enables it (C4, 1.33.3-gke.1136000 and later).
+            "nodePoolAutoCreation": {"enabled": True},
+            # Move workloads back to a higher priority (e.g. off spot, back into the reservation) when it has room.
+            "activeMigration": {"optimizeRulePriority": True},
+            "nodePoolConfig": {
+                "serviceAccount": node_service_account,  # the stack's node identity, never the default one
+                "nodeLabels": {naming.POOL_LABEL: plan.name},
+            },
+        },
+    }

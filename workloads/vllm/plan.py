@@ -403,7 +403,7 @@ def _check_tensor_parallel(
 
 
 def _check_replicas_fit(
-    path: str, workload: VllmWorkload, pool: Any, lws_enabled: bool, problems: list[Problem]
+    path: str, workload: VllmWorkload, pool: PoolPlan, lws_enabled: bool, problems: list[Problem]
 ) -> None:
     """The most replicas fit the pool: a whole slice each (multi-host, on a LeaderWorkerSet) or their chips."""
     shape, gen = pool.shape, pool.shape.generation
