@@ -148,6 +148,10 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
                 "type": "vllm",
                 "protocol": "http",
             },
+            # create: the picker runs with --pool-name (routerlib templates/_deployment.yaml), the mode in which it
+            # discovers the optional InferenceObjective CRD and skips it when absent (docs/gateway.md, a test
+            # cites llm-d/llm-d-router@v0.10.0:pkg/epp/server/controller_config.go); no router.inferenceObjectives,
+            # so the chart renders no InferenceObjective and needs no CRD GKE does not install
             "inferencePool": {"create": True, "failureMode": "FailOpen"},
             "epp": {
                 "replicas": 1,

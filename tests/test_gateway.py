@@ -22,8 +22,9 @@ import pytest
 
 from stacks import gateway, gke_managed
 from stacks.config import ConfigError, parse_stack_config
-from stacks.versions import CRDS
+from stacks.versions import CRDS, LLM_D_ROUTER
 from tests.conftest import make_config as base_config
+from tooling import chart_objects
 from tooling.k8s_objects import kubernetes_objects
 from tooling.schemas import crd_dir, validate_objects
 from workloads.registry import WORKLOAD_TYPES
@@ -546,3 +547,67 @@ def test_paused_opens_nothing_for_the_gateway(run):
     rec = run(cfg, stack="vllm-multi-host")
     names = {r.inputs["metadata"]["name"] for r in rec.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")}
     assert not {"allow-llama70b-gateway-clients", "allow-llama70b-epp-clients"} & names
+
+
+# ---- the InferenceObjective CRD: optional for the endpoint picker, installed by nobody -------------------------
+
+# llm-d/llm-d-router@v0.10.0 (config/crd/bases/llm-d.ai_inferenceobjectives.yaml; the chart's RBAC also names the
+# legacy group): neither is GA, and GKE installs only the GA Inference Extension CRD, InferencePool (G3).
+INFERENCE_OBJECTIVE_CRDS = ("inferenceobjectives.llm-d.ai", "inferenceobjectives.inference.networking.x-k8s.io")
+
+
+def _stacks_serving_through_the_gateway() -> list[Any]:
+    """The recording of every shipped stack file with a served workload (one endpoint-picker release or more)."""
+    from tests.conftest import STACK_FILES, recorded
+
+    recs = [recorded(path, False) for path in STACK_FILES]
+    return [rec for rec in recs if [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == LLM_D_ROUTER.chart]]
+
+
+def test_the_endpoint_picker_starts_without_the_inference_objective_crd():
+    # The picker watches InferenceObjective only if the API server serves it, at llm-d/llm-d-router@v0.10.0:
+    # - cmd/epp/runner/runner.go:360-363: with --pool-name (no --endpoint-selector) startCrdReconcilers is true and
+    #   controllerCfg.PopulateControllerConfig(cfg) asks the discovery API;
+    # - pkg/epp/server/controller_config.go:71-80 and 99-110: hasInferenceObjective is set only when
+    #   ServerResourcesForGroupVersion lists the kind in llm-d.ai/v1alpha2 (then inference.networking.x-k8s.io/
+    #   v1alpha2); a missing group version (any error) leaves it false;
+    # - pkg/epp/server/controller_manager.go:45-52 and 79-86: the scheme and the cache's ByObject get the kind only
+    #   then, else "InferenceObjective GVK does not exist on the server. Skipping its reconciler/cache.";
+    # - pkg/epp/server/runserver.go:134-144: the InferenceObjectiveReconciler is set up only then (the
+    #   InferencePool reconciler, lines 126-132, always: GKE installs that CRD, version_needs requires it);
+    # - pkg/epp/requestcontrol/director.go:222-233: a request with no objective gets the default priority (0).
+    # So nothing may render an InferenceObjective (that would need the CRD at helm install) and nothing need apply
+    # its CRD; the stack applies neither, and GKE installs neither (stacks/gke_managed.py MANAGED, G3: GA only).
+    assert not {(gke_managed.CRD, name) for name in INFERENCE_OBJECTIVE_CRDS} & gke_managed.never_created()
+    recs = _stacks_serving_through_the_gateway()
+    assert recs, "no shipped stack serves a workload through the gateway"
+    for rec in recs:
+        pickers = [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == LLM_D_ROUTER.chart]
+        for release in pickers:  # every endpoint picker: pool mode (--pool-name), no InferenceObjective values
+            router = release.inputs["values"]["router"]
+            assert router["inferencePool"]["create"] is True and "inferenceObjectives" not in router
+        assert not rec.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+        kinds = {obj.get("kind") for obj in kubernetes_objects(rec)}
+        assert "InferenceObjective" not in kinds and "CustomResourceDefinition" not in kinds
+    # what the chart installs with those values (a real `helm template`, tooling/data/chart_objects.json)
+    installed = chart_objects.installed(LLM_D_ROUTER.chart, LLM_D_ROUTER.version, "llama", "serving")
+    assert installed is not None
+    assert {o["kind"] for o in installed} >= {"InferencePool", "Deployment", "Role"}
+    assert not {"InferenceObjective", "CustomResourceDefinition"} & {o["kind"] for o in installed}
+
+
+def test_the_pinned_chart_renders_inference_objectives_only_from_its_values():
+    # llm-d/llm-d-router@v0.10.0: routerlib/values.yaml `inferenceObjectives: []`, and
+    # routerlib/templates/_inferenceobjective.yaml ranges over .Values.router.inferenceObjectives, so values
+    # without the key render none; the CRD is v1alpha2 only (not GA, so not GKE's: G3 installs GA CRDs).
+    import yaml
+
+    from tests.conftest import reference_file
+
+    defaults, _, _ = _chart_defaults()
+    assert defaults["router"]["inferenceObjectives"] == []
+    template = reference_file(f"charts/{CHARTS}/routerlib/templates/_inferenceobjective.yaml").read_text()
+    assert "{{- range .Values.router.inferenceObjectives }}" in template and "kind: InferenceObjective" in template
+    crd = yaml.safe_load(reference_file("crds/llm-d.ai_inferenceobjectives.yaml").read_text())
+    assert crd["metadata"]["name"] == INFERENCE_OBJECTIVE_CRDS[0]
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha2"]
