@@ -131,3 +131,29 @@ def test_no_page_is_named_after_another_subject(tmp_path: Path):
     """One subject per page: no two pages share a title."""
     titles = [p.read_text().splitlines()[0] for p in ROOT.glob("docs/**/*.md")]
     assert all(t.startswith("# ") for t in titles) and len(set(titles)) == len(titles)
+
+
+def test_the_profiles_table_has_every_field_of_every_environment():
+    """docs/stack-config.md "Environment profiles" is generated from stacks/profiles.py PROFILES: a row per Profile
+    field (the upgrade hold, flow logs and intranode visibility included), a column per environment, the field's
+    documented meaning; a hand-written table once merged staging and prod and left three fields out."""
+    import dataclasses
+
+    from stacks.profiles import PROFILES, Profile
+
+    page = (ROOT / "docs" / "stack-config.md").read_text()
+    block = page.split("<!-- generated:profiles -->\n", 1)[1].split("<!-- /generated:profiles -->", 1)[0]
+    lines = block.strip().splitlines()
+    assert lines[0] == "| field | " + " | ".join(f"`{env}`" for env in PROFILES) + " | meaning |"
+    fields = [f for f in dataclasses.fields(Profile) if f.name != "name"]
+    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[1:] for line in lines[2:]}
+    assert list(rows) == [f"`{f.name}`" for f in fields]
+    for f in fields:
+        cells = rows[f"`{f.name}`"]
+        assert f.metadata["doc"] and cells[-1].removesuffix(" |") == f.metadata["doc"]
+        for env, cell in zip(PROFILES.values(), cells[:-1], strict=True):
+            value = getattr(env, f.name)
+            if isinstance(value, bool):
+                assert cell == ("on" if value else "off"), (env.name, f.name)
+    assert rows["`vpc_flow_logs`"][:3] == rows["`intranode_visibility`"][:3] == ["off", "off", "on"]
+    assert rows["`hold_minor_and_node_upgrades`"][:3] == ["off", "on", "on"]
