@@ -157,3 +157,28 @@ def test_the_profiles_table_has_every_field_of_every_environment():
                 assert cell == ("on" if value else "off"), (env.name, f.name)
     assert rows["`vpc_flow_logs`"][:3] == rows["`intranode_visibility`"][:3] == ["off", "off", "on"]
     assert rows["`hold_minor_and_node_upgrades`"][:3] == ["off", "on", "on"]
+
+
+def test_every_quoted_section_reference_names_a_heading_of_its_page():
+    """`README "<section>"` and `docs/x.md "<section>"` in code comments, strings, docs and the Makefile: each names a
+    heading of that page (the README's manual moved to docs/, and references to its old sections were left)."""
+    assert docs.broken_section_references() == []
+    found = [m.group(0) for p in docs.reference_files() for m in docs.SECTION_REF.finditer(p.read_text())]
+    assert len(found) >= 10  # the check reads the tree (a pattern that matched nothing would pass)
+
+
+def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
+    texts = {
+        ROOT / "Makefile": '# gcloud (see README "Deploying for real").\n# see README "Deploy" and docs/nope.md "X"\n',
+        ROOT / "a.py": (
+            'x = ("See docs/operations.md "\n    \'"What GKE manages"). And docs/operations.md "GKE \'\n'
+            '    \'upgrades". And docs/operations.md "GKE\n# upgrades and more"\n'
+            '# tpu-inference@v0.27.0 README "Recommended"; the chart\'s README "Custom Metrics";\n'
+            '# tools/x/README.md "Saxml HTTP Server APIs"\n'
+        ),
+    }
+    assert docs.broken_section_references(texts) == [
+        'Makefile: README "Deploying for real"',
+        'Makefile: docs/nope.md "X"',
+        'a.py: docs/operations.md "GKE upgrades and more"',
+    ]
