@@ -182,3 +182,15 @@ def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
         'Makefile: docs/nope.md "X"',
         'a.py: docs/operations.md "GKE upgrades and more"',
     ]
+
+
+@pytest.mark.parametrize("name", list(registry.WORKLOAD_TYPES))
+def test_every_workload_page_says_how_it_differs_from_upstream(name):
+    """Issue 24: one page per workload type, each with its deliberate differences from the upstream tutorial or
+    samples it follows: a `## Differences from the upstream ...` heading followed by at least one paragraph or list."""
+    text = (ROOT / "docs" / "workloads" / f"{name}.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    found = [s for s in sections if s.startswith("Differences from the upstream ")]
+    assert len(found) == 1, f"docs/workloads/{name}.md has no `## Differences from the upstream ...` section"
+    body = found[0].split("\n", 1)[1].strip()
+    assert len(body.split()) >= 20, body
