@@ -1,5 +1,5 @@
 # tpu-serving. `make test` and `make render` need only Python; up/preview/destroy need the Pulumi CLI,
-# gcloud and gke-gcloud-auth-plugin (see README "Deploying for real").
+# gcloud and gke-gcloud-auth-plugin (see docs/deploying.md "Prerequisites").
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv

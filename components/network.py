@@ -40,7 +40,7 @@ class Network(pulumi.ComponentResource):
         self.proxy_subnet = None
 
         if not config.create:
-            assert config.network and config.subnetwork and config.nat is not None  # validated in stacks.config
+            assert config.network and config.subnetwork and config.nat is not None  # see stacks/pieces/network.py
             self.network = pulumi.Output.from_input(_self_link(project, "global", "networks", config.network))
             self.subnetwork = pulumi.Output.from_input(
                 _self_link(project, f"regions/{region}", "subnetworks", config.subnetwork)

@@ -32,7 +32,7 @@ def capacity_args(plan: PoolPlan) -> dict:
     if pool.capacity == "spot":
         return {"spot": True}
     if pool.capacity == "reservation":
-        assert pool.reservation  # validated in stacks.config
+        assert pool.reservation  # validated in stacks/pieces/tpu_pools.py
         return {
             "reservation_affinity": gcp.container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="SPECIFIC_RESERVATION", key=RESERVATION_KEY, values=[pool.reservation]

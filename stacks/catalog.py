@@ -53,7 +53,7 @@ PRICE_TABLE_DATE = "2025-06-01"
 # No excerpt reached past the first rows of Europe; the rest of Europe, Asia Pacific and South America (v5p
 # europe-west4-b, v6e asia-northeast1-b and southamerica-east1-c) are as the issue 23 review read them from the page.
 # A region the page may list that is not here (other Asia Pacific rows) is a warning, never an error, and
-# `tpuPools[].zoneConfirmed` acknowledges it (stacks/config.py); a zone outside gcp:region is an error.
+# `tpuPools[].zoneConfirmed` acknowledges it (stacks/pieces/tpu_pools.py); a zone outside gcp:region is an error.
 ZONES_SOURCE = "https://cloud.google.com/tpu/docs/regions-zones"
 ZONES_READ = "2026-11-26"
 

@@ -1,8 +1,8 @@
 """The stack config schema: what a user may write under `tpu-serving:` in `Pulumi.<stack>.yaml`.
 
 Keys are camelCase (the field name in camelCase is the key). Unknown keys are errors, so a typo never falls
-back to a default silently. Cross-field rules (catalog, region, names) live in `stacks.config`, which reports
-every problem at once with its key path.
+back to a default silently. Cross-field rules (catalog, region, names) live in each piece (`stacks/pieces/`) and
+`stacks.config`, which reports every problem at once with its key path.
 """
 
 from __future__ import annotations

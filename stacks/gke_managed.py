@@ -172,5 +172,5 @@ def required_version(min_master_version: str | None, kind: str, name: str, when:
     return need
 
 
-# The first GKE version with the InferencePool CRD, which an enabled gateway needs (stacks/config.py).
+# The first GKE version with the InferencePool CRD, which an enabled gateway needs (stacks/pieces/gateway.py).
 INFERENCE_POOL_SINCE = required_version(None, CRD, INFERENCE_POOL_CRD, frozenset())

@@ -1,5 +1,5 @@
 """GKE's recurring maintenance window: the RRULE subset it takes, the window's occurrences, and the availability
-GKE demands of it. Pure functions, read by stacks/config.py `_check_maintenance`.
+GKE demands of it. Pure functions, read by stacks/pieces/cluster.py `_check_maintenance`.
 
 Sources:
 - The API's RecurringTimeWindow.recurrence (container v1/v1beta1, e.g.

@@ -7,31 +7,50 @@ override is reported as a warning, never applied silently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 SEVEN_DAYS = 7 * 24 * 3600
+
+
+def _doc(meaning: str, default: bool | None = None) -> Any:
+    """A field with its meaning (docs/stack-config.md "Environment profiles" is generated from it)."""
+    if default is None:
+        return field(metadata={"doc": meaning})
+    return field(default=default, metadata={"doc": meaning})
 
 
 @dataclass(frozen=True)
 class Profile:
     name: str
-    # GKE's own deletion protection on the cluster (the API refuses deletes while true).
-    deletion_protection: bool
-    # Pulumi `protect` on the cluster, every TPU node pool and the bucket.
-    protect: bool
-    # Pulumi `retain_on_delete` on the bucket: `pulumi destroy` forgets it and leaves the data in place.
-    retain_bucket: bool
-    # Delete the bucket's objects on destroy (otherwise a non-empty bucket blocks the delete).
-    bucket_force_destroy: bool
-    # Soft-deleted objects are kept (and billed) this long; 0 lets a dev teardown leave nothing behind.
-    bucket_soft_delete_seconds: int
-    # A maintenance exclusion keeps GKE from upgrading the minor version and the node pools (which recreates a
-    # serving slice) until an operator chooses to (cluster.maintenance.holdMinorAndNodeUpgrades overrides it).
-    hold_minor_and_node_upgrades: bool = False
-    # VPC flow logs on the created subnet and intranode visibility on the cluster (traffic records for audits);
-    # cluster.network.flowLogs and cluster.intranodeVisibility override them.
-    vpc_flow_logs: bool = False
-    intranode_visibility: bool = False
+    deletion_protection: bool = _doc(
+        "GKE's own `deletion_protection` on the cluster (the API refuses deletes while true)."
+    )
+    protect: bool = _doc("Pulumi `protect` on the cluster, every TPU node pool and the bucket.")
+    retain_bucket: bool = _doc(
+        "Pulumi `retain_on_delete` on the bucket: `pulumi destroy` forgets it and leaves the data in place."
+    )
+    bucket_force_destroy: bool = _doc(
+        "Delete the bucket's objects on destroy (otherwise a non-empty bucket blocks the delete); "
+        "`bucket.forceDestroy` overrides it (warned in staging and prod)."
+    )
+    bucket_soft_delete_seconds: int = _doc(
+        "Soft-deleted objects are kept (and billed) this many seconds; 0 lets a dev teardown leave nothing behind."
+    )
+    hold_minor_and_node_upgrades: bool = _doc(
+        "A maintenance exclusion keeps GKE from upgrading the minor version and the node pools (which recreates a "
+        "serving slice) until an operator chooses to; `cluster.maintenance.holdMinorAndNodeUpgrades` overrides it.",
+        False,
+    )
+    vpc_flow_logs: bool = _doc(
+        "VPC flow logs on the created subnet (traffic records for audits); `cluster.network.flowLogs` overrides it.",
+        False,
+    )
+    intranode_visibility: bool = _doc(
+        "Intranode visibility on the cluster (pod-to-pod traffic on one node passes the VPC, so flow logs see it); "
+        "`cluster.intranodeVisibility` overrides it.",
+        False,
+    )
 
     def decommissioned(self) -> Profile:
         """The profile with protection lifted on purpose (tpu-serving:decommission): the data stays retained."""

@@ -1,6 +1,7 @@
 """Issue 22 item 15: bad input the config fuzzer found accepted, each refused now with a problem naming the key path,
 the bad value and what is allowed (before anything is registered). Each rule's source is cited where it is declared:
-stacks/config.py (namespaces, subnet ranges, bucket location, range names), stacks/metrics.py (HPA target),
+stacks/pieces/ (network.py subnet ranges and range names, bucket.py location, each piece's namespaces),
+stacks/workload_checks.py (workload namespaces), stacks/metrics.py (HPA target),
 stacks/naming.py (JobSet's derived names), workloads/saxml/plan.py (models), stacks/storage_locations.py."""
 
 from __future__ import annotations

@@ -131,3 +131,66 @@ def test_no_page_is_named_after_another_subject(tmp_path: Path):
     """One subject per page: no two pages share a title."""
     titles = [p.read_text().splitlines()[0] for p in ROOT.glob("docs/**/*.md")]
     assert all(t.startswith("# ") for t in titles) and len(set(titles)) == len(titles)
+
+
+def test_the_profiles_table_has_every_field_of_every_environment():
+    """docs/stack-config.md "Environment profiles" is generated from stacks/profiles.py PROFILES: a row per Profile
+    field (the upgrade hold, flow logs and intranode visibility included), a column per environment, the field's
+    documented meaning; a hand-written table once merged staging and prod and left three fields out."""
+    import dataclasses
+
+    from stacks.profiles import PROFILES, Profile
+
+    page = (ROOT / "docs" / "stack-config.md").read_text()
+    block = page.split("<!-- generated:profiles -->\n", 1)[1].split("<!-- /generated:profiles -->", 1)[0]
+    lines = block.strip().splitlines()
+    assert lines[0] == "| field | " + " | ".join(f"`{env}`" for env in PROFILES) + " | meaning |"
+    fields = [f for f in dataclasses.fields(Profile) if f.name != "name"]
+    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[1:] for line in lines[2:]}
+    assert list(rows) == [f"`{f.name}`" for f in fields]
+    for f in fields:
+        cells = rows[f"`{f.name}`"]
+        assert f.metadata["doc"] and cells[-1].removesuffix(" |") == f.metadata["doc"]
+        for env, cell in zip(PROFILES.values(), cells[:-1], strict=True):
+            value = getattr(env, f.name)
+            if isinstance(value, bool):
+                assert cell == ("on" if value else "off"), (env.name, f.name)
+    assert rows["`vpc_flow_logs`"][:3] == rows["`intranode_visibility`"][:3] == ["off", "off", "on"]
+    assert rows["`hold_minor_and_node_upgrades`"][:3] == ["off", "on", "on"]
+
+
+def test_every_quoted_section_reference_names_a_heading_of_its_page():
+    """`README "<section>"` and `docs/x.md "<section>"` in code comments, strings, docs and the Makefile: each names a
+    heading of that page (the README's manual moved to docs/, and references to its old sections were left)."""
+    assert docs.broken_section_references() == []
+    found = [m.group(0) for p in docs.reference_files() for m in docs.SECTION_REF.finditer(p.read_text())]
+    assert len(found) >= 10  # the check reads the tree (a pattern that matched nothing would pass)
+
+
+def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
+    texts = {
+        ROOT / "Makefile": '# gcloud (see README "Deploying for real").\n# see README "Deploy" and docs/nope.md "X"\n',
+        ROOT / "a.py": (
+            'x = ("See docs/operations.md "\n    \'"What GKE manages"). And docs/operations.md "GKE \'\n'
+            '    \'upgrades". And docs/operations.md "GKE\n# upgrades and more"\n'
+            '# tpu-inference@v0.27.0 README "Recommended"; the chart\'s README "Custom Metrics";\n'
+            '# tools/x/README.md "Saxml HTTP Server APIs"\n'
+        ),
+    }
+    assert docs.broken_section_references(texts) == [
+        'Makefile: README "Deploying for real"',
+        'Makefile: docs/nope.md "X"',
+        'a.py: docs/operations.md "GKE upgrades and more"',
+    ]
+
+
+@pytest.mark.parametrize("name", list(registry.WORKLOAD_TYPES))
+def test_every_workload_page_says_how_it_differs_from_upstream(name):
+    """Issue 24: one page per workload type, each with its deliberate differences from the upstream tutorial or
+    samples it follows: a `## Differences from the upstream ...` heading followed by at least one paragraph or list."""
+    text = (ROOT / "docs" / "workloads" / f"{name}.md").read_text()
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    found = [s for s in sections if s.startswith("Differences from the upstream ")]
+    assert len(found) == 1, f"docs/workloads/{name}.md has no `## Differences from the upstream ...` section"
+    body = found[0].split("\n", 1)[1].strip()
+    assert len(body.split()) >= 20, body

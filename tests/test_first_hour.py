@@ -79,7 +79,7 @@ def test_a_stack_without_warnings_passes_strict(tmp_path, capsys):
 
 
 def test_every_example_ships_the_one_placeholder_project():
-    """The placeholder is defined once (stacks.config.PLACEHOLDER_PROJECT) and is what the examples carry."""
+    """The placeholder is defined once (stacks/pieces/environment.py PLACEHOLDER_PROJECT) and is what the examples carry."""
     files = [*sorted((ROOT / "examples").glob("*/Pulumi.*.yaml")), ROOT / "Pulumi.dev.yaml"]
     assert {load_stack_file(p)["gcp:project"] for p in files} == {PLACEHOLDER_PROJECT}
 

@@ -1,5 +1,5 @@
 """GKE refuses a maintenance window that leaves too little time, or a recurrence it cannot read; the stack refuses
-them first, in its words (stacks/maintenance.py, stacks/config.py `_check_maintenance`).
+them first, in its words (stacks/maintenance.py, stacks/pieces/cluster.py `_check_maintenance`).
 
 Sources: GKE "Configure maintenance windows and exclusions"
 (https://cloud.google.com/kubernetes-engine/docs/how-to/maintenance-window): "at least 48 hours of maintenance

@@ -116,7 +116,7 @@ def test_prometheus_adapter_port_and_apis_are_the_charts():
     chart = reference_file("manifests/prometheus-adapter-helm-chart-5.3.0")
     # values.yaml `listenPort: 6443`
     assert yaml.safe_load((chart / "values.yaml").read_text())["listenPort"] == prometheus_adapter.ADAPTER.api_port
-    # README "Custom Metrics": served when rules.default is true or rules.custom is populated; "External Metrics":
+    # the chart's README "Custom Metrics": served when rules.default is true or rules.custom is populated; "External Metrics":
     # served when rules.external is populated. The stack's values set only external rules.
     readme = (chart / "README.md").read_text()
     assert (

@@ -194,10 +194,61 @@ def test_the_pathways_job_controller_manifest_is_rendered_and_said_unchecked(tmp
     release, with the pinned manifest it applies; --check says its objects are not validated offline."""
     path = next(p for p in EXAMPLES if p.parent.name == "pathways-job")
     files = render.render_files(render.parse_stack_file(path), recorded(path, True))
-    entry = files["k8s/_cluster/ConfigFile-addons-pathways-job.yaml"]
-    assert entry == "file: https://github.com/google/pathways-job/releases/download/v0.1.4/install.yaml\n"
+    entry = yaml.safe_load(files["k8s/_cluster/ConfigFile-addons-pathways-job.yaml"])
+    assert entry["file"] == "https://github.com/google/pathways-job/releases/download/v0.1.4/install.yaml"
+    assert list(entry) == ["file", "options"]
     assert render.main(["--check", "--out", str(tmp_path), str(path)]) == 0
     assert (
         "not checked: ConfigFile addons-pathways-job: the upstream manifest https://github.com/google/pathways-job"
         in capsys.readouterr().out
     )
+
+
+# ---- the options of Kubernetes objects (the goldens once recorded inputs only) --------------------------------
+
+
+def test_every_kubernetes_golden_records_its_resource_options():
+    """Each tests/golden/<example>/k8s/** file holds an `options:` block beside the object: the parent component and
+    the provider (the stack's cluster), as the gcp/ files do; so a change of parent, provider, dependsOn or
+    replaceOnChanges shows in the goldens' diff."""
+    files = sorted(render.GOLDEN.glob("*/k8s/**/*.yaml"))
+    assert files
+    for path in files:
+        options = yaml.safe_load(path.read_text())["options"]
+        assert options["provider"].startswith("pulumi:providers:kubernetes "), path  # a provider the stack made
+        assert options["parent"].startswith("tpu-serving:"), path
+
+
+def test_dropping_replace_on_changes_from_the_saxml_jobset_changes_its_render():
+    """A JobSet's replicatedJobs are immutable (kubernetes-sigs/jobset@v0.10.1 pkg/webhooks/jobset_webhook.go), so
+    Saxml's JobSet is replaced on a change there; the render records the option, and a program without it renders
+    otherwise (the goldens recorded inputs only, so dropping the option changed none)."""
+    path = next(p for p in EXAMPLES if p.parent.name == "saxml-175b")
+    recording = recorded(path, True)
+    name = next(n for n in render.kubernetes_files(recording) if "/JobSet-" in n)
+    before = render.kubernetes_files(recording)[name]
+    options = yaml.safe_load(before)["options"]
+    assert options["replaceOnChanges"] == ["spec.replicatedJobs"] and options["deleteBeforeReplace"] is True
+    assert before == (render.GOLDEN / "saxml-175b" / name).read_text()
+    jobset = next(r for r in recording.resources if r.type == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    jobset.replace_on_changes = []
+    assert render.kubernetes_files(recording)[name] != before
+
+
+def test_what_reads_a_kubernetes_render_as_a_manifest_gets_no_options_block():
+    """The review (tooling/recreate.py read_render) compares a ComputeClass's fields, and the scan hands checkov
+    manifests: neither sees the options block as a field of the object; the review keeps the options apart."""
+    from tooling.recreate import COMPUTE_CLASS, read_render
+    from tooling.scan import scan_files
+
+    resources = read_render(render.GOLDEN / "gemma-fallback")
+    compute_class = next(r for r in resources.values() if r["type"] == COMPUTE_CLASS)
+    assert "options" not in compute_class["inputs"] and compute_class["inputs"]["kind"] == "ComputeClass"
+    assert compute_class["options"]["provider"] == "pulumi:providers:kubernetes cluster-k8s"
+    rendered = {
+        str(p.relative_to(render.GOLDEN / "gemma-fallback")): p.read_text()
+        for p in (render.GOLDEN / "gemma-fallback").rglob("*.yaml")
+    }
+    scanned = scan_files(rendered)
+    assert scanned and all("options" not in yaml.safe_load(text) for text in scanned.values())
+    assert sum(rel.startswith("k8s/") for rel in scanned) == sum(rel.startswith("k8s/") for rel in rendered)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 from stacks.config import NS
 from tooling import json_schema
 from tooling.offline import ROOT
-from tooling.readme_tables import gke_managed_table, metrics_adapters_table
+from tooling.readme_tables import gke_managed_table, metrics_adapters_table, profiles_table
 from tooling.summary import table
 
 DOCS = ROOT / "docs"
@@ -32,6 +33,7 @@ HEADER = ["key", "type", "default", "allowed", "meaning"]
 BLOCKS: dict[str, Callable[[], str]] = {
     "metrics-adapters": metrics_adapters_table,
     "gke-managed": gke_managed_table,
+    "profiles": profiles_table,
 }
 
 
@@ -235,6 +237,56 @@ def broken_links(texts: dict[Path, str] | None = None) -> list[str]:
     return broken
 
 
+# A quoted section reference in code comments, strings, docs and the Makefile: README "Deploy",
+# docs/operations.md "What GKE manages". An upstream file's (`owner/repo@tag README "..."`, `the chart's README "..."`,
+# `tools/x/README.md "..."`) is not ours: the word before it holds `@` or ends in `'s`, or the path has a folder.
+SECTION_REF = re.compile(r"(?<![\w/.-])(README(?:\.md)?|docs/[\w/.-]+\.md) +\"([^\"]{1,100})\"")
+# a string or comment continued on the next line: `"... "` + newline + `"..."` (either quote), or `# ...` + newline
+# + `# ...`; any other line break is a space
+CONTINUED = re.compile(r"""['"]\s*\n\s*f?['"]|\n\s*#\s*|\s*\n\s*""")
+
+
+def reference_files() -> list[Path]:
+    """The files whose quoted section references are checked: the docs, the code, the Makefile, the project files
+    (not the goldens, which the program writes, nor tests/test_docs.py, whose cases name missing sections)."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    wanted = (".py", ".md", ".toml", ".yaml", ".cfg", ".txt")
+    return [
+        ROOT / rel
+        for rel in listed.splitlines()
+        if (rel.endswith(wanted) or rel == "Makefile")
+        and rel != "tests/test_docs.py"
+        and not rel.startswith("tests/golden/")
+        and (ROOT / rel).is_file()
+    ]
+
+
+def headings(text: str) -> list[str]:
+    """A page's headings as shown (links as their text, no backticks)."""
+    found = HEADING.findall(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    return [re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", h).replace("`", "") for h in found]
+
+
+def broken_section_references(texts: dict[Path, str] | None = None) -> list[str]:
+    """Every quoted section reference (README or a docs/ page, then a heading's text in double quotes) whose page has
+    no heading starting with that text, as `file: page "section"`."""
+    texts = texts if texts is not None else {path: path.read_text() for path in reference_files()}
+    broken = []
+    for path, text in texts.items():
+        flat = CONTINUED.sub(" ", text)
+        for match in SECTION_REF.finditer(flat):
+            before = flat[: match.start()].rstrip().rsplit(None, 1)
+            word = before[-1] if before else ""
+            if "@" in word or word.endswith("'s"):
+                continue
+            page, section = match.group(1), " ".join(match.group(2).split())
+            target = ROOT / ("README.md" if page.startswith("README") else page)
+            shown = headings(target.read_text()) if target.is_file() else []
+            if not any(h == section or h.startswith(section + " ") for h in shown):
+                broken.append(f'{path.relative_to(ROOT)}: {page} "{section}"')
+    return broken
+
+
 def stale() -> list[Path]:
     return [path for path, text in pages().items() if not path.exists() or path.read_text() != text]
 
@@ -245,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check:
         old, broken = stale(), broken_links()
+        for reference in broken_section_references():
+            print(f"no such section: {reference}", file=sys.stderr)
+            broken.append(reference)
         for path in old:
             print(f"{path.relative_to(ROOT)} is stale: run `.venv/bin/python -m tooling.docs`", file=sys.stderr)
         for link in broken:

@@ -7,7 +7,7 @@ Copies examples/*/Pulumi.<example>.yaml to Pulumi.<stack>.yaml, keeping its comm
 - tpu-serving:environment: the one asked for; else the stack's name when it is dev, staging or prod (or is named
   like one, e.g. prod-eu); else the example's, and it says so. An example is a dev stack: made into a prod stack
   unchanged it would have no deletion protection and a bucket destroyed with its data.
-- gcp:project: the one asked for; else the example's placeholder (stacks.config.PLACEHOLDER_PROJECT) stays, which
+- gcp:project: the one asked for; else the example's placeholder (stacks/pieces/environment.py PLACEHOLDER_PROJECT) stays, which
   the render flags and a real `pulumi preview`/`up` refuses.
 Then it validates the new stack as `pulumi up` would and prints every problem and warning.
 """

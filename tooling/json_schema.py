@@ -3,7 +3,8 @@
     python -m tooling.json_schema            # rewrite schema/stack-config.schema.json
     python -m tooling.json_schema --check    # exit 1 if the committed schema is stale
 
-The schema checks shapes and enums; the cross-field rules (catalog, zones, pools) stay in stacks.config.
+The schema checks shapes and enums; the cross-field rules (catalog, zones, pools) stay in stacks/config.py
+and stacks/pieces/.
 """
 
 from __future__ import annotations

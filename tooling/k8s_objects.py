@@ -17,6 +17,17 @@ _SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb4
 
 
 SECRET = "[secret]"
+# The key of a rendered Kubernetes file (tooling/render.py) holding the resource options, beside the object's fields;
+# no Kubernetes object has a top-level field of that name. Whatever reads a file as a manifest strips it (manifest).
+OPTIONS = "options"
+
+
+def manifest(body: Any) -> tuple[Any, dict[str, Any]]:
+    """A rendered Kubernetes file's object without its options block, and the options."""
+    if not isinstance(body, dict):
+        return body, {}
+    rest = dict(body)
+    return rest, rest.pop(OPTIONS, None) or {}
 
 
 def plain(value: Any, *, mask_secrets: bool = False) -> Any:

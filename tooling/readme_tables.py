@@ -1,5 +1,5 @@
 """Docs tables derived from the program's registries: tooling/docs.py writes them into docs/addons-and-monitoring.md
-and docs/operations.md and checks them (`make lint`); tests/test_metrics_adapters.py and tests/test_gke_managed.py
+docs/operations.md and docs/stack-config.md and checks them (`make lint`); tests/test_metrics_adapters.py and tests/test_gke_managed.py
 check the pages hold them.
 
 python -m tooling.readme_tables     # print the tables
@@ -7,7 +7,9 @@ python -m tooling.readme_tables     # print the tables
 
 from __future__ import annotations
 
-from stacks import gke_managed, metrics_adapters
+import dataclasses
+
+from stacks import gke_managed, metrics_adapters, profiles
 from stacks.metrics_adapters import AdapterContext
 from stacks.versions import CHARTS, default_version
 from tooling.summary import table
@@ -61,7 +63,27 @@ def gke_managed_table() -> str:
     return "\n".join(table(["kind", "objects", "GKE installs them from", "with", "sources"], rows))
 
 
+def _profile_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value == profiles.SEVEN_DAYS:
+        return "7 days"
+    return "0 (nothing left behind)" if value == 0 else f"{value} s"
+
+
+def profiles_table() -> str:
+    """stacks/profiles.py PROFILES: every field of the Profile, one column per environment, with its meaning."""
+    fields = [f for f in dataclasses.fields(profiles.Profile) if f.name != "name"]
+    rows = [
+        [f"`{f.name}`", *(_profile_value(getattr(p, f.name)) for p in profiles.PROFILES.values()), f.metadata["doc"]]
+        for f in fields
+    ]
+    return "\n".join(table(["field", *(f"`{name}`" for name in profiles.PROFILES), "meaning"], rows))
+
+
 if __name__ == "__main__":
     print(metrics_adapters_table())
     print()
     print(gke_managed_table())
+    print()
+    print(profiles_table())

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from tooling import provider_schema
+from tooling.k8s_objects import manifest
 
 # The resource types whose recreation the review names; which of their inputs force it comes from the provider's
 # schema (tooling/provider_schema.py, tooling/data/provider_rules.json: every ForceNew field).
@@ -126,9 +127,9 @@ def read_render(render: Path) -> Resources:
             out[f"{body['type']} {body['name']}"] = body
     # the ComputeClass of a pool whose capacity is a list (tooling/render.py writes cluster-scoped objects there)
     for path in sorted((render / "k8s" / "_cluster").glob("ComputeClass-*.yaml")):
-        body = yaml.safe_load(path.read_text())
+        body, options = manifest(yaml.safe_load(path.read_text()))
         name = body["metadata"]["name"]
-        out[f"{COMPUTE_CLASS} {name}"] = {"type": COMPUTE_CLASS, "name": name, "inputs": body, "options": {}}
+        out[f"{COMPUTE_CLASS} {name}"] = {"type": COMPUTE_CLASS, "name": name, "inputs": body, "options": options}
     return out
 
 

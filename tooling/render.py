@@ -11,7 +11,8 @@
 
 Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
 "(known after apply)") and writes build/<stack>/:
-  k8s/<namespace>/<Kind>-<name>.yaml   every Kubernetes object as the provider sends it (cluster-scoped: _cluster/);
+  k8s/<namespace>/<Kind>-<name>.yaml   every Kubernetes object as the provider sends it (cluster-scoped: _cluster/),
+                                       plus an `options:` block: parent, provider, dependsOn, replaceOnChanges, ...;
                                        Helm releases and upstream manifests (the PathwaysJob controller) as
                                        HelmRelease-/ConfigFile- entries: chart or manifest URL, pinned version
   gcp/<module.Type>-<name>.yaml        every Google Cloud resource: inputs and resource options
@@ -38,7 +39,7 @@ from stacks import cost
 from stacks.config import ConfigError, StackConfig
 from tooling.crds import crd_source
 from tooling.graph import component_graph, full_graph, short_type
-from tooling.k8s_objects import is_object, plain
+from tooling.k8s_objects import OPTIONS, is_object, plain
 from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
 from tooling.recreate import NotARender, Resources, compute_class_changes, protected_needs, read_render, recreations
 from tooling.schemas import validate_objects
@@ -58,9 +59,12 @@ def _names(recording: Recording) -> dict[str, str]:
     return {r.urn: f"{r.type} {r.name}" for r in recording.resources}
 
 
-def _options(reg: Registration, names: dict[str, str]) -> dict[str, Any]:
+def _options(reg: Registration, names: dict[str, str], *, provider: bool = False) -> dict[str, Any]:
+    """The resource options, dependencies and parent by "<type> <name>"; with provider, the explicit provider too."""
+    given = reg.provider.rsplit("::", 1)[0] if provider and reg.provider else ""
     options: dict[str, Any] = {
         "parent": names.get(reg.parent, reg.parent or None),
+        "provider": names.get(given, given or None),
         "dependsOn": sorted(names.get(d, d) for d in set(reg.dependencies)),
         "protect": reg.protect,
         "retainOnDelete": reg.retain_on_delete,
@@ -73,6 +77,10 @@ def _options(reg: Registration, names: dict[str, str]) -> dict[str, Any]:
 
 
 def kubernetes_files(recording: Recording) -> dict[str, str]:
+    """Each object (or Helm release, upstream manifest) as the provider is sent it, with an `options:` block beside
+    its fields (tooling/k8s_objects.py OPTIONS): parent, provider, dependsOn, deleteBeforeReplace, replaceOnChanges,
+    ... (which cluster it goes to, and what a change replaces, are reviewed like the inputs)."""
+    names = _names(recording)
     files = {}
     for reg in recording.resources:
         # resources of the Kubernetes provider, and its multi-language components (a ConfigFile applies an
@@ -90,7 +98,9 @@ def kubernetes_files(recording: Recording) -> dict[str, str]:
             path = f"k8s/{CLUSTER_SCOPED}/{reg.type.rsplit(':', 1)[-1]}-{reg.name}.yaml"
         if path in files:
             raise ValueError(f"two Kubernetes objects render to {path}")
-        files[path] = dump(inputs)
+        if OPTIONS in inputs:
+            raise ValueError(f"{path}: a field named {OPTIONS!r} collides with the rendered options block")
+        files[path] = dump({**inputs, OPTIONS: _options(reg, names, provider=True)})
     return files
 
 

@@ -44,8 +44,9 @@ import yaml
 
 from stacks.pod_security import pod_templates
 from tooling import provider_schema
+from tooling.k8s_objects import manifest
 from tooling.offline import ROOT
-from tooling.render import example_files, render_stack, stack_name, write
+from tooling.render import dump, example_files, render_stack, stack_name, write
 from tooling.scan_accepted import CHART_ACCEPTED, GCP_ACCEPTED
 
 SCAN_DIR = ROOT / "build" / "scan"
@@ -115,7 +116,8 @@ def expanded_pods(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def scan_files(rendered: Mapping[str, str]) -> dict[str, str]:
     """The rendered Kubernetes files, and a file per Pod expanded from each custom resource's templates."""
-    files = {rel: text for rel, text in rendered.items() if rel.startswith("k8s/")}
+    # the object as a manifest: the options block the render writes beside it (tooling/k8s_objects.py) is not one
+    files = {rel: dump(manifest(yaml.safe_load(text))[0]) for rel, text in rendered.items() if rel.startswith("k8s/")}
     for text in [files[rel] for rel in sorted(files)]:
         obj = yaml.safe_load(text)
         for pod in expanded_pods(obj if isinstance(obj, dict) else {}):

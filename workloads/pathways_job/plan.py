@@ -181,7 +181,7 @@ def check(
         problems.append(
             Problem(f"{path}.pathwaysVersion", f"{version!r} is not an image tag, e.g. {default_pathways_version()}")
         )
-    # `images.*` are checked for every workload type by config._check_images (naming.image_reference_problem)
+    # `images.*` are checked for every workload type by stacks/workload_checks.py `_check_images` (naming.image_reference_problem)
     _check_job(path, workload, problems, warnings)
     if pool is None:
         return None
