@@ -118,7 +118,8 @@ def _check_pieces(
             problems.extend(gateway_piece.problems(gateway, cluster.network, sections.environment))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
-    pools, pool_problems = tpu_pools.plans(sections.pools, region)
+    protect = environment_piece.protect(sections.environment, sections.decommission)
+    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect)
     problems.extend(pool_problems)
     if cluster is not None:
         needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
@@ -288,7 +289,7 @@ def _plans(
         cluster_plan=cluster_piece.plan(
             cluster,
             name=cluster_name,
-            location=cluster.location or region,
+            region=region,
             project=project,
             profile=profile,
             labels=labels,

@@ -92,6 +92,69 @@ def test_the_environment_profile_is_resolved_in_the_pieces_plans_alone():
     assert readers == []
 
 
+# ---- a default resolved once, in the piece's plan ----------------------------------------------------------------
+
+
+def _config_fields() -> set[str]:
+    """Every field name of the platform pieces' config models (stacks/config_model.py), nested ones included."""
+    from stacks import config_model
+
+    models = [m for m in vars(config_model).values() if isinstance(m, type) and issubclass(m, config_model.CamelModel)]
+    return {f for m in models for f in m.model_fields} - {"name"}  # `name`: every plan has a resolved one too
+
+
+def _reads_a_config_value(node: ast.expr, fields: set[str]) -> bool:
+    """`config.x`, `cfg.x`, `plan.config.x`, or `n.x` with x a config field (n an entry of a config list): not a
+    field of a plan (`plan.x`) or of the component itself (`self.x`)."""
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Attribute):
+            continue
+        root = sub.value
+        if isinstance(root, ast.Name) and root.id in ("config", "cfg"):
+            return True
+        if isinstance(root, ast.Attribute) and root.attr == "config":
+            return True
+        if sub.attr in fields and not (isinstance(root, ast.Name) and root.id in ("plan", "self", "deps")):
+            return True
+    return False
+
+
+def config_defaults(source: str) -> list[str]:
+    """Defaults applied to a config value: `<config value> or <default>`, and `<config value> is [not]
+    None/False/True` (a tri-state resolved)."""
+    fields = _config_fields()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            if _reads_a_config_value(node.values[0], fields):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            constants = all(isinstance(c, ast.Constant) for c in node.comparators)
+            if constants and _reads_a_config_value(node.left, fields):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in (ROOT / "components").glob("*.py")))
+def test_no_component_applies_a_default_to_a_config_value(module):
+    """Every default is resolved once, in the piece's plan(): the component reads plan fields, never
+    `config.x or default` (before this, components/network.py named its VPC `config.network or default_name` and
+    decided NAT with `config.nat is not False`; components/cluster.py gave each authorized network
+    `display_name or cidr_block`)."""
+    assert config_defaults((ROOT / "components" / module).read_text()) == []
+
+
+def test_the_config_default_check_finds_the_shapes_it_refuses():
+    found = config_defaults(
+        "name = config.network or default\n"
+        "nat = config.nat is not False\n"
+        "shown = [n.display_name or n.cidr_block for n in plan.config.master_authorized_networks]\n"
+        "where = plan.config.location or region\n"
+        "ok = plan.location or other\n"
+    )
+    assert sorted(line.split(":")[0] for line in found) == ["1", "2", "3", "4"], found
+
+
 # ---- a resource added to a piece: its component alone, from its plan and deps ---------------------------------
 
 

@@ -28,9 +28,14 @@ SECURITY_POLICY_RE = re.compile(
 )
 
 
+def proxy_subnet_mode(gateway: GatewayConfig) -> str:
+    """gateway.proxySubnet, else create (a network the stack creates has no proxy-only subnet of its own)."""
+    return gateway.proxy_subnet or "create"
+
+
 def proxy_subnet_created(gateway: GatewayConfig) -> bool:
     """The stack creates the proxy-only subnet the regional gateway needs."""
-    return gateway.enabled and (gateway.proxy_subnet or "create") == "create"
+    return gateway.enabled and proxy_subnet_mode(gateway) == "create"
 
 
 def problems(gateway: GatewayConfig, network: NetworkConfig, environment: str | None = None) -> list[Problem]:
@@ -105,7 +110,7 @@ def _check_proxy_subnet(gateway: GatewayConfig, network: NetworkConfig, found: l
                 "with proxySubnetCidr)",
             )
         )
-    if (gateway.proxy_subnet or "create") != "create":
+    if proxy_subnet_mode(gateway) != "create":
         return
     proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
     if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
