@@ -12,7 +12,7 @@ from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
-from components.namespaces import Namespaces
+from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
@@ -99,12 +99,8 @@ def build_platform(cfg: StackConfig) -> Platform:
     )
     namespaces = Namespaces(
         "namespaces",
-        levels=cfg.namespace_levels,
-        kubernetes_minor=cfg.kubernetes_minor,
-        provider=cluster.provider,
-        after=[cluster.system_pool],
-        network_policies=cfg.network_policies,
-        admission=addons.admission,
+        plan=cfg.namespaces_plan,
+        deps=NamespacesDeps(provider=cluster.provider, after=[cluster.system_pool], admission=addons.admission),
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)

@@ -31,6 +31,7 @@ from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import environment as environment_piece
 from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
+from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS
@@ -285,6 +286,15 @@ def _plans(
     cluster_name, bucket_name = names
     minor = cluster_piece.kubernetes_minor(cluster)
     proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
+    gateway_plan = gateway_piece.plan(
+        gateway,
+        project=project,
+        region=region,
+        resource_prefix=cluster_name,
+        kubernetes_minor=minor,
+        workloads=workloads,
+        paused=sections.paused,
+    )
     return dict(
         cluster_plan=cluster_piece.plan(
             cluster,
@@ -316,15 +326,8 @@ def _plans(
             has_tpu_pools=bool(pools),
             workloads=workloads,
         ),
-        gateway_plan=gateway_piece.plan(
-            gateway,
-            project=project,
-            region=region,
-            resource_prefix=cluster_name,
-            kubernetes_minor=minor,
-            workloads=workloads,
-            paused=sections.paused,
-        ),
+        gateway_plan=gateway_plan,
+        namespaces_plan=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
     )
 
 
