@@ -336,9 +336,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config, project, location = plan.config, plan.project, plan.location
 
-        nodes = NodeServiceAccount(
-            f"{name}-nodes", account_id=plan.node_service_account_id, project=project, opts=child
-        )
+        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, opts=child)
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
             cluster_args(plan, network=deps.network, node_service_account=nodes.email),

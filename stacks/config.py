@@ -33,6 +33,7 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS
 from stacks.pool_plan import PoolPlan
@@ -264,6 +265,9 @@ def _stack_config(
         paused=sections.paused,
         decommission=sections.decommission,
         workload_types=workload_types,
+        workload_node_accounts=node_identity_piece.workload_nodes(
+            stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
+        ),
         **plans,
     )
 

@@ -17,6 +17,7 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity as node_identity_piece
 from stacks.pool_plan import PoolPlan
 from stacks.profiles import Profile
 from stacks.workload_type import WorkloadRegistry
@@ -39,6 +40,8 @@ class StackConfig:
     gateway_plan: gateway_piece.GatewayPlan
     addons_plan: addons_piece.AddonsPlan
     namespaces_plan: namespaces_piece.NamespacesPlan
+    workload_node_accounts: dict[str, node_identity_piece.NodeAccountPlan]
+    """By workload name: the node service account of each workload whose pods run on the host network (its pool's)."""
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())

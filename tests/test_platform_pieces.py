@@ -22,9 +22,20 @@ from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
+from components.node_identity import NodeServiceAccount
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks.config_model import ClusterConfig
-from stacks.pieces import addons, bucket, cluster, gateway, monitoring, namespaces, network, tpu_pools
+from stacks.pieces import (
+    addons,
+    bucket,
+    cluster,
+    gateway,
+    monitoring,
+    namespaces,
+    network,
+    node_identity,
+    tpu_pools,
+)
 from stacks.pieces.addons import AddonsPlan
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
@@ -32,6 +43,7 @@ from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.monitoring import MonitoringPlan
 from stacks.pieces.namespaces import NamespacesPlan
 from stacks.pieces.network import NetworkPlan
+from stacks.pieces.node_identity import NodeAccountPlan
 from stacks.pool_plan import PoolPlan
 from stacks.profiles import Profile
 from tests.conftest import STACK_FILES, make_config, recorded
@@ -49,6 +61,7 @@ PIECES = {
     "monitoring": (monitoring, MonitoringPlan, Monitoring, MonitoringDeps),
     "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
     "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
+    "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, None),
 }
 
 

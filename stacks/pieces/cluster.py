@@ -14,6 +14,7 @@ from stacks import catalog, naming, pool_sizing, versions
 from stacks import maintenance as maintenance_rules
 from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity
 from stacks.pieces.rules import (
     MACHINE_TYPE_RE,
     NS,
@@ -52,8 +53,8 @@ class ClusterPlan:
     """(CIDR, display name) of each masterAuthorizedNetworks entry: its displayName, else its CIDR."""
     system_pool: pool_sizing.SystemPoolSizing
     """The system pool's totals over the cluster's zones and its nodes per zone at creation."""
-    node_service_account_id: str
-    """The account id of the nodes' own service account, from the cluster's name."""
+    nodes: node_identity.NodeAccountPlan
+    """The nodes' own service account, named after the cluster."""
 
     @property
     def kubernetes_minor(self) -> str:
@@ -114,7 +115,7 @@ def plan(
         system_pool=pool_sizing.system_pool_sizing(
             system.min_nodes, system.max_nodes, pool_sizing.cluster_zones(where)
         ),
-        node_service_account_id=naming.node_service_account_id(name),
+        nodes=node_identity.cluster_nodes(name, project),
     )
 
 

@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import gateway, local_ports, network_policy, pod_security
+from stacks import gateway, local_ports, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
 from stacks.pieces.gateway import GatewayPlan
 from stacks.problems import Problem
-from stacks.workload_checks import PREEXISTING_NAMESPACES
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ def problems() -> list[Problem]:
 
 
 def plan(workloads: Sequence[Any], *, gateway_plan: GatewayPlan, kubernetes_minor: str) -> NamespacesPlan:
-    names = sorted({w.namespace for w in workloads} - PREEXISTING_NAMESPACES)
+    names = sorted({w.namespace for w in workloads} - naming.PREEXISTING_NAMESPACES)
     return NamespacesPlan(
         kubernetes_minor=kubernetes_minor,
         levels={
