@@ -112,7 +112,7 @@ def test_the_environment_profile_is_resolved_in_the_pieces_plans_alone():
     assert readers == []
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.parent.name if p.parent != ROOT else p.name)
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_namespaces_are_built_as_their_plan_says(path):
     """The namespaces piece's plan is made once with the others (config._plans) and the component registers it as
     it is: one Namespace per planned namespace with its Pod Security level, and its NetworkPolicies."""
