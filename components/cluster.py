@@ -20,7 +20,6 @@ from stacks import cpu_machines, kms, naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
 from stacks.pieces.cluster import ClusterPlan
-from stacks.pool_sizing import cluster_zones, system_pool_sizing
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 LOGGING_COMPONENTS = ["SYSTEM_COMPONENTS", "WORKLOADS"]
@@ -46,7 +45,7 @@ def node_pool_security(service_account: pulumi.Input[str]) -> dict:
     )
 
 
-def control_plane_access(config: ClusterConfig) -> dict:
+def control_plane_access(plan: ClusterPlan) -> dict:
     """Cluster arguments deciding who reaches the control plane and how they authenticate.
 
     dns (default): the DNS-based endpoint takes user traffic (IAM checks container.clusters.connect before RBAC);
@@ -56,12 +55,10 @@ def control_plane_access(config: ClusterConfig) -> dict:
     access or private GKE control plane endpoints"). ip (dev only): the public IP endpoint, open unless CIDRs are
     listed. Either way no client certificates and no legacy ABAC (GKE hardening guide); Dataplane V2 enforces
     NetworkPolicy itself, so the Calico `network_policy` setting and add-on stay off."""
-    authorized = config.master_authorized_networks
+    config, authorized = plan.config, plan.authorized_networks
     cidrs = [
-        gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-            cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
-        )
-        for n in authorized
+        gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=cidr, display_name=display_name)
+        for cidr, display_name in authorized
     ]
     dns = config.control_plane_endpoint == "dns"
     return dict(
@@ -193,7 +190,7 @@ def cluster_security_args(plan: ClusterPlan) -> dict:
             state="ENCRYPTED" if config.secrets_encryption_key else "DECRYPTED",
             key_name=config.secrets_encryption_key,
         ),
-        **control_plane_access(config),
+        **control_plane_access(plan),
     )
 
 
@@ -276,22 +273,15 @@ def cluster_args(
 
 
 def system_pool_args(
-    config: ClusterConfig,
-    *,
-    cluster: pulumi.Input[str],
-    location: str,
-    project: str,
-    labels: dict[str, str],
-    service_account: pulumi.Input[str],
+    plan: ClusterPlan, *, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
 ) -> gcp.container.NodePoolArgs:
     """The autoscaled CPU pool controllers and adapters run on, labelled so they select it (never TPU nodes)."""
-    system = config.system_pool
-    size = system_pool_sizing(system.min_nodes, system.max_nodes, cluster_zones(location))
+    system, size = plan.config.system_pool, plan.system_pool
     return gcp.container.NodePoolArgs(
         name=naming.SYSTEM_NODE_POOL,
         cluster=cluster,
-        location=location,
-        project=project,
+        location=plan.location,
+        project=plan.project,
         # Totals over the pool's zones, as configured (min/max_node_count would be per zone: x3 regional).
         autoscaling=gcp.container.NodePoolAutoscalingArgs(
             total_min_node_count=size.total_min, total_max_node_count=size.total_max, location_policy="BALANCED"
@@ -302,7 +292,7 @@ def system_pool_args(
             disk_size_gb=system.disk_size_gb,
             disk_type=cpu_machines.BOOT_DISK_TYPE,
             labels=naming.SYSTEM_POOL_SELECTOR,
-            resource_labels=labels,
+            resource_labels=plan.labels,
             **node_pool_security(service_account),
         ),
         management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
@@ -346,9 +336,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config, project, location = plan.config, plan.project, plan.location
 
-        nodes = NodeServiceAccount(
-            f"{name}-nodes", account_id=naming.node_service_account_id(plan.name), project=project, opts=child
-        )
+        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, opts=child)
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
             cluster_args(plan, network=deps.network, node_service_account=nodes.email),
@@ -363,14 +351,7 @@ class Cluster(pulumi.ComponentResource):
         )
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
-            system_pool_args(
-                config,
-                cluster=self.gke.name,
-                location=location,
-                project=project,
-                labels=plan.labels,
-                service_account=nodes.email,
-            ),
+            system_pool_args(plan, cluster=self.gke.name, service_account=nodes.email),
             # initial_node_count is create-only; the autoscaler owns the size afterwards.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, ignore_changes=["initialNodeCount"]),
         )

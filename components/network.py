@@ -40,12 +40,11 @@ class Network(pulumi.ComponentResource):
         self.proxy_subnet = None
 
         if not config.create:
-            assert config.network and config.subnetwork and config.nat is not None  # see stacks/pieces/network.py
-            self.network = pulumi.Output.from_input(_self_link(project, "global", "networks", config.network))
+            self.network = pulumi.Output.from_input(_self_link(project, "global", "networks", plan.network_name))
             self.subnetwork = pulumi.Output.from_input(
-                _self_link(project, f"regions/{region}", "subnetworks", config.subnetwork)
+                _self_link(project, f"regions/{region}", "subnetworks", plan.subnetwork_name)
             )
-            if config.nat:
+            if plan.nat:
                 self._nat(name, default_name, project, region, self.network, self.subnetwork)
             if proxy_subnet_cidr:
                 self._proxy_subnet(name, default_name, project, region, self.network, proxy_subnet_cidr)
@@ -55,7 +54,7 @@ class Network(pulumi.ComponentResource):
         vpc = gcp.compute.Network(
             f"{name}-vpc",
             gcp.compute.NetworkArgs(
-                name=config.network or default_name,
+                name=plan.network_name,
                 project=project,
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
@@ -66,7 +65,7 @@ class Network(pulumi.ComponentResource):
         subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
             gcp.compute.SubnetworkArgs(
-                name=config.subnetwork or default_name,
+                name=plan.subnetwork_name,
                 project=project,
                 region=region,
                 network=vpc.id,
@@ -91,7 +90,7 @@ class Network(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        if config.nat is not False:
+        if plan.nat:
             self._nat(name, default_name, project, region, vpc.id, subnet.id)
         if proxy_subnet_cidr:
             self._proxy_subnet(name, default_name, project, region, vpc.id, proxy_subnet_cidr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import naming
+from stacks.pieces.node_identity import NodeAccountPlan
 
 NODE_ROLES = (
     "roles/container.defaultNodeServiceAccount",  # logging, monitoring, metadata for GKE nodes
@@ -26,22 +26,20 @@ class NodeServiceAccount(pulumi.ComponentResource):
         self,
         name: str,
         *,
-        account_id: str,
-        project: str,
-        display_name: str | None = None,
-        description: str = "tpu-serving: node service account (logging, monitoring, image pulls only)",
+        plan: NodeAccountPlan,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """The account `plan` says (stacks/pieces/node_identity.py) and its role grants; it depends on nothing else
+        the stack builds."""
         super().__init__("tpu-serving:identity:NodeServiceAccount", name, None, opts)
+        project = plan.project
         account = gcp.serviceaccount.Account(
             f"{name}-sa",
             gcp.serviceaccount.AccountArgs(
-                account_id=account_id,
+                account_id=plan.account_id,
                 project=project,
-                display_name=naming.service_account_display_name(
-                    display_name or f"GKE nodes of {account_id.removesuffix('-nodes')}"
-                ),
-                description=naming.fit_bytes(description, naming.SERVICE_ACCOUNT_DESCRIPTION_BYTES),
+                display_name=plan.display_name,
+                description=plan.description,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

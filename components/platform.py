@@ -12,13 +12,13 @@ from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
-from components.namespaces import Namespaces
+from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
 from components.node_identity import NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
-from stacks import cost, gateway, naming
+from stacks import cost, gateway
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 from stacks.workload_plan import WorkloadPlan
@@ -99,12 +99,8 @@ def build_platform(cfg: StackConfig) -> Platform:
     )
     namespaces = Namespaces(
         "namespaces",
-        levels=cfg.namespace_levels,
-        kubernetes_minor=cfg.kubernetes_minor,
-        provider=cluster.provider,
-        after=[cluster.system_pool],
-        network_policies=cfg.network_policies,
-        admission=addons.admission,
+        plan=cfg.namespaces_plan,
+        deps=NamespacesDeps(provider=cluster.provider, after=[cluster.system_pool], admission=addons.admission),
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
@@ -135,18 +131,12 @@ def _network_and_cluster(cfg: StackConfig) -> tuple[Network, Cluster]:
 
 def _own_node_accounts(cfg: StackConfig) -> dict[str, NodeServiceAccount]:
     """Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
-    account (by its pool's name), used by its pool (and the nodes the workload adds), before any of those pools
-    exist."""
+    account (by its pool's name; the node identities piece plans it), used by its pool (and the nodes the
+    workload adds), before any of those pools exist."""
     return {
-        plan.pool.name: NodeServiceAccount(
-            f"workload-{plan.name}-nodes",
-            account_id=naming.workload_service_account_id(cfg.stack, plan.namespace, f"{plan.name}-nodes"),
-            project=cfg.gcp_project,
-            display_name=f"{plan.namespace}/{plan.name} nodes ({cfg.stack})",
-            description=f"tpu-serving: identity of workload {plan.name}, the node service account of its pools",
-        )
+        plan.pool.name: NodeServiceAccount(f"workload-{plan.name}-nodes", plan=cfg.workload_node_accounts[plan.name])
         for plan in cfg.workloads
-        if cfg.workload_types[plan.workload.type].exclusive_pool
+        if plan.name in cfg.workload_node_accounts
     }
 
 

@@ -170,8 +170,8 @@ def node_pool_args(
 
 @dataclass(frozen=True)
 class TpuPoolDeps:
-    """What a TPU pool is built in: the cluster (its plan: name, location, project, labels and the profile's
-    protection; its created name and Kubernetes provider), the node service account its nodes run as, and whether
+    """What a TPU pool is built in: the cluster (its plan: name, location, project, labels; its created name and
+    Kubernetes provider), the node service account its nodes run as, and whether
     the stack is paused (the pool may shrink to zero)."""
 
     cluster: ClusterPlan
@@ -200,7 +200,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         """The pool `plan` says (stacks/pieces/tpu_pools.py) in the cluster of `deps`, with its protection."""
         super().__init__(TYPE_TOKEN, name, None, opts)
         cluster, node_service_account = deps.cluster, deps.node_service_account
-        protect, project = cluster.protect, cluster.project
+        protect, project = plan.protect, cluster.project
         self.node_pool_names = list(plan.node_pool_names)
         self.workload_policy = None
         if plan.shape.uses_workload_policy:

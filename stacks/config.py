@@ -32,7 +32,9 @@ from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import environment as environment_piece
 from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
+from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS
 from stacks.pool_plan import PoolPlan
@@ -123,7 +125,8 @@ def _check_pieces(
             problems.extend(gateway_piece.network_problems(gateway, cluster.network))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
-    pools, pool_problems = tpu_pools.plans(sections.pools, region)
+    protect = environment_piece.protect(sections.environment, sections.decommission)
+    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect)
     problems.extend(pool_problems)
     if cluster is not None:
         needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
@@ -272,6 +275,10 @@ def _stack_config(
         addons_plan=plans.addons,
         monitoring_plan=plans.monitoring,
         gateway_plan=plans.gateway,
+        namespaces_plan=plans.namespaces,
+        workload_node_accounts=node_identity_piece.workload_nodes(
+            stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
+        ),
     )
 
 
@@ -285,6 +292,7 @@ class _Plans:
     addons: addons_piece.AddonsPlan
     monitoring: monitoring_piece.MonitoringPlan
     gateway: gateway_piece.GatewayPlan
+    namespaces: namespaces_piece.NamespacesPlan
 
 
 def _plans(
@@ -305,11 +313,20 @@ def _plans(
     cluster_name, bucket_name = names
     minor = cluster_piece.kubernetes_minor(cluster)
     proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
+    gateway_plan = gateway_piece.plan(
+        gateway,
+        project=project,
+        region=region,
+        resource_prefix=cluster_name,
+        kubernetes_minor=minor,
+        workloads=workloads,
+        paused=sections.paused,
+    )
     return _Plans(
         cluster=cluster_piece.plan(
             cluster,
             name=cluster_name,
-            location=cluster.location or region,
+            region=region,
             project=project,
             profile=profile,
             labels=labels,
@@ -336,15 +353,8 @@ def _plans(
             has_tpu_pools=bool(pools),
             workloads=workloads,
         ),
-        gateway=gateway_piece.plan(
-            gateway,
-            project=project,
-            region=region,
-            resource_prefix=cluster_name,
-            kubernetes_minor=minor,
-            workloads=workloads,
-            paused=sections.paused,
-        ),
+        gateway=gateway_plan,
+        namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
     )
 
 

@@ -55,6 +55,8 @@ SLICE_LABEL = "tpu-serving/slice"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Labels on every Kubernetes object the stack creates.
+# Namespaces every cluster has that a workload may use: the stack never creates (or deletes) them.
+PREEXISTING_NAMESPACES = frozenset({"default"})
 MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "tpu-serving"}
 
 # Objects below this prefix in the stack bucket are Pathways scratch data; the bucket expires them.

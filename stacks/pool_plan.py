@@ -16,6 +16,8 @@ class PoolPlan:
     config: TpuPoolConfig
     shape: catalog.SliceShape
     node_pool_names: tuple[str, ...]
+    protect: bool
+    """Pulumi protection of its node pools, workload policy and ComputeClass: the environment profile's."""
 
     @property
     def name(self) -> str:

@@ -1,13 +1,12 @@
-"""The validated stack config (`stacks.config.parse_stack_config`): each piece's config and plan, the workloads'
-plans, and what the composition derives from them (namespaces, network policies, local ports)."""
+"""The validated stack config (`stacks.config.parse_stack_config`): each piece's config and plan (the workloads'
+namespaces, their network policies and local ports are the namespaces piece's), and the workloads' plans."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import gateway, local_ports, naming, network_policy, pod_security
+from stacks import naming
 from stacks.addons import AddonsConfig
 from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig
 from stacks.pieces import addons as addons_piece
@@ -15,9 +14,10 @@ from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
+from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity as node_identity_piece
 from stacks.pool_plan import PoolPlan
-from stacks.workload_checks import PREEXISTING_NAMESPACES
 from stacks.workload_plan import WorkloadPlan
 from stacks.workload_type import WorkloadRegistry
 
@@ -37,6 +37,9 @@ class StackConfig:
     monitoring_plan: monitoring_piece.MonitoringPlan
     gateway_plan: gateway_piece.GatewayPlan
     addons_plan: addons_piece.AddonsPlan
+    namespaces_plan: namespaces_piece.NamespacesPlan
+    workload_node_accounts: dict[str, node_identity_piece.NodeAccountPlan]
+    """By workload name: the node service account of each workload whose pods run on the host network (its pool's)."""
     pools: tuple[PoolPlan, ...]
     labels: dict[str, str]
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
@@ -53,9 +56,8 @@ class StackConfig:
 
     @property
     def local_ports(self) -> dict[str, dict[int, int]]:
-        """Per workload: the local port of each Service port its port-forward commands forward, of its own across
-        the stack (stacks/local_ports.py), from the plans as validated."""
-        return local_ports.allocate([(w.name, w.forwarded_ports) for w in self.workloads])
+        """Per workload: the local port of each Service port its port-forward commands forward (NamespacesPlan)."""
+        return self.namespaces_plan.local_ports
 
     @property
     def identity_suffix(self) -> str:
@@ -65,7 +67,7 @@ class StackConfig:
     @property
     def namespaces(self) -> list[str]:
         """Namespaces the stack creates for its workloads (never the ones every cluster has)."""
-        return sorted({w.namespace for w in self.workloads} - PREEXISTING_NAMESPACES)
+        return self.namespaces_plan.names
 
     @property
     def gateway_workloads(self) -> list[WorkloadPlan]:
@@ -93,46 +95,6 @@ class StackConfig:
     @property
     def bucket_force_destroy(self) -> bool:
         return self.bucket_plan.force_destroy
-
-    @property
-    def namespace_levels(self) -> dict[str, str]:
-        """Pod Security level each workload namespace enforces: the strictest one all of its pods pass."""
-        return {
-            ns: pod_security.strictest_level(m for w in self.workloads if w.namespace == ns for m in w.pod_manifests())
-            for ns in self.namespaces
-        }
-
-    @property
-    def network_policies(self) -> dict[str, list[dict[str, Any]]]:
-        """Per workload namespace: default-deny ingress, its own pods to each other, and each workload's allows."""
-        return {
-            ns: [
-                *network_policy.namespace_baseline(ns),
-                *(p for w in self.workloads if w.namespace == ns for p in w.ingress_allows()),
-                *(p for w in self.gateway_workloads if w.namespace == ns for p in self._gateway_allows(w)),
-            ]
-            for ns in self.namespaces
-        }
-
-    def _gateway_allows(self, plan: WorkloadPlan) -> list[dict[str, Any]]:
-        """The gateway's load balancer (its proxies and health checks are not pods of the cluster, so no `from`,
-        as stacks/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and
-        gRPC health ports; paused, nothing is routed and nothing is opened."""
-        if self.paused:
-            return []
-        backend = plan.gateway_backend()
-        assert backend is not None  # gateway_workloads: only the workloads with a backend
-        return [
-            network_policy.allow_clients(
-                f"{backend.name}-gateway", backend.namespace, backend.selector, [backend.port]
-            ),
-            network_policy.allow_clients(
-                gateway.epp_name(backend.name),
-                backend.namespace,
-                gateway.epp_pod_labels(backend.name),
-                [gateway.EPP_EXT_PROC_PORT, gateway.EPP_HEALTH_PORT],
-            ),
-        ]
 
     @property
     def kubernetes_minor(self) -> str:

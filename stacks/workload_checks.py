@@ -66,7 +66,6 @@ def _check_generation(
     )
 
 
-PREEXISTING_NAMESPACES = {"default"}
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 

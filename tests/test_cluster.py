@@ -306,10 +306,17 @@ def test_gateway_api_asks_for_the_standard_channel_and_http_load_balancing():
 def test_system_pool_sizes_are_totals_over_the_cluster_zones():
     from components.cluster import system_pool_args
     from stacks.config_model import ClusterConfig
+    from stacks.pieces import cluster as cluster_piece
+    from stacks.profiles import PROFILES
 
-    config = ClusterConfig.model_validate({"systemPool": {"minNodes": 1, "maxNodes": 3}})
-    regional = system_pool_args(config, cluster="c", location="us-east5", project="p", labels={}, service_account="sa")
-    zonal = system_pool_args(config, cluster="c", location="us-east5-b", project="p", labels={}, service_account="sa")
+    def args(location: str):
+        config = ClusterConfig.model_validate({"systemPool": {"minNodes": 1, "maxNodes": 3}, "location": location})
+        plan = cluster_piece.plan(
+            config, name="c", region="us-east5", project="p", profile=PROFILES["dev"], labels={}, gateway_api=False
+        )
+        return system_pool_args(plan, cluster="c", service_account="sa")
+
+    regional, zonal = args("us-east5"), args("us-east5-b")
     assert regional.name == "system" and regional.node_config.labels == {"tpu-serving/role": "system"}
     assert (regional.autoscaling.total_min_node_count, regional.autoscaling.total_max_node_count) == (1, 3)
     assert (zonal.autoscaling.total_min_node_count, zonal.autoscaling.total_max_node_count) == (1, 3)
@@ -380,7 +387,7 @@ def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(env
     profile = PROFILES[environment]
     held = profile.hold_minor_and_node_upgrades if hold is None else hold
     plan = cluster_piece.plan(
-        config, name="c", location="us-east5", project="p", profile=profile, labels={}, gateway_api=False
+        config, name="c", region="us-east5", project="p", profile=profile, labels={}, gateway_api=False
     )
     args = maintenance_policy(plan)
     if not held and window is None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pulumi
 import pulumi_gcp as gcp
 import pytest
+from pydantic import Field
 
 from components import platform
 from components.addons import Addons, AddonsDeps
@@ -19,18 +20,35 @@ from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
+from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
+from components.node_identity import NodeServiceAccount
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
-from stacks.pieces import addons, bucket, cluster, gateway, monitoring, network, tpu_pools
+from stacks.config_model import ClusterConfig
+from stacks.pieces import (
+    addons,
+    bucket,
+    cluster,
+    gateway,
+    monitoring,
+    namespaces,
+    network,
+    node_identity,
+    tpu_pools,
+)
 from stacks.pieces.addons import AddonsPlan
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
 from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.monitoring import MonitoringPlan
+from stacks.pieces.namespaces import NamespacesPlan
 from stacks.pieces.network import NetworkPlan
+from stacks.pieces.node_identity import NodeAccountPlan
 from stacks.pool_plan import PoolPlan
+from stacks.profiles import Profile
 from stacks.stack_config import StackConfig
-from tests.conftest import make_config
+from tests.conftest import STACK_FILES, make_config, recorded
+from tooling.offline import parse_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +61,8 @@ PIECES = {
     "addons": (addons, AddonsPlan, Addons, AddonsDeps),
     "monitoring": (monitoring, MonitoringPlan, Monitoring, MonitoringDeps),
     "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
+    "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
+    "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, None),
 }
 
 
@@ -158,16 +178,141 @@ def test_the_bypass_check_finds_a_profile_read_or_a_plan_replaced(tmp_path, line
     assert plan_bypasses(ROOT / "components" / "platform.py") == []
 
 
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_namespaces_are_built_as_their_plan_says(path):
+    """The namespaces piece's plan is made once with the others (config._plans) and the component registers it as
+    it is: one Namespace per planned namespace with its Pod Security level, and its NetworkPolicies."""
+    cfg, rec = parse_stack_file(path), recorded(path, False)
+    plan = cfg.namespaces_plan
+    assert cfg.namespaces_plan is plan and dataclasses.is_dataclass(plan)
+    built = {r.inputs["metadata"]["name"]: r for r in rec.of_type("kubernetes:core/v1:Namespace")}
+    ours = {n: r for n, r in built.items() if r.parent == rec.one("tpu-serving:workloads:Namespaces", "namespaces").urn}
+    assert sorted(ours) == plan.names
+    for ns, level in plan.levels.items():
+        assert ours[ns].inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == level
+    policies = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
+        for r in rec.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if r.name.startswith("namespaces-")
+    }
+    planned = {(ns, p["metadata"]["name"]) for ns, ps in plan.network_policies.items() for p in ps}
+    assert policies == planned and (planned or not plan.names)
+    assert set(plan.local_ports) == {w.name for w in cfg.workloads}
+
+
+# ---- a default resolved once, in the piece's plan ----------------------------------------------------------------
+
+
+def _config_fields() -> set[str]:
+    """Every field name of the platform pieces' config models (stacks/config_model.py), nested ones included."""
+    from stacks import config_model
+
+    models = [m for m in vars(config_model).values() if isinstance(m, type) and issubclass(m, config_model.CamelModel)]
+    return {f for m in models for f in m.model_fields} - {"name"}  # `name`: every plan has a resolved one too
+
+
+def _reads_a_config_value(node: ast.expr, fields: set[str]) -> bool:
+    """`config.x`, `cfg.x`, `plan.config.x`, or `n.x` with x a config field (n an entry of a config list): not a
+    field of a plan (`plan.x`) or of the component itself (`self.x`)."""
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Attribute):
+            continue
+        root = sub.value
+        if isinstance(root, ast.Name) and root.id in ("config", "cfg"):
+            return True
+        if isinstance(root, ast.Attribute) and root.attr == "config":
+            return True
+        if sub.attr in fields and not (isinstance(root, ast.Name) and root.id in ("plan", "self", "deps")):
+            return True
+    return False
+
+
+def config_defaults(source: str) -> list[str]:
+    """Defaults applied to a config value: `<config value> or <default>`, and `<config value> is [not]
+    None/False/True` (a tri-state resolved)."""
+    fields = _config_fields()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            if _reads_a_config_value(node.values[0], fields):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            constants = all(isinstance(c, ast.Constant) for c in node.comparators)
+            if constants and _reads_a_config_value(node.left, fields):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in (ROOT / "components").glob("*.py")))
+def test_no_component_applies_a_default_to_a_config_value(module):
+    """Every default is resolved once, in the piece's plan(): the component reads plan fields, never
+    `config.x or default` (before this, components/network.py named its VPC `config.network or default_name` and
+    decided NAT with `config.nat is not False`; components/cluster.py gave each authorized network
+    `display_name or cidr_block`)."""
+    assert config_defaults((ROOT / "components" / module).read_text()) == []
+
+
+def test_the_config_default_check_finds_the_shapes_it_refuses():
+    found = config_defaults(
+        "name = config.network or default\n"
+        "nat = config.nat is not False\n"
+        "shown = [n.display_name or n.cidr_block for n in plan.config.master_authorized_networks]\n"
+        "where = plan.config.location or region\n"
+        "ok = plan.location or other\n"
+    )
+    assert sorted(line.split(":")[0] for line in found) == ["1", "2", "3", "4"], found
+
+
 # ---- a resource added to a piece: its component alone, from its plan and deps ---------------------------------
 
 
+# The one change the "A platform resource" row of docs/architecture.md describes, made here end to end: a key on the
+# piece's config model (stacks/config_model.py), its default in each environment profile (stacks/profiles.py), the
+# default resolved in the piece's plan() (stacks/pieces/cluster.py), and the resource its component builds from the
+# plan (components/cluster.py). The resource: a firewall rule letting Google's health checkers reach the nodes
+# (https://cloud.google.com/load-balancing/docs/health-check-concepts#ip-ranges), with firewall rules logging in prod
+# only (pulumi-gcp 10.2.0 compute.FirewallLogConfigArgs(metadata): EXCLUDE_ALL_METADATA or INCLUDE_ALL_METADATA;
+# a log_config block turns logging on).
+
+
+class ClusterConfigWithFirewallLogs(ClusterConfig):
+    """stacks/config_model.py: the new key, cluster.healthCheckFirewallLogs (unset: the profile decides)."""
+
+    health_check_firewall_logs: bool | None = Field(default=None, description="Log the health-check firewall rule.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileWithFirewallLogs(Profile):
+    """stacks/profiles.py: the new profile default (one value per profile)."""
+
+    health_check_firewall_logs: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterPlanWithFirewallLogs(ClusterPlan):
+    """stacks/pieces/cluster.py ClusterPlan: the new field, every default resolved."""
+
+    health_check_firewall_logs: bool
+
+
+def plan_with_firewall_logs(config: ClusterConfig, *, profile: Profile, **kw) -> ClusterPlan:
+    """stacks/pieces/cluster.py plan(): the line the change adds, resolving the key against the profile once."""
+    base = THE_CLUSTER_PLAN(config, profile=profile, **kw)
+    own = getattr(config, "health_check_firewall_logs", None)
+    resolved = getattr(profile, "health_check_firewall_logs", False) if own is None else own
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    return ClusterPlanWithFirewallLogs(**fields, health_check_firewall_logs=resolved)
+
+
+THE_CLUSTER_PLAN = cluster.plan
+
+
 class ClusterWithFirewall(Cluster):
-    """The cluster piece with one more GCP resource: a firewall rule letting Google's health checkers reach the
-    nodes (https://cloud.google.com/load-balancing/docs/health-check-concepts#ip-ranges), named from the plan, on
-    the network its deps hold, parented to the cluster."""
+    """components/cluster.py: the resource, from the plan and deps alone, parented to the cluster."""
 
     def __init__(self, name: str, *, plan: ClusterPlan, deps: ClusterDeps, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, plan=plan, deps=deps, opts=opts)
+        assert isinstance(plan, ClusterPlanWithFirewallLogs)
         self.health_checks = gcp.compute.Firewall(
             f"{name}-health-checks",
             gcp.compute.FirewallArgs(
@@ -176,23 +321,52 @@ class ClusterWithFirewall(Cluster):
                 network=deps.network.network,
                 source_ranges=["35.191.0.0/16", "130.211.0.0/22"],
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp")],
+                log_config=(
+                    gcp.compute.FirewallLogConfigArgs(metadata="INCLUDE_ALL_METADATA")
+                    if plan.health_check_firewall_logs
+                    else None
+                ),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=plan.protect),
         )
 
 
 def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkeypatch):
+    from stacks import config as config_module
+    from stacks.profiles import PROFILES
+
+    monkeypatch.setattr(config_module, "ClusterConfig", ClusterConfigWithFirewallLogs)
+    for env, profile in list(PROFILES.items()):
+        fields = dataclasses.asdict(profile)
+        monkeypatch.setitem(PROFILES, env, ProfileWithFirewallLogs(**fields, health_check_firewall_logs=env == "prod"))
+    monkeypatch.setattr(cluster, "plan", plan_with_firewall_logs)
     monkeypatch.setattr(platform, "Cluster", ClusterWithFirewall)
-    rec = run(make_config(**{"tpu_serving__environment": "prod"}))
-    firewall = rec.one("gcp:compute/firewall:Firewall", "cluster-health-checks")
+
+    def firewall_of(environment: str, **cluster_keys):
+        rec = run(make_config(tpu_serving__environment=environment, tpu_serving__cluster=cluster_keys))
+        return rec, rec.one("gcp:compute/firewall:Firewall", "cluster-health-checks")
+
+    rec, prod = firewall_of("prod")
+    _, dev = firewall_of("dev")
+    _, dev_logged = firewall_of("dev", healthCheckFirewallLogs=True)  # the key overrides the profile
+    # the profile's default, resolved in the plan: logged in prod, not in dev
+    assert prod.inputs.get("logConfig") == {"metadata": "INCLUDE_ALL_METADATA"}
+    assert dev.inputs.get("logConfig") is None
+    assert dev_logged.inputs.get("logConfig") == {"metadata": "INCLUDE_ALL_METADATA"}
     gke = rec.one("gcp:container/cluster:Cluster", "cluster-gke")
-    assert firewall.inputs["name"] == f"{gke.inputs['name']}-health-checks"
-    assert firewall.inputs["project"] == gke.inputs["project"]
-    assert firewall.parent == rec.one("tpu-serving:cluster:Cluster", "cluster").urn
-    # the profile's protection, as the plan resolved it for the cluster itself (prod: protected)
-    assert firewall.protect is gke.protect is True
+    assert prod.inputs["name"] == f"{gke.inputs['name']}-health-checks"
+    assert prod.inputs["project"] == gke.inputs["project"]
+    assert prod.parent == rec.one("tpu-serving:cluster:Cluster", "cluster").urn
+    # the profile's protection, as the plan resolved it for the cluster itself (prod: protected; dev: not)
+    assert prod.protect is gke.protect is True and dev.protect is False
     # on the network the cluster runs in (deps), which the stack creates
-    assert rec.one("gcp:compute/network:Network", "network-vpc").urn in firewall.dependencies
+    assert rec.one("gcp:compute/network:Network", "network-vpc").urn in prod.dependencies
+
+
+def test_an_unknown_cluster_key_is_refused_without_the_model_change(run):
+    """The key exists only once the model has it: without the change above it is a typo, refused."""
+    with pytest.raises(pulumi.RunError, match=r"cluster\.healthCheckFirewallLogs"):
+        run(make_config(tpu_serving__cluster={"healthCheckFirewallLogs": True}))
 
 
 # ---- a TPU generation added to the catalog alone -----------------------------------------------------------------

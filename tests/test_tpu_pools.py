@@ -217,7 +217,12 @@ def test_node_pool_args_directly():
     def args(capacity: str, index: int):
         config = TpuPoolConfig.model_validate(pool(name="mh", slices=2, capacity=capacity))
         shape = catalog.slice_shape("v6e", "4x4")
-        plan = PoolPlan(config=config, shape=shape, node_pool_names=tuple(naming.slice_node_pool_names("mh", 2, True)))
+        plan = PoolPlan(
+            config=config,
+            shape=shape,
+            node_pool_names=tuple(naming.slice_node_pool_names("mh", 2, True)),
+            protect=False,
+        )
         return node_pool_args(
             plan,
             index,

@@ -37,13 +37,18 @@ def name(bucket: BucketConfig, gcp_project: str, pulumi_project: str, stack: str
     return bucket.name or naming.default_bucket_name(gcp_project, pulumi_project, stack)
 
 
+def location(bucket: BucketConfig, region: str) -> str:
+    """bucket.location, else gcp:region."""
+    return bucket.location or region
+
+
 def plan(
     bucket: BucketConfig, *, name: str, region: str, project: str, profile: Profile, labels: dict[str, str]
 ) -> BucketPlan:
     return BucketPlan(
         config=bucket,
         name=name,
-        location=bucket.location or region,
+        location=location(bucket, region),
         project=project,
         labels=labels,
         force_destroy=profile.bucket_force_destroy if bucket.force_destroy is None else bucket.force_destroy,
@@ -90,7 +95,7 @@ def problems(bucket: BucketConfig, *, bucket_name: str | None, region: str | Non
     if why:
         found.append(Problem(f"{PATH}.name", why))
     if region:
-        check_key(f"{PATH}.kmsKeyName", bucket.kms_key_name, bucket.location or region, "the bucket's location", found)
+        check_key(f"{PATH}.kmsKeyName", bucket.kms_key_name, location(bucket, region), "the bucket's location", found)
     if (
         bucket.location is not None
         and not storage_locations.is_location(bucket.location)

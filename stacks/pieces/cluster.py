@@ -14,6 +14,7 @@ from stacks import catalog, naming, pool_sizing, versions
 from stacks import maintenance as maintenance_rules
 from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
 from stacks.pieces import network as network_piece
+from stacks.pieces import node_identity
 from stacks.pieces.rules import (
     MACHINE_TYPE_RE,
     NS,
@@ -48,6 +49,12 @@ class ClusterPlan:
     hold_minor_and_node_upgrades: bool
     maintenance_window: MaintenanceWindowConfig | None
     """The configured window; with the upgrade hold on and none configured, DEFAULT_MAINTENANCE_WINDOW."""
+    authorized_networks: tuple[tuple[str, str], ...]
+    """(CIDR, display name) of each masterAuthorizedNetworks entry: its displayName, else its CIDR."""
+    system_pool: pool_sizing.SystemPoolSizing
+    """The system pool's totals over the cluster's zones and its nodes per zone at creation."""
+    nodes: node_identity.NodeAccountPlan
+    """The nodes' own service account, named after the cluster."""
 
     @property
     def kubernetes_minor(self) -> str:
@@ -69,11 +76,16 @@ def name(cluster: ClusterConfig, pulumi_project: str, stack: str) -> str:
     return cluster.name or naming.default_cluster_name(pulumi_project, stack)
 
 
+def location(cluster: ClusterConfig, region: str) -> str:
+    """cluster.location, else gcp:region (a regional cluster)."""
+    return cluster.location or region
+
+
 def plan(
     cluster: ClusterConfig,
     *,
     name: str,
-    location: str,
+    region: str,
     project: str,
     profile: Profile,
     labels: dict[str, str],
@@ -83,10 +95,12 @@ def plan(
     hold = profile.hold_minor_and_node_upgrades if hold is None else hold
     window = cluster.maintenance.window
     own_visibility = cluster.intranode_visibility
+    where = location(cluster, region)
+    system = cluster.system_pool
     return ClusterPlan(
         config=cluster,
         name=name,
-        location=location,
+        location=where,
         project=project,
         labels=labels,
         gateway_api=gateway_api,
@@ -95,6 +109,13 @@ def plan(
         intranode_visibility=profile.intranode_visibility if own_visibility is None else own_visibility,
         hold_minor_and_node_upgrades=hold,
         maintenance_window=DEFAULT_MAINTENANCE_WINDOW if window is None and hold else window,
+        authorized_networks=tuple(
+            (n.cidr_block, n.display_name or n.cidr_block) for n in cluster.master_authorized_networks
+        ),
+        system_pool=pool_sizing.system_pool_sizing(
+            system.min_nodes, system.max_nodes, pool_sizing.cluster_zones(where)
+        ),
+        nodes=node_identity.cluster_nodes(name, project),
     )
 
 
@@ -131,17 +152,17 @@ def problems(cluster: ClusterConfig, *, cluster_name: str, environment: Any, reg
 
 def _check_placement(cluster: ClusterConfig, region: str, found: list[Problem]) -> None:
     """Its location in gcp:region, its Secrets key there, and a system pool with a node in each of its zones."""
-    location = cluster.location or region
-    zone = ZONE_RE.fullmatch(location)
-    if location != region and not (zone and zone.group(1) == region):
+    where = location(cluster, region)
+    zone = ZONE_RE.fullmatch(where)
+    if where != region and not (zone and zone.group(1) == region):
         found.append(
             Problem(
                 f"{PATH}.location",
-                f"{location!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b",
+                f"{where!r} must be gcp:region ({region!r}, a regional cluster) or a zone in it, e.g. {region}-b",
             )
         )
     check_key(f"{PATH}.secretsEncryptionKey", cluster.secrets_encryption_key, region, "the cluster's region", found)
-    zones = pool_sizing.cluster_zones(location)
+    zones = pool_sizing.cluster_zones(where)
     if cluster.system_pool.max_nodes < zones:
         found.append(
             Problem(

@@ -47,6 +47,12 @@ def profile(environment: str, decommission: bool) -> tuple[Profile, list[str]]:
     ]
 
 
+def protect(environment: Any, decommission: bool) -> bool:
+    """The profile's Pulumi protection (`profile`), for the plans made while the config is checked; False for an
+    environment that is no profile (a problem already)."""
+    return isinstance(environment, str) and environment in PROFILES and profile(environment, decommission)[0].protect
+
+
 def named_environment(name: str | None) -> str | None:
     """The environment a stack or project name says it is for ('acme-prod', 'Prod', 'prod1', 'myprod' -> prod;
     'product-demo' -> None), or None."""

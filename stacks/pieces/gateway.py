@@ -31,9 +31,14 @@ SECURITY_POLICY_RE = re.compile(
 )
 
 
+def proxy_subnet_mode(gateway: GatewayConfig) -> str:
+    """gateway.proxySubnet, else create (a network the stack creates has no proxy-only subnet of its own)."""
+    return gateway.proxy_subnet or "create"
+
+
 def proxy_subnet_created(gateway: GatewayConfig) -> bool:
     """The stack creates the proxy-only subnet the regional gateway needs."""
-    return gateway.enabled and (gateway.proxy_subnet or "create") == "create"
+    return gateway.enabled and proxy_subnet_mode(gateway) == "create"
 
 
 def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Problem]:
@@ -85,7 +90,7 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
                         "only for exposure: external (an internal gateway is reachable from the VPC only)",
                     )
                 )
-    if gateway.enabled and (gateway.proxy_subnet or "create") == "create":
+    if gateway.enabled and proxy_subnet_mode(gateway) == "create":
         proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
         if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
             found.append(
@@ -122,7 +127,7 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
                 "with proxySubnetCidr)",
             )
         )
-    if (gateway.proxy_subnet or "create") != "create":
+    if proxy_subnet_mode(gateway) != "create":
         return found
     # an invalid range is the gateway's own problem (problems), reported there
     proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, [])

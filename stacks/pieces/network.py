@@ -44,6 +44,12 @@ class NetworkPlan:
     """What the created VPC, subnet, router, NAT and proxy-only subnet are named after: the cluster's name."""
     project: str
     region: str
+    network_name: str
+    """The VPC: cluster.network, else (created) `name`."""
+    subnetwork_name: str
+    """The subnet: cluster.network.subnetwork, else (created) `name`."""
+    nat: bool
+    """A Cloud Router and NAT for the subnet: cluster.network.nat, else (a created network) true."""
     flow_logs: bool
     """VPC flow logs on the created subnet: cluster.network.flowLogs, else the environment profile's."""
     proxy_subnet_cidr: str | None
@@ -58,6 +64,10 @@ def plan(
         name=name,
         project=project,
         region=region,
+        # an existing network names its VPC, subnet and NAT (problems() requires them)
+        network_name=network.network or name,
+        subnetwork_name=network.subnetwork or name,
+        nat=network.nat is not False,
         flow_logs=profile.vpc_flow_logs if network.flow_logs is None else network.flow_logs,
         proxy_subnet_cidr=proxy_subnet_cidr,
     )

@@ -32,9 +32,11 @@ def parse(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
     return [config_parse.parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
 
 
-def plans(pools: list[TpuPoolConfig | None], region: str | None) -> tuple[list[PoolPlan], list[Problem]]:
+def plans(
+    pools: list[TpuPoolConfig | None], region: str | None, *, protect: bool
+) -> tuple[list[PoolPlan], list[Problem]]:
     """Each TPU pool's plan, or its problems (a pool None was not parsed: reported already); then what pools
-    share: their names and the node-pool names they derive."""
+    share: their names and the node-pool names they derive. `protect`: the environment profile's protection."""
     found: list[Problem] = []
     indexed: list[tuple[int, PoolPlan]] = []
     seen: dict[str, int] = {}
@@ -48,7 +50,7 @@ def plans(pools: list[TpuPoolConfig | None], region: str | None) -> tuple[list[P
             continue
         seen[pool.name] = i
         if region:
-            plan = _check_pool(i, pool, region, found)
+            plan = _check_pool(i, pool, region, protect, found)
             if plan is not None:
                 indexed.append((i, plan))
     return _check_node_pool_names(indexed, found), found
@@ -90,7 +92,7 @@ def _zone_warning(pool: TpuPoolConfig) -> str | None:
     return catalog.zone_warning(pool.tpu, pool.zone, capacities, confirmed=pool.zone_confirmed)
 
 
-def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> PoolPlan | None:
+def _check_pool(i: int, pool: TpuPoolConfig, region: str, protect: bool, problems: list[Problem]) -> PoolPlan | None:
     """A TPU pool against the catalog, its region and GKE's rules; its plan when it has no problem."""
     base = f"{PATH}[{i}]"
     start = len(problems)
@@ -113,7 +115,7 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, problems: list[Problem
             )
         )
         return None
-    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names))
+    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names), protect=protect)
 
 
 def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> None:
