@@ -90,7 +90,7 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
                         "only for exposure: external (an internal gateway is reachable from the VPC only)",
                     )
                 )
-    if gateway.enabled and proxy_subnet_mode(gateway) == "create":
+    if proxy_subnet_created(gateway):
         proxy = check_cidr(f"{PATH}.proxySubnetCidr", gateway.proxy_subnet_cidr, found)
         if proxy is not None and proxy.prefixlen > PROXY_SUBNET_PREFIX_MAX:
             found.append(
