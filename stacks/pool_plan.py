@@ -77,6 +77,16 @@ class PoolPlan:
         return {"nodeSelector": self.node_selector, "tolerations": self.tolerations()}
 
     @property
+    def image_streaming(self) -> bool:
+        """GKE image streaming on this pool's nodes (issue 26); read by the time-to-serve estimate."""
+        return False
+
+    @property
+    def preloaded_images(self) -> tuple[str, ...]:
+        """Images already on the pool's nodes (a secondary boot disk), pulled by no pod; read by the estimate."""
+        return ()
+
+    @property
     def max_nodes_per_node_pool(self) -> int:
         """Nodes one node pool can reach: the whole slice (multi-host) or the autoscaling maximum."""
         if self.shape.multi_host:

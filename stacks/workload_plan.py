@@ -17,6 +17,7 @@ from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
+from stacks.startup import StartupPath
 from stacks.versions import Serves
 from stacks.workload_type import WorkloadContext
 
@@ -147,6 +148,12 @@ class WorkloadPlan:
     def service_account(self) -> str:
         """The workload's Kubernetes ServiceAccount (its Workload Identity), unique per stack."""
         return stack_service_account(self.name, self.identity_suffix)
+
+    @property
+    def startup(self) -> StartupPath | None:
+        """How one replica starts (stacks/startup.py), read by the time-to-serve estimate; None when the type does
+        not say."""
+        return None
 
     def read_paths(self) -> list[tuple[str, str]]:
         """(config key under the workload, gs:// URL) of each directory the workload reads from config: a grant is
