@@ -72,15 +72,24 @@ def test_deployment_matches_tutorial():
     pod, ref_pod = ours["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
     assert "replicas" not in ours["spec"]  # the HPA owns it (the tutorial fixes 1)
     assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v6e-2x4")
-    assert ours["spec"]["template"]["metadata"]["annotations"] == theirs["spec"]["template"]["metadata"]["annotations"]
-    (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
+    # the tutorial's GCS FUSE volume is gone (issue 26): weights stream from gs://, the compile cache is local
+    assert "gke-gcsfuse/volumes" in theirs["spec"]["template"]["metadata"]["annotations"]
+    assert "annotations" not in ours["spec"]["template"]["metadata"]
+    (c, push), (ref_c,) = pod["containers"], ref_pod["containers"]
+    assert push["name"] == "compile-cache-push"
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
     # pinned tag instead of :latest
     assert c["image"].removeprefix("docker.io/").split(":")[0] == ref_c["image"].split(":")[0]
     assert c["image"] == versions.IMAGES["vllmTpu"]
     ours_f, theirs_f = flags(c["args"]), flags(ref_c["args"])
-    # every tutorial flag, same value, except the download dir (a subfolder of the same mount)
-    assert theirs_f.pop("download-dir") == vllm.DATA_DIR and ours_f.pop("download-dir") == vllm.DOWNLOAD_DIR
+    # every tutorial flag, same value, except the download dir (no download: the model is staged into the bucket and
+    # streamed from there under its Hugging Face name)
+    assert theirs_f.pop("download-dir") == "/data" and "download-dir" not in ours_f
+    staged = "gs://my-tpu-project-tpu-serving-vllm-single-host/models/meta-llama/Llama-3.1-70B/main/"
+    assert (theirs_f.pop("model"), ours_f.pop("model")) == ("meta-llama/Llama-3.1-70B", staged)
+    assert ours_f.pop("served-model-name") == "meta-llama/Llama-3.1-70B"
+    assert ours_f.pop("load-format") == "runai_streamer"
+    assert ours_f.pop("model-loader-extra-config") == '{"concurrency": 45}'  # the server's 45 vCPUs
     assert ours_f == theirs_f
     assert [p["containerPort"] for p in c["ports"]] == [p["containerPort"] for p in ref_c["ports"]]
     # the tutorial's TPU request and limit, and a quarter of the host's CPU and memory (ct6e-standard-8t: 180 vCPU /
@@ -88,24 +97,19 @@ def test_deployment_matches_tutorial():
     assert c["resources"]["limits"] == ref_c["resources"]["limits"]
     assert c["resources"]["requests"] == {**ref_c["resources"]["limits"], "cpu": "45", "memory": "360G"}
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
-    assert env["VLLM_XLA_CACHE_PATH"]["value"].startswith(ref_env["VLLM_XLA_CACHE_PATH"]["value"])
-    # VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token without tpu-serving:hfToken
-    assert set(env) == {"VLLM_XLA_CACHE_PATH"} and "VLLM_USE_V1" in ref_env
-    # the same mounts and volumes (dshm, the GCS FUSE CSI volume at /data, its in-memory file cache)
-    assert c["volumeMounts"] == ref_c["volumeMounts"]
+    # the compile cache on local disk; VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token in
+    # the server (only the staging Job reads the Hub), which never calls the Hub
+    assert env["VLLM_XLA_CACHE_PATH"]["value"] == vllm.XLA_CACHE_DIR and "VLLM_XLA_CACHE_PATH" in ref_env
+    assert set(env) == {"VLLM_XLA_CACHE_PATH", "HF_HUB_OFFLINE"} and "VLLM_USE_V1" in ref_env
+    # the tutorial's shared memory; the cache an emptyDir (node disk) instead of its FUSE mount
     volumes, ref_volumes = {v["name"]: v for v in pod["volumes"]}, {v["name"]: v for v in ref_pod["volumes"]}
-    assert volumes.keys() == ref_volumes.keys()
-    assert volumes["dshm"] == ref_volumes["dshm"] and volumes["gke-gcsfuse-cache"] == ref_volumes["gke-gcsfuse-cache"]
-    fuse, ref_fuse = volumes["gcs-fuse-csi-ephemeral"]["csi"], ref_volumes["gcs-fuse-csi-ephemeral"]["csi"]
-    assert fuse["driver"] == ref_fuse["driver"]
-    assert fuse["volumeAttributes"]["bucketName"] == "my-tpu-project-tpu-serving-vllm-single-host"
-    options = fuse["volumeAttributes"]["mountOptions"].split(",")
-    assert options[: len(ref_opts := ref_fuse["volumeAttributes"]["mountOptions"].split(","))] == ref_opts
-    assert options[len(ref_opts) :] == ["only-dir=vllm/llama70b"]
+    assert volumes["dshm"] == ref_volumes["dshm"] and volumes["xla-cache"] == {"name": "xla-cache", "emptyDir": {}}
+    assert set(volumes) == {"dshm", "xla-cache"} and "gcs-fuse-csi-ephemeral" in ref_volumes
     # probes: the tutorial's TCP readiness probe becomes /health, with a startup probe for the cold start
     assert ref_c["readinessProbe"]["tcpSocket"]["port"] == 8000
     assert c["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000, "scheme": "HTTP"}
-    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] == 3600
+    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] == vllm.COLD_START_S == 3600
+    assert c["startupProbe"]["initialDelaySeconds"] == 0
     assert pod["serviceAccountName"].startswith("llama70b-")  # the KSA name carries the stack suffix
 
 
@@ -151,7 +155,7 @@ def test_leader_worker_set_matches_lws_example():
     for role in ("leaderTemplate", "workerTemplate"):
         pod, ref_pod = tmpl[role]["spec"], ref_tmpl[role]["spec"]
         assert pod["nodeSelector"] == on_pool(ref_pod["nodeSelector"], "v5e-4x4")
-        (c,), (ref_c,) = pod["containers"], ref_pod["containers"]
+        c, ref_c = pod["containers"][0], ref_pod["containers"][0]
         assert c["name"] == ref_c["name"]
         assert c["command"][:2] == ref_c["command"][:2] == ["sh", "-c"]
         assert {k: int(v) for k, v in ref_c["resources"]["limits"].items()} == c["resources"]["limits"]
@@ -324,10 +328,15 @@ def test_hf_token_is_a_secret_end_to_end(run):
     assert plain(secret.inputs["stringData"], mask_secrets=True) == "[secret]"
     assert plain(secret.inputs["stringData"]) == {"hf_token": TOKEN}
     assert TOKEN not in str(rec.outputs)
-    deployment = objects_of(rec)[("Deployment", "llm")]
-    (env,) = [e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "HF_TOKEN"]
+    objects = objects_of(rec)
+    # only the staging Job reads the Hub, with the token; the server has none and never calls the Hub
+    deployment = objects[("Deployment", "llm")]
+    assert not [e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "HF_TOKEN"]
+    (job,) = [o for (kind, _), o in objects.items() if kind == "Job"]
+    (env,) = [e for e in job["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "HF_TOKEN"]
     assert env["valueFrom"] == {"secretKeyRef": {"name": "llm-hf-token", "key": "hf_token"}}
-    assert secret.urn in rec.one("kubernetes:apps/v1:Deployment", "workload-llm-deployment").dependencies
+    (job_reg,) = rec.of_type("kubernetes:batch/v1:Job")
+    assert secret.urn in job_reg.dependencies
     assert not [w for w in rec.warnings if "without a token" in w]
 
 
@@ -350,7 +359,7 @@ def test_identity_reads_the_weights_prefix_and_writes_its_own_prefix_only(run):
         'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("llama/8b/")'
     )
     user = grants["roles/storage.objectUser"]
-    assert "/objects/vllm/llm/" in user["condition"]["expression"]
+    assert "/objects/compile-cache/llm/" in user["condition"]["expression"]
     assert user["bucket"] == rec.outputs["bucketName"]
     args = objects_of(rec)[("Deployment", "llm")]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--model={model}" in args and "--load-format=runai_streamer" in args

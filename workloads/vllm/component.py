@@ -35,18 +35,8 @@ class Vllm(ServingWorkload):
         identity = self.identity(grants=plan.grants())
 
         after: list[pulumi.Resource] = [identity.ksa, *deps.node_pools]
-        if plan.uses_token:
-            token = pulumi.Config("tpu-serving").require_secret("hfToken")
-            secret = vllm.token_secret(plan, token)
-            after.append(
-                k8s.core.v1.Secret(
-                    f"{name}-hf-token",
-                    metadata=secret["metadata"],
-                    type=secret["type"],
-                    string_data=secret["stringData"],
-                    opts=self.k8s_opts(),
-                )
-            )
+        if plan.staged:
+            after.append(self._stage_weights(name, plan))
         if plan.multi_host:
             manifest = vllm.leader_worker_set(plan)
             server: pulumi.Resource = register_manifest(
@@ -72,4 +62,35 @@ class Vllm(ServingWorkload):
                 "httpPort": self.http_port,
                 **self.commands,
             }
+        )
+
+    def _stage_weights(self, name: str, plan: vllm.VllmPlan) -> pulumi.Resource:
+        """The Job that stages the Hugging Face model into the stack bucket, as its own identity (objectUser on the
+        staged prefix only) with the stack's token when set. pulumi-kubernetes awaits a Job until its Complete
+        condition (pulumi_kubernetes 4.34.2 batch/v1 Job: "waits until its status is ready", default timeout 10
+        minutes, `customTimeouts` overrides), so the server, registered after it, never starts before the weights
+        are there; `pulumi up` lasts as long as the first copy."""
+        stage_identity = self.identity(
+            grants=plan.stage_grants(), service_account=plan.stage_service_account, role="stage"
+        )
+        after: list[pulumi.Resource] = [stage_identity.ksa]
+        if plan.uses_token:
+            token = pulumi.Config("tpu-serving").require_secret("hfToken")
+            secret = vllm.token_secret(plan, token)
+            after.append(
+                k8s.core.v1.Secret(
+                    f"{name}-hf-token",
+                    metadata=secret["metadata"],
+                    type=secret["type"],
+                    string_data=secret["stringData"],
+                    opts=self.k8s_opts(),
+                )
+            )
+        job = vllm.stage_job(plan)
+        timeout = f"{vllm.STAGE_TIMEOUT_MINUTES}m"
+        return k8s.batch.v1.Job(
+            f"{name}-weights-{plan.stage_job_name.rsplit('-', 1)[1]}",
+            metadata=job["metadata"],
+            spec=job["spec"],
+            opts=self.k8s_opts(*after, custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)),
         )

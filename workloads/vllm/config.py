@@ -48,6 +48,13 @@ class VllmWorkload(WorkloadConfig):
         description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed, "
         "--load-format=runai_streamer)."
     )
+    revision: str = Field(
+        "main",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        description="Hugging Face revision (branch, tag or commit) of a model named by its id: staged once into the "
+        "stack bucket under models/<id>/<revision>/ and never again for the same pair, so a commit id pins what "
+        "replicas serve (a branch is staged as it was the first time).",
+    )
     max_model_len: int | None = Field(
         None, ge=1, le=2**31 - 1, description="--max-model-len; unset: the model's own context length."
     )
@@ -65,8 +72,9 @@ class VllmWorkload(WorkloadConfig):
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     xla_cache: bool = Field(
         True,
-        description="Keep the XLA compilation cache (VLLM_XLA_CACHE_PATH) and Hugging Face downloads in the stack "
-        "bucket under vllm/<workload>/ through GCS FUSE, so restarts and new replicas skip compilation.",
+        description="Keep the XLA compilation cache (VLLM_XLA_CACHE_PATH) in the stack bucket under "
+        "compile-cache/<workload>/<image tag>/<slice>/: copied to local disk before the server starts and written "
+        "back by the serving pod, so restarts and new replicas skip compilation.",
     )
     params_billion: float | None = Field(
         None,

@@ -6,14 +6,22 @@ OpenAI-compatible server, the workers join Ray at `LWS_LEADER_ADDRESS`, and a fa
 (the LeaderWorkerSet vLLM/TPU example). Everything about the slice (tensor-parallel size, node selectors,
 `google.com/tpu`, group size) comes from the pool and the catalog; the image's facts from its record in `versions.IMAGE_RECORDS`.
 
-Weights: a Hugging Face id downloads through the hub (with the stack's `hfToken` secret when set) into the stack
-bucket through GCS FUSE, as the tutorial does, so replicas and restarts share the download; a gs:// path streams
-with Run:ai's model streamer as the workload's own identity, which may read that prefix only. The XLA compilation
-cache (`VLLM_XLA_CACHE_PATH`) lives beside the downloads, so a second start skips compilation.
+Weights: a Hugging Face id is staged once into the stack bucket, under models/<id>/<revision>/, by a Job on the
+system pool (with the stack's `hfToken` secret when set; it skips when the prefix's completion marker exists), and
+`pulumi up` registers the server after that Job completes. Every replica then streams the weights from gs:// with
+Run:ai's model streamer, as the workload's own identity (read-only on that prefix), with the tokenizer and config
+from the same copy and `HF_HUB_OFFLINE=1`: no replica calls the Hub. A gs:// path streams the same way.
+
+Compilation: the persistent XLA cache (`VLLM_XLA_CACHE_PATH`) is a local emptyDir, filled before the server starts
+from the stack bucket's compile-cache/<workload>/<image tag>/<slice>/ and written back from the serving pod (the
+leader of a multi-host group) only, so no two hosts write one prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
 import shlex
 from collections.abc import Mapping
@@ -23,15 +31,23 @@ from typing import Any
 from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
 from stacks.gateway import GatewayBackend
-from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.naming import SYSTEM_POOL_SELECTOR
+from stacks.pod_security import ContainerSecurity, container_security_context, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
+from stacks.startup import (
+    StartupPath,
+    compile_cache_grant_prefix,
+    compile_cache_prefix,
+    startup_probe,
+)
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
     LWS_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
+    TPU_HOST_SHARE,
     WorkloadPlan,
     check_autoscaling,
     hpa_manifest,
@@ -47,24 +63,28 @@ API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl com
 CONTAINER = "vllm-tpu"
 DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
-DATA_DIR = "/data"  # the GCS FUSE mount (the tutorial's path)
-XLA_CACHE_DIR = f"{DATA_DIR}/xla-cache"
-DOWNLOAD_DIR = f"{DATA_DIR}/hf"
+XLA_CACHE_DIR = "/xla-cache"  # a local emptyDir (node disk): the compile cache the server reads and writes
 HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # vllm 0.27.0 examples/ray_serving/multi-node-serving.sh, at this path in the image (tpu-inference@v0.27.0
 # docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
-# The tutorial's GCS FUSE options: parallel downloads into a file cache, so large safetensors load fast.
-GCSFUSE_OPTIONS = (
-    "implicit-dirs",
-    "file-cache:enable-parallel-downloads:true",
-    "file-cache:parallel-downloads-per-file:100",
-    "file-cache:max-parallel-downloads:-1",
-    "file-cache:download-chunk-size-mb:10",
-    "file-cache:max-size-mb:-1",
-)
+MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face models: models/<id>/<revision>/
+STAGED_MARKER = "_STAGED"  # written last by the staging Job: its presence means the copy is complete
+# Run:ai streamer concurrency (OS threads, and GCS clients, per host) is at least its own default, 16
+# (vllm 0.27.0 docs/models/extensions/runai_model_streamer.md "concurrency"; run-ai/runai-model-streamer
+# docs/src/env-vars.md RUNAI_STREAMER_CONCURRENCY), else one per vCPU the server requests (an assumption: reads are
+# network-bound and each thread holds one request in flight; a real deploy calibrates it).
+STREAM_CONCURRENCY_MIN = 16
+# The staging Job copies one model once; the largest the stack serves (405B, ~800 GB in bf16) takes hours over a
+# NAT'd link: `pulumi up` waits that long for it (pulumi-kubernetes awaits a Job until Complete).
+STAGE_TIMEOUT_MINUTES = 360
+# The cold case the startup probe allows before it restarts the server: the hour the earlier probe allowed
+# (failureThreshold 360 x periodSeconds 10), which covered a hub download and a full compile; weights are now staged
+# before the server starts, so it is compile from scratch with margin (stacks/startup.py startup_probe).
+COLD_START_S = 3600
+CACHE_PUSH_INTERVAL_S = 60  # how often the serving pod copies new compile-cache entries back to the bucket
 HF_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 GS_PATH_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+")
 FLAG_NAME_RE = re.compile(r"-{0,2}[a-z0-9][a-z0-9_-]*")  # a `vllm serve` flag, with or without dashes
@@ -75,7 +95,7 @@ RESERVED_ARGS = {
     "max-model-len": "set `maxModelLen`",
     "host": "the server listens on all addresses of its pod",
     "port": f"the container listens on {HTTP_PORT}; set `service.port` for the Service",
-    "download-dir": "set `xlaCache: false` to download into the container instead of the bucket",
+    "download-dir": "weights stream from gs:// (a Hugging Face id is staged into the stack bucket first)",
 }
 # Attention heads of well-known models (their config.json num_attention_heads): vLLM needs them divisible by the
 # tensor-parallel size.
@@ -209,29 +229,101 @@ class VllmPlan(WorkloadPlan):
         )
 
     @property
+    def staged(self) -> bool:
+        """The model is a Hugging Face id, staged into the stack bucket by a Job before any replica starts."""
+        return not is_gcs(self.workload.model)
+
+    @property
     def uses_token(self) -> bool:
-        return self.hf_token and not is_gcs(self.workload.model)
+        """The staging Job reads the Hub with the stack's token (the server never calls the Hub)."""
+        return self.hf_token and self.staged
 
     @property
     def token_secret_name(self) -> str:
         return f"{self.name}-hf-token"
 
     @property
-    def data_prefix(self) -> str:
-        """The stack bucket prefix the workload keeps its downloads and XLA cache under (and may write)."""
-        return f"vllm/{self.name}/"
+    def staged_prefix(self) -> str:
+        """The stack bucket prefix of the staged copy: keyed by model and revision, shared by every workload and
+        stack run that serves the same ones."""
+        return f"{MODELS_PREFIX}{self.workload.model}/{self.workload.revision}/"
+
+    @property
+    def weights_url(self) -> str:
+        """The gs:// directory every replica streams its weights, config and tokenizer from."""
+        return f"gs://{self.bucket}/{self.staged_prefix}" if self.staged else self.workload.model
+
+    @property
+    def stage_job_name(self) -> str:
+        """The staging Job's name: a new model or revision runs a new Job; an unchanged one runs nothing."""
+        digest = hashlib.sha256(f"{self.workload.model}@{self.workload.revision}".encode()).hexdigest()[:8]
+        return f"{naming.fit(self.name, naming.LABEL_MAX - 15)}-weights-{digest}"
+
+    @property
+    def stage_service_account(self) -> str:
+        """The staging Job's own Kubernetes ServiceAccount: the only identity that may write the staged prefix."""
+        return naming.fit(f"{self.service_account}-stage", naming.LABEL_MAX)
+
+    @property
+    def slice_name(self) -> str:
+        return f"{self.shape.generation.name}-{self.shape.topology}"
+
+    @property
+    def compile_cache_prefix(self) -> str:
+        """The stack bucket prefix of this workload's compile cache for its image and slice shape."""
+        return compile_cache_prefix(self.name, self.image, self.slice_name)
+
+    @property
+    def stream_concurrency(self) -> int | None:
+        """The Run:ai streamer concurrency the server runs with (its `--model-loader-extra-config`), if any."""
+        args = self.serve_args()
+        value = next((a.split("=", 1)[1] for a in args if a.startswith("--model-loader-extra-config=")), None)
+        try:
+            found = json.loads(value).get("concurrency") if value else None
+        except (ValueError, AttributeError):
+            return None
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+    def _default_concurrency(self) -> int:
+        """One streamer thread per vCPU the server requests (TPU_HOST_SHARE of its host), at least the default."""
+        host = self.shape.host_resources
+        return max(STREAM_CONCURRENCY_MIN, math.floor(TPU_HOST_SHARE * host[0]) if host else 0)
 
     def read_paths(self) -> list[tuple[str, str]]:
         return [("model", self.workload.model)] if is_gcs(self.workload.model) else []
 
     def grants(self) -> list[Grant]:
-        """Read-write on the workload's own prefix of the stack bucket (downloads, XLA cache); read-only on the
-        gs:// weights' prefix. Nothing else."""
-        grants = [Grant("data", self.bucket, OBJECT_USER, self.data_prefix)] if self.workload.xla_cache else []
-        if is_gcs(self.workload.model):
-            bucket, prefix = gcs_location(self.workload.model)
-            grants.append(Grant("weights", bucket, OBJECT_VIEWER, prefix))
+        """Read-only on the weights (the staged prefix of the stack bucket, or the gs:// path's prefix);
+        read-write on the workload's own compile caches. Nothing else."""
+        bucket, prefix = gcs_location(self.weights_url)
+        grants = [Grant("weights", bucket, OBJECT_VIEWER, prefix)]
+        if self.workload.xla_cache:
+            grants.append(Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)))
         return grants
+
+    def stage_grants(self) -> list[Grant]:
+        """The staging Job writes the staged prefix and nothing else."""
+        return [Grant("staged", self.bucket, OBJECT_USER, self.staged_prefix)]
+
+    @property
+    def startup(self) -> StartupPath:
+        """Images, weights and compile cache as the manifests below set them (the same plan values)."""
+        probe = startup_probe({}, COLD_START_S)
+        return StartupPath(
+            images=(self.image,),
+            weights="gcs-stream",
+            hub_offline=True,
+            stream_concurrency=self.stream_concurrency,
+            # vllm 0.27.0 docs/models/extensions/runai_model_streamer.md: distributed streaming "is currently only
+            # possible on CUDA and ROCM devices": every TPU host streams the whole checkpoint.
+            distributed_load=False,
+            compile_cache="local-copy" if self.workload.xla_cache else "none",
+            startup_initial_delay_s=probe["initialDelaySeconds"],
+            startup_period_s=probe["periodSeconds"],
+            staged_weights=self.weights_url if self.staged else None,
+            compile_cache_url=f"gs://{self.bucket}/{self.compile_cache_prefix}" if self.workload.xla_cache else None,
+            cold_start_s=COLD_START_S,
+        )
 
     @property
     def tensor_parallel_size(self) -> int:
@@ -247,13 +339,15 @@ class VllmPlan(WorkloadPlan):
         ]
         if w.max_model_len:
             derived.append(("max-model-len", w.max_model_len))
-        derived.append(("model", w.model))
-        if is_gcs(w.model):
-            # vllm 0.27.0 docs/models/extensions/runai_model_streamer.md: `vllm serve gs://... --load-format
-            # runai_streamer`; tpu-inference@v0.27.0 requirements.txt ships runai-model-streamer[s3,gcs].
-            derived.append(("load-format", "runai_streamer"))
-        elif w.xla_cache:
-            derived.append(("download-dir", DOWNLOAD_DIR))
+        derived.append(("model", self.weights_url))
+        if self.staged:
+            # clients keep naming the model by its Hugging Face id
+            derived.append(("served-model-name", w.model))
+        # vllm 0.27.0 docs/models/extensions/runai_model_streamer.md: `vllm serve gs://... --load-format
+        # runai_streamer`, tuned with --model-loader-extra-config '{"concurrency": N}'; tpu-inference@v0.27.0
+        # requirements.txt ships runai-model-streamer[s3,gcs].
+        derived.append(("load-format", "runai_streamer"))
+        derived.append(("model-loader-extra-config", json.dumps({"concurrency": self._default_concurrency()})))
         if self.multi_host:
             # vllm 0.27.0 examples/ray_serving/multi-node-serving.sh: the server runs on the Ray cluster
             derived.append(("distributed-executor-backend", "ray"))
@@ -507,12 +601,8 @@ def _probe(path: str, **timing: int) -> dict[str, Any]:
 
 
 def _env(plan: VllmPlan) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = []
-    if plan.uses_token:
-        # huggingface_hub reads HF_TOKEN (the LWS and tpu-inference examples' name)
-        env.append(
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": plan.token_secret_name, "key": HF_TOKEN_KEY}}}
-        )
+    # huggingface_hub reads HF_HUB_OFFLINE: no request to the Hub (weights, config and tokenizer come from gs://)
+    env: list[dict[str, Any]] = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
     if plan.workload.xla_cache:
         env.append({"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_DIR})
     if plan.multi_host:
@@ -522,34 +612,98 @@ def _env(plan: VllmPlan) -> list[dict[str, Any]]:
     return env
 
 
+# The compile cache's two halves, with the image's own Python and google-cloud-storage (tpu-inference@v0.27.0
+# requirements.txt), as the workload's identity. The pull runs before the server and never fails the pod (no cache
+# is a cold start); the push copies entries the bucket lacks (JAX names each entry by its key, so an existing name
+# is the same entry). tpu-inference@v0.27.0 .buildkite/xla_autotune/README.md "JAX compile cache": its CI pulls the
+# GCS cache to local disk before the server starts and pushes it back after.
+CACHE_PULL_SCRIPT = """
+import os, sys
+from google.cloud import storage
+bucket, prefix, local = os.environ["CACHE_BUCKET"], os.environ["CACHE_PREFIX"], os.environ["CACHE_DIR"]
+try:
+    n = 0
+    for blob in storage.Client().list_blobs(bucket, prefix=prefix):
+        path = os.path.join(local, blob.name[len(prefix):])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        blob.download_to_filename(path)
+        n += 1
+    print(f"compile cache: {n} entries from gs://{bucket}/{prefix}")
+except Exception as e:  # a cold start, not a failed pod
+    print(f"compile cache not read ({e}); compiling from scratch", file=sys.stderr)
+"""
+CACHE_PUSH_SCRIPT = """
+import os, sys, time
+from google.cloud import storage
+bucket, prefix, local = os.environ["CACHE_BUCKET"], os.environ["CACHE_PREFIX"], os.environ["CACHE_DIR"]
+interval = int(os.environ["CACHE_PUSH_INTERVAL"])
+done = set()
+while True:
+    time.sleep(interval)
+    try:
+        b = storage.Client().bucket(bucket)
+        done |= {blob.name[len(prefix):] for blob in b.list_blobs(prefix=prefix)}
+        for root, _, files in os.walk(local):
+            for f in files:
+                rel = os.path.relpath(os.path.join(root, f), local)
+                if rel not in done and not f.startswith("."):
+                    b.blob(prefix + rel).upload_from_filename(os.path.join(root, f))
+                    done.add(rel)
+    except Exception as e:
+        print(f"compile cache push: {e}", file=sys.stderr)
+"""
+
+
+def _cache_env(plan: VllmPlan) -> list[dict[str, str]]:
+    return [
+        {"name": "CACHE_BUCKET", "value": plan.bucket},
+        {"name": "CACHE_PREFIX", "value": plan.compile_cache_prefix},
+        {"name": "CACHE_DIR", "value": XLA_CACHE_DIR},
+    ]
+
+
+CACHE_MOUNT = {"name": "xla-cache", "mountPath": XLA_CACHE_DIR}
+CACHE_HELPER_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
+
+
+def cache_pull_container(plan: VllmPlan) -> dict[str, Any]:
+    """The init container that copies the compile cache from the bucket to local disk before the server starts."""
+    return {
+        "name": "compile-cache-pull",
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-c", CACHE_PULL_SCRIPT],
+        "env": _cache_env(plan),
+        "resources": CACHE_HELPER_RESOURCES,
+        "volumeMounts": [CACHE_MOUNT],
+        "securityContext": container_security_context(VLLM_CONTAINER),
+    }
+
+
+def cache_push_container(plan: VllmPlan) -> dict[str, Any]:
+    """The serving pod's container that copies new compile-cache entries back to the bucket: one writer per
+    replica (the leader of a multi-host group), so no two hosts write one prefix."""
+    return {
+        "name": "compile-cache-push",
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-c", CACHE_PUSH_SCRIPT],
+        "env": [*_cache_env(plan), {"name": "CACHE_PUSH_INTERVAL", "value": str(CACHE_PUSH_INTERVAL_S)}],
+        "resources": CACHE_HELPER_RESOURCES,
+        "volumeMounts": [CACHE_MOUNT],
+    }
+
+
 def _volumes(plan: VllmPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(pod volumes, container mounts): shared memory, and the bucket prefix through GCS FUSE."""
+    """(pod volumes, server mounts): shared memory, and the local compile cache."""
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if plan.workload.xla_cache:
-        options = ",".join((*GCSFUSE_OPTIONS, f"only-dir={plan.data_prefix.rstrip('/')}"))
-        volumes += [
-            # the GCS FUSE sidecar's file cache in memory (the tutorial's gke-gcsfuse-cache volume)
-            {"name": "gke-gcsfuse-cache", "emptyDir": {"medium": "Memory"}},
-            {
-                "name": "gcs-fuse-csi-ephemeral",
-                "csi": {
-                    "driver": "gcsfuse.csi.storage.gke.io",
-                    "volumeAttributes": {"bucketName": plan.bucket, "mountOptions": options},
-                },
-            },
-        ]
-        mounts.append({"name": "gcs-fuse-csi-ephemeral", "mountPath": DATA_DIR})
-    mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "xla-cache", "emptyDir": {}})
+        mounts.append(CACHE_MOUNT)
     return volumes, mounts
 
 
-GCSFUSE_ANNOTATIONS = {
-    "gke-gcsfuse/volumes": "true",
-    "gke-gcsfuse/cpu-limit": "0",
-    "gke-gcsfuse/memory-limit": "0",
-    "gke-gcsfuse/ephemeral-storage-limit": "0",
-}
 # The image runs as root (tpu-inference@v0.27.0 docker/Dockerfile has no USER) and writes under /root/.cache
 # (Hugging Face, JAX) and its working tree, so it keeps its own user and a writable root filesystem; everything
 # else is restricted (stacks.pod_security). GKE >= 1.28 gives TPU devices to unprivileged containers.
@@ -561,7 +715,9 @@ VLLM_CONTAINER = ContainerSecurity(
 )
 
 
-def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
+def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> dict[str, Any]:
+    """A TPU pod of the workload: `container` with every chip of its host; with the compile cache, its pull before
+    the server and, on the serving pod only, its push."""
     volumes, mounts = _volumes(plan)
     container = {
         **container,
@@ -570,20 +726,23 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
         "resources": tpu_resources(plan.shape),
         "volumeMounts": mounts,
     }
-    spec = {
+    spec: dict[str, Any] = {
         "serviceAccountName": plan.service_account,
         **plan.tpu_placement(),
         "containers": [container],
         "volumes": volumes,
     }
+    if plan.workload.xla_cache:
+        spec["initContainers"] = [cache_pull_container(plan)]
+        if serving:
+            spec["containers"].append(cache_push_container(plan))
     return secure_pod(spec, VLLM_CONTAINER)
 
 
 def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": labels}
-    merged = {**(GCSFUSE_ANNOTATIONS if plan.workload.xla_cache else {}), **(annotations or {})}
-    if merged:
-        meta["annotations"] = merged
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return meta
 
 
@@ -592,10 +751,10 @@ def _server_container(plan: VllmPlan, name: str) -> dict[str, Any]:
         "name": name,
         "ports": [{"containerPort": HTTP_PORT, "name": "http"}],
         "env": _env(plan),
-        # A cold start downloads the weights and compiles for the slice: the startup probe allows an hour (70B
-        # from the hub on a fresh cache), then liveness takes over. /health answers 200 once the engine runs
+        # No fixed delay: probed from the start every few seconds, for as long as a cold start takes (COLD_START_S),
+        # then liveness takes over. /health answers 200 once the engine runs
         # (vllm 0.27.0 vllm/entrypoints/serve/instrumentator/health.py).
-        "startupProbe": _probe(HEALTH_PATH, periodSeconds=10, failureThreshold=360),
+        "startupProbe": startup_probe(_probe(HEALTH_PATH), COLD_START_S),
         "livenessProbe": _probe(HEALTH_PATH, periodSeconds=30, failureThreshold=5),
         "readinessProbe": _probe(HEALTH_PATH, periodSeconds=10, failureThreshold=3),
     }
@@ -609,14 +768,16 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
-        "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container)},
+        "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container, serving=True)},
     }
     if not plan.autoscaled:
         spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(SKIPS)),
+        "metadata": plan.metadata(
+            plan.name, plan.labels, annotations=scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)])
+        ),
         "spec": spec,
     }
 
@@ -634,6 +795,13 @@ SKIPS: tuple[scan_exceptions.Skip, ...] = (
 WORKER_SKIPS = scan_exceptions.probes(
     "the Ray workers serve no HTTP endpoint; the group restarts as one and the leader's /health probes cover it"
 )
+
+
+def _push_skips(plan: VllmPlan) -> tuple[scan_exceptions.Skip, ...]:
+    """The serving pod's compile-cache push container serves nothing to probe; the server's probes cover the pod."""
+    if not plan.workload.xla_cache:
+        return ()
+    return scan_exceptions.probes("the compile-cache push container serves nothing; the server's probes cover the pod")
 
 
 def leader_command(plan: VllmPlan) -> str:
@@ -658,10 +826,13 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
         "leaderWorkerTemplate": {
             "size": plan.shape.hosts,
             "restartPolicy": "RecreateGroupOnPodRestart",
-            "leaderTemplate": {"metadata": _pod_metadata(plan, leader_labels), "spec": _pod_spec(plan, leader)},
+            "leaderTemplate": {
+                "metadata": _pod_metadata(plan, leader_labels, scan_exceptions.skip_annotations(_push_skips(plan))),
+                "spec": _pod_spec(plan, leader, serving=True),
+            },
             "workerTemplate": {
                 "metadata": _pod_metadata(plan, worker_labels, scan_exceptions.skip_annotations(WORKER_SKIPS)),
-                "spec": _pod_spec(plan, worker),
+                "spec": _pod_spec(plan, worker, serving=False),
             },
         },
     }
@@ -786,3 +957,87 @@ def commands(plan: VllmPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     if plan.autoscaled:
         out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"
     return out
+
+
+# The staging Job: the image's huggingface_hub (a vLLM dependency) and google-cloud-storage (tpu-inference@v0.27.0
+# requirements.txt), as its own identity (objectUser on the staged prefix only). It copies what vLLM reads (the
+# safetensors, config and tokenizer files; not the `original/` checkpoint some repositories add), one file at a
+# time through local scratch, skips files already in the bucket (a retry resumes), and writes the marker last.
+STAGE_SCRIPT = """
+import os, sys, fnmatch
+from huggingface_hub import HfApi, hf_hub_download
+from google.cloud import storage
+repo, rev = os.environ["MODEL"], os.environ["REVISION"]
+bucket = storage.Client().bucket(os.environ["BUCKET"])
+prefix, marker = os.environ["PREFIX"], os.environ["MARKER"]
+if bucket.blob(prefix + marker).exists():
+    print(f"gs://{bucket.name}/{prefix} is staged already"); sys.exit(0)
+info = HfApi().model_info(repo, revision=rev)
+wanted = os.environ["PATTERNS"].split()
+names = [s.rfilename for s in info.siblings if "/" not in s.rfilename and any(fnmatch.fnmatch(s.rfilename, p) for p in wanted)]
+if not any(n.endswith(".safetensors") for n in names):
+    sys.exit(f"{repo}@{rev} has no safetensors weights at its top level: the Run:ai streamer reads safetensors only")
+for name in names:
+    blob = bucket.blob(prefix + name)
+    if blob.exists():
+        continue
+    path = hf_hub_download(repo, name, revision=rev, local_dir="/scratch")
+    blob.upload_from_filename(path)
+    os.remove(path)
+    print(f"staged {name}", flush=True)
+bucket.blob(prefix + marker).upload_from_string(info.sha or rev)
+print(f"staged {repo}@{rev} ({info.sha}) into gs://{bucket.name}/{prefix}")
+"""
+# What vLLM reads from a model directory: weights, config and tokenizer files (vllm 0.27.0
+# docs/models/extensions/runai_model_streamer.md serves `vllm serve gs://<bucket>/<model>` with no other source of
+# config or tokenizer: they come from the same directory).
+STAGE_PATTERNS = ("*.safetensors", "*.json", "*.model", "*.tiktoken", "*.txt", "*.jinja", "*.py")
+STAGE_RESOURCES = {
+    "requests": {"cpu": "2", "memory": "8Gi", "ephemeral-storage": "40Gi"},
+    "limits": {"memory": "8Gi", "ephemeral-storage": "60Gi"},
+}
+
+
+def stage_job(plan: VllmPlan) -> dict[str, Any]:
+    """The Job that copies a Hugging Face model into the stack bucket once (per model and revision), on the
+    system pool; the server is registered after it completes."""
+    env: list[dict[str, Any]] = [
+        {"name": "MODEL", "value": plan.workload.model},
+        {"name": "REVISION", "value": plan.workload.revision},
+        {"name": "BUCKET", "value": plan.bucket},
+        {"name": "PREFIX", "value": plan.staged_prefix},
+        {"name": "MARKER", "value": STAGED_MARKER},
+        {"name": "PATTERNS", "value": " ".join(STAGE_PATTERNS)},
+    ]
+    if plan.uses_token:
+        env.append(
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": plan.token_secret_name, "key": HF_TOKEN_KEY}}}
+        )
+    labels = {**plan.labels, "role": "stage-weights"}
+    container = {
+        "name": "stage",
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-c", STAGE_SCRIPT],
+        "env": env,
+        "resources": STAGE_RESOURCES,
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+    }
+    pod = {
+        "restartPolicy": "Never",
+        "serviceAccountName": plan.stage_service_account,
+        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+        "containers": [container],
+        "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "60Gi"}}],
+    }
+    skips = [*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT, *scan_exceptions.security(VLLM_CONTAINER)]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": plan.metadata(plan.stage_job_name, labels, annotations=scan_exceptions.skip_annotations(skips)),
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": STAGE_TIMEOUT_MINUTES * 60,
+            "template": {"metadata": {"labels": labels}, "spec": secure_pod(pod, VLLM_CONTAINER)},
+        },
+    }
