@@ -7,7 +7,7 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import metrics
+from stacks import metrics, versions
 from tests.conftest import make_config, on_pool, pool, recorded, reference_dir, stack_ksa, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
@@ -46,7 +46,13 @@ def test_deployment_and_service_match_reference(adapter):
     engine, ref_engine = pod["containers"][0], ref_pod["containers"][0]
     assert engine["image"] == ref_engine["image"]
     expected_args = [a.replace("gs://BUCKET_NAME/", "gs://my-tpu-project-checkpoints/") for a in ref_engine["args"]]
-    assert engine["args"] == expected_args
+    # the reference's arguments, and the compile cache in the stack bucket (keyed by image tag and slice; issue 26)
+    cache = engine["args"][-1]
+    assert (
+        cache.startswith("jax_cache_dir=gs://my-tpu-project-tpu-serving-gemma-hpa") and "/compile-cache/gemma/" in cache
+    )
+    assert cache.endswith(f"/{versions.IMAGES['maxengineServer'].rsplit(':', 1)[1]}/v5e-2x4/")
+    assert engine["args"][:-1] == expected_args
     # the reference's TPU request and limit, and a quarter of the host's CPU and memory (ct5lp-hightpu-8t: 224 vCPU /
     # 384 GB), so the pod is not BestEffort
     assert engine["resources"]["limits"] == ref_engine["resources"]["limits"]
@@ -180,10 +186,13 @@ def test_hpa_depends_on_adapter_and_deployment(run):
 
 def test_identity_reads_only_the_checkpoint_bucket(run):
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js()]))
-    (binding,) = workload_grants(rec)
+    binding, cache = workload_grants(rec)
     assert (binding.inputs["bucket"], binding.inputs["role"]) == ("ckpts", "roles/storage.objectViewer")
+    # and its own compile caches in the stack bucket, nothing else there
+    assert cache.inputs["role"] == "roles/storage.objectUser"
+    assert "/objects/compile-cache/gemma/" in cache.inputs["condition"]["expression"]
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js(grantCheckpointRead=False)]))
-    assert not workload_grants(rec)
+    assert [g.inputs["role"] for g in workload_grants(rec)] == ["roles/storage.objectUser"]
 
 
 def test_privileged_only_below_gke_1_28(run):

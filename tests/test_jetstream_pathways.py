@@ -103,7 +103,12 @@ def test_reference_deployment_reproduced_field_by_field(example):
                     f"--gcs_scratch_location={scratch}",
                 ]
             if mine["name"] == "jax-tpu":
-                expected_args.append("prometheus_port=9100")  # the one argument we add: server metrics
+                # the arguments we add: server metrics, and MaxText's compile cache in the stack bucket (issue 26)
+                cache = mine["args"][-1]
+                assert (
+                    cache.startswith("jax_cache_dir=gs://") and f"/compile-cache/{name.split('-pathways')[0]}" in cache
+                )
+                expected_args += ["prometheus_port=9100", cache]
             assert mine.get("args", []) == expected_args, mine["name"]
             assert mine.get("env") == theirs.get("env"), mine["name"]
             if role == "workerTemplate":  # the reference's TPU limit, and a share of the host (see below)
@@ -119,6 +124,13 @@ def test_reference_deployment_reproduced_field_by_field(example):
                     # the reference probes jetstream-http only through jax-tpu's /healthcheck; ours has its own
                     # (tests/test_scan.py test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it)
                     assert theirs.get(probe) is None and mine[probe]["httpGet"]["path"] == "/"
+                    continue
+                if probe == "startupProbe" and theirs.get(probe):
+                    # no fixed delay (issue 26): probed from the start for the reference's whole window
+                    ref = theirs[probe]
+                    window = ref["initialDelaySeconds"] + ref["failureThreshold"] * ref["periodSeconds"]
+                    assert mine[probe]["initialDelaySeconds"] == 0 and mine[probe]["httpGet"] == ref["httpGet"]
+                    assert mine[probe]["periodSeconds"] * mine[probe]["failureThreshold"] == window
                     continue
                 assert mine.get(probe) == theirs.get(probe), (mine["name"], probe)
             ref_ports = theirs["ports"]
@@ -248,6 +260,7 @@ def test_identity_scratch_and_checkpoint_access(run):
     # the scratch's parent prefix, read-write; the checkpoint in another bucket, read-only on that bucket
     assert bindings == {
         ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser", "only pathways/llm/"),
+        ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser", "only compile-cache/llm/"),
         ("ckpts", "roles/storage.objectViewer", None),
     }
     ksa = rec.one("kubernetes:core/v1:ServiceAccount", "workload-llm-identity-ksa")
@@ -258,10 +271,11 @@ def test_identity_scratch_and_checkpoint_access(run):
 def test_checkpoint_grant_is_its_prefix_in_the_stack_bucket_and_none_when_opted_out(run):
     expected = {
         "gs://tpu-test-project-tpu-serving-dev/ckpt/7b": [
+            ("objectUser", "only compile-cache/llm/"),
             ("objectUser", "only pathways/llm/"),
             ("objectViewer", "only ckpt/7b/"),
         ],
-        "gs://ckpts/x": [("objectUser", "only pathways/llm/")],
+        "gs://ckpts/x": [("objectUser", "only compile-cache/llm/"), ("objectUser", "only pathways/llm/")],
     }
     for checkpoint, grants in expected.items():
         wl = workload(checkpoint=checkpoint, grantCheckpointRead=False)

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import catalog, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
-from stacks.bucket_access import Grant, read_grant
-from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
+from stacks.bucket_access import OBJECT_USER, Grant, read_grant
+from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
+from stacks.startup import StartupPath, compile_cache_grant_prefix, compile_cache_prefix, startup_probe
 from stacks.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
@@ -54,7 +55,14 @@ DEFAULT_IMAGES = {"server": "maxengineServer", "http": "jetstreamHttp"}
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = (DEFAULT_IMAGES["server"],)
 POD_PORTS = {GRPC_PORT: "engine's gRPC", HTTP_PORT: "jetstream-http"}
-RESERVED_MAXTEXT = {CHECKPOINT_ARG: "set `checkpoint` instead", METRICS_ARG: "set `prometheusPort` instead"}
+RESERVED_MAXTEXT = {
+    CHECKPOINT_ARG: "set `checkpoint` instead",
+    METRICS_ARG: "set `prometheusPort` instead",
+    CACHE_ARG: "the stack keeps the compile cache under compile-cache/<workload>/ in its bucket",
+}
+# The cold case the engine's startup probe allows: the half hour the earlier probe allowed (failureThreshold 180 x
+# periodSeconds 10) for loading the checkpoint and compiling, now probed from the start (stacks/startup.py).
+COLD_START_S = 1800
 
 
 @dataclass(frozen=True)
@@ -72,10 +80,31 @@ class JetStreamPlan(WorkloadPlan):
         return [("checkpoint", self.workload.checkpoint)]
 
     def grants(self) -> list[Grant]:
-        """The engine reads the checkpoint (MaxText load_parameters_path) and writes nothing: objectViewer on it."""
+        """The engine reads the checkpoint (MaxText load_parameters_path): objectViewer on it; and reads and writes
+        its own compile caches: objectUser on compile-cache/<workload>/."""
         read = self.workload.grant_checkpoint_read
         grant = read_grant("checkpoint", self.workload.checkpoint, self.bucket, read, other_key="objectviewer")
-        return [grant] if grant else []
+        cache = Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name))
+        return [*([grant] if grant else []), cache]
+
+    @property
+    def compile_cache_url(self) -> str:
+        """gs:// directory of the engine's compile cache, keyed by its image and slice shape."""
+        slice_name = f"{self.shape.generation.name}-{self.shape.topology}"
+        return f"gs://{self.bucket}/{compile_cache_prefix(self.name, self.image('server'), slice_name)}"
+
+    @property
+    def startup(self) -> StartupPath:
+        probe = startup_probe({}, COLD_START_S)
+        return StartupPath(
+            images=(self.image("server"), self.image("http")),
+            weights="checkpoint-gcs",
+            compile_cache="gcs",
+            startup_initial_delay_s=probe["initialDelaySeconds"],
+            startup_period_s=probe["periodSeconds"],
+            compile_cache_url=self.compile_cache_url,
+            cold_start_s=COLD_START_S,
+        )
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -119,6 +148,7 @@ class JetStreamPlan(WorkloadPlan):
         derived: dict[str, maxtext.Scalar] = {
             CHECKPOINT_ARG: self.workload.checkpoint,
             METRICS_ARG: self.workload.prometheus_port,
+            CACHE_ARG: self.compile_cache_url,
         }
         return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
 
@@ -271,8 +301,8 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "args": maxtext.render(None, plan.maxtext_pairs()),
         "ports": [{"containerPort": GRPC_PORT}, {"containerPort": plan.workload.prometheus_port, "name": "metrics"}],
         "resources": tpu_resources(plan.shape),
-        # Loading the checkpoint takes minutes: the startup probe allows 30, then liveness takes over.
-        "startupProbe": _http_probe(periodSeconds=10, failureThreshold=180),
+        # Probed from the start for as long as a cold start takes (COLD_START_S), then liveness takes over.
+        "startupProbe": startup_probe(_http_probe(), COLD_START_S),
         "livenessProbe": _http_probe(periodSeconds=60, failureThreshold=10),
         "readinessProbe": _http_probe(periodSeconds=10, failureThreshold=3),
     }

@@ -14,10 +14,11 @@ from typing import Any
 
 from stacks import catalog, maxtext, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant, read_grant
-from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
+from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
+from stacks.startup import StartupPath, compile_cache_grant_prefix, compile_cache_prefix, startup_probe
 from stacks.versions import IMAGES, image_gaps
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
@@ -65,7 +66,12 @@ LEADER_PORTS = {
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
     METRICS_ARG: "set `metricsPort` instead",
+    CACHE_ARG: "the stack keeps the compile cache under compile-cache/<workload>/ in its bucket",
 }
+# The cold case jax-tpu's startup probe allows: what the reference's probe allowed, its mode's initial delay
+# (presets.Probes.startup_initial_delay) plus failureThreshold 10000 x periodSeconds 1
+# (kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml), now probed from the start.
+REFERENCE_STARTUP_WINDOW_S = 10000
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,10 @@ class PathwaysPlan(WorkloadPlan):
     def grants(self) -> list[Grant]:
         """The Pathways server and proxy write their scratch (--gcs_scratch_location, under `prefix`); the engine
         reads the checkpoint (MaxText load_parameters_path)."""
-        grants = [Grant("scratch", self.bucket, OBJECT_USER, self.prefix)]
+        grants = [
+            Grant("scratch", self.bucket, OBJECT_USER, self.prefix),
+            Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)),
+        ]
         read = self.workload.grant_checkpoint_read
         checkpoint = read_grant(
             "checkpoint", self.workload.checkpoint, self.bucket, read, other_key="checkpoint-reader"
@@ -128,10 +137,36 @@ class PathwaysPlan(WorkloadPlan):
     def labels(self) -> dict[str, str]:
         return {"app": self.name}
 
+    @property
+    def compile_cache_url(self) -> str:
+        """gs:// directory of jax-tpu's compile cache, keyed by its image and the pool's slices (slices x shape)."""
+        slice_name = f"{self.pool.slices}x{self.shape.generation.name}-{self.shape.topology}"
+        return f"gs://{self.bucket}/{compile_cache_prefix(self.name, self.image('jetstream'), slice_name)}"
+
+    @property
+    def cold_start_s(self) -> int:
+        return self.mode.probes.startup_initial_delay + REFERENCE_STARTUP_WINDOW_S
+
+    @property
+    def startup(self) -> StartupPath:
+        """jax-tpu (MaxText's pyconfig) is pointed at a gs:// compile cache; whether JAX's persistent cache hits
+        through the Pathways proxy is for a real deploy to show (the Pathways server documents no cache flag)."""
+        return StartupPath(
+            images=tuple(dict.fromkeys(self.image(k) for k in ("server", "proxy", "jetstream", "http"))),
+            weights="checkpoint-gcs",
+            compile_cache="gcs",
+            startup_initial_delay_s=0,
+            startup_period_s=startup_probe({}, self.cold_start_s)["periodSeconds"],
+            compile_cache_url=self.compile_cache_url,
+            cold_start_s=self.cold_start_s,
+        )
+
     def maxtext_pairs(self) -> list[tuple[str, str]]:
         preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
         with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))
-        with_metrics = maxtext.merge(with_mode, {METRICS_ARG: self.workload.metrics_port})
+        with_metrics = maxtext.merge(
+            with_mode, {METRICS_ARG: self.workload.metrics_port, CACHE_ARG: self.compile_cache_url}
+        )
         return maxtext.merge(with_metrics, self.workload.maxtext)
 
     def image(self, key: str) -> str:
@@ -206,7 +241,8 @@ def _probe(plan: PathwaysPlan, *, startup: bool) -> dict[str, Any]:
     probes = plan.mode.probes
     probe: dict[str, Any] = {"httpGet": {"path": JETSTREAM_HEALTH_PATH, "port": HTTP_PORT, "scheme": "HTTP"}}
     if startup:
-        probe.update(periodSeconds=1, initialDelaySeconds=probes.startup_initial_delay, failureThreshold=10000)
+        # no fixed delay: probed from the start, for the reference's whole window (cold_start_s)
+        probe = startup_probe(probe, plan.cold_start_s)
     else:
         probe.update(periodSeconds=60, failureThreshold=probes.failure_threshold)
     return probe

@@ -21,6 +21,7 @@ from stacks.bucket_access import OBJECT_USER, Grant
 from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
+from stacks.startup import StartupPath
 from stacks.versions import IMAGES
 from stacks.workload_plan import TPU_TOLERATION, WorkloadPlan
 from stacks.workload_type import WorkloadContext
@@ -112,6 +113,19 @@ class PathwaysJobPlan(WorkloadPlan):
         """The Pathways components write their scratch (`pathwaysDir`, under `prefix`), the user's job its own files
         there: objectUser on the prefix, for the node identity every pod of the job runs as."""
         return [Grant("prefix-objectuser", self.bucket, OBJECT_USER, self.prefix)]
+
+    @property
+    def worker_image(self) -> str:
+        """The image the controller runs on the TPU hosts: `images.worker`, else the Pathways server image at
+        `pathwaysVersion`."""
+        return self.workload.images.worker or f"{IMAGES[TPU_IMAGES[0]].rsplit(':', 1)[0]}:{self.pathways_version}"
+
+    @property
+    def startup(self) -> StartupPath:
+        """A batch job: its TPU hosts run the Pathways worker; the user's program (on the head) loads what it loads
+        and compiles as it does (the stack sets no cache for it; the Pathways server documents no cache flag); no
+        server to probe."""
+        return StartupPath(images=(self.worker_image,), weights="job", compile_cache="none")
 
     @property
     def pathways_dir(self) -> str:

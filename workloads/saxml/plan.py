@@ -24,6 +24,7 @@ from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
+from stacks.startup import StartupPath
 from stacks.versions import IMAGES, Serves, image_gaps
 from stacks.workload_plan import (
     INTERNAL_LB_ANNOTATION,
@@ -151,6 +152,13 @@ class SaxmlPlan(WorkloadPlan):
     @property
     def http_url(self) -> str:
         return f"http://{self.http_service}.{self.namespace}.svc:{HTTP_PORT}"
+
+    @property
+    def startup(self) -> StartupPath:
+        """A model server loads each published model's checkpoint from gs:// itself (the publication Job waits for
+        it), with no startup probe of its own; the stack sets no compile cache (whether the Saxml model server honours
+        JAX_COMPILATION_CACHE_DIR is not checked)."""
+        return StartupPath(images=(self.image("model"),), weights="checkpoint-gcs", compile_cache="none")
 
     def image(self, key: str) -> str:
         return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
