@@ -30,7 +30,9 @@ class JetStreamWorkload(WorkloadConfig):
         description="gs:// path of the converted (unscanned) MaxText checkpoint (load_parameters_path)."
     )
     maxtext: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="MaxText argument overrides, replaced in place."
+        default_factory=dict,
+        description="MaxText argument overrides, replaced in place (load_parameters_path, prometheus_port and "
+        "jax_cache_dir are derived).",
     )
     replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off.")
     autoscaling: JetStreamAutoscalingConfig | None = Field(None, description="An HPA on JetStream/TPU metrics.")

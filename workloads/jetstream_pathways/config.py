@@ -38,8 +38,8 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint (load_parameters_path).")
     maxtext: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
-        description="MaxText argument overrides, replaced in place (load_parameters_path and prometheus_port are "
-        "derived).",
+        description="MaxText argument overrides, replaced in place (load_parameters_path, prometheus_port and "
+        "jax_cache_dir are derived).",
     )
     images: PathwaysImages = Field(
         default_factory=PathwaysImages,

@@ -211,7 +211,8 @@ class VllmPlan(WorkloadPlan):
         return self.workload.image or IMAGES[DEFAULT_IMAGE]
 
     def pod_manifests(self) -> list[dict[str, Any]]:
-        return [leader_worker_set(self) if self.multi_host else deployment(self)]
+        server = leader_worker_set(self) if self.multi_host else deployment(self)
+        return [server, stage_job(self)] if self.staged else [server]
 
     def needs(self) -> Serves:
         """What the stack asks of the image: its probes, scrape and API paths, the HPA's server series, the
