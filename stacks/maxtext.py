@@ -82,7 +82,7 @@ def parallelism_problem(pairs: Sequence[tuple[str, str]], chips: int) -> str | N
 # MaxText's persistent compile cache: pyconfig sets JAX's cache directory from `jax_cache_dir` (its base.yml default
 # "~/jax_cache", local to the container) before anything compiles (AI-Hypercomputer/maxtext MaxText/pyconfig.py:
 # `if raw_keys["jax_cache_dir"]: compilation_cache.set_cache_dir(os.path.expanduser(raw_keys["jax_cache_dir"]))`),
-# and JAX reads and writes a gs:// cache directory itself (jax-ml/jax docs/persistent_compilation_cache.md "Google
-# Cloud"), so the stack points it at the workload's prefix of the stack bucket; the single JAX process of a
+# and JAX reads and writes a gs:// cache directory itself (jax-ml/jax docs/persistent_compilation_cache.md, its
+# section on Google Cloud), so the stack points it at the workload's prefix of the stack bucket; the single JAX process of a
 # JetStream replica is its only writer.
 CACHE_ARG = "jax_cache_dir"

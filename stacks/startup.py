@@ -21,8 +21,8 @@ own program loads what it loads (the stack does not know)."""
 CompileCache = Literal["none", "gcs-fuse", "local-copy", "local", "gcs"]
 """Where a replica's persistent JAX/XLA compile cache lives: `none` (it compiles every start); `gcs-fuse` (read
 through FUSE); `local-copy` (copied from the bucket to local disk before start); `local` (node-local only); `gcs`
-(JAX reads and writes the cache at `gs://` itself, entry by entry: jax-ml/jax docs/persistent_compilation_cache.md
-"Google Cloud")."""
+(JAX reads and writes the cache at `gs://` itself, entry by entry: jax-ml/jax docs/persistent_compilation_cache.md,
+its section on Google Cloud)."""
 
 STARTUP_PERIOD_S = 5
 """periodSeconds of every server's startup probe: a warm replica is ready within this of its server answering."""

@@ -17,7 +17,7 @@ from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
-from stacks.startup import StartupPath
+from stacks.startup import StartupPath, compile_cache_prefix
 from stacks.versions import Serves
 from stacks.workload_type import WorkloadContext
 
@@ -148,6 +148,14 @@ class WorkloadPlan:
     def service_account(self) -> str:
         """The workload's Kubernetes ServiceAccount (its Workload Identity), unique per stack."""
         return stack_service_account(self.name, self.identity_suffix)
+
+    def compile_cache_url(self, image: str, slices: int = 1) -> str:
+        """gs:// directory of the workload's persistent compile cache for `image` on its slice shape (`slices` of
+        them when one replica spans several): stacks.startup.compile_cache_prefix in the stack bucket."""
+        shape = f"{self.shape.generation.name}-{self.shape.topology}"
+        return (
+            f"gs://{self.bucket}/{compile_cache_prefix(self.name, image, f'{slices}x{shape}' if slices > 1 else shape)}"
+        )
 
     @property
     def startup(self) -> StartupPath | None:

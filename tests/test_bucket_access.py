@@ -9,6 +9,7 @@ each rule below and in tests/test_saxml.py.
 from __future__ import annotations
 
 import json
+import shlex
 from collections import defaultdict
 from typing import Any
 
@@ -50,21 +51,36 @@ def _parent(url: str, bucket: str) -> str | None:
     return prefix.rstrip("/").rsplit("/", 1)[0] + "/" if prefix else None
 
 
+def _cache_root(prefix: str | None) -> str | None:
+    """compile-cache/<workload>/ of a compile-cache/<workload>/<image tag>/<slice>/ prefix: every image and shape."""
+    return "/".join(prefix.split("/")[:2]) + "/" if prefix else None
+
+
 def _container_uses(pod: dict[str, Any], bucket: str, cells: list[str]) -> set[tuple[str, str | None]]:
     """(role, stack-bucket prefix) each container of a pod is told to use."""
     uses: set[tuple[str, str | None]] = set()
-    for c in pod["containers"]:
+    for c in [*pod.get("initContainers", []), *pod["containers"]]:
         env = {e["name"]: e.get("value", "") for e in c.get("env", [])}
         args = c.get("args", [])
-        for arg in args:
+        command = c.get("command") or []
+        # a server started from a shell line (the vLLM leader): its words are its arguments too
+        words = [*args, *(shlex.split(command[2]) if command[:2] == ["sh", "-c"] else [])]
+        for arg in words:
             key, _, value = arg.lstrip("-").partition("=")
             if key in ("load_parameters_path", "model") and value.startswith("gs://"):
                 # MaxText reads its checkpoint, vLLM streams its weights: read-only
                 uses.add((OBJECT_VIEWER, _stack_dir(value, bucket)))
+            if key == "jax_cache_dir" and value.startswith("gs://"):
+                # MaxText's compile cache (JAX reads and writes it): the workload's compile-cache/<name>/
+                uses.add((OBJECT_USER, _cache_root(_stack_dir(value, bucket))))
             if key == "gcs_scratch_location":
                 # Pathways server/proxy write their scratch (kubernetes-engine-samples
                 # ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml); the workload's directory holds it
                 uses.add((OBJECT_USER, _parent(value, bucket)))
+        if "CACHE_PREFIX" in env and env["CACHE_BUCKET"] == bucket:  # vLLM's compile-cache pull and push
+            uses.add((OBJECT_USER, _cache_root(env["CACHE_PREFIX"])))
+        if "MARKER" in env and env["BUCKET"] == bucket:  # vLLM's staging Job writes its model's prefix
+            uses.add((OBJECT_USER, env["PREFIX"]))
         if "GSBUCKET" in env:  # the Saxml admin server writes both of its roots' cell directories
             cell = env["SAX_CELL"].strip("/")
             uses |= {(OBJECT_USER, f"{root}/{cell}/") for root in ADMIN_ROOTS if env["GSBUCKET"] == bucket}

@@ -460,7 +460,7 @@ def test_single_host_pool_selects_the_deployment_pods(run):
     deployment = rec.one(DEPLOYMENT, "workload-llama70b-deployment").inputs["spec"]
     assert servers["matchLabels"] == deployment["selector"]["matchLabels"]
     assert servers["matchLabels"].items() <= deployment["template"]["metadata"]["labels"].items()
-    (container,) = deployment["template"]["spec"]["containers"]
+    container = deployment["template"]["spec"]["containers"][0]  # the server (then the compile-cache push)
     assert servers["targetPorts"] == [{"number": container["ports"][0]["containerPort"]}]
     route = rec.one(ROUTE).inputs
     # the model name clients send: the workload's model (vLLM serves it under --model without --served-model-name)

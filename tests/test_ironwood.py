@@ -40,7 +40,7 @@ def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
             "cloud.google.com/gke-tpu-topology": "2x2x2",
             "tpu-serving/pool": "iw-2x2x2",
         }
-        (container,) = pod["containers"]
+        container = pod["containers"][0]  # the server (the leader's compile-cache push beside it)
         assert container["image"] == "docker.io/vllm/vllm-tpu:v0.27.0"
         assert container["resources"]["limits"]["google.com/tpu"] == 4
     leader = tmpl["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
@@ -62,7 +62,7 @@ def test_ironwood_matches_vllm_s_own_tpu7x_multi_host_gke_example():
     tmpl, ref_tmpl = ours["spec"]["leaderWorkerTemplate"], theirs["spec"]["leaderWorkerTemplate"]
     assert tmpl["size"] == ref_tmpl["size"] == 2
     for role in ("leaderTemplate", "workerTemplate"):
-        (c,), (ref_c,) = tmpl[role]["spec"]["containers"], ref_tmpl[role]["spec"]["containers"]
+        c, (ref_c,) = tmpl[role]["spec"]["containers"][0], ref_tmpl[role]["spec"]["containers"]
         assert tmpl[role]["spec"]["nodeSelector"] == on_pool(ref_tmpl[role]["spec"]["nodeSelector"], "iw-2x2x2")
         assert c["resources"]["limits"]["google.com/tpu"] == int(ref_c["resources"]["limits"]["google.com/tpu"])
         ref_env = {e["name"]: e.get("value") for e in ref_c["env"]}

@@ -27,12 +27,11 @@ import pytest
 
 from stacks import catalog, naming
 from stacks.startup import StartupPath, compile_cache_prefix, image_tag, startup_probe
-from tests.conftest import STACK_FILES, make_config, session_run
-from tests.test_pod_placement import tpu_pods, workload_objects
+from tests.conftest import make_config, session_run
+from tests.test_pod_placement import stacks_with, tpu_pods, workload_objects
 from tests.test_workload_registry import ECHO_CONFIG, EchoPlan, echo_registered  # noqa: F401 (a fixture)
 from tooling.fuzz import parse
-from tooling.offline import Recording, load_stack_file
-from tooling.render import stack_name
+from tooling.offline import Recording
 from workloads import registry
 from workloads.vllm import plan as vllm
 
@@ -182,16 +181,12 @@ def _probe_problems(startup: StartupPath, containers: list[dict[str, Any]]) -> l
 
 
 def plans_of(type_name: str) -> list[tuple[str, Any, Recording]]:
-    """(stack file, plan, recording) of every workload of the type in every shipped stack file."""
-    out = []
-    for path in STACK_FILES:
-        config = load_stack_file(path)
-        if not any(w.get("type") == type_name for w in config.get("tpu-serving:workloads") or []):
-            continue
-        stack = stack_name(path)
+    """(case, plan, recording) of every workload of the type in every shipped stack file, as shipped and with
+    capacity lists (tests/test_pod_placement.py stacks_with)."""
+    kind, out = registry.WORKLOAD_TYPES[type_name], []
+    for case, config, stack in stacks_with(type_name):
         parsed, rec = parse(config, stack), session_run(config, stack=stack)
-        kind = registry.WORKLOAD_TYPES[type_name]
-        out += [(path.name, plan, rec) for plan in parsed.workloads if isinstance(plan.workload, kind.config)]
+        out += [(case, plan, rec) for plan in parsed.workloads if isinstance(plan.workload, kind.config)]
     return out
 
 
@@ -279,6 +274,8 @@ def test_vllm_weights_are_staged_per_model_and_revision_and_streamed(run):
     pod = job["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == naming.SYSTEM_POOL_SELECTOR
     assert pod["serviceAccountName"] == plan.stage_service_account != plan.service_account
+    # none of the server's selectors (Service, PodMonitoring, InferencePool: app=<name>) picks the staging pod
+    assert not plan.labels.items() <= job["spec"]["template"]["metadata"]["labels"].items()
     assert _env(pod["containers"][0])["MARKER"] == vllm.STAGED_MARKER
     grants = {(g.bucket, g.role, g.prefix) for g in plan.stage_grants()}
     assert grants == {(plan.bucket, "roles/storage.objectUser", plan.staged_prefix)}

@@ -22,7 +22,7 @@ from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.startup import StartupPath, compile_cache_grant_prefix, compile_cache_prefix, startup_probe
+from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
@@ -88,10 +88,9 @@ class JetStreamPlan(WorkloadPlan):
         return [*([grant] if grant else []), cache]
 
     @property
-    def compile_cache_url(self) -> str:
+    def engine_cache_url(self) -> str:
         """gs:// directory of the engine's compile cache, keyed by its image and slice shape."""
-        slice_name = f"{self.shape.generation.name}-{self.shape.topology}"
-        return f"gs://{self.bucket}/{compile_cache_prefix(self.name, self.image('server'), slice_name)}"
+        return self.compile_cache_url(self.image("server"))
 
     @property
     def startup(self) -> StartupPath:
@@ -102,7 +101,7 @@ class JetStreamPlan(WorkloadPlan):
             compile_cache="gcs",
             startup_initial_delay_s=probe["initialDelaySeconds"],
             startup_period_s=probe["periodSeconds"],
-            compile_cache_url=self.compile_cache_url,
+            compile_cache_url=self.engine_cache_url,
             cold_start_s=COLD_START_S,
         )
 
@@ -148,7 +147,7 @@ class JetStreamPlan(WorkloadPlan):
         derived: dict[str, maxtext.Scalar] = {
             CHECKPOINT_ARG: self.workload.checkpoint,
             METRICS_ARG: self.workload.prometheus_port,
-            CACHE_ARG: self.compile_cache_url,
+            CACHE_ARG: self.engine_cache_url,
         }
         return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
 

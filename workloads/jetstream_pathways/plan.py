@@ -18,7 +18,7 @@ from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.startup import StartupPath, compile_cache_grant_prefix, compile_cache_prefix, startup_probe
+from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.versions import IMAGES, image_gaps
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
@@ -138,10 +138,9 @@ class PathwaysPlan(WorkloadPlan):
         return {"app": self.name}
 
     @property
-    def compile_cache_url(self) -> str:
+    def jax_cache_url(self) -> str:
         """gs:// directory of jax-tpu's compile cache, keyed by its image and the pool's slices (slices x shape)."""
-        slice_name = f"{self.pool.slices}x{self.shape.generation.name}-{self.shape.topology}"
-        return f"gs://{self.bucket}/{compile_cache_prefix(self.name, self.image('jetstream'), slice_name)}"
+        return self.compile_cache_url(self.image("jetstream"), self.pool.slices)
 
     @property
     def cold_start_s(self) -> int:
@@ -157,7 +156,7 @@ class PathwaysPlan(WorkloadPlan):
             compile_cache="gcs",
             startup_initial_delay_s=0,
             startup_period_s=startup_probe({}, self.cold_start_s)["periodSeconds"],
-            compile_cache_url=self.compile_cache_url,
+            compile_cache_url=self.jax_cache_url,
             cold_start_s=self.cold_start_s,
         )
 
@@ -165,7 +164,7 @@ class PathwaysPlan(WorkloadPlan):
         preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
         with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))
         with_metrics = maxtext.merge(
-            with_mode, {METRICS_ARG: self.workload.metrics_port, CACHE_ARG: self.compile_cache_url}
+            with_mode, {METRICS_ARG: self.workload.metrics_port, CACHE_ARG: self.jax_cache_url}
         )
         return maxtext.merge(with_metrics, self.workload.maxtext)
 

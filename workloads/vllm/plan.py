@@ -38,7 +38,6 @@ from stacks.problems import Problem
 from stacks.startup import (
     StartupPath,
     compile_cache_grant_prefix,
-    compile_cache_prefix,
     startup_probe,
 )
 from stacks.versions import IMAGES, Serves, image_gaps, image_record
@@ -72,10 +71,10 @@ RAY_PORT = 6379
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face models: models/<id>/<revision>/
 STAGED_MARKER = "_STAGED"  # written last by the staging Job: its presence means the copy is complete
-# Run:ai streamer concurrency (OS threads, and GCS clients, per host) is at least its own default, 16
-# (vllm 0.27.0 docs/models/extensions/runai_model_streamer.md "concurrency"; run-ai/runai-model-streamer
-# docs/src/env-vars.md RUNAI_STREAMER_CONCURRENCY), else one per vCPU the server requests (an assumption: reads are
-# network-bound and each thread holds one request in flight; a real deploy calibrates it).
+# Run:ai streamer concurrency (OS threads reading tensors, and object-store clients, per host: vllm 0.27.0
+# docs/models/extensions/runai_model_streamer.md, its tunable parameters) is one per vCPU the server requests, at
+# least the 16 of that page's example (an assumption: reads are network-bound and each thread holds one request in
+# flight; a real deploy calibrates it).
 STREAM_CONCURRENCY_MIN = 16
 # The staging Job copies one model once; the largest the stack serves (405B, ~800 GB in bf16) takes hours over a
 # NAT'd link: `pulumi up` waits that long for it (pulumi-kubernetes awaits a Job until Complete).
@@ -266,13 +265,9 @@ class VllmPlan(WorkloadPlan):
         return naming.fit(f"{self.service_account}-stage", naming.LABEL_MAX)
 
     @property
-    def slice_name(self) -> str:
-        return f"{self.shape.generation.name}-{self.shape.topology}"
-
-    @property
     def compile_cache_prefix(self) -> str:
         """The stack bucket prefix of this workload's compile cache for its image and slice shape."""
-        return compile_cache_prefix(self.name, self.image, self.slice_name)
+        return gcs_location(self.compile_cache_url(self.image))[1] or ""
 
     @property
     def stream_concurrency(self) -> int | None:
@@ -322,7 +317,7 @@ class VllmPlan(WorkloadPlan):
             startup_initial_delay_s=probe["initialDelaySeconds"],
             startup_period_s=probe["periodSeconds"],
             staged_weights=self.weights_url if self.staged else None,
-            compile_cache_url=f"gs://{self.bucket}/{self.compile_cache_prefix}" if self.workload.xla_cache else None,
+            compile_cache_url=self.compile_cache_url(self.image) if self.workload.xla_cache else None,
             cold_start_s=COLD_START_S,
         )
 
@@ -1014,7 +1009,8 @@ def stage_job(plan: VllmPlan) -> dict[str, Any]:
         env.append(
             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": plan.token_secret_name, "key": HF_TOKEN_KEY}}}
         )
-    labels = {**plan.labels, "role": "stage-weights"}
+    # not the workload's `app` label: its Service, PodMonitoring and InferencePool select that
+    labels = {"app": f"{plan.name}-weights", "role": "stage-weights"}
     container = {
         "name": "stage",
         "image": plan.image,
