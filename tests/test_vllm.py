@@ -525,7 +525,7 @@ def test_sizing_and_head_warnings(run):
         "tensor-parallel size 6 does not divide meta-llama/Llama-3.1-70B's 64 attention heads" in w for w in warnings
     )
     assert any(
-        "tpu-serving:workloads[0].model: 'meta-llama/Llama-3.1-70B' downloads from Hugging Face without a token" in w
+        "tpu-serving:workloads[0].model: 'meta-llama/Llama-3.1-70B' is staged from Hugging Face without a token" in w
         for w in warnings
     )
 

@@ -437,7 +437,7 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem],
         )
     elif not hf_token:
         warnings.append(
-            f"{path}.model: {model!r} downloads from Hugging Face without a token; a gated model (e.g. "
+            f"{path}.model: {model!r} is staged from Hugging Face without a token; a gated model (e.g. "
             "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>"
         )
 
