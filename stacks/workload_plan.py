@@ -150,6 +150,12 @@ class WorkloadPlan:
         return stack_service_account(self.name, self.identity_suffix)
 
     @property
+    def weights_bytes(self) -> int | None:
+        """Bytes of the weights one replica loads (parameters x bytes per parameter, stacks/catalog.weight_bytes), for
+        the time-to-serve estimate; None when the type does not say (it loads no model the stack knows)."""
+        return None
+
+    @property
     def startup(self) -> StartupPath | None:
         """How one replica starts (stacks/startup.py), read by the time-to-serve estimate; None when the type does
         not say."""
