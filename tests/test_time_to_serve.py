@@ -176,3 +176,20 @@ def test_the_three_cases_serve_from_warm_capacity_within_the_goal(cases):
             phases = ", ".join(f"{p} {duration(v)}" for p, v in e.phases.items() if p != "capacity" and v > 0)
             over.append(f"{e.workload}: {duration(e.warm)} > {duration(goal)} ({phases}; {'; '.join(e.notes)})")
     assert not over, "\n".join(over)
+
+
+def test_each_nodes_network_bandwidth_follows_the_generation_pages():
+    """v6e: 4 x 200 Gbps per 8-chip host; v5e: 2 x 100 Gbps per 8-chip host; v5p: 50 Gbps per chip (module sources).
+    A VM with part of a host's chips gets that share (an assumption, docs/time-to-serve.md)."""
+    nic = {
+        (tpu, topology, machine): catalog.slice_shape(tpu, topology, machine).host_nic_gbps
+        for tpu, topology, machine in (
+            ("v6e", "2x4", "ct6e-standard-8t"),
+            ("v6e", "4x4", "ct6e-standard-4t"),
+            ("v5e", "2x4", "ct5lp-hightpu-8t"),
+            ("v5e", "4x4", "ct5lp-hightpu-4t"),
+            ("v5p", "2x2x2", "ct5p-hightpu-4t"),
+            ("v4", "2x2x2", "ct4p-hightpu-4t"),
+        )
+    }
+    assert list(nic.values()) == [800, 400, 200, 100, 200, None]
