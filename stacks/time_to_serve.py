@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from stacks.workload_plan import WorkloadPlan
 
 GB = 10**9
+# The Run:ai model streamer's concurrency when the plan sets none: "8 for reading from object storage"
+# (run-ai/runai-model-streamer docs/src/env-vars.md, RUNAI_STREAMER_CONCURRENCY, "Default value").
+RUNAI_OBJECT_STORE_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,6 @@ ASSUMPTIONS: dict[str, Assumption] = {
         0.4, "GB/s", "one reader of large files through GCS FUSE without parallel downloads (the driver's defaults)"
     ),
     "gcs_stream_rate": Assumption(0.1, "GB/s", "one Run:ai model streamer stream from a GCS object"),
-    "gcs_stream_concurrency": Assumption(
-        16,
-        "streams",
-        "the Run:ai streamer's concurrency when the plan sets none (its documented default, "
-        "RUNAI_STREAMER_CONCURRENCY, not re-read offline)",
-    ),
     "gcs_host_read_rate": Assumption(
         5.0,
         "GB/s",
@@ -169,7 +166,7 @@ def _loader_rate(startup: StartupPath) -> float:
     if startup.weights == "hub":
         return assumed("hub_download_rate") * GB
     if startup.weights == "gcs-stream":
-        streams = startup.stream_concurrency or assumed("gcs_stream_concurrency")
+        streams = startup.stream_concurrency or RUNAI_OBJECT_STORE_CONCURRENCY
         return min(streams * assumed("gcs_stream_rate"), assumed("gcs_host_read_rate")) * GB
     if startup.weights == "checkpoint-fuse":
         return assumed("checkpoint_fuse_read_rate") * GB
