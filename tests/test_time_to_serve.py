@@ -194,3 +194,12 @@ def test_each_nodes_network_bandwidth_follows_the_generation_pages():
         )
     }
     assert list(nic.values()) == [800, 400, 200, 100, 200, None]
+
+
+def test_every_image_a_workload_type_runs_on_tpu_has_a_size_and_says_where_it_comes_from():
+    """Over the registry: the image phase reads each pinned TPU image's size from the version matrix."""
+    for kind in WORKLOAD_TYPES.values():
+        for key in kind.tpu_images:
+            record = versions.IMAGE_RECORDS[key]
+            assert record.size_gb and record.size_gb > 0, (kind.name, key)
+            assert record.size_source.startswith("assumption: ") or "http" in record.size_source, (kind.name, key)
