@@ -12,6 +12,10 @@ applied); what is found comes from the live cluster:
 - addons    every add-on controller and metrics adapter Deployment is Available.
 A paused stack expects no workload pods and skips the serving and HPA checks.
 
+Then, per workload, the measured time to serve of its slowest TPU pod (from pod, node and event timestamps,
+tooling/rollout.py) beside the model's estimate (stacks/time_to_serve.py), as `measured / modelled`: a deploy
+calibrates the model's assumptions with it (docs/time-to-serve.md).
+
 The kubeconfig is the stack's `kubeconfig` output (`pulumi stack output kubeconfig --show-secrets`, written to a
 private temporary file) unless --kubeconfig names one. Each failure prints the command to investigate.
 Exit status: 0 all passed, 1 a check failed, 2 kubectl (or pulumi) could not run.
@@ -32,15 +36,16 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stacks import addons  # noqa: E402
+from stacks import addons, time_to_serve  # noqa: E402
 from stacks import workload_plan as common  # noqa: E402
+from tooling import rollout  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
 from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
 
@@ -130,6 +135,8 @@ class Expected:
     hpas: list[dict[str, Any]]
     pod_monitorings: list[dict[str, Any]]
     addon_namespaces: list[str]
+    estimates: dict[str, time_to_serve.Estimate] = field(default_factory=dict)
+    """By workload: the modelled time to serve, printed beside the measured one."""
 
 
 def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
@@ -151,6 +158,7 @@ def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
         hpas=[o for o in objects if o["kind"] == "HorizontalPodAutoscaler"],
         pod_monitorings=[o for o in objects if o["kind"] == "PodMonitoring"],
         addon_namespaces=sorted(n for n in namespaces if n),
+        estimates={e.workload: e for e in time_to_serve.estimates(cfg)},
     )
 
 
@@ -378,6 +386,21 @@ def smoke(want: Expected, kubectl: Kubectl, request_timeout: float = 300.0, forw
     return results
 
 
+def time_to_serve_report(want: Expected, kubectl: Kubectl) -> str:
+    """The measured phases of each workload's slowest TPU pod beside the model's (tooling/rollout.py); what kubectl
+    could not read is said, never a failure: the serving checks above decide the exit status."""
+    try:
+        nodes = kubectl.get("get", "nodes", "-o", "json")
+        rows = []
+        for plan in want.workloads:
+            pods = kubectl.get("-n", plan.namespace, "get", "pods", "-o", "json")
+            events = kubectl.get("-n", plan.namespace, "get", "events", "-o", "json")
+            rows.append((plan.name, rollout.slowest(pods, nodes, events), want.estimates.get(plan.name)))
+    except KubectlError as err:
+        return f"Time to serve not measured: {err}"
+    return "Time to serve, measured / modelled (slowest TPU pod of each workload):\n\n" + rollout.report(rows)
+
+
 def table(results: list[Result]) -> str:
     lines = ["| check | what | result | detail |", "|---|---|---|---|"]
 
@@ -422,15 +445,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.kubeconfig:
             results = smoke(want, Kubectl(args.kubeconfig), args.request_timeout)
+            measured = time_to_serve_report(want, Kubectl(args.kubeconfig))
         else:
             with stack_kubeconfig(want.stack) as kubeconfig:
                 results = smoke(want, Kubectl(kubeconfig), args.request_timeout)
+                measured = time_to_serve_report(want, Kubectl(kubeconfig))
     except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
         print(f"smoke test of stack {want.stack} could not run: {err}", file=sys.stderr)
         return 2
     failed = sum(not r.ok for r in results)
     print(f"smoke test of stack {want.stack}: {len(results) - failed} passed, {failed} failed\n")
     print(table(results))
+    print(f"\n{measured}")
     return 1 if failed else 0
 
 

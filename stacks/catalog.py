@@ -106,6 +106,10 @@ class Generation:
     zones_source: str = ZONES_SOURCE
     # machine type -> (vCPUs, memory in GB) of one VM, as the TPU docs list them
     host_resources: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Data-center network bandwidth per chip, Gbit/s: the generation page's per-host NIC configuration divided by
+    # its chips per host, or its per-chip DCN figure (see each entry). None: the page states none. A VM's NIC is
+    # its chips times this (SliceShape.host_nic_gbps), which assumes a VM with part of a host's chips gets that share.
+    dcn_gbps_per_chip: float | None = None
 
     @property
     def devices_per_chip(self) -> int:
@@ -139,6 +143,13 @@ class SliceShape:
     def host_resources(self) -> tuple[int, int] | None:
         """(vCPUs, memory GB) of one node of this shape, when the catalog records them."""
         return self.generation.host_resources.get(self.machine_type)
+
+    @property
+    def host_nic_gbps(self) -> float | None:
+        """Network bandwidth of one node (VM) of this shape, Gbit/s: its chips' share of the host NIC (None: the
+        generation page states no figure). What a node reads its weights from the bucket at, at most."""
+        per_chip = self.generation.dcn_gbps_per_chip
+        return per_chip * self.chips_per_host if per_chip is not None else None
 
     @property
     def tpu_request(self) -> int:
@@ -240,6 +251,9 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a", "europe-west4-b"),  # ZONES_SOURCE
             single_tenant_zones={"us-east5-a": (), "us-east5-b": (), "us-east5-c": ()},
             list_price=ChipPrice(on_demand=1.20, spot=0.48),
+            # https://cloud.google.com/tpu/docs/v5e (key specifications): "Per-host NIC configuration 2 x 100 Gbps
+            # NIC", "Chips per host 8": 200 / 8 Gbps per chip
+            dcn_gbps_per_chip=200 / 8,
         ),
         Generation(
             name="v5p",
@@ -272,6 +286,9 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central1-a", "us-east5-a", "europe-west4-b"),  # ZONES_SOURCE
             single_tenant_zones={"us-east5-b": (), "us-east5-c": (), "us-south1-a": ()},
             list_price=ChipPrice(on_demand=4.20, spot=1.89),
+            # https://cloud.google.com/tpu/docs/v5p (key specifications): "Data center network (DCN) bandwidth per
+            # chip (Gbps) 50"
+            dcn_gbps_per_chip=50,
         ),
         Generation(
             name="v6e",
@@ -307,6 +324,9 @@ GENERATIONS: dict[str, Generation] = {
             ),  # ZONES_SOURCE
             single_tenant_zones={"us-east5-c": (), "us-east4-a": (), "us-east4-b": (), "us-west1-c": ("spot",)},
             list_price=ChipPrice(on_demand=2.70, spot=1.08),
+            # https://cloud.google.com/tpu/docs/v6e (system architecture): "Per-host NIC configuration 4 x 200 Gbps
+            # NIC", "Chips per host 8": 800 / 8 Gbps per chip
+            dcn_gbps_per_chip=800 / 8,
         ),
         Generation(
             name="tpu7x",  # Ironwood

@@ -364,6 +364,10 @@ class Image:
     """That source; or why there is no digest."""
     disputed: frozenset[str] = frozenset()
     disputed_source: str = ""
+    size_gb: float | None = None
+    """Compressed size (the bytes a node pulls), GB; None: not recorded. Read by the time-to-serve estimate."""
+    size_source: str = ""
+    """Where `size_gb` comes from: a source, or `assumption: ...` saying what it rests on (a deploy measures it)."""
 
     def __post_init__(self) -> None:
         if self.digest is not None and not DIGEST_RE.fullmatch(self.digest):
@@ -373,6 +377,18 @@ class Image:
     def pinned(self) -> str:
         """The reference the stack renders: `tag@digest` where the digest is known, else the tag."""
         return f"{self.ref}@{self.digest}" if self.digest else self.ref
+
+
+# Compressed image sizes: no source this matrix cites states them (registries show them, tutorials do not), so each
+# is a named assumption a deploy checks (`make smoke` reports the measured pull; `crane manifest <ref>` sums the
+# layers' sizes) and corrects here.
+SIZE_ASSUMPTION_VLLM = (
+    "assumption: a Python 3.12 image with vLLM, tpu-inference, JAX, libtpu and a CPU PyTorch (tpu-inference "
+    "docker/Dockerfile), about 6 GB compressed"
+)
+SIZE_ASSUMPTION_JAX = "assumption: a JAX + libtpu server image (MaxText or Saxml), about 3 GB compressed"
+SIZE_ASSUMPTION_PATHWAYS = "assumption: a Pathways binary image, about 1.5 GB compressed"
+SIZE_ASSUMPTION_SMALL = "assumption: a Python HTTP or admin server without JAX, about 0.5 GB compressed"
 
 
 def _set(*items: str) -> frozenset[str]:
@@ -396,17 +412,23 @@ IMAGE_RECORDS: dict[str, Image] = {
         "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/proxy_server:jax-0.5.3",
         Serves(tpus=_set("v4", "v5e", "v5p", "v6e")),
         "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+        size_gb=1.5,
+        size_source=SIZE_ASSUMPTION_PATHWAYS,
     ),
     "pathwaysServer": Image(
         "us-docker.pkg.dev/cloud-tpu-v2-images/pathways/server:jax-0.5.3",
         Serves(tpus=_set("v4", "v5e", "v5p", "v6e")),
         "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+        size_gb=1.5,
+        size_source=SIZE_ASSUMPTION_PATHWAYS,
     ),
     # The samples run it on v6e only; its JetStream series are not recorded upstream (only a deploy can tell).
     "jetstreamPathways": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
         Serves(),
         "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/jetstream-pathways-llama-3-1-405b-4x4.yaml",
+        size_gb=3.0,
+        size_source=SIZE_ASSUMPTION_JAX,
     ),
     # ai-on-gke tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py: GET /, POST /generate,
     # and GET /healthcheck since commit 707c3e38 (2024-10-01). The Pathways samples probe /healthcheck on :8000 of
@@ -416,6 +438,8 @@ IMAGE_RECORDS: dict[str, Image] = {
         Serves(endpoints=_set("/", "/generate", "/healthcheck")),
         "ai-on-gke .../jetstream/http-server/http_server.py@707c3e38; kubernetes-engine-samples "
         "ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml (probes /healthcheck on jetstream-http:v0.2.3)",
+        size_gb=0.5,
+        size_source=SIZE_ASSUMPTION_SMALL,
     ),
     # ai-on-gke .../jetstream/maxtext/maxengine-server/Dockerfile builds maxtext@jetstream-v0.2.2 (2024-06-05), whose
     # requirements.txt installs google-jetstream from PyPI, newest 0.2.2 (2024-05-31): JetStream v0.2.2 exports
@@ -436,11 +460,15 @@ IMAGE_RECORDS: dict[str, Image] = {
         disputed=_set("jetstream_slots_used_percentage"),
         disputed_source="ai-on-gke tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/"
         "README.md (curls this tag's metrics port)",
+        size_gb=3.0,
+        size_source=SIZE_ASSUMPTION_JAX,
     ),
     "jetstreamHttpPathways": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
         Serves(endpoints=_set("/", "/generate", "/healthcheck")),
         "kubernetes-engine-samples ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml",
+        size_gb=0.5,
+        size_source=SIZE_ASSUMPTION_SMALL,
     ),
     # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only and raises "chip type unknown" otherwise
     # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type; server/model_service_base.py).
@@ -448,17 +476,23 @@ IMAGE_RECORDS: dict[str, Image] = {
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
         Serves(),
         "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-admin-server.yaml",
+        size_gb=0.5,
+        size_source=SIZE_ASSUMPTION_SMALL,
     ),
     "saxModelServer": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
         Serves(tpus=_set("v4", "v5e")),
         "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml; "
         "google/saxml@v1.1.0:saxml/server/proto_util.py",
+        size_gb=3.0,
+        size_source=SIZE_ASSUMPTION_JAX,
     ),
     "saxHttp": Image(
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
         Serves(),
         "kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-http.yaml",
+        size_gb=0.5,
+        size_source=SIZE_ASSUMPTION_SMALL,
     ),
     # vLLM's TPU image: vLLM 0.27.0 with tpu-inference 0.27.0 (PyPI vllm-tpu 0.27.0 requirements/tpu.txt pins
     # tpu-inference==0.27.0; tpu-inference@v0.27.0 requirements.txt: jax 0.11.0, libtpu 0.0.44; its docker/Dockerfile
@@ -485,6 +519,8 @@ IMAGE_RECORDS: dict[str, Image] = {
         "vllm-project/vllm@v0.27.0 (vllm/entrypoints, vllm/v1/metrics/loggers.py); "
         "vllm-project/tpu-inference@v0.27.0 (README, requirements.txt, docker/Dockerfile, "
         "support_matrices/release/v7x)",
+        size_gb=6.0,
+        size_source=SIZE_ASSUMPTION_VLLM,
     ),
 }
 

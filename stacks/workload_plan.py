@@ -158,6 +158,12 @@ class WorkloadPlan:
         )
 
     @property
+    def weights_bytes(self) -> int | None:
+        """Bytes of the weights one replica loads (parameters x bytes per parameter, stacks/catalog.weight_bytes), for
+        the time-to-serve estimate; None when the type does not say (it loads no model the stack knows)."""
+        return None
+
+    @property
     def startup(self) -> StartupPath | None:
         """How one replica starts (stacks/startup.py), read by the time-to-serve estimate; None when the type does
         not say."""

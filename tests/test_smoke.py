@@ -135,3 +135,65 @@ def test_without_kubectl_it_says_so_and_exits_2(monkeypatch, tmp_path, capsys):
     assert shutil.which("kubectl") is None
     assert smoke.main(["--kubeconfig", "/dev/null", str(GEMMA)]) == 2
     assert "could not run" in capsys.readouterr().err
+
+
+# ---- time to serve: measured phases of a rollout beside the model's --------------------------------------------
+# tests/fixtures/kubectl/time-to-serve/ records `kubectl get nodes|pods|events -o json` of the examples/time-to-serve
+# stack in the shapes of the Kubernetes API reference (https://kubernetes.io/docs/reference/kubernetes-api/): Pod
+# core/v1 metadata.creationTimestamp, spec.nodeName, status.conditions[] {type PodScheduled|Ready, status,
+# lastTransitionTime} and status.containerStatuses[].state.running.startedAt; Node core/v1
+# metadata.creationTimestamp; Event core/v1 {involvedObject, reason, firstTimestamp, lastTimestamp, eventTime}, the
+# kubelet's reason "Pulled" (kubernetes/kubernetes pkg/kubelet/events/event.go PulledImage) with its message
+# (pkg/kubelet/images/image_manager.go), and an event recorded through events.k8s.io/v1 (eventTime only).
+TIME_TO_SERVE = ROOT / "examples" / "time-to-serve" / "Pulumi.time-to-serve.yaml"
+TTS_FIXTURES = FIXTURES / "time-to-serve"
+
+
+def _recorded_json(path: str) -> dict:
+    import json
+
+    return json.loads((TTS_FIXTURES / path).read_text())
+
+
+def test_measured_phases_come_from_pod_node_and_event_timestamps():
+    from tooling import rollout
+
+    nodes = _recorded_json("nodes.json")
+    warm = rollout.slowest(_recorded_json("llama8b/pods.json"), nodes, _recorded_json("llama8b/events.json"))
+    # created 10:00:00, scheduled :02, Pulled 10:01:08, started 10:01:10, Ready 10:05:00; its node was up before
+    assert warm is not None and warm.pod == "llama8b-6c9f7d5b8-q4w2z" and not warm.new_node
+    assert warm.phases == {"capacity": 2, "image": 66, "container start": 2, "to Ready": 230, "total": 300}
+    # a new slice: four nodes created after the pods; the last worker (Ready 11:23:30) is the one the replica waits
+    # for; the gateway's endpoint picker pod (no TPU selector) is not measured
+    cold = rollout.slowest(_recorded_json("llama70b/pods.json"), nodes, _recorded_json("llama70b/events.json"))
+    assert cold is not None and cold.pod == "llama70b-0-3" and cold.new_node
+    assert cold.phases == {"capacity": 493, "image": 70, "container start": 10, "to Ready": 837, "total": 1410}
+    assert rollout.slowest(_recorded_json("llama3-405b/pods.json"), nodes, {"items": []}) is None
+
+
+def test_smoke_prints_the_measured_phases_beside_the_estimate(fake_kubectl):
+    from stacks import time_to_serve
+    from tooling.offline import parse_stack_file
+
+    fake_kubectl("time-to-serve")
+    want = smoke.expected(TIME_TO_SERVE, recorded(TIME_TO_SERVE, True))
+    report = smoke.time_to_serve_report(want, smoke.Kubectl(None))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in report.splitlines() if line.startswith("| llama")}
+    assert report.startswith("Time to serve, measured / modelled")
+    model = {e.workload: e for e in time_to_serve.estimates(parse_stack_file(TIME_TO_SERVE))}
+    d = time_to_serve.duration
+    warm = model["llama8b"]
+    assert rows["llama8b"] == (
+        f"| llama8b | llama8b-6c9f7d5b8-q4w2z | 2s / {d(time_to_serve.assumed('schedule'))} | 1m 06s / "
+        f"{d(warm.phases['image'])} | 2s / 0s | 3m 50s / "
+        f"{d(sum(warm.phases[p] for p in ('start', 'weights', 'compile', 'readiness')))} | 5m 00s / {d(warm.warm)} |"
+    )
+    cold = model["llama70b"]
+    assert rows["llama70b"].startswith("| llama70b | llama70b-0-3 (new node) | 8m 13s / ")
+    assert rows["llama70b"].endswith(f"| 23m 30s / {d(cold.cold)} |")  # from no capacity: the model's cold total
+    assert rows["llama3-405b"].startswith("| llama3-405b | no TPU pod Ready |")
+
+
+def test_smoke_says_when_it_cannot_measure(expected, fake_kubectl):
+    fake_kubectl("healthy")  # no nodes recorded
+    assert smoke.time_to_serve_report(expected, smoke.Kubectl(None)).startswith("Time to serve not measured: kubectl")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from stacks import gke_managed, metrics_adapters, profiles
+from stacks import gke_managed, metrics_adapters, profiles, time_to_serve
 from stacks.metrics_adapters import AdapterContext
 from stacks.versions import CHARTS, default_version
+from tooling.offline import ROOT, parse_stack_file
 from tooling.summary import table
 
 ORIGINS = {"server": "model server series", "tpu": "TPU device plugin series"}
@@ -79,6 +80,17 @@ def profiles_table() -> str:
         for f in fields
     ]
     return "\n".join(table(["field", *(f"`{name}`" for name in profiles.PROFILES), "meaning"], rows))
+
+
+def time_to_serve_assumptions_table() -> str:
+    """stacks/time_to_serve.py ASSUMPTIONS: every figure of the model no source states, with what it rests on."""
+    return "\n".join(table(["assumption", "value", "what it rests on"], time_to_serve.assumption_rows()))
+
+
+def time_to_serve_cases_table() -> str:
+    """The Time to serve rows of examples/time-to-serve, as its summary.md shows them."""
+    cfg = parse_stack_file(ROOT / "examples" / "time-to-serve" / "Pulumi.time-to-serve.yaml")
+    return "\n".join(time_to_serve.summary_lines(time_to_serve.estimates(cfg))[2:])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Stack outputs as `pulumi stack output --json` prints them, every IAM grant, every image and its pinned version,
 every network exposure, the protection of each stateful resource, the resource graph, TPU pools, workloads,
-estimated cost and warnings.
+estimated cost, time to serve and warnings.
 """
 
 from __future__ import annotations
@@ -485,7 +485,7 @@ def graph_section(recording: Recording) -> list[str]:
 
 
 def summary(cfg: StackConfig, recording: Recording) -> str:
-    from stacks import cost
+    from stacks import cost, time_to_serve
 
     lines = [
         f"# Stack `{cfg.stack}` ({cfg.environment})",
@@ -593,6 +593,8 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
         lines.append("No workloads.")
     lines += ["", "## Estimated cost", ""]
     lines += cost.summary_lines(cost.estimate(cfg))
+    lines += ["", "## Time to serve", ""]
+    lines += time_to_serve.summary_lines(time_to_serve.estimates(cfg))
     lines += ["", "## Warnings", ""]
     lines += [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."]
     return "\n".join(lines) + "\n"

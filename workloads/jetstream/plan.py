@@ -143,6 +143,11 @@ class JetStreamPlan(WorkloadPlan):
             return False
         return catalog.version_tuple(self.min_master_version)[:2] < PRIVILEGED_BELOW
 
+    @property
+    def weights_bytes(self) -> int:
+        """The preset's parameters at the served weight width (MaxText `quantization`), as the HBM check counts them."""
+        return catalog.weight_bytes(self.preset.params_billion, maxtext.weight_bits(self.maxtext_pairs()))
+
     def maxtext_pairs(self) -> list[tuple[str, str]]:
         derived: dict[str, maxtext.Scalar] = {
             CHECKPOINT_ARG: self.workload.checkpoint,

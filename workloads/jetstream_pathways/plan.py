@@ -160,6 +160,11 @@ class PathwaysPlan(WorkloadPlan):
             cold_start_s=self.cold_start_s,
         )
 
+    @property
+    def weights_bytes(self) -> int:
+        """The preset's parameters at the served weight width (MaxText `quantization`), as the HBM check counts them."""
+        return catalog.weight_bytes(self.preset.params_billion, maxtext.weight_bits(self.maxtext_pairs()))
+
     def maxtext_pairs(self) -> list[tuple[str, str]]:
         preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
         with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))

@@ -135,6 +135,15 @@ class SaxmlPlan(WorkloadPlan):
         return self.pool.slices * self.shape.hosts
 
     @property
+    def weights_bytes(self) -> int | None:
+        """Every published model a model server loads, at SAX_WEIGHT_BITS, as the HBM check counts them; None when a
+        model's size is unknown."""
+        sizes = [m.params_billion or params_billion(m.model_path) for m in self.workload.models or []]
+        if not sizes or not all(sizes):
+            return None
+        return sum(catalog.weight_bytes(s, SAX_WEIGHT_BITS) for s in sizes if s)
+
+    @property
     def chips_at_peak(self) -> int:
         """The model servers hold every slice of the pool."""
         return self.pool.total_chips

@@ -195,6 +195,12 @@ class VllmPlan(WorkloadPlan):
         return vllm_panels(cluster)
 
     @property
+    def weights_bytes(self) -> int | None:
+        """The model's size (params_billion) at 16 bits, as the HBM check counts it."""
+        size = params_billion(self.workload)
+        return catalog.weight_bytes(size, 16) if size else None
+
+    @property
     def chips_at_peak(self) -> int:
         """A replica takes one node's TPU request (single-host pool) or one whole slice (multi-host pool)."""
         auto = self.workload.autoscaling

@@ -1,0 +1,282 @@
+"""Time to serve: how long a new replica of each workload takes from its pod's creation to Ready, phase by phase.
+
+A pure estimate (issue 26). It reads the workload's plan (its pool's shape and image levers, `WorkloadPlan.startup`
+and `weights_bytes`), the TPU catalog (each node's network bandwidth, stacks/catalog.py), the version matrix (image
+sizes, stacks/versions.py) and the figures in ASSUMPTIONS below, and nothing else: every figure is either read from
+one of those sources or is a named assumption in that one table, which a real deploy calibrates (`make smoke` prints
+the measured phases beside these, docs/time-to-serve.md).
+
+Phases, in the order a replica goes through them:
+- capacity   a node for the pod: none on warm capacity (a node of the pool is up and free); from no capacity, node
+             provisioning (a whole slice for a multi-host pool);
+- image      every image a replica's pods run, pulled one after the other (the kubelet's default, serial pulls:
+             https://kubernetes.io/docs/concepts/containers/images/#serial-and-parallel-image-pulls), less the images
+             preloaded on the pool's nodes; with image streaming, each image's container starts after its first reads;
+- start      the runtime: process start, imports, TPU runtime initialisation;
+- weights    the weights each host reads (all of them, or its share when the hosts load distributed) at the rate its
+             loader reaches, never above the node's network bandwidth (catalog);
+- compile    XLA compilation: cold without a compile cache; a warm cache read locally or through GCS FUSE;
+- readiness  the wait for the first startup probe after the server is up (initialDelaySeconds, then every period).
+
+The floor is what no setting can remove: the weights at the hosts' full network bandwidth, shared by every host of
+the replica, the runtime start and a warm local compile cache, with no image pull and no probe wait.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from stacks import versions
+from stacks.startup import StartupPath
+
+if TYPE_CHECKING:
+    from stacks.stack_config import StackConfig
+    from stacks.workload_plan import WorkloadPlan
+
+GB = 10**9
+# The Run:ai model streamer's concurrency when the plan sets none: "8 for reading from object storage"
+# (run-ai/runai-model-streamer docs/src/env-vars.md, RUNAI_STREAMER_CONCURRENCY, "Default value").
+RUNAI_OBJECT_STORE_CONCURRENCY = 8
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A figure no source the project cites states: its value, unit and what it rests on."""
+
+    value: float
+    unit: str
+    why: str
+
+
+# Every figure of the model that is not read from the catalog, the version matrix or the plan. A deploy that measures
+# otherwise (`make smoke`) changes it here, and only here.
+ASSUMPTIONS: dict[str, Assumption] = {
+    "node_provision_single_host": Assumption(
+        300,
+        "s",
+        "a single-host TPU node from the autoscaler's scale-up to Ready (VM, boot, node registration, TPU "
+        "device plugin); no published figure, and a stockout waits longer",
+    ),
+    "node_provision_multi_host": Assumption(
+        480,
+        "s",
+        "a multi-host slice (its node pool grown as a whole) until its last node is Ready; no published figure",
+    ),
+    "schedule": Assumption(5, "s", "a pending pod bound to a free node and its sandbox started"),
+    "image_pull_rate": Assumption(
+        0.1, "GB/s", "an image pull (download and unpack of compressed layers, unpack-bound) on a TPU node's boot disk"
+    ),
+    "image_stream_start": Assumption(
+        15,
+        "s",
+        "a container's start on a streamed image, which reads what it needs on demand (GKE image streaming: "
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming gives no figure)",
+    ),
+    "runtime_start": Assumption(
+        30, "s", "process start, Python imports, libtpu initialisation and server set-up, once the image is there"
+    ),
+    "hub_download_rate": Assumption(0.2, "GB/s", "one host downloading safetensors from the Hugging Face Hub"),
+    "gcs_fuse_read_rate": Assumption(
+        0.4, "GB/s", "one reader of large files through GCS FUSE without parallel downloads (the driver's defaults)"
+    ),
+    "gcs_stream_rate": Assumption(0.1, "GB/s", "one Run:ai model streamer stream from a GCS object"),
+    "gcs_host_read_rate": Assumption(
+        5.0,
+        "GB/s",
+        "what one host reads from a bucket in its region with many parallel streams (GCS states no "
+        "per-VM figure; below the node's NIC on every generation in the catalog)",
+    ),
+    "checkpoint_fuse_read_rate": Assumption(
+        0.4, "GB/s", "an Orbax/MaxText checkpoint restore through GCS FUSE on one host"
+    ),
+    "compile_cold": Assumption(
+        600, "s", "XLA compilation of a server's prefill and decode shapes with no cache (model warm-up included)"
+    ),
+    "compile_warm_local": Assumption(30, "s", "loading compiled executables from a cache on local disk"),
+    "compile_warm_fuse": Assumption(
+        120, "s", "the same cache read through GCS FUSE (many small files, each a round trip to the bucket)"
+    ),
+    "compile_cache_size": Assumption(2, "GB", "a server's persistent compile cache, copied to local disk first"),
+}
+
+PHASES = ("capacity", "image", "start", "weights", "compile", "readiness")
+"""The phase columns, in order; `capacity` is node provisioning from no capacity (zero on warm capacity)."""
+
+
+def assumed(name: str) -> float:
+    """The value of a named assumption (ASSUMPTIONS), read when the estimate runs."""
+    return ASSUMPTIONS[name].value
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One workload's modelled time to serve, seconds per phase."""
+
+    workload: str
+    phases: dict[str, float]
+    floor: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def warm(self) -> float:
+        """Total on warm capacity: every phase but node provisioning, and the pod's scheduling."""
+        return assumed("schedule") + sum(v for k, v in self.phases.items() if k != "capacity")
+
+    @property
+    def cold(self) -> float:
+        """Total from no capacity: node provisioning, then the same."""
+        return self.warm + self.phases["capacity"]
+
+    @property
+    def ratio(self) -> float:
+        """Warm-capacity total over the floor."""
+        return self.warm / self.floor if self.floor else math.inf
+
+
+def default_startup(images: tuple[str, ...]) -> StartupPath:
+    """What the model assumes for a type whose plan does not say how its replicas start: its pinned TPU images
+    pulled, weights read through GCS FUSE, no compile cache, probed from the start."""
+    return StartupPath(images=images, weights="gcs-fuse")
+
+
+def _image_seconds(plan: WorkloadPlan, startup: StartupPath, notes: list[str]) -> float:
+    refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
+    if plan.pool.image_streaming:
+        return assumed("image_stream_start") * len(refs)
+    total = 0.0
+    for ref in refs:
+        record = versions.image_record(ref)
+        if record is None or record.size_gb is None:
+            notes.append(f"{plan.name}: image {ref} has no recorded size (stacks/versions.py): counted as none")
+            continue
+        total += record.size_gb
+    return total / assumed("image_pull_rate")
+
+
+def _nic_rate(plan: WorkloadPlan) -> float | None:
+    """Bytes per second one node of the pool reads at most: its network bandwidth (catalog)."""
+    gbps = plan.shape.host_nic_gbps
+    return gbps * GB / 8 if gbps else None
+
+
+def _loader_rate(startup: StartupPath) -> float:
+    """Bytes per second the loader reaches on one host, before the node's NIC caps it."""
+    if startup.weights == "hub":
+        return assumed("hub_download_rate") * GB
+    if startup.weights == "gcs-stream":
+        streams = startup.stream_concurrency or RUNAI_OBJECT_STORE_CONCURRENCY
+        return min(streams * assumed("gcs_stream_rate"), assumed("gcs_host_read_rate")) * GB
+    if startup.weights == "checkpoint-fuse":
+        return assumed("checkpoint_fuse_read_rate") * GB
+    return assumed("gcs_fuse_read_rate") * GB
+
+
+def _weights_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
+    size = plan.weights_bytes or 0
+    per_host = size / plan.shape.hosts if startup.distributed_load else size
+    nic = _nic_rate(plan)
+    rate = min(_loader_rate(startup), nic) if nic else _loader_rate(startup)
+    return per_host / rate
+
+
+def _compile_seconds(startup: StartupPath) -> float:
+    cache = startup.compile_cache
+    if cache == "gcs-fuse":
+        return assumed("compile_warm_fuse")
+    if cache == "local-copy":
+        return assumed("compile_warm_local") + assumed("compile_cache_size") / assumed("gcs_host_read_rate")
+    # none: nothing kept; local: a new node's disk holds no cache yet
+    return assumed("compile_cold")
+
+
+def _readiness_seconds(startup: StartupPath, up: float) -> float:
+    """From the server being up (`up` seconds after the container started) to the first startup probe that finds it
+    so: probes run at initialDelaySeconds, then every periodSeconds."""
+    delay, period = startup.startup_initial_delay_s, max(startup.startup_period_s, 1)
+    first = delay if up <= delay else delay + math.ceil((up - delay) / period) * period
+    return first - up
+
+
+def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estimate:
+    """The time to serve of one workload. `default_images`: the pinned images its type runs, used when the plan
+    does not say how its replicas start (then a note says so)."""
+    notes: list[str] = []
+    startup = plan.startup
+    if startup is None:
+        startup = default_startup(default_images)
+        notes.append(
+            f"{plan.name}: its type does not say how a replica starts (WorkloadPlan.startup): modelled as its pinned "
+            "images pulled, weights read through GCS FUSE, no compile cache and a startup probe from the start"
+        )
+    if plan.weights_bytes is None:
+        notes.append(f"{plan.name}: its type does not say how large its weights are (WorkloadPlan.weights_bytes)")
+    if plan.shape.host_nic_gbps is None:
+        notes.append(
+            f"{plan.name}: the catalog has no network bandwidth for {plan.shape.generation.name}: weights at the "
+            "loader's rate, the floor at gcs_host_read_rate"
+        )
+    provision = "node_provision_multi_host" if plan.shape.multi_host else "node_provision_single_host"
+    start, weights, compile_ = assumed("runtime_start"), _weights_seconds(plan, startup), _compile_seconds(startup)
+    phases = {
+        "capacity": assumed(provision),
+        "image": _image_seconds(plan, startup, notes),
+        "start": start,
+        "weights": weights,
+        "compile": compile_,
+        "readiness": _readiness_seconds(startup, start + weights + compile_),
+    }
+    host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
+    floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate)
+    floor = start + floor_weights + assumed("compile_warm_local")
+    return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes))
+
+
+def estimates(cfg: StackConfig) -> list[Estimate]:
+    """One estimate per workload of the stack, with each type's pinned TPU images as the fallback."""
+    found = []
+    for plan in cfg.workloads:
+        kind = cfg.workload_types.get(plan.workload.type)
+        images = tuple(versions.IMAGES[key] for key in kind.tpu_images) if kind else ()
+        found.append(estimate(plan, images))
+    return found
+
+
+def duration(seconds: float) -> str:
+    """`1m 05s`, `45s`, `1h 02m`."""
+    whole = round(seconds)
+    if whole >= 3600:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    if whole >= 60:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole}s"
+
+
+def summary_lines(found: list[Estimate]) -> list[str]:
+    """The summary.md section: one row per workload, the phases, both totals, the floor and the ratio."""
+    if not found:
+        return ["No workloads."]
+    header = ["workload", *PHASES, "warm capacity", "from no capacity", "floor", "ratio"]
+    lines = [
+        "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
+        "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
+        "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
+        "weights at the hosts' network bandwidth, the runtime start and a warm local compile cache.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for e in found:
+        cells = [duration(e.phases[p]) for p in PHASES]
+        row = [e.workload, *cells, duration(e.warm), duration(e.cold), duration(e.floor), f"{e.ratio:.1f}x"]
+        lines.append("| " + " | ".join(row) + " |")
+    notes = [n for e in found for n in e.notes]
+    if notes:
+        lines += ["", *(f"- {n}" for n in notes)]
+    return lines
+
+
+def assumption_rows() -> list[list[str]]:
+    """The assumption table for docs/time-to-serve.md: name, value, what it rests on."""
+    return [[f"`{name}`", f"{a.value:g} {a.unit}", a.why] for name, a in ASSUMPTIONS.items()]

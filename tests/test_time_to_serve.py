@@ -1,0 +1,205 @@
+"""The time-to-serve estimate (stacks/time_to_serve.py): what summary.md shows per workload, that each input is read
+from its one source (the catalog's network bandwidth, the version matrix's image sizes, the pool's image levers, the
+plan's startup path, the assumption table), and the goal of issue 26 on the three cases of examples/time-to-serve.
+
+Sources of the rules the model encodes:
+- the kubelet pulls images one after the other by default:
+  https://kubernetes.io/docs/concepts/containers/images/#serial-and-parallel-image-pulls ("By default, the kubelet
+  pulls images serially");
+- a startup probe first runs after initialDelaySeconds, then every periodSeconds, and readiness waits for it:
+  https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ and the Probe fields of
+  core/v1 (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#lifecycle);
+- per-host network bandwidth: https://cloud.google.com/tpu/docs/v6e ("Per-host NIC configuration 4 x 200 Gbps NIC",
+  "Chips per host 8"), https://cloud.google.com/tpu/docs/v5e ("2 x 100 Gbps NIC"), https://cloud.google.com/tpu/docs/v5p
+  ("Data center network (DCN) bandwidth per chip (Gbps) 50").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from stacks import catalog, time_to_serve, versions
+from stacks.pool_plan import PoolPlan
+from stacks.startup import StartupPath
+from stacks.time_to_serve import ASSUMPTIONS, PHASES, Assumption, duration, estimate, estimates
+from tests.conftest import EXAMPLES, recorded
+from tooling import summary
+from tooling.offline import parse_stack_file
+from workloads.registry import WORKLOAD_TYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "examples" / "time-to-serve" / "Pulumi.time-to-serve.yaml"
+VLLM = versions.IMAGES["vllmTpu"]
+# issue 26's goal: warm-capacity time to serve, seconds
+GOAL = {"llama8b": 120, "llama70b": 240, "llama3-405b": 300}
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return parse_stack_file(CASES)
+
+
+def plan_of(cfg, name):
+    return next(p for p in cfg.workloads if p.name == name)
+
+
+def section(page: str, title: str) -> list[str]:
+    body = page.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return body.strip().splitlines()
+
+
+# ---- what the user sees ------------------------------------------------------------------------------------------
+
+
+def test_summary_shows_one_row_per_workload_beside_the_cost(cases):
+    page = summary.summary(cases, recorded(CASES, True))
+    assert page.index("## Estimated cost") < page.index("## Time to serve") < page.index("## Warnings")
+    lines = section(page, "Time to serve")
+    header = next(line for line in lines if line.startswith("| workload"))
+    assert header == (
+        "| workload | capacity | image | start | weights | compile | readiness | warm capacity | from no capacity "
+        "| floor | ratio |"
+    )
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| llama")}
+    assert sorted(rows) == ["llama3-405b", "llama70b", "llama8b"]
+    for found in estimates(cases):
+        cells = [c.strip() for c in rows[found.workload].strip("|").split("|")]
+        assert cells[1:7] == [duration(found.phases[p]) for p in PHASES]
+        assert cells[7:] == [duration(found.warm), duration(found.cold), duration(found.floor), f"{found.ratio:.1f}x"]
+        assert found.cold == found.warm + found.phases["capacity"] and found.floor < found.warm
+
+
+def test_every_workload_type_gets_an_estimate():
+    """Over the registry: each type appears in some example, and each of its workloads gets a finite estimate."""
+    seen: set[str] = set()
+    for path in EXAMPLES:
+        cfg = parse_stack_file(path)
+        found = {e.workload: e for e in estimates(cfg)}
+        for plan in cfg.workloads:
+            seen.add(plan.workload.type)
+            e = found[plan.name]
+            assert all(math.isfinite(v) and v >= 0 for v in e.phases.values()), (path.name, e)
+            assert 0 < e.floor <= e.warm < e.cold, (path.name, e)
+    assert seen == set(WORKLOAD_TYPES)
+
+
+def test_a_type_that_does_not_say_how_it_starts_is_modelled_as_today_and_noted(cases, monkeypatch):
+    monkeypatch.setattr(type(plan_of(cases, "llama8b")), "startup", property(lambda self: None))
+    e = estimate(plan_of(cases, "llama8b"), (VLLM,))
+    assert any("does not say how a replica starts" in n for n in e.notes)
+    assert e.phases["compile"] == ASSUMPTIONS["compile_cold"].value  # no compile cache
+    assert e.phases["image"] == pytest.approx(versions.IMAGE_RECORDS["vllmTpu"].size_gb / 0.1)
+
+
+# ---- each input from its one source ------------------------------------------------------------------------------
+
+
+def _with_startup(monkeypatch, plan, startup: StartupPath):
+    monkeypatch.setattr(type(plan), "startup", property(lambda self: startup))
+
+
+def test_the_weights_phase_reads_the_catalogs_network_bandwidth(cases, monkeypatch):
+    plan = plan_of(cases, "llama8b")
+    _with_startup(monkeypatch, plan, StartupPath(images=(VLLM,), weights="gcs-stream", stream_concurrency=64))
+    before = estimate(plan)
+    # 64 streams x 0.1 GB/s, capped by gcs_host_read_rate (5 GB/s): the v6e-8 node's 800 Gbps does not bind
+    assert before.phases["weights"] == pytest.approx(round(plan.weights_bytes / 5e9, 1))
+    slow = dataclasses.replace(plan.shape.generation, dcn_gbps_per_chip=1.0)  # 8 Gbps per node = 1 GB/s
+    slow_plan = dataclasses.replace(
+        plan, pool=dataclasses.replace(plan.pool, shape=dataclasses.replace(plan.shape, generation=slow))
+    )
+    after = estimate(slow_plan)
+    assert after.phases["weights"] == pytest.approx(round(plan.weights_bytes / 1e9, 1))
+    assert after.floor > before.floor  # the floor reads the same bandwidth
+
+
+def test_the_image_phase_reads_the_version_matrix_sizes_and_the_pools_levers(cases, monkeypatch):
+    plan = plan_of(cases, "llama8b")
+    _with_startup(monkeypatch, plan, StartupPath(images=(VLLM, VLLM), weights="gcs-stream"))
+    pull = ASSUMPTIONS["image_pull_rate"].value
+    assert estimate(plan).phases["image"] == pytest.approx(6.0 / pull)  # one image, pulled once
+    monkeypatch.setitem(
+        versions.IMAGE_RECORDS, "vllmTpu", dataclasses.replace(versions.IMAGE_RECORDS["vllmTpu"], size_gb=9.0)
+    )
+    assert estimate(plan).phases["image"] == pytest.approx(9.0 / pull)
+    monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: True))
+    assert estimate(plan).phases["image"] == ASSUMPTIONS["image_stream_start"].value
+    monkeypatch.setattr(PoolPlan, "preloaded_images", property(lambda self: (VLLM,)))
+    assert estimate(plan).phases["image"] == 0
+
+
+def test_the_startup_path_decides_weights_compile_and_readiness(cases, monkeypatch):
+    plan = plan_of(cases, "llama70b")  # 4 hosts of ct6e-standard-4t
+    assert plan.shape.hosts == 4 and plan.shape.host_nic_gbps == 400
+    size = plan.weights_bytes
+    assert size == catalog.weight_bytes(70, 16)
+    fuse = StartupPath(images=(VLLM,), weights="gcs-fuse", compile_cache="gcs-fuse", startup_initial_delay_s=600)
+    _with_startup(monkeypatch, plan, fuse)
+    e = estimate(plan)
+    assert e.phases["weights"] == pytest.approx(round(size / 0.4e9, 1))  # every host reads all of it through FUSE
+    assert e.phases["compile"] == ASSUMPTIONS["compile_warm_fuse"].value
+    up = e.phases["start"] + e.phases["weights"] + e.phases["compile"]
+    assert up < 600 and e.phases["readiness"] == pytest.approx(600 - up)  # up, then waiting for the first probe
+    shared = dataclasses.replace(fuse, weights="gcs-stream", distributed_load=True, compile_cache="local-copy")
+    _with_startup(monkeypatch, plan, dataclasses.replace(shared, startup_initial_delay_s=0, startup_period_s=5))
+    e = estimate(plan)
+    # its share, at the streamer's default 8 object-store streams (RUNAI_OBJECT_STORE_CONCURRENCY) x 0.1 GB/s
+    assert e.phases["weights"] == pytest.approx(round(size / 4 / 0.8e9, 1))
+    assert e.phases["compile"] == pytest.approx(30 + 2 / 5)
+    assert 0 <= e.phases["readiness"] < 5
+
+
+def test_every_figure_is_an_assumption_read_when_the_estimate_runs(cases, monkeypatch):
+    plan = plan_of(cases, "llama3-405b")
+    monkeypatch.setattr(type(plan), "startup", property(lambda self: None))
+    for name in ("compile_cold", "runtime_start", "node_provision_multi_host"):
+        before = estimate(plan)
+        monkeypatch.setitem(ASSUMPTIONS, name, Assumption(ASSUMPTIONS[name].value + 100, "s", "test"))
+        after = estimate(plan)
+        assert after.cold == pytest.approx(before.cold + 100, abs=10), name
+    assert time_to_serve.assumption_rows()[0][0] == f"`{next(iter(ASSUMPTIONS))}`"
+
+
+# ---- issue 26's goal on the three cases --------------------------------------------------------------------------
+
+
+def test_the_three_cases_serve_from_warm_capacity_within_the_goal(cases):
+    """Llama 3.1 8B on one v6e-8 host <= 2 min, 70B on a v6e 4x4 slice <= 4 min, 405B int8 on Pathways <= 5 min,
+    with the levers the example and the workload types set. A miss lists every phase of the workload that missed."""
+    over = []
+    for e in estimates(cases):
+        goal = GOAL[e.workload]
+        if e.warm > goal:
+            phases = ", ".join(f"{p} {duration(v)}" for p, v in e.phases.items() if p != "capacity" and v > 0)
+            over.append(f"{e.workload}: {duration(e.warm)} > {duration(goal)} ({phases}; {'; '.join(e.notes)})")
+    assert not over, "\n".join(over)
+
+
+def test_each_nodes_network_bandwidth_follows_the_generation_pages():
+    """v6e: 4 x 200 Gbps per 8-chip host; v5e: 2 x 100 Gbps per 8-chip host; v5p: 50 Gbps per chip (module sources).
+    A VM with part of a host's chips gets that share (an assumption, docs/time-to-serve.md)."""
+    nic = {
+        (tpu, topology, machine): catalog.slice_shape(tpu, topology, machine).host_nic_gbps
+        for tpu, topology, machine in (
+            ("v6e", "2x4", "ct6e-standard-8t"),
+            ("v6e", "4x4", "ct6e-standard-4t"),
+            ("v5e", "2x4", "ct5lp-hightpu-8t"),
+            ("v5e", "4x4", "ct5lp-hightpu-4t"),
+            ("v5p", "2x2x2", "ct5p-hightpu-4t"),
+            ("v4", "2x2x2", "ct4p-hightpu-4t"),
+        )
+    }
+    assert list(nic.values()) == [800, 400, 200, 100, 200, None]
+
+
+def test_every_image_a_workload_type_runs_on_tpu_has_a_size_and_says_where_it_comes_from():
+    """Over the registry: the image phase reads each pinned TPU image's size from the version matrix."""
+    for kind in WORKLOAD_TYPES.values():
+        for key in kind.tpu_images:
+            record = versions.IMAGE_RECORDS[key]
+            assert record.size_gb and record.size_gb > 0, (kind.name, key)
+            assert record.size_source.startswith("assumption: ") or "http" in record.size_source, (kind.name, key)
