@@ -247,6 +247,32 @@ def cluster_addons_args(gateway_api: bool) -> dict:
     )
 
 
+def autoscaling_and_images_args(plan: ClusterPlan) -> dict:
+    """The HPA profile and the image-streaming default of node pools the cluster's own config does not describe.
+
+    - `pod_autoscaling.hpa_profile` (google-beta v7.45.0 google-beta/services/container/resource_container_cluster.go:
+      Required inside the block, StringInSlice NONE, PERFORMANCE; PERFORMANCE "support[s] a higher number of HPAs per
+      cluster and faster metrics collection for workload autoscaling"). Null leaves the block out (GKE's default).
+    - `node_pool_defaults.node_config_defaults.gcfs_config` (same file: the cluster's DesiredGcfsConfig, updated in
+      place): image streaming for node pools created later, which GKE creates for a ComputeClass pool (none of the
+      ComputeClass fields the stack relies on, stacks/compute_class.py C1, is about image streaming; that GKE's
+      auto-created pools take this default only a real deploy shows). The stack's own node pools set it themselves
+      (components/tpu_pool.py gcfs_config)."""
+    config = plan.config
+    return dict(
+        pod_autoscaling=(
+            gcp.container.ClusterPodAutoscalingArgs(hpa_profile=config.hpa_profile) if config.hpa_profile else None
+        ),
+        node_pool_defaults=gcp.container.ClusterNodePoolDefaultsArgs(
+            node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+                gcfs_config=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs(
+                    enabled=config.images.streaming
+                )
+            )
+        ),
+    )
+
+
 def cluster_args(
     plan: ClusterPlan, *, network: Network, node_service_account: pulumi.Input[str]
 ) -> gcp.container.ClusterArgs:
@@ -267,6 +293,7 @@ def cluster_args(
         **cluster_security_args(plan),
         **cluster_observability_args(),
         **cluster_addons_args(plan.gateway_api),
+        **autoscaling_and_images_args(plan),
         resource_labels=plan.labels,
         deletion_protection=plan.deletion_protection,
     )

@@ -126,7 +126,8 @@ def _check_pieces(
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     protect = environment_piece.protect(sections.environment, sections.decommission)
-    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect)
+    streaming = cluster.images.streaming if cluster is not None else False
+    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect, image_streaming=streaming)
     problems.extend(pool_problems)
     if cluster is not None:
         needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
