@@ -8,14 +8,14 @@ its IAM-gated DNS-based endpoint with the IP endpoint closed to the internet (`c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.network import Network
-from components.node_identity import NodeServiceAccount
+from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from stacks import cpu_machines, kms, naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
@@ -329,9 +329,10 @@ def system_pool_args(
 
 @dataclass(frozen=True)
 class ClusterDeps:
-    """What the cluster is built on."""
+    """What the cluster is built on, and the image repositories its nodes read (components/images.py)."""
 
     network: Network
+    node_account: NodeAccountDeps = field(default_factory=NodeAccountDeps)
 
 
 class Cluster(pulumi.ComponentResource):
@@ -363,7 +364,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config, project, location = plan.config, plan.project, plan.location
 
-        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, opts=child)
+        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, deps=deps.node_account, opts=child)
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
             cluster_args(plan, network=deps.network, node_service_account=nodes.email),

@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from stacks import catalog, scan_exceptions
 from stacks.gateway import GatewayBackend
+from stacks.images import ImageMirror
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
@@ -80,6 +81,8 @@ class WorkloadPlan:
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
     identity_suffix: str = field(default="", kw_only=True)
+    image_mirror: ImageMirror | None = field(default=None, kw_only=True)
+    """cluster.images.mirror: where pods pull the pinned public images (stacks/images.py); None: as pinned."""
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -93,8 +96,15 @@ class WorkloadPlan:
             ctx.scrape_interval,
             ctx.paused,
             identity_suffix=ctx.identity_suffix,
+            image_mirror=ctx.image_mirror,
             **extra,
         )
+
+    def served(self, ref: str) -> str:
+        """A pinned image (stacks/versions.py IMAGES) as its pods pull it: through the stack's remote repository for
+        its registry (stacks/images.py), else as pinned. Every type's default images go through this; an image the
+        user sets is used as given."""
+        return self.image_mirror.served(ref) if self.image_mirror is not None else ref
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
