@@ -15,6 +15,7 @@ import pytest
 from stacks import cost
 from stacks.workload_plan import MULTI_HOST_SCALE_DOWN_WINDOW_S
 from tests.conftest import STACK_FILES, make_config, pool, recorded
+from tests.test_gateway import parse_config as parse
 from tooling import provider_schema as ps
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -25,21 +26,6 @@ HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
 def rules(resource: str) -> dict:
     data = json.loads(ps.DATA.read_text())
     return data["resources"][resource]["fields"]
-
-
-def parse(config: dict):
-    from stacks.config import parse_stack_config
-    from workloads.registry import WORKLOAD_TYPES
-
-    raw = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("tpu-serving:")}
-    return parse_stack_config(
-        raw,
-        stack="dev",
-        pulumi_project="tpu-serving",
-        gcp_project=config["gcp:project"],
-        region=config["gcp:region"],
-        workload_types=WORKLOAD_TYPES,
-    )
 
 
 def tpu_node_pools(rec):
