@@ -8,14 +8,14 @@ its IAM-gated DNS-based endpoint with the IP endpoint closed to the internet (`c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.network import Network
-from components.node_identity import NodeServiceAccount
+from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from stacks import cpu_machines, kms, naming
 from stacks.config_model import ClusterConfig
 from stacks.kubeconfig import gke_kubeconfig
@@ -247,6 +247,32 @@ def cluster_addons_args(gateway_api: bool) -> dict:
     )
 
 
+def autoscaling_and_images_args(plan: ClusterPlan) -> dict:
+    """The HPA profile and the image-streaming default of node pools the cluster's own config does not describe.
+
+    - `pod_autoscaling.hpa_profile` (google-beta v7.45.0 google-beta/services/container/resource_container_cluster.go:
+      Required inside the block, StringInSlice NONE, PERFORMANCE; PERFORMANCE "support[s] a higher number of HPAs per
+      cluster and faster metrics collection for workload autoscaling"). Null leaves the block out (GKE's default).
+    - `node_pool_defaults.node_config_defaults.gcfs_config` (same file: the cluster's DesiredGcfsConfig, updated in
+      place): image streaming for node pools created later, which GKE creates for a ComputeClass pool (none of the
+      ComputeClass fields the stack relies on, stacks/compute_class.py C1, is about image streaming; that GKE's
+      auto-created pools take this default only a real deploy shows). The stack's own node pools set it themselves
+      (components/tpu_pool.py gcfs_config)."""
+    config = plan.config
+    return dict(
+        pod_autoscaling=(
+            gcp.container.ClusterPodAutoscalingArgs(hpa_profile=config.hpa_profile) if config.hpa_profile else None
+        ),
+        node_pool_defaults=gcp.container.ClusterNodePoolDefaultsArgs(
+            node_config_defaults=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+                gcfs_config=gcp.container.ClusterNodePoolDefaultsNodeConfigDefaultsGcfsConfigArgs(
+                    enabled=config.images.streaming
+                )
+            )
+        ),
+    )
+
+
 def cluster_args(
     plan: ClusterPlan, *, network: Network, node_service_account: pulumi.Input[str]
 ) -> gcp.container.ClusterArgs:
@@ -267,6 +293,7 @@ def cluster_args(
         **cluster_security_args(plan),
         **cluster_observability_args(),
         **cluster_addons_args(plan.gateway_api),
+        **autoscaling_and_images_args(plan),
         resource_labels=plan.labels,
         deletion_protection=plan.deletion_protection,
     )
@@ -302,9 +329,10 @@ def system_pool_args(
 
 @dataclass(frozen=True)
 class ClusterDeps:
-    """What the cluster is built on."""
+    """What the cluster is built on, and the image repositories its nodes read (components/images.py)."""
 
     network: Network
+    node_account: NodeAccountDeps = field(default_factory=NodeAccountDeps)
 
 
 class Cluster(pulumi.ComponentResource):
@@ -336,7 +364,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config, project, location = plan.config, plan.project, plan.location
 
-        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, opts=child)
+        nodes = NodeServiceAccount(f"{name}-nodes", plan=plan.nodes, deps=deps.node_account, opts=child)
         self.gke = gcp.container.Cluster(
             f"{name}-gke",
             cluster_args(plan, network=deps.network, node_service_account=nodes.email),

@@ -11,10 +11,11 @@ from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
+from components.images import ImageRepositories
 from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
-from components.node_identity import NodeServiceAccount
+from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
@@ -83,8 +84,9 @@ def workload_summary(platform: Platform) -> dict[str, dict]:
 
 
 def build_platform(cfg: StackConfig) -> Platform:
-    network, cluster = _network_and_cluster(cfg)
-    own_nodes = _own_node_accounts(cfg)
+    images = _image_repositories(cfg)
+    network, cluster = _network_and_cluster(cfg, images)
+    own_nodes = _own_node_accounts(cfg, images)
     pools = _tpu_pools(cfg, cluster, own_nodes)
     bucket = Bucket("bucket", plan=cfg.bucket_plan)
     addons = Addons(
@@ -123,18 +125,28 @@ def build_platform(cfg: StackConfig) -> Platform:
     )
 
 
-def _network_and_cluster(cfg: StackConfig) -> tuple[Network, Cluster]:
+def _network_and_cluster(cfg: StackConfig, images: NodeAccountDeps) -> tuple[Network, Cluster]:
     network = Network("network", plan=cfg.network_plan)
-    cluster = Cluster("cluster", plan=cfg.cluster_plan, deps=ClusterDeps(network=network))
+    cluster = Cluster("cluster", plan=cfg.cluster_plan, deps=ClusterDeps(network=network, node_account=images))
     return network, cluster
 
 
-def _own_node_accounts(cfg: StackConfig) -> dict[str, NodeServiceAccount]:
+def _image_repositories(cfg: StackConfig) -> NodeAccountDeps:
+    """The stack's remote repositories (cluster.images.mirror), which every node identity reads."""
+    mirror = cfg.image_mirror
+    if mirror is None or not mirror.remotes:  # off: images are pulled as pinned, with project-level reader
+        return NodeAccountDeps()
+    return NodeAccountDeps(ImageRepositories("images", plan=mirror).repositories)
+
+
+def _own_node_accounts(cfg: StackConfig, images: NodeAccountDeps) -> dict[str, NodeServiceAccount]:
     """Workloads whose pods run on the host network act as their nodes' identity: each gets its own node service
     account (by its pool's name; the node identities piece plans it), used by its pool (and the nodes the
     workload adds), before any of those pools exist."""
     return {
-        plan.pool.name: NodeServiceAccount(f"workload-{plan.name}-nodes", plan=cfg.workload_node_accounts[plan.name])
+        plan.pool.name: NodeServiceAccount(
+            f"workload-{plan.name}-nodes", plan=cfg.workload_node_accounts[plan.name], deps=images
+        )
         for plan in cfg.workloads
         if plan.name in cfg.workload_node_accounts
     }

@@ -49,6 +49,16 @@ def capacity_args(plan: PoolPlan) -> dict:
     return {}
 
 
+def gcfs_config(plan: PoolPlan) -> gcp.container.NodePoolNodeConfigGcfsConfigArgs:
+    """GKE image streaming on the pool's nodes (`cluster.images.streaming`), sent either way so turning it off is a
+    change the provider makes (google-beta v7.45.0 google-beta/services/container/node_config.go schemaGcfsConfig:
+    `gcfs_config {enabled}`, enabled Required; node_pool updates send it in place). GKE streams only images in
+    Artifact Registry, on Container-Optimized OS with containerd, the TPU node image
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming "Requirements"); other images are pulled
+    whole. That GKE streams images onto TPU VMs is not stated there: only a real deploy shows it (docs/deploying.md)."""
+    return gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=plan.image_streaming)
+
+
 def gke_sets_upgrade_strategy(plan: PoolPlan) -> bool:
     """GKE forces the SHORT_LIVED upgrade strategy on flex-start (and queued-provisioning) node pools."""
     return plan.config.capacity == "flex-start"
@@ -159,6 +169,7 @@ def node_pool_args(
             resource_labels={**labels, "tpu-pool": plan.name, "tpu-slice": str(index)},
             **capacity_args(plan),
             **node_pool_security(node_service_account),
+            gcfs_config=gcfs_config(plan),
         ),
         # Flex-start nodes cannot be repaired in place: a failed VM returns its capacity.
         management=gcp.container.NodePoolManagementArgs(
@@ -217,10 +228,10 @@ class TpuSlicePool(pulumi.ComponentResource):
             self.compute_class = self._compute_class(
                 name, plan, node_service_account, policy_name, deps.k8s_provider, protect
             )
-        size = sizing(plan, deps.paused)
         # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
         # pool with a ComputeClass has no node pools of its own.
         own = naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host) if plan.node_pool_names else []
+        sizes = [sizing(plan, deps.paused, index) for index in range(len(own))]  # warm slices: a higher minimum
         self.node_pools = [
             gcp.container.NodePool(
                 resource_name,
@@ -230,7 +241,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                     cluster_name=deps.cluster_name,
                     location=cluster.location,
                     project=project,
-                    size=size,
+                    size=sizes[index],
                     policy_name=policy_name,
                     node_service_account=node_service_account,
                     labels=cluster.labels,
@@ -239,7 +250,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                     parent=self,
                     protect=protect,
                     delete_before_replace=True,
-                    ignore_changes=ignored_changes(plan, size.autoscaled) or None,
+                    ignore_changes=ignored_changes(plan, sizes[index].autoscaled) or None,
                     # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
                     # its name would resize the slice and keep its old placement (google-beta v7.45.0
                     # resource_container_node_pool.go reads placement_policy only on create).

@@ -8,12 +8,14 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import addons as addon_registry
 from stacks import (
+    images,
     naming,
+    versions,
     workload_checks,
 )
 from stacks.addons import AddonsConfig
@@ -26,6 +28,7 @@ from stacks.config_model import (
     WorkloadConfig,
 )
 from stacks.config_parse import parse
+from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
@@ -126,7 +129,8 @@ def _check_pieces(
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     protect = environment_piece.protect(sections.environment, sections.decommission)
-    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect)
+    streaming = cluster.images.streaming if cluster is not None else False
+    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect, image_streaming=streaming)
     problems.extend(pool_problems)
     if cluster is not None:
         needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
@@ -140,6 +144,7 @@ def _workload_context(
     bucket_name: str | None,
     identity_suffix: str,
     hf_token: str | None,
+    image_mirror: ImageMirror | None = None,
 ) -> WorkloadContext:
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
     return WorkloadContext(
@@ -153,6 +158,7 @@ def _workload_context(
         lws_enabled=addons.of("lws").enabled if addons is not None else False,
         hf_token=hf_token == "secret",
         environment=sections.environment if isinstance(sections.environment, str) else "",
+        image_mirror=image_mirror,
     )
 
 
@@ -188,8 +194,9 @@ def parse_stack_config(
     )
     pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
     warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
+    mirror = _image_mirror(sections, gcp_project, region)
     context = _workload_context(
-        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token
+        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token, mirror
     )
     workload_plans = workload_checks.check(
         sections.workloads,
@@ -216,7 +223,17 @@ def parse_stack_config(
         workloads=workload_plans,
         workload_types=workload_types,
         warnings=warnings,
+        image_mirror=mirror,
     )
+
+
+def _image_mirror(sections: _Sections, gcp_project: str | None, region: str | None) -> ImageMirror | None:
+    """cluster.images.mirror: a remote repository for each public registry the version matrix's images come from
+    (None without a project or region, reported elsewhere)."""
+    if not gcp_project or not region:
+        return None
+    enabled = sections.cluster is not None and sections.cluster.images.mirror
+    return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
 
 
 def _stack_config(
@@ -231,6 +248,7 @@ def _stack_config(
     workloads: list[WorkloadPlan],
     workload_types: WorkloadRegistry,
     warnings: list[str],
+    image_mirror: ImageMirror | None = None,
 ) -> StackConfig:
     """The validated config: each piece's plan, resolved once with the environment's profile, and the warnings a
     user should read."""
@@ -279,6 +297,7 @@ def _stack_config(
         workload_node_accounts=node_identity_piece.workload_nodes(
             stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
         ),
+        image_mirror=replace(image_mirror, labels=labels) if image_mirror is not None else None,
     )
 
 

@@ -120,6 +120,25 @@ class MaintenanceConfig(CamelModel):
     )
 
 
+class ImagesConfig(CamelModel):
+    """How nodes get the images the version matrix pins (stacks/images.py)."""
+
+    streaming: bool = Field(
+        True,
+        description="GKE image streaming (gcfsConfig) on every TPU node pool and as the cluster's default for node "
+        "pools GKE creates: a node starts a container before its whole image is pulled. Streams only images in "
+        "Artifact Registry (hence `mirror`); needs the Container File System API (containerfilesystem.googleapis.com).",
+    )
+    mirror: bool = Field(
+        True,
+        description="An Artifact Registry remote repository in the stack's project and region for each public "
+        "registry a pinned server image comes from (Docker Hub for vLLM); pods pull the pinned images through it (so "
+        "they stream, and nodes need no internet egress for them). The node identities read it (repository-level "
+        "IAM). Needs artifactregistry.googleapis.com. Images in Google's Artifact Registry projects are pulled as "
+        "they are; an image a workload sets itself is used as given.",
+    )
+
+
 class ClusterConfig(CamelModel):
     """The GKE Standard cluster: location, version, system pool, network, control plane access, upgrades."""
 
@@ -182,6 +201,15 @@ class ClusterConfig(CamelModel):
     labels: dict[str, str] = Field(
         default_factory=dict,
         description="Extra labels on GCP resources, added to the stack's own (app, stack, environment).",
+    )
+    images: ImagesConfig = Field(
+        default_factory=ImagesConfig,
+        description='Where nodes get container images from and how (docs/deploying.md "Container images").',
+    )
+    hpa_profile: Literal["PERFORMANCE", "NONE"] | None = Field(
+        "PERFORMANCE",
+        description="GKE's HPA profile (pod_autoscaling.hpa_profile): PERFORMANCE (faster metrics collection and "
+        "scaling decisions for the HPAs of autoscaled workloads), NONE (opt out), or null to leave GKE's default.",
     )
 
 
@@ -280,6 +308,15 @@ class TpuPoolConfig(CamelModel):
         None,
         description="Default: the catalog's. Only to choose among the machine types the catalog allows for the "
         "topology, e.g. ct6e-standard-4t for the 2-host v6e 2x4.",
+    )
+    warm_slices: int = Field(
+        0,
+        ge=0,
+        le=SLICES_MAX,
+        description="Multi-host only: slices kept up while idle (their node pools' minimum is the whole slice), so a "
+        "scale-out finds a slice ready instead of waiting for GKE to provision one; billed all the time (the cost "
+        "estimate's baseline). At most `slices`; not with a capacity list (GKE removes the node pools it creates when "
+        "empty). Single-host pools keep warm nodes with autoscaling.minNodes.",
     )
     zone_confirmed: bool = Field(
         False,

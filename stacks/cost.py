@@ -86,11 +86,20 @@ def pool_nodes(plan: PoolPlan, paused: bool = False) -> tuple[int, int]:
 
     if plan.compute_class:  # GKE creates the node pools for pending pods and removes them when empty
         return 0, plan.capacity_hosts
-    size = sizing(plan, paused)
-    low = size.node_count if size.node_count is not None else size.min_nodes or 0
-    high = size.node_count if size.node_count is not None else size.max_nodes or 0
-    count = len(plan.node_pool_names)
-    return low * count, high * count
+    low = high = 0
+    for index in range(len(plan.node_pool_names)):  # warm slices keep a higher minimum (pool_sizing.sizing)
+        size = sizing(plan, paused, index)
+        low += size.node_count if size.node_count is not None else size.min_nodes or 0
+        high += size.node_count if size.node_count is not None else size.max_nodes or 0
+    return low, high
+
+
+def _warm_text(plan: PoolPlan, paused: bool) -> str:
+    """The pool's warm slices, which its baseline pays for while idle (tpuPools[].warmSlices)."""
+    warm = plan.config.warm_slices
+    if not warm or paused:
+        return ""
+    return f"; baseline keeps {warm} warm slice{'s' if warm > 1 else ''} ({warm * plan.shape.hosts} nodes) idle"
 
 
 def estimate(cfg: StackConfig, *, paused: bool | None = None) -> Estimate:
@@ -139,7 +148,7 @@ def estimate(cfg: StackConfig, *, paused: bool | None = None) -> Estimate:
                 round(low * chips_per_node * price, 4),
                 round(high * chips_per_node * price, 4),
                 f"{gen.name} {plan.shape.topology} {assumed}, {low}-{high} nodes x {chips_per_node} chips x "
-                f"{_price_text(listed)}{priorities}" + (" (paused)" if paused else ""),
+                f"{_price_text(listed)}{priorities}{_warm_text(plan, paused)}" + (" (paused)" if paused else ""),
                 by_priority,
             )
         )

@@ -18,6 +18,9 @@ class PoolPlan:
     node_pool_names: tuple[str, ...]
     protect: bool
     """Pulumi protection of its node pools, workload policy and ComputeClass: the environment profile's."""
+    streaming: bool = False
+    """GKE image streaming on its nodes: `cluster.images.streaming` (its node pools' gcfsConfig, or the cluster's
+    default for the node pools GKE creates for its ComputeClass)."""
 
     @property
     def name(self) -> str:
@@ -78,8 +81,9 @@ class PoolPlan:
 
     @property
     def image_streaming(self) -> bool:
-        """GKE image streaming on this pool's nodes (issue 26); read by the time-to-serve estimate."""
-        return False
+        """GKE image streaming on this pool's nodes (issue 26); read by the time-to-serve estimate. Only images in
+        Artifact Registry stream (stacks/images.py serves the pinned public ones from there)."""
+        return self.streaming
 
     @property
     def preloaded_images(self) -> tuple[str, ...]:

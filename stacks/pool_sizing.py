@@ -51,7 +51,7 @@ class Sizing:
         return self.max_nodes is not None
 
 
-def sizing(plan: PoolPlan, paused: bool = False) -> Sizing:
+def sizing(plan: PoolPlan, paused: bool = False, index: int = 0) -> Sizing:
     """Node counts of each node pool of a TPU pool.
 
     Only capacity a reservation guarantees is created whole: `pulumi up` then waits for every TPU host of each
@@ -64,7 +64,18 @@ def sizing(plan: PoolPlan, paused: bool = False) -> Sizing:
     their size always goes through the autoscaler, as 0 or the whole slice. Pausing lowers every minimum to 0 (an
     idle slice is then removed whole) and keeps every definition; unpausing restores the configured minimum, an
     in-place update, and the restored workloads' pending pods bring the slices back.
+    The first `warmSlices` slices (`index` is the slice's) of a multi-host pool keep the whole slice as their
+    minimum, so an idle pool still holds them (warm capacity, priced in the cost estimate's baseline).
     """
+    size = _sizing(plan, paused)
+    if index < plan.config.warm_slices and not paused and size.autoscaled:
+        hosts = plan.shape.hosts
+        return Sizing(None, hosts, hosts, hosts)
+    return size
+
+
+def _sizing(plan: PoolPlan, paused: bool) -> Sizing:
+    """The configured (or capacity's default) size of every node pool of the pool."""
     auto = plan.config.autoscaling
     hosts = plan.shape.hosts
     if auto is not None:

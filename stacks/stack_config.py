@@ -9,6 +9,7 @@ from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import AddonsConfig
 from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig
+from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
@@ -53,6 +54,8 @@ class StackConfig:
     """Workloads at zero and TPU pools allowed to shrink to zero nodes; everything else stays."""
     decommission: bool = False
     """Protection lifted on purpose so that `pulumi destroy` can run on a staging/prod stack."""
+    image_mirror: ImageMirror | None = None
+    """cluster.images.mirror: the remote repositories pods pull the pinned public images through."""
 
     @property
     def local_ports(self) -> dict[str, dict[int, int]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stacks import images
+
 # Kubernetes minor version the rendered objects are validated against when cluster.minMasterVersion is unset
 # (the GKE REGULAR channel's minor when this matrix was last updated).
 DEFAULT_KUBERNETES_MINOR = "1.34"
@@ -540,7 +542,9 @@ IMAGES: dict[str, str] = {key: image.pinned for key, image in IMAGE_RECORDS.item
 
 
 def image_record(ref: str) -> Image | None:
-    """The record of an image reference the matrix pins (under any key) or knows as superseded, else None."""
+    """The record of an image reference the matrix pins (under any key) or knows as superseded, else None; a
+    reference through the stack's remote repository (stacks/images.py) is its origin's."""
+    ref = images.origin(ref)
     return next(
         (image for image in (*IMAGE_RECORDS.values(), *SUPERSEDED_IMAGES) if ref in (image.ref, image.pinned)), None
     )

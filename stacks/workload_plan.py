@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from stacks import catalog, scan_exceptions
 from stacks.gateway import GatewayBackend
+from stacks.images import ImageMirror
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
@@ -80,6 +81,8 @@ class WorkloadPlan:
     paused: bool = False  # tpu-serving:paused: the workload runs no replicas
     # naming.stack_identity_suffix: makes the workload's Workload Identity principal unique per stack
     identity_suffix: str = field(default="", kw_only=True)
+    image_mirror: ImageMirror | None = field(default=None, kw_only=True)
+    """cluster.images.mirror: where pods pull the pinned public images (stacks/images.py); None: as pinned."""
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -93,8 +96,15 @@ class WorkloadPlan:
             ctx.scrape_interval,
             ctx.paused,
             identity_suffix=ctx.identity_suffix,
+            image_mirror=ctx.image_mirror,
             **extra,
         )
+
+    def served(self, ref: str) -> str:
+        """A pinned image (stacks/versions.py IMAGES) as its pods pull it: through the stack's remote repository for
+        its registry (stacks/images.py), else as pinned. Every type's default images go through this; an image the
+        user sets is used as given."""
+        return self.image_mirror.served(ref) if self.image_mirror is not None else ref
 
     @property
     def forwarded_ports(self) -> tuple[int, ...]:
@@ -278,6 +288,28 @@ def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str,
                 problems.append(Problem(f"{path}.autoscaling.metrics[{i}].target", why))
 
 
+# How long the HPA of a multi-host workload waits, after its recommendation drops, before it removes a replica:
+# half the longest window autoscaling/v2 allows (MaxStabilizationWindowSeconds = 3600, kubernetes
+# pkg/apis/autoscaling/validation/validation.go), six times Kubernetes' default of 300 s (kubernetes
+# pkg/apis/autoscaling/v2/defaults.go: scaleDown stabilizationWindowSeconds 300). A multi-host replica holds a whole
+# slice that takes GKE minutes to provision again and a cold start of a quarter to half an hour to serve (issue 26's
+# model: 17 and 28 min for its multi-host cases): a replica let go in a lull of a few minutes is paid for again by the
+# next spike. Half an hour outlasts such a lull and the cold start it would cost;
+# a user's `autoscaling.behavior.scaleDown.stabilizationWindowSeconds` wins.
+MULTI_HOST_SCALE_DOWN_WINDOW_S = 1800
+
+
+def hpa_behavior(plan: WorkloadPlan) -> dict[str, Any]:
+    """The HPA's `behavior`: the user's `autoscaling.behavior`, and on a multi-host pool a scale-down stabilization
+    window of MULTI_HOST_SCALE_DOWN_WINDOW_S where the user sets none (their other scaleDown fields are kept)."""
+    auto = plan.workload.autoscaling
+    behavior: dict[str, Any] = auto.behavior.model_dump(by_alias=True, exclude_none=True) if auto.behavior else {}
+    if plan.shape.multi_host:
+        down = behavior.setdefault("scaleDown", {})
+        down.setdefault("stabilizationWindowSeconds", MULTI_HOST_SCALE_DOWN_WINDOW_S)
+    return behavior
+
+
 def hpa_manifest(
     plan: WorkloadPlan, labels: dict[str, str], target: dict[str, str], metric_specs: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -289,8 +321,9 @@ def hpa_manifest(
         "maxReplicas": auto.max_replicas,
         "metrics": metric_specs,
     }
-    if auto.behavior:
-        spec["behavior"] = auto.behavior.model_dump(by_alias=True, exclude_none=True)
+    behavior = hpa_behavior(plan)
+    if behavior:
+        spec["behavior"] = behavior
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",

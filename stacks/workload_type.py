@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, get_args
 
 from stacks.config_model import WorkloadConfig
+from stacks.images import ImageMirror
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
 
@@ -31,6 +32,7 @@ class WorkloadContext:
     lws_enabled: bool = True
     hf_token: bool = False
     environment: str = "dev"
+    image_mirror: ImageMirror | None = None  # cluster.images.mirror: the stack's remote repositories
 
 
 @dataclass(frozen=True)

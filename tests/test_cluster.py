@@ -135,10 +135,13 @@ def test_every_pool_uses_the_dedicated_node_service_account(run):
         for m in rec.of_type("gcp:projects/iAMMember:IAMMember")
         if m.name.startswith("cluster-nodes-")
     }
-    assert roles == {
-        "roles/container.defaultNodeServiceAccount": f"serviceAccount:{email}",
-        "roles/artifactregistry.reader": f"serviceAccount:{email}",
-    }
+    # Artifact Registry reader on the stack's image repository only, not the project (cluster.images.mirror)
+    assert roles == {"roles/container.defaultNodeServiceAccount": f"serviceAccount:{email}"}
+    reads = rec.one("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember", "cluster-nodes-reads-docker-hub")
+    assert (reads.inputs["role"], reads.inputs["member"]) == (
+        "roles/artifactregistry.reader",
+        f"serviceAccount:{email}",
+    )
 
 
 def test_created_network(run):

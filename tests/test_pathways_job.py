@@ -237,7 +237,9 @@ def test_pools_run_as_the_workloads_own_identity_limited_to_its_prefix():
     roles = {
         r.inputs["role"] for r in rec.of_type("gcp:projects/iAMMember:IAMMember") if email in str(r.inputs["member"])
     }
-    assert roles == {"roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"}
+    assert roles == {"roles/container.defaultNodeServiceAccount"}  # Artifact Registry reader: on the repositories
+    reads = rec.of_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+    assert {r.inputs["role"] for r in reads if email in str(r.inputs["member"])} == {"roles/artifactregistry.reader"}
 
 
 def test_job_depends_on_controller_nodes_and_grant_and_is_replaced_on_change():

@@ -22,7 +22,7 @@ from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
-from components.node_identity import NodeServiceAccount
+from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks.config_model import ClusterConfig
 from stacks.pieces import (
@@ -62,7 +62,7 @@ PIECES = {
     "monitoring": (monitoring, MonitoringPlan, Monitoring, MonitoringDeps),
     "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
     "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
-    "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, None),
+    "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, NodeAccountDeps),
 }
 
 

@@ -174,10 +174,12 @@ def test_pod_monitorings_and_releases_wait_for_a_node(path):
 @stacks
 def test_nodes_wait_for_their_service_account_roles(path):
     # A node that boots before its service account holds roles/container.defaultNodeServiceAccount cannot write
-    # logs and metrics, and one without roles/artifactregistry.reader cannot pull images; IAM grants are member
-    # updates the engine runs in parallel with anything that does not wait for them.
+    # logs and metrics, and one without Artifact Registry reader (on the stack's image repositories, or on the
+    # project when cluster.images.mirror is off) cannot pull images; IAM grants are member updates the engine runs in
+    # parallel with anything that does not wait for them.
     rec = recorded(path, False)
-    grants = {r.urn for r in rec.of_type("gcp:projects/iAMMember:IAMMember") if r.name.startswith("cluster-nodes-")}
+    types = ("gcp:projects/iAMMember:IAMMember", "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+    grants = {r.urn for t in types for r in rec.of_type(t) if r.name.startswith("cluster-nodes-")}
     assert len(grants) == 2
     for resource in [rec.one(CLUSTER), *rec.of_type(NODE_POOL)]:
         assert grants <= waits_for(rec, resource.urn), f"{resource.name} does not wait for the node roles"

@@ -410,8 +410,10 @@ def test_all_in_one_no_longer_draws_the_cluster_to_each_workload():
     assert (
         "Cluster_cluster --> Namespaces_namespaces" in small and "Namespaces_namespaces --> Saxml_workload_sax" in small
     )
-    # 38: the JetStream workload now holds a grant on the stack bucket (its compile cache, issue 26)
-    assert graph.edge_count(small) < len(graph.component_pairs(rec)) == 38
+    # 37, the JetStream workload's grant on the stack bucket (its compile cache, issue 26), and the image
+    # repositories (cluster.images.mirror) to the cluster and to the two workloads' own node identities (saxml,
+    # pathways-job) that read them
+    assert graph.edge_count(small) < len(graph.component_pairs(rec)) == 41
     # the full graph stays behind "Expand" in the summary and in the pull-request comment
     assert "Cluster_cluster_gke --> NodePool_cluster_system" in full
     comment = render_diff.comment("+++ head/aio/x\n", ["aio"], "main", graphs={"aio": small}, full_graphs={"aio": full})

@@ -30,10 +30,10 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, metrics, versions
+from stacks import catalog, cost, images, metrics, versions
 from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
+from tooling.offline import ROOT, parse_stack_file
 from tooling.schemas import crd_dir, validate_objects
 from workloads.vllm import plan as vllm
 
@@ -78,9 +78,9 @@ def test_deployment_matches_tutorial():
     (c, push), (ref_c,) = pod["containers"], ref_pod["containers"]
     assert push["name"] == "compile-cache-push"
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
-    # pinned tag instead of :latest
-    assert c["image"].removeprefix("docker.io/").split(":")[0] == ref_c["image"].split(":")[0]
-    assert c["image"] == versions.IMAGES["vllmTpu"]
+    # pinned tag instead of :latest, pulled through the stack's Docker Hub remote repository (stacks/images.py)
+    assert images.origin(c["image"]).removeprefix("docker.io/").split(":")[0] == ref_c["image"].split(":")[0]
+    assert c["image"] == parse_stack_file(SINGLE).image_mirror.served(versions.IMAGES["vllmTpu"])
     ours_f, theirs_f = flags(c["args"]), flags(ref_c["args"])
     # every tutorial flag, same value, except the download dir (no download: the model is staged into the bucket and
     # streamed from there under its Hugging Face name)

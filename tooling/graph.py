@@ -146,6 +146,7 @@ _LAYER_OF_MODULE = {
     "network": 0,
     "cluster": 0,
     "storage": 0,
+    "images": 0,  # the image repositories the nodes read (components/images.py)
     "tpu": 1,
     "identity": 1,
     "addons": 2,

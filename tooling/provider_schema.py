@@ -78,6 +78,8 @@ RESOURCES: dict[str, str] = {
     "gcp:serviceaccount/iAMMember:IAMMember": "google_service_account_iam_member",
     "gcp:projects/iAMMember:IAMMember": "google_project_iam_member",
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "google_kms_crypto_key_iam_member",
+    "gcp:artifactregistry/repository:Repository": "google_artifact_registry_repository",
+    "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": "google_artifact_registry_repository_iam_member",
 }
 # Where the resources' schemas and what they call live (google-beta/...).
 SOURCE_DIRS = (
@@ -86,6 +88,7 @@ SOURCE_DIRS = (
     "google-beta/services/storage",
     "google-beta/services/monitoring",
     "google-beta/services/kms",
+    "google-beta/services/artifactregistry",
     "google-beta/services/resourcemanager",
     "google-beta/tpgiamresource",
     "google-beta/tpgresource",

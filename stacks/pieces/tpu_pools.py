@@ -33,10 +33,11 @@ def parse(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
 
 
 def plans(
-    pools: list[TpuPoolConfig | None], region: str | None, *, protect: bool
+    pools: list[TpuPoolConfig | None], region: str | None, *, protect: bool, image_streaming: bool = False
 ) -> tuple[list[PoolPlan], list[Problem]]:
     """Each TPU pool's plan, or its problems (a pool None was not parsed: reported already); then what pools
-    share: their names and the node-pool names they derive. `protect`: the environment profile's protection."""
+    share: their names and the node-pool names they derive. `protect`: the environment profile's protection;
+    `image_streaming`: cluster.images.streaming."""
     found: list[Problem] = []
     indexed: list[tuple[int, PoolPlan]] = []
     seen: dict[str, int] = {}
@@ -50,7 +51,7 @@ def plans(
             continue
         seen[pool.name] = i
         if region:
-            plan = _check_pool(i, pool, region, protect, found)
+            plan = _check_pool(i, pool, region, protect, found, image_streaming)
             if plan is not None:
                 indexed.append((i, plan))
     return _check_node_pool_names(indexed, found), found
@@ -92,7 +93,9 @@ def _zone_warning(pool: TpuPoolConfig) -> str | None:
     return catalog.zone_warning(pool.tpu, pool.zone, capacities, confirmed=pool.zone_confirmed)
 
 
-def _check_pool(i: int, pool: TpuPoolConfig, region: str, protect: bool, problems: list[Problem]) -> PoolPlan | None:
+def _check_pool(
+    i: int, pool: TpuPoolConfig, region: str, protect: bool, problems: list[Problem], streaming: bool = False
+) -> PoolPlan | None:
     """A TPU pool against the catalog, its region and GKE's rules; its plan when it has no problem."""
     base = f"{PATH}[{i}]"
     start = len(problems)
@@ -101,6 +104,7 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, protect: bool, problem
     capacities = _check_capacity(base, pool, problems)
     if pool.autoscaling is not None:
         _check_pool_autoscaling(base, pool, pool.autoscaling, shape, len(capacities), problems)
+    _check_warm_slices(base, pool, shape, len(capacities), problems)
     if len(problems) > start or shape is None:
         return None
     # A pool with a capacity list gets a ComputeClass and node pools GKE creates: none of its own.
@@ -115,7 +119,7 @@ def _check_pool(i: int, pool: TpuPoolConfig, region: str, protect: bool, problem
             )
         )
         return None
-    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names), protect=protect)
+    return PoolPlan(config=pool, shape=shape, node_pool_names=tuple(names), protect=protect, streaming=streaming)
 
 
 def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: list[Problem]) -> None:
@@ -233,6 +237,32 @@ def _check_pool_autoscaling(
         problems.append(
             Problem(f"{base}.autoscaling.minNodes", f"{auto.min_nodes} with flex-start: flex-start pools start at 0")
         )
+
+
+def _check_warm_slices(
+    base: str, pool: TpuPoolConfig, shape: catalog.SliceShape | None, capacity_count: int, problems: list[Problem]
+) -> None:
+    """warmSlices: a multi-host pool of its own node pools, at most its slices, never paused by an explicit 0 cap."""
+    warm = pool.warm_slices
+    if not warm:
+        return
+    path = f"{base}.warmSlices"
+    if capacity_count > 1:
+        problems.append(
+            Problem(
+                path,
+                f"{warm} with a capacity list: GKE creates this pool's node pools for pending pods and removes them "
+                "when empty, so it keeps no idle slice; use one capacity, or 0",
+            )
+        )
+    elif shape is not None and not shape.multi_host:
+        problems.append(
+            Problem(path, f"{warm} on single-host {pool.topology}: keep warm nodes with autoscaling.minNodes instead")
+        )
+    elif pool.capacity == "flex-start":
+        problems.append(Problem(path, f"{warm} with flex-start: flex-start pools start at 0, so none is kept warm"))
+    elif warm > pool.slices:
+        problems.append(Problem(path, f"{warm} is above slices {pool.slices}: at most every slice is kept warm"))
 
 
 def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Problem]) -> list[PoolPlan]:

@@ -157,7 +157,7 @@ class JetStreamPlan(WorkloadPlan):
         return maxtext.merge(maxtext.merge(self.preset.args(), derived), self.workload.maxtext)
 
     def image(self, key: str) -> str:
-        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
+        return getattr(self.workload.images, key) or self.served(IMAGES[DEFAULT_IMAGES[key]])
 
     def needs(self) -> dict[str, Serves]:
         """What the stack asks of each image: the engine exports the HPA's server series and runs on the pool's

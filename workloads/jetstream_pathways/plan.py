@@ -174,7 +174,7 @@ class PathwaysPlan(WorkloadPlan):
         return maxtext.merge(with_metrics, self.workload.maxtext)
 
     def image(self, key: str) -> str:
-        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
+        return getattr(self.workload.images, key) or self.served(IMAGES[DEFAULT_IMAGES[key]])
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [leader_worker_set(self)]

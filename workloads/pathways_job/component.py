@@ -16,6 +16,7 @@ import pulumi_gcp as gcp
 from components.cluster import node_pool_security
 from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
+from components.tpu_pool import gcfs_config
 from components.workload_identity import register_grants
 from stacks import cpu_machines
 from workloads.pathways_job import plan as pj
@@ -63,6 +64,7 @@ class PathwaysJob(ServingWorkload):
                         labels=plan.head_selector,
                         resource_labels={**deps.labels, "workload": plan.name},
                         **node_pool_security(node_service_account),
+                        gcfs_config=gcfs_config(plan.pool),  # streams the head's images, as its TPU pool's nodes do
                     ),
                     management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
                     # a CPU machine is usually available for a surge node

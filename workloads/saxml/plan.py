@@ -170,7 +170,7 @@ class SaxmlPlan(WorkloadPlan):
         return StartupPath(images=(self.image("model"),), weights="checkpoint-gcs", compile_cache="none")
 
     def image(self, key: str) -> str:
-        return getattr(self.workload.images, key) or IMAGES[DEFAULT_IMAGES[key]]
+        return getattr(self.workload.images, key) or self.served(IMAGES[DEFAULT_IMAGES[key]])
 
     def model_name(self, model: str) -> str:
         return model if model.startswith(CELL_PREFIX) else f"{self.cell}/{model}"

@@ -213,7 +213,7 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def image(self) -> str:
-        return self.workload.image or IMAGES[DEFAULT_IMAGE]
+        return self.workload.image or self.served(IMAGES[DEFAULT_IMAGE])
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         server = leader_worker_set(self) if self.multi_host else deployment(self)
