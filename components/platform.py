@@ -9,6 +9,7 @@ import pulumi
 
 from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
+from components.budget import StackBudget
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
@@ -103,6 +104,8 @@ def build_platform(cfg: StackConfig) -> Platform:
         deps=NamespacesDeps(provider=cluster.provider, after=[cluster.system_pool], admission=addons.admission),
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
+    if cfg.cost_plan.budget is not None:
+        StackBudget("budget", plan=cfg.cost_plan.budget)
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
     workloads: dict[str, ServingWorkload] = {
         plan.name: cfg.workload_types[plan.workload.type].component(
@@ -153,6 +156,7 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
                 ),
                 k8s_provider=cluster.provider,
                 paused=cfg.paused,
+                resource_labels=cfg.cost_plan.pool_labels.get(plan.name, {}),
             ),
         )
         for plan in cfg.pools

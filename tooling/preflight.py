@@ -277,8 +277,7 @@ def version_rows(cfg: StackConfig, server_config: dict[str, Any]) -> list[Row]:
 
 
 def required_apis(cfg: StackConfig) -> tuple[str, ...]:
-    budget = getattr(getattr(cfg, "cost", None), "budget", None)
-    return REQUIRED_APIS + ((BUDGET_API,) if budget is not None else ())
+    return REQUIRED_APIS + ((BUDGET_API,) if cfg.cost.budget is not None else ())
 
 
 def api_rows(cfg: StackConfig, services: list[dict[str, Any]]) -> list[Row]:

@@ -78,6 +78,7 @@ RESOURCES: dict[str, str] = {
     "gcp:serviceaccount/iAMMember:IAMMember": "google_service_account_iam_member",
     "gcp:projects/iAMMember:IAMMember": "google_project_iam_member",
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "google_kms_crypto_key_iam_member",
+    "gcp:billing/budget:Budget": "google_billing_budget",
 }
 # Where the resources' schemas and what they call live (google-beta/...).
 SOURCE_DIRS = (
@@ -87,6 +88,7 @@ SOURCE_DIRS = (
     "google-beta/services/monitoring",
     "google-beta/services/kms",
     "google-beta/services/resourcemanager",
+    "google-beta/services/billingbudgets",
     "google-beta/tpgiamresource",
     "google-beta/tpgresource",
 )

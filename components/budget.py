@@ -1,0 +1,50 @@
+"""The stack's monthly Cloud Billing budget (tpu-serving:cost.budget; its plan: stacks/pieces/cost.py BudgetPlan).
+
+Thresholds alert on current spend; the billing account's administrators and users get the emails (the budget's
+default IAM recipients, all_updates_rule.disable_default_iam_recipients false), plus the configured Cloud Monitoring
+email channels. Scoped to the project (by number, the form the
+provider's example and the billing export use) and, with scope stack, to the resources labelled with the stack.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from stacks.pieces.cost import BudgetPlan
+
+
+def budget_args(plan: BudgetPlan, project_number: pulumi.Input[str]) -> gcp.billing.BudgetArgs:
+    return gcp.billing.BudgetArgs(
+        billing_account=plan.billing_account,
+        display_name=plan.display_name,
+        amount=gcp.billing.BudgetAmountArgs(
+            specified_amount=gcp.billing.BudgetAmountSpecifiedAmountArgs(
+                units=plan.units, currency_code=plan.currency_code
+            )
+        ),
+        budget_filter=gcp.billing.BudgetBudgetFilterArgs(
+            projects=[pulumi.Output.concat("projects/", project_number)],
+            labels=plan.labels or None,
+            calendar_period="MONTH",
+        ),
+        threshold_rules=[
+            gcp.billing.BudgetThresholdRuleArgs(threshold_percent=t, spend_basis="CURRENT_SPEND")
+            for t in plan.thresholds
+        ],
+        all_updates_rule=(
+            gcp.billing.BudgetAllUpdatesRuleArgs(monitoring_notification_channels=list(plan.notification_channels))
+            if plan.notification_channels
+            else None
+        ),
+    )
+
+
+class StackBudget(pulumi.ComponentResource):
+    budget: gcp.billing.Budget
+
+    def __init__(self, name: str, *, plan: BudgetPlan, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("tpu-serving:billing:Budget", name, None, opts)
+        number = gcp.organizations.get_project_output(project_id=plan.project).number
+        self.budget = gcp.billing.Budget(name, budget_args(plan, number), opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"budget": self.budget.name})
