@@ -9,8 +9,8 @@ import pulumi
 
 from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
-from components.budget import StackBudget
 from components.cluster import Cluster, ClusterDeps
+from components.cost import CostAttribution
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces, NamespacesDeps
@@ -104,8 +104,8 @@ def build_platform(cfg: StackConfig) -> Platform:
         deps=NamespacesDeps(provider=cluster.provider, after=[cluster.system_pool], admission=addons.admission),
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
-    if cfg.cost_plan.budget is not None:
-        StackBudget("budget", plan=cfg.cost_plan.budget)
+    if cfg.cost_plan.budgeted:
+        CostAttribution("cost", plan=cfg.cost_plan)
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
     workloads: dict[str, ServingWorkload] = {
         plan.name: cfg.workload_types[plan.workload.type].component(

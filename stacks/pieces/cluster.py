@@ -55,7 +55,7 @@ class ClusterPlan:
     """The system pool's totals over the cluster's zones and its nodes per zone at creation."""
     nodes: node_identity.NodeAccountPlan
     """The nodes' own service account, named after the cluster."""
-    cost_allocation: bool = True
+    cost_allocation: bool
     """GKE cost allocation (tpu-serving:cost.allocation; stacks/pieces/cost.py)."""
 
     @property

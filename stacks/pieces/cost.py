@@ -51,6 +51,11 @@ class CostPlan:
     """By TPU pool name: the resource labels its node pools add (WORKLOAD_LABEL)."""
     budget: BudgetPlan | None = None
 
+    @property
+    def budgeted(self) -> bool:
+        """The stack has a budget: the only cost resource of its own (components/cost.py)."""
+        return self.budget is not None
+
 
 def workload_label(names: list[str]) -> str:
     """The label value naming every workload of a pool: sorted, joined by `_` (never in a workload name, a DNS

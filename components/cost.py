@@ -1,4 +1,6 @@
-"""The stack's monthly Cloud Billing budget (tpu-serving:cost.budget; its plan: stacks/pieces/cost.py BudgetPlan).
+"""Cost attribution as resources (its plan: stacks/pieces/cost.py CostPlan): the optional monthly Cloud Billing
+budget. GKE cost allocation is a cluster setting (components/cluster.py) and the workloads' labels go on their node
+pools (components/tpu_pool.py), both from the same plan.
 
 Thresholds alert on current spend; the billing account's administrators and users get the emails (the budget's
 default IAM recipients, all_updates_rule.disable_default_iam_recipients false), plus the configured Cloud Monitoring
@@ -11,7 +13,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.pieces.cost import BudgetPlan
+from stacks.pieces.cost import BudgetPlan, CostPlan
 
 
 def budget_args(plan: BudgetPlan, project_number: pulumi.Input[str]) -> gcp.billing.BudgetArgs:
@@ -40,11 +42,15 @@ def budget_args(plan: BudgetPlan, project_number: pulumi.Input[str]) -> gcp.bill
     )
 
 
-class StackBudget(pulumi.ComponentResource):
-    budget: gcp.billing.Budget
+class CostAttribution(pulumi.ComponentResource):
+    budget: gcp.billing.Budget | None
 
-    def __init__(self, name: str, *, plan: BudgetPlan, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("tpu-serving:billing:Budget", name, None, opts)
-        number = gcp.organizations.get_project_output(project_id=plan.project).number
-        self.budget = gcp.billing.Budget(name, budget_args(plan, number), opts=pulumi.ResourceOptions(parent=self))
-        self.register_outputs({"budget": self.budget.name})
+    def __init__(self, name: str, *, plan: CostPlan, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("tpu-serving:billing:CostAttribution", name, None, opts)
+        self.budget = None
+        if plan.budget is not None:
+            number = gcp.organizations.get_project_output(project_id=plan.budget.project).number
+            self.budget = gcp.billing.Budget(
+                f"{name}-budget", budget_args(plan.budget, number), opts=pulumi.ResourceOptions(parent=self)
+            )
+        self.register_outputs({})
