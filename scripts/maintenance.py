@@ -10,7 +10,6 @@ Exit status: 0 listed, 2 gcloud failed or the stack config does not validate.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
-from preflight import gcloud  # noqa: E402  the one gcloud runner
+from preflight import gcloud, stack_argument  # noqa: E402  the one gcloud runner
 
 from stacks.problems import ConfigError  # noqa: E402
 from tooling import host_maintenance  # noqa: E402
@@ -32,10 +31,7 @@ def main(
     run: host_maintenance.Runner = gcloud,
     now: datetime.datetime | None = None,
 ) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml) or a stack file")
-    args = parser.parse_args(argv)
-    path = Path(args.stack) if args.stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{args.stack}.yaml"
+    path = stack_argument(argv, __doc__)
     try:
         cfg = parse_stack_file(path)
         instances = run(host_maintenance.instances_command(cfg))

@@ -34,11 +34,16 @@ def gcloud(args: list[str]) -> Any:
     return json.loads(result.stdout or "null")
 
 
-def main(argv: list[str] | None = None, run: preflight.Runner = gcloud) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def stack_argument(argv: list[str] | None, doc: str | None) -> Path:
+    """The stack file the command line names: a stack name (Pulumi.<stack>.yaml here) or a stack file's path."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml) or a stack file")
-    args = parser.parse_args(argv)
-    path = Path(args.stack) if args.stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{args.stack}.yaml"
+    stack = parser.parse_args(argv).stack
+    return Path(stack) if stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{stack}.yaml"
+
+
+def main(argv: list[str] | None = None, run: preflight.Runner = gcloud) -> int:
+    path = stack_argument(argv, __doc__)
     try:
         cfg = parse_stack_file(path)
     except ConfigError as err:
