@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke clean
+.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -90,6 +90,15 @@ example:
 	$(MAKE) --no-print-directory venv && \
 	$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
 	  $(if $(PROJECT),--project "$(PROJECT)")
+
+# Before `make up`: TPU quota and reservations per pool at baseline and peak, the release channel's versions, the
+# APIs enabled, the deployer's roles; PASS/WARN/FAIL per row with its fix, non-zero on any FAIL. Needs gcloud.
+preflight: venv
+	$(PY) scripts/preflight.py $(STACK)
+
+# Upcoming host maintenance on each TPU slice of the stack (Compute Engine's upcomingMaintenance). Needs gcloud.
+maintenance: venv
+	$(PY) scripts/maintenance.py $(STACK)
 
 stack: venv
 	@if [ -z "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ]; then \

@@ -295,6 +295,8 @@ def cluster_args(
         **cluster_addons_args(plan.gateway_api),
         **autoscaling_and_images_args(plan),
         resource_labels=plan.labels,
+        # GKE cost allocation (stacks/pieces/cost.py): the billing export by namespace and Kubernetes label
+        cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=plan.cost_allocation),
         deletion_protection=plan.deletion_protection,
     )
 

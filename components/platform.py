@@ -10,6 +10,7 @@ import pulumi
 from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
+from components.cost import CostAttribution
 from components.gateway import GatewayDeps, InferenceGateway
 from components.images import ImageRepositories
 from components.monitoring import Monitoring, MonitoringDeps
@@ -105,6 +106,8 @@ def build_platform(cfg: StackConfig) -> Platform:
         deps=NamespacesDeps(provider=cluster.provider, after=[cluster.system_pool], admission=addons.admission),
     )
     inference_gateway = _gateway(cfg, network, cluster, namespaces) if cfg.gateway.enabled else None
+    if cfg.cost_plan.budgeted:
+        CostAttribution("cost", plan=cfg.cost_plan)
     deps = _WorkloadDepsFactory(cfg, cluster, pools, bucket, addons, monitoring, namespaces, own_nodes)
     workloads: dict[str, ServingWorkload] = {
         plan.name: cfg.workload_types[plan.workload.type].component(
@@ -165,6 +168,7 @@ def _tpu_pools(cfg: StackConfig, cluster: Cluster, own_nodes: dict[str, NodeServ
                 ),
                 k8s_provider=cluster.provider,
                 paused=cfg.paused,
+                resource_labels=cfg.cost_plan.pool_labels.get(plan.name, {}),
             ),
         )
         for plan in cfg.pools

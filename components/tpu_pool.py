@@ -7,7 +7,7 @@ node pool, sized to the slice's host count and placed as the catalog says: COMPA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
@@ -190,6 +190,8 @@ class TpuPoolDeps:
     node_service_account: pulumi.Input[str]
     k8s_provider: k8s.Provider | None
     paused: bool = False
+    resource_labels: dict[str, str] = field(default_factory=dict)
+    """The pool's own resource labels on its node pools: the workloads on it (stacks/pieces/cost.py)."""
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -244,7 +246,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                     size=sizes[index],
                     policy_name=policy_name,
                     node_service_account=node_service_account,
-                    labels=cluster.labels,
+                    labels={**cluster.labels, **deps.resource_labels},
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,

@@ -22,6 +22,7 @@ from stacks.addons import AddonsConfig
 from stacks.config_model import (
     BucketConfig,
     ClusterConfig,
+    CostConfig,
     GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
@@ -32,6 +33,7 @@ from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
+from stacks.pieces import cost as cost_piece
 from stacks.pieces import environment as environment_piece
 from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
@@ -56,6 +58,7 @@ KNOWN_KEYS = (
     "addons",
     "monitoring",
     "gateway",
+    "cost",
     "workloads",
     "paused",
     "decommission",
@@ -76,6 +79,7 @@ class _Sections:
     addons: AddonsConfig | None
     monitoring: MonitoringConfig | None
     gateway: GatewayConfig | None
+    cost: CostConfig | None
     workloads: list[tuple[int, WorkloadConfig]]
     paused: bool
     decommission: bool
@@ -100,6 +104,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
+        cost=parse(f"{NS}:cost", CostConfig, raw.get("cost") or {}, problems),
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
         decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
@@ -255,7 +260,7 @@ def _stack_config(
     cluster, bucket, environment = sections.cluster, sections.bucket, sections.environment
     addons, monitoring, gateway = sections.addons, sections.monitoring, sections.gateway
     assert cluster is not None and bucket is not None and environment
-    assert addons is not None and monitoring is not None and gateway is not None
+    assert addons is not None and monitoring is not None and gateway is not None and sections.cost is not None
     profile, decommission_warnings = environment_piece.profile(environment, sections.decommission)
     warnings.extend(decommission_warnings)
     if sections.paused:
@@ -280,6 +285,8 @@ def _stack_config(
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
+        cost=sections.cost,
+        cost_plan=plans.cost,
         workloads=tuple(workloads),
         warnings=tuple(
             bucket_piece.warnings(bucket, profile) + cluster_piece.warnings(cluster, environment) + warnings
@@ -312,6 +319,7 @@ class _Plans:
     monitoring: monitoring_piece.MonitoringPlan
     gateway: gateway_piece.GatewayPlan
     namespaces: namespaces_piece.NamespacesPlan
+    cost: cost_piece.CostPlan
 
 
 def _plans(
@@ -350,6 +358,7 @@ def _plans(
             profile=profile,
             labels=labels,
             gateway_api=gateway.enabled,
+            cost_allocation=sections.cost.allocation if sections.cost else True,
         ),
         network=network_piece.plan(
             cluster.network,
@@ -374,6 +383,7 @@ def _plans(
         ),
         gateway=gateway_plan,
         namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
+        cost=cost_piece.plan(sections.cost or CostConfig(), project=project, stack=stack, workloads=workloads),
     )
 
 

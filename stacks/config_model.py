@@ -7,6 +7,7 @@ back to a default silently. Cross-field rules (catalog, region, names) live in e
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -411,6 +412,71 @@ class GatewayConfig(CamelModel):
     proxy_subnet_cidr: str = Field(
         "10.24.0.0/23", description="Range of the created proxy-only subnet (/26 or larger; GKE recommends /23)."
     )
+
+
+class BudgetConfig(CamelModel):
+    """A monthly Cloud Billing budget with threshold alerts (pulumi_gcp billing.Budget; the billingbudgets API)."""
+
+    billing_account: str = Field(
+        pattern=r"^[0-9A-Z]{6}-[0-9A-Z]{6}-[0-9A-Z]{6}$",
+        description="The Cloud Billing account ID that pays for the project, XXXXXX-XXXXXX-XXXXXX "
+        "(https://cloud.google.com/billing/docs/how-to/find-billing-account-id). Creating the budget needs "
+        "roles/billing.costsManager (or billing.admin) on that account and billingbudgets.googleapis.com enabled.",
+    )
+    monthly_amount: int = Field(
+        ge=1, le=10**12, description="The budget per calendar month, in whole units of the account's currency."
+    )
+    currency_code: str | None = Field(
+        None,
+        pattern=r"^[A-Z]{3}$",
+        description="ISO 4217 code; must be the billing account's currency (default: the account's).",
+    )
+    thresholds: list[float] = Field(
+        default_factory=lambda: [0.5, 0.9, 1.0],
+        min_length=1,
+        description="Alert when current spend passes these fractions of the amount (0.5 = 50%), each above 0 and at "
+        "most 10, without repeats.",
+    )
+    notification_channels: list[str] = Field(
+        default_factory=list,
+        max_length=5,
+        description="Up to 5 Cloud Monitoring email channels (projects/<project>/notificationChannels/<id>) alerted "
+        "besides the billing account's administrators and users.",
+    )
+    scope: Literal["stack", "project"] = Field(
+        "stack",
+        description="stack: only the project's resources labelled with this stack (stack=<stack>: the cluster, its "
+        "node pools and the bucket); project: everything the project spends.",
+    )
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, value: list[float]) -> list[float]:
+        if any(not 0 < t <= 10 for t in value) or len(set(value)) != len(value):
+            raise PydanticCustomError("thresholds", "each threshold above 0 and at most 10, without repeats", {})
+        return value
+
+    @field_validator("notification_channels")
+    @classmethod
+    def _channels(cls, value: list[str]) -> list[str]:
+        bad = [c for c in value if not re.fullmatch(r"projects/[^/]+/notificationChannels/[^/]+", c)]
+        if bad:
+            raise PydanticCustomError(
+                "channel", "{bad}: not projects/<project>/notificationChannels/<id>", {"bad": ", ".join(bad)}
+            )
+        return value
+
+
+class CostConfig(CamelModel):
+    """Cost attribution: GKE cost allocation, the workloads' names on their node pools, an optional budget."""
+
+    allocation: bool = Field(
+        True,
+        description="GKE cost allocation: the cluster's Cloud Billing export breaks its cost down by namespace and "
+        "Kubernetes label (each workload has its own namespace by default). Every TPU node pool also carries the "
+        "name of the workloads that run on it as the resource label tpu-workload.",
+    )
+    budget: BudgetConfig | None = Field(None, description="A monthly budget with alerts; none by default.")
 
 
 # ---- workloads ------------------------------------------------------------------------------------------

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import AddonsConfig
-from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig
+from stacks.config_model import BucketConfig, ClusterConfig, CostConfig, GatewayConfig, MonitoringConfig
 from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
+from stacks.pieces import cost as cost_piece
 from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import namespaces as namespaces_piece
@@ -46,6 +47,9 @@ class StackConfig:
     addons: AddonsConfig = field(default_factory=lambda: addon_registry.settings_model()())
     monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    cost: CostConfig = field(default_factory=CostConfig)
+    cost_plan: cost_piece.CostPlan = field(default_factory=cost_piece.CostPlan)
+    """Cost allocation, the workload labels of each TPU pool's node pools, the budget (stacks/pieces/cost.py)."""
     workloads: tuple[WorkloadPlan, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
     workload_types: WorkloadRegistry = field(default_factory=WorkloadRegistry)

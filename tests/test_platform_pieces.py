@@ -18,6 +18,7 @@ from components import platform
 from components.addons import Addons, AddonsDeps
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
+from components.cost import CostAttribution
 from components.gateway import GatewayDeps, InferenceGateway
 from components.monitoring import Monitoring, MonitoringDeps
 from components.namespaces import Namespaces, NamespacesDeps
@@ -29,6 +30,7 @@ from stacks.pieces import (
     addons,
     bucket,
     cluster,
+    cost,
     gateway,
     monitoring,
     namespaces,
@@ -39,6 +41,7 @@ from stacks.pieces import (
 from stacks.pieces.addons import AddonsPlan
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
+from stacks.pieces.cost import CostPlan
 from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.monitoring import MonitoringPlan
 from stacks.pieces.namespaces import NamespacesPlan
@@ -63,6 +66,7 @@ PIECES = {
     "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
     "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
     "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, NodeAccountDeps),
+    "cost": (cost, CostPlan, CostAttribution, None),
 }
 
 

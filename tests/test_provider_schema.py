@@ -65,6 +65,18 @@ FEATURE_CONFIGS = {
         "dev",
     ),
     "cloud-armor": (_external_gateway(), "vllm-multi-host"),
+    "budget": (
+        make_config(
+            tpu_serving__cost={
+                "budget": {
+                    "billingAccount": "012345-6789AB-CDEF01",
+                    "monthlyAmount": 20000,
+                    "notificationChannels": ["projects/tpu-test-project/notificationChannels/123"],
+                }
+            }
+        ),
+        "dev",
+    ),
 }
 
 

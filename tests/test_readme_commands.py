@@ -52,6 +52,8 @@ DRY_RUN = {
     "destroy",
     "leak-audit",
     "smoke",
+    "preflight",  # needs gcloud and a project (tests/test_preflight.py runs it on recorded answers)
+    "maintenance",  # the same (tests/test_host_maintenance.py)
     "stack",
     "clean",
 }

@@ -36,6 +36,11 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "container.v1beta1": ("Cluster", "NodePool"),
     "compute.beta": ("Network", "Subnetwork", "Router", "RouterNat"),
     "storage.v1": ("Bucket",),
+    # what `make preflight` and `make maintenance` read back from gcloud (tooling/preflight.py, tooling/maintenance.py)
+    "compute.v1": ("Region", "Reservation", "Instance"),
+    "container.v1": ("ServerConfig",),
+    "serviceusage.v1": ("GoogleApiServiceusageV1Service",),
+    "cloudresourcemanager.v1": ("Policy",),
 }
 _KEEP = ("type", "$ref", "items", "properties", "additionalProperties", "enum", "format", "readOnly")
 

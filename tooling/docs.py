@@ -156,6 +156,7 @@ def configuration_reference() -> str:
     lines += ["## Stack keys", "", *table(HEADER, [r for k in plain for r in ref.rows(k, keys[k], k in required)]), ""]
     pages = {f"{NS}:addons": "addons-and-monitoring.md", f"{NS}:monitoring": "addons-and-monitoring.md"}
     pages[f"{NS}:gateway"] = "gateway.md"
+    pages[f"{NS}:cost"] = "operations.md"
     for key in (k for k in keys if k not in plain and not k.endswith(":workloads")):
         node = keys[key]
         rows = ref.rows(key, node, key in required)

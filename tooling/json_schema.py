@@ -21,6 +21,7 @@ from stacks.config import KNOWN_KEYS, NS
 from stacks.config_model import (
     BucketConfig,
     ClusterConfig,
+    CostConfig,
     GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
@@ -58,6 +59,7 @@ def stack_config_schema() -> dict[str, Any]:
         f"{NS}:addons": _model_schema(addons.settings_model(), defs),
         f"{NS}:monitoring": _model_schema(MonitoringConfig, defs),
         f"{NS}:gateway": _model_schema(GatewayConfig, defs),
+        f"{NS}:cost": _model_schema(CostConfig, defs),
         f"{NS}:paused": {
             "type": "boolean",
             "description": "Stop the spend without teardown: workloads at zero, TPU pools scale to zero; nothing "

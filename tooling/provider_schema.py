@@ -80,6 +80,7 @@ RESOURCES: dict[str, str] = {
     "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember": "google_kms_crypto_key_iam_member",
     "gcp:artifactregistry/repository:Repository": "google_artifact_registry_repository",
     "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": "google_artifact_registry_repository_iam_member",
+    "gcp:billing/budget:Budget": "google_billing_budget",
 }
 # Where the resources' schemas and what they call live (google-beta/...).
 SOURCE_DIRS = (
@@ -90,6 +91,7 @@ SOURCE_DIRS = (
     "google-beta/services/kms",
     "google-beta/services/artifactregistry",
     "google-beta/services/resourcemanager",
+    "google-beta/services/billingbudgets",
     "google-beta/tpgiamresource",
     "google-beta/tpgresource",
 )

@@ -55,6 +55,8 @@ class ClusterPlan:
     """The system pool's totals over the cluster's zones and its nodes per zone at creation."""
     nodes: node_identity.NodeAccountPlan
     """The nodes' own service account, named after the cluster."""
+    cost_allocation: bool
+    """GKE cost allocation (tpu-serving:cost.allocation; stacks/pieces/cost.py)."""
 
     @property
     def kubernetes_minor(self) -> str:
@@ -90,6 +92,7 @@ def plan(
     profile: Profile,
     labels: dict[str, str],
     gateway_api: bool,
+    cost_allocation: bool = True,
 ) -> ClusterPlan:
     hold = cluster.maintenance.hold_minor_and_node_upgrades
     hold = profile.hold_minor_and_node_upgrades if hold is None else hold
@@ -116,6 +119,7 @@ def plan(
             system.min_nodes, system.max_nodes, pool_sizing.cluster_zones(where)
         ),
         nodes=node_identity.cluster_nodes(name, project),
+        cost_allocation=cost_allocation,
     )
 
 

@@ -2,6 +2,7 @@
 # from the installed, pinned SDK, so mypy reads those instead of all of them (pulumi_gcp's own __init__ imports
 # every service module under TYPE_CHECKING). A submodule not listed is an attr-defined error: add a line.
 from pulumi_gcp import artifactregistry as artifactregistry
+from pulumi_gcp import billing as billing
 from pulumi_gcp import compute as compute
 from pulumi_gcp import container as container
 from pulumi_gcp import kms as kms

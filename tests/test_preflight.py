@@ -1,0 +1,302 @@
+"""`make preflight` (scripts/preflight.py, tooling/preflight.py) on recorded gcloud answers (tests/data/preflight/).
+
+Sources of every field and name read:
+- google-api-python-client 2.202.0 googleapiclient/discovery_cache/documents/ (revisions in
+  tooling/data/api_schemas.json): compute.v1.json `Region.quotas[]` = `Quota` {metric, limit, usage} and its
+  `metric` enum (TPU_PODSLICE_V4, TPU_LITE_PODSLICE_V5, their PREEMPTIBLE_ twins; CPUS_ALL_REGIONS and
+  GPUS_ALL_REGIONS, no TPU counterpart); compute.v1.json `Reservation` {status, specificReservation {count,
+  inUseCount, instanceProperties.machineType}}; container.v1.json `ServerConfig.channels[]` {channel,
+  validVersions} (projects.locations.getServerConfig); serviceusage.v1.json `GoogleApiServiceusageV1Service`
+  {config.name, state ENABLED}; cloudresourcemanager.v1.json `Policy.bindings[]` {role, members}.
+- Cloud TPU quota types (https://cloud.google.com/tpu/docs/quota): on-demand and preemptible (Spot) quotas per TPU
+  version; docs/deploying.md: Spot and flex-start draw on preemptible quota.
+Each fixture is validated strictly (unknown fields, types, enums) against those schemas below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks import capacity_words, catalog
+from stacks.cost import pool_nodes
+from tests.conftest import EXAMPLES
+from tooling import api_schemas, preflight
+from tooling.offline import ROOT, parse_stack_file
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import preflight as script  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "preflight"
+ALL_IN_ONE = ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml"
+IRONWOOD = ROOT / "examples" / "ironwood" / "Pulumi.ironwood.yaml"
+FALLBACK = ROOT / "examples" / "gemma-fallback" / "Pulumi.gemma-fallback.yaml"
+# fixture file (its name up to the first "-" or ".") -> (discovery document, schema)
+SHAPES = {
+    "region": ("compute.v1", "Region"),
+    "reservation": ("compute.v1", "Reservation"),
+    "server": ("container.v1", "ServerConfig"),
+    "services": ("serviceusage.v1", "GoogleApiServiceusageV1Service"),
+    "iam": ("cloudresourcemanager.v1", "Policy"),
+}
+
+
+def recorded_runner(scenario: str, calls: list[list[str]] | None = None) -> preflight.Runner:
+    """gcloud as recorded: the scenario's file for the command, else the common one; a missing reservation is
+    gcloud's not-found error."""
+
+    def file_for(args: list[str]) -> str:
+        if args[:3] == ["compute", "regions", "describe"]:
+            return f"region-{args[3]}.json"
+        if args[:3] == ["compute", "reservations", "describe"]:
+            return f"reservation-{args[3]}.json"
+        names = {"container": "server-config", "services": "services", "config": "account", "projects": "iam-policy"}
+        return f"{names[args[0]]}.json"
+
+    def run(args: list[str]) -> Any:
+        if calls is not None:
+            calls.append(args)
+        name = file_for(args)
+        for folder in (DATA / scenario, DATA / "common"):
+            if (folder / name).exists():
+                return json.loads((folder / name).read_text())
+        raise preflight.GcloudError(f"ERROR: (gcloud) NOT_FOUND: {name.removesuffix('.json')} was not found")
+
+    return run
+
+
+def rows_of(path: Path, scenario: str) -> list[preflight.Row]:
+    return preflight.preflight(parse_stack_file(path), recorded_runner(scenario))
+
+
+def by(rows: list[preflight.Row], check: str) -> dict[str, preflight.Row]:
+    return {row.subject: row for row in rows if row.check == check}
+
+
+# ---- the recordings follow the APIs' schemas --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(DATA.rglob("*.json")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recorded_answers_follow_the_discovery_documents(path):
+    kind = re.split(r"[-.]", path.name)[0]
+    if kind == "account":  # `gcloud config get account --format=json`: the account as a JSON string
+        assert isinstance(json.loads(path.read_text()), str)
+        return
+    document, name = SHAPES[kind]
+    value = json.loads(path.read_text())
+    errors: list[str] = []
+    for item in value if isinstance(value, list) else [value]:
+        api_schemas.validate(document, {"$ref": name}, item, "", errors)
+    assert errors == []
+
+
+def test_schema_check_catches_a_misspelt_field():
+    errors: list[str] = []
+    bad = {"specificReservation": {"count": "2", "inUsedCount": "1"}, "status": "AVAILABLE"}
+    api_schemas.validate("compute.v1", {"$ref": "Reservation"}, bad, "", errors)
+    assert any("inUsedCount" in e for e in errors) and any("AVAILABLE" in e for e in errors), errors
+
+
+def test_quota_metrics_are_the_compute_apis_own_for_every_generation():
+    """Every catalog generation has an entry; each metric named is in compute v1 `Quota.metric`, and the enum has
+    no other TPU chip quota (v5p, v6e and TPU7x have none there) and no project-wide TPU quota."""
+    enum = set(api_schemas.schema("compute.v1", "Quota")["properties"]["metric"]["enum"])
+    assert set(preflight.QUOTA_METRICS) == set(catalog.GENERATIONS)
+    named = {m for pair in preflight.QUOTA_METRICS.values() if pair for m in pair}
+    assert named <= enum
+    tpu_slices = {m for m in enum if "TPU" in m and "DEVICE" not in m}  # *_DEVICE_*: Cloud TPU API devices
+    assert tpu_slices == named
+    assert {m for m in enum if m.endswith("_ALL_REGIONS")} == {"CPUS_ALL_REGIONS", "GPUS_ALL_REGIONS"}
+
+
+# ---- what the operator sees ---------------------------------------------------------------------------------
+
+
+def test_a_ready_project_passes(capsys):
+    """all-in-one on a project with quota, the channel's versions, the APIs and the roles: exit 0; the v6e pools
+    are WARN (no Compute Engine quota metric to read) with the console's quota page."""
+    rows = rows_of(ALL_IN_ONE, "ready")
+    quota = by(rows, "quota")
+    assert quota["pool v5e-2x4 (v5e on-demand)"].status == preflight.PASS
+    assert (
+        "needs 8 chips at baseline, 32 at peak (8/96 with the other pools)"
+        in quota["pool v5e-2x4 (v5e on-demand)"].detail
+    )
+    assert quota["pool v6e-4x4 (v6e on-demand)"].status == preflight.WARN
+    assert (
+        quota["pool v6e-4x4 (v6e on-demand)"].fix
+        == "https://console.cloud.google.com/iam-admin/quotas?project=my-tpu-project"
+    )
+    assert {r.status for r in rows if r.check != "quota"} == {preflight.PASS}
+    assert script.main([str(ALL_IN_ONE)], run=recorded_runner("ready")) == 0
+    out = capsys.readouterr().out
+    assert "PASS  api          container.googleapis.com: enabled" in out
+
+
+def test_a_short_project_fails_with_the_fix_on_each_row():
+    rows = rows_of(ALL_IN_ONE, "short")
+    quota = by(rows, "quota")["pool v5e-4x8 (v5e on-demand)"]
+    assert quota.status == preflight.FAIL and capacity_words.QUOTA_SHORT in quota.detail
+    assert "limit 64, in use 8" in quota.detail and quota.fix.startswith("https://console.cloud.google.com/iam-admin")
+    spot = by(rows, "quota")["pool v6e-2x4 (v6e spot)"]
+    assert spot.status == preflight.WARN  # no metric to read for v6e
+    versions = by(rows, "version")
+    assert versions["pool 'v6e-4x4': the minimum GKE version for v6e"].status == preflight.FAIL
+    assert versions["pool 'v5e-4x8': the minimum GKE version for v5e"].status == preflight.PASS
+    api = by(rows, "api")["iamcredentials.googleapis.com"]
+    assert (api.status, api.fix) == (
+        preflight.FAIL,
+        "gcloud services enable iamcredentials.googleapis.com --project=my-tpu-project",
+    )
+    role = by(rows, "role")["roles/storage.admin"]
+    assert role.status == preflight.WARN
+    assert role.fix == (
+        "gcloud projects add-iam-policy-binding my-tpu-project --member=user:deployer@example.com "
+        "--role=roles/storage.admin"
+    )
+    assert all(row.fix for row in rows if row.status != preflight.PASS)
+    assert script.main([str(ALL_IN_ONE)], run=recorded_runner("short")) == 1
+
+
+def test_reservation_rows():
+    ready = by(rows_of(IRONWOOD, "ready"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
+    assert ready.status == preflight.PASS, ready
+    assert ready.detail == "tpu7x-standard-4t: needs 2 hosts at baseline, 2 at peak; 2 reserved, 0 in use"
+    short = by(rows_of(IRONWOOD, "short"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
+    assert short.status == preflight.FAIL and capacity_words.RESERVATION_SHORT in short.detail
+    assert short.fix.startswith("gcloud compute reservations update ironwood-2x2x2 --zone=us-central1-c")
+    assert script.main([str(IRONWOOD)], run=recorded_runner("short")) == 1
+
+
+def test_a_capacity_list_falls_back_but_a_wrong_reservation_fails():
+    """gemma-fallback [reservation, spot, on-demand, flex-start]: a short quota is a WARN (the ComputeClass tries
+    the next capacity); a reservation of another machine type can never be consumed: FAIL."""
+    rows = rows_of(FALLBACK, "short")
+    reservation = by(rows, "reservation")["pool v5e-2x4 (reservation v5e-serving)"]
+    assert reservation.status == preflight.FAIL
+    assert reservation.detail == "reserves ct5lp-hightpu-4t, the pool runs ct5lp-hightpu-8t"
+    quota = by(rows, "quota")
+    assert quota["pool v5e-2x4 (v5e on-demand)"].status == preflight.WARN
+    assert "falls back to its next capacity" in quota["pool v5e-2x4 (v5e on-demand)"].detail
+    assert "PREEMPTIBLE_TPU_LITE_PODSLICE_V5" in quota["pool v5e-2x4 (v5e spot)"].detail
+    assert "PREEMPTIBLE_TPU_LITE_PODSLICE_V5" in quota["pool v5e-2x4 (v5e flex-start)"].detail
+    ready = by(rows_of(FALLBACK, "ready"), "reservation")["pool v5e-2x4 (reservation v5e-serving)"]
+    assert ready.status == preflight.PASS
+
+
+def test_a_missing_reservation_fails_with_the_listing_command():
+    rows = preflight.preflight(parse_stack_file(IRONWOOD), recorded_runner("no-such-scenario"))
+    row = by(rows, "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
+    assert row.status == preflight.FAIL and "NOT_FOUND" in row.detail
+    assert row.fix == "gcloud compute reservations list --project=my-tpu-project --filter=zone:us-central1-c"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem.removeprefix("Pulumi."))
+def test_every_pool_of_every_example_is_checked(path):
+    """One quota row per pool and quota-drawing capacity, at the pool's own baseline and peak; one reservation
+    row per pool that names a reservation; one version row per minimum."""
+    cfg = parse_stack_file(path)
+    calls: list[list[str]] = []
+    rows = preflight.preflight(cfg, recorded_runner("ready", calls))
+    quota = [r for r in rows if r.check == "quota"]
+    expected = [(p, c) for p in cfg.pools for c in p.capacities if c in preflight.QUOTA_CAPACITIES]
+    assert len(quota) == len(expected)
+    for row, (plan, capacity) in zip(quota, expected, strict=True):
+        low, high = pool_nodes(plan)
+        chips = plan.shape.chips_per_host
+        assert row.subject == f"pool {plan.name} ({plan.shape.generation.name} {capacity})"
+        assert f"needs {low * chips} chips at baseline, {high * chips} at peak" in row.detail
+    reserved = [p for p in cfg.pools if "reservation" in p.capacities]
+    assert len([r for r in rows if r.check == "reservation"]) == len(reserved)
+    assert [c for c in calls if c[:2] == ["compute", "reservations"]] == [
+        preflight.reservation_command(p, cfg.gcp_project) for p in reserved
+    ]
+
+
+def test_a_pool_added_to_a_stack_gets_its_rows(tmp_path):
+    """A v4 Spot pool added to all-in-one draws on PREEMPTIBLE_TPU_PODSLICE_V4 (limit 0 in the recording): FAIL."""
+    import yaml
+
+    data = yaml.safe_load(ALL_IN_ONE.read_text())
+    pools = data["config"]["tpu-serving:tpuPools"]
+    pools.append(
+        {
+            "name": "v4-extra",
+            "tpu": "v4",
+            "topology": "2x2x1",
+            "zone": "us-central1-b",
+            "capacity": "spot",
+            "autoscaling": {"minNodes": 1, "maxNodes": 2},
+        }
+    )
+    path = tmp_path / "Pulumi.all-in-one.yaml"
+    path.write_text(yaml.safe_dump(data))
+    row = by(rows_of(path, "ready"), "quota")["pool v4-extra (v4 spot)"]
+    assert row.status == preflight.FAIL and "PREEMPTIBLE_TPU_PODSLICE_V4" in row.detail
+
+
+def test_the_stockout_word_is_the_shared_one():
+    rows = rows_of(ALL_IN_ONE, "ready")
+    assert all(capacity_words.STOCKOUT in r.detail for r in rows if r.check == "quota")
+    assert capacity_words.STOCKOUT == "stockout"
+
+
+# ---- one source for the APIs and roles the docs list --------------------------------------------------------
+
+
+def test_the_deploying_page_lists_the_apis_and_roles_preflight_checks():
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    prerequisites = text.split("## Prerequisites", 1)[1].split("\n## ", 1)[0]
+    enable = re.search(r"gcloud services enable ([^`]*?)\n  ```", prerequisites, re.S)
+    assert enable, "the Prerequisites' gcloud services enable command"
+    assert enable.group(1).replace("\\", " ").split() == list(preflight.REQUIRED_APIS)
+    roles_text = prerequisites.split("Roles for whoever runs `pulumi up`:", 1)[1].split("With\n", 1)[0]
+    assert re.findall(r"`(roles/[\w.]+)`", roles_text) == list(preflight.DEPLOYER_ROLES)
+
+
+# ---- the one runner ---------------------------------------------------------------------------------------------
+
+
+def test_the_runner_asks_gcloud_for_json_and_reports_its_errors(tmp_path, monkeypatch):
+    fake = tmp_path / "gcloud"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "$@" > "$0.args"\n'
+        'if [ "$1" = fail ]; then echo "ERROR: (gcloud) PERMISSION_DENIED" >&2; exit 1; fi\n'
+        'echo \'{"name": "us-central1"}\'\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert script.gcloud(["compute", "regions", "describe", "us-central1"]) == {"name": "us-central1"}
+    assert (tmp_path / "gcloud.args").read_text().split() == [
+        "compute",
+        "regions",
+        "describe",
+        "us-central1",
+        "--format=json",
+    ]
+    with pytest.raises(preflight.GcloudError, match="PERMISSION_DENIED"):
+        script.gcloud(["fail"])
+
+
+def test_every_workflow_up_runs_the_preflight_first():
+    """docs/deploying.md: the deploy workflow runs `make preflight` before `up`; so does every workflow that runs
+    `pulumi up`."""
+    import yaml
+
+    ups = 0
+    for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            steps = job.get("steps", [])
+            for i, step in enumerate(steps):
+                if step.get("with", {}).get("command") == "up":
+                    ups += 1
+                    stack = step["with"]["stack-name"]
+                    assert steps[i - 1].get("run") == f"make preflight STACK={stack}", (path.name, stack)
+    assert ups == 4

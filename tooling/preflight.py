@@ -1,0 +1,358 @@
+"""`make preflight STACK=<stack>`: will `pulumi up` get what the stack asks for? One row per check, PASS, WARN or
+FAIL, each with the command or link that fixes it; scripts/preflight.py prints them and exits non-zero on a FAIL.
+
+Every answer comes from `gcloud ... --format=json` through one `Runner` (the tests replace it with recorded
+responses, tests/data/preflight/). The fields read are the APIs' own (google-api-python-client 2.202.0
+googleapiclient/discovery_cache/documents/, kept in tooling/data/api_schemas.json by tooling/api_schemas.py):
+
+- TPU quota: `gcloud compute regions describe` returns a compute v1 `Region` whose `quotas[]` are `Quota`
+  {metric, limit, usage}. The `Quota.metric` enum names the regional TPU quotas GKE's TPU node pools draw on:
+  TPU_PODSLICE_V4, TPU_LITE_PODSLICE_V5 and their PREEMPTIBLE_ twins (Spot; flex-start too, docs/deploying.md).
+  It has no metric for v5p, v6e or TPU7x, and no TPU counterpart of the project-wide CPUS_ALL_REGIONS /
+  GPUS_ALL_REGIONS: those generations' quotas are only in the console's Cloud Quotas page (a WARN row with the link).
+- Reservations: `gcloud compute reservations describe` returns a compute v1 `Reservation`: status (READY),
+  specificReservation {count, inUseCount, instanceProperties.machineType} (int64 fields arrive as strings).
+- Versions: `gcloud container get-server-config` returns a container v1 `ServerConfig`: channels[] {channel,
+  validVersions}.
+- APIs: `gcloud services list --enabled` returns serviceusage v1 `GoogleApiServiceusageV1Service`s {config.name,
+  state}.
+- Roles: `gcloud projects get-iam-policy` returns a cloudresourcemanager v1 `Policy` {bindings[] {role, members}}.
+  Roles held through a group, a folder or the organization are not in it: a role missing there is a WARN.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import capacity_words, catalog
+from stacks.cost import pool_nodes
+from stacks.pieces import gateway as gateway_piece
+from stacks.pieces import tpu_pools
+from stacks.pool_plan import PoolPlan
+from stacks.stack_config import StackConfig
+
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+
+Runner = Callable[[list[str]], Any]
+"""gcloud arguments (without `gcloud` and `--format=json`) -> the parsed JSON answer; raises GcloudError."""
+
+
+class GcloudError(RuntimeError):
+    """gcloud exited non-zero (its stderr is the message)."""
+
+
+# Generation -> (on-demand, preemptible) regional quota metric, from compute v1 `Quota.metric` (module docstring);
+# None: not a Compute Engine regional quota in that enum.
+QUOTA_METRICS: dict[str, tuple[str, str] | None] = {
+    "v4": ("TPU_PODSLICE_V4", "PREEMPTIBLE_TPU_PODSLICE_V4"),
+    "v5e": ("TPU_LITE_PODSLICE_V5", "PREEMPTIBLE_TPU_LITE_PODSLICE_V5"),
+    "v5p": None,
+    "v6e": None,
+    "tpu7x": None,
+}
+PREEMPTIBLE_CAPACITIES = ("spot", "flex-start")
+QUOTA_CAPACITIES = ("on-demand", *PREEMPTIBLE_CAPACITIES)  # a reservation is checked as a reservation
+
+# docs/deploying.md "Prerequisites" lists these (tests/test_preflight.py holds the page to them).
+REQUIRED_APIS = (
+    "container.googleapis.com",
+    "compute.googleapis.com",
+    "iam.googleapis.com",
+    "iamcredentials.googleapis.com",
+    "storage.googleapis.com",
+    "monitoring.googleapis.com",
+    "logging.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "cloudresourcemanager.googleapis.com",
+)
+BUDGET_API = "billingbudgets.googleapis.com"
+DEPLOYER_ROLES = (
+    "roles/container.admin",
+    "roles/compute.networkAdmin",
+    "roles/iam.serviceAccountAdmin",
+    "roles/iam.serviceAccountUser",
+    "roles/resourcemanager.projectIamAdmin",
+    "roles/storage.admin",
+    "roles/monitoring.dashboardEditor",
+)
+QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={project}"
+
+
+@dataclass(frozen=True)
+class Row:
+    check: str  # quota, reservation, version, api, role
+    subject: str  # what it is about: a pool, an API, a role
+    status: str
+    detail: str
+    fix: str = ""  # the command or link that fixes it ("" on PASS)
+
+
+# ---- TPU quota ------------------------------------------------------------------------------------------------
+
+
+def quota_metric(generation: str, capacity: str) -> str | None:
+    metrics = QUOTA_METRICS[generation]
+    if metrics is None:
+        return None
+    return metrics[1] if capacity in PREEMPTIBLE_CAPACITIES else metrics[0]
+
+
+def pool_chips(plan: PoolPlan, paused: bool) -> tuple[int, int]:
+    """(baseline, peak) chips of a pool: its nodes at their minimum and maximum (stacks.cost.pool_nodes)."""
+    low, high = (0, 0) if paused else pool_nodes(plan)
+    per = plan.shape.chips_per_host
+    return low * per, high * per
+
+
+def _against(need: int, limit: float, usage: float) -> str:
+    if need > limit:
+        return FAIL
+    return WARN if need > limit - usage else PASS
+
+
+def quota_rows(cfg: StackConfig, region: dict[str, Any]) -> list[Row]:
+    """Per pool and quota-drawing capacity: its baseline and peak chips, with every pool drawing on the same quota,
+    against the region's limit and what is free of it."""
+    quotas = {q.get("metric"): q for q in region.get("quotas", [])}
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    wanted: list[tuple[PoolPlan, str, str | None]] = []
+    for plan in cfg.pools:
+        for capacity in plan.capacities:
+            if capacity not in QUOTA_CAPACITIES:
+                continue
+            metric = quota_metric(plan.shape.generation.name, capacity)
+            counted = any(p is plan and m == metric for p, _, m in wanted)  # spot and flex-start: one quota
+            wanted.append((plan, capacity, metric))
+            if metric and not counted:
+                low, high = pool_chips(plan, cfg.paused)
+                totals[metric][0] += low
+                totals[metric][1] += high
+    return [_quota_row(cfg, plan, capacity, metric, quotas, totals) for plan, capacity, metric in wanted]
+
+
+def _quota_row(
+    cfg: StackConfig,
+    plan: PoolPlan,
+    capacity: str,
+    metric: str | None,
+    quotas: dict[str, Any],
+    totals: dict[str, list[int]],
+) -> Row:
+    subject = f"pool {plan.name} ({plan.shape.generation.name} {capacity})"
+    page = QUOTAS_PAGE.format(project=cfg.gcp_project)
+    low, high = pool_chips(plan, cfg.paused)
+    if metric is None:
+        return Row(
+            "quota",
+            subject,
+            WARN,
+            f"needs {low} chips at baseline, {high} at peak; {plan.shape.generation.name} has no Compute Engine "
+            f"regional quota metric (compute v1 Quota.metric): check its TPU quota in the console; "
+            f"{capacity_words.STOCKOUT_NOTE}",
+            page,
+        )
+    quota = quotas.get(metric)
+    if quota is None:
+        return Row("quota", subject, FAIL, f"{metric} is not a quota of {cfg.region} for this project", page)
+    limit, usage = float(quota.get("limit", 0)), float(quota.get("usage", 0))
+    base_total, peak_total = totals[metric]
+    shared = "" if (base_total, peak_total) == (low, high) else f" ({base_total}/{peak_total} with the other pools)"
+    status = max(_against(base_total, limit, usage), _against(peak_total, limit, usage), key=_rank)
+    detail = (
+        f"{metric} in {cfg.region}: needs {low} chips at baseline, {high} at peak{shared}; limit {limit:g}, "
+        f"in use {usage:g}"
+    )
+    if status == FAIL:
+        detail += f" ({capacity_words.QUOTA_SHORT})"
+    elif status == WARN:
+        detail += " (the rest is in use: by this stack itself if it runs, else by others)"
+    if len(plan.capacities) > 1 and status == FAIL:
+        status = WARN  # a capacity list falls back to its next capacity
+        detail += "; the ComputeClass falls back to its next capacity"
+    return Row("quota", subject, status, f"{detail}; {capacity_words.STOCKOUT_NOTE}", "" if status == PASS else page)
+
+
+def _rank(status: str) -> int:
+    return (PASS, WARN, FAIL).index(status)
+
+
+def worst(rows: list[Row]) -> str:
+    return max((row.status for row in rows), key=_rank, default=PASS)
+
+
+# ---- reservations ---------------------------------------------------------------------------------------------
+
+
+def reservation_target(plan: PoolPlan, project: str) -> tuple[str, str]:
+    """(owner project, reservation name) of the pool's `reservation`: a name, or projects/<p>/reservations/<name>."""
+    ref = plan.config.reservation or ""
+    parts = ref.split("/")
+    if len(parts) >= 4 and parts[0] == "projects" and parts[2] == "reservations":
+        return parts[1], parts[3]
+    return project, ref
+
+
+def reservation_command(plan: PoolPlan, project: str) -> list[str]:
+    owner, name = reservation_target(plan, project)
+    return ["compute", "reservations", "describe", name, f"--zone={plan.config.zone}", f"--project={owner}"]
+
+
+def reservation_row(cfg: StackConfig, plan: PoolPlan, reservation: dict[str, Any] | None, error: str = "") -> Row:
+    """The pool's reservation: READY, of the pool's machine type, with hosts for its baseline and peak free."""
+    owner, name = reservation_target(plan, cfg.gcp_project)
+    subject = f"pool {plan.name} (reservation {name})"
+    listing = f"gcloud compute reservations list --project={owner} --filter=zone:{plan.config.zone}"
+    if reservation is None:
+        return Row("reservation", subject, FAIL, f"not found in {plan.config.zone}: {error}".rstrip(": "), listing)
+    specific = reservation.get("specificReservation") or {}
+    machine = str((specific.get("instanceProperties") or {}).get("machineType", "")).rsplit("/", 1)[-1]
+    if machine != plan.shape.machine_type:
+        return Row(
+            "reservation",
+            subject,
+            FAIL,
+            f"reserves {machine or 'no machine type'}, the pool runs {plan.shape.machine_type}",
+            listing,
+        )
+    count, in_use = int(specific.get("count", 0)), int(specific.get("inUseCount", 0))
+    low, high = (0, 0) if cfg.paused else pool_nodes(plan)
+    status = max(_against(low, count, in_use), _against(high, count, in_use), key=_rank)
+    detail = f"{machine}: needs {low} hosts at baseline, {high} at peak; {count} reserved, {in_use} in use"
+    if reservation.get("status") != "READY":
+        status = max(status, WARN, key=_rank)
+        detail += f"; status {reservation.get('status')}"
+    if status == FAIL:
+        detail += f" ({capacity_words.RESERVATION_SHORT})"
+        if len(plan.capacities) > 1:
+            status, detail = WARN, detail + "; the ComputeClass falls back to its next capacity"
+    fix = f"gcloud compute reservations update {name} --zone={plan.config.zone} --project={owner} --vm-count=<hosts>"
+    return Row("reservation", subject, status, detail, "" if status == PASS else fix)
+
+
+def reservation_rows(cfg: StackConfig, run: Runner) -> list[Row]:
+    rows = []
+    for plan in cfg.pools:
+        if "reservation" not in plan.capacities or not plan.config.reservation:
+            continue
+        try:
+            rows.append(reservation_row(cfg, plan, run(reservation_command(plan, cfg.gcp_project))))
+        except GcloudError as err:
+            rows.append(reservation_row(cfg, plan, None, str(err)))
+    return rows
+
+
+# ---- GKE versions ---------------------------------------------------------------------------------------------
+
+
+def server_config_command(cfg: StackConfig) -> list[str]:
+    where = "--region" if cfg.regional else "--zone"
+    return ["container", "get-server-config", f"{where}={cfg.cluster_location}", f"--project={cfg.gcp_project}"]
+
+
+def version_rows(cfg: StackConfig, server_config: dict[str, Any]) -> list[Row]:
+    """Each minimum the stack needs (every pool's generation, a capacity list, the gateway, minMasterVersion) is met
+    by a version the release channel offers."""
+    channel = cfg.cluster.release_channel
+    entry: dict[str, Any] = next((c for c in server_config.get("channels", []) if c.get("channel") == channel), {})
+    offered = sorted(entry.get("validVersions", []), key=catalog.version_tuple)
+    newest = offered[-1] if offered else None
+    needs = [(n.version, f"{n.whom}: {n.what}") for n in tpu_pools.version_needs(list(cfg.pools))]
+    needs += [(n.version, f"{n.whom}: {n.what}") for n in gateway_piece.version_needs(cfg.gateway)]
+    if cfg.cluster.min_master_version:
+        needs.append((cfg.cluster.min_master_version, "cluster.minMasterVersion"))
+    link = "https://cloud.google.com/kubernetes-engine/docs/release-notes"
+    rows = []
+    for version, whom in needs:
+        met = newest is not None and catalog.version_tuple(newest) >= catalog.version_tuple(version)
+        detail = f"needs {version}; {channel} offers up to {newest or 'nothing'} in {cfg.cluster_location}"
+        fix = "" if met else f"cluster.releaseChannel: a channel offering {version} or later (RAPID is newest); {link}"
+        rows.append(Row("version", whom, PASS if met else FAIL, detail, fix))
+    return rows
+
+
+# ---- APIs and roles -------------------------------------------------------------------------------------------
+
+
+def required_apis(cfg: StackConfig) -> tuple[str, ...]:
+    return REQUIRED_APIS + ((BUDGET_API,) if cfg.cost.budget is not None else ())
+
+
+def api_rows(cfg: StackConfig, services: list[dict[str, Any]]) -> list[Row]:
+    enabled = {s.get("config", {}).get("name") for s in services if s.get("state") == "ENABLED"}
+    return [
+        Row(
+            "api",
+            api,
+            PASS if api in enabled else FAIL,
+            "enabled" if api in enabled else "not enabled",
+            "" if api in enabled else f"gcloud services enable {api} --project={cfg.gcp_project}",
+        )
+        for api in required_apis(cfg)
+    ]
+
+
+def member(account: str) -> str:
+    """The IAM member of the account gcloud runs as."""
+    return f"serviceAccount:{account}" if account.endswith(".gserviceaccount.com") else f"user:{account}"
+
+
+def role_rows(cfg: StackConfig, account: str, policy: dict[str, Any]) -> list[Row]:
+    who = member(account)
+    held = {b.get("role") for b in policy.get("bindings", []) if who in b.get("members", [])}
+    return [
+        Row(
+            "role",
+            role,
+            PASS if role in held else WARN,
+            f"{who} holds it on the project"
+            if role in held
+            else f"{who} does not hold it on the project directly (a group, folder or organization grant is not seen)",
+            ""
+            if role in held
+            else f"gcloud projects add-iam-policy-binding {cfg.gcp_project} --member={who} --role={role}",
+        )
+        for role in DEPLOYER_ROLES
+    ]
+
+
+# ---- all of it ------------------------------------------------------------------------------------------------
+
+
+def _call(run: Runner, args: list[str], check: str, rows: list[Row]) -> Any:
+    try:
+        return run(args)
+    except GcloudError as err:
+        rows.append(Row(check, "gcloud " + " ".join(args[:3]), FAIL, str(err), "gcloud auth login; gcloud config list"))
+        return None
+
+
+def preflight(cfg: StackConfig, run: Runner) -> list[Row]:
+    rows: list[Row] = []
+    project = f"--project={cfg.gcp_project}"
+    region = _call(run, ["compute", "regions", "describe", cfg.region, project], "quota", rows)
+    if region is not None:
+        rows += quota_rows(cfg, region)
+    rows += reservation_rows(cfg, run)
+    server_config = _call(run, server_config_command(cfg), "version", rows)
+    if server_config is not None:
+        rows += version_rows(cfg, server_config)
+    services = _call(run, ["services", "list", "--enabled", project], "api", rows)
+    if services is not None:
+        rows += api_rows(cfg, services)
+    account = _call(run, ["config", "get", "account"], "role", rows)
+    policy = _call(run, ["projects", "get-iam-policy", cfg.gcp_project], "role", rows)
+    if account and policy is not None:
+        rows += role_rows(cfg, str(account), policy)
+    return rows
+
+
+def table(rows: list[Row]) -> list[str]:
+    out = []
+    for row in rows:
+        out.append(f"{row.status:4}  {row.check:11}  {row.subject}: {row.detail}")
+        if row.fix:
+            out.append(f"      fix: {row.fix}")
+    return out
