@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
+from stacks import catalog, disruption, metrics, metrics_adapters, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
 from stacks.gateway import GatewayBackend
 from stacks.pod_security import ContainerSecurity, secure_pod
@@ -55,7 +55,7 @@ HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_NAME_LABEL = disruption.LWS_NAME_LABEL
 # The tutorial's GCS FUSE options: parallel downloads into a file cache, so large safetensors load fast.
 GCSFUSE_OPTIONS = (
     "implicit-dirs",
@@ -576,7 +576,7 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any]) -> dict[str, Any]:
         "containers": [container],
         "volumes": volumes,
     }
-    return secure_pod(spec, VLLM_CONTAINER)
+    return disruption.drained(secure_pod(spec, VLLM_CONTAINER))
 
 
 def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
