@@ -331,6 +331,7 @@ def _plans(
             profile=profile,
             labels=labels,
             gateway_api=gateway.enabled,
+            pools_hold_themselves=all(p.compute_class is None for p in pools),
         ),
         network=network_piece.plan(
             cluster.network,

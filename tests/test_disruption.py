@@ -209,3 +209,56 @@ def test_the_drain_covers_the_gateway_backend_timeout_and_its_health_check():
     assert disruption.REQUEST_SECONDS == policies["GCPBackendPolicy"]["timeoutSec"]
     check = policies["HealthCheckPolicy"]
     assert disruption.ROUTING_SECONDS >= check["checkIntervalSec"] * 2 + check["timeoutSec"]
+
+
+# ---- upgrades: hold the serving slices, let patches reach the rest ----------------------------------------------
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+HELD = {"maintenance": {"holdMinorAndNodeUpgrades": True}}
+
+
+def _scope(rec: Recording) -> str:
+    (exclusion,) = rec.one(CLUSTER).inputs["maintenancePolicy"]["maintenanceExclusions"]
+    return exclusion["exclusionOptions"]["scope"]
+
+
+def test_held_tpu_node_pools_hold_themselves_so_the_system_pool_gets_patches(run):
+    # GKE API: NodePool.NodePoolMaintenancePolicy.ExclusionUntilEndOfSupport (the node pool's own exclusion, its end
+    # the version's end of support) and MaintenanceExclusionOptions.Scope NO_MINOR_UPGRADES ("only patches are
+    # allowed") vs NO_MINOR_OR_NODE_UPGRADES ("Only control plane patches are allowed"),
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope
+    rec = run(make_config(tpu_serving__cluster=HELD))
+    assert _scope(rec) == "NO_MINOR_UPGRADES"
+    pools = {r.name: r.inputs.get("maintenancePolicies") for r in rec.of_type(NODE_POOL)}
+    assert pools.pop("cluster-system") is None  # the system pool follows the cluster: patches flow
+    assert pools and all(p == [{"exclusionUntilEndOfSupports": [{"enabled": True}]}] for p in pools.values())
+
+
+def test_a_pool_gke_creates_node_pools_for_keeps_the_cluster_wide_hold(run):
+    # A ComputeClass pool (capacity a list) has no node pool of its own to carry the exclusion: only the cluster's
+    # can hold what GKE creates for it, at the cost of the system pool's patches (docs/operations.md).
+    listed = {
+        "name": "v5e-2x4",
+        "tpu": "v5e",
+        "topology": "2x4",
+        "zone": "us-east5-a",
+        "capacity": ["spot", "on-demand"],
+        "autoscaling": {"minNodes": 0, "maxNodes": 3},
+    }
+    cluster = {**HELD, "minMasterVersion": "1.35.0-gke.1000000"}
+    rec = run(make_config(tpu_serving__cluster=cluster, **{"tpu_serving__tpuPools": [listed]}))
+    assert _scope(rec) == "NO_MINOR_OR_NODE_UPGRADES"
+
+
+def test_the_operations_page_states_the_delays_the_code_sets():
+    page = (Path(__file__).resolve().parent.parent / "docs/operations.md").read_text()
+    section = page[page.index("## Disruption-safe serving") :]
+    for seconds in (
+        disruption.PRESTOP_SECONDS,
+        disruption.GRACE_SECONDS,
+        disruption.ROUTING_SECONDS,
+        disruption.REQUEST_SECONDS,
+        disruption.SHUTDOWN_SECONDS,
+    ):
+        assert f"{seconds} s" in section, seconds
