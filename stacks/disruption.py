@@ -20,10 +20,10 @@ Budgets (one per set of pods a controller owns; `units`):
 - `unhealthyPodEvictionPolicy: AlwaysAllow` (policy/v1, GA in Kubernetes 1.31): a pod that is not Ready (starting,
   or the rest of a group already going down) never holds a drain.
 - A paused stack runs no replicas: no budget. A single replica gets `maxUnavailable: 1` too, deliberately: a budget
-  that allowed no eviction of it would hold every drain of its node until GKE gives up waiting (GKE respects a
-  PodDisruptionBudget for up to one hour in a node upgrade, https://cloud.google.com/kubernetes-engine/docs/concepts/
-  node-pool-upgrade-strategies, "Surge upgrades"), and would block the cluster autoscaler for good. One replica
-  cannot survive a drain of its node; two can.
+  that allowed no eviction of it would hold every drain of its node until GKE gives up waiting (GKE's node upgrade
+  documentation, https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies, gives an
+  hour; the API's UpgradeSettings says only "Disruption stays within the limits of PodDisruptionBudget"), and would
+  block the cluster autoscaler's scale-down for good. One replica cannot survive a drain of its node; two can.
 
 Termination (`drained`): every container of a serving pod sleeps `PRESTOP_SECONDS` before it gets SIGTERM, and the pod
 has `GRACE_SECONDS`:
@@ -42,9 +42,10 @@ has `GRACE_SECONDS`:
   the longest request the gateway lets run, its backend timeout of 300 s (the chart's GCPBackendPolicy timeoutSec,
   same gke.yaml). JetStream's engine and the Saxml servers are handled the same way.
 - After SIGTERM, SHUTDOWN_SECONDS for the server to exit and release its TPU before the kubelet kills it.
-The sleep handler (`lifecycle.preStop.sleep.seconds`, PodLifecycleSleepAction: beta and on by default from
-Kubernetes 1.30, GA in 1.34, https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/) runs in the
-kubelet, so it needs no shell or `sleep` binary in the image. The grace stays under the cluster autoscaler's
+The sleep handler (`lifecycle.preStop.sleep.seconds`, PodLifecycleSleepAction: alpha in Kubernetes 1.29, beta and on
+by default from 1.30, stable in 1.34, KEP-3960 https://www.kubernetes.dev/resources/keps/3960/) runs in the kubelet,
+so it needs no shell or `sleep` binary in the image (https://kubernetes.io/blog/2025/05/14/
+kubernetes-v1-33-updates-to-container-lifecycle). The grace stays under the cluster autoscaler's
 600 s limit on a scale-down's graceful termination (kubernetes/autoscaler cluster-autoscaler/FAQ.md,
 --max-graceful-termination-sec).
 """

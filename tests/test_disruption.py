@@ -174,7 +174,7 @@ def test_every_serving_pod_sleeps_before_sigterm_within_its_grace(path):
 
 def test_the_delays_outlast_routing_and_fit_the_limits():
     # The API server refuses a sleep longer than the grace period (kubernetes pkg/apis/core/validation
-    # validateSleepAction: "must be less than terminationGracePeriodSeconds"), and SIGTERM must leave time to exit.
+    # validateSleepAction: the seconds must be "less than terminationGracePeriodSeconds"), and SIGTERM must leave time to exit.
     assert 0 < disruption.PRESTOP_SECONDS < disruption.GRACE_SECONDS
     assert disruption.GRACE_SECONDS - disruption.PRESTOP_SECONDS >= disruption.SHUTDOWN_SECONDS
     # Compute Engine health check defaults (cloud.google.com/compute/docs/reference/rest/v1/healthChecks):
