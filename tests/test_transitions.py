@@ -83,22 +83,8 @@ def test_the_transition_is_clean(name, what, change, direction):
 def _reg(
     name: str, type_: str, inputs: dict[str, Any], *, deps: tuple[str, ...] = (), parent: str = ""
 ) -> Registration:
-    return Registration(
-        type=type_,
-        name=name,
-        urn=f"urn:pulumi:s::p::{type_}::{name}",
-        custom=True,
-        inputs=inputs,
-        parent=parent,
-        provider="",
-        dependencies=list(deps),
-        protect=False,
-        retain_on_delete=False,
-        deleted_with="",
-        ignore_changes=[],
-        delete_before_replace=False,
-        additional_secret_outputs=[],
-    )
+    urn = f"urn:pulumi:s::p::{type_}::{name}"
+    return Registration(type_, name, urn, True, inputs, parent=parent, dependencies=list(deps))
 
 
 APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"

@@ -55,7 +55,7 @@ class ClusterPlan:
     """The system pool's totals over the cluster's zones and its nodes per zone at creation."""
     nodes: node_identity.NodeAccountPlan
     """The nodes' own service account, named after the cluster."""
-    pools_hold_themselves: bool = False
+    pools_hold_themselves: bool
     """Every TPU pool is a node pool the stack creates, which holds its own upgrades with the hold on
     (components/tpu_pool.py pool_hold); a pool whose capacity is a list has GKE create its node pools, which only the
     cluster's exclusion can hold."""
