@@ -94,7 +94,9 @@ def control_plane_access(plan: ClusterPlan) -> dict:
 
 
 # cluster-toolkit's blueprints hold minor and node upgrades the same way (exclusion "no-minor-or-node-upgrades-
-# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT).
+# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT). Where every TPU pool holds
+# its own upgrades (ClusterPlan.hold_scope), the scope narrows to NO_MINOR_UPGRADES; the name stays, so the exclusion
+# is updated in place.
 HOLD_EXCLUSION = "tpu-serving-hold-minor-and-node-upgrades"
 
 
@@ -114,7 +116,7 @@ def maintenance_policy(plan: ClusterPlan) -> gcp.container.ClusterMaintenancePol
                 exclusion_name=HOLD_EXCLUSION,
                 start_time=maintenance.hold_start,
                 exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                    scope="NO_MINOR_OR_NODE_UPGRADES", end_time_behavior="UNTIL_END_OF_SUPPORT"
+                    scope=plan.hold_scope, end_time_behavior="UNTIL_END_OF_SUPPORT"
                 ),
             )
         ]

@@ -68,6 +68,16 @@ class ServingWorkload(pulumi.ComponentResource):
         self._k8s_provider = deps.provider
         self._namespace_deps: list[pulumi.Resource] = [deps.namespace] if deps.namespace is not None else []
         self.namespace = plan.namespace
+        self._disruption_budgets(plan)
+
+    def _disruption_budgets(self, plan: WorkloadPlan) -> None:
+        """A PodDisruptionBudget per set of its pods (WorkloadPlan.disruption_budgets): every type gets them here."""
+        for pdb in plan.disruption_budgets():
+            name = pdb["metadata"]["name"]
+            suffix = "" if name == plan.name else f"-{name.removeprefix(plan.name + '-')}"
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{self._prefix}{suffix}-pdb", metadata=pdb["metadata"], spec=pdb["spec"], opts=self.k8s_opts()
+            )
 
     def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
         """Options of a Kubernetes child: the cluster's provider, after the namespace and `depends_on`."""

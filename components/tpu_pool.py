@@ -73,6 +73,18 @@ def upgrade_settings(plan: PoolPlan) -> gcp.container.NodePoolUpgradeSettingsArg
     return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
 
 
+def pool_hold(hold: bool) -> list[gcp.container.NodePoolMaintenancePolicyArgs] | None:
+    """With the stack's upgrade hold on, the node pool's own exclusion: GKE does not upgrade it automatically until
+    its version's end of support (GKE API NodePool.NodePoolMaintenancePolicy.ExclusionUntilEndOfSupport; provider
+    google-beta v7.45.0 resource_container_node_pool.go `maintenance_policy.exclusion_until_end_of_support.enabled`,
+    start and end times computed by GKE). It holds the serving slice, so the cluster's own exclusion can let patch
+    upgrades through to the control plane and the system pool (ClusterPlan.hold_scope)."""
+    if not hold:
+        return None
+    exclusion = gcp.container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
+    return [gcp.container.NodePoolMaintenancePolicyArgs(exclusion_until_end_of_supports=[exclusion])]
+
+
 # What GKE stores for a pool placed by a workload policy differs from what the stack sends, and the sources do not
 # settle it. The provider flattens placement_policy.{type,tpu_topology} from GKE's answer verbatim, with no diff
 # suppression (hashicorp/terraform-provider-google-beta v7.45.0 google-beta/services/container/
@@ -145,6 +157,7 @@ def node_pool_args(
     policy_name: pulumi.Input[str] | None,
     node_service_account: pulumi.Input[str],
     labels: dict[str, str],
+    hold: bool = False,
 ) -> gcp.container.NodePoolArgs:
     """The GKE node pool of slice `index` of the pool: sized (`pool_sizing.sizing`), placed and secured."""
     shape = plan.shape
@@ -176,6 +189,7 @@ def node_pool_args(
             auto_repair=plan.config.capacity != "flex-start", auto_upgrade=True
         ),
         upgrade_settings=upgrade_settings(plan),
+        maintenance_policies=pool_hold(hold),
     )
 
 
@@ -247,6 +261,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                     policy_name=policy_name,
                     node_service_account=node_service_account,
                     labels={**cluster.labels, **deps.resource_labels},
+                    hold=cluster.hold_minor_and_node_upgrades,
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,

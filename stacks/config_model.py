@@ -111,10 +111,12 @@ class MaintenanceConfig(CamelModel):
     )
     hold_minor_and_node_upgrades: bool | None = Field(
         None,
-        description="A NO_MINOR_OR_NODE_UPGRADES exclusion until the end of support of the running minor version: "
-        "GKE applies only control plane patches by itself, never a minor upgrade or a node upgrade (which recreates "
-        'a multi-host slice whole); default true in staging and prod, false in dev. See docs/operations.md "GKE '
-        'upgrades".',
+        description="Hold GKE's automatic upgrades until the end of support of the running version: each TPU node "
+        "pool gets its own exclusion (a node upgrade recreates a multi-host slice whole) and the cluster a "
+        "NO_MINOR_UPGRADES one, so the control plane and the system pool still get patch (security) upgrades; with a "
+        "pool whose capacity is a list (GKE creates its node pools) the cluster's is NO_MINOR_OR_NODE_UPGRADES "
+        "instead (control plane patches only). Default true in staging and prod, false in dev. See "
+        'docs/operations.md "GKE upgrades".',
     )
     hold_start: str = Field(
         "2025-01-01T00:00:00Z", description="Start of that exclusion, RFC 3339 (fixed, so previews stay clean)."

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from stacks import catalog, scan_exceptions
+from stacks import catalog, disruption, scan_exceptions
 from stacks.gateway import GatewayBackend
 from stacks.images import ImageMirror
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
@@ -190,6 +190,17 @@ class WorkloadPlan:
     def pod_manifests(self) -> list[dict[str, Any]]:
         """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
         raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
+
+    def disruption_units(self) -> list[disruption.Unit]:
+        """The sets of pods one PodDisruptionBudget each protects (stacks/disruption.py): by default one per
+        manifest of `pod_manifests` a controller owns; a type whose pods another controller makes says its own."""
+        return [unit for m in self.pod_manifests() if (unit := disruption.unit_of(m)) is not None]
+
+    def disruption_budgets(self) -> list[dict[str, Any]]:
+        """Its PodDisruptionBudgets: one per unit, none while paused (no replicas to protect)."""
+        if self.paused:
+            return []
+        return [disruption.budget(u, self.namespace) for u in self.disruption_units()]
 
     def tpu_metadata(
         self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None

@@ -88,10 +88,10 @@ def test_paused_keeps_everything_that_holds_data_with_the_same_names(pause_pair)
     assert kept(running) == kept(stopped)
     removed = {r.urn for r in running.resources} - {r.urn for r in stopped.resources}
     # a PathwaysJob has no suspend field (google/pathways-job@v0.1.4:api/v1/pathwaysjob_types.go PathwaysJobSpec):
-    # pausing removes it, and the controller's JobSet goes with it (owner reference)
-    assert all(
-        "HorizontalPodAutoscaler" in urn or "batch/v1:Job" in urn or ":PathwaysJob::" in urn for urn in removed
-    ), removed
+    # pausing removes it, and the controller's JobSet goes with it (owner reference). No replicas, no disruption
+    # budget (stacks/disruption.py).
+    gone = ("HorizontalPodAutoscaler", "batch/v1:Job", ":PathwaysJob::", ":PodDisruptionBudget::")
+    assert all(any(kind in urn for kind in gone) for urn in removed), removed
     assert data_names(running) == data_names(stopped)
 
 

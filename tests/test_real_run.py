@@ -347,27 +347,47 @@ def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
 
 # ---- item 6: GKE never takes a serving slice down by itself in staging and prod -------------------------------
 
-HOLD = {
-    "exclusionName": "tpu-serving-hold-minor-and-node-upgrades",
-    "startTime": "2025-01-01T00:00:00Z",
-    "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
-}
+
+def hold(scope: str = "NO_MINOR_UPGRADES") -> dict[str, Any]:
+    return {
+        "exclusionName": "tpu-serving-hold-minor-and-node-upgrades",
+        "startTime": "2025-01-01T00:00:00Z",
+        "exclusionOptions": {"scope": scope, "endTimeBehavior": "UNTIL_END_OF_SUPPORT"},
+    }
+
+
+HOLD = hold()
+# The node pool's own exclusion until its version's end of support (GKE API NodePool.NodePoolMaintenancePolicy
+# .ExclusionUntilEndOfSupport, "Optional. The exclusion until end of support for the node pool"; provider
+# google-beta v7.45.0 resource_container_node_pool.go maintenance_policy.exclusion_until_end_of_support, in
+# tooling/data/provider_rules.json).
+POOL_HOLD = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
 
 
 @stacks
-def test_staging_and_prod_hold_minor_and_node_upgrades(path):
-    # Scope NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the cluster, and also exclude all node pool
-    # upgrades. Only control plane patches are allowed" (GKE API MaintenanceExclusionOptions.Scope,
-    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope); a node
-    # upgrade recreates a multi-host slice whole. end_time_behavior UNTIL_END_OF_SUPPORT replaces end_time
-    # (pulumi_gcp container ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs: exactly one of them).
-    # GoogleCloudPlatform/cluster-toolkit blueprints hold upgrades the same way (maintenance_exclusions
-    # "no-minor-or-node-upgrades-indefinite", modules/scheduler/gke-cluster/main.tf exclusion_options).
+def test_staging_and_prod_hold_serving_slices_and_let_patches_reach_the_rest(path):
+    # Scopes (GKE API MaintenanceExclusionOptions.Scope,
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope):
+    # NO_MINOR_UPGRADES "excludes all minor upgrades for the cluster, only patches are allowed";
+    # NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the cluster, and also exclude all node pool
+    # upgrades. Only control plane patches are allowed". A node upgrade recreates a multi-host slice whole, so every
+    # TPU node pool holds itself (its own exclusion until end of support), and the cluster's exclusion narrows to
+    # minor upgrades: the control plane and the system pool keep getting patches. A pool whose capacity is a list has
+    # GKE create its node pools, which only the cluster's exclusion holds: then the wide scope, as before.
+    # end_time_behavior UNTIL_END_OF_SUPPORT replaces end_time (pulumi_gcp container
+    # ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs: exactly one of them). GoogleCloudPlatform/
+    # cluster-toolkit blueprints hold upgrades with the wide scope (modules/scheduler/gke-cluster/main.tf).
     cfg = parse_stack_file(path)
-    policy = recorded(path, False).one(CLUSTER).inputs.get("maintenancePolicy") or {}
+    rec = recorded(path, False)
+    policy = rec.one(CLUSTER).inputs.get("maintenancePolicy") or {}
     configured = cfg.cluster.maintenance.hold_minor_and_node_upgrades
-    hold = cfg.environment in ("staging", "prod") if configured is None else configured
-    assert policy.get("maintenanceExclusions") == ([HOLD] if hold else None)
+    held = cfg.environment in ("staging", "prod") if configured is None else configured
+    lists = any(len(p.capacities) > 1 for p in cfg.pools)
+    expected = [hold("NO_MINOR_OR_NODE_UPGRADES" if lists else "NO_MINOR_UPGRADES")] if held else None
+    assert policy.get("maintenanceExclusions") == expected
+    for node_pool in rec.of_type(NODE_POOL):
+        tpu = "tpu-pool" in node_pool.inputs["nodeConfig"].get("resourceLabels", {})
+        assert node_pool.inputs.get("maintenancePolicies") == (POOL_HOLD if held and tpu else None), node_pool.name
 
 
 def test_maintenance_window_and_explicit_hold(run):

@@ -40,15 +40,15 @@ class Registration:
     urn: str
     custom: bool
     inputs: dict[str, Any]
-    parent: str
-    provider: str
-    dependencies: list[str]
-    protect: bool
-    retain_on_delete: bool
-    deleted_with: str
-    ignore_changes: list[str]
-    delete_before_replace: bool
-    additional_secret_outputs: list[str]
+    parent: str = ""
+    provider: str = ""
+    dependencies: list[str] = field(default_factory=list)
+    protect: bool = False
+    retain_on_delete: bool = False
+    deleted_with: str = ""
+    ignore_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
+    additional_secret_outputs: list[str] = field(default_factory=list)
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
     replace_on_changes: list[str] = field(default_factory=list)
 

@@ -57,6 +57,18 @@ class ClusterPlan:
     """The nodes' own service account, named after the cluster."""
     cost_allocation: bool
     """GKE cost allocation (tpu-serving:cost.allocation; stacks/pieces/cost.py)."""
+    pools_hold_themselves: bool
+    """Every TPU pool is a node pool the stack creates, which holds its own upgrades with the hold on
+    (components/tpu_pool.py pool_hold); a pool whose capacity is a list has GKE create its node pools, which only the
+    cluster's exclusion can hold."""
+
+    @property
+    def hold_scope(self) -> str:
+        """The scope of the cluster's exclusion with the hold on: only minor upgrades when every TPU pool holds its
+        own, so the control plane and the system pool keep getting patch (security) upgrades; else minor and node
+        upgrades, every node pool's included (GKE API MaintenanceExclusionOptions.Scope,
+        https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope)."""
+        return "NO_MINOR_UPGRADES" if self.pools_hold_themselves else "NO_MINOR_OR_NODE_UPGRADES"
 
     @property
     def kubernetes_minor(self) -> str:
@@ -93,6 +105,7 @@ def plan(
     labels: dict[str, str],
     gateway_api: bool,
     cost_allocation: bool = True,
+    pools_hold_themselves: bool = False,
 ) -> ClusterPlan:
     hold = cluster.maintenance.hold_minor_and_node_upgrades
     hold = profile.hold_minor_and_node_upgrades if hold is None else hold
@@ -120,6 +133,7 @@ def plan(
         ),
         nodes=node_identity.cluster_nodes(name, project),
         cost_allocation=cost_allocation,
+        pools_hold_themselves=pools_hold_themselves,
     )
 
 

@@ -10,6 +10,7 @@ from pulumi_kubernetes import core as core
 from pulumi_kubernetes import helm as helm
 from pulumi_kubernetes import meta as meta
 from pulumi_kubernetes import networking as networking
+from pulumi_kubernetes import policy as policy
 from pulumi_kubernetes import rbac as rbac
 from pulumi_kubernetes import yaml as yaml
 from pulumi_kubernetes.provider import Provider as Provider

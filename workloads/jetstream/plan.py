@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
+from stacks import catalog, disruption, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -322,16 +322,18 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "selector": {"matchLabels": plan.labels},
         "template": {
             "metadata": {"labels": plan.labels},
-            "spec": secure_pod(
-                {
-                    "serviceAccountName": plan.service_account,
-                    **plan.tpu_placement(),
-                    "containers": [engine, http],
-                },
-                {
-                    ENGINE_CONTAINER: engine_security,
-                    "jetstream-http": HTTP_SECURITY,
-                },
+            "spec": disruption.drained(
+                secure_pod(
+                    {
+                        "serviceAccountName": plan.service_account,
+                        **plan.tpu_placement(),
+                        "containers": [engine, http],
+                    },
+                    {
+                        ENGINE_CONTAINER: engine_security,
+                        "jetstream-http": HTTP_SECURITY,
+                    },
+                )
             ),
         },
     }

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, maxtext, naming, network_policy, scan_exceptions
+from stacks import catalog, disruption, maxtext, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -423,19 +423,23 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     template.update(
         leaderTemplate={
             "metadata": {"labels": plan.labels, **({"annotations": own} if (own := leader_skips(plan)) else {})},
-            "spec": secure_pod(
-                {**_pod_placement(plan), "containers": leader_containers(plan)},
-                {
-                    "pathways-proxy": IMAGE_DEFAULTS,
-                    "pathways-rm": IMAGE_DEFAULTS,
-                    "jax-tpu": jax_security(plan),
-                    "jetstream-http": IMAGE_DEFAULTS,
-                },
+            "spec": disruption.drained(
+                secure_pod(
+                    {**_pod_placement(plan), "containers": leader_containers(plan)},
+                    {
+                        "pathways-proxy": IMAGE_DEFAULTS,
+                        "pathways-rm": IMAGE_DEFAULTS,
+                        "jax-tpu": jax_security(plan),
+                        "jetstream-http": IMAGE_DEFAULTS,
+                    },
+                )
             ),
         },
         size=plan.size,
         workerTemplate={
-            "spec": secure_pod({**_pod_placement(plan), "containers": [worker_container(plan)]}, IMAGE_DEFAULTS)
+            "spec": disruption.drained(
+                secure_pod({**_pod_placement(plan), "containers": [worker_container(plan)]}, IMAGE_DEFAULTS)
+            )
         },
     )
     return {

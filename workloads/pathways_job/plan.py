@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, cpu_machines, naming, scan_exceptions
+from stacks import catalog, cpu_machines, disruption, naming, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, Grant
 from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
 from stacks.pool_plan import PoolPlan
@@ -47,7 +47,7 @@ HEAD_MEMORY_BYTES = 32_000_000_000 + 100_000_000_000
 # value of the same name would be overridden.
 CONTROLLER_ENV = ("PATHWAYS_HEAD", "JAX_PLATFORMS", "XCLOUD_ENVIRONMENT", "JAX_BACKEND_TARGET")
 # Pod labels JobSet sets on every pod of the job (the controller's own affinity rules select on the first).
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_NAME_LABEL = disruption.JOBSET_NAME_LABEL
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 # The MachineType enum and ValidTpuTopologiesMap, for the machine types the TPU catalog provisions multi-host.
 _V5P_TOPOLOGIES = (
@@ -170,6 +170,12 @@ class PathwaysJobPlan(WorkloadPlan):
     def pod_manifests(self) -> list[dict[str, Any]]:
         """The pods of this workload, for its namespace's Pod Security level: the ones the controller makes."""
         return controller_pods(self)
+
+    def disruption_units(self) -> list[disruption.Unit]:
+        """The JobSet the controller makes, named after the job (its pods carry JOBSET_NAME_LABEL, as `commands`
+        select them): one head pod and `hosts` workers per slice."""
+        pods = 1 + self.shape.hosts * self.pool.slices
+        return [disruption.Unit("JobSet", self.name, {JOBSET_NAME_LABEL: self.name}, self.labels, pods)]
 
     @property
     def chips_at_peak(self) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stacks import catalog, naming, network_policy, scan_exceptions
+from stacks import catalog, disruption, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
 from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
@@ -479,7 +479,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                             "backoffLimit": 0,
                             "template": {
                                 "metadata": {"labels": plan.labels("model-server")},
-                                "spec": secure_pod(pod_spec, MODEL_SERVER_SECURITY),
+                                "spec": disruption.drained(secure_pod(pod_spec, MODEL_SERVER_SECURITY)),
                             },
                         }
                     },
@@ -501,7 +501,7 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         "livenessProbe": {**probe, "initialDelaySeconds": 30},
     }
     replicas = 0 if plan.paused else plan.workload.http.replicas
-    return cpu_deployment(
+    deployment = cpu_deployment(
         plan,
         plan.component("http"),
         plan.labels("http"),
@@ -510,6 +510,10 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         HTTP_SECURITY,
         service_account=plan.http_service_account,
     )
+    # it takes the clients' requests: drained like the servers behind it (stacks/disruption.py)
+    template = deployment["spec"]["template"]
+    template["spec"] = disruption.drained(template["spec"])
+    return deployment
 
 
 def http_service(plan: SaxmlPlan) -> dict[str, Any]:

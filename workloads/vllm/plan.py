@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stacks import catalog, metrics, metrics_adapters, naming, network_policy, scan_exceptions
+from stacks import catalog, disruption, metrics, metrics_adapters, naming, network_policy, scan_exceptions
 from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
 from stacks.gateway import GatewayBackend
 from stacks.naming import SYSTEM_POOL_SELECTOR
@@ -68,7 +68,7 @@ HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_NAME_LABEL = disruption.LWS_NAME_LABEL
 MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face models: models/<id>/<revision>/
 STAGED_MARKER = "_STAGED"  # written last by the staging Job: its presence means the copy is complete
 # Run:ai streamer concurrency (OS threads reading tensors, and object-store clients, per host: vllm 0.27.0
@@ -738,7 +738,7 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> di
         spec["initContainers"] = [cache_pull_container(plan)]
         if serving:
             spec["containers"].append(cache_push_container(plan))
-    return secure_pod(spec, VLLM_CONTAINER)
+    return disruption.drained(secure_pod(spec, VLLM_CONTAINER))
 
 
 def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
