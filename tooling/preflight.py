@@ -67,6 +67,7 @@ REQUIRED_APIS = (
     "logging.googleapis.com",
     "artifactregistry.googleapis.com",
     "cloudresourcemanager.googleapis.com",
+    "containerfilesystem.googleapis.com",  # GKE image streaming (cluster.images.streaming, on by default)
 )
 BUDGET_API = "billingbudgets.googleapis.com"
 DEPLOYER_ROLES = (
