@@ -18,6 +18,7 @@ from stacks import (
 )
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
+    AlertsConfig,
     BucketConfig,
     ClusterConfig,
     GatewayConfig,
@@ -27,6 +28,7 @@ from stacks.config_model import (
 )
 from stacks.config_parse import parse
 from stacks.pieces import addons as addons_piece
+from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import environment as environment_piece
@@ -53,6 +55,7 @@ KNOWN_KEYS = (
     "addons",
     "monitoring",
     "gateway",
+    "alerts",
     "workloads",
     "paused",
     "decommission",
@@ -73,6 +76,7 @@ class _Sections:
     addons: AddonsConfig | None
     monitoring: MonitoringConfig | None
     gateway: GatewayConfig | None
+    alerts: AlertsConfig | None
     workloads: list[tuple[int, WorkloadConfig]]
     paused: bool
     decommission: bool
@@ -87,6 +91,9 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
     addons = parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
     monitoring = parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     gateway = parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
+    alerts = parse(f"{NS}:alerts", AlertsConfig, raw.get("alerts") or {}, problems)
+    if alerts is not None:
+        problems.extend(alerts_piece.problems(alerts))
     if addons is not None:
         problems.extend(addons_piece.problems(addons))
     return _Sections(
@@ -97,6 +104,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
+        alerts=alerts,
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
         decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
@@ -202,6 +210,8 @@ def parse_stack_config(
         warnings,
         pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
     )
+    index = {w.name: i for i, w in sections.workloads}
+    problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
     if problems:
         raise ConfigError(stack, problems)
     assert gcp_project and region and cluster_name and bucket_name
@@ -276,6 +286,7 @@ def _stack_config(
         monitoring_plan=plans.monitoring,
         gateway_plan=plans.gateway,
         namespaces_plan=plans.namespaces,
+        alerts_plan=plans.alerts,
         workload_node_accounts=node_identity_piece.workload_nodes(
             stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
         ),
@@ -293,6 +304,7 @@ class _Plans:
     monitoring: monitoring_piece.MonitoringPlan
     gateway: gateway_piece.GatewayPlan
     namespaces: namespaces_piece.NamespacesPlan
+    alerts: alerts_piece.AlertsPlan
 
 
 def _plans(
@@ -307,8 +319,8 @@ def _plans(
     """Each piece's plan (the pools' are made with their checks): `where` is (gcp project, region, pulumi project,
     stack), `names` the cluster's and the bucket's."""
     cluster, bucket, gateway = sections.cluster, sections.bucket, sections.gateway
-    addons, monitoring = sections.addons, sections.monitoring
-    assert cluster and bucket and gateway and addons and monitoring
+    addons, monitoring, alerts = sections.addons, sections.monitoring, sections.alerts
+    assert cluster and bucket and gateway and addons and monitoring and alerts
     project, region, pulumi_project, stack = where
     cluster_name, bucket_name = names
     minor = cluster_piece.kubernetes_minor(cluster)
@@ -355,6 +367,17 @@ def _plans(
         ),
         gateway=gateway_plan,
         namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
+        alerts=alerts_piece.plan(
+            alerts,
+            profile=profile,
+            project=project,
+            cluster_name=cluster_name,
+            paused=sections.paused,
+            tpu_metrics=monitoring.tpu_metrics,
+            has_tpu_pools=bool(pools),
+            workloads=workloads,
+            gateway_workloads=[b.name for b in gateway_plan.backends],
+        ),
     )
 
 
