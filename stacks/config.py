@@ -364,6 +364,7 @@ def _plans(
             kubernetes_minor=minor,
             has_tpu_pools=bool(pools),
             workloads=workloads,
+            gateway=bool(gateway_plan.backends),
         ),
         gateway=gateway_plan,
         namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),

@@ -156,6 +156,12 @@ class WorkloadPlan:
         return None
 
     @property
+    def serves_requests(self) -> bool:
+        """It answers requests while it runs (a server, not a batch job that ends): it gets the "no ready replica"
+        alert."""
+        return True
+
+    @property
     def signals(self) -> ServingSignals:
         """What the alerts and SLOs read of its server's series; a type whose server exports them says so."""
         return ServingSignals()
@@ -163,6 +169,12 @@ class WorkloadPlan:
     def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
         """Dashboard tiles of its server's own metrics (stacks.dashboard.Panel), shown first."""
         return []
+
+    @property
+    def chips_per_replica(self) -> int | None:
+        """TPU chips one replica holds (the cost per output token divides their price); None when the type does
+        not say."""
+        return None
 
     @property
     def chips_at_peak(self) -> int:

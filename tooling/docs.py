@@ -22,7 +22,7 @@ from typing import Any
 from stacks.config import NS
 from tooling import json_schema
 from tooling.offline import ROOT
-from tooling.readme_tables import gke_managed_table, metrics_adapters_table, profiles_table
+from tooling.readme_tables import alerts_table, gke_managed_table, metrics_adapters_table, profiles_table
 from tooling.summary import table
 
 DOCS = ROOT / "docs"
@@ -34,6 +34,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "metrics-adapters": metrics_adapters_table,
     "gke-managed": gke_managed_table,
     "profiles": profiles_table,
+    "alerts": alerts_table,
 }
 
 

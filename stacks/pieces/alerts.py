@@ -151,16 +151,22 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
     target, HBM near full: what every serving workload has (each where it applies)."""
     ns, name = w.namespace, w.name
     hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=name)
-    rules = [
-        Rule(
-            f"{name}-no-ready-replica",
-            f"{name}: no ready replica",
-            f"(sum(kube_pod_container_status_ready{{{_pods(w, cluster)}}}) or vector(0)) < 1",
-            alerts.NO_READY_MINUTES,
-            PAGE,
-            f"no ready serving container for {alerts.NO_READY_MINUTES} min",
-            f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
-        ),
+    rules = (
+        []
+        if not w.serves_requests
+        else [
+            Rule(
+                f"{name}-no-ready-replica",
+                f"{name}: no ready replica",
+                f"(sum(kube_pod_container_status_ready{{{_pods(w, cluster)}}}) or vector(0)) < 1",
+                alerts.NO_READY_MINUTES,
+                PAGE,
+                f"no ready serving container for {alerts.NO_READY_MINUTES} min",
+                f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
+            ),
+        ]
+    )
+    rules += [
         Rule(
             f"{name}-pods-pending",
             f"{name}: TPU pods pending",
@@ -181,7 +187,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                 f"max(kube_horizontalpodautoscaler_spec_max_replicas{{{hpa}}})",
                 alerts.AT_MAX_MINUTES,
                 TICKET,
-                f"current replicas at maxReplicas ({autoscaling.max_replicas}) for {alerts.AT_MAX_MINUTES} min",
+                f"current replicas at the HPA's maxReplicas for {alerts.AT_MAX_MINUTES} min",
                 f"kubectl -n {ns} describe hpa {name}",
             )
         )
@@ -211,7 +217,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                 10,
                 TICKET,
                 f"a node's HBM above {config.hbm_fraction:.0%} in use for 10 min",
-                f"kubectl -n {ns} logs -l app={name} --tail=100 | grep -i -E 'memory|oom'",
+                f"kubectl -n {ns} get pods -o wide; pulumi stack output dashboardUrl  # tile TPU HBM used, by node",
             )
         )
     return tuple(rules)

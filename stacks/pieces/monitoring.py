@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stacks import metrics, pod_security, versions
+from stacks import alerts, cost, dashboard, metrics, pod_security, versions
 from stacks.config_model import MonitoringConfig
 
 if TYPE_CHECKING:
@@ -46,8 +46,13 @@ def plan(
     kubernetes_minor: str,
     has_tpu_pools: bool,
     workloads: Sequence[WorkloadPlan],
+    gateway: bool = False,
 ) -> MonitoringPlan:
+    """`gateway`: an Inference Gateway serves some workload (its pickers' tiles join the dashboard)."""
     autoscaled = [w for w in workloads if w.autoscaled]
+    panels = [p for w in workloads for p in w.dashboard_panels(cluster_name)]
+    panels += [p for w in workloads if (p := cost_panel(w, cluster_name)) is not None]
+    panels += dashboard.gateway_panels(cluster_name) if gateway else []
     return MonitoringPlan(
         config=monitoring,
         project=project,
@@ -55,10 +60,23 @@ def plan(
         identity_suffix=identity_suffix,
         kubernetes_minor=kubernetes_minor,
         has_tpu_pools=has_tpu_pools,
-        dashboard_panels=tuple(dict.fromkeys(p for w in workloads for p in w.dashboard_panels(cluster_name))),
+        dashboard_panels=tuple(dict.fromkeys(panels)),
         exporters=tuple(jetstream_exporters(workloads)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
         vllm_namespaces=tuple(sorted({w.namespace for w in autoscaled if w.hpa_metrics is metrics.VLLM_METRICS})),
+    )
+
+
+def cost_panel(w: WorkloadPlan, cluster: str) -> Panel | None:
+    """The workload's cost per million output tokens, where its server counts them and its chips have a list price
+    (stacks/cost.py; a capacity list is priced at its first capacity)."""
+    signals, chips = w.signals, w.chips_per_replica
+    capacity = w.pool.config.capacity
+    price = cost.chip_price(w.shape.generation.name, capacity if isinstance(capacity, str) else capacity[0])
+    if signals.output_tokens is None or signals.queue is None or chips is None or price is None:
+        return None
+    return dashboard.cost_panel(
+        cluster, w.namespace, alerts.pods_of(w.name)[1:], price * chips, signals.queue, signals.output_tokens
     )
 
 

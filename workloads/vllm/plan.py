@@ -193,11 +193,15 @@ class VllmPlan(WorkloadPlan):
         return VLLM_SIGNALS
 
     @property
-    def chips_at_peak(self) -> int:
+    def chips_per_replica(self) -> int:
         """A replica takes one node's TPU request (single-host pool) or one whole slice (multi-host pool)."""
+        return self.shape.chips if self.multi_host else self.shape.tpu_request
+
+    @property
+    def chips_at_peak(self) -> int:
         auto = self.workload.autoscaling
         replicas = auto.max_replicas if auto is not None else self.workload.replicas
-        return replicas * (self.shape.chips if self.multi_host else self.shape.tpu_request)
+        return replicas * self.chips_per_replica
 
     @property
     def autoscaled(self) -> bool:
