@@ -268,3 +268,14 @@ def groupings(query: str) -> set[str]:
         for label in clause.split(",")
         if label.strip()
     }
+
+
+def check_scraped(query: str, series_labels: dict[str, frozenset[str]]) -> None:
+    """The query parses, every series it reads is one the stack's scraping produces, and every label it filters or
+    groups by is on every series it reads (`series_labels`: stacks.metrics.SERIES_LABELS)."""
+    selectors = parse(query)
+    assert selectors, query
+    for s in selectors:
+        assert s.metric in series_labels, (s.metric, query)
+        used = {label for label, _, _ in s.matchers} | groupings(query)
+        assert used <= series_labels[s.metric], (s.metric, used - series_labels[s.metric], query)

@@ -91,14 +91,7 @@ def example_configs(enabled: bool = True) -> list[Any]:
 
 
 def check_query(query: str) -> None:
-    """The query parses, every series it reads is one the stack's scraping produces, and every label it filters or
-    groups by is on the series it reads (stacks.metrics.SERIES_LABELS)."""
-    selectors = promql.parse(query)
-    assert selectors, query
-    for s in selectors:
-        assert s.metric in metrics.SERIES_LABELS, (s.metric, query)
-        used = {label for label, _, _ in s.matchers} | promql.groupings(query)
-        assert used <= metrics.SERIES_LABELS[s.metric], (s.metric, used - metrics.SERIES_LABELS[s.metric], query)
+    promql.check_scraped(query, metrics.SERIES_LABELS)
 
 
 def every_rule_query() -> list[str]:
