@@ -13,6 +13,7 @@ from typing import Any
 
 from stacks import addons as addon_registry
 from stacks import (
+    cost,
     naming,
     workload_checks,
 )
@@ -365,6 +366,7 @@ def _plans(
             has_tpu_pools=bool(pools),
             workloads=workloads,
             gateway=bool(gateway_plan.backends),
+            chip_prices={w.name: cost.workload_chip_price(w) for w in workloads},
         ),
         gateway=gateway_plan,
         namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),

@@ -34,9 +34,8 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import alerts, dashboard, gateway, metrics
+from stacks import alerts, cost, dashboard, gateway, metrics
 from stacks.config import ConfigError
-from stacks.pieces import monitoring as monitoring_piece
 from tests import promql
 from tests.conftest import make_config, pool, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
@@ -345,7 +344,7 @@ def test_the_cost_tile_prices_a_replicas_chips_over_its_generated_tokens():
     cfg = parse_config(vllm_config(), "staging")
     plan = cfg.workloads[0]
     tile = next(p for p in cfg.monitoring_plan.dashboard_panels if p[0].startswith("Cost per million"))
-    price = monitoring_piece.cost.chip_price("v6e", "on-demand")
+    price = cost.chip_price("v6e", "on-demand")
     assert price is not None and plan.chips_per_replica == 4  # v6e 2x2: one host, 4 chips
     assert tile[1].startswith(f"{price * 4:g} * count by (namespace) (count by (namespace, pod) (")
     assert "rate(vllm:generation_tokens_total{" in tile[1] and "* 3600 / 1000000" in tile[1]

@@ -338,8 +338,8 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
             config.pending_minutes,
             TICKET,
             f"any failed or impossible scale-up in {config.pending_minutes} min",
-            f"make preflight STACK=<stack>; gcloud logging read 'logName=\"{visibility}\"' --limit=5 "
-            f"--project={project}",
+            f"gcloud logging read 'logName=\"{visibility}\"' --limit=5 --project={project}; "
+            "make preflight STACK=<stack>",
         ),
         LogSignal(
             "node-interruptions",
@@ -363,6 +363,6 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
             60,
             TICKET,
             "any upcoming-maintenance notice (sent days ahead for scheduled maintenance) in an hour",
-            "make maintenance STACK=<stack>",
+            "kubectl get nodes -L cloud.google.com/gke-nodepool; make maintenance STACK=<stack>",
         ),
     )
