@@ -9,8 +9,6 @@ hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/services/monitoring
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_gcp as gcp
 
@@ -22,11 +20,6 @@ from stacks.pieces.alerts import AlertsPlan
 POLICY_LABEL = {"app": "tpu-serving"}
 
 
-@dataclass(frozen=True)
-class AlertsDeps:
-    """Nothing the policies need exists first; kept for the components' shape (the platform passes none)."""
-
-
 class Alerts(pulumi.ComponentResource):
     policies: dict[str, gcp.monitoring.AlertPolicy]
     """By rule key: every policy the stack registered."""
@@ -36,10 +29,10 @@ class Alerts(pulumi.ComponentResource):
         name: str,
         *,
         plan: AlertsPlan,
-        deps: AlertsDeps | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """The alerts `plan` says (stacks/pieces/alerts.py); nothing when they are off."""
+        """The alerts `plan` says (stacks/pieces/alerts.py); nothing the stack builds must exist first (the platform
+        creates it only when the alerts are on)."""
         super().__init__("tpu-serving:alerts:Alerts", name, None, opts)
         self._prefix, self._plan = name, plan
         self.policies = {}
@@ -123,7 +116,9 @@ class Alerts(pulumi.ComponentResource):
         condition = gcp.monitoring.AlertPolicyConditionArgs(
             display_name=signal.title,
             condition_threshold=gcp.monitoring.AlertPolicyConditionConditionThresholdArgs(
-                filter=metric.name.apply(lambda n: f'metric.type="logging.googleapis.com/user/{n}"'),
+                filter=metric.name.apply(
+                    lambda n: f'metric.type="logging.googleapis.com/user/{n}" resource.type="{signal.resource}"'
+                ),
                 comparison="COMPARISON_GT",
                 threshold_value=0,
                 duration="0s",

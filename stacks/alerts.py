@@ -55,6 +55,8 @@ class LogSignal:
     key: str
     metric: str
     """The log-based metric's name (logging.googleapis.com/user/<metric>)."""
+    resource: str
+    """The monitored resource of the log entries it counts (the metric's time series carry it)."""
     filter: str
     title: str
     minutes: int

@@ -279,6 +279,10 @@ def test_capacity_signals_are_log_based_metrics_of_this_cluster(run):
     assert '"compute.instances.preempted"' in interruptions and '"compute.instances.hostError"' in interruptions
     policy = rec.one(POLICY, "alerts-tpu-stockout").inputs["conditions"][0]["conditionThreshold"]
     assert policy["comparison"] == "COMPARISON_GT" and policy["thresholdValue"] == 0
+    assert policy["filter"] == (
+        'metric.type="logging.googleapis.com/user/tpu-serving-tpu-serving-staging-scale-up-failures" '
+        'resource.type="k8s_cluster"'
+    )
 
 
 # ---- the gateway's own signals ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from components import platform
 from components.addons import Addons, AddonsDeps
+from components.alerts import Alerts
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.gateway import GatewayDeps, InferenceGateway
@@ -27,6 +28,7 @@ from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks.config_model import ClusterConfig
 from stacks.pieces import (
     addons,
+    alerts,
     bucket,
     cluster,
     gateway,
@@ -37,6 +39,7 @@ from stacks.pieces import (
     tpu_pools,
 )
 from stacks.pieces.addons import AddonsPlan
+from stacks.pieces.alerts import AlertsPlan
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
 from stacks.pieces.gateway import GatewayPlan
@@ -63,6 +66,7 @@ PIECES = {
     "gateway": (gateway, GatewayPlan, InferenceGateway, GatewayDeps),
     "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
     "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, None),
+    "alerts": (alerts, AlertsPlan, Alerts, None),
 }
 
 

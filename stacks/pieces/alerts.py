@@ -331,6 +331,7 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
         LogSignal(
             "tpu-stockout",
             f"{prefix}-scale-up-failures",
+            "k8s_cluster",
             f'logName="{visibility}" resource.labels.cluster_name="{cluster}" '
             '(jsonPayload.resultInfo.results.errorMsg.messageId=~"^scale\\.up\\.error" OR '
             "jsonPayload.noDecisionStatus.noScaleUp:*)",
@@ -344,6 +345,7 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
         LogSignal(
             "node-interruptions",
             f"{prefix}-node-interruptions",
+            "gce_instance",
             f'logName="{system_event}" resource.type="gce_instance" '
             'protoPayload.methodName=("compute.instances.preempted" OR "compute.instances.hostError")',
             "TPU nodes preempted or interrupted",
@@ -357,6 +359,7 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
         LogSignal(
             "upcoming-maintenance",
             f"{prefix}-upcoming-maintenance",
+            "gce_instance",
             f'logName="{system_event}" resource.type="gce_instance" '
             'protoPayload.methodName="compute.instances.upcomingMaintenance"',
             "Host maintenance scheduled on a TPU node",
