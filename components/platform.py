@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.addons import Addons, AddonsDeps
+from components.alerts import Alerts
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.cost import CostAttribution
@@ -39,6 +40,7 @@ class Platform:
     monitoring: Monitoring
     workloads: dict[str, ServingWorkload]
     gateway: InferenceGateway | None = None
+    alerts: Alerts | None = None
 
 
 def pool_summary(cfg: StackConfig) -> dict[str, dict]:
@@ -115,6 +117,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         )
         for plan in cfg.workloads
     }
+    alerts = Alerts("alerts", plan=cfg.alerts_plan) if cfg.alerts_plan.enabled else None
     return Platform(
         config=cfg,
         network=network,
@@ -125,6 +128,7 @@ def build_platform(cfg: StackConfig) -> Platform:
         monitoring=monitoring,
         workloads=workloads,
         gateway=inference_gateway,
+        alerts=alerts,
     )
 
 
@@ -257,6 +261,8 @@ def build_stack(cfg: StackConfig) -> Platform:
                 "routes": platform.gateway.commands,
             },
         )
+    if platform.alerts is not None:
+        pulumi.export("alertPolicies", {key: p.id for key, p in platform.alerts.policies.items()})
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
     return platform

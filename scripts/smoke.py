@@ -9,7 +9,9 @@ applied); what is found comes from the live cluster:
 - serve     each serving workload answers one real request through `kubectl port-forward` on its own local port;
 - metrics   every metric of every HPA is served by the custom or external metrics API, and the HPA can scale;
 - targets   every PodMonitoring reports live scrape targets, none unhealthy;
-- addons    every add-on controller and metrics adapter Deployment is Available.
+- addons    every add-on controller and metrics adapter Deployment is Available;
+- alerts    every Cloud Monitoring alert policy the stack registers exists and is enabled (disabled while paused),
+            read with `gcloud alpha monitoring policies list` (only for a stack with alerts on).
 A paused stack expects no workload pods and skips the serving and HPA checks.
 
 Then, per workload, the measured time to serve of its slowest TPU pod (from pod, node and event timestamps,
@@ -137,6 +139,9 @@ class Expected:
     addon_namespaces: list[str]
     estimates: dict[str, time_to_serve.Estimate] = field(default_factory=dict)
     """By workload: the modelled time to serve, printed beside the measured one."""
+    project: str = ""
+    policies: list[str] = field(default_factory=list)
+    """Display names of the alert policies the stack registers (tpu-serving:alerts)."""
 
 
 def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
@@ -159,6 +164,8 @@ def expected(stack_file: Path, recording: Recording | None = None) -> Expected:
         pod_monitorings=[o for o in objects if o["kind"] == "PodMonitoring"],
         addon_namespaces=sorted(n for n in namespaces if n),
         estimates={e.workload: e for e in time_to_serve.estimates(cfg)},
+        project=cfg.gcp_project,
+        policies=[plain(r.inputs)["displayName"] for r in recording.of_type("gcp:monitoring/alertPolicy:AlertPolicy")],
     )
 
 
@@ -280,6 +287,38 @@ def check_targets(pod_monitoring: dict[str, Any], live: dict[str, Any]) -> Resul
     return Result("targets", f"{ns}/{name}", ok, f"{active} active, {unhealthy} unhealthy", "" if ok else investigate)
 
 
+def check_policies(want: Expected, listed: list[dict[str, Any]]) -> list[Result]:
+    """Each alert policy of the stack, by display name, in the project's list (Cloud Monitoring AlertPolicy:
+    displayName, enabled; https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies), enabled
+    unless the stack is paused (then disabled on purpose)."""
+    found = {p.get("displayName"): p for p in listed}
+    look = f"gcloud alpha monitoring policies list --project={want.project} --format='table(displayName,enabled)'"
+    results = []
+    for name in want.policies:
+        policy = found.get(name)
+        if policy is None:
+            results.append(Result("alerts", name, False, "no such alert policy in the project", look))
+            continue
+        enabled = bool(policy.get("enabled", False))
+        ok = enabled != want.paused
+        state = "enabled" if enabled else "disabled"
+        detail = state if ok else f"{state}, expected {'disabled (paused)' if want.paused else 'enabled'}"
+        results.append(Result("alerts", name, ok, detail, "" if ok else f"pulumi up --stack {want.stack}"))
+    return results
+
+
+def gcloud_policies(project: str) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        ["gcloud", "alpha", "monitoring", "policies", "list", f"--project={project}", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise KubectlError(f"gcloud alpha monitoring policies list: {result.stderr.strip()}")
+    return json.loads(result.stdout or "[]")
+
+
 def check_answer(probe: Probe, status: int, body: bytes, error: str = "") -> Result:
     target = f"{probe.namespace}/{probe.service} {probe.method} /{probe.path}"
     investigate = (
@@ -354,8 +393,14 @@ def ask(probe: Probe, local_port: int, timeout: float) -> tuple[int, bytes]:
 # ---- run ---------------------------------------------------------------------------------------------------
 
 
-def smoke(want: Expected, kubectl: Kubectl, request_timeout: float = 300.0, forward_wait: float = 30.0) -> list[Result]:
-    results: list[Result] = []
+def smoke(
+    want: Expected,
+    kubectl: Kubectl,
+    request_timeout: float = 300.0,
+    forward_wait: float = 30.0,
+    policies: Callable[[str], list[dict[str, Any]]] = gcloud_policies,
+) -> list[Result]:
+    results: list[Result] = check_policies(want, policies(want.project)) if want.policies else []
     for plan in want.workloads:
         results.append(check_pods(plan, kubectl.get("-n", plan.namespace, "get", "pods", "-o", "json"), want.paused))
     if not want.paused:

@@ -13,6 +13,7 @@ from typing import Any
 
 from stacks import addons as addon_registry
 from stacks import (
+    cost,
     images,
     naming,
     versions,
@@ -20,6 +21,7 @@ from stacks import (
 )
 from stacks.addons import AddonsConfig
 from stacks.config_model import (
+    AlertsConfig,
     BucketConfig,
     ClusterConfig,
     CostConfig,
@@ -31,6 +33,7 @@ from stacks.config_model import (
 from stacks.config_parse import parse
 from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
+from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import cost as cost_piece
@@ -59,6 +62,7 @@ KNOWN_KEYS = (
     "monitoring",
     "gateway",
     "cost",
+    "alerts",
     "workloads",
     "paused",
     "decommission",
@@ -80,6 +84,7 @@ class _Sections:
     monitoring: MonitoringConfig | None
     gateway: GatewayConfig | None
     cost: CostConfig | None
+    alerts: AlertsConfig | None
     workloads: list[tuple[int, WorkloadConfig]]
     paused: bool
     decommission: bool
@@ -94,6 +99,9 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
     addons = parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
     monitoring = parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
     gateway = parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
+    alerts = parse(f"{NS}:alerts", AlertsConfig, raw.get("alerts") or {}, problems)
+    if alerts is not None:
+        problems.extend(alerts_piece.problems(alerts))
     if addons is not None:
         problems.extend(addons_piece.problems(addons))
     return _Sections(
@@ -105,6 +113,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
         monitoring=monitoring,
         gateway=gateway,
         cost=parse(f"{NS}:cost", CostConfig, raw.get("cost") or {}, problems),
+        alerts=alerts,
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
         decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
@@ -214,6 +223,8 @@ def parse_stack_config(
         warnings,
         pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
     )
+    index = {w.name: i for i, w in sections.workloads}
+    problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
     if problems:
         raise ConfigError(stack, problems)
     assert gcp_project and region and cluster_name and bucket_name
@@ -301,6 +312,7 @@ def _stack_config(
         monitoring_plan=plans.monitoring,
         gateway_plan=plans.gateway,
         namespaces_plan=plans.namespaces,
+        alerts_plan=plans.alerts,
         workload_node_accounts=node_identity_piece.workload_nodes(
             stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
         ),
@@ -320,6 +332,7 @@ class _Plans:
     gateway: gateway_piece.GatewayPlan
     namespaces: namespaces_piece.NamespacesPlan
     cost: cost_piece.CostPlan
+    alerts: alerts_piece.AlertsPlan
 
 
 def _plans(
@@ -334,8 +347,8 @@ def _plans(
     """Each piece's plan (the pools' are made with their checks): `where` is (gcp project, region, pulumi project,
     stack), `names` the cluster's and the bucket's."""
     cluster, bucket, gateway = sections.cluster, sections.bucket, sections.gateway
-    addons, monitoring = sections.addons, sections.monitoring
-    assert cluster and bucket and gateway and addons and monitoring
+    addons, monitoring, alerts = sections.addons, sections.monitoring, sections.alerts
+    assert cluster and bucket and gateway and addons and monitoring and alerts
     project, region, pulumi_project, stack = where
     cluster_name, bucket_name = names
     minor = cluster_piece.kubernetes_minor(cluster)
@@ -381,10 +394,23 @@ def _plans(
             kubernetes_minor=minor,
             has_tpu_pools=bool(pools),
             workloads=workloads,
+            gateway=bool(gateway_plan.backends),
+            chip_prices={w.name: cost.workload_chip_price(w) for w in workloads},
         ),
         gateway=gateway_plan,
         namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
         cost=cost_piece.plan(sections.cost or CostConfig(), project=project, stack=stack, workloads=workloads),
+        alerts=alerts_piece.plan(
+            alerts,
+            profile=profile,
+            project=project,
+            cluster_name=cluster_name,
+            paused=sections.paused,
+            tpu_metrics=monitoring.tpu_metrics,
+            has_tpu_pools=bool(pools),
+            workloads=workloads,
+            gateway_workloads=[b.name for b in gateway_plan.backends],
+        ),
     )
 
 

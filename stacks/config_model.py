@@ -481,6 +481,64 @@ class CostConfig(CamelModel):
     budget: BudgetConfig | None = Field(None, description="A monthly budget with alerts; none by default.")
 
 
+# ---- alerts ---------------------------------------------------------------------------------------------
+
+
+class AlertChannelConfig(CamelModel):
+    """Where alerts go: a Cloud Monitoring notification channel the stack creates (email, pubsub) or one that
+    already exists (its id)."""
+
+    type: Literal["email", "pubsub", "existing"] = Field(
+        description="email: an email address; pubsub: a Pub/Sub topic (projects/P/topics/T; Cloud Monitoring's "
+        "service agent needs roles/pubsub.publisher on it); existing: a channel that already exists "
+        "(projects/P/notificationChannels/ID), e.g. PagerDuty or Slack set up in the console."
+    )
+    address: str = Field(description="The email address, topic path or channel id, as `type` says.")
+    page: bool = Field(
+        False,
+        description="A paging channel: it receives only the paging (CRITICAL) alerts, and only where paging is on "
+        "(alerts.paging); every other channel receives every alert.",
+    )
+
+
+class AlertsConfig(CamelModel):
+    """Cloud Monitoring alert policies for every serving workload and the cluster's TPU capacity, and the SLOs the
+    workloads' `slo` settings ask for (docs/operations.md "Alerts")."""
+
+    enabled: bool | None = Field(
+        None,
+        description="Create the alert policies and SLOs; default true in staging and prod, false in dev. While "
+        "tpu-serving:paused is true every policy stays and is disabled.",
+    )
+    paging: bool | None = Field(
+        None,
+        description="Send the paging (CRITICAL) alerts to the channels marked page; default true in prod only.",
+    )
+    channels: list[AlertChannelConfig] = Field(
+        default_factory=list,
+        description="Notification channels; none: the policies open incidents in Cloud Monitoring only.",
+    )
+    pending_minutes: int = Field(
+        15, ge=1, le=1440, description="Minutes a workload's pod may stay Pending before an alert (TPU capacity)."
+    )
+    queue_minutes: int = Field(
+        10,
+        ge=1,
+        le=1440,
+        description="Minutes the requests waiting per replica may stay above the HPA's target before an alert.",
+    )
+    hbm_fraction: float = Field(
+        0.98,
+        gt=0,
+        le=1,
+        description="Fraction of a TPU node's HBM in use above which an alert fires (JAX preallocates most of HBM, so "
+        "a serving node sits near 0.9 by design).",
+    )
+    gateway_error_ratio: float = Field(
+        0.05, gt=0, le=1, description="Share of a gateway-served workload's requests answered 5xx over 5 minutes."
+    )
+
+
 # ---- workloads ------------------------------------------------------------------------------------------
 
 
@@ -493,6 +551,35 @@ class ServiceConfig(CamelModel):
     )
 
 
+class LatencyObjective(CamelModel):
+    """A latency SLO: `goal` of the requests within `thresholdSeconds`, e.g. 0.9 within 2 s is a p90 of 2 s."""
+
+    threshold_seconds: float = Field(
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="The latency a good request stays within; a bucket bound of the server's histogram (a problem "
+        "names the bounds otherwise).",
+    )
+    goal: float = Field(
+        0.9, ge=0.5, le=0.9999, description="Fraction of requests that must be good (0.9: the 90th percentile)."
+    )
+
+
+class SloConfig(CamelModel):
+    """Cloud Monitoring SLOs on the series the stack scrapes, each with multi-window burn-rate alerts."""
+
+    time_to_first_token: LatencyObjective | None = Field(None, description="Time to first token objective.")
+    time_per_output_token: LatencyObjective | None = Field(None, description="Time per output token objective.")
+    availability: float | None = Field(
+        None,
+        ge=0.5,
+        le=0.9999,
+        description="Fraction of finished requests that must end well (stop or length, not abort or error).",
+    )
+    window_days: int = Field(28, ge=1, le=30, description="Rolling window of every objective, in days (1-30).")
+
+
 class WorkloadConfig(CamelModel):
     """Keys every workload type has."""
 
@@ -500,6 +587,11 @@ class WorkloadConfig(CamelModel):
     pool: str = Field(description="The tpuPools entry to run on; topology, slices and chips come from it.")
     namespace: str | None = Field(
         None, description="Kubernetes namespace, created by the stack (unless default); default: the workload name."
+    )
+    slo: SloConfig | None = Field(
+        None,
+        description="Serving objectives (tpu-serving:alerts): Cloud Monitoring SLOs with burn-rate alerts; only what "
+        "the workload's server exports (a problem names it otherwise).",
     )
 
     def overrides_images(self) -> bool:

@@ -16,6 +16,7 @@ from stacks import catalog
 if TYPE_CHECKING:
     from stacks.pool_plan import PoolPlan
     from stacks.stack_config import StackConfig
+    from stacks.workload_plan import WorkloadPlan
 
 PRICE_TABLE_DATE = catalog.PRICE_TABLE_DATE
 # Source: https://cloud.google.com/compute/all-pricing (per VM-hour in US regions as of the date above; not
@@ -74,6 +75,12 @@ def chip_price(generation: str, capacity: str) -> float | None:
     if price is None:
         return None
     return price.spot if capacity == "spot" else price.on_demand
+
+
+def workload_chip_price(plan: WorkloadPlan) -> float | None:
+    """The list price of a chip-hour of the workload's pool (a capacity list at its first capacity)."""
+    capacity = plan.pool.config.capacity
+    return chip_price(plan.shape.generation.name, capacity if isinstance(capacity, str) else capacity[0])
 
 
 def _price_text(price: float | None) -> str:

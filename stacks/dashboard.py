@@ -90,6 +90,35 @@ def panels(cluster: str, head: Sequence[Panel] = (), exporters: Sequence[str] = 
     ]
 
 
+def gateway_panels(cluster: str) -> list[Panel]:
+    """The Inference Gateway's endpoint pickers (their chart's PodMonitoring, in each served workload's namespace):
+    requests held in the flow-control queue, and the ready endpoints each InferencePool (label `name`) has
+    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go)."""
+    c = f'cluster="{cluster}"'
+    return [
+        (
+            "Gateway flow-control queue",
+            f"sum by (namespace) (llm_d_epp_flow_control_queue_size{{{c}}})",
+            "requests",
+        ),
+        ("Gateway ready endpoints", f"sum by (namespace, name) (llm_d_epp_ready_endpoints{{{c}}})", "endpoints"),
+    ]
+
+
+def cost_panel(cluster: str, namespace: str, pods: str, replica_hour: float, replicas: str, tokens: str) -> Panel:
+    """USD per million output tokens of one workload: the list price of its running replicas' chips
+    (`replica_hour` per replica; replicas counted as the serving pods `replicas` is scraped from, one per replica,
+    whatever its other labels)
+    over the tokens generated in the last hour (`tokens`, a counter)."""
+    sel = f'cluster="{cluster}", namespace="{namespace}", pod=~"{pods}"'
+    return (
+        f"Cost per million output tokens ({namespace})",
+        f"{replica_hour:g} * count by (namespace) (count by (namespace, pod) ({replicas}{{{sel}}})) / "
+        f"(sum by (namespace) (rate({tokens}_total{{{sel}}}[1h])) * 3600 / 1000000)",
+        "USD per 1M tokens (list price)",
+    )
+
+
 def dashboard(
     cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()
 ) -> dict[str, Any]:

@@ -102,6 +102,19 @@ INFERENCE_API = "inference.networking.k8s.io"
 # (templates/_gke.yaml: "The GKE gateway controller health-checks the EPP backend on gRPC port 9003 by default").
 EPP_EXT_PROC_PORT = 9002
 EPP_HEALTH_PORT = 9003
+# The picker's metrics port (routerlib templates/_deployment.yaml: container port `metrics` 9090; the picker's
+# --metrics-port default, llm-d/llm-d-router@v0.10.0:pkg/epp/server/options.go), scraped by the chart's
+# PodMonitoring (templates/_gke.yaml, with router.monitoring.provider gmp and prometheus.enabled).
+EPP_METRICS_PORT = 9090
+# The picker's configuration file the stack writes (router.epp.pluginsCustomConfig, selected by
+# router.epp.pluginsConfigFile): the chart's default-plugins.yaml for an HTTP vLLM pool (routerlib
+# templates/_config.yaml: the queue, KV-cache and prefix-cache scorers weighted 2, 2, 3, vLLM's metrics read from
+# /metrics) plus the flowControl feature gate, off by default ("the flowControl gate is registered as disabled by
+# default", llm-d/llm-d-router@v0.10.0:cmd/epp/runner/feature_gate_test.go; a bare name means =true,
+# apix/config/v1alpha1/endpointpickerconfig_types.go FeatureGates). With it the picker holds requests in its
+# flow-control queue while the pool is saturated instead of piling them on the servers.
+EPP_CONFIG_FILE = "tpu-serving-plugins.yaml"
+FLOW_CONTROL_GATE = "flowControl"
 # The picker's CPU and memory: the chart's default asks 8 CPUs and 8Gi (routerlib values.yaml), more than a
 # system node of the default machine type (e2-standard-4) has; one workload's picker needs far less.
 EPP_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}
@@ -134,6 +147,36 @@ def epp_pod_labels(release: str) -> dict[str, str]:
     return {"llm-d-router-gateway": epp_name(release)}
 
 
+def epp_config() -> str:
+    """The endpoint picker's configuration (EndpointPickerConfig, llm-d.ai/v1alpha1): see EPP_CONFIG_FILE."""
+    config = {
+        "apiVersion": "llm-d.ai/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "featureGates": [FLOW_CONTROL_GATE],
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {
+                "type": "metrics-data-source",
+                "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+            },
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
+    }
+    return json.dumps(config, indent=2)
+
+
 def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> dict[str, Any]:
     """Values of the llm-d-router-gateway chart for one workload (every key exists in the chart's values.yaml or
     its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the
@@ -153,8 +196,13 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             # cites llm-d/llm-d-router@v0.10.0:pkg/epp/server/controller_config.go); no router.inferenceObjectives,
             # so the chart renders no InferenceObjective and needs no CRD GKE does not install
             "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            # the chart's PodMonitoring for Managed Prometheus, reading /metrics with a service account token it
+            # creates (and lets GMP's collector read): routerlib templates/_gke.yaml
+            "monitoring": {"provider": {"name": "gmp"}, "prometheus": {"enabled": True}},
             "epp": {
                 "replicas": 1,
+                "pluginsConfigFile": EPP_CONFIG_FILE,
+                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config()},
                 "image": {
                     # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
                     "registry": LLM_D_ROUTER.image_repository.rsplit("/", 1)[0],

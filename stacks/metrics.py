@@ -43,6 +43,7 @@ _VLLM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"model_name", "e
 # GKE's managed kube-state-metrics package (cluster monitoring components DEPLOYMENT, HPA):
 # https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics
 _KSM_LABELS = GMP_TARGET_LABELS
+_EPP_REQUEST_LABELS = {"model_name", "target_model_name", "fairness_id", "priority"}
 SERIES_LABELS: dict[str, frozenset[str]] = {
     **{
         name: frozenset(_JETSTREAM_LABELS)
@@ -69,8 +70,31 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
         f"{name}_bucket": frozenset(_VLLM_LABELS | {"le"})
         for name in ("vllm:time_to_first_token_seconds", "vllm:request_time_per_output_token_seconds")
     },
+    **{
+        f"{name}_total": frozenset(_VLLM_LABELS | labels)
+        for name, labels in (("vllm:request_success", {"finished_reason"}), ("vllm:generation_tokens", set()))
+    },
     "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
-    "kube_horizontalpodautoscaler_status_desired_replicas": frozenset(_KSM_LABELS | {"horizontalpodautoscaler"}),
+    # kube-state-metrics' own labels (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md,
+    # horizontalpodautoscaler-metrics.md)
+    "kube_pod_container_status_ready": frozenset(_KSM_LABELS | {"pod", "container", "uid"}),
+    "kube_pod_status_phase": frozenset(_KSM_LABELS | {"pod", "phase", "uid"}),
+    **{
+        f"kube_horizontalpodautoscaler_{name}": frozenset(_KSM_LABELS | {"horizontalpodautoscaler"})
+        for name in ("status_desired_replicas", "status_current_replicas", "spec_max_replicas")
+    },
+    # The endpoint picker's series, scraped by its chart's PodMonitoring (no target labels beyond GMP's): their own
+    # labels (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go and metrics.go modelLabels,
+    # poolLabels)
+    **{
+        f"llm_d_epp_{name}": frozenset(GMP_TARGET_LABELS | labels)
+        for name, labels in (
+            ("request_total", _EPP_REQUEST_LABELS),
+            ("request_error_total", _EPP_REQUEST_LABELS | {"error_code"}),
+            ("ready_endpoints", {"name"}),
+            ("flow_control_queue_size", _EPP_REQUEST_LABELS | {"inference_pool"}),
+        )
+    },
 }
 
 

@@ -51,6 +51,14 @@ class Profile:
         "`cluster.intranodeVisibility` overrides it.",
         False,
     )
+    alerts: bool = _doc(
+        "Cloud Monitoring alert policies and SLOs for the serving workloads and the TPU capacity "
+        '(docs/operations.md "Alerts"); `alerts.enabled` overrides it.',
+        False,
+    )
+    paging: bool = _doc(
+        "The paging (CRITICAL) alerts go to the channels marked `page`; `alerts.paging` overrides it.", False
+    )
 
     def decommissioned(self) -> Profile:
         """The profile with protection lifted on purpose (tpu-serving:decommission): the data stays retained."""
@@ -59,7 +67,7 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "dev": Profile("dev", False, False, False, True, 0),
-    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True),
+    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True, alerts=True),
     "prod": Profile(
         "prod",
         True,
@@ -70,5 +78,7 @@ PROFILES: dict[str, Profile] = {
         hold_minor_and_node_upgrades=True,
         vpc_flow_logs=True,
         intranode_visibility=True,
+        alerts=True,
+        paging=True,
     ),
 }

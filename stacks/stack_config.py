@@ -11,6 +11,7 @@ from stacks.addons import AddonsConfig
 from stacks.config_model import BucketConfig, ClusterConfig, CostConfig, GatewayConfig, MonitoringConfig
 from stacks.images import ImageMirror
 from stacks.pieces import addons as addons_piece
+from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import cost as cost_piece
@@ -40,6 +41,7 @@ class StackConfig:
     gateway_plan: gateway_piece.GatewayPlan
     addons_plan: addons_piece.AddonsPlan
     namespaces_plan: namespaces_piece.NamespacesPlan
+    alerts_plan: alerts_piece.AlertsPlan
     workload_node_accounts: dict[str, node_identity_piece.NodeAccountPlan]
     """By workload name: the node service account of each workload whose pods run on the host network (its pool's)."""
     pools: tuple[PoolPlan, ...]

@@ -515,6 +515,8 @@ IMAGE_RECORDS: dict[str, Image] = {
                 "vllm:inter_token_latency_seconds",
                 "vllm:request_time_per_output_token_seconds",
                 "vllm:e2e_request_latency_seconds",
+                "vllm:request_success",
+                "vllm:generation_tokens",
             ),
             tpus=_set("v4", "v5e", "v5p", "v6e", "tpu7x"),
         ),

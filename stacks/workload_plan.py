@@ -70,6 +70,26 @@ def tpu_resources(shape: catalog.SliceShape) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class ServingSignals:
+    """The series of a workload's model server that the stack's alerts and SLOs read (stacks/pieces/alerts.py), each
+    a Prometheus name as the server exports it (None: it exports none)."""
+
+    queue: str | None = None
+    """Requests waiting, per pod (a gauge)."""
+    time_to_first_token: str | None = None
+    """Histogram of the time to the first token, in seconds (its base name, without _bucket)."""
+    time_per_output_token: str | None = None
+    """Histogram of the time per output token, in seconds."""
+    requests: str | None = None
+    """Counter of finished requests (its name without _total), with `finish_label` saying how each ended."""
+    finish_label: str = ""
+    good_finishes: tuple[str, ...] = ()
+    """Values of `finish_label` of a request that ended well."""
+    output_tokens: str | None = None
+    """Counter of generated tokens (its name without _total)."""
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
     """A validated workload and the pool it runs on, with what the stack derived for it."""
 
@@ -145,9 +165,26 @@ class WorkloadPlan:
         """The metrics its HPA may scale on (a stacks.metrics registry: the adapter serves rules for it), if any."""
         return None
 
+    @property
+    def serves_requests(self) -> bool:
+        """It answers requests while it runs (a server, not a batch job that ends): it gets the "no ready replica"
+        alert."""
+        return True
+
+    @property
+    def signals(self) -> ServingSignals:
+        """What the alerts and SLOs read of its server's series; a type whose server exports them says so."""
+        return ServingSignals()
+
     def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
         """Dashboard tiles of its server's own metrics (stacks.dashboard.Panel), shown first."""
         return []
+
+    @property
+    def chips_per_replica(self) -> int | None:
+        """TPU chips one replica holds (the cost per output token divides their price); None when the type does
+        not say."""
+        return None
 
     @property
     def chips_at_peak(self) -> int:

@@ -9,6 +9,7 @@ import yaml
 
 from stacks import dashboard, metrics
 from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
+from tests import promql
 from tests.conftest import make_config, stack_ksa
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
@@ -232,15 +233,13 @@ def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
     """Every label a dashboard query groups or filters by is on the series it reads (stacks.metrics.SERIES_LABELS,
     derived from the PodMonitorings' target labels: the PodMonitoring CRD's targetLabels.metadata,
     ../shared/reference/crds/monitoring.googleapis.com_podmonitorings.yaml)."""
-    import re
-
-    for title, query, _ in dashboard.panels("c1"):
-        groupings = {g.strip() for grouping in re.findall(r"by \(([^)]*)\)", query) for g in grouping.split(",")}
-        selected = re.findall(r"([\w:]+)\{([^}]*)\}", query)
-        assert groupings and selected, title  # every query was checked
-        for series, selector in selected:
-            used = groupings | {m.split("=")[0] for m in selector.split(",")}
-            assert used <= metrics.SERIES_LABELS[series], (title, series, used - metrics.SERIES_LABELS[series])
+    # every query parses (tests/promql.py) and reads only series and labels the scraping produces; the stack's own
+    # tiles and those the workloads and the gateway add (the endpoint pickers', the cost per million tokens)
+    cost = dashboard.cost_panel("c1", "ns", "w-.+", 1.0, "vllm:num_requests_waiting", "vllm:generation_tokens")
+    head = [*dashboard.gateway_panels("c1"), cost]
+    for title, query, _ in dashboard.panels("c1", head=head):
+        assert promql.groupings(query), title
+        promql.check_scraped(query, metrics.SERIES_LABELS)
     # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
     assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
     assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)

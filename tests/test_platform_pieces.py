@@ -16,6 +16,7 @@ from pydantic import Field
 
 from components import platform
 from components.addons import Addons, AddonsDeps
+from components.alerts import Alerts
 from components.bucket import Bucket
 from components.cluster import Cluster, ClusterDeps
 from components.cost import CostAttribution
@@ -28,6 +29,7 @@ from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks.config_model import ClusterConfig
 from stacks.pieces import (
     addons,
+    alerts,
     bucket,
     cluster,
     cost,
@@ -39,6 +41,7 @@ from stacks.pieces import (
     tpu_pools,
 )
 from stacks.pieces.addons import AddonsPlan
+from stacks.pieces.alerts import AlertsPlan
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
 from stacks.pieces.cost import CostPlan
@@ -67,6 +70,7 @@ PIECES = {
     "namespaces": (namespaces, NamespacesPlan, Namespaces, NamespacesDeps),
     "node_identity": (node_identity, NodeAccountPlan, NodeServiceAccount, NodeAccountDeps),
     "cost": (cost, CostPlan, CostAttribution, None),
+    "alerts": (alerts, AlertsPlan, Alerts, None),
 }
 
 

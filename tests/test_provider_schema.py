@@ -21,6 +21,7 @@ import pulumi_gcp as gcp
 import pytest
 
 from tests.conftest import STACK_FILES, make_config, recorded, session_run
+from tests.test_alerts import vllm_config
 from tooling import provider_schema as ps
 from tooling.offline import load_stack_file
 from tooling.requirements import pins as requirement_pins
@@ -76,6 +77,21 @@ FEATURE_CONFIGS = {
             }
         ),
         "dev",
+    ),
+    # alerts with channels, SLOs and the gateway's policies (tests/test_alerts.py)
+    "alerts": (
+        vllm_config(
+            "prod",
+            workload={"slo": {"timeToFirstToken": {"thresholdSeconds": 2}, "availability": 0.99}},
+            gateway={"enabled": True},
+            alerts={
+                "channels": [
+                    {"type": "email", "address": "oncall@example.com"},
+                    {"type": "pubsub", "address": "projects/my-project/topics/alerts", "page": True},
+                ]
+            },
+        ),
+        "prod",
     ),
 }
 

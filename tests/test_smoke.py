@@ -197,3 +197,33 @@ def test_smoke_prints_the_measured_phases_beside_the_estimate(fake_kubectl):
 def test_smoke_says_when_it_cannot_measure(expected, fake_kubectl):
     fake_kubectl("healthy")  # no nodes recorded
     assert smoke.time_to_serve_report(expected, smoke.Kubectl(None)).startswith("Time to serve not measured: kubectl")
+
+
+# A project's alert policies as `gcloud alpha monitoring policies list --format=json` prints them: the Cloud
+# Monitoring AlertPolicy resource (name, displayName, enabled, ...;
+# https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies).
+def _listed(names: list[str], enabled: bool) -> list[dict]:
+    return [
+        {"name": f"projects/p/alertPolicies/{i}", "displayName": n, "enabled": enabled, "combiner": "AND"}
+        for i, n in enumerate(names)
+    ]
+
+
+def test_the_alert_policies_exist_and_are_enabled(run):
+    from tests.test_alerts import vllm_config
+
+    want = smoke.expected(GEMMA, run(vllm_config("staging"), stack="staging", preview=True))
+    assert want.policies and all(p.startswith("tpu-serving tpu-serving-staging: ") for p in want.policies)
+    assert all(r.ok for r in smoke.check_policies(want, _listed(want.policies, True)))
+    missing = smoke.check_policies(want, _listed(want.policies[1:], True))
+    assert [r.target for r in missing if not r.ok] == [want.policies[0]]
+    assert "gcloud alpha monitoring policies list" in missing[0].investigate
+    disabled = smoke.check_policies(want, _listed(want.policies, False))
+    assert not any(r.ok for r in disabled) and disabled[0].detail == "disabled, expected enabled"
+    # a paused stack's policies are disabled on purpose
+    want.paused = True
+    assert all(r.ok for r in smoke.check_policies(want, _listed(want.policies, False)))
+
+
+def test_a_stack_without_alerts_asks_nothing_of_cloud_monitoring(expected):
+    assert expected.policies == []  # gemma-hpa is a dev stack: alerts off

@@ -23,6 +23,7 @@ from stacks.config import NS
 from tooling import json_schema
 from tooling.offline import ROOT
 from tooling.readme_tables import (
+    alerts_table,
     gke_managed_table,
     metrics_adapters_table,
     profiles_table,
@@ -42,6 +43,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "profiles": profiles_table,
     "time-to-serve-assumptions": time_to_serve_assumptions_table,
     "time-to-serve-cases": time_to_serve_cases_table,
+    "alerts": alerts_table,
 }
 
 

@@ -74,6 +74,11 @@ RESOURCES: dict[str, str] = {
     "gcp:storage/bucket:Bucket": "google_storage_bucket",
     "gcp:storage/bucketIAMMember:BucketIAMMember": "google_storage_bucket_iam_member",
     "gcp:monitoring/dashboard:Dashboard": "google_monitoring_dashboard",
+    "gcp:monitoring/alertPolicy:AlertPolicy": "google_monitoring_alert_policy",
+    "gcp:monitoring/notificationChannel:NotificationChannel": "google_monitoring_notification_channel",
+    "gcp:monitoring/customService:CustomService": "google_monitoring_custom_service",
+    "gcp:monitoring/slo:Slo": "google_monitoring_slo",
+    "gcp:logging/metric:Metric": "google_logging_metric",
     "gcp:serviceaccount/account:Account": "google_service_account",
     "gcp:serviceaccount/iAMMember:IAMMember": "google_service_account_iam_member",
     "gcp:projects/iAMMember:IAMMember": "google_project_iam_member",
@@ -88,6 +93,7 @@ SOURCE_DIRS = (
     "google-beta/services/compute",
     "google-beta/services/storage",
     "google-beta/services/monitoring",
+    "google-beta/services/logging",
     "google-beta/services/kms",
     "google-beta/services/artifactregistry",
     "google-beta/services/resourcemanager",
@@ -781,6 +787,9 @@ CHECKS: dict[str, Any] = {
     "ValidateRFC6996Asn": lambda v, a: _rfc6996_asn(v),
     "validateDuration": lambda v, a: None if _GO_DURATION.fullmatch(v) else f"{v!r} is not a Go duration (e.g. 4h)",
     "ValidateDuration": lambda v, a: None if _GO_DURATION.fullmatch(v) else f"{v!r} is not a Go duration (e.g. 4h)",
+    # google-beta/services/monitoring/resource_monitoring_slo.go
+    "validateMonitoringSloGoal": lambda v, a: None if 0 < v <= 0.9999 else f"goal {v} must be > 0 and <= 0.9999",
+    "validateAvailabilitySli": lambda v, a: None if v is True else f"{v!r} must be true",
 }
 # Recorded by the extractor, not checked here (the reason each): labelKeyValidator checks map keys against a regexp
 # var the extractor does not read; validateIAMMember and a function literal are code, not data.

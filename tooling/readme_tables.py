@@ -99,3 +99,48 @@ if __name__ == "__main__":
     print(gke_managed_table())
     print()
     print(profiles_table())
+
+
+# The stack the alerts table is written for: an autoscaled vLLM workload served by the gateway, with SLOs, in prod.
+_ALERTS_SAMPLE = "examples/vllm-single-host/Pulumi.vllm-single-host.yaml"
+_WORKLOAD = "<workload>"
+
+
+def _alerts_sample():
+    from tooling.offline import ROOT, load_stack_file, parse_config
+
+    config = load_stack_file(ROOT / _ALERTS_SAMPLE)
+    config["tpu-serving:environment"] = "prod"
+    config["tpu-serving:cluster"] = {"minMasterVersion": "1.34.0-gke.1626000"}
+    config["tpu-serving:gateway"] = {"enabled": True}
+    config["tpu-serving:workloads"][0]["slo"] = {"timeToFirstToken": {"thresholdSeconds": 2}, "availability": 0.99}
+    return parse_config(config, "prod").alerts_plan
+
+
+def alerts_table() -> str:
+    """Every alert policy the stack may create, with its threshold, severity and the command to run when it fires
+    (written for one workload, `<workload>`, in its own namespace; the cluster's name is `<cluster>`)."""
+    from stacks import alerts
+
+    plan = _alerts_sample()
+    (workload,) = plan.workloads
+
+    def generic(text: str) -> str:
+        return (
+            text.replace(plan.cluster_name, "<cluster>")
+            .replace(workload.name, _WORKLOAD)
+            .replace(plan.project, "<project>")
+        )
+
+    rows = [[generic(r.title), r.severity, generic(r.threshold), f"`{generic(r.command)}`"] for r in workload.rules]
+    rows += [[s.title, s.severity, s.threshold, f"`{generic(s.command)}`"] for s in plan.cluster_rules]
+    for window in alerts.BURN_WINDOWS:
+        rows.append(
+            [
+                f"{_WORKLOAD}: <objective>, {window.name} burn",
+                window.severity,
+                f"error budget burning over {window.rate:g}x over {window.long} and {window.short}",
+                "open the SLO in Cloud Monitoring > Services; the dashboard (`pulumi stack output dashboardUrl`)",
+            ]
+        )
+    return "\n".join(table(["alert", "severity", "fires on", "run"], rows)) + "\n"

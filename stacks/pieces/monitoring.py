@@ -4,11 +4,11 @@ charts, the namespaces whose HPAs read the adapter (components/monitoring.py bui
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stacks import metrics, pod_security, versions
+from stacks import alerts, dashboard, metrics, pod_security, versions
 from stacks.config_model import MonitoringConfig
 
 if TYPE_CHECKING:
@@ -46,8 +46,16 @@ def plan(
     kubernetes_minor: str,
     has_tpu_pools: bool,
     workloads: Sequence[WorkloadPlan],
+    gateway: bool = False,
+    chip_prices: Mapping[str, float | None] | None = None,
 ) -> MonitoringPlan:
+    """`gateway`: an Inference Gateway serves some workload (its pickers' tiles join the dashboard); `chip_prices`:
+    by workload, the list price of one chip-hour of its pool (stacks/cost.py chip_price), for its cost tile."""
+    prices = chip_prices or {}
     autoscaled = [w for w in workloads if w.autoscaled]
+    panels = [p for w in workloads for p in w.dashboard_panels(cluster_name)]
+    panels += [p for w in workloads if (p := cost_panel(w, cluster_name, prices.get(w.name))) is not None]
+    panels += dashboard.gateway_panels(cluster_name) if gateway else []
     return MonitoringPlan(
         config=monitoring,
         project=project,
@@ -55,10 +63,21 @@ def plan(
         identity_suffix=identity_suffix,
         kubernetes_minor=kubernetes_minor,
         has_tpu_pools=has_tpu_pools,
-        dashboard_panels=tuple(dict.fromkeys(p for w in workloads for p in w.dashboard_panels(cluster_name))),
+        dashboard_panels=tuple(dict.fromkeys(panels)),
         exporters=tuple(jetstream_exporters(workloads)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
         vllm_namespaces=tuple(sorted({w.namespace for w in autoscaled if w.hpa_metrics is metrics.VLLM_METRICS})),
+    )
+
+
+def cost_panel(w: WorkloadPlan, cluster: str, price: float | None) -> Panel | None:
+    """The workload's cost per million output tokens, where its server counts them and its chips have a list price
+    (`price` per chip-hour)."""
+    signals, chips = w.signals, w.chips_per_replica
+    if signals.output_tokens is None or signals.queue is None or chips is None or price is None:
+        return None
+    return dashboard.cost_panel(
+        cluster, w.namespace, alerts.pods_of(w.name)[1:], price * chips, signals.queue, signals.output_tokens
     )
 
 

@@ -64,7 +64,8 @@ def plan(workloads: Sequence[Any], *, gateway_plan: GatewayPlan, kubernetes_mino
 def _gateway_allows(backend: GatewayBackend, gateway_plan: GatewayPlan) -> list[dict[str, Any]]:
     """The gateway's load balancer (its proxies and health checks are not pods of the cluster, so no `from`, as
     stacks/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and gRPC
-    health ports; paused, nothing is routed and nothing is opened."""
+    health ports, and Managed Prometheus to the picker's metrics port; paused, nothing is routed and nothing is
+    opened."""
     if gateway_plan.paused:
         return []
     return [
@@ -74,5 +75,12 @@ def _gateway_allows(backend: GatewayBackend, gateway_plan: GatewayPlan) -> list[
             backend.namespace,
             gateway.epp_pod_labels(backend.name),
             [gateway.EPP_EXT_PROC_PORT, gateway.EPP_HEALTH_PORT],
+        ),
+        # Managed Prometheus's collectors to the picker's metrics (its chart's PodMonitoring)
+        network_policy.allow_metrics(
+            gateway.epp_name(backend.name),
+            backend.namespace,
+            gateway.epp_pod_labels(backend.name),
+            gateway.EPP_METRICS_PORT,
         ),
     ]

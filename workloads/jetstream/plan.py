@@ -29,6 +29,7 @@ from stacks.workload_plan import (
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
     JETSTREAM_HTTP_SERVES,
+    ServingSignals,
     WorkloadPlan,
     check_autoscaling,
     check_model_inputs,
@@ -131,6 +132,11 @@ class JetStreamPlan(WorkloadPlan):
     @property
     def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
         return metrics.HPA_METRICS
+
+    @property
+    def signals(self) -> ServingSignals:
+        """The orchestrator's prefill queue (AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py)."""
+        return ServingSignals(queue=metrics.HPA_METRICS["jetstream_prefill_backlog_size"].series)
 
     @property
     def chips_at_peak(self) -> int:

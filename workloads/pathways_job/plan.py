@@ -178,6 +178,11 @@ class PathwaysJobPlan(WorkloadPlan):
         return [disruption.Unit("JobSet", self.name, {JOBSET_NAME_LABEL: self.name}, self.labels, pods)]
 
     @property
+    def serves_requests(self) -> bool:
+        """Interactive: a head that clients connect to; otherwise a batch job that ends."""
+        return self.interactive
+
+    @property
     def chips_at_peak(self) -> int:
         """The job's workers hold every slice of the pool."""
         return self.pool.total_chips

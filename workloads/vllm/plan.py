@@ -47,6 +47,7 @@ from stacks.workload_plan import (
     LWS_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
     TPU_HOST_SHARE,
+    ServingSignals,
     WorkloadPlan,
     check_autoscaling,
     hpa_manifest,
@@ -59,6 +60,18 @@ HTTP_PORT = 8000  # vLLM's default --port, the tutorial's
 HEALTH_PATH = "/health"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/health.py
 METRICS_PATH = "/metrics"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/metrics.py
 API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl commands
+# What the alerts and SLOs read (vllm 0.27.0 vllm/v1/metrics/loggers.py): the scheduler's waiting gauge, the TTFT and
+# TPOT histograms, vllm:request_success (a counter per finished_reason: stop, length, abort, error; FinishReason in
+# vllm/v1/engine/__init__.py) and vllm:generation_tokens (generated tokens). Counters are exported with _total.
+VLLM_SIGNALS = ServingSignals(
+    queue="vllm:num_requests_waiting",
+    time_to_first_token="vllm:time_to_first_token_seconds",
+    time_per_output_token="vllm:request_time_per_output_token_seconds",
+    requests="vllm:request_success",
+    finish_label="finished_reason",
+    good_finishes=("stop", "length"),
+    output_tokens="vllm:generation_tokens",
+)
 CONTAINER = "vllm-tpu"
 DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
@@ -201,11 +214,19 @@ class VllmPlan(WorkloadPlan):
         return catalog.weight_bytes(size, 16) if size else None
 
     @property
-    def chips_at_peak(self) -> int:
+    def signals(self) -> ServingSignals:
+        return VLLM_SIGNALS
+
+    @property
+    def chips_per_replica(self) -> int:
         """A replica takes one node's TPU request (single-host pool) or one whole slice (multi-host pool)."""
+        return self.shape.chips if self.multi_host else self.shape.tpu_request
+
+    @property
+    def chips_at_peak(self) -> int:
         auto = self.workload.autoscaling
         replicas = auto.max_replicas if auto is not None else self.workload.replicas
-        return replicas * (self.shape.chips if self.multi_host else self.shape.tpu_request)
+        return replicas * self.chips_per_replica
 
     @property
     def autoscaled(self) -> bool:

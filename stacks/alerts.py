@@ -1,0 +1,130 @@
+"""The stack's alerts and SLOs as plain data: what each Cloud Monitoring alert policy queries, how long it waits,
+how bad it is, and the command an operator runs when it fires. The alerts piece (stacks/pieces/alerts.py) picks
+them per workload; components/alerts.py registers them.
+
+Every PromQL query reads only series the stack's scraping produces, with labels they carry
+(stacks.metrics.SERIES_LABELS; a test checks each query). Sources of the series:
+- kube-state-metrics, as GKE's managed package (cluster monitoring components POD, DEPLOYMENT, HPA; metric names
+  identical to the open-source ones, https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics):
+  kube_pod_container_status_ready, kube_pod_status_phase, kube_horizontalpodautoscaler_spec_max_replicas and
+  kube_horizontalpodautoscaler_status_current_replicas (kubernetes/kube-state-metrics docs/metrics/workload/);
+- the TPU device plugin (memory_used, memory_total) through the stack's PodMonitoring in kube-system;
+- the model servers' own series (stacks.workload_plan.ServingSignals);
+- the endpoint picker's series (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go), scraped by
+  its chart's PodMonitoring (stacks/gateway.py router_values).
+
+Log-based metrics count what no scraped series shows: the cluster autoscaler's failed scale-ups (a TPU stockout),
+Compute Engine preemptions and host errors of the nodes, and upcoming host maintenance notices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAGE = "CRITICAL"  # paging channels receive these (AlertsConfig.paging)
+TICKET = "WARNING"
+# How long an autoscaled workload may sit at its HPA's maximum before an alert.
+AT_MAX_MINUTES = 30
+# How long a workload may have no ready serving container, or its gateway see no ready endpoint.
+NO_READY_MINUTES = 5
+# The 5xx ratio and the flow-control queue over this many minutes.
+GATEWAY_MINUTES = 5
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One PromQL alert policy (AlertPolicy conditionPrometheusQueryLanguage)."""
+
+    key: str
+    """Unique per stack: the policy's resource name suffix."""
+    title: str
+    query: str
+    minutes: int
+    """How long the query must hold before the policy fires (the condition's `duration`)."""
+    severity: str
+    threshold: str
+    """The threshold in words, for the docs and the policy's documentation."""
+    command: str
+    """What to run when it fires."""
+
+
+@dataclass(frozen=True)
+class LogSignal:
+    """A log-based counter metric and the policy that fires when it counts anything in `minutes`."""
+
+    key: str
+    metric: str
+    """The log-based metric's name (logging.googleapis.com/user/<metric>)."""
+    resource: str
+    """The monitored resource of the log entries it counts (the metric's time series carry it)."""
+    filter: str
+    title: str
+    minutes: int
+    severity: str
+    threshold: str
+    command: str
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A Cloud Monitoring SLO of one workload, with its SLI as Monitoring filters."""
+
+    key: str
+    title: str
+    goal: float
+    days: int
+    metric_filter: str
+    """distribution cut: the histogram's filter; good/total ratio: the total's filter."""
+    max_seconds: float | None = None
+    """distribution cut: the range [0, max] of good values; None: a good/total ratio."""
+    good_filter: str = ""
+
+
+@dataclass(frozen=True)
+class BurnWindow:
+    """A multi-window burn-rate alert (Google SRE workbook, "Alerting on SLOs", multiwindow multi-burn-rate):
+    fires when both the long and the short lookback burn the error budget faster than `rate`."""
+
+    name: str
+    long: str
+    short: str
+    rate: float
+    severity: str
+
+
+BURN_WINDOWS = (
+    BurnWindow("fast", "3600s", "300s", 14.4, PAGE),  # 2% of a 30-day budget in an hour
+    BurnWindow("slow", "21600s", "1800s", 6.0, TICKET),  # 5% of a 30-day budget in six hours
+)
+
+
+def selector(**matchers: str) -> str:
+    """A PromQL label selector body; a value starting with `~` is a regular expression."""
+    return ", ".join(f'{k}=~"{v[1:]}"' if v.startswith("~") else f'{k}="{v}"' for k, v in matchers.items())
+
+
+def pods_of(name: str) -> str:
+    """The regular expression of a workload's pod names: every pod of a workload is named after it (its
+    Deployment, LeaderWorkerSet, StatefulSet or JobSet is `<name>` or `<name>-...`; a test checks each type)."""
+    return f"~{name}-.+"
+
+
+def monitoring_filter(metric_type: str, cluster: str, namespace: str, **labels: str) -> str:
+    """A Cloud Monitoring filter over one Managed Prometheus metric of the cluster and namespace: Managed Prometheus
+    writes every series as prometheus.googleapis.com/<name>/<kind> on the prometheus_target resource, whose labels
+    include cluster and namespace (https://cloud.google.com/stackdriver/docs/managed-prometheus/query;
+    https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/sli-metrics/prometheus)."""
+    parts = [
+        f'metric.type="prometheus.googleapis.com/{metric_type}"',
+        'resource.type="prometheus_target"',
+        f'resource.labels.cluster="{cluster}"',
+        f'resource.labels.namespace="{namespace}"',
+        *(f"metric.labels.{k}={v}" for k, v in labels.items()),
+    ]
+    return " ".join(parts)
+
+
+def burn_rate_filter(slo_name: str, lookback: str) -> str:
+    """The time series of an SLO's burn rate over `lookback` (Cloud Monitoring's select_slo_burn_rate,
+    https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/alerting-on-budget-burn-rate)."""
+    return f'select_slo_burn_rate("{slo_name}", "{lookback}")'

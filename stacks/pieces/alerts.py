@@ -1,0 +1,371 @@
+"""The alerts piece (tpu-serving:alerts, and each workload's `slo`): Cloud Monitoring alert policies for every
+serving workload and the cluster's TPU capacity, the workloads' SLOs with burn-rate alerts, and where the alerts go.
+Its rules (channel addresses, objectives a server can be measured on) and its plan, resolved once with the
+environment's profile (components/alerts.py builds it). The queries themselves are stacks/alerts.py's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stacks import alerts, gateway
+from stacks.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
+from stacks.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.pieces.rules import NS
+from stacks.problems import Problem
+from stacks.profiles import Profile
+
+if TYPE_CHECKING:
+    from stacks.workload_plan import WorkloadPlan
+
+PATH = f"{NS}:alerts"
+# Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
+# a notification channel's resource name (projects/P/notificationChannels/ID,
+# https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.notificationChannels).
+ADDRESS_RE = {
+    "email": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),
+    "pubsub": re.compile(r"projects/[a-z][-a-z0-9.:]*[a-z0-9]/topics/[A-Za-z][-A-Za-z0-9_.~+%]{2,254}"),
+    "existing": re.compile(r"projects/[a-z][-a-z0-9.:]*[a-z0-9]/notificationChannels/[0-9]+"),
+}
+ADDRESS_EXAMPLE = {
+    "email": ("an email address", "oncall@example.com"),
+    "pubsub": ("a Pub/Sub topic path", "projects/my-project/topics/alerts"),
+    "existing": ("a notification channel id", "projects/my-project/notificationChannels/1234567890"),
+}
+# What each objective needs of the server (stacks.workload_plan.ServingSignals).
+SLO_SIGNALS = {
+    "timeToFirstToken": "time_to_first_token",
+    "timePerOutputToken": "time_per_output_token",
+    "availability": "requests",
+}
+
+
+def problems(config: AlertsConfig) -> list[Problem]:
+    """Each channel's address as its type writes it."""
+    found = []
+    for i, channel in enumerate(config.channels):
+        if not ADDRESS_RE[channel.type].fullmatch(channel.address):
+            what, example = ADDRESS_EXAMPLE[channel.type]
+            found.append(
+                Problem(
+                    f"{PATH}.channels[{i}].address",
+                    f"{channel.address!r} is not {what} (type {channel.type}); e.g. {example}",
+                )
+            )
+    return found
+
+
+def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]]) -> list[Problem]:
+    """An objective on a series the workload's server does not export cannot be measured: named with the types'
+    servers that do."""
+    found = []
+    for i, plan in workloads:
+        slo: SloConfig | None = getattr(plan.workload, "slo", None)
+        if slo is None:
+            continue
+        for key, attribute in SLO_SIGNALS.items():
+            field = "availability" if key == "availability" else attribute
+            if getattr(slo, field) is not None and getattr(plan.signals, attribute) is None:
+                found.append(
+                    Problem(
+                        f"{NS}:workloads[{i}].slo.{key}",
+                        f"a {plan.workload.type} workload's server exports no series for it; only vllm workloads "
+                        "can have it",
+                    )
+                )
+    return found
+
+
+@dataclass(frozen=True)
+class WorkloadAlerts:
+    """One workload's policies and SLOs."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    objectives: tuple[Objective, ...]
+
+
+@dataclass(frozen=True)
+class AlertsPlan:
+    """The alerts as the stack builds them: on or off, where they go, and what each policy reads."""
+
+    enabled: bool
+    paging: bool
+    project: str
+    cluster_name: str
+    paused: bool
+    """Paused: every policy stays, disabled."""
+    channels: tuple[AlertChannelConfig, ...]
+    workloads: tuple[WorkloadAlerts, ...]
+    cluster_rules: tuple[LogSignal, ...]
+
+    def routes(self, severity: str) -> tuple[int, ...]:
+        """Indexes of the channels a policy of `severity` notifies: every channel that does not page, and the paging
+        ones for a paging alert where paging is on."""
+        return tuple(i for i, c in enumerate(self.channels) if not c.page or (severity == PAGE and self.paging))
+
+
+def plan(
+    config: AlertsConfig,
+    *,
+    profile: Profile,
+    project: str,
+    cluster_name: str,
+    paused: bool,
+    tpu_metrics: bool,
+    has_tpu_pools: bool,
+    workloads: Sequence[WorkloadPlan],
+    gateway_workloads: Sequence[str],
+) -> AlertsPlan:
+    enabled = profile.alerts if config.enabled is None else config.enabled
+    return AlertsPlan(
+        enabled=enabled,
+        paging=profile.paging if config.paging is None else config.paging,
+        project=project,
+        cluster_name=cluster_name,
+        paused=paused,
+        channels=tuple(config.channels),
+        workloads=tuple(
+            WorkloadAlerts(
+                w.name,
+                workload_rules(w, config, cluster_name, tpu_metrics=tpu_metrics and has_tpu_pools)
+                + (gateway_rules(w, config, cluster_name) if w.name in gateway_workloads else ()),
+                objectives(w, cluster_name),
+            )
+            for w in workloads
+        )
+        if enabled
+        else (),
+        cluster_rules=cluster_rules(config, project, cluster_name) if enabled and has_tpu_pools else (),
+    )
+
+
+def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
+    return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.name), **more)
+
+
+def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_metrics: bool) -> tuple[Rule, ...]:
+    """No ready replica, pods Pending (TPU capacity), the autoscaler at its maximum, requests waiting above the HPA's
+    target, HBM near full: what every serving workload has (each where it applies)."""
+    ns, name = w.namespace, w.name
+    hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=name)
+    rules = (
+        []
+        if not w.serves_requests
+        else [
+            Rule(
+                f"{name}-no-ready-replica",
+                f"{name}: no ready replica",
+                f"(sum(kube_pod_container_status_ready{{{_pods(w, cluster)}}}) or vector(0)) < 1",
+                alerts.NO_READY_MINUTES,
+                PAGE,
+                f"no ready serving container for {alerts.NO_READY_MINUTES} min",
+                f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
+            ),
+        ]
+    )
+    rules += [
+        Rule(
+            f"{name}-pods-pending",
+            f"{name}: TPU pods pending",
+            f"sum(kube_pod_status_phase{{{_pods(w, cluster, phase='Pending')}}}) > 0",
+            config.pending_minutes,
+            TICKET,
+            f"a pod Pending for {config.pending_minutes} min (TPU capacity: stockout, quota or reservation)",
+            f"kubectl -n {ns} get events --field-selector reason=FailedScheduling; make preflight STACK=<stack>",
+        ),
+    ]
+    autoscaling = getattr(w.workload, "autoscaling", None)
+    if autoscaling is not None:
+        rules.append(
+            Rule(
+                f"{name}-autoscaler-at-max",
+                f"{name}: autoscaler at its maximum",
+                f"max(kube_horizontalpodautoscaler_status_current_replicas{{{hpa}}}) >= "
+                f"max(kube_horizontalpodautoscaler_spec_max_replicas{{{hpa}}})",
+                alerts.AT_MAX_MINUTES,
+                TICKET,
+                f"current replicas at the HPA's maxReplicas for {alerts.AT_MAX_MINUTES} min",
+                f"kubectl -n {ns} describe hpa {name}",
+            )
+        )
+        target = queue_target(w)
+        if target is not None:
+            queue = w.signals.queue
+            rules.append(
+                Rule(
+                    f"{name}-requests-waiting",
+                    f"{name}: requests waiting above the autoscaling target",
+                    f"sum({queue}{{{_pods(w, cluster)}}}) / "
+                    f"max(kube_horizontalpodautoscaler_status_current_replicas{{{hpa}}}) > {target:g}",
+                    config.queue_minutes,
+                    TICKET,
+                    f"{queue} per replica above the HPA target {target:g} for {config.queue_minutes} min",
+                    f"kubectl -n {ns} describe hpa {name}; kubectl -n {ns} get pods",
+                )
+            )
+    if tpu_metrics:
+        hbm = selector(cluster=cluster, exported_namespace=ns)
+        rules.append(
+            Rule(
+                f"{name}-hbm-near-full",
+                f"{name}: TPU HBM near full",
+                f"max(sum by (node) (memory_used{{{hbm}}}) / sum by (node) (memory_total{{{hbm}}})) > "
+                f"{config.hbm_fraction:g}",
+                10,
+                TICKET,
+                f"a node's HBM above {config.hbm_fraction:.0%} in use for 10 min",
+                f"kubectl -n {ns} get pods -o wide; pulumi stack output dashboardUrl  # tile TPU HBM used, by node",
+            )
+        )
+    return tuple(rules)
+
+
+def queue_target(w: WorkloadPlan) -> float | None:
+    """The HPA's per-replica target on the server's queue series, if the workload autoscales on it."""
+    autoscaling = getattr(w.workload, "autoscaling", None)
+    registry = w.hpa_metrics or {}
+    for metric in autoscaling.metrics if autoscaling is not None else ():
+        known = registry.get(metric.name)
+        if known is not None and w.signals.queue is not None and known.series == w.signals.queue:
+            return float(metric.target)
+    return None
+
+
+def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[Rule, ...]:
+    """Where the Inference Gateway serves the workload, its endpoint picker's view (it runs in the workload's
+    namespace): the share of requests answered 5xx (error_code is the response status when there is one,
+    llm-d/llm-d-router@v0.10.0:pkg/epp/handlers/server.go), no ready endpoint in its pool, requests held in its
+    flow-control queue (llm_d_router_metrics.go: ready_endpoints by pool `name`, flow_control_queue_size)."""
+    ns, name = w.namespace, w.name
+    epp = selector(cluster=cluster, namespace=ns)
+    errors = selector(cluster=cluster, namespace=ns, error_code="~5..")
+    window = f"{alerts.GATEWAY_MINUTES}m"
+    status = f"kubectl -n {ns} get inferencepool {name} -o yaml; kubectl -n {ns} logs deploy/{gateway.epp_name(name)}"
+    return (
+        Rule(
+            f"{name}-gateway-5xx",
+            f"{name}: gateway 5xx ratio",
+            f"sum(rate(llm_d_epp_request_error_total{{{errors}}}[{window}])) / "
+            f"sum(rate(llm_d_epp_request_total{{{epp}}}[{window}])) > {config.gateway_error_ratio:g}",
+            alerts.GATEWAY_MINUTES,
+            PAGE,
+            f"more than {config.gateway_error_ratio:.0%} of the gateway's requests answered 5xx over {window}",
+            status,
+        ),
+        Rule(
+            f"{name}-gateway-no-endpoint",
+            f"{name}: gateway sees no ready endpoint",
+            f"(sum(llm_d_epp_ready_endpoints{{{selector(cluster=cluster, namespace=ns, name=name)}}}) or vector(0)) < 1",
+            alerts.NO_READY_MINUTES,
+            TICKET,
+            f"the endpoint picker counts no ready pod in its pool for {alerts.NO_READY_MINUTES} min",
+            status,
+        ),
+        Rule(
+            f"{name}-gateway-queue",
+            f"{name}: requests held in the gateway's flow-control queue",
+            f"sum(llm_d_epp_flow_control_queue_size{{{epp}}}) > 0",
+            config.queue_minutes,
+            TICKET,
+            f"requests queued at the endpoint picker for {config.queue_minutes} min (the pool is saturated)",
+            status,
+        ),
+    )
+
+
+def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
+    """The workload's `slo` settings as Cloud Monitoring SLOs: latency as a distribution cut of the server's
+    histogram (a request-based SLI over a Managed Prometheus histogram, prometheus.googleapis.com/<name>/histogram:
+    https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/sli-metrics/prometheus), availability as the
+    ratio of requests that ended well to all finished ones (counters: .../<name>_total/counter)."""
+    slo: SloConfig | None = getattr(w.workload, "slo", None)
+    if slo is None:
+        return ()
+    signals, ns, out = w.signals, w.namespace, []
+    for key, objective, series in (
+        ("ttft", slo.time_to_first_token, signals.time_to_first_token),
+        ("tpot", slo.time_per_output_token, signals.time_per_output_token),
+    ):
+        if objective is not None and series is not None:
+            out.append(
+                Objective(
+                    f"{w.name}-{key}",
+                    f"{w.name}: {key.upper()} within {objective.threshold_seconds:g} s",
+                    objective.goal,
+                    slo.window_days,
+                    alerts.monitoring_filter(f"{series}/histogram", cluster, ns),
+                    max_seconds=objective.threshold_seconds,
+                )
+            )
+    if slo.availability is not None and signals.requests is not None:
+        counter = f"{signals.requests}_total/counter"
+        good = ", ".join(f'"{v}"' for v in signals.good_finishes)
+        out.append(
+            Objective(
+                f"{w.name}-availability",
+                f"{w.name}: requests that end well",
+                slo.availability,
+                slo.window_days,
+                alerts.monitoring_filter(counter, cluster, ns),
+                good_filter=alerts.monitoring_filter(counter, cluster, ns, **{signals.finish_label: f"one_of({good})"}),
+            )
+        )
+    return tuple(out)
+
+
+def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[LogSignal, ...]:
+    """What the cluster's logs say about its TPU capacity: failed scale-ups (a stockout: GKE's cluster autoscaler
+    visibility events, https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility:
+    resultInfo errors scale.up.error.* and noScaleUp decisions), preemptions and host errors of its VMs (Compute
+    Engine system events compute.instances.preempted and compute.instances.hostError,
+    https://cloud.google.com/compute/docs/instances/spot#detect-preemption), and upcoming host maintenance notices
+    (https://cloud.google.com/tpu/docs/view-maintenance-notifications, "upcoming maintenance events in Cloud
+    Logging")."""
+    visibility = f"projects/{project}/logs/container.googleapis.com%2Fcluster-autoscaler-visibility"
+    system_event = f"projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event"
+    prefix = f"tpu-serving-{cluster}"
+    return (
+        LogSignal(
+            "tpu-stockout",
+            f"{prefix}-scale-up-failures",
+            "k8s_cluster",
+            f'logName="{visibility}" resource.labels.cluster_name="{cluster}" '
+            '(jsonPayload.resultInfo.results.errorMsg.messageId=~"^scale\\.up\\.error" OR '
+            "jsonPayload.noDecisionStatus.noScaleUp:*)",
+            "TPU stockout: the cluster autoscaler could not add nodes",
+            config.pending_minutes,
+            TICKET,
+            f"any failed or impossible scale-up in {config.pending_minutes} min",
+            f"gcloud logging read 'logName=\"{visibility}\"' --limit=5 --project={project}; "
+            "make preflight STACK=<stack>",
+        ),
+        LogSignal(
+            "node-interruptions",
+            f"{prefix}-node-interruptions",
+            "gce_instance",
+            f'logName="{system_event}" resource.type="gce_instance" '
+            'protoPayload.methodName=("compute.instances.preempted" OR "compute.instances.hostError")',
+            "TPU nodes preempted or interrupted",
+            10,
+            TICKET,
+            "any preemption or host error of a VM in the project in 10 min",
+            f"kubectl get nodes -l cloud.google.com/gke-tpu-accelerator; gcloud logging read "
+            f'\'logName="{system_event}" protoPayload.methodName="compute.instances.preempted"\' --limit=5 '
+            f"--project={project}",
+        ),
+        LogSignal(
+            "upcoming-maintenance",
+            f"{prefix}-upcoming-maintenance",
+            "gce_instance",
+            f'logName="{system_event}" resource.type="gce_instance" '
+            'protoPayload.methodName="compute.instances.upcomingMaintenance"',
+            "Host maintenance scheduled on a TPU node",
+            60,
+            TICKET,
+            "any upcoming-maintenance notice (sent days ahead for scheduled maintenance) in an hour",
+            "kubectl get nodes -L cloud.google.com/gke-nodepool; make maintenance STACK=<stack>",
+        ),
+    )

@@ -1,0 +1,375 @@
+"""tpu-serving:alerts and each workload's `slo`: the Cloud Monitoring alert policies, SLOs and log-based metrics, as
+registered, over every workload type of the registry (and one a test adds).
+
+Sources:
+- Provider schema, hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/services/monitoring/
+  resource_monitoring_alert_policy.go: conditionPrometheusQueryLanguage {query (required), duration,
+  disable_metric_validation ("allows alerting policies to be defined on metrics that do not yet exist"),
+  evaluation_interval, labels, rule_group, alert_rule}; severity CRITICAL | ERROR | WARNING;
+  resource_monitoring_slo.go: goal "0 < goal <= 0.9999" (validateMonitoringSloGoal), rolling_period_days
+  IntBetween(1, 30), request_based_sli {distribution_cut {distribution_filter, range {min, max}}, good_total_ratio
+  {good_service_filter, bad_service_filter, total_service_filter}}. pulumi-gcp 10.2.0 monitoring/_inputs.py has the
+  same fields (AlertPolicyConditionConditionPrometheusQueryLanguageArgs.disable_metric_validation).
+- Prometheus metrics as SLIs: "For latency SLIs, you can use Prometheus histogram ... Prometheus metrics start with
+  prometheus.googleapis.com/" (https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/sli-metrics/prometheus);
+  kube state metrics are written as prometheus.googleapis.com/<name>/<gauge|counter|histogram> on prometheus_target,
+  "identical to the metric name exposed by open source Kubernetes"
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics).
+- Burn-rate alerts: select_slo_burn_rate("<slo>", "<lookback>")
+  (https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/alerting-on-budget-burn-rate); the windows and
+  rates of the Google SRE workbook, "Alerting on SLOs" (1 h/5 min at 14.4x, 6 h/30 min at 6x).
+- The endpoint picker: llm-d/llm-d-router@v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go (series and labels),
+  pkg/epp/handlers/server.go (error_code is the response status), cmd/epp/runner/feature_gate_test.go (the
+  flowControl gate, off by default), config/charts/routerlib templates/_gke.yaml (the PodMonitoring it renders with
+  monitoring.provider gmp and prometheus.enabled) and templates/_deployment.yaml (container port metrics 9090).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from stacks import alerts, cost, dashboard, gateway, metrics
+from stacks.config import ConfigError
+from tests import promql
+from tests.conftest import make_config, pool, reference_file
+from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
+from tooling import chart_objects, readme_tables
+from tooling.chart_objects import stack_files
+from tooling.offline import load_stack_file, parse_config
+from workloads.pathways_job.plan import pathways_job
+from workloads.registry import WORKLOAD_TYPES
+
+POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+VLLM = {
+    "type": "vllm",
+    "name": "chat",
+    "pool": "v6e-4x4",
+    "model": "meta-llama/Llama-3.1-8B",
+    "autoscaling": {
+        "minReplicas": 1,
+        "maxReplicas": 2,
+        "metrics": [{"name": "vllm:num_requests_waiting", "target": 8}],
+    },
+}
+GATEWAY_GKE = "1.34.0-gke.1626000"
+ROOT = Path(__file__).resolve().parents[1]  # tests/test_gateway.py INFERENCE_POOL_GKE
+
+
+def vllm_config(environment: str = "staging", **changes: Any) -> dict[str, Any]:
+    cfg = make_config(
+        tpu_serving__environment=environment,
+        tpu_serving__tpuPools=[
+            pool(
+                name="v6e-4x4", tpu="v6e", topology="2x2", zone="us-east5-b", autoscaling={"minNodes": 0, "maxNodes": 2}
+            )
+        ],
+        tpu_serving__workloads=[{**VLLM, **changes.pop("workload", {})}],
+        tpu_serving__cluster={"minMasterVersion": GATEWAY_GKE},
+    )
+    cfg.update({f"tpu-serving:{k}": v for k, v in changes.items()})
+    return cfg
+
+
+def example_configs(enabled: bool = True) -> list[Any]:
+    """Every shipped stack, with the alerts on (dev stacks too) and the gateway on where it can be."""
+    out = []
+    for path in stack_files():
+        raw = load_stack_file(path)
+        raw["tpu-serving:alerts"] = {"enabled": enabled}
+        out.append(parse_config(raw, path.name.removeprefix("Pulumi.").removesuffix(".yaml")))
+    return out
+
+
+# ---- every query reads what the scraping produces ------------------------------------------------------------
+
+
+def check_query(query: str) -> None:
+    promql.check_scraped(query, metrics.SERIES_LABELS)
+
+
+def every_rule_query() -> list[str]:
+    plans = [cfg.alerts_plan for cfg in example_configs()]
+    plans.append(parse_config(vllm_config(gateway={"enabled": True}), "staging").alerts_plan)
+    queries = [r.query for p in plans for w in p.workloads for r in w.rules]
+    assert queries
+    return queries
+
+
+def test_every_alert_and_dashboard_query_parses_and_reads_only_labels_the_scraping_produces():
+    gateway_served = parse_config(vllm_config(gateway={"enabled": True}), "staging")
+    panels = [q for _, q, _ in dashboard.panels("c1", head=gateway_served.monitoring_plan.dashboard_panels)]
+    assert any("llm_d_epp_flow_control_queue_size" in q for q in panels)
+    assert any("generation_tokens_total" in q for q in panels)
+    for query in every_rule_query() + panels:
+        check_query(query)
+
+
+def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
+    with pytest.raises(AssertionError):
+        check_query('sum(vllm:num_requests_waiting{deployment="x"}) > 1')  # vLLM's series carry no deployment
+    with pytest.raises(AssertionError):
+        check_query("sum(kube_pod_info) > 1")  # not scraped
+    for bad in ("sum(rate(x[5m]) > 1", "rate(x) > 1", 'x{a="b"', "sum by (a (x)", "x >"):
+        with pytest.raises(SyntaxError):
+            promql.parse(bad)
+
+
+# ---- every workload type of the registry ------------------------------------------------------------------------
+
+
+def test_every_registry_type_gets_its_policies_and_they_select_its_pods():
+    seen = set()
+    for cfg in example_configs():
+        rules = {w.name: {r.key for r in w.rules} for w in cfg.alerts_plan.workloads}
+        for plan in cfg.workloads:
+            seen.add(plan.workload.type)
+            assert f"{plan.name}-pods-pending" in rules[plan.name]
+            assert (f"{plan.name}-no-ready-replica" in rules[plan.name]) == plan.serves_requests
+            # every pod of the workload is named after it (its controller's name is the prefix of its pods'); a
+            # PathwaysJob's pods are its controller's, from a JobSet named after the PathwaysJob (google/pathways-job
+            # @v0.1.4 internal/controller: the JobSet takes the PathwaysJob's name), itself named after the workload
+            for manifest in plan.pod_manifests():
+                if "metadata" not in manifest:
+                    assert plan.workload.type == "pathways-job", manifest
+                    manifest = pathways_job(plan)
+                name = manifest["metadata"]["name"]
+                assert name == plan.name or name.startswith(f"{plan.name}-"), (plan.workload.type, name)
+            if getattr(plan.workload, "autoscaling", None) is not None:
+                assert f"{plan.name}-autoscaler-at-max" in rules[plan.name]
+    # every type of the registry is in some shipped stack, so the loop above covered it
+    assert seen == set(WORKLOAD_TYPES)
+
+
+def test_a_type_added_to_the_registry_gets_the_policies(run, echo_registered):  # noqa: F811
+    rec = run(make_config(tpu_serving__environment="staging", tpu_serving__workloads=[ECHO_CONFIG]), stack="staging")
+    names = {r.name for r in rec.of_type(POLICY)}
+    assert {"alerts-echo-no-ready-replica", "alerts-echo-pods-pending", "alerts-echo-hbm-near-full"} <= names
+    query = rec.one(POLICY, "alerts-echo-no-ready-replica").inputs["conditions"][0]
+    assert 'pod=~"echo-.+"' in query["conditionPrometheusQueryLanguage"]["query"]
+
+
+# ---- defaults, pause, routing -----------------------------------------------------------------------------------
+
+
+def test_alerts_are_on_in_staging_and_prod_off_in_dev_and_page_only_in_prod():
+    plans = {env: parse_config(vllm_config(env), env).alerts_plan for env in ("dev", "staging", "prod")}
+    assert [(p.enabled, p.paging) for p in plans.values()] == [(False, False), (True, False), (True, True)]
+    assert plans["dev"].workloads == () and plans["dev"].cluster_rules == ()
+    on = parse_config(vllm_config("dev", alerts={"enabled": True, "paging": True}), "dev").alerts_plan
+    assert on.enabled and on.paging and on.workloads
+
+
+def test_registered_policies_notify_by_severity_and_stay_disabled_while_paused(run):
+    channels = [
+        {"type": "email", "address": "oncall@example.com"},
+        {"type": "existing", "address": "projects/my-project/notificationChannels/42", "page": True},
+    ]
+    rec = run(vllm_config("prod", alerts={"channels": channels}), stack="prod")
+    email = rec.one("gcp:monitoring/notificationChannel:NotificationChannel")
+    assert email.inputs["type"] == "email" and email.inputs["labels"] == {"email_address": "oncall@example.com"}
+    policies = rec.of_type(POLICY)
+    assert policies and all(p.inputs["enabled"] is True for p in policies)
+    page = "projects/my-project/notificationChannels/42"
+    for p in policies:
+        assert p.inputs["severity"] in ("CRITICAL", "WARNING")
+        assert (page in p.inputs["notificationChannels"]) == (p.inputs["severity"] == "CRITICAL"), p.name
+        assert len(p.inputs["notificationChannels"]) == (2 if p.inputs["severity"] == "CRITICAL" else 1)
+        for condition in p.inputs["conditions"]:
+            if "conditionPrometheusQueryLanguage" in condition:
+                assert condition["conditionPrometheusQueryLanguage"]["disableMetricValidation"] is True
+    assert set(rec.outputs["alertPolicies"]) == {p.name.removeprefix("alerts-") for p in policies}
+    # staging: the paging channel gets nothing
+    staging = run(vllm_config("staging", alerts={"channels": channels}), stack="staging")
+    assert all(page not in p.inputs["notificationChannels"] for p in staging.of_type(POLICY))
+    paused = run({**vllm_config("prod", alerts={"channels": channels}), "tpu-serving:paused": True}, stack="prod")
+    assert {p.name for p in paused.of_type(POLICY)} == {p.name for p in policies}
+    assert all(p.inputs["enabled"] is False for p in paused.of_type(POLICY))
+
+
+def test_dev_registers_no_policy(run):
+    rec = run(vllm_config("dev"))
+    assert not rec.of_type(POLICY) and "alertPolicies" not in rec.outputs
+
+
+# ---- config problems --------------------------------------------------------------------------------------------
+
+
+def test_every_channel_and_slo_problem_is_reported_at_once():
+    # a JetStream workload (its server exports no TTFT histogram nor finished-request counter)
+    cfg = load_stack_file(ROOT / "examples/gemma-hpa/Pulumi.gemma-hpa.yaml")
+    cfg["tpu-serving:alerts"] = {
+        "channels": [
+            {"type": "email", "address": "not-an-address"},
+            {"type": "pubsub", "address": "alerts"},
+            {"type": "existing", "address": "projects/my-project/notificationChannels/abc"},
+        ]
+    }
+    cfg["tpu-serving:workloads"][0]["slo"] = {"timeToFirstToken": {"thresholdSeconds": 1}, "availability": 0.99}
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg, "gemma-hpa")
+    paths = [p.path for p in err.value.problems]
+    for path in (
+        "tpu-serving:alerts.channels[0].address",
+        "tpu-serving:alerts.channels[1].address",
+        "tpu-serving:alerts.channels[2].address",
+        "tpu-serving:workloads[0].slo.timeToFirstToken",
+        "tpu-serving:workloads[0].slo.availability",
+    ):
+        assert path in paths, (path, [str(p) for p in err.value.problems])
+    message = str(err.value)
+    assert "'alerts' is not a Pub/Sub topic path (type pubsub); e.g. projects/my-project/topics/alerts" in message
+    with pytest.raises(ConfigError, match=r"slo\.timeToFirstToken\.goal.*0\.9999"):
+        parse_config(vllm_config(workload={"slo": {"timeToFirstToken": {"thresholdSeconds": 1, "goal": 1}}}), "s")
+    with pytest.raises(ConfigError, match=r"slo\.windowDays"):
+        parse_config(vllm_config(workload={"slo": {"windowDays": 31}}), "staging")
+
+
+# ---- SLOs -------------------------------------------------------------------------------------------------------
+
+
+def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rate_policies(run):
+    slo = {"timeToFirstToken": {"thresholdSeconds": 2.5, "goal": 0.95}, "availability": 0.99, "windowDays": 7}
+    rec = run(vllm_config(workload={"slo": slo}), stack="staging")
+    service = rec.one("gcp:monitoring/customService:CustomService")
+    assert service.inputs["serviceId"] == "tpu-serving-tpu-serving-staging-chat"
+    slos = {r.name: r.inputs for r in rec.of_type("gcp:monitoring/slo:Slo")}
+    ttft = slos["alerts-chat-ttft-slo"]
+    assert ttft["goal"] == 0.95 and ttft["rollingPeriodDays"] == 7
+    cut = ttft["requestBasedSli"]["distributionCut"]
+    assert cut["range"] == {"min": 0, "max": 2.5}
+    assert cut["distributionFilter"] == (
+        'metric.type="prometheus.googleapis.com/vllm:time_to_first_token_seconds/histogram" '
+        'resource.type="prometheus_target" resource.labels.cluster="tpu-serving-staging" '
+        'resource.labels.namespace="chat"'
+    )
+    ratio = slos["alerts-chat-availability-slo"]["requestBasedSli"]["goodTotalRatio"]
+    assert "vllm:request_success_total/counter" in ratio["totalServiceFilter"]
+    assert ratio["goodServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length")')
+    # the series each SLI reads is one the scraping produces, with the label it filters by
+    assert "vllm:time_to_first_token_seconds_bucket" in metrics.SERIES_LABELS
+    assert "finished_reason" in metrics.SERIES_LABELS["vllm:request_success_total"]
+    for key in ("ttft", "availability"):
+        for window in alerts.BURN_WINDOWS:
+            policy = rec.one(POLICY, f"alerts-chat-{key}-{window.name}-burn").inputs
+            assert policy["combiner"] == "AND" and policy["severity"] == window.severity
+            filters = [c["conditionThreshold"]["filter"] for c in policy["conditions"]]
+            assert [f.split('", ')[1] for f in filters] == [f'"{window.long}")', f'"{window.short}")']
+            assert all(f.startswith("select_slo_burn_rate(") for f in filters)
+            assert {c["conditionThreshold"]["thresholdValue"] for c in policy["conditions"]} == {window.rate}
+
+
+# ---- the cluster's capacity -------------------------------------------------------------------------------------
+
+
+def test_capacity_signals_are_log_based_metrics_of_this_cluster(run):
+    rec = run(vllm_config(), stack="staging")
+    metrics_ = {r.inputs["name"]: r.inputs for r in rec.of_type("gcp:logging/metric:Metric")}
+    stockout = metrics_["tpu-serving-tpu-serving-staging-scale-up-failures"]
+    assert "container.googleapis.com%2Fcluster-autoscaler-visibility" in stockout["filter"]
+    assert 'resource.labels.cluster_name="tpu-serving-staging"' in stockout["filter"]
+    assert "noScaleUp" in stockout["filter"] and "scale\\.up\\.error" in stockout["filter"]
+    assert stockout["metricDescriptor"] == {"metricKind": "DELTA", "valueType": "INT64"}
+    interruptions = metrics_["tpu-serving-tpu-serving-staging-node-interruptions"]["filter"]
+    assert '"compute.instances.preempted"' in interruptions and '"compute.instances.hostError"' in interruptions
+    policy = rec.one(POLICY, "alerts-tpu-stockout").inputs["conditions"][0]["conditionThreshold"]
+    assert policy["comparison"] == "COMPARISON_GT" and policy["thresholdValue"] == 0
+    assert policy["filter"] == (
+        'metric.type="logging.googleapis.com/user/tpu-serving-tpu-serving-staging-scale-up-failures" '
+        'resource.type="k8s_cluster"'
+    )
+
+
+# ---- the gateway's own signals ----------------------------------------------------------------------------------
+
+
+BACKEND = gateway.GatewayBackend("chat", "chat", {"app": "chat"}, 8000, "m")
+
+
+def test_the_endpoint_picker_is_scraped_and_runs_with_flow_control():
+    values = gateway.router_values(BACKEND, {"tpu-serving/role": "system"})["router"]
+    assert values["monitoring"] == {"provider": {"name": "gmp"}, "prometheus": {"enabled": True}}
+    epp = values["epp"]
+    config = yaml.safe_load(epp["pluginsCustomConfig"][epp["pluginsConfigFile"]])
+    assert config["featureGates"] == ["flowControl"]
+    assert config["kind"] == "EndpointPickerConfig" and config["apiVersion"] == "llm-d.ai/v1alpha1"
+    # the chart renders the PodMonitoring (and its token's RBAC) for these values: its recorded objects
+    record = chart_objects.load()[chart_objects.key(gateway.LLM_D_ROUTER.chart, gateway.LLM_D_ROUTER.version)]
+    assert {(o["kind"], o["name"]) for o in record["objects"]} >= {
+        ("PodMonitoring", "{release}"),
+        ("Secret", "{release}-metrics-reader-secret"),
+        ("RoleBinding", "gmp-system:collector:{release}-{release}-metrics-reader-secret-read"),
+    }
+
+
+def test_the_chart_scrapes_the_metrics_port_the_network_policy_opens():
+    gke = reference_file("charts/llm-d-router-v0.10.0/config/charts/routerlib/templates/_gke.yaml").read_text()
+    deployment = reference_file(
+        "charts/llm-d-router-v0.10.0/config/charts/routerlib/templates/_deployment.yaml"
+    ).read_text()
+    config_template = reference_file(
+        "charts/llm-d-router-v0.10.0/config/charts/routerlib/templates/_config.yaml"
+    ).read_text()
+    assert "kind: PodMonitoring" in gke and "- port: metrics" in gke
+    assert f"- name: metrics\n              containerPort: {gateway.EPP_METRICS_PORT}" in deployment
+    # the stack's picker config keeps the chart's default scorers and weights (templates/_config.yaml)
+    for scorer, weight in (("queue-scorer", 2), ("kv-cache-utilization-scorer", 2), ("prefix-cache-scorer", 3)):
+        assert f"- pluginRef: {scorer}\n        weight: {weight}" in config_template
+        assert {"pluginRef": scorer, "weight": weight} in json.loads(gateway.epp_config())["schedulingProfiles"][0][
+            "plugins"
+        ]
+    cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
+    policies = cfg.namespaces_plan.network_policies["chat"]
+    allow = next(p for p in policies if p["metadata"]["name"] == f"allow-{gateway.epp_name('chat')}-metrics")
+    assert allow["spec"]["ingress"][0]["ports"] == [{"port": gateway.EPP_METRICS_PORT, "protocol": "TCP"}]
+    assert allow["spec"]["podSelector"]["matchLabels"] == gateway.epp_pod_labels("chat")
+
+
+def test_gateway_served_workloads_get_the_pickers_alerts_and_tiles():
+    cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
+    keys = {r.key for w in cfg.alerts_plan.workloads for r in w.rules}
+    assert {"chat-gateway-5xx", "chat-gateway-no-endpoint", "chat-gateway-queue"} <= keys
+    titles = [t for t, _, _ in cfg.monitoring_plan.dashboard_panels]
+    assert "Gateway flow-control queue" in titles and "Gateway ready endpoints" in titles
+    off = parse_config(vllm_config(), "staging")
+    assert not {r.key for w in off.alerts_plan.workloads for r in w.rules} & {k for k in keys if "gateway" in k}
+    assert "Gateway flow-control queue" not in [t for t, _, _ in off.monitoring_plan.dashboard_panels]
+
+
+# ---- cost per million output tokens ------------------------------------------------------------------------------
+
+
+def test_the_cost_tile_prices_a_replicas_chips_over_its_generated_tokens():
+    cfg = parse_config(vllm_config(), "staging")
+    plan = cfg.workloads[0]
+    tile = next(p for p in cfg.monitoring_plan.dashboard_panels if p[0].startswith("Cost per million"))
+    price = cost.chip_price("v6e", "on-demand")
+    assert price is not None and plan.chips_per_replica == 4  # v6e 2x2: one host, 4 chips
+    assert tile[1].startswith(f"{price * 4:g} * count by (namespace) (count by (namespace, pod) (")
+    assert "rate(vllm:generation_tokens_total{" in tile[1] and "* 3600 / 1000000" in tile[1]
+    # no token counter (JetStream): no tile
+    jetstream = next(c for c in example_configs() if {w.workload.type for w in c.workloads} == {"jetstream"})
+    assert all(not t.startswith("Cost per million") for t, _, _ in jetstream.monitoring_plan.dashboard_panels)
+
+
+def test_the_docs_list_every_alert_with_its_command():
+    """docs/operations.md "Alerts" holds the generated table (tooling/readme_tables.py alerts_table), which names
+    every policy a workload and the cluster can get."""
+    text = (ROOT / "docs/operations.md").read_text()
+    assert readme_tables.alerts_table() in text
+    titles = {
+        r.title.split(": ", 1)[1] for cfg in example_configs() for w in cfg.alerts_plan.workloads for r in w.rules
+    }
+    titles |= {s.title for cfg in example_configs() for s in cfg.alerts_plan.cluster_rules}
+    for title in titles:
+        assert title in text, title
+
+
+def test_pulumi_error_names_the_key(run):
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:alerts\.channels\[0\]\.address"):
+        run(vllm_config(alerts={"channels": [{"type": "email", "address": "x"}]}), stack="staging")
