@@ -63,7 +63,9 @@ class InferenceGateway(pulumi.ComponentResource):
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
             self.gateway, self.security_policy = None, None
-            self.commands = {b.name: self.serve(b, namespace=deps.namespace(b.namespace), paused=plan.paused) for b in plan.backends}
+            self.commands = {
+                b.name: self.serve(b, namespace=deps.namespace(b.namespace), paused=plan.paused) for b in plan.backends
+            }
             self.register_outputs({"fleetExport": True})
             return
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=after)

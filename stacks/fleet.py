@@ -247,10 +247,14 @@ def _config_problems(cfg: FleetConfig, members_: list[Member]) -> list[Problem]:
         try:
             net = ipaddress.IPv4Network(region.proxy_subnet_cidr, strict=True)
         except ValueError as err:
-            found.append(Problem(f"{path}.proxySubnetCidr", f"{region.proxy_subnet_cidr!r} is not an IPv4 CIDR ({err})"))
+            found.append(
+                Problem(f"{path}.proxySubnetCidr", f"{region.proxy_subnet_cidr!r} is not an IPv4 CIDR ({err})")
+            )
             continue
         if net.prefixlen > 26:
-            found.append(Problem(f"{path}.proxySubnetCidr", f"{net} is smaller than /26; a proxy-only subnet needs /26+"))
+            found.append(
+                Problem(f"{path}.proxySubnetCidr", f"{net} is smaller than /26; a proxy-only subnet needs /26+")
+            )
         found += [
             Problem(f"{path}.proxySubnetCidr", f"{net} overlaps {other_path}.proxySubnetCidr {other}")
             for other_path, other in ranges
@@ -400,7 +404,11 @@ def gateway_manifest(fleet: FleetPlan) -> dict[str, Any]:
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "Gateway",
-        "metadata": {"name": GATEWAY_NAME, "namespace": fleet.gateway_namespace, "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": GATEWAY_NAME,
+            "namespace": fleet.gateway_namespace,
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "gatewayClassName": GATEWAY_CLASS,
             "addresses": [
@@ -430,7 +438,11 @@ def route_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": f"{pool['pool']}-fleet", "namespace": pool["namespace"], "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": f"{pool['pool']}-fleet",
+            "namespace": pool["namespace"],
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "parentRefs": [
                 {
@@ -451,10 +463,16 @@ def health_check_manifest(pool: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": f"{GKE_NETWORKING}/v1",
         "kind": "HealthCheckPolicy",
-        "metadata": {"name": f"{pool['pool']}-fleet", "namespace": pool["namespace"], "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": f"{pool['pool']}-fleet",
+            "namespace": pool["namespace"],
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "targetRef": _import_ref(pool),
-            "default": {"config": {"type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": pool["ports"][0]}}},
+            "default": {
+                "config": {"type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": pool["ports"][0]}}
+            },
         },
     }
 
@@ -474,7 +492,11 @@ def backend_policy_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str,
     return {
         "apiVersion": f"{GKE_NETWORKING}/v1",
         "kind": "GCPBackendPolicy",
-        "metadata": {"name": f"{pool['pool']}-fleet", "namespace": pool["namespace"], "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": f"{pool['pool']}-fleet",
+            "namespace": pool["namespace"],
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "targetRef": _import_ref(pool),
             "default": {
@@ -500,7 +522,11 @@ def autoscaling_metric_manifest(pool: str, namespace: str, selector: dict[str, s
     return {
         "apiVersion": AUTOSCALING_METRIC_API,
         "kind": "AutoscalingMetric",
-        "metadata": {"name": f"{pool}-{KV_CACHE_EXPORT}", "namespace": namespace, "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": f"{pool}-{KV_CACHE_EXPORT}",
+            "namespace": namespace,
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "selector": {"matchLabels": dict(selector)},
             "endpoints": [{"port": port, "path": "/metrics"}],
@@ -539,4 +565,3 @@ def routing_summary(fleet: FleetPlan) -> dict[str, Any]:
             f"kubectl get gateway {GATEWAY_NAME} -n {fleet.gateway_namespace} -o jsonpath='{{.status.addresses[0].value}}'"
         ),
     }
-

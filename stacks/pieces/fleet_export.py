@@ -22,7 +22,9 @@ def gateway_problems(gateway: GatewayConfig) -> list[Problem]:
         return []
     found: list[Problem] = []
     if not gateway.enabled:
-        found.append(Problem(f"{PATH}.fleetExport", "needs gateway.enabled: true (the pools it exports are the gateway's)"))
+        found.append(
+            Problem(f"{PATH}.fleetExport", "needs gateway.enabled: true (the pools it exports are the gateway's)")
+        )
     if gateway.exposure != "internal":
         found.append(
             Problem(
