@@ -61,8 +61,11 @@ class InferenceGateway(pulumi.ComponentResource):
         self._after = after
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
+        self.security_policy: pulumi.Input[str] | None = None
+        self.commands: dict[str, dict[str, str]] = {}
+        """Per served workload: its gateway commands (the `gateway.routes` output)."""
         if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
-            self.gateway, self.security_policy = None, None
+            self.gateway = None
             self.commands = {
                 b.name: self.serve(b, namespace=deps.namespace(b.namespace), paused=plan.paused) for b in plan.backends
             }
@@ -95,7 +98,7 @@ class InferenceGateway(pulumi.ComponentResource):
             manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
-        self.security_policy: pulumi.Input[str] | None = config.cloud_armor_policy
+        self.security_policy = config.cloud_armor_policy
         if config.source_ranges:
             self.security_policy = self._allow_only(
                 f"{plan.resource_prefix}-gateway",
@@ -103,11 +106,10 @@ class InferenceGateway(pulumi.ComponentResource):
                 region=plan.region,
                 ranges=list(config.source_ranges),
             ).name
-        self.commands: dict[str, dict[str, str]] = {
+        self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
         }
-        """Per served workload: its gateway commands (the `gateway.routes` output)."""
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )

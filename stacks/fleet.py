@@ -296,7 +296,7 @@ def _member_problems(member: Member, fleet_project: str | None) -> list[Problem]
 def _shared_problems(members_: list[Member]) -> list[Problem]:
     """One VPC, one cluster per region, unique cluster names (the membership ids)."""
     found: list[Problem] = []
-    first: dict[str, dict[str, Member]] = {"network": {}, "region": {}, "clusterName": {}}
+    first: dict[str, dict[Any, Member]] = {"network": {}, "region": {}, "clusterName": {}}
     for member in members_:
         for key, seen in first.items():
             value = member.output.get(key)

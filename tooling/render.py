@@ -38,10 +38,10 @@ import yaml
 from stacks import cost
 from stacks.config import ConfigError, StackConfig
 from tooling.crds import crd_source
-from tooling.graph import component_graph, full_graph, short_type
-from tooling.k8s_objects import OPTIONS, is_object, plain
 from tooling.fleet_render import FleetStack, is_fleet
 from tooling.fleet_render import summary as fleet_summary
+from tooling.graph import component_graph, full_graph, short_type
+from tooling.k8s_objects import OPTIONS, is_object, plain
 from tooling.offline import ROOT, Recording, Registration, load_stack_file, parse_stack_file, run_stack_file
 from tooling.recreate import NotARender, Resources, compute_class_changes, protected_needs, read_render, recreations
 from tooling.schemas import validate_objects

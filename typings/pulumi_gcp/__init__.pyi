@@ -3,6 +3,7 @@
 # every service module under TYPE_CHECKING). A submodule not listed is an attr-defined error: add a line.
 from pulumi_gcp import compute as compute
 from pulumi_gcp import container as container
+from pulumi_gcp import gkehub as gkehub
 from pulumi_gcp import kms as kms
 from pulumi_gcp import monitoring as monitoring
 from pulumi_gcp import organizations as organizations
