@@ -2,15 +2,12 @@
 config has `tpu-serving:fleet` is a fleet stack instead (docs/fleet.md): one model served from several regional
 stacks through GKE's multi-cluster Inference Gateway (Preview)."""
 
-import pulumi
-
-from components.fleet import build_fleet, load_fleet_config, raw_fleet_config
+from components.fleet import build_fleet_stack, fleet_config_text
 from components.platform import build_stack
 from stacks.pulumi_config import load_stack_config
 from workloads.registry import WORKLOAD_TYPES
 
-fleet_config = pulumi.Config("tpu-serving").get("fleet")
-if fleet_config is not None:
-    build_fleet(load_fleet_config(raw_fleet_config(fleet_config)), pulumi.Config("gcp").get("project"))
+if fleet_config_text() is not None:
+    build_fleet_stack()
 else:
     build_stack(load_stack_config(WORKLOAD_TYPES))

@@ -119,6 +119,16 @@ def _config_cluster_objects(plan: fleet.FleetPlan, ref: pulumi.StackReference, a
         register_manifest(f"{name}-backend-policy", fleet.backend_policy_manifest(plan, pool), opts)
 
 
+def fleet_config_text() -> str | None:
+    """`tpu-serving:fleet` as this stack's config gives it: set, the stack is a fleet stack."""
+    return pulumi.Config(fleet.NS).get("fleet")
+
+
+def build_fleet_stack() -> None:
+    """The fleet stack's program: its config, then the fleet."""
+    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text())), pulumi.Config("gcp").get("project"))
+
+
 def raw_fleet_config(text: str | None) -> Any:
     """The `tpu-serving:fleet` value as the program reads config: JSON text (a string when it is not JSON)."""
     if text is None:

@@ -18,7 +18,7 @@ from components.node_identity import NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
-from stacks import cost, fleet, gateway
+from stacks import cost, fleet, fleet_output, gateway
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 from stacks.workload_plan import WorkloadPlan
@@ -235,7 +235,7 @@ def build_stack(cfg: StackConfig) -> Platform:
     if cfg.gateway.enabled and cfg.gateway.fleet_export:  # no Gateway here: the fleet stack's (docs/fleet.md)
         assert platform.gateway is not None
         pulumi.export("gateway", {"fleetExport": True, "routes": platform.gateway.commands})
-        pulumi.export(fleet.OUTPUT, fleet.regional_output(cfg))
+        pulumi.export(fleet.OUTPUT, fleet_output.regional_output(cfg))
     elif cfg.gateway.enabled:
         assert platform.gateway is not None
         pulumi.export(

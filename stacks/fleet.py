@@ -35,18 +35,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from stacks import catalog, naming
 from stacks.config_model import CamelModel
 from stacks.gateway import MODEL_HEADER, route_namespace_selector
-from stacks.pool_sizing import cluster_zones
 from stacks.problems import Problem, fmt
-
-if TYPE_CHECKING:
-    from stacks.stack_config import StackConfig
 
 NS = "tpu-serving"
 PATH = f"{NS}:fleet"
@@ -87,39 +83,6 @@ def network_path(project: str, network: str) -> str:
     if "/" not in network:
         return f"projects/{project}/global/networks/{network}"
     return network[network.index("projects/") :] if "projects/" in network else network
-
-
-def regional_output(cfg: StackConfig) -> dict[str, Any]:
-    """The `fleet` output of a regional stack whose gateway exports (gateway.fleetExport): everything a fleet
-    stack checks and builds on, as plain data from the config (no value the cloud computes)."""
-    network = cfg.network_plan
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "project": cfg.gcp_project,
-        "region": cfg.region,
-        "clusterName": cfg.cluster_plan.name,
-        "clusterLocation": cfg.cluster_location,
-        "clusterId": f"projects/{cfg.gcp_project}/locations/{cfg.cluster_location}/clusters/{cfg.cluster_plan.name}",
-        "network": network_path(cfg.gcp_project, network.network_name),
-        "networkCreated": cfg.cluster.network.create,
-        "minMasterVersion": cfg.cluster.min_master_version or "",
-        "zones": cluster_zones(cfg.cluster_location),
-        "regionalProxySubnet": cfg.gateway.proxy_subnet or "",
-        "exports": [_export(cfg, w) for w in cfg.gateway_workloads],
-    }
-
-
-def _export(cfg: StackConfig, workload: Any) -> dict[str, Any]:
-    backend = workload.gateway_backend()
-    return {
-        "pool": backend.name,
-        "namespace": backend.namespace,
-        "model": backend.model,
-        "ports": [backend.port],
-        "selector": dict(backend.selector),
-        "hostsPerReplica": workload.pool.shape.hosts,
-        "kvCacheMetric": KV_CACHE_METRICS.get(workload.workload.type, ""),
-    }
 
 
 # ---- the fleet's config -------------------------------------------------------------------------------

@@ -40,11 +40,6 @@ def record(stack_file: Path) -> dict[str, Any]:
     return {key: outputs[key] for key in RECORDED if key in outputs}
 
 
-def recorded_outputs(folder: Path) -> dict[str, dict[str, Any]]:
-    """outputs/<stack>.json of a folder, by stack name."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted((folder / OUTPUTS).glob("*.json"))}
-
-
 def regional_files(folder: Path) -> list[Path]:
     return [p for p in sorted(folder.glob("Pulumi.*.yaml")) if not is_fleet(load_stack_file(p))]
 

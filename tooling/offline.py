@@ -469,8 +469,13 @@ def _collect_outputs(recording: Recording) -> None:
 def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = None) -> Recording:
     """Run the program with the config of a stack file (`Pulumi.<stack>.yaml` or an example)."""
     name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    recorded = {p.stem: json.loads(p.read_text()) for p in sorted((path.parent / RECORDED_OUTPUTS).glob("*.json"))}
-    return run_program(load_stack_file(path), stack=name, preview=preview, stack_outputs=recorded)
+    return run_program(load_stack_file(path), stack=name, preview=preview, stack_outputs=recorded_outputs(path))
+
+
+def recorded_outputs(stack_file: Path) -> dict[str, dict[str, Any]]:
+    """The recorded outputs of the stacks a (fleet) stack file references: <its folder>/outputs/<stack>.json."""
+    folder = stack_file.parent / RECORDED_OUTPUTS
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
 def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, ...] = ()):
