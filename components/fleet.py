@@ -37,7 +37,7 @@ def build_fleet(cfg: fleet.FleetConfig, project: str | None) -> None:
     refs = {r.stack: pulumi.StackReference(f"region-{i}", stack_name=r.stack) for i, r in enumerate(cfg.regions)}
     outputs = pulumi.Output.all(*[ref.get_output(fleet.OUTPUT) for ref in refs.values()])
     planned = outputs.apply(lambda values: _checked_plan(cfg, dict(zip(refs, values, strict=True)), project))
-    planned.apply(lambda plan: _build(plan, refs))
+    planned.apply(lambda plan: Fleet("fleet", plan=plan, ref=refs[plan.config_member.config.stack]))
     pulumi.export("fleet", planned.apply(fleet.routing_summary))
 
 
@@ -51,7 +51,17 @@ def _checked_plan(cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str 
     return fleet.plan(cfg, members, project)
 
 
-def _build(plan: fleet.FleetPlan, refs: dict[str, pulumi.StackReference]) -> None:
+class Fleet(pulumi.ComponentResource):
+    """The fleet's own resources: memberships, multi-cluster ingress, proxy-only subnets, the config cluster's
+    objects."""
+
+    def __init__(self, name: str, *, plan: fleet.FleetPlan, ref: pulumi.StackReference):
+        super().__init__("tpu-serving:fleet:Fleet", name, None, None)
+        _build(plan, ref, pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"gateway": fleet.GATEWAY_NAME})
+
+
+def _build(plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.ResourceOptions) -> None:
     memberships = {
         m.config.stack: gcp.gkehub.Membership(
             f"membership-{m.output['region']}",
@@ -65,6 +75,7 @@ def _build(plan: fleet.FleetPlan, refs: dict[str, pulumi.StackReference]) -> Non
                     )
                 ),
             ),
+            opts=child,
         )
         for m in plan.members
     }
@@ -80,12 +91,13 @@ def _build(plan: fleet.FleetPlan, refs: dict[str, pulumi.StackReference]) -> Non
                 )
             ),
         ),
+        opts=child,
     )
-    subnets = [_proxy_subnet(plan, m) for m in plan.members]
-    _config_cluster_objects(plan, refs[plan.config_member.config.stack], [ingress, *memberships.values(), *subnets])
+    subnets = [_proxy_subnet(plan, m, child) for m in plan.members]
+    _config_cluster_objects(plan, ref, [ingress, *memberships.values(), *subnets], child)
 
 
-def _proxy_subnet(plan: fleet.FleetPlan, member: fleet.Member) -> gcp.compute.Subnetwork:
+def _proxy_subnet(plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions) -> gcp.compute.Subnetwork:
     """The region's proxy-only subnet for the cross-regional load balancer's Envoy proxies (F1)."""
     region = member.output["region"]
     return gcp.compute.Subnetwork(
@@ -99,17 +111,21 @@ def _proxy_subnet(plan: fleet.FleetPlan, member: fleet.Member) -> gcp.compute.Su
             purpose=fleet.PROXY_PURPOSE,
             role=fleet.PROXY_ROLE,
         ),
+        opts=child,
     )
 
 
-def _config_cluster_objects(plan: fleet.FleetPlan, ref: pulumi.StackReference, after: list[pulumi.Resource]) -> None:
+def _config_cluster_objects(
+    plan: fleet.FleetPlan, ref: pulumi.StackReference, after: list[pulumi.Resource], child: pulumi.ResourceOptions
+) -> None:
     """The Gateway, and per imported pool its route, health check and backend policy, in the config cluster."""
     provider = k8s.Provider(
         "config-cluster",
         kubeconfig=ref.require_output("kubeconfig"),
         enable_server_side_apply=True,
+        opts=child,
     )
-    opts = pulumi.ResourceOptions(provider=provider, depends_on=after)
+    opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(provider=provider, depends_on=after))
     gateway = register_manifest("fleet-gateway", fleet.gateway_manifest(plan), opts)
     for pool in plan.pools:
         name = f"{pool['namespace']}-{pool['pool']}"

@@ -305,7 +305,7 @@ def _pool_problems(members_: list[Member]) -> list[Problem]:
         models = {e["model"] for _, e in exports}
         if len(models) > 1:
             found.append(Problem(f"{PATH}.regions", f"{where} serves different models {sorted(models)} across regions"))
-        negs = sum(len(e["ports"]) * m.output["zones"] for m, e in exports)
+        negs = sum(len(e["ports"]) * int(m.output["zones"]) for m, e in exports)
         if negs > NEGS_PER_BACKEND_SERVICE:
             found.append(
                 Problem(
@@ -318,11 +318,11 @@ def _pool_problems(members_: list[Member]) -> list[Problem]:
             if not export.get("kvCacheMetric"):
                 found.append(Problem(f"{member.path}.stack", f"{where} reports no KV-cache metric to spill over on"))
             leader = any(export["selector"].get(k) == v for k, v in LEADER_ONLY_LABELS.items())
-            if export["hostsPerReplica"] > 1 and not leader:
+            if int(export["hostsPerReplica"]) > 1 and not leader:
                 found.append(
                     Problem(
                         f"{member.path}.stack",
-                        f"{where}: a replica spans {export['hostsPerReplica']} hosts and the selector "
+                        f"{where}: a replica spans {int(export['hostsPerReplica'])} hosts and the selector "
                         f"{export['selector']} also matches workers (404s); select leaders only (F1)",
                     )
                 )
