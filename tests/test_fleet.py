@@ -281,7 +281,11 @@ def test_crd_value_validations_stay_open_while_the_structure_stays_closed():
     }
     schema = {
         "type": "object",
-        "properties": {"spec": {"type": "object", "properties": {"a": {"type": "array", "items": item}}}},
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "spec": {"type": "object", "properties": {"a": {"type": "array", "items": item}}},
+        },
     }
     named = {
         "apiVersion": "x/v1",
