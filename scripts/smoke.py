@@ -10,7 +10,8 @@ applied); what is found comes from the live cluster:
 - metrics   every metric of every HPA is served by the custom or external metrics API, and the HPA can scale;
 - targets   every PodMonitoring reports live scrape targets, none unhealthy;
 - addons    every add-on controller and metrics adapter Deployment is Available.
-A paused stack expects no workload pods and skips the serving and HPA checks.
+A paused stack expects no workload pods and skips the serving and HPA checks. A fleet stack (docs/fleet.md) is
+checked in its config cluster: each routed pool's GCPInferencePoolImport exists and the Gateway is Programmed.
 
 The kubeconfig is the stack's `kubeconfig` output (`pulumi stack output kubeconfig --show-secrets`, written to a
 private temporary file) unless --kubeconfig names one. Each failure prints the command to investigate.
@@ -41,8 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from stacks import addons  # noqa: E402
 from stacks import workload_plan as common  # noqa: E402
+from tooling.fleet_render import is_fleet  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
-from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
+from tooling.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
 
 
 class KubectlError(RuntimeError):
@@ -411,6 +413,55 @@ def stack_kubeconfig(stack: str) -> Iterator[str]:
         yield str(path)
 
 
+# ---- a fleet stack (docs/fleet.md) ----------------------------------------------------------------------------
+
+IMPORTS = "gcpinferencepoolimports.networking.gke.io"  # stacks/fleet.py IMPORT_RESOURCE
+
+
+def fleet_smoke(routing: dict[str, Any], kubectl: Kubectl) -> list[Result]:
+    """A fleet stack, in its config cluster: every routed pool's GCPInferencePoolImport exists (the regional exports
+    arrived) and the Gateway is Programmed (Gateway API v1 GatewayConditionType; GKE built the load balancer)."""
+    results = []
+    for route in sorted(routing["routes"]):
+        namespace, pool = route.split("/", 1)
+        fix = f"kubectl -n {namespace} get {IMPORTS} {pool} -o yaml; gcloud container fleet ingress describe"
+        try:
+            found = kubectl.get("-n", namespace, "get", IMPORTS, pool, "-o", "json")
+            results.append(Result("import", route, bool(found.get("metadata")), "imported from the fleet", fix))
+        except KubectlError as err:
+            results.append(Result("import", route, False, str(err), fix))
+    ns, name = routing["namespace"], routing["gateway"]
+    fix = f"kubectl -n {ns} describe gateway {name}"
+    try:
+        programmed = _condition(kubectl.get("-n", ns, "get", "gateway", name, "-o", "json"), "Programmed")
+        ok = programmed.get("status") == "True"
+        detail = "Programmed" if ok else f"not Programmed: {programmed.get('reason', 'no condition yet')}"
+        results.append(Result("gateway", f"{ns}/{name}", ok, detail, fix))
+    except KubectlError as err:
+        results.append(Result("gateway", f"{ns}/{name}", False, str(err), fix))
+    return results
+
+
+def fleet_main(path: Path, kubeconfig: str | None) -> int:
+    """Smoke-test a fleet stack: what it routes comes from its offline run (recorded regional outputs beside it);
+    the kubeconfig is --kubeconfig or the config cluster's stack's `kubeconfig` output."""
+    routing = run_stack_file(path, preview=True).outputs["fleet"]
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    try:
+        if kubeconfig:
+            results = fleet_smoke(routing, Kubectl(kubeconfig))
+        else:
+            with stack_kubeconfig(routing["configCluster"]) as config_cluster:
+                results = fleet_smoke(routing, Kubectl(config_cluster))
+    except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
+        print(f"smoke test of fleet stack {stack} could not run: {err}", file=sys.stderr)
+        return 2
+    failed = sum(not r.ok for r in results)
+    print(f"smoke test of fleet stack {stack}: {len(results) - failed} passed, {failed} failed\n")
+    print(table(results))
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml) or a stack file")
@@ -418,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-timeout", type=float, default=300.0, help="seconds for each serving request")
     args = parser.parse_args(argv)
     path = Path(args.stack) if args.stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{args.stack}.yaml"
+    if is_fleet(load_stack_file(path)):
+        return fleet_main(path, args.kubeconfig)
     want = expected(path)
     try:
         if args.kubeconfig:

@@ -17,6 +17,7 @@ import pytest
 
 from stacks import fleet
 from stacks.problems import ConfigError
+from tests import test_smoke
 from tests.conftest import make_config, recorded
 from tooling import fleet_render, render
 from tooling.documented_schemas import SCHEMAS
@@ -24,6 +25,7 @@ from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT, Recording, load_stack_file, parse_config, run_program
 from tooling.schemas import strict, validate_custom, validate_objects
 
+fake_kubectl = test_smoke.fake_kubectl  # the stand-in kubectl on PATH (tests/fixtures/kubectl/fake_kubectl.py)
 EXAMPLE = ROOT / "examples" / "fleet"
 FLEET_FILE = EXAMPLE / "Pulumi.fleet.yaml"
 REGIONAL_FILES = fleet_render.regional_files(EXAMPLE)
@@ -304,3 +306,23 @@ def test_the_documented_policy_schemas_refuse_a_misspelt_field():
     assert validate_custom(policy, SCHEMAS[("networking.gke.io/v1", "GCPBackendPolicy")]) == []
     policy["spec"]["default"]["balanceMode"] = policy["spec"]["default"].pop("balancingMode")
     assert validate_custom(policy, SCHEMAS[("networking.gke.io/v1", "GCPBackendPolicy")])
+
+
+# ---- the smoke check of a fleet stack -------------------------------------------------------------------------
+
+
+def test_the_smoke_check_confirms_the_import_and_the_programmed_gateway(fake_kubectl, capsys):
+    """scripts/smoke.py on a fleet stack file, against recorded kubectl answers (tests/fixtures/kubectl/fleet-*):
+    Gateway status.conditions[type=Programmed] (Gateway API v1 GatewayConditionType), the GCPInferencePoolImport
+    GKE creates in the config cluster from the exports (F1)."""
+    import smoke
+
+    fake_kubectl("fleet-healthy")
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 0
+    out = capsys.readouterr().out
+    assert "| import | llama8b/llama8b | ok |" in out and "| gateway | llama8b/fleet-gateway | ok | Programmed |" in out
+    fake_kubectl("fleet-broken")
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 1
+    out = capsys.readouterr().out
+    assert "| import | llama8b/llama8b | FAIL |" in out and "not Programmed: Pending" in out
+    assert "gcloud container fleet ingress describe" in out
