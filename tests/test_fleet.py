@@ -51,7 +51,9 @@ def test_the_recorded_outputs_are_what_the_regional_stacks_export():
     assert len(REGIONAL_FILES) == 2
     for path in REGIONAL_FILES:
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        assert fleet_render.record(path) == OUTPUTS[stack], f"re-record: python -m tooling.fleet_render {EXAMPLE}"
+        assert fleet_render.record(path) == OUTPUTS[stack], (
+            f"re-record: .venv/bin/python -m tooling.fleet_render {EXAMPLE}"
+        )
 
 
 def test_the_fleet_stack_owns_memberships_ingress_and_global_proxy_subnets():

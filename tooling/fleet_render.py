@@ -1,7 +1,7 @@
 """Offline runs of a fleet stack (tpu-serving:fleet; docs/fleet.md): its StackReferences answered with the RECORDED
 outputs of the regional stacks it names, and its review summary.
 
-    python -m tooling.fleet_render examples/fleet     # re-record outputs/<stack>.json from the folder's regional stacks
+    .venv/bin/python -m tooling.fleet_render examples/fleet   # re-record outputs/<stack>.json from the folder's regional stacks
 
 A recording is what the regional stack's program exports after a first `up` under the mocks (the keys the fleet
 reads); tests/test_fleet.py checks the recorded files match the regional stack files beside them.

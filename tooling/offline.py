@@ -131,7 +131,7 @@ def _stack_reference(args: Any, stack_outputs: dict[str, dict[str, Any]]) -> tup
     if key not in stack_outputs:
         raise RuntimeError(
             f"StackReference {name!r}: no recorded outputs {RECORDED_OUTPUTS}/{key}.json beside the stack file "
-            "(python -m tooling.fleet_render <folder> records them from the regional stack files)"
+            "(.venv/bin/python -m tooling.fleet_render <folder> records them from the regional stack files)"
         )
     outputs = stack_outputs[key]
     return name, {"name": name, "outputs": outputs, "secretOutputNames": [k for k in ("kubeconfig",) if k in outputs]}
