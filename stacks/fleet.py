@@ -302,9 +302,12 @@ def _pool_problems(members_: list[Member]) -> list[Problem]:
         missing = [m.config.stack for m in members_ if m not in [e[0] for e in exports]]
         if missing:
             found.append(Problem(f"{PATH}.regions", f"{where} is not exported by {missing}: every region serves it"))
-        models = {e["model"] for _, e in exports}
-        if len(models) > 1:
-            found.append(Problem(f"{PATH}.regions", f"{where} serves different models {sorted(models)} across regions"))
+        for key, what in (("model", "models"), ("servedName", "served names")):
+            values = {str(e.get(key)) for _, e in exports}
+            if len(values) > 1:
+                found.append(
+                    Problem(f"{PATH}.regions", f"{where} has different {what} {sorted(values)} across regions")
+                )
         negs = sum(len(e["ports"]) * int(m.output["zones"]) for m, e in exports)
         if negs > NEGS_PER_BACKEND_SERVICE:
             found.append(
@@ -397,7 +400,7 @@ def route_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str, Any]:
     """Requests to the fleet's Gateway go to the pool's import; with several pools, by the model header."""
     match: dict[str, Any] = {"path": {"type": "PathPrefix", "value": "/"}}
     if len(fleet.pools) > 1:
-        match["headers"] = [{"type": "Exact", "name": MODEL_HEADER, "value": pool["model"]}]
+        match["headers"] = [{"type": "Exact", "name": MODEL_HEADER, "value": pool["servedName"]}]
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
@@ -510,7 +513,7 @@ def routing_summary(fleet: FleetPlan) -> dict[str, Any]:
         "spilloverKvCacheUtilizationPercent": fleet.config.spillover.kv_cache_utilization_percent,
         "routes": {
             f"{p['namespace']}/{p['pool']}": {
-                "model": p["model"],
+                "model": p["servedName"],
                 "import": f"{IMPORT_KIND} {p['namespace']}/{p['pool']}",
                 "regions": {
                     m.output["region"]: {

@@ -37,7 +37,8 @@ def _export(workload: WorkloadPlan) -> dict[str, Any]:
     return {
         "pool": backend.name,
         "namespace": backend.namespace,
-        "model": backend.model,
+        "model": str(getattr(workload.workload, "model", backend.model)),  # what is loaded
+        "servedName": backend.model,  # the name clients send (vLLM --served-model-name)
         "ports": [backend.port],
         "selector": dict(backend.selector),
         "hostsPerReplica": workload.pool.shape.hosts,

@@ -209,7 +209,9 @@ def _bad_outputs() -> dict[str, Any]:
     eu = outputs["fleet-europe-west4"]["fleet"]
     eu.update(network="projects/my-tpu-project/global/networks/other", minMasterVersion="1.33.5-gke.1000000")
     eu.update(networkCreated=True, regionalProxySubnet="create")
-    eu["exports"][0].update(model="google/gemma-2b", hostsPerReplica=2, ports=list(range(8000, 8009)))
+    eu["exports"][0].update(
+        model="google/gemma-2b", servedName="gemma", hostsPerReplica=2, ports=list(range(8000, 8009))
+    )
     return outputs
 
 
@@ -224,6 +226,7 @@ def test_a_fleet_of_unfit_regions_is_refused_with_every_reason_before_anything_i
         "GLOBAL_MANAGED_PROXY",  # a regional proxy subnet
         f"below {fleet.MIN_GKE_VERSION}",
         "different models",
+        "different served names",
         "also matches workers",  # multi-host without a leader-only selector
     ):
         assert reason in text, (reason, text)
