@@ -447,17 +447,22 @@ def fleet_main(path: Path, kubeconfig: str | None) -> int:
     the kubeconfig is --kubeconfig or the config cluster's stack's `kubeconfig` output."""
     routing = run_stack_file(path, preview=True).outputs["fleet"]
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return report(f"fleet stack {stack}", lambda k: fleet_smoke(routing, k), kubeconfig, routing["configCluster"])
+
+
+def report(what: str, check: Callable[[Kubectl], list[Result]], kubeconfig: str | None, stack: str) -> int:
+    """Run `check` with --kubeconfig or `stack`'s kubeconfig output; print the table; the exit status."""
     try:
         if kubeconfig:
-            results = fleet_smoke(routing, Kubectl(kubeconfig))
+            results = check(Kubectl(kubeconfig))
         else:
-            with stack_kubeconfig(routing["configCluster"]) as config_cluster:
-                results = fleet_smoke(routing, Kubectl(config_cluster))
+            with stack_kubeconfig(stack) as from_stack:
+                results = check(Kubectl(from_stack))
     except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
-        print(f"smoke test of fleet stack {stack} could not run: {err}", file=sys.stderr)
+        print(f"smoke test of {what} could not run: {err}", file=sys.stderr)
         return 2
     failed = sum(not r.ok for r in results)
-    print(f"smoke test of fleet stack {stack}: {len(results) - failed} passed, {failed} failed\n")
+    print(f"smoke test of {what}: {len(results) - failed} passed, {failed} failed\n")
     print(table(results))
     return 1 if failed else 0
 
@@ -472,19 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     if is_fleet(load_stack_file(path)):
         return fleet_main(path, args.kubeconfig)
     want = expected(path)
-    try:
-        if args.kubeconfig:
-            results = smoke(want, Kubectl(args.kubeconfig), args.request_timeout)
-        else:
-            with stack_kubeconfig(want.stack) as kubeconfig:
-                results = smoke(want, Kubectl(kubeconfig), args.request_timeout)
-    except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
-        print(f"smoke test of stack {want.stack} could not run: {err}", file=sys.stderr)
-        return 2
-    failed = sum(not r.ok for r in results)
-    print(f"smoke test of stack {want.stack}: {len(results) - failed} passed, {failed} failed\n")
-    print(table(results))
-    return 1 if failed else 0
+    return report(f"stack {want.stack}", lambda k: smoke(want, k, args.request_timeout), args.kubeconfig, want.stack)
 
 
 if __name__ == "__main__":

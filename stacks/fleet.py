@@ -392,6 +392,16 @@ def gateway_manifest(fleet: FleetPlan) -> dict[str, Any]:
     }
 
 
+def _pool_object(api_version: str, kind: str, pool: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """One fleet object about an imported pool, in the pool's namespace, named after it."""
+    metadata = {
+        "name": f"{pool['pool']}-fleet",
+        "namespace": pool["namespace"],
+        "labels": dict(naming.MANAGED_BY_LABELS),
+    }
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+
+
 def _import_ref(pool: dict[str, Any]) -> dict[str, str]:
     return {"group": GKE_NETWORKING, "kind": IMPORT_KIND, "name": pool["pool"]}
 
@@ -401,46 +411,22 @@ def route_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str, Any]:
     match: dict[str, Any] = {"path": {"type": "PathPrefix", "value": "/"}}
     if len(fleet.pools) > 1:
         match["headers"] = [{"type": "Exact", "name": MODEL_HEADER, "value": pool["servedName"]}]
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "HTTPRoute",
-        "metadata": {
-            "name": f"{pool['pool']}-fleet",
-            "namespace": pool["namespace"],
-            "labels": dict(naming.MANAGED_BY_LABELS),
-        },
-        "spec": {
-            "parentRefs": [
-                {
-                    "group": "gateway.networking.k8s.io",
-                    "kind": "Gateway",
-                    "name": GATEWAY_NAME,
-                    "namespace": fleet.gateway_namespace,
-                    "sectionName": LISTENER,
-                }
-            ],
-            "rules": [{"matches": [match], "backendRefs": [_import_ref(pool)]}],
-        },
+    parent = {
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+        "name": GATEWAY_NAME,
+        "namespace": fleet.gateway_namespace,
+        "sectionName": LISTENER,
     }
+    spec = {"parentRefs": [parent], "rules": [{"matches": [match], "backendRefs": [_import_ref(pool)]}]}
+    return _pool_object("gateway.networking.k8s.io/v1", "HTTPRoute", pool, spec)
 
 
 def health_check_manifest(pool: dict[str, Any]) -> dict[str, Any]:
     """The load balancer's health check of the pool's serving pods in every cluster (F1: HTTP /health)."""
-    return {
-        "apiVersion": f"{GKE_NETWORKING}/v1",
-        "kind": "HealthCheckPolicy",
-        "metadata": {
-            "name": f"{pool['pool']}-fleet",
-            "namespace": pool["namespace"],
-            "labels": dict(naming.MANAGED_BY_LABELS),
-        },
-        "spec": {
-            "targetRef": _import_ref(pool),
-            "default": {
-                "config": {"type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": pool["ports"][0]}}
-            },
-        },
-    }
+    check = {"type": "HTTP", "httpHealthCheck": {"requestPath": "/health", "port": pool["ports"][0]}}
+    spec = {"targetRef": _import_ref(pool), "default": {"config": check}}
+    return _pool_object(f"{GKE_NETWORKING}/v1", "HealthCheckPolicy", pool, spec)
 
 
 def backend_policy_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str, Any]:
@@ -455,31 +441,21 @@ def backend_policy_manifest(fleet: FleetPlan, pool: dict[str, Any]) -> dict[str,
         }
         for m in members_
     ]
-    return {
-        "apiVersion": f"{GKE_NETWORKING}/v1",
-        "kind": "GCPBackendPolicy",
-        "metadata": {
-            "name": f"{pool['pool']}-fleet",
-            "namespace": pool["namespace"],
-            "labels": dict(naming.MANAGED_BY_LABELS),
-        },
-        "spec": {
-            "targetRef": _import_ref(pool),
-            "default": {
-                "timeoutSec": fleet.config.timeout_sec,
-                "balancingMode": "CUSTOM_METRICS",
-                "trafficDuration": "LONG",
-                "customMetrics": [
-                    {
-                        "name": KV_CACHE_POLICY_METRIC,
-                        "dryRun": False,
-                        "maxUtilizationPercent": fleet.config.spillover.kv_cache_utilization_percent,
-                    }
-                ],
-                "scopes": scopes,
-            },
-        },
+    default = {
+        "timeoutSec": fleet.config.timeout_sec,
+        "balancingMode": "CUSTOM_METRICS",
+        "trafficDuration": "LONG",
+        "customMetrics": [
+            {
+                "name": KV_CACHE_POLICY_METRIC,
+                "dryRun": False,
+                "maxUtilizationPercent": fleet.config.spillover.kv_cache_utilization_percent,
+            }
+        ],
+        "scopes": scopes,
     }
+    spec = {"targetRef": _import_ref(pool), "default": default}
+    return _pool_object(f"{GKE_NETWORKING}/v1", "GCPBackendPolicy", pool, spec)
 
 
 def autoscaling_metric_manifest(pool: str, namespace: str, selector: dict[str, str], port: int, metric: str) -> dict:
