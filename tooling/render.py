@@ -170,20 +170,24 @@ def example_files() -> list[Path]:
     return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
 
 
-def render_stack(path: Path) -> tuple[StackConfig | FleetStack, Recording, dict[str, str]]:
+def stack_of(path: Path) -> StackConfig | FleetStack:
+    """What the render knows of a stack file: a regional stack's validated config, or a fleet stack (docs/fleet.md),
+    whose StackReferences read the recorded regional outputs beside it."""
     config = load_stack_file(path)
-    if is_fleet(config):  # a fleet stack (docs/fleet.md): its StackReferences read the recorded regional outputs
-        fleet = FleetStack(stack_name(path), config)
-        recording = run_stack_file(path, preview=True, stack=fleet.stack)
-        files = {**kubernetes_files(recording), **gcp_files(recording), "summary.md": fleet_summary(fleet, recording)}
-        return (
-            fleet,
-            recording,
-            {**files, "graph.mmd": component_graph(recording), "graph-full.mmd": full_graph(recording)},
-        )
-    cfg = parse_stack_file(path)
+    return FleetStack(stack_name(path), config) if is_fleet(config) else parse_stack_file(path)
+
+
+def files_of(stack: StackConfig | FleetStack, recording: Recording) -> dict[str, str]:
+    if isinstance(stack, StackConfig):
+        return render_files(stack, recording)
+    files = {**kubernetes_files(recording), **gcp_files(recording), "summary.md": fleet_summary(stack, recording)}
+    return {**files, "graph.mmd": component_graph(recording), "graph-full.mmd": full_graph(recording)}
+
+
+def render_stack(path: Path) -> tuple[StackConfig | FleetStack, Recording, dict[str, str]]:
+    cfg = stack_of(path)
     recording = run_stack_file(path, preview=True, stack=stack_name(path))
-    return cfg, recording, render_files(cfg, recording)
+    return cfg, recording, files_of(cfg, recording)
 
 
 def check(cfg: StackConfig | FleetStack, recording: Recording) -> list[str]:

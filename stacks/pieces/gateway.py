@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stacks import fleet, gke_managed, naming
+from stacks import fleet_export as fleet_piece
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.gateway import GatewayBackend
-from stacks.pieces import fleet_export as fleet_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr
