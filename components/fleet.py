@@ -57,14 +57,14 @@ class Fleet(pulumi.ComponentResource):
 
     def __init__(self, name: str, *, plan: fleet.FleetPlan, ref: pulumi.StackReference):
         super().__init__("tpu-serving:fleet:Fleet", name, None, None)
-        _build(plan, ref, pulumi.ResourceOptions(parent=self))
+        _build(name, plan, ref, pulumi.ResourceOptions(parent=self))
         self.register_outputs({"gateway": fleet.GATEWAY_NAME})
 
 
-def _build(plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.ResourceOptions) -> None:
+def _build(name: str, plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.ResourceOptions) -> None:
     memberships = {
         m.config.stack: gcp.gkehub.Membership(
-            f"membership-{m.output['region']}",
+            f"{name}-membership-{m.output['region']}",
             gcp.gkehub.MembershipArgs(
                 membership_id=m.output["clusterName"],
                 location=fleet.MEMBERSHIP_LOCATION,
@@ -80,7 +80,7 @@ def _build(plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.Reso
         for m in plan.members
     }
     ingress = gcp.gkehub.Feature(
-        "multicluster-ingress",
+        f"{name}-multicluster-ingress",
         gcp.gkehub.FeatureArgs(
             name=fleet.INGRESS_FEATURE,
             location=fleet.MEMBERSHIP_LOCATION,
@@ -93,15 +93,17 @@ def _build(plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.Reso
         ),
         opts=child,
     )
-    subnets = [_proxy_subnet(plan, m, child) for m in plan.members]
-    _config_cluster_objects(plan, ref, [ingress, *memberships.values(), *subnets], child)
+    subnets = [_proxy_subnet(f"{name}-proxy", plan, m, child) for m in plan.members]
+    _config_cluster_objects(name, plan, ref, [ingress, *memberships.values(), *subnets], child)
 
 
-def _proxy_subnet(plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions) -> gcp.compute.Subnetwork:
+def _proxy_subnet(
+    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions
+) -> gcp.compute.Subnetwork:
     """The region's proxy-only subnet for the cross-regional load balancer's Envoy proxies (F1)."""
     region = member.output["region"]
     return gcp.compute.Subnetwork(
-        f"proxy-{region}",
+        f"{prefix}-{region}",
         gcp.compute.SubnetworkArgs(
             name=f"fleet-proxy-{region}",
             project=plan.project,
@@ -116,23 +118,27 @@ def _proxy_subnet(plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.Res
 
 
 def _config_cluster_objects(
-    plan: fleet.FleetPlan, ref: pulumi.StackReference, after: list[pulumi.Resource], child: pulumi.ResourceOptions
+    name: str,
+    plan: fleet.FleetPlan,
+    ref: pulumi.StackReference,
+    after: list[pulumi.Resource],
+    child: pulumi.ResourceOptions,
 ) -> None:
     """The Gateway, and per imported pool its route, health check and backend policy, in the config cluster."""
     provider = k8s.Provider(
-        "config-cluster",
+        f"{name}-config-cluster",
         kubeconfig=ref.require_output("kubeconfig"),
         enable_server_side_apply=True,
         opts=child,
     )
     opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(provider=provider, depends_on=after))
-    gateway = register_manifest("fleet-gateway", fleet.gateway_manifest(plan), opts)
+    gateway = register_manifest(f"{name}-gateway", fleet.gateway_manifest(plan), opts)
     for pool in plan.pools:
-        name = f"{pool['namespace']}-{pool['pool']}"
+        prefix = f"{name}-{pool['namespace']}-{pool['pool']}"
         after_gateway = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[gateway]))
-        register_manifest(f"{name}-route", fleet.route_manifest(plan, pool), after_gateway)
-        register_manifest(f"{name}-health-check", fleet.health_check_manifest(pool), opts)
-        register_manifest(f"{name}-backend-policy", fleet.backend_policy_manifest(plan, pool), opts)
+        register_manifest(f"{prefix}-route", fleet.route_manifest(plan, pool), after_gateway)
+        register_manifest(f"{prefix}-health-check", fleet.health_check_manifest(pool), opts)
+        register_manifest(f"{prefix}-backend-policy", fleet.backend_policy_manifest(plan, pool), opts)
 
 
 def fleet_config_text() -> str | None:

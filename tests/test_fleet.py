@@ -69,7 +69,7 @@ def test_the_fleet_stack_owns_memberships_ingress_and_global_proxy_subnets():
     }
     feature = rec.one("gcp:gkehub/feature:Feature")
     assert (feature.inputs["name"], feature.inputs["location"]) == ("multiclusteringress", "global")
-    config_membership = rec.one("gcp:gkehub/membership:Membership", "membership-us-east5")
+    config_membership = rec.one("gcp:gkehub/membership:Membership", "fleet-membership-us-east5")
     assert config_membership.urn in feature.dependencies  # configMembership is that membership's id
     subnets = rec.of_type("gcp:compute/subnetwork:Subnetwork")
     # F1 "Create proxy-only subnets": one per region, GLOBAL_MANAGED_PROXY, ACTIVE, in the shared VPC
@@ -110,7 +110,7 @@ def test_the_config_cluster_routes_to_the_imported_pool_with_home_region_and_spi
     for scope in default["scopes"]:
         assert not (set(scope) - {"selector"}) & set(default)
     # every object of the config cluster goes through the config cluster's provider
-    provider = rec.one("pulumi:providers:kubernetes", "config-cluster")
+    provider = rec.one("pulumi:providers:kubernetes", "fleet-config-cluster")
     assert all(
         r.provider.startswith(provider.urn) for r in rec.resources if r.type.startswith("kubernetes:") and r.custom
     )
@@ -331,3 +331,12 @@ def test_the_smoke_check_confirms_the_import_and_the_programmed_gateway(fake_kub
     out = capsys.readouterr().out
     assert "| import | llama8b/llama8b | FAIL |" in out and "not Programmed: Pending" in out
     assert "gcloud container fleet ingress describe" in out
+
+
+def test_every_fleet_resource_is_inside_the_fleet_component_and_named_after_it():
+    rec = recorded(FLEET_FILE, True)
+    (component,) = [r for r in rec.resources if not r.custom]
+    assert component.type == "tpu-serving:fleet:Fleet"
+    for r in rec.resources:
+        if r is not component:
+            assert r.parent == component.urn and r.name.startswith(f"{component.name}-"), (r.type, r.name)
