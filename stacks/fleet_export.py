@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from stacks import fleet
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
-from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import NS
+from stacks.fleet import NS
 from stacks.problems import Problem, fmt
 
 PATH = f"{NS}:gateway"
@@ -60,14 +59,16 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
     return found
 
 
-def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
-    if not (gateway.enabled and gateway.fleet_export):
-        return []
-    what = "the multi-cluster Inference Gateway's minimum"
-    return [VersionNeed(fleet.MIN_GKE_VERSION, what, EXPORT_NEEDS, message=_version_problem, always_required=True)]
+def needs_version(gateway: GatewayConfig) -> bool:
+    """The cluster must run MIN_VERSION or later (the gateway piece adds it to the cluster's version needs)."""
+    return gateway.enabled and gateway.fleet_export
 
 
-def _version_problem(cluster: ClusterConfig) -> list[Problem]:
+MIN_VERSION = fleet.MIN_GKE_VERSION
+WHAT = "the multi-cluster Inference Gateway's minimum"
+
+
+def version_problem(cluster: ClusterConfig) -> list[Problem]:
     given = fmt(cluster.min_master_version) if cluster.min_master_version else "unset"
     return [
         Problem(

@@ -157,7 +157,17 @@ def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
     assert need is not None  # required_version returns the version when none is given
     what = "the version GKE installs the InferencePool CRD from"
     needs = [VersionNeed(need, what, GATEWAY_NEEDS, message=_version_problem, always_required=True)]
-    return needs + fleet_piece.version_needs(gateway)
+    if fleet_piece.needs_version(gateway):
+        needs.append(
+            VersionNeed(
+                fleet_piece.MIN_VERSION,
+                fleet_piece.WHAT,
+                fleet_piece.EXPORT_NEEDS,
+                message=fleet_piece.version_problem,
+                always_required=True,
+            )
+        )
+    return needs
 
 
 def _version_problem(cluster: ClusterConfig) -> list[Problem]:
