@@ -16,6 +16,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import gateway, naming, network_policy, pod_security
@@ -41,7 +42,7 @@ class GatewayDeps:
 
 
 class InferenceGateway(pulumi.ComponentResource):
-    gateway: pulumi.CustomResource
+    gateway: pulumi.CustomResource | None
 
     def __init__(
         self,
@@ -59,6 +60,17 @@ class InferenceGateway(pulumi.ComponentResource):
         self._provider = provider
         self._after = after
         self._system_selector = plan.system_selector
+        self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
+        self.security_policy: pulumi.Input[str] | None = None
+        self.commands: dict[str, dict[str, str]] = {}
+        """Per served workload: its gateway commands (the `gateway.routes` output)."""
+        if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
+            self.gateway = None
+            self.commands = {
+                b.name: self.serve(b, namespace=deps.namespace(b.namespace), paused=plan.paused) for b in plan.backends
+            }
+            self.register_outputs({"fleetExport": True})
+            return
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=after)
         # Holds only the Gateway (no pods): the strictest Pod Security level.
         namespace = k8s.core.v1.Namespace(
@@ -86,7 +98,7 @@ class InferenceGateway(pulumi.ComponentResource):
             manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
-        self.security_policy: pulumi.Input[str] | None = config.cloud_armor_policy
+        self.security_policy = config.cloud_armor_policy
         if config.source_ranges:
             self.security_policy = self._allow_only(
                 f"{plan.resource_prefix}-gateway",
@@ -94,11 +106,10 @@ class InferenceGateway(pulumi.ComponentResource):
                 region=plan.region,
                 ranges=list(config.source_ranges),
             ).name
-        self.commands: dict[str, dict[str, str]] = {
+        self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
         }
-        """Per served workload: its gateway commands (the `gateway.routes` output)."""
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
@@ -153,6 +164,9 @@ class InferenceGateway(pulumi.ComponentResource):
             # GKE's, installed with the control plane (stacks/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),
         )
+        if self._fleet_metrics is not None:
+            return fleet_export.export(prefix, backend, self._fleet_metrics.get(backend.name, ""), release, opts)
+        assert self.gateway is not None
         route = gateway.http_route_manifest(backend)
         register_manifest(
             f"{prefix}-route",

@@ -21,7 +21,7 @@ from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
-from stacks import cost, gateway
+from stacks import cost, fleet, fleet_output, gateway
 from stacks.config import StackConfig
 from stacks.kubeconfig import get_credentials_command
 from stacks.workload_plan import WorkloadPlan
@@ -252,7 +252,11 @@ def build_stack(cfg: StackConfig) -> Platform:
     for note in estimate.notes:  # about the estimate, not the stack: not a warning (stacks/cost.py)
         pulumi.log.info(f"cost estimate: note: {note}")
     pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
-    if cfg.gateway.enabled:
+    if cfg.gateway.enabled and cfg.gateway.fleet_export:  # no Gateway here: the fleet stack's (docs/fleet.md)
+        assert platform.gateway is not None
+        pulumi.export("gateway", {"fleetExport": True, "routes": platform.gateway.commands})
+        pulumi.export(fleet.OUTPUT, fleet_output.regional_output(cfg))
+    elif cfg.gateway.enabled:
         assert platform.gateway is not None
         pulumi.export(
             "gateway",

@@ -12,7 +12,8 @@ applied); what is found comes from the live cluster:
 - addons    every add-on controller and metrics adapter Deployment is Available;
 - alerts    every Cloud Monitoring alert policy the stack registers exists and is enabled (disabled while paused),
             read with `gcloud alpha monitoring policies list` (only for a stack with alerts on).
-A paused stack expects no workload pods and skips the serving and HPA checks.
+A paused stack expects no workload pods and skips the serving and HPA checks. A fleet stack (docs/fleet.md) is
+checked in its config cluster: each routed pool's GCPInferencePoolImport exists and the Gateway is Programmed.
 
 Then, per workload, the measured time to serve of its slowest TPU pod (from pod, node and event timestamps,
 tooling/rollout.py) beside the model's estimate (stacks/time_to_serve.py), as `measured / modelled`: a deploy
@@ -48,8 +49,9 @@ sys.path.insert(0, str(ROOT))
 from stacks import addons, time_to_serve  # noqa: E402
 from stacks import workload_plan as common  # noqa: E402
 from tooling import rollout  # noqa: E402
+from tooling.fleet_render import is_fleet  # noqa: E402
 from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
-from tooling.offline import Recording, parse_stack_file, run_stack_file  # noqa: E402
+from tooling.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
 
 
 class KubectlError(RuntimeError):
@@ -479,6 +481,71 @@ def stack_kubeconfig(stack: str) -> Iterator[str]:
         yield str(path)
 
 
+# ---- a fleet stack (docs/fleet.md) ----------------------------------------------------------------------------
+
+IMPORTS = "gcpinferencepoolimports.networking.gke.io"  # stacks/fleet.py IMPORT_RESOURCE
+
+
+def fleet_smoke(routing: dict[str, Any], kubectl: Kubectl) -> list[Result]:
+    """A fleet stack, in its config cluster: every routed pool's GCPInferencePoolImport exists (the regional exports
+    arrived) and the Gateway is Programmed (Gateway API v1 GatewayConditionType; GKE built the load balancer)."""
+    results = []
+    for route in sorted(routing["routes"]):
+        namespace, pool = route.split("/", 1)
+        fix = f"kubectl -n {namespace} get {IMPORTS} {pool} -o yaml; gcloud container fleet ingress describe"
+        try:
+            found = kubectl.get("-n", namespace, "get", IMPORTS, pool, "-o", "json")
+            results.append(Result("import", route, bool(found.get("metadata")), "imported from the fleet", fix))
+        except KubectlError as err:
+            results.append(Result("import", route, False, str(err), fix))
+    ns, name = routing["namespace"], routing["gateway"]
+    fix = f"kubectl -n {ns} describe gateway {name}"
+    try:
+        programmed = _condition(kubectl.get("-n", ns, "get", "gateway", name, "-o", "json"), "Programmed")
+        ok = programmed.get("status") == "True"
+        detail = "Programmed" if ok else f"not Programmed: {programmed.get('reason', 'no condition yet')}"
+        results.append(Result("gateway", f"{ns}/{name}", ok, detail, fix))
+    except KubectlError as err:
+        results.append(Result("gateway", f"{ns}/{name}", False, str(err), fix))
+    return results
+
+
+def fleet_main(path: Path, kubeconfig: str | None) -> int:
+    """Smoke-test a fleet stack: what it routes comes from its offline run (recorded regional outputs beside it);
+    the kubeconfig is --kubeconfig or the config cluster's stack's `kubeconfig` output."""
+    routing = run_stack_file(path, preview=True).outputs["fleet"]
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    return report(f"fleet stack {stack}", lambda k: fleet_smoke(routing, k), kubeconfig, routing["configCluster"])
+
+
+def report(
+    what: str,
+    check: Callable[[Kubectl], list[Result]],
+    kubeconfig: str | None,
+    stack: str,
+    after: Callable[[Kubectl], str] | None = None,
+) -> int:
+    """Run `check` with --kubeconfig or `stack`'s kubeconfig output; print the table, then what `after` reports
+    (never a failure: the measured time to serve); the exit status."""
+    try:
+        if kubeconfig:
+            results = check(Kubectl(kubeconfig))
+            extra = after(Kubectl(kubeconfig)) if after else ""
+        else:
+            with stack_kubeconfig(stack) as from_stack:
+                results = check(Kubectl(from_stack))
+                extra = after(Kubectl(from_stack)) if after else ""
+    except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
+        print(f"smoke test of {what} could not run: {err}", file=sys.stderr)
+        return 2
+    failed = sum(not r.ok for r in results)
+    print(f"smoke test of {what}: {len(results) - failed} passed, {failed} failed\n")
+    print(table(results))
+    if extra:
+        print(f"\n{extra}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name (Pulumi.<stack>.yaml) or a stack file")
@@ -486,23 +553,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-timeout", type=float, default=300.0, help="seconds for each serving request")
     args = parser.parse_args(argv)
     path = Path(args.stack) if args.stack.endswith((".yaml", ".yml")) else ROOT / f"Pulumi.{args.stack}.yaml"
+    if is_fleet(load_stack_file(path)):
+        return fleet_main(path, args.kubeconfig)
     want = expected(path)
-    try:
-        if args.kubeconfig:
-            results = smoke(want, Kubectl(args.kubeconfig), args.request_timeout)
-            measured = time_to_serve_report(want, Kubectl(args.kubeconfig))
-        else:
-            with stack_kubeconfig(want.stack) as kubeconfig:
-                results = smoke(want, Kubectl(kubeconfig), args.request_timeout)
-                measured = time_to_serve_report(want, Kubectl(kubeconfig))
-    except (KubectlError, FileNotFoundError, subprocess.TimeoutExpired) as err:
-        print(f"smoke test of stack {want.stack} could not run: {err}", file=sys.stderr)
-        return 2
-    failed = sum(not r.ok for r in results)
-    print(f"smoke test of stack {want.stack}: {len(results) - failed} passed, {failed} failed\n")
-    print(table(results))
-    print(f"\n{measured}")
-    return 1 if failed else 0
+    return report(
+        f"stack {want.stack}",
+        lambda k: smoke(want, k, args.request_timeout),
+        args.kubeconfig,
+        want.stack,
+        after=lambda k: time_to_serve_report(want, k),
+    )
 
 
 if __name__ == "__main__":

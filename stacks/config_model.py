@@ -414,6 +414,13 @@ class GatewayConfig(CamelModel):
     proxy_subnet_cidr: str = Field(
         "10.24.0.0/23", description="Range of the created proxy-only subnet (/26 or larger; GKE recommends /23)."
     )
+    fleet_export: bool = Field(
+        False,
+        description="Export every gateway-served workload's InferencePool (networking.gke.io/export) and its KV-cache "
+        "metric to a fleet stack's multi-cluster Inference Gateway (GKE, Preview; docs/fleet.md) instead of serving "
+        "it through a Gateway of this stack: no Gateway, route or proxy-only subnet here. Needs an existing shared "
+        "VPC (cluster.network.create: false), no proxySubnet and cluster.minMasterVersion 1.34.1-gke.1127000 or later.",
+    )
 
 
 class BudgetConfig(CamelModel):

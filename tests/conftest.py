@@ -15,10 +15,15 @@ import pytest
 import yaml
 
 from tooling import crds
-from tooling.offline import ROOT, Recording, load_stack_file, run_program
+from tooling.fleet_render import is_fleet
+from tooling.offline import ROOT, Recording, load_stack_file, recorded_outputs, run_program
 from tooling.render import stack_name
 
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
+ALL_EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
+# Fleet stacks (tpu-serving:fleet; docs/fleet.md) build no platform of their own: tests/test_fleet.py covers them,
+# the tests of regional stacks iterate the others.
+FLEET_FILES = [p for p in ALL_EXAMPLES if is_fleet(load_stack_file(p))]
+EXAMPLES = [p for p in ALL_EXAMPLES if p not in FLEET_FILES]
 STACK_FILES = [ROOT / "Pulumi.dev.yaml", *EXAMPLES]
 
 
@@ -108,17 +113,19 @@ _RUNS: dict[str, Recording] = {}
 _SHARED: list[Path] = []  # where this session's xdist workers share recordings (empty without xdist)
 
 
-def session_run(config: dict[str, Any], *, preview: bool = False, stack: str = "dev") -> Recording:
+def session_run(
+    config: dict[str, Any], *, preview: bool = False, stack: str = "dev", stack_outputs: dict | None = None
+) -> Recording:
     """The recording of a successful run, once per session: kept in this process, and pickled for the other xdist
-    workers of the session (keyed by config, mode and stack). A failing run raises and is not kept. Shared: callers
-    only read it (the `run` fixture hands out copies)."""
-    key = json.dumps([config, preview, stack], sort_keys=True, default=repr)
+    workers of the session (keyed by config, mode, stack and the outputs its StackReferences read). A failing run
+    raises and is not kept. Shared: callers only read it (the `run` fixture hands out copies)."""
+    key = json.dumps([config, preview, stack, stack_outputs or {}], sort_keys=True, default=repr)
     if key not in _RUNS:
         shared = _SHARED[0] / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.pickle" if _SHARED else None
         if shared and shared.exists():
             _RUNS[key] = pickle.loads(shared.read_bytes())
         else:
-            _RUNS[key] = run_program(config, preview=preview, stack=stack)
+            _RUNS[key] = run_program(config, preview=preview, stack=stack, stack_outputs=stack_outputs)
             if shared:  # written whole, then renamed: a sibling never reads half a file
                 partial = shared.with_suffix(f".{os.getpid()}.partial")
                 partial.write_bytes(pickle.dumps(_RUNS[key]))
@@ -147,7 +154,9 @@ def run(request):
 @functools.cache
 def recorded(path: Path, preview: bool) -> Recording:
     """One run per stack file and mode for the whole session (tests only read recordings)."""
-    return session_run(load_stack_file(path), stack=stack_name(path), preview=preview)
+    return session_run(
+        load_stack_file(path), stack=stack_name(path), preview=preview, stack_outputs=recorded_outputs(path)
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -161,7 +170,10 @@ def _render_reuses_session_runs(request):
         return
 
     def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = None) -> Recording:
-        return copy.deepcopy(session_run(load_stack_file(path), preview=preview, stack=stack or stack_name(path)))
+        config, outputs = load_stack_file(path), recorded_outputs(path)
+        return copy.deepcopy(
+            session_run(config, preview=preview, stack=stack or stack_name(path), stack_outputs=outputs)
+        )
 
     original, render.run_stack_file = render.run_stack_file, run_stack_file
     try:

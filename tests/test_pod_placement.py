@@ -185,7 +185,8 @@ def with_capacity_lists(config: dict[str, Any]) -> dict[str, Any]:
         if p.get("autoscaling"):  # GKE creates the node pools of a capacity list: they start at zero
             p["autoscaling"]["minNodes"] = 0
     cluster = config.get("tpu-serving:cluster") or {}
-    config["tpu-serving:cluster"] = {**cluster, "minMasterVersion": RECENT_GKE}
+    given = cluster.get("minMasterVersion") or RECENT_GKE  # a fleet-exporting stack needs a later one (docs/fleet.md)
+    config["tpu-serving:cluster"] = {**cluster, "minMasterVersion": max(RECENT_GKE, given, key=catalog.version_tuple)}
     return config
 
 

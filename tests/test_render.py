@@ -121,7 +121,7 @@ def test_render_is_deterministic(tmp_path):
 def test_golden_snapshot(path):
     """Every example's render is committed under tests/golden/<stack>/; refresh with `make golden`."""
     golden = render.GOLDEN / render.stack_name(path)
-    files = render.render_files(render.parse_stack_file(path), recorded(path, True))
+    files = render.files_of(render.stack_of(path), recorded(path, True))
     committed = {str(p.relative_to(golden)): p.read_text() for p in golden.rglob("*") if p.is_file()}
     assert sorted(committed) == sorted(files), "files differ from tests/golden; run `make golden` and review the diff"
     for name, text in sorted(files.items()):

@@ -171,7 +171,8 @@ def stack_releases(run: Any = None) -> dict[str, Release]:
     """key -> the first release of that chart and version the stacks register (shipped stacks first)."""
     run = run or (lambda cfg, stack: run_program(cfg, preview=True, stack=stack))
     found: dict[str, Release] = {}
-    configs = [(p.name.removeprefix("Pulumi.").removesuffix(".yaml"), load_stack_file(p)) for p in stack_files()]
+    files = [p for p in stack_files() if "tpu-serving:fleet" not in load_stack_file(p)]  # a fleet stack has no chart
+    configs = [(p.name.removeprefix("Pulumi.").removesuffix(".yaml"), load_stack_file(p)) for p in files]
     for stack, cfg in configs + variant_configs():
         for release in releases_of(run(cfg, stack)):
             found.setdefault(release.key, release)

@@ -31,6 +31,9 @@ PROJECT = "tpu-serving"
 UNKNOWN = "(known after apply)"
 # the project number gcp.organizations.getProject answers under the mocks
 PROJECT_NUMBER = "123456789012"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+# A fleet stack's folder holds the recorded outputs of the regional stacks it references (tooling/fleet_render.py).
+RECORDED_OUTPUTS = "outputs"
 
 
 @dataclass
@@ -119,12 +122,29 @@ def _unknown_computed(type_: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _mocks(preview: bool, project: str):
+def _stack_reference(args: Any, stack_outputs: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A StackReference (Pulumi mocks read it as a resource of this type): the referenced stack's recorded outputs,
+    found by its last name segment (<organization>/<project>/<stack> -> <stack>); a missing recording fails the run
+    naming it."""
+    name = str(args.inputs.get("name") or args.resource_id)
+    key = name.rsplit("/", 1)[-1]
+    if key not in stack_outputs:
+        raise RuntimeError(
+            f"StackReference {name!r}: no recorded outputs {RECORDED_OUTPUTS}/{key}.json beside the stack file "
+            "(.venv/bin/python -m tooling.fleet_render <folder> records them from the regional stack files)"
+        )
+    outputs = stack_outputs[key]
+    return name, {"name": name, "outputs": outputs, "secretOutputNames": [k for k in ("kubeconfig",) if k in outputs]}
+
+
+def _mocks(preview: bool, project: str, stack_outputs: dict[str, dict[str, Any]] | None = None):
     import pulumi
 
     class RecordingMocks(pulumi.runtime.Mocks):
         def new_resource(self, args: pulumi.runtime.MockResourceArgs):
             inputs = dict(args.inputs)
+            if args.typ == STACK_REFERENCE:
+                return _stack_reference(args, stack_outputs or {})
             if preview:
                 return (None, {**inputs, **_unknown_computed(args.typ, inputs)})
             state = {**inputs, **_fake_outputs(args.typ, args.name, inputs, project)}
@@ -366,13 +386,14 @@ def run_program(
     program: Path | None = None,
     recording: Recording | None = None,
     secret_keys: tuple[str, ...] = (),
+    stack_outputs: dict[str, dict[str, Any]] | None = None,
 ) -> Recording:
     """Evaluate the program (default: the real `__main__.py`) with `config` and return what it registered.
 
     `secret_keys` are config keys passed as secrets (as `pulumi config set --secret` makes them); keys whose value
     is encrypted in the stack file (`{secure: ...}`) are secrets too, with a placeholder value.
     Errors the program raises (e.g. `pulumi.RunError` from config validation) propagate; pass `recording` to
-    see what was registered before the error.
+    see what was registered before the error. `stack_outputs`: the outputs each StackReference reads, by stack name.
     """
     import pulumi
     from pulumi.runtime import settings as runtime_settings
@@ -388,7 +409,7 @@ def run_program(
     logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
     logger.propagate = False
     logger.addHandler(_WarningCollector(recording))
-    mocks = _mocks(preview, project)
+    mocks = _mocks(preview, project, stack_outputs)
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT, stack=stack, preview=preview, logger=logger, monitor=_monitor(mocks, recording)
     )
@@ -448,7 +469,13 @@ def _collect_outputs(recording: Recording) -> None:
 def run_stack_file(path: Path, *, preview: bool = False, stack: str | None = None) -> Recording:
     """Run the program with the config of a stack file (`Pulumi.<stack>.yaml` or an example)."""
     name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    return run_program(load_stack_file(path), stack=name, preview=preview)
+    return run_program(load_stack_file(path), stack=name, preview=preview, stack_outputs=recorded_outputs(path))
+
+
+def recorded_outputs(stack_file: Path) -> dict[str, dict[str, Any]]:
+    """The recorded outputs of the stacks a (fleet) stack file references: <its folder>/outputs/<stack>.json."""
+    folder = stack_file.parent / RECORDED_OUTPUTS
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
 def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, ...] = ()):

@@ -38,9 +38,11 @@ import yaml
 from stacks import cost
 from stacks.config import ConfigError, StackConfig
 from tooling.crds import crd_source
+from tooling.fleet_render import FleetStack, is_fleet
+from tooling.fleet_render import summary as fleet_summary
 from tooling.graph import component_graph, full_graph, short_type
 from tooling.k8s_objects import OPTIONS, is_object, plain
-from tooling.offline import ROOT, Recording, Registration, parse_stack_file, run_stack_file
+from tooling.offline import ROOT, Recording, Registration, load_stack_file, parse_stack_file, run_stack_file
 from tooling.recreate import NotARender, Resources, compute_class_changes, protected_needs, read_render, recreations
 from tooling.schemas import validate_objects
 from tooling.summary import summary
@@ -168,13 +170,27 @@ def example_files() -> list[Path]:
     return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
 
 
-def render_stack(path: Path) -> tuple[StackConfig, Recording, dict[str, str]]:
-    cfg = parse_stack_file(path)
+def stack_of(path: Path) -> StackConfig | FleetStack:
+    """What the render knows of a stack file: a regional stack's validated config, or a fleet stack (docs/fleet.md),
+    whose StackReferences read the recorded regional outputs beside it."""
+    config = load_stack_file(path)
+    return FleetStack(stack_name(path), config) if is_fleet(config) else parse_stack_file(path)
+
+
+def files_of(stack: StackConfig | FleetStack, recording: Recording) -> dict[str, str]:
+    if isinstance(stack, StackConfig):
+        return render_files(stack, recording)
+    files = {**kubernetes_files(recording), **gcp_files(recording), "summary.md": fleet_summary(stack, recording)}
+    return {**files, "graph.mmd": component_graph(recording), "graph-full.mmd": full_graph(recording)}
+
+
+def render_stack(path: Path) -> tuple[StackConfig | FleetStack, Recording, dict[str, str]]:
+    cfg = stack_of(path)
     recording = run_stack_file(path, preview=True, stack=stack_name(path))
-    return cfg, recording, render_files(cfg, recording)
+    return cfg, recording, files_of(cfg, recording)
 
 
-def check(cfg: StackConfig, recording: Recording) -> list[str]:
+def check(cfg: StackConfig | FleetStack, recording: Recording) -> list[str]:
     """Lines describing violations (empty when valid); prints what could not be checked."""
     from tooling import api_rules
     from tooling.k8s_objects import kubernetes_objects
@@ -277,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  violation: {line}", file=sys.stderr)
             failed = failed or bool(errors)
         warned[name] = (sorted(set(recording.warnings)), args.strict or cfg.environment in args.strict_for)
-        notes[name] = cost.estimate(cfg).notes
+        notes[name] = cost.estimate(cfg).notes if isinstance(cfg, StackConfig) else []
     return 1 if report_warnings(warned, notes) or failed else 0
 
 

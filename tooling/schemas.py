@@ -53,22 +53,32 @@ def _crd_schemas(directory: str, group: str) -> dict[tuple[str, str], dict[str, 
     return out
 
 
+# Value validations a structural schema may hold: their `properties` only constrain the fields the enclosing
+# object already declares, never define its structure (Kubernetes "Specifying a structural schema": in allOf,
+# anyOf, oneOf and not, no field that is not also specified outside them), so they stay open here: closed, a branch
+# naming one field (the Gateway API's `addresses` items: oneOf {type: IPAddress} / {type: not IPAddress}) would
+# refuse every other field of the object.
+# https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema
+_VALUE_VALIDATIONS = ("allOf", "anyOf", "oneOf", "not")
+
+
 def strict(schema: dict[str, Any]) -> dict[str, Any]:
     schema = copy.deepcopy(schema)
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, structural: bool = True) -> None:
         if isinstance(node, dict):
             if (
-                "properties" in node
+                structural
+                and "properties" in node
                 and "additionalProperties" not in node
                 and not node.get("x-kubernetes-preserve-unknown-fields")
             ):
                 node["additionalProperties"] = False
-            for value in node.values():
-                walk(value)
+            for key, value in node.items():
+                walk(value, structural and key not in _VALUE_VALIDATIONS)
         elif isinstance(node, list):
             for value in node:
-                walk(value)
+                walk(value, structural)
 
     walk(schema)
     return schema

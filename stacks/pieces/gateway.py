@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stacks import gke_managed, naming
+from stacks import fleet, gke_managed, naming
+from stacks import fleet_export as fleet_piece
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.gateway import GatewayBackend
 from stacks.pieces import network as network_piece
@@ -37,15 +38,16 @@ def proxy_subnet_mode(gateway: GatewayConfig) -> str:
 
 
 def proxy_subnet_created(gateway: GatewayConfig) -> bool:
-    """The stack creates the proxy-only subnet the regional gateway needs."""
-    return gateway.enabled and proxy_subnet_mode(gateway) == "create"
+    """The stack creates the proxy-only subnet the regional gateway needs (an exporting stack has no Gateway of
+    its own: the fleet creates the region's proxy-only subnet)."""
+    return gateway.enabled and not gateway.fleet_export and proxy_subnet_mode(gateway) == "create"
 
 
 def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Problem]:
     """The gateway's own rules: who may reach it, and (enabled, the stack creating it) its proxy-only subnet's
     range. Checked whenever tpu-serving:gateway parses, whatever else has problems; what depends on the network
     it runs in is `network_problems`."""
-    found: list[Problem] = []
+    found: list[Problem] = fleet_piece.gateway_problems(gateway)
     for i, cidr in enumerate(gateway.source_ranges):
         parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
         # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only in dev
@@ -109,6 +111,8 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
     with a range disjoint from the cluster's."""
     if not gateway.enabled:
         return []
+    if gateway.fleet_export:
+        return fleet_piece.network_problems(gateway, network)
     found: list[Problem] = []
     if network.create and gateway.proxy_subnet == "existing":
         found.append(
@@ -152,7 +156,18 @@ def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
     need = gke_managed.required_version(None, gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, settings)
     assert need is not None  # required_version returns the version when none is given
     what = "the version GKE installs the InferencePool CRD from"
-    return [VersionNeed(need, what, GATEWAY_NEEDS, message=_version_problem, always_required=True)]
+    needs = [VersionNeed(need, what, GATEWAY_NEEDS, message=_version_problem, always_required=True)]
+    if fleet_piece.needs_version(gateway):
+        needs.append(
+            VersionNeed(
+                fleet_piece.MIN_VERSION,
+                fleet_piece.WHAT,
+                fleet_piece.EXPORT_NEEDS,
+                message=fleet_piece.version_problem,
+                always_required=True,
+            )
+        )
+    return needs
 
 
 def _version_problem(cluster: ClusterConfig) -> list[Problem]:
@@ -192,6 +207,8 @@ class GatewayPlan:
     paused: bool
     """Paused: the Gateway stays and routes nothing."""
     system_selector: dict[str, str] = field(default_factory=lambda: dict(naming.SYSTEM_POOL_SELECTOR))
+    fleet_metrics: dict[str, str] = field(default_factory=dict)
+    """Per backend: the KV-cache gauge its server reports, exported for a fleet's spill-over (gateway.fleetExport)."""
 
     @property
     def route_namespaces(self) -> list[str]:
@@ -224,4 +241,5 @@ def plan(
         kubernetes_minor=kubernetes_minor,
         backends=tuple(b for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None),
         paused=paused,
+        fleet_metrics={w.name: fleet.KV_CACHE_METRICS.get(w.workload.type, "") for w in served(gateway, workloads)},
     )

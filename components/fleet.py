@@ -1,0 +1,161 @@
+"""The fleet stack (tpu-serving:fleet; stacks/fleet.py, docs/fleet.md): one model served from two or more regional
+stacks through GKE's multi-cluster Inference Gateway (Preview).
+
+It reads each regional stack's `fleet` and `kubeconfig` outputs through `pulumi.StackReference`, checks every rule
+before registering anything else (a pulumi.RunError lists every problem), and owns: a fleet membership per
+cluster (location global), the multi-cluster ingress feature with its config membership, a GLOBAL_MANAGED_PROXY
+proxy-only subnet per region in the shared VPC, and in the config cluster the Gateway, a route, health check and
+backend policy per imported pool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.manifests import register_manifest
+from stacks import fleet
+from stacks.config_parse import parse
+from stacks.problems import ConfigError, Problem
+
+
+def load_fleet_config(raw: Any) -> fleet.FleetConfig:
+    """tpu-serving:fleet as the model; a ConfigError lists every problem."""
+    problems: list[Problem] = []
+    cfg = parse(fleet.PATH, fleet.FleetConfig, raw, problems)
+    if cfg is None:
+        raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
+    return cfg
+
+
+def build_fleet(cfg: fleet.FleetConfig, project: str | None) -> None:
+    """Reference every regional stack, then (once their outputs are read) check and build the fleet."""
+    refs = {r.stack: pulumi.StackReference(f"region-{i}", stack_name=r.stack) for i, r in enumerate(cfg.regions)}
+    outputs = pulumi.Output.all(*[ref.get_output(fleet.OUTPUT) for ref in refs.values()])
+    planned = outputs.apply(lambda values: _checked_plan(cfg, dict(zip(refs, values, strict=True)), project))
+    planned.apply(lambda plan: Fleet("fleet", plan=plan, ref=refs[plan.config_member.config.stack]))
+    pulumi.export("fleet", planned.apply(fleet.routing_summary))
+
+
+def _checked_plan(cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str | None) -> fleet.FleetPlan:
+    members, problems = fleet.members(cfg, outputs)
+    problems += fleet.problems(cfg, members, project)
+    if project is None:
+        problems.append(Problem("gcp:project", "required: the fleet's host project (its memberships' project)"))
+    if problems or project is None:
+        raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
+    return fleet.plan(cfg, members, project)
+
+
+class Fleet(pulumi.ComponentResource):
+    """The fleet's own resources: memberships, multi-cluster ingress, proxy-only subnets, the config cluster's
+    objects."""
+
+    def __init__(self, name: str, *, plan: fleet.FleetPlan, ref: pulumi.StackReference):
+        super().__init__("tpu-serving:fleet:Fleet", name, None, None)
+        _build(name, plan, ref, pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"gateway": fleet.GATEWAY_NAME})
+
+
+def _build(name: str, plan: fleet.FleetPlan, ref: pulumi.StackReference, child: pulumi.ResourceOptions) -> None:
+    memberships = {
+        m.config.stack: gcp.gkehub.Membership(
+            f"{name}-membership-{m.output['region']}",
+            gcp.gkehub.MembershipArgs(
+                membership_id=m.output["clusterName"],
+                location=fleet.MEMBERSHIP_LOCATION,
+                project=plan.project,
+                endpoint=gcp.gkehub.MembershipEndpointArgs(
+                    gke_cluster=gcp.gkehub.MembershipEndpointGkeClusterArgs(
+                        resource_link=f"//container.googleapis.com/{m.output['clusterId']}"
+                    )
+                ),
+            ),
+            opts=child,
+        )
+        for m in plan.members
+    }
+    ingress = gcp.gkehub.Feature(
+        f"{name}-multicluster-ingress",
+        gcp.gkehub.FeatureArgs(
+            name=fleet.INGRESS_FEATURE,
+            location=fleet.MEMBERSHIP_LOCATION,
+            project=plan.project,
+            spec=gcp.gkehub.FeatureSpecArgs(
+                multiclusteringress=gcp.gkehub.FeatureSpecMulticlusteringressArgs(
+                    config_membership=memberships[plan.config_member.config.stack].id
+                )
+            ),
+        ),
+        opts=child,
+    )
+    subnets = [_proxy_subnet(f"{name}-proxy", plan, m, child) for m in plan.members]
+    _config_cluster_objects(name, plan, ref, [ingress, *memberships.values(), *subnets], child)
+
+
+def _proxy_subnet(
+    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions
+) -> gcp.compute.Subnetwork:
+    """The region's proxy-only subnet for the cross-regional load balancer's Envoy proxies (F1)."""
+    region = member.output["region"]
+    return gcp.compute.Subnetwork(
+        f"{prefix}-{region}",
+        gcp.compute.SubnetworkArgs(
+            name=f"fleet-proxy-{region}",
+            project=plan.project,
+            region=region,
+            network=member.output["network"],
+            ip_cidr_range=member.config.proxy_subnet_cidr,
+            purpose=fleet.PROXY_PURPOSE,
+            role=fleet.PROXY_ROLE,
+        ),
+        opts=child,
+    )
+
+
+def _config_cluster_objects(
+    name: str,
+    plan: fleet.FleetPlan,
+    ref: pulumi.StackReference,
+    after: list[pulumi.Resource],
+    child: pulumi.ResourceOptions,
+) -> None:
+    """The Gateway, and per imported pool its route, health check and backend policy, in the config cluster."""
+    provider = k8s.Provider(
+        f"{name}-config-cluster",
+        kubeconfig=ref.require_output("kubeconfig"),
+        enable_server_side_apply=True,
+        opts=child,
+    )
+    opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(provider=provider, depends_on=after))
+    gateway = register_manifest(f"{name}-gateway", fleet.gateway_manifest(plan), opts)
+    for pool in plan.pools:
+        prefix = f"{name}-{pool['namespace']}-{pool['pool']}"
+        after_gateway = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[gateway]))
+        register_manifest(f"{prefix}-route", fleet.route_manifest(plan, pool), after_gateway)
+        register_manifest(f"{prefix}-health-check", fleet.health_check_manifest(pool), opts)
+        register_manifest(f"{prefix}-backend-policy", fleet.backend_policy_manifest(plan, pool), opts)
+
+
+def fleet_config_text() -> str | None:
+    """`tpu-serving:fleet` as this stack's config gives it: set, the stack is a fleet stack."""
+    return pulumi.Config(fleet.NS).get("fleet")
+
+
+def build_fleet_stack() -> None:
+    """The fleet stack's program: its config, then the fleet."""
+    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text())), pulumi.Config("gcp").get("project"))
+
+
+def raw_fleet_config(text: str | None) -> Any:
+    """The `tpu-serving:fleet` value as the program reads config: JSON text (a string when it is not JSON)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
