@@ -41,6 +41,7 @@ from tests.conftest import make_config, pool, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
 from tooling import chart_objects, readme_tables
 from tooling.chart_objects import stack_files
+from tooling.fleet_render import is_fleet
 from tooling.offline import load_stack_file, parse_config
 from workloads.pathways_job.plan import pathways_job
 from workloads.registry import WORKLOAD_TYPES
@@ -77,10 +78,13 @@ def vllm_config(environment: str = "staging", **changes: Any) -> dict[str, Any]:
 
 
 def example_configs(enabled: bool = True) -> list[Any]:
-    """Every shipped stack, with the alerts on (dev stacks too) and the gateway on where it can be."""
+    """Every shipped regional stack (a fleet stack has no workloads of its own), with the alerts on (dev stacks too)
+    and the gateway on where it can be."""
     out = []
     for path in stack_files():
         raw = load_stack_file(path)
+        if is_fleet(raw):
+            continue
         raw["tpu-serving:alerts"] = {"enabled": enabled}
         out.append(parse_config(raw, path.name.removeprefix("Pulumi.").removesuffix(".yaml")))
     return out
