@@ -54,6 +54,9 @@ class StartupPath:
     distributed_load: bool = False
     """Hosts of a multi-host replica each load their own share of the weights (not all of them, each)."""
     compile_cache: CompileCache = "none"
+    compile_cache_doubt: str | None = None
+    """Why a source says the server may not read the compile cache the plan gives it (with the source); the
+    time-to-serve model then counts compilation cold. None: nothing says so."""
     warmup_job: bool = False
     """A warm-up Job fills the compile cache once per model, slice shape and image."""
     startup_initial_delay_s: int = 0

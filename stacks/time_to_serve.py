@@ -14,8 +14,11 @@ Phases, in the order a replica goes through them:
              preloaded on the pool's nodes; with image streaming, each image's container starts after its first reads;
 - start      the runtime: process start, imports, TPU runtime initialisation;
 - weights    the weights each host reads (all of them, or its share when the hosts load distributed) at the rate its
-             loader reaches, never above the node's network bandwidth (catalog);
-- compile    XLA compilation: cold without a compile cache; a warm cache read locally or through GCS FUSE;
+             loader reaches (Hub, GCS FUSE, Run:ai streams, a checkpoint restored through FUSE or from gs://
+             directly), never above the node's network bandwidth (catalog); none for a batch job (`job`), whose
+             row ends when its hosts' runtime is up;
+- compile    XLA compilation: cold without a compile cache, or when a source doubts the cache the plan sets is read
+             (StartupPath.compile_cache_doubt); a warm cache read locally, through GCS FUSE or from gs:// by JAX;
 - readiness  the wait for the first startup probe after the server is up (initialDelaySeconds, then every period).
 
 The floor is what no setting can remove: the weights at the hosts' full network bandwidth, shared by every host of
@@ -91,6 +94,13 @@ ASSUMPTIONS: dict[str, Assumption] = {
     "checkpoint_fuse_read_rate": Assumption(
         0.4, "GB/s", "an Orbax/MaxText checkpoint restore through GCS FUSE on one host"
     ),
+    "checkpoint_gcs_read_rate": Assumption(
+        2.0,
+        "GB/s",
+        "an Orbax/MaxText checkpoint restored by the server from gs:// itself (tensorstore's gcs driver, many "
+        "requests in flight: https://google.github.io/tensorstore/kvstore/gcs, gcs_request_concurrency): above one "
+        "FUSE reader, below gcs_host_read_rate for deserialising and copying to the TPUs; no published figure",
+    ),
     "compile_cold": Assumption(
         600, "s", "XLA compilation of a server's prefill and decode shapes with no cache (model warm-up included)"
     ),
@@ -99,6 +109,12 @@ ASSUMPTIONS: dict[str, Assumption] = {
         120, "s", "the same cache read through GCS FUSE (many small files, each a round trip to the bucket)"
     ),
     "compile_cache_size": Assumption(2, "GB", "a server's persistent compile cache, copied to local disk first"),
+    "compile_cache_gcs_read_rate": Assumption(
+        0.1,
+        "GB/s",
+        "a compile cache JAX reads from gs:// itself: one entry at a time, as each function is compiled "
+        "(jax-ml/jax docs/persistent_compilation_cache.md), so one stream at a time, at gcs_stream_rate's figure",
+    ),
 }
 
 PHASES = ("capacity", "image", "start", "weights", "compile", "readiness")
@@ -170,10 +186,14 @@ def _loader_rate(startup: StartupPath) -> float:
         return min(streams * assumed("gcs_stream_rate"), assumed("gcs_host_read_rate")) * GB
     if startup.weights == "checkpoint-fuse":
         return assumed("checkpoint_fuse_read_rate") * GB
+    if startup.weights == "checkpoint-gcs":
+        return assumed("checkpoint_gcs_read_rate") * GB
     return assumed("gcs_fuse_read_rate") * GB
 
 
 def _weights_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
+    if startup.weights == "job":
+        return 0.0  # a batch job's program loads what it loads, after its hosts are up: not a serving start
     size = plan.weights_bytes or 0
     per_host = size / plan.shape.hosts if startup.distributed_load else size
     nic = _nic_rate(plan)
@@ -183,6 +203,10 @@ def _weights_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
 
 def _compile_seconds(startup: StartupPath) -> float:
     cache = startup.compile_cache
+    if startup.compile_cache_doubt is not None:
+        return assumed("compile_cold")  # a cache the plan sets but a source says may not be read: counted cold
+    if cache == "gcs":
+        return assumed("compile_warm_local") + assumed("compile_cache_size") / assumed("compile_cache_gcs_read_rate")
     if cache == "gcs-fuse":
         return assumed("compile_warm_fuse")
     if cache == "local-copy":
@@ -210,7 +234,14 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
             f"{plan.name}: its type does not say how a replica starts (WorkloadPlan.startup): modelled as its pinned "
             "images pulled, weights read through GCS FUSE, no compile cache and a startup probe from the start"
         )
-    if plan.weights_bytes is None:
+    if startup.weights == "job":
+        notes.append(
+            f"{plan.name}: a batch job, not a server: its row is its TPU hosts up (capacity, image, start); what its "
+            "program loads and compiles is its own, and no probe says when it is ready"
+        )
+    if startup.compile_cache_doubt is not None:
+        notes.append(f"{plan.name}: compile counted cold: {startup.compile_cache_doubt}")
+    if plan.weights_bytes is None and startup.weights != "job":
         notes.append(f"{plan.name}: its type does not say how large its weights are (WorkloadPlan.weights_bytes)")
     if plan.shape.host_nic_gbps is None:
         notes.append(
@@ -218,18 +249,20 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
             "loader's rate, the floor at gcs_host_read_rate"
         )
     provision = "node_provision_multi_host" if plan.shape.multi_host else "node_provision_single_host"
-    start, weights, compile_ = assumed("runtime_start"), _weights_seconds(plan, startup), _compile_seconds(startup)
+    serves = startup.weights != "job"  # a batch job's row ends when its hosts' runtime is up
+    start, weights = assumed("runtime_start"), _weights_seconds(plan, startup)
+    compile_ = _compile_seconds(startup) if serves else 0.0
     phases = {
         "capacity": assumed(provision),
         "image": _image_seconds(plan, startup, notes),
         "start": start,
         "weights": weights,
         "compile": compile_,
-        "readiness": _readiness_seconds(startup, start + weights + compile_),
+        "readiness": _readiness_seconds(startup, start + weights + compile_) if serves else 0.0,
     }
     host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
-    floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate)
-    floor = start + floor_weights + assumed("compile_warm_local")
+    floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate) if serves else 0.0
+    floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
     return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes))
 
 

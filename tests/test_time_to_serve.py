@@ -92,7 +92,12 @@ def test_a_type_that_does_not_say_how_it_starts_is_modelled_as_today_and_noted(c
     e = estimate(plan_of(cases, "llama8b"), (VLLM,))
     assert any("does not say how a replica starts" in n for n in e.notes)
     assert e.phases["compile"] == ASSUMPTIONS["compile_cold"].value  # no compile cache
-    assert e.phases["image"] == pytest.approx(versions.IMAGE_RECORDS["vllmTpu"].size_gb / 0.1)
+    # the pool streams its images (cluster.images.streaming is on by default): the fallback still starts streamed
+    assert plan_of(cases, "llama8b").pool.image_streaming
+    assert e.phases["image"] == ASSUMPTIONS["image_stream_start"].value
+    monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: False))
+    pulled = estimate(plan_of(cases, "llama8b"), (VLLM,))
+    assert pulled.phases["image"] == pytest.approx(versions.IMAGE_RECORDS["vllmTpu"].size_gb / 0.1)
 
 
 # ---- each input from its one source ------------------------------------------------------------------------------
@@ -120,6 +125,7 @@ def test_the_weights_phase_reads_the_catalogs_network_bandwidth(cases, monkeypat
 def test_the_image_phase_reads_the_version_matrix_sizes_and_the_pools_levers(cases, monkeypatch):
     plan = plan_of(cases, "llama8b")
     _with_startup(monkeypatch, plan, StartupPath(images=(VLLM, VLLM), weights="gcs-stream"))
+    monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: False))  # cluster.images.streaming off
     pull = ASSUMPTIONS["image_pull_rate"].value
     assert estimate(plan).phases["image"] == pytest.approx(6.0 / pull)  # one image, pulled once
     monkeypatch.setitem(
@@ -168,15 +174,73 @@ def test_every_figure_is_an_assumption_read_when_the_estimate_runs(cases, monkey
 
 
 def test_the_three_cases_serve_from_warm_capacity_within_the_goal(cases):
-    """Llama 3.1 8B on one v6e-8 host <= 2 min, 70B on a v6e 4x4 slice <= 4 min, 405B int8 on Pathways <= 5 min,
-    with the levers the example and the workload types set. A miss lists every phase of the workload that missed."""
+    """Llama 3.1 8B on one v6e-8 host <= 2 min and 70B on a v6e 4x4 slice <= 4 min (vLLM), with the levers the example
+    and the workload types set. A miss lists every phase of the workload that missed. The 405B Pathways case is
+    held to its honest figure by the next test."""
     over = []
     for e in estimates(cases):
+        if e.workload == "llama3-405b":
+            continue
         goal = GOAL[e.workload]
         if e.warm > goal:
             phases = ", ".join(f"{p} {duration(v)}" for p, v in e.phases.items() if p != "capacity" and v > 0)
             over.append(f"{e.workload}: {duration(e.warm)} > {duration(goal)} ({phases}; {'; '.join(e.notes)})")
     assert not over, "\n".join(over)
+
+
+def test_the_405b_pathways_case_misses_the_goal_until_two_unbuilt_levers_exist(cases, monkeypatch):
+    """JetStream + Pathways, 405B int8 on v6e 4x4: the JAX client restores the whole checkpoint (Pathways' persistence
+    API, each worker reading its own shards, is opt-in and refuses OCDBT checkpoints) and pathwaysutils turns JAX's
+    compile cache off under Pathways (AI-Hypercomputer/pathways-utils@v0.0.8 pathwaysutils/__init__.py). So the
+    honest warm figure is over 5 min (docs/time-to-serve.md says so); it meets the goal only with both a sharded
+    restore and a compile cache that hits, and with neither alone."""
+    plan = plan_of(cases, "llama3-405b")
+    built = estimate(plan)
+    assert built.warm > GOAL["llama3-405b"]
+    assert built.phases["compile"] == ASSUMPTIONS["compile_cold"].value
+    assert built.phases["weights"] == pytest.approx(plan.weights_bytes / 2.0e9, abs=0.1)  # one reader, 2 GB/s
+    base = plan.startup
+    levers = {
+        "sharded restore": dataclasses.replace(base, distributed_load=True),
+        "cache hits": dataclasses.replace(base, compile_cache_doubt=None),
+        "both": dataclasses.replace(base, distributed_load=True, compile_cache_doubt=None),
+    }
+    warm = {}
+    for name, startup in levers.items():
+        _with_startup(monkeypatch, plan, startup)
+        warm[name] = estimate(plan).warm
+    assert warm["both"] <= GOAL["llama3-405b"] < min(warm["sharded restore"], warm["cache hits"]), warm
+
+
+def test_each_startup_literal_has_its_own_figure(cases, monkeypatch):
+    """checkpoint-gcs at checkpoint_gcs_read_rate; a `gcs` compile cache warm, read entry by entry from the bucket;
+    a doubted cache cold, noted; a batch job (`job`) with no weights, compile or probe, noted."""
+    plan = plan_of(cases, "llama8b")  # one v6e-8 host: the NIC (100 GB/s) binds no loader
+    size = plan.weights_bytes
+    _with_startup(monkeypatch, plan, StartupPath(images=(VLLM,), weights="checkpoint-gcs", compile_cache="gcs"))
+    e = estimate(plan)
+    assert e.phases["weights"] == pytest.approx(round(size / (ASSUMPTIONS["checkpoint_gcs_read_rate"].value * 1e9), 1))
+    warm_gcs = ASSUMPTIONS["compile_warm_local"].value + 2 / ASSUMPTIONS["compile_cache_gcs_read_rate"].value
+    assert e.phases["compile"] == pytest.approx(warm_gcs) and warm_gcs < ASSUMPTIONS["compile_cold"].value
+    fuse = StartupPath(images=(VLLM,), weights="checkpoint-fuse", compile_cache="gcs", compile_cache_doubt="why")
+    _with_startup(monkeypatch, plan, fuse)
+    e = estimate(plan)
+    assert e.phases["weights"] == pytest.approx(round(size / 0.4e9, 1))  # checkpoint_fuse_read_rate
+    assert e.phases["compile"] == ASSUMPTIONS["compile_cold"].value and "compile counted cold: why" in e.notes[0]
+    _with_startup(monkeypatch, plan, StartupPath(images=(VLLM,), weights="job"))
+    e = estimate(plan)
+    assert (e.phases["weights"], e.phases["compile"], e.phases["readiness"]) == (0, 0, 0)
+    assert e.floor == ASSUMPTIONS["runtime_start"].value and any("a batch job, not a server" in n for n in e.notes)
+
+
+def test_every_image_of_every_workload_in_every_example_has_a_size(monkeypatch):
+    """With image streaming off (every image pulled whole), no image of any workload in any example, pinned or
+    rewritten to the stack's Artifact Registry remote repository (stacks/images.py origin), lacks a size."""
+    monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: False))
+    missing = [
+        n for path in EXAMPLES for e in estimates(parse_stack_file(path)) for n in e.notes if "no recorded size" in n
+    ]
+    assert not missing, missing
 
 
 def test_each_nodes_network_bandwidth_follows_the_generation_pages():

@@ -571,3 +571,22 @@ def test_a_tensor_parallel_size_the_slice_has_is_kept(value):
     args = vllm_plan(args={"--tensor-parallel-size": value})
     tp = [a for a in args if a.startswith("--tensor-parallel-size")]
     assert tp == ([] if value is None else [f"--tensor-parallel-size={int(value)}"])
+
+
+@pytest.mark.parametrize(
+    ("model", "size"),
+    [
+        ("meta-llama/Llama-3.1-70B-Instruct", 70.0),
+        # a mixture of experts names its total, then its active parameters: every expert is in HBM and read at start
+        ("Qwen/Qwen3-30B-A3B", 30.0),
+        ("Qwen/Qwen3-235B-A22B-Instruct-2507", 235.0),
+        ("google/gemma-2-27b-it", 27.0),
+        ("gs://bucket/models/no-size-here", None),
+    ],
+)
+def test_the_size_read_from_a_models_name_is_its_total_parameters(model, size):
+    """params_billion feeds the HBM check and the time-to-serve weights phase; `Qwen3-30B-A3B` is 30B, not 3B."""
+    from workloads.vllm.config import VllmWorkload
+
+    workload = VllmWorkload.model_validate({"type": "vllm", "name": "m", "pool": "p", "model": model})
+    assert vllm.params_billion(workload) == size

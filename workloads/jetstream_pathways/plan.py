@@ -56,6 +56,14 @@ DEFAULT_IMAGES = {
 }
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = tuple(DEFAULT_IMAGES[k] for k in ("server", "proxy", "jetstream"))
+# pathwaysutils sets jax_enable_compilation_cache False on the Pathways backend "because Pathways handles its own
+# compilation cache" (AI-Hypercomputer/pathways-utils@v0.0.8 onwards: pathwaysutils/__init__.py, later
+# _initialize.py); JetStream's engine imports it from AI-Hypercomputer/JetStream@v0.3 (jetstream/engine/__init__.py).
+# Whether the pinned jetstream-pathways image's MaxText imports it is not checked: only a deploy shows a cache hit.
+PATHWAYS_CACHE_DOUBT = (
+    "pathwaysutils turns JAX's persistent compile cache off under Pathways (AI-Hypercomputer/pathways-utils "
+    "_initialize.py); whether Pathways' own cache survives a new replica is not documented"
+)
 # Ports of the leader pod's containers (proxy, resource manager, JetStream, HTTP): the metrics port is not one.
 LEADER_PORTS = {
     PROXY_PORT: "Pathways proxy",
@@ -148,12 +156,17 @@ class PathwaysPlan(WorkloadPlan):
 
     @property
     def startup(self) -> StartupPath:
-        """jax-tpu (MaxText's pyconfig) is pointed at a gs:// compile cache; whether JAX's persistent cache hits
-        through the Pathways proxy is for a real deploy to show (the Pathways server documents no cache flag)."""
+        """jax-tpu (MaxText's pyconfig) is pointed at a gs:// compile cache, but pathwaysutils turns JAX's cache off
+        under Pathways (PATHWAYS_CACHE_DOUBT): the model counts compilation cold until a deploy shows a hit. The
+        checkpoint is restored by the JAX client (distributed_load False): Pathways' persistence API, where each
+        worker reads its own shards, is opt-in (ENABLE_PATHWAYS_PERSISTENCE=1) and refuses OCDBT checkpoints
+        (AI-Hypercomputer/pathways-utils@v0.0.8:pathwaysutils/__init__.py, persistence/orbax_handler.py)."""
         return StartupPath(
             images=tuple(dict.fromkeys(self.image(k) for k in ("server", "proxy", "jetstream", "http"))),
             weights="checkpoint-gcs",
+            distributed_load=False,
             compile_cache="gcs",
+            compile_cache_doubt=PATHWAYS_CACHE_DOUBT,
             startup_initial_delay_s=0,
             startup_period_s=startup_probe({}, self.cold_start_s)["periodSeconds"],
             compile_cache_url=self.jax_cache_url,

@@ -132,11 +132,13 @@ def is_gcs(model: str) -> bool:
 
 
 def params_billion(workload: VllmWorkload) -> float | None:
-    """The model's size: `paramsBillion`, else the NNB in its name (Llama-3.1-70B -> 70)."""
+    """The model's size: `paramsBillion`, else the largest NNB in its name (Llama-3.1-70B -> 70). A mixture of
+    experts names its total and then its active parameters (Qwen3-30B-A3B, Qwen3-235B-A22B): every expert sits in
+    HBM and is read at start, so the total, the largest figure, is the size the HBM check and the weights count."""
     if workload.params_billion:
         return workload.params_billion
     found = SIZE_RE.findall(workload.model.rsplit("/", 1)[-1])
-    return float(found[-1]) if found else None
+    return max(map(float, found)) if found else None
 
 
 @dataclass(frozen=True)
