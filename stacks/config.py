@@ -140,6 +140,7 @@ def _workload_context(
     bucket_name: str | None,
     identity_suffix: str,
     hf_token: str | None,
+    project: str | None,
 ) -> WorkloadContext:
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
     return WorkloadContext(
@@ -153,6 +154,8 @@ def _workload_context(
         lws_enabled=addons.of("lws").enabled if addons is not None else False,
         hf_token=hf_token == "secret",
         environment=sections.environment if isinstance(sections.environment, str) else "",
+        project=project or "",
+        gateway_enabled=sections.gateway is not None and sections.gateway.enabled,
     )
 
 
@@ -189,7 +192,7 @@ def parse_stack_config(
     pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
     warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
     context = _workload_context(
-        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token
+        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token, gcp_project
     )
     workload_plans = workload_checks.check(
         sections.workloads,

@@ -31,6 +31,8 @@ class WorkloadContext:
     lws_enabled: bool = True
     hf_token: bool = False
     environment: str = "dev"
+    project: str = ""  # gcp:project (KEDA's triggers query its Managed Prometheus API)
+    gateway_enabled: bool = False  # tpu-serving:gateway.enabled
 
 
 @dataclass(frozen=True)
