@@ -336,9 +336,9 @@ def check_autoscaling(
 
 
 def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], environment: str, problems: list) -> bool:
-    """minReplicas 0 (scale to zero): only through KEDA (an HPA's minReplicas is at least 1 without the
-    HPAScaleToZero feature gate, which GKE does not enable), only outside prod (the first request waits for a
-    whole replica to start), and only on a gateway metric (the server's own series vanish with its last pod, so
+    """minReplicas 0 (scale to zero): only through KEDA (an HPA's minReplicas may be 0 only with the alpha
+    feature gate HPAScaleToZero: autoscaling/v2 HorizontalPodAutoscalerSpec.minReplicas), only outside prod (the
+    first request waits for a whole replica to start), and only on a gateway metric (the server's own series vanish with its last pod, so
     nothing would ever scale it back up; the gateway queues requests while the pool has no endpoint). Adds the
     problems and says whether 0 is otherwise fine (False: the caller reports `below 1`)."""
     from stacks import metrics_adapters

@@ -109,7 +109,10 @@ def build(ctx: AdapterContext) -> AdapterBuild:
             # the chart renders the APIService v1beta1.external.metrics.k8s.io and the HPA controller's reader
             # role itself (templates/metrics-server/apiservice.yaml, clusterrole.yaml): no values turn them off
             Part(
-                NAME, Chart(chart, values(chart, operator_sa)), after=(NAMESPACE, "keda-operator-sa", GRANT, SYSTEM_POOL), serves_api=True
+                NAME,
+                Chart(chart, values(chart, operator_sa)),
+                after=(NAMESPACE, "keda-operator-sa", GRANT, SYSTEM_POOL),
+                serves_api=True,
             ),
             Part("trigger-auth", trigger_auth, after=(NAME,), serves_api=True),
         ],

@@ -624,7 +624,7 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(plan.name, plan.labels, annotations=scan_exceptions.skip_annotations(SKIPS)),
+        "metadata": plan.tpu_metadata(plan.name, plan.labels, scan_exceptions.skip_annotations(SKIPS)),
         "spec": spec,
     }
 
