@@ -48,6 +48,8 @@ def release_args(
         name=chart.release_name,
         chart=chart.chart,
         version=chart.version,
+        # a chart served from an HTTP chart repository rather than an OCI registry (ChartVersion.repository)
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
         namespace=chart.namespace,
         create_namespace=create_namespace,
         values=values,

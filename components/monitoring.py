@@ -18,7 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.addons import release_args
+from components.addons import AddonCrds, release_args
 from components.manifests import register_manifest
 from stacks import dashboard, metrics, metrics_adapters, naming, network_policy, pod_security
 from stacks.metrics_adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
@@ -191,7 +191,21 @@ class Monitoring(pulumi.ComponentResource):
     def _part(self, part: Part, after: list[pulumi.Resource]) -> pulumi.Resource:
         name = f"{self._prefix}-{part.key}"
         if isinstance(part.body, Chart):
+            chart = part.body.chart
+            if chart.crds is not None:
+                # the chart's CRDs, applied from its upstream files at the tag as the add-ons' are (the release
+                # skips them), so an upgrade updates them and an uninstall keeps every custom resource
+                crds = AddonCrds(
+                    f"{name}-crds",
+                    crds=chart.crds,
+                    chart=chart,
+                    crd_provider=self._k8s_provider,
+                    provider=self._k8s_provider,
+                    depends_on=[self._system_pool],
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                after = [*after, crds.group, *crds.keep]
             # create_namespace off: the adapter namespace is the stack's (it may hold more than the chart).
-            args = release_args(part.body.chart, part.body.values, create_namespace=False)
+            args = release_args(chart, part.body.values, create_namespace=False)
             return k8s.helm.v3.Release(name, args, opts=self._k8s(*after))
         return register_manifest(name, part.body, self._k8s(*after))

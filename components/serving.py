@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.manifests import register_manifest
 from components.workload_identity import WorkloadIdentity, register_grants
 from stacks.bucket_access import Grant
 from stacks.workload_plan import WorkloadPlan
@@ -103,7 +104,10 @@ class ServingWorkload(pulumi.ComponentResource):
             parent=self,
             depends_on=self._namespace_deps,
         )
-        if hpa is not None:
+        if hpa is not None and hpa["kind"] == "ScaledObject":
+            # KEDA's: after its CRDs, chart and trigger authentication (the adapter's serving parts)
+            register_manifest(f"{self._prefix}-scaledobject", hpa, self.k8s_opts(scaled, *adapter))
+        elif hpa is not None:
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{self._prefix}-hpa",
                 metadata=hpa["metadata"],

@@ -158,6 +158,7 @@ def _workload_context(
     bucket_name: str | None,
     identity_suffix: str,
     hf_token: str | None,
+    project: str | None,
     image_mirror: ImageMirror | None = None,
 ) -> WorkloadContext:
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
@@ -173,6 +174,8 @@ def _workload_context(
         hf_token=hf_token == "secret",
         environment=sections.environment if isinstance(sections.environment, str) else "",
         image_mirror=image_mirror,
+        project=project or "",
+        gateway_enabled=sections.gateway is not None and sections.gateway.enabled,
     )
 
 
@@ -210,7 +213,13 @@ def parse_stack_config(
     warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
     mirror = _image_mirror(sections, gcp_project, region)
     context = _workload_context(
-        sections, cluster_name, bucket_name, naming.stack_identity_suffix(pulumi_project, stack), hf_token, mirror
+        sections,
+        cluster_name,
+        bucket_name,
+        naming.stack_identity_suffix(pulumi_project, stack),
+        hf_token,
+        gcp_project,
+        mirror,
     )
     workload_plans = workload_checks.check(
         sections.workloads,

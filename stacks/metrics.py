@@ -145,17 +145,22 @@ class HpaMetric:
 
     origin "server": the model server's own series, one per pod, scraped by the workload's PodMonitoring;
     origin "tpu": the TPU device plugin's per-chip series (in kube-system; the workload's namespace is
-    `exported_namespace`); `series / denominator` summed per node is then one replica's fraction.
+    `exported_namespace`); `series / denominator` summed per node is then one replica's fraction;
+    origin "gateway": the Inference Gateway's endpoint picker's series for the workload's InferencePool (in the
+    workload's namespace), labelled with the pool's name in `pool_label`; `series * multiplier` is the pool's total
+    when the series is an average over its endpoints.
     """
 
     name: str  # the key users write in autoscaling.metrics[].name
     series: str  # the Prometheus metric name at the source
     unit: Unit
-    origin: Literal["server", "tpu"]
+    origin: Literal["server", "tpu", "gateway"]
     source: str  # where the series and its unit are defined upstream
     denominator: str | None = None
     adapter_name: str | None = None  # the external-metric name prometheus-adapter serves (default: name)
     fallback: Fallback | None = None  # read when the image exports it instead of `series`
+    pool_label: str | None = None  # origin "gateway": the label naming the InferencePool
+    multiplier: str | None = None  # origin "gateway": the series `series` is multiplied by for the pool's total
 
     def read(self, matchers: str) -> str:
         """PromQL for the metric's per-pod samples selected by `matchers`: its series, or else its fallback's.
@@ -259,9 +264,45 @@ VLLM_HPA_METRICS: dict[str, HpaMetric] = {
         ),
     )
 }
+# The endpoint picker's series a workload served through the Inference Gateway can scale on
+# (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go, subsystem `llm_d_epp`; docs/metrics.md):
+# - flow_control_queue_size: "Current number of requests actively held in the Flow Control queue", labels
+#   fairness_id, priority, inference_pool, model_name, target_model_name (IncFlowControlQueueSize with
+#   req.InferencePoolName(), pkg/epp/flowcontrol/controller/controller.go). Requests wait there when the pool is
+#   saturated, and also while it has no endpoint: the one signal that exists at zero replicas.
+# - average_running_requests x ready_endpoints: the pool's requests in flight (each labelled `name`, the pool's
+#   name: RecordInferencePoolAvgRunningRequests / RecordInferencePoolReadyPods(pool.Name, ...),
+#   pkg/epp/datalayer/logger/logger.go refreshPrometheusMetrics).
+# The target is per replica, like every HPA metric here: the autoscaler proposes ceil(total / target).
+_EPP_SOURCE = "llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go"
+GATEWAY_QUEUED = Unit("requests", "requests waiting in the gateway's flow-control queue per replica")
+GATEWAY_RUNNING = Unit("requests", "requests the gateway has in flight per replica")
+GATEWAY_HPA_METRICS: dict[str, HpaMetric] = {
+    m.name: m
+    for m in (
+        HpaMetric(
+            "epp_flow_control_queue_size",
+            "llm_d_epp_flow_control_queue_size",
+            GATEWAY_QUEUED,
+            "gateway",
+            _EPP_SOURCE,
+            pool_label="inference_pool",
+        ),
+        HpaMetric(
+            "epp_running_requests",
+            "llm_d_epp_average_running_requests",
+            GATEWAY_RUNNING,
+            "gateway",
+            _EPP_SOURCE,
+            pool_label="name",
+            multiplier="llm_d_epp_ready_endpoints",
+        ),
+    )
+}
 # Everything a vLLM workload's HPA may name.
 VLLM_METRICS: dict[str, HpaMetric] = {
     **VLLM_HPA_METRICS,
+    **GATEWAY_HPA_METRICS,
     **{name: m for name, m in HPA_METRICS.items() if m.origin == "tpu"},
 }
 

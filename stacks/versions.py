@@ -52,6 +52,9 @@ class ChartVersion:
     namespace: str
     release_name: str
     crds: ChartCrds | None = None  # None: Helm manages the chart's CRDs (one supported version, no upgrade)
+    # the chart repository `chart` is a name in, for a chart published only as an HTTP repository (`helm repo
+    # add`), not in an OCI registry; None for an oci:// `chart`
+    repository: str | None = None
 
 
 # The CRD files of each chart release (git ls-tree at the tag): kubernetes-sigs/lws@v0.7.0 templates its CRD
@@ -117,6 +120,35 @@ def _prometheus_adapter(version: str, app_version: str) -> ChartVersion:
     )
 
 
+def _keda(version: str) -> ChartVersion:
+    # kedacore/charts@v2.20.2:keda/README.md: `helm repo add kedacore https://kedacore.github.io/charts`,
+    # `helm install keda kedacore/keda --version 2.20.2`; Chart.yaml appVersion 2.20.2; values.yaml image.keda
+    # ghcr.io/kedacore/keda (tag: the app version). The chart templates its CRDs (templates/crds/, gated on
+    # `crds.install`): the stack applies them from kedacore/keda@v<version>:config/crd/bases instead, with
+    # `crds.install: false` (stacks/metrics_adapters/keda.py), so an upgrade updates them and an uninstall keeps
+    # every ScaledObject.
+    return ChartVersion(
+        "keda",
+        version,
+        "ghcr.io/kedacore/keda",
+        version,
+        "custom-metrics",
+        "keda",
+        ChartCrds(
+            "kedacore/keda",
+            f"v{version}",
+            tuple(f"config/crd/bases/keda.sh_{plural}.yaml" for plural in KEDA_CRD_PLURALS),
+            False,
+        ),
+        repository="https://kedacore.github.io/charts",
+    )
+
+
+# The KEDA kinds the stack creates (ScaledObject, ClusterTriggerAuthentication) and the TriggerAuthentication the
+# ScaledObject CRD's authenticationRef may name (kedacore/keda@v2.20.2:config/crd/bases).
+KEDA_CRD_PLURALS = ("scaledobjects", "triggerauthentications", "clustertriggerauthentications")
+
+
 # Supported versions per chart; the first is the default and the one the tests validate against the primary CRDs
 # in ../shared/reference/crds. The others have their CRDs under crds/alternates/.
 CHARTS: dict[str, dict[str, ChartVersion]] = {
@@ -126,6 +158,8 @@ CHARTS: dict[str, dict[str, ChartVersion]] = {
     "kueue": {v: _kueue(v) for v in ("0.17.1",)},
     # chart 5.3.0 = prometheus-adapter v0.12.0 (Chart.yaml appVersion)
     "prometheusAdapter": {"5.3.0": _prometheus_adapter("5.3.0", "v0.12.0")},
+    # the newest KEDA release whose chart (kedacore/charts) and CRDs (kedacore/keda) are both tagged v2.20.2
+    "keda": {"2.20.2": _keda("2.20.2")},
 }
 
 
@@ -246,6 +280,17 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
                 "config/crd/bases/pathways-job.pathways.domain_pathwaysjobs.yaml",
                 "bb223015f2ec178cdb01cd4baebe50d6f2013f945aa7816f93d926b6d4ab5d02",
             ),
+        ),
+    },
+    # KEDA (the `keda` metrics adapter): the CRDs of the kinds the stack creates, at the chart's app version.
+    "keda": {
+        "2.20.2": tuple(
+            _crd("kedacore/keda", "v2.20.2", "config/crd/bases", f"keda.sh_{plural}.yaml", sha256)
+            for plural, sha256 in (
+                ("scaledobjects", "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80"),
+                ("triggerauthentications", "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65"),
+                ("clustertriggerauthentications", "177413d75f11b76ba7bf98aef200a1736245254197c7c1d8877fc7a0fc641df4"),
+            )
         ),
     },
     # Gateway API standard channel: GKE installs these CRDs itself when the Gateway API is enabled on the cluster

@@ -103,6 +103,10 @@ class WorkloadPlan:
     identity_suffix: str = field(default="", kw_only=True)
     image_mirror: ImageMirror | None = field(default=None, kw_only=True)
     """cluster.images.mirror: where pods pull the pinned public images (stacks/images.py); None: as pinned."""
+    environment: str = field(default="dev", kw_only=True)  # tpu-serving:environment
+    project: str = field(default="", kw_only=True)  # gcp:project
+    # tpu-serving:gateway.enabled: with `gateway_backend()`, whether the gateway serves the workload
+    gateway_enabled: bool = field(default=False, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -117,6 +121,9 @@ class WorkloadPlan:
             ctx.paused,
             identity_suffix=ctx.identity_suffix,
             image_mirror=ctx.image_mirror,
+            environment=ctx.environment,
+            project=ctx.project,
+            gateway_enabled=ctx.gateway_enabled,
             **extra,
         )
 
@@ -159,6 +166,43 @@ class WorkloadPlan:
         """What the Inference Gateway routes to when the workload is served through it; None (the default) for a
         type the gateway does not serve."""
         return None
+
+    @property
+    def keda(self) -> bool:
+        """KEDA scales it: the configured adapter scales through ScaledObjects (stacks/metrics_adapters/keda.py)."""
+        from stacks import metrics_adapters
+
+        entry = metrics_adapters.get(getattr(self, "adapter", metrics_adapters.NONE))
+        return entry is not None and entry.scaled_objects
+
+    @property
+    def hpa_name(self) -> str:
+        """The HPA that scales it: its own, or the one KEDA makes for its ScaledObject, `keda-hpa-<name>`
+        (kedacore/keda@v2.20.2:controllers/keda/hpa.go getHPAName)."""
+        return f"keda-hpa-{self.name}" if self.keda else self.name
+
+    @property
+    def served_by_gateway(self) -> GatewayBackend | None:
+        """Its gateway backend when tpu-serving:gateway is enabled (stacks.pieces.gateway.served), else None."""
+        return self.gateway_backend() if self.gateway_enabled else None
+
+    @property
+    def min_replicas(self) -> int:
+        """The fewest replicas it runs: 0 while paused or when KEDA may scale it to zero (autoscaling.minReplicas
+        0), so the time-to-serve estimate knows the first request may wait for a whole replica to start."""
+        auto = getattr(self.workload, "autoscaling", None)
+        if self.paused:
+            return 0
+        return auto.min_replicas if auto is not None else int(getattr(self.workload, "replicas", 1))
+
+    @property
+    def activation_seconds(self) -> int:
+        """What a request at zero replicas waits before a replica is asked for: KEDA's polling interval (it sees
+        the gateway's queue at its next poll and scales 0 -> 1; the replica's own start is `startup`); 0 when
+        the workload never runs at zero."""
+        from stacks.metrics_adapters import keda
+
+        return keda.POLLING_SECONDS if self.min_replicas == 0 and not self.paused else 0
 
     @property
     def hpa_metrics(self) -> dict[str, Any] | None:
@@ -300,14 +344,41 @@ def cpu_deployment(
 # ---- shared rules and commands -------------------------------------------------------------------------
 
 
-def check_autoscaling(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], problems: list) -> None:
-    """The HPA rules every autoscaled workload shares: 1 <= minReplicas <= maxReplicas, an adapter, only metrics
-    that adapter serves from the workload type's `registry` (stacks.metrics), and targets in each metric's unit."""
+def check_autoscaling(
+    path: str,
+    auto: Any,
+    adapter: str,
+    registry: Mapping[str, Any],
+    problems: list,
+    *,
+    environment: str = "dev",
+    gateway: bool = False,
+) -> None:
+    """The HPA rules every autoscaled workload shares: 1 <= minReplicas <= maxReplicas (0 through KEDA, see
+    `_check_zero`), an adapter, only metrics that adapter serves from the workload type's `registry`
+    (stacks.metrics), gateway metrics only for a workload the gateway serves (`gateway`), and targets in each
+    metric's unit."""
     from stacks import metrics_adapters
 
     registry = dict(registry)
-    if auto.min_replicas < 1:
-        problems.append(Problem(f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is below 1"))
+    if auto.min_replicas < 0 or (
+        auto.min_replicas == 0 and not _zero_ok(path, auto, adapter, registry, environment, problems)
+    ):
+        problems.append(
+            Problem(
+                f"{path}.autoscaling.minReplicas",
+                f"{auto.min_replicas} is below 1 (0, scale to zero, only with tpu-serving:monitoring.adapter keda)",
+            )
+        )
+    for i, metric in enumerate(auto.metrics):
+        if metric.name in registry and registry[metric.name].origin == "gateway" and not gateway:
+            problems.append(
+                Problem(
+                    f"{path}.autoscaling.metrics[{i}].name",
+                    f"{metric.name!r} is the Inference Gateway's endpoint picker's metric: the workload must be served "
+                    "through the gateway (tpu-serving:gateway.enabled and the workload's gateway: true)",
+                )
+            )
     if auto.min_replicas > auto.max_replicas:
         problems.append(
             Problem(f"{path}.autoscaling.minReplicas", f"{auto.min_replicas} is above maxReplicas {auto.max_replicas}")
@@ -356,6 +427,79 @@ def hpa_behavior(plan: WorkloadPlan) -> dict[str, Any]:
         down = behavior.setdefault("scaleDown", {})
         down.setdefault("stabilizationWindowSeconds", MULTI_HOST_SCALE_DOWN_WINDOW_S)
     return behavior
+
+
+def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], environment: str, problems: list) -> bool:
+    """minReplicas 0 (scale to zero): only through KEDA (an HPA's minReplicas may be 0 only with the alpha
+    feature gate HPAScaleToZero: autoscaling/v2 HorizontalPodAutoscalerSpec.minReplicas), only outside prod (the
+    first request waits for a whole replica to start), and only on a gateway metric (the server's own series vanish with its last pod, so
+    nothing would ever scale it back up; the gateway queues requests while the pool has no endpoint). Adds the
+    problems and says whether 0 is otherwise fine (False: the caller reports `below 1`)."""
+    from stacks import metrics_adapters
+
+    entry = metrics_adapters.get(adapter)
+    if entry is None or not entry.scaled_objects:
+        return False
+    key = f"{path}.autoscaling.minReplicas"
+    if environment == "prod":
+        problems.append(
+            Problem(key, "0 (scale to zero) is not allowed in prod: the first request waits for a replica to start")
+        )
+    if not any(m.name in registry and registry[m.name].origin == "gateway" for m in auto.metrics):
+        gateway = [n for n, m in registry.items() if m.origin == "gateway"]
+        problems.append(
+            Problem(
+                key,
+                "0 (scale to zero) needs a gateway metric in autoscaling.metrics (the server's series vanish with "
+                f"its last pod); one of: {', '.join(gateway) or 'none for this workload type'}",
+            )
+        )
+    return True
+
+
+def autoscaler_manifest(
+    plan: WorkloadPlan,
+    labels: dict[str, str],
+    target: dict[str, str],
+    registry: Mapping[str, Any],
+    selector: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """What scales the workload: an HPA reading the adapter (`hpa_manifest`), or, for an adapter that scales
+    through KEDA, a ScaledObject (KEDA then makes the HPA), paused at 0 replicas while the stack is paused."""
+    from stacks import metrics_adapters
+    from stacks.metrics_adapters import keda
+
+    auto = plan.workload.autoscaling
+    adapter: str = getattr(plan, "adapter")  # noqa: B009 (every autoscaled type's plan carries it)
+    cluster: str = getattr(plan, "cluster")  # noqa: B009
+    if not plan.keda:
+        specs = [
+            metrics_adapters.hpa_metric(
+                adapter, m.name, m.target, plan.namespace, cluster, registry=registry, selector=selector
+            )
+            for m in auto.metrics
+        ]
+        return hpa_manifest(plan, labels, target, specs)
+    backend = plan.served_by_gateway
+    scope = keda.Scope(plan.project, cluster, plan.namespace, selector or {}, backend.name if backend else None)
+    spec: dict[str, Any] = {
+        "scaleTargetRef": target,
+        "pollingInterval": keda.POLLING_SECONDS,
+        "cooldownPeriod": keda.COOLDOWN_SECONDS,
+        "minReplicaCount": auto.min_replicas,
+        "maxReplicaCount": auto.max_replicas,
+        "triggers": [keda.trigger(registry[m.name], m.target, scope) for m in auto.metrics],
+    }
+    # KEDA copies advanced.horizontalPodAutoscalerConfig.behavior into the HPA it makes (kedacore/keda@v2.20.2
+    # apis/keda/v1alpha1/scaledobject_types.go HorizontalPodAutoscalerConfig): the same behavior as an HPA's,
+    # the multi-host scale-down window included (hpa_behavior).
+    behavior = hpa_behavior(plan)
+    if behavior:
+        spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
+    metadata = plan.metadata(plan.name, labels)
+    if plan.paused:
+        metadata["annotations"] = {keda.PAUSED_REPLICAS_ANNOTATION: "0"}
+    return {"apiVersion": keda.API_VERSION, "kind": "ScaledObject", "metadata": metadata, "spec": spec}
 
 
 def hpa_manifest(

@@ -33,6 +33,8 @@ class WorkloadContext:
     hf_token: bool = False
     environment: str = "dev"
     image_mirror: ImageMirror | None = None  # cluster.images.mirror: the stack's remote repositories
+    project: str = ""  # gcp:project (KEDA's triggers query its Managed Prometheus API)
+    gateway_enabled: bool = False  # tpu-serving:gateway.enabled
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class World:
 
     series: list[Series] = field(default_factory=list)
 
-    def add(self, name: str, value: float, **labels: str) -> None:
+    def add(self, name: str, value: float, /, **labels: str) -> None:
         self.series.append(({"__name__": name, **labels}, value))
 
 
@@ -257,3 +257,56 @@ def expected(replicas: int, load: float, target: float) -> int:
     """What a correct HPA proposes: ceil(N*L/target), or N within the controller's tolerance."""
     ratio = load / target
     return replicas if abs(1 - ratio) <= TOLERANCE else math.ceil(replicas * load / target)
+
+
+# ---- KEDA: the HPA a ScaledObject makes, and what its metrics server returns ------------------------------------
+#
+# kedacore/keda@v2.20.2:
+# - controllers/keda/hpa.go newHPAForScaledObject: the HPA `keda-hpa-<ScaledObject>` (getHPAName) on the
+#   ScaledObject's scaleTargetRef, minReplicas = minReplicaCount when above 0, else 1
+#   (apis/keda/v1alpha1/scaledobject_types.go GetHPAMinReplicas: KEDA itself scales 0 <-> 1), maxReplicas =
+#   maxReplicaCount; one metric per trigger (getScaledObjectMetricSpecs) with the selector
+#   `scaledobject.keda.sh/name: <ScaledObject>`;
+# - pkg/scalers/prometheus_scaler.go GetMetricSpecForScaling: External `s<index>-prometheus`
+#   (pkg/scalers/scaler.go GenerateMetricNameWithIndex), target AverageValue = threshold (GetMetricTargetMili;
+#   AverageValue by default, GetMetricTargetType); ExecutePromQuery returns the query's ONE sample (more is an
+#   error, none is 0 with ignoreNullValues' default true), which the metrics server hands the HPA as the value.
+
+
+def keda_hpa(scaled_object: dict[str, Any]) -> dict[str, Any]:
+    spec = scaled_object["spec"]
+    name = scaled_object["metadata"]["name"]
+    metrics = [
+        {
+            "type": "External",
+            "external": {
+                "metric": {
+                    "name": f"s{i}-{trigger['type']}",
+                    "selector": {"matchLabels": {"scaledobject.keda.sh/name": name}},
+                },
+                "target": {"type": "AverageValue", "averageValue": trigger["metadata"]["threshold"]},
+            },
+        }
+        for i, trigger in enumerate(spec["triggers"])
+    ]
+    minimum = spec.get("minReplicaCount", 0)
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": f"keda-hpa-{name}", "namespace": scaled_object["metadata"]["namespace"]},
+        "spec": {
+            "scaleTargetRef": spec["scaleTargetRef"],
+            "minReplicas": minimum if minimum > 0 else 1,
+            "maxReplicas": spec.get("maxReplicaCount", 100),
+            "metrics": metrics,
+        },
+    }
+
+
+def keda_values(trigger: dict[str, Any], world: World) -> list[float]:
+    """What KEDA's metrics server returns for a prometheus trigger: the query's one sample (0 for none)."""
+    assert trigger["type"] == "prometheus"
+    samples = promql(trigger["metadata"]["query"], world)
+    if len(samples) > 1:
+        raise ValueError(f"KEDA refuses a query returning {len(samples)} samples: {trigger['metadata']['query']}")
+    return samples or [0.0]

@@ -75,7 +75,8 @@ def test_a_workload_named_like_a_stack_namespace_is_refused_at_its_name():
     lines = problems(edited(ALL_IN_ONE, "workloads", workload(GEMMA, name="custom-metrics")))
     assert lines[0].startswith(
         f"  - {NS}workloads[{GEMMA}].name: 'custom-metrics' (the default namespace) is the namespace the stack "
-        "creates for the metrics adapter custom-metrics-stackdriver and the metrics adapter prometheus-adapter"
+        "creates for the metrics adapter custom-metrics-stackdriver and the metrics adapter keda and the metrics "
+        "adapter prometheus-adapter"
     )
 
 

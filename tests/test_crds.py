@@ -19,7 +19,27 @@ from tooling import crds, documented_schemas
 from tooling.k8s_objects import kubernetes_objects
 
 REFERENCE_CRDS = reference_dir() / "crds"
-needs_reference = pytest.mark.skipif(not REFERENCE_CRDS.is_dir(), reason=f"reference CRDs missing: {REFERENCE_CRDS}")
+
+
+def upstream(rel: str) -> Path:
+    """The upstream file of a matrix CRD: the reference copy, else the `make crds` cache's (which holds only files
+    that matched their sums), else the missing reference path."""
+    cached = crds.CACHE / rel
+    return cached if not (REFERENCE_CRDS / rel).is_file() and cached.is_file() else REFERENCE_CRDS / rel
+
+
+MISSING = sorted(rel for rel in crds.expected() if not upstream(rel).is_file())
+needs_reference = pytest.mark.skipif(
+    len(MISSING) == len(crds.expected()), reason=f"no upstream CRDs in {REFERENCE_CRDS} nor {crds.CACHE}"
+)
+
+
+@pytest.fixture
+def present(monkeypatch):
+    """The download tests over the matrix files at hand: KEDA's CRDs are in no reference copy, only in the
+    `make crds` cache once it ran, so without it they are left out of the matrix (the rest still download)."""
+    every = crds.expected()
+    monkeypatch.setattr(crds, "expected", lambda: {rel: crd for rel, crd in every.items() if rel not in MISSING})
 
 
 def mirror_tree(root: Path, tamper: str | None = None) -> Path:
@@ -27,7 +47,7 @@ def mirror_tree(root: Path, tamper: str | None = None) -> Path:
     for rel, crd in crds.expected().items():
         target = root / crd.url.removeprefix(crds.GITHUB_RAW)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(REFERENCE_CRDS / rel, target)
+        shutil.copyfile(upstream(rel), target)
         if rel == tamper:
             target.write_bytes(target.read_bytes() + b"# changed\n")
     return root
@@ -36,7 +56,10 @@ def mirror_tree(root: Path, tamper: str | None = None) -> Path:
 @needs_reference
 def test_recorded_sums_are_those_of_the_upstream_files():
     for rel, crd in crds.expected().items():
-        assert hashlib.sha256((REFERENCE_CRDS / rel).read_bytes()).hexdigest() == crd.sha256, rel
+        if rel not in MISSING:
+            assert hashlib.sha256(upstream(rel).read_bytes()).hexdigest() == crd.sha256, rel
+    if MISSING:
+        pytest.skip(f"the others' sums hold; not in {REFERENCE_CRDS} nor {crds.CACHE} (`make crds`): {MISSING}")
 
 
 def test_table_covers_exactly_the_supported_versions():
@@ -62,7 +85,7 @@ def test_every_custom_resource_we_render_has_a_crd_in_the_table():
 
 
 @needs_reference
-def test_download_over_http_writes_verified_files_and_a_manifest(tmp_path):
+def test_download_over_http_writes_verified_files_and_a_manifest(tmp_path, present):
     tree = mirror_tree(tmp_path / "mirror")
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), partial(http.server.SimpleHTTPRequestHandler, directory=str(tree))
@@ -75,13 +98,13 @@ def test_download_over_http_writes_verified_files_and_a_manifest(tmp_path):
     finally:
         server.shutdown()
     for rel in crds.expected():
-        assert (cache / rel).read_bytes() == (REFERENCE_CRDS / rel).read_bytes()
+        assert (cache / rel).read_bytes() == upstream(rel).read_bytes()
     assert crds.cache_is_current(cache)
     assert (cache / "alternates/lws-v0.10.0/leaderworkerset.x-k8s.io_leaderworkersets.yaml").is_file()
 
 
 @needs_reference
-def test_a_wrong_checksum_fails_and_writes_nothing(tmp_path, capsys):
+def test_a_wrong_checksum_fails_and_writes_nothing(tmp_path, capsys, present):
     tampered = "pathways-job.pathways.domain_pathwaysjobs.yaml"
     tree = mirror_tree(tmp_path / "mirror", tamper=tampered)
     cache = tmp_path / "cache"

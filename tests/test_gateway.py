@@ -451,7 +451,7 @@ def test_single_host_pool_selects_the_deployment_pods(run):
     from tests.conftest import EXAMPLES
     from tooling.offline import load_stack_file
 
-    (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-single-host"]
+    (path,) = [p for p in EXAMPLES if p.name == "Pulumi.vllm-single-host.yaml"]
     cfg = load_stack_file(path)
     cfg["tpu-serving:gateway"] = {"enabled": True}
     cfg["tpu-serving:cluster"] = {**cfg.get("tpu-serving:cluster", {}), "minMasterVersion": INFERENCE_POOL_GKE}

@@ -65,7 +65,7 @@ def _manifest_objects(url: str) -> set[tuple[str, str]]:
 def _chart_dir(chart: str, version: str) -> Path | None:
     """The reference copy of a chart release: ../shared/reference/charts/<dir>-<version>/ holding a Chart.yaml of
     that name (SOURCES.md "charts/": the sources at the pinned tag, with the charts they vendor)."""
-    name = chart.rsplit("/", 1)[1]
+    name = chart.rsplit("/", 1)[-1]
     for top in sorted((reference_dir() / "charts").glob(f"*-{version}")):
         if any(yaml.safe_load(c.read_text())["name"] == name for c in top.rglob("Chart.yaml")):
             return top

@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from stacks import metrics, metrics_adapters
+from stacks.metrics_adapters import keda
 from stacks.metrics_adapters.prometheus_adapter import rule as prometheus_adapter_rule
 from tests import hpa_model
 from tests.hpa_model import World
 
 CLUSTER, NS = "tpu-serving-dev", "gemma"
+POOL = NS  # the workload's InferencePool is named after it
 CHIPS, HBM_PER_CHIP = 8, 16e9
 # (load per replica, target) per unit: loads below, near and above the target
 CASES = {
@@ -20,15 +22,44 @@ CASES = {
 }
 
 
+def _gateway(w: World, metric: metrics.HpaMetric, cluster: str, ns: str, pool: str, count: int, value: float) -> None:
+    """The endpoint picker's series of a pool of `count` endpoints each carrying `value`
+    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics): the queue split over two fairness ids and priorities, or the
+    pool's average in flight and its ready endpoints, labelled with the pool's name."""
+    assert metric.pool_label is not None
+    target = dict(cluster=cluster, namespace=ns, job=f"{pool}-epp", instance="10.0.0.1:9090")
+    if metric.multiplier is None:
+        for fairness, share in (("default", 0.25), ("tenant-a", 0.75)):
+            labels = {**target, metric.pool_label: pool, "fairness_id": fairness, "priority": "0", "model_name": "m"}
+            w.add(metric.series, count * value * share, **labels)
+        return
+    w.add(metric.series, value if count else 0.0, **target, **{metric.pool_label: pool})
+    w.add(metric.multiplier, float(count), **target, **{metric.pool_label: pool})
+
+
 def world(metric: metrics.HpaMetric, replicas: int, load: float) -> World:
     """`replicas` pods of the workload each carrying `load`, plus the same series from another cluster's
-    namespace of the same name and from another namespace of this cluster, which must not count."""
+    namespace of the same name and from another namespace of this cluster, which must not count (for a gateway
+    metric, also another pool of the same namespace)."""
     w = World()
     places = [(CLUSTER, NS, replicas, load), ("other-cluster", NS, 3, 5 * load), (CLUSTER, "other", 2, 7 * load)]
+    if metric.origin == "gateway":
+        for cluster, ns, count, value in [*places, (CLUSTER, NS, 4, 3 * load)]:
+            _gateway(w, metric, cluster, ns, POOL if count != 4 else "another-pool", count, value)
+        return w
     for cluster, ns, count, value in places:
         for i in range(count):
             if metric.origin == "server":
-                w.add(metric.series, value, cluster=cluster, namespace=ns, pod=f"{ns}-{i}", node=f"n{i}", id=f"{i}")
+                w.add(
+                    metric.series,
+                    value,
+                    cluster=cluster,
+                    namespace=ns,
+                    pod=f"{ns}-{i}",
+                    node=f"n{i}",
+                    id=f"{i}",
+                    app=ns,
+                )
                 continue
             for chip in range(CHIPS):  # device-plugin series: one per chip, in kube-system
                 labels = dict(
@@ -68,6 +99,50 @@ def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
                 spec, values(adapter, spec, metric, world(metric, replicas, load)), replicas, replicas
             )
             assert got == hpa_model.expected(replicas, load, target), (adapter, name, replicas, load, target)
+
+
+KEDA_SERVED = [
+    name
+    for name in {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    if metrics_adapters.adapter_serves("keda", name, {**metrics.HPA_METRICS, **metrics.VLLM_METRICS})
+]
+
+
+@pytest.mark.parametrize("name", KEDA_SERVED)
+def test_keda_hpa_proposes_ceil_of_total_load_over_target(name):
+    """Through KEDA: the ScaledObject's trigger for the metric, the HPA KEDA makes of it (tests/hpa_model.py
+    keda_hpa: `keda-hpa-<name>`, External `s0-prometheus`, AverageValue = threshold) and the one sample the query
+    returns, over the same worlds as the adapters above (plus, for a gateway metric, another pool's series)."""
+    registry = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    metric = registry[name]
+    scope = keda.Scope("p", CLUSTER, NS, {"app": NS}, POOL)
+    for load, target in CASES[metric.unit.name]:
+        trigger = keda.trigger(metric, target, scope)
+        scaled = {"metadata": {"name": NS, "namespace": NS}, "spec": {"scaleTargetRef": {}, "triggers": [trigger]}}
+        hpa = hpa_model.keda_hpa(scaled)
+        assert hpa["metadata"]["name"] == f"keda-hpa-{NS}" and hpa["spec"]["minReplicas"] == 1
+        (spec,) = hpa["spec"]["metrics"]
+        assert spec["external"]["metric"]["name"] == "s0-prometheus"
+        for replicas in (1, 2, 3, 5):
+            got = hpa_model.proposal(
+                spec, hpa_model.keda_values(trigger, world(metric, replicas, load)), replicas, replicas
+            )
+            assert got == hpa_model.expected(replicas, load, target), (name, replicas, load, target)
+
+
+def test_the_keda_model_catches_a_query_without_the_pool_or_cluster_filter():
+    metric = metrics.GATEWAY_HPA_METRICS["epp_flow_control_queue_size"]
+    trigger = keda.trigger(metric, 4, keda.Scope("p", CLUSTER, NS, {}, POOL))
+    for label in (f',inference_pool="{POOL}"', f'cluster="{CLUSTER}",'):
+        loose = {
+            **trigger,
+            "metadata": {**trigger["metadata"], "query": trigger["metadata"]["query"].replace(label, "")},
+        }
+        (spec,) = hpa_model.keda_hpa(
+            {"metadata": {"name": NS, "namespace": NS}, "spec": {"triggers": [loose], "scaleTargetRef": {}}}
+        )["spec"]["metrics"]
+        got = hpa_model.proposal(spec, hpa_model.keda_values(loose, world(metric, 2, 12)), 2, 2)
+        assert got != hpa_model.expected(2, 12, 4), label
 
 
 FALLBACKS = [name for name, m in metrics.HPA_METRICS.items() if m.fallback is not None]

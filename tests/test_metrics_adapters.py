@@ -30,7 +30,7 @@ from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 
 ROOT = Path(__file__).resolve().parents[1]
-ALL_METRICS = {**metrics.HPA_METRICS, **metrics.VLLM_HPA_METRICS}
+ALL_METRICS = {**metrics.HPA_METRICS, **metrics.VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
 ENTRIES = list(metrics_adapters.ADAPTERS.values())
 
 
@@ -46,7 +46,7 @@ def context(entry: MetricsAdapter, **changes) -> AdapterContext:
 def test_entry_is_complete(entry: MetricsAdapter):
     assert metrics_adapters.ADAPTERS[entry.name] is entry and entry.name != metrics_adapters.NONE
     assert entry.description and entry.apis and set(entry.apis) <= set(METRICS_APIS)
-    assert entry.origins and entry.origins <= {"server", "tpu"}
+    assert entry.origins and entry.origins <= {"server", "tpu", "gateway"}
     assert 0 < entry.api_port < 65536
     assert naming.DNS1123_LABEL.fullmatch(entry.namespace)
     assert metrics_adapters.served_metrics(entry.name, ALL_METRICS), "an adapter that serves no metric"
@@ -275,7 +275,7 @@ def test_unregistered_adapter_is_refused_naming_the_registry(run):
     with pytest.raises(
         pulumi.RunError,
         match=r"monitoring.adapter: 'fake-adapter' is not allowed; allowed: "
-        r"custom-metrics-stackdriver, prometheus-adapter, none",
+        + re.escape(", ".join(metrics_adapters.choices())),
     ):
         run(_config("fake-adapter"))
 
@@ -314,8 +314,7 @@ def test_a_registered_adapter_serves_only_what_its_entry_says(run, fake_registry
         run(_config("fake-adapter", autoscaling={**AUTO, "metrics": [metric]}))
     with pytest.raises(
         pulumi.RunError,
-        match=r"set tpu-serving:monitoring.adapter to custom-metrics-stackdriver, "
-        r"prometheus-adapter or fake-adapter",
+        match=r"set tpu-serving:monitoring.adapter to " + re.escape(metrics_adapters.one_of()),
     ):
         run(_config("none"))
 
@@ -363,7 +362,8 @@ def test_readme_metric_tables_have_a_column_per_adapter_saying_what_it_serves():
 def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry: MetricsAdapter):
     """Every chart an adapter installs, rendered by `helm template` with the stack's values: it renders no APIService
     (the stack registers them, under one resource per APIService for every adapter, so a switch is an in-place
-    update) and every container requests cpu and memory (a pod without requests is the first evicted)."""
+    update), except a chart that always renders its own (`api_from_chart`: KEDA's, exactly its APIs), and every
+    container requests cpu and memory (a pod without requests is the first evicted)."""
     from tests.helm_charts import containers, render
 
     build = entry.build(context(entry))
@@ -371,7 +371,8 @@ def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry
         if not isinstance(part.body, Chart):
             continue
         objects = render(part.body.chart, part.body.values)
-        assert not [o["metadata"]["name"] for o in objects if o["kind"] == "APIService"], part.key
+        rendered = {o["spec"]["group"] for o in objects if o["kind"] == "APIService"}
+        assert rendered == (set(entry.apis) if entry.api_from_chart else set()), part.key
         for where, container in containers(objects):
             assert container.get("resources", {}).get("requests", {}).keys() >= {"cpu", "memory"}, (part.key, where)
 
@@ -385,7 +386,8 @@ def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry):
     entry = FAKE if entry == "fake" else entry
     build = entry.build(context(entry))
     apis = [p for p in build.parts if isinstance(p.body, dict) and p.body["kind"] == "APIService"]
-    assert {p.body["spec"]["group"] for p in apis} == set(entry.apis)  # type: ignore[index]
+    # (an adapter whose chart renders them registers none: test_no_adapter_chart_renders_an_apiservice...)
+    assert {p.body["spec"]["group"] for p in apis} == (set() if entry.api_from_chart else set(entry.apis))  # type: ignore[index]
     for part in apis:
         spec = part.body["spec"]  # type: ignore[index]
         assert part.key == api_service_key(spec["group"], spec["version"]) and part.serves_api

@@ -168,9 +168,9 @@ def test_adapter_none_installs_no_adapter(run):
 def test_unknown_adapter_is_an_error(run):
     with pytest.raises(
         pulumi.RunError,
-        match=r"tpu-serving:monitoring.adapter: 'keda' is not allowed; allowed: custom-metrics-stackdriver, prometheus-adapter, none",
+        match=r"tpu-serving:monitoring.adapter: 'kedaa' is not allowed; allowed: custom-metrics-stackdriver, prometheus-adapter, keda, none",
     ):
-        run(make_config(tpu_serving__monitoring={"adapter": "keda"}))
+        run(make_config(tpu_serving__monitoring={"adapter": "kedaa"}))
 
 
 def test_adapter_rules_filter_by_cluster_and_namespaces():

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import reference_dir
-from tests.test_crds import REFERENCE_CRDS, mirror_tree
+from tests.test_crds import MISSING, REFERENCE_CRDS, mirror_tree
 from tooling import render
 from tooling.offline import ROOT
 
@@ -130,7 +130,8 @@ def _fresh_shell_env() -> dict[str, str]:
 def _env(copy: Path, tmp_path: Path) -> dict[str, str]:
     env = _fresh_shell_env()
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"  # no virtualenv on PATH, as in a fresh shell
-    if REFERENCE_CRDS.is_dir():
+    # every matrix CRD at hand (KEDA's only in the `make crds` cache, tests/test_crds.py): `make crds` runs for real
+    if REFERENCE_CRDS.is_dir() and not MISSING:
         env["TPU_SERVING_CRDS_MIRROR"] = mirror_tree(tmp_path / "mirror").as_uri()
     return env
 
@@ -190,7 +191,7 @@ def test_every_readme_command_works_as_written(checkout, tmp_path):
         _resolve_offline(command, checkout)
     assert {"render", "example"} <= ran_for_real
     assert (checkout / "Pulumi.llama3.yaml").is_file() and (checkout / "build" / "dev" / "summary.md").is_file()
-    if reference_dir().is_dir():
+    if reference_dir().is_dir() and not MISSING:
         assert (checkout / ".cache" / "crds" / "SHA256SUMS").is_file()
 
 

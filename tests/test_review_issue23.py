@@ -116,9 +116,19 @@ def test_the_record_matches_a_fresh_helm_render():
     version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True).stdout
     if not version.startswith(versions.HELM.helm_version + "+"):
         pytest.skip(f"helm {version.strip()} is not the pinned {versions.HELM.helm_version} (make helm)")
-    fresh = chart_objects.render_all(helm, charts, _stack_releases())
+    releases = _stack_releases()
+    # KEDA's chart (kedacore/charts) is in no reference copy: its record is checked where its source is at hand
+    at_hand = {
+        k: r
+        for k, r in releases.items()
+        if (chart_objects.chart_dir(charts, r.chart, r.version) / "Chart.yaml").is_file()
+    }
+    fresh = chart_objects.render_all(helm, charts, at_hand)
     recorded_ = json.loads(chart_objects.DATA.read_text())
-    assert fresh["charts"] == recorded_["charts"], "run `python -m tooling.chart_objects` and commit the record"
+    assert set(recorded_["charts"]) == set(releases), "run `python -m tooling.chart_objects` and commit the record"
+    assert fresh["charts"] == {k: recorded_["charts"][k] for k in at_hand}, "run `python -m tooling.chart_objects`"
+    if at_hand != releases:
+        pytest.skip(f"the others match; no chart source at hand for {sorted(set(releases) - set(at_hand))}")
 
 
 def test_the_summary_lists_what_each_release_installs_and_its_services():
@@ -318,7 +328,7 @@ def test_the_gateway_request_works_as_pasted_and_carries_what_the_route_matches(
 def test_the_in_cluster_request_runs_in_a_serving_container_the_stack_creates(example, run):
     """It execs into what the stack registers: the LeaderWorkerSet's group-0 leader pod and its leader container,
     or the Deployment and its container."""
-    (path,) = [p for p in EXAMPLES if p.parent.name == example]
+    (path,) = [p for p in EXAMPLES if p.name == f"Pulumi.{example}.yaml"]
     cfg = load_stack_file(path)
     cfg["tpu-serving:gateway"] = {"enabled": True}
     # GKE installs the InferencePool CRD from this version on; an enabled gateway needs it (stacks/gke_managed.py)

@@ -56,6 +56,8 @@ SOURCES: dict[str, tuple[str, str, str]] = {
         "prometheus-community/helm-charts@prometheus-adapter-{version}",
         "charts/prometheus-adapter",
     ),
+    # kedacore/charts tags the chart as v<version> at the root of the repository (keda/)
+    "keda": ("keda-{version}", "kedacore/charts@v{version}", "keda"),
     "llm-d-router-gateway": (
         "llm-d-router-{version}",
         "llm-d/llm-d-router@{version}",

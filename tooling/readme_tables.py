@@ -15,7 +15,11 @@ from stacks.versions import CHARTS, default_version
 from tooling.offline import ROOT, parse_stack_file
 from tooling.summary import table
 
-ORIGINS = {"server": "model server series", "tpu": "TPU device plugin series"}
+ORIGINS = {
+    "server": "model server series",
+    "tpu": "TPU device plugin series",
+    "gateway": "the gateway's endpoint picker series",
+}
 
 
 def _sample_context(entry: metrics_adapters.MetricsAdapter) -> AdapterContext:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stacks.metrics import HPA_METRICS, HpaMetric, quantity
-from stacks.metrics_adapters import prometheus_adapter, stackdriver
+from stacks.metrics_adapters import keda, prometheus_adapter, stackdriver
 from stacks.metrics_adapters.entry import (
     ADAPTER_NAMESPACE,
     API_OF_METRIC_TYPE,
@@ -52,6 +52,7 @@ ADAPTERS: dict[str, MetricsAdapter] = {
     for a in (
         stackdriver.ADAPTER,
         prometheus_adapter.ADAPTER,
+        keda.ADAPTER,
     )
 }
 NONE = "none"  # tpu-serving:monitoring.adapter when nothing serves metrics to HPAs

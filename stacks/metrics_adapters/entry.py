@@ -31,7 +31,7 @@ ADAPTER_NAMESPACE = "custom-metrics"
 NAMESPACE = "namespace"
 SYSTEM_POOL = "system-pool"
 
-Origin = Literal["server", "tpu"]
+Origin = Literal["server", "tpu", "gateway"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,13 @@ class MetricsAdapter:
     namespace: str = ADAPTER_NAMESPACE
     # whether it reads a metric from its fallback series when the image exports that instead (HpaMetric.fallback)
     fallbacks: bool = False
+    # whether workloads scale through a KEDA ScaledObject (which makes the HPA, and may scale to zero) instead of
+    # an HPA of their own (stacks.workload_plan.autoscaler_manifest)
+    scaled_objects: bool = False
+    # whether its chart renders its APIService itself, with no value to turn that off (KEDA's
+    # templates/metrics-server/apiservice.yaml): switching to or from it is two `pulumi up`s, through `none`, as
+    # Helm will not adopt the APIService another adapter's stack resource holds (docs/autoscaling.md)
+    api_from_chart: bool = False
 
     def serves(self, metric: HpaMetric) -> bool:
         return metric.origin in self.origins and (self.ratios or metric.denominator is None)

@@ -33,7 +33,5 @@ class JetStream(ServingWorkload):
         )
         svc = js.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
-        self.monitor_and_autoscale(
-            js.pod_monitoring(plan), js.hpa(plan) if plan.autoscaled else None, deployment, deps.adapter
-        )
+        self.monitor_and_autoscale(js.pod_monitoring(plan), js.hpa(plan), deployment, deps.adapter)
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

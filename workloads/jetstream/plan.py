@@ -31,12 +31,12 @@ from stacks.workload_plan import (
     JETSTREAM_HTTP_SERVES,
     ServingSignals,
     WorkloadPlan,
+    autoscaler_manifest,
     check_autoscaling,
     check_model_inputs,
     check_ports,
     generate_curl,
     generate_load,
-    hpa_manifest,
     jetstream_http_probes,
     jetstream_pod_monitoring,
     jetstream_service,
@@ -207,7 +207,7 @@ def check(
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
     if auto is not None:
-        check_autoscaling(path, auto, adapter, metrics.HPA_METRICS, problems)
+        check_autoscaling(path, auto, adapter, metrics.HPA_METRICS, problems, environment=ctx.environment)
     if pool is None or problems:
         return None
     shape = pool.shape
@@ -365,14 +365,14 @@ def service(plan: JetStreamPlan) -> dict[str, Any]:
     return jetstream_service(plan, plan.service_name, plan.labels, [grpc])
 
 
-def hpa(plan: JetStreamPlan) -> dict[str, Any]:
+def hpa(plan: JetStreamPlan) -> dict[str, Any] | None:
+    """What scales the Deployment (stacks.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
+    kept paused at 0 replicas while the stack is paused; None when nothing scales it."""
     auto = plan.workload.autoscaling
-    assert auto is not None and plan.autoscaled
+    if auto is None or not (plan.autoscaled or (plan.paused and plan.keda)):
+        return None
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
-    specs = [
-        metrics_adapters.hpa_metric(plan.adapter, m.name, m.target, plan.namespace, plan.cluster) for m in auto.metrics
-    ]
-    return hpa_manifest(plan, plan.labels, target, specs)
+    return autoscaler_manifest(plan, plan.labels, target, metrics.HPA_METRICS)
 
 
 def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:
@@ -389,5 +389,5 @@ def commands(plan: JetStreamPlan, local_ports: Mapping[int, int]) -> dict[str, s
         "loadTest": generate_load(http),
     }
     if plan.autoscaled:
-        out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"
+        out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.hpa_name} --watch"
     return out

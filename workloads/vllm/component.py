@@ -51,9 +51,7 @@ class Vllm(ServingWorkload):
             )
         svc = vllm.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
-        self.monitor_and_autoscale(
-            vllm.pod_monitoring(plan), vllm.hpa(plan) if plan.autoscaled else None, server, deps.adapter
-        )
+        self.monitor_and_autoscale(vllm.pod_monitoring(plan), vllm.hpa(plan), server, deps.adapter)
         self.register_outputs(
             {
                 "namespace": self.namespace,

@@ -49,8 +49,8 @@ from stacks.workload_plan import (
     TPU_HOST_SHARE,
     ServingSignals,
     WorkloadPlan,
+    autoscaler_manifest,
     check_autoscaling,
-    hpa_manifest,
     tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
@@ -415,7 +415,15 @@ def check(
     _check_image_and_args(path, workload, problems)
     auto = workload.autoscaling
     if auto is not None:
-        check_autoscaling(path, auto, ctx.adapter, metrics.VLLM_METRICS, problems)
+        check_autoscaling(
+            path,
+            auto,
+            ctx.adapter,
+            metrics.VLLM_METRICS,
+            problems,
+            environment=ctx.environment,
+            gateway=ctx.gateway_enabled and workload.gateway,
+        )
     if pool is not None:
         _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
     if pool is None or problems:
@@ -800,8 +808,8 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.metadata(
-            plan.name, plan.labels, annotations=scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)])
+        "metadata": plan.tpu_metadata(
+            plan.name, plan.labels, scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)])
         ),
         "spec": spec,
     }
@@ -921,27 +929,18 @@ def pod_monitoring(plan: VllmPlan) -> dict[str, Any]:
     return manifest
 
 
-def hpa(plan: VllmPlan) -> dict[str, Any]:
+def hpa(plan: VllmPlan) -> dict[str, Any] | None:
+    """What scales the workload (stacks.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
+    which is kept, paused at 0 replicas, while the stack is paused; None when nothing scales it."""
     auto = plan.workload.autoscaling
-    assert auto is not None and plan.autoscaled
+    if auto is None or not (plan.autoscaled or (plan.paused and plan.keda)):
+        return None
     target = (
         {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "name": plan.name}
         if plan.multi_host
         else {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
     )
-    specs = [
-        metrics_adapters.hpa_metric(
-            plan.adapter,
-            m.name,
-            m.target,
-            plan.namespace,
-            plan.cluster,
-            registry=metrics.VLLM_METRICS,
-            selector=plan.labels,
-        )
-        for m in auto.metrics
-    ]
-    return hpa_manifest(plan, plan.labels, target, specs)
+    return autoscaler_manifest(plan, plan.labels, target, metrics.VLLM_METRICS, selector=plan.labels)
 
 
 def served_model_name(plan: VllmPlan) -> str:
@@ -980,7 +979,7 @@ def commands(plan: VllmPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
         ),
     }
     if plan.autoscaled:
-        out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.name} --watch"
+        out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.hpa_name} --watch"
     return out
 
 

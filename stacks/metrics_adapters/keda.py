@@ -1,0 +1,203 @@
+"""KEDA: the Helm chart (kedacore/charts@v2.20.2:keda), its CRDs applied by the stack, and one ScaledObject per
+autoscaled workload whose `prometheus` triggers query Managed Prometheus's API in Cloud Monitoring directly
+(`https://monitoring.googleapis.com/v1/projects/<project>/location/global/prometheus`, the address KEDA's own GCP
+test uses: kedacore/keda@v2.20.2:tests/scalers/gcp/gcp_prometheus_workload_identity/
+gcp_prometheus_workload_identity_test.go) as the KEDA operator's Workload Identity: a ClusterTriggerAuthentication
+with `podIdentity.provider: gcp` (apis/keda/v1alpha1/triggerauthentication_types.go PodIdentityProviderGCP) makes
+the prometheus scaler call with the operator's Google credentials and the monitoring.read scope
+(pkg/scalers/prometheus_scaler.go NewPrometheusScaler -> gcp.GetGCPOAuth2HTTPTransport), so the operator's KSA
+holds `roles/monitoring.viewer`, and nothing else.
+
+KEDA creates the HPA itself (`keda-hpa-<ScaledObject>`, controllers/keda/hpa.go getHPAName) with one External
+metric per trigger (`s<index>-prometheus`, pkg/scalers/scaler.go GenerateMetricNameWithIndex) whose AverageValue
+target is the trigger's `threshold` (GetMetricSpecForScaling, GetMetricTargetMili; AverageValue unless
+`metricType` says otherwise, GetMetricTargetType). The scaler's query must return ONE sample (ExecutePromQuery
+refuses more) and the HPA divides it by the target: so every query is the SUM over the workload's replicas,
+filtered by this cluster and the workload's namespace (Cloud Monitoring holds every cluster of the project).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import naming, pod_security
+from stacks.metrics import SERIES_LABELS, HpaMetric, quantity
+from stacks.metrics_adapters.entry import (
+    EXTERNAL_METRICS_API,
+    NAMESPACE,
+    SYSTEM_POOL,
+    AdapterBuild,
+    AdapterContext,
+    Chart,
+    Grant,
+    MetricsAdapter,
+    Part,
+    meta,
+)
+from stacks.versions import ChartVersion
+
+NAME = "keda"
+CHART = "keda"  # the versions.CHARTS key
+API_VERSION = "keda.sh/v1alpha1"
+# keda chart values.yaml `service.portHttpsTarget: 6443`: the metrics API server's container port
+PORT = 6443
+OPERATOR = "keda-operator"  # the chart's operator ServiceAccount name (values.yaml serviceAccount.operator.name)
+GRANT = "keda-operator-monitoring-viewer"
+TRIGGER_AUTH = "gmp-workload-identity"  # the ClusterTriggerAuthentication every trigger names
+# apis/keda/v1alpha1/scaledobject_types.go PausedReplicasAnnotation: KEDA holds the target at this count and stops
+# scaling it while the annotation is set.
+PAUSED_REPLICAS_ANNOTATION = "autoscaling.keda.sh/paused-replicas"
+# How often KEDA asks each trigger (ScaledObject spec.pollingInterval, seconds): the longest a request waits
+# before KEDA sees it, and so what a scale-from-zero adds to a replica's start (WorkloadPlan.activation_seconds).
+POLLING_SECONDS = 15
+# ScaledObject spec.cooldownPeriod: how long the last trigger must be inactive before KEDA scales to zero.
+COOLDOWN_SECONDS = 300
+# keda chart values.yaml: podSecurityContext runAsNonRoot; every container drops ALL capabilities, no privilege
+# escalation, read-only root filesystem, seccomp RuntimeDefault: Pod Security `restricted`.
+CHART_LEVEL = pod_security.RESTRICTED
+
+
+def gmp_api(project: str) -> str:
+    """Managed Prometheus's Prometheus-compatible query API of `project` (Cloud Monitoring)."""
+    return f"https://monitoring.googleapis.com/v1/projects/{project}/location/global/prometheus"
+
+
+def operator_account(identity_suffix: str) -> str:
+    """The KEDA operator's KSA: it holds Google access, so its name is unique per stack."""
+    return naming.stack_service_account(OPERATOR, identity_suffix)
+
+
+def values(chart: ChartVersion, operator_sa: str) -> dict[str, Any]:
+    """Keys of kedacore/charts@v2.20.2:keda/values.yaml."""
+    image = {"registry": "ghcr.io", "tag": chart.image_tag}
+    return {
+        # the stack applies the CRDs (AddonCrds, from kedacore/keda at the tag): an upgrade updates them
+        "crds": {"install": False},
+        "image": {
+            "keda": {**image, "repository": "kedacore/keda"},
+            "metricsApiServer": {**image, "repository": "kedacore/keda-metrics-apiserver"},
+            "pullPolicy": "IfNotPresent",
+        },
+        # The admission webhooks (failurePolicy Ignore upstream) only reject a second ScaledObject on one target;
+        # the stack makes exactly one per workload, and the adapter namespace admits the API server on the
+        # metrics port only.
+        "webhooks": {"enabled": False},
+        # the stack registers the operator's KSA (it holds the Workload Identity grant); the chart's RBAC and
+        # Deployment name it (templates/manager/deployment.yaml serviceAccountName)
+        "serviceAccount": {"operator": {"create": False, "name": operator_sa}},
+        # templates/*/deployment.yaml: `.Values.<component>.nodeSelector | default .Values.nodeSelector`
+        "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+    }
+
+
+def build(ctx: AdapterContext) -> AdapterBuild:
+    chart = ctx.chart(CHART)
+    operator_sa = operator_account(ctx.identity_suffix)
+    trigger_auth = {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterTriggerAuthentication",
+        "metadata": meta(TRIGGER_AUTH),
+        "spec": {"podIdentity": {"provider": "gcp"}},
+    }
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(operator_sa, ctx.namespace)}
+    return AdapterBuild(
+        grants=[Grant(GRANT, "roles/monitoring.viewer", operator_sa)],
+        parts=[
+            Part("keda-operator-sa", account, after=(NAMESPACE,)),
+            # the chart renders the APIService v1beta1.external.metrics.k8s.io and the HPA controller's reader
+            # role itself (templates/metrics-server/apiservice.yaml, clusterrole.yaml): no values turn them off
+            Part(
+                NAME,
+                Chart(chart, values(chart, operator_sa)),
+                after=(NAMESPACE, "keda-operator-sa", GRANT, SYSTEM_POOL),
+                serves_api=True,
+            ),
+            Part("trigger-auth", trigger_auth, after=(NAME,), serves_api=True),
+        ],
+        chart_levels=(CHART_LEVEL,),
+    )
+
+
+# ---- triggers ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a workload's series are: this cluster, its namespace, its pods' labels, its InferencePool."""
+
+    project: str
+    cluster: str
+    namespace: str
+    selector: Mapping[str, str]
+    pool: str | None = None  # the InferencePool's name when the gateway serves the workload
+
+
+def _matchers(labels: Mapping[str, str]) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+def query(metric: HpaMetric, scope: Scope) -> str:
+    """PromQL returning ONE sample: the metric's total over the workload's replicas."""
+    where = {"cluster": scope.cluster}
+    if metric.origin == "gateway":
+        if scope.pool is None or metric.pool_label is None:
+            raise ValueError(f"{metric.name} is a gateway metric: the workload must be served through the gateway")
+        where |= {"namespace": scope.namespace, metric.pool_label: scope.pool}
+        own = f"{metric.series}{{{_matchers(where)}}}"
+        if metric.multiplier is None:
+            return f"sum({own})"
+        return f"sum({own} * {metric.multiplier}{{{_matchers(where)}}})"
+    if metric.origin == "server":
+        known = SERIES_LABELS.get(metric.series, frozenset())
+        where |= {"namespace": scope.namespace, **{k: v for k, v in scope.selector.items() if k in known}}
+        return f"sum({metric.read(_matchers(where))})"
+    # device-plugin series live in kube-system: the workload's namespace is exported_namespace
+    where |= {"exported_namespace": scope.namespace}
+    used = f"{metric.series}{{{_matchers(where)}}}"
+    if metric.denominator is None:
+        return f"sum({used})"
+    # one replica per node: the sum over nodes of used/total is the sum of the replicas' fractions
+    total = f"{metric.denominator}{{{_matchers(where)}}}"
+    return f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
+
+
+def trigger(metric: HpaMetric, target: float, scope: Scope) -> dict[str, Any]:
+    """A `prometheus` trigger (pkg/scalers/prometheus_scaler.go prometheusMetadata: serverAddress, query,
+    threshold; `ignoreNullValues` defaults to true, so a series not yet exported reads as 0)."""
+    return {
+        "type": "prometheus",
+        "name": metric.name.replace(":", "-").replace("_", "-"),
+        "authenticationRef": {"name": TRIGGER_AUTH, "kind": "ClusterTriggerAuthentication"},
+        "metadata": {
+            "serverAddress": gmp_api(scope.project),
+            "query": query(metric, scope),
+            "threshold": quantity(target),
+        },
+    }
+
+
+def metric_spec(
+    metric: HpaMetric, goal: dict[str, Any], namespace: str, cluster: str, selector: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """KEDA's HPA metric when `metric` is its ScaledObject's first trigger: External `s0-prometheus`, selected by
+    the ScaledObject's name (controllers/keda/hpa.go adds `scaledobject.keda.sh/name`); the workload registers the
+    ScaledObject, never this spec (stacks.workload_plan.autoscaler_manifest)."""
+    return {"type": "External", "external": {"metric": {"name": "s0-prometheus"}, "target": goal}}
+
+
+ADAPTER = MetricsAdapter(
+    name=NAME,
+    description="KEDA (Helm chart, CRDs by the stack): a ScaledObject per workload whose triggers query Managed "
+    "Prometheus's API with the operator's Workload Identity; scales on the gateway's queue, and from zero",
+    apis=(EXTERNAL_METRICS_API,),
+    origins=frozenset({"server", "tpu", "gateway"}),
+    ratios=True,
+    fallbacks=True,
+    api_port=PORT,
+    metric_spec=metric_spec,
+    build=build,
+    scaled_objects=True,
+    api_from_chart=True,
+)

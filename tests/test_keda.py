@@ -1,0 +1,246 @@
+"""tpu-serving:monitoring.adapter keda: what the stack registers for KEDA and for each autoscaled workload, the config
+rules of scale to zero and of the gateway's metrics, pause, and validation against KEDA's CRDs.
+
+Sources (kedacore/keda@v2.20.2 unless said): config/crd/bases/keda.sh_*.yaml (the CRDs, sha256 in
+stacks/versions.py CRDS); apis/keda/v1alpha1/scaledobject_types.go (PausedReplicasAnnotation
+`autoscaling.keda.sh/paused-replicas`); apis/keda/v1alpha1/triggerauthentication_types.go (PodIdentityProviderGCP
+`gcp`); tests/scalers/gcp/gcp_prometheus_workload_identity (the Managed Prometheus address with `podIdentity:
+provider: gcp`); kedacore/charts@v2.20.2:keda/values.yaml (crds.install, serviceAccount.operator, webhooks.enabled,
+nodeSelector); kubernetes-sigs/lws@v0.10.0 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml (the scale
+subresource a ScaledObject targets on a multi-host pool).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from stacks import naming, versions
+from stacks.metrics_adapters import keda
+from tests.conftest import load_large_yaml, reference_dir, stack_ksa
+from tooling import schemas
+from tooling.crds import crd_source
+from tooling.k8s_objects import kubernetes_objects
+from tooling.offline import ROOT, load_stack_file
+
+EXAMPLE = ROOT / "examples" / "vllm-single-host" / "Pulumi.vllm-single-host-keda.yaml"
+STACK = "vllm-single-host-keda"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def example(**workload_changes: Any) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_file(EXAMPLE))
+    config["tpu-serving:workloads"][0].update(workload_changes)
+    return config
+
+
+def autoscaling(**changes: Any) -> dict[str, Any]:
+    auto = copy.deepcopy(load_stack_file(EXAMPLE)["tpu-serving:workloads"][0]["autoscaling"])
+    return {**auto, **changes}
+
+
+def test_the_example_scales_its_vllm_workload_on_the_gateway_queue_through_keda(run):
+    rec = run(example(), stack=STACK)
+    assert not rec.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler")  # KEDA makes it
+    scaled = rec.one(SCALED_OBJECT)
+    spec = scaled.inputs["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama70b"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (0, 2)
+    queue, running = spec["triggers"]
+    for trigger in (queue, running):
+        assert trigger["type"] == "prometheus"
+        assert trigger["authenticationRef"] == {"name": keda.TRIGGER_AUTH, "kind": "ClusterTriggerAuthentication"}
+        assert trigger["metadata"]["serverAddress"] == (
+            "https://monitoring.googleapis.com/v1/projects/my-tpu-project/location/global/prometheus"
+        )
+    cluster = f'cluster="tpu-serving-{STACK}"'
+    assert queue["metadata"] == {
+        **queue["metadata"],
+        "query": f'sum(llm_d_epp_flow_control_queue_size{{{cluster},namespace="llama70b",inference_pool="llama70b"}})',
+        "threshold": "4",
+    }
+    where = f'{cluster},namespace="llama70b",name="llama70b"'
+    assert running["metadata"]["query"] == (
+        f"sum(llm_d_epp_average_running_requests{{{where}}} * llm_d_epp_ready_endpoints{{{where}}})"
+    )
+    # the pool the queue is read for is the InferencePool the gateway routes the workload to: the endpoint picker
+    # release's, named after it (stacks/gateway.py inference_pool_manifest, from the release name)
+    routers = [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
+    assert [(r.inputs["name"], r.inputs["namespace"]) for r in routers] == [("llama70b", "llama70b")]
+    # after what it scales, KEDA's release (CRDs before it) and the trigger authentication
+    deps = {rec.by_urn(u).name for u in scaled.dependencies}
+    assert {"workload-llama70b-deployment", "monitoring-keda", "monitoring-trigger-auth"} <= deps
+    assert rec.outputs["workloads"]["llama70b"]["watchHpa"].endswith("get hpa keda-hpa-llama70b --watch")
+
+
+def test_keda_release_crds_and_least_privilege_identity(run):
+    rec = run(example(), stack=STACK)
+    release = rec.one(RELEASE, "monitoring-keda")
+    chart = versions.CHARTS["keda"]["2.20.2"]
+    inputs = release.inputs
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]) == (
+        "keda",
+        "2.20.2",
+        {"repo": "https://kedacore.github.io/charts"},
+    )
+    assert inputs["namespace"] == "custom-metrics" and inputs["skipCrds"] is True
+    values = inputs["values"]
+    ksa = stack_ksa("keda-operator", STACK)
+    assert values["crds"] == {"install": False} and values["webhooks"] == {"enabled": False}
+    assert values["serviceAccount"]["operator"] == {"create": False, "name": ksa}
+    assert values["nodeSelector"] == naming.SYSTEM_POOL_SELECTOR
+    # the CRDs, applied by the stack from kedacore/keda at the chart's app version, before the release
+    crds = rec.one("kubernetes:yaml/v2:ConfigGroup", "monitoring-keda-crds")
+    assert crds.inputs["files"] == list(chart.crds.urls) and crds.urn in release.dependencies
+    assert {u.rsplit("/", 1)[-1] for u in chart.crds.urls} == {f.file_name for f in versions.CRDS["keda"]["2.20.2"]}
+    # roles/monitoring.viewer, and nothing else, for the operator's KSA (unique per stack), direct principal
+    grants = [g for g in rec.of_type("gcp:projects/iAMMember:IAMMember") if "keda" in g.name]
+    assert [g.inputs["role"] for g in grants] == ["roles/monitoring.viewer"]
+    assert grants[0].inputs["member"].endswith(f"/subject/ns/custom-metrics/sa/{ksa}")
+    assert grants[0].urn in release.dependencies
+    auth = rec.one("kubernetes:keda.sh/v1alpha1:ClusterTriggerAuthentication")
+    assert auth.inputs["spec"] == {"podIdentity": {"provider": "gcp"}}
+    # the adapter namespace admits the API server on KEDA's metrics port (values.yaml service.portHttpsTarget)
+    policy = rec.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "monitoring-allow-metrics-api-clients")
+    assert [p["port"] for rule in policy.inputs["spec"]["ingress"] for p in rule["ports"]] == [6443]
+
+
+def _keda_crds() -> Path:
+    directory, why = crd_source()
+    if directory is None or not (directory / "keda.sh_scaledobjects.yaml").is_file():
+        pytest.skip(f"KEDA's CRDs are not where validation reads CRDs ({why}): run `make crds`")
+    return directory
+
+
+def test_every_keda_object_validates_against_its_crd(run):
+    _keda_crds()
+    rec = run(example(), stack=STACK)
+    paused = run(example(), stack=STACK)  # (the same objects; pause is below)
+    objects = [o for o in kubernetes_objects(rec) + kubernetes_objects(paused) if o["apiVersion"] == keda.API_VERSION]
+    assert {o["kind"] for o in objects} == {"ScaledObject", "ClusterTriggerAuthentication"}
+    report = schemas.validate_objects(objects, versions.DEFAULT_KUBERNETES_MINOR)
+    assert report.checked == len(objects) and not report.errors and not report.unchecked, report
+
+
+def test_a_misspelled_scaledobject_field_fails_the_crd():
+    directory = _keda_crds()
+    crd = schemas._crd_schemas(str(directory), "keda.sh")[(keda.API_VERSION, "ScaledObject")]
+    good = {
+        "apiVersion": keda.API_VERSION,
+        "kind": "ScaledObject",
+        "metadata": {"name": "w", "namespace": "w"},
+        "spec": {
+            "scaleTargetRef": {"name": "w"},
+            "minReplicaCount": 0,
+            "triggers": [{"type": "prometheus", "metadata": {"query": "vector(1)", "threshold": "1"}}],
+        },
+    }
+    assert schemas.validate_custom(good, crd) == []
+    bad = copy.deepcopy(good)
+    bad["spec"]["min_replica_count"] = bad["spec"].pop("minReplicaCount")
+    assert schemas.validate_custom(bad, crd)
+
+
+def test_pause_keeps_the_scaledobject_at_zero_replicas(run):
+    rec = run({**example(), "tpu-serving:paused": True}, stack=STACK)
+    scaled = rec.one(SCALED_OBJECT)
+    # apis/keda/v1alpha1/scaledobject_types.go PausedReplicasAnnotation
+    assert scaled.inputs["metadata"]["annotations"] == {"autoscaling.keda.sh/paused-replicas": "0"}
+    deployment = rec.one("kubernetes:apps/v1:Deployment", "workload-llama70b-deployment")
+    assert deployment.inputs["spec"]["replicas"] == 0
+
+
+def test_a_multi_host_workload_is_scaled_through_its_leaderworkerset(run):
+    config = load_stack_file(ROOT / "examples" / "vllm-multi-host" / "Pulumi.vllm-multi-host.yaml")
+    config = {**config, "tpu-serving:monitoring": {"adapter": "keda"}}
+    rec = run(config, stack="vllm-multi-host")
+    spec = rec.one(SCALED_OBJECT).inputs["spec"]
+    assert spec["scaleTargetRef"] == {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "name": "llama70b",
+    }
+    # server metrics: this cluster, the workload's namespace and its pods' `app` label (the vLLM PodMonitoring
+    # copies it), summed
+    assert spec["triggers"][0]["metadata"]["query"] == (
+        'sum(vllm:num_requests_waiting{cluster="tpu-serving-vllm-multi-host",namespace="llama70b",app="llama70b"})'
+    )
+
+
+def test_the_leaderworkerset_crd_has_the_scale_subresource_keda_targets():
+    path = reference_dir() / "crds" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+    if not path.is_file():
+        pytest.skip(f"no reference LWS CRD at {path}")
+    crd = load_large_yaml(path)
+    scale = crd["spec"]["versions"][0]["subresources"]["scale"]
+    assert scale["specReplicasPath"] == ".spec.replicas" and scale["labelSelectorPath"]
+
+
+def problems_of(run, config: dict[str, Any], stack: str = STACK) -> str:
+    with pytest.raises(pulumi.RunError) as err:
+        run(config, stack=stack)
+    return str(err.value)
+
+
+def test_scale_to_zero_is_refused_in_prod_naming_the_key(run):
+    config = {**example(), "tpu-serving:environment": "prod"}
+    message = problems_of(run, config, stack="prod")
+    assert "tpu-serving:workloads[0].autoscaling.minReplicas: 0 (scale to zero) is not allowed in prod" in message
+
+
+def test_scale_to_zero_needs_a_gateway_metric_and_keda(run):
+    server_only = autoscaling(metrics=[{"name": "vllm:num_requests_waiting", "target": 10}])
+    message = problems_of(run, example(autoscaling=server_only))
+    assert re.search(
+        r"minReplicas: 0 \(scale to zero\) needs a gateway metric .*one of: epp_flow_control_queue_size, "
+        r"epp_running_requests",
+        message,
+    )
+    stackdriver = {
+        **example(autoscaling=server_only),
+        "tpu-serving:monitoring": {"adapter": "custom-metrics-stackdriver"},
+    }
+    message = problems_of(run, stackdriver)
+    assert "minReplicas: 0 is below 1 (0, scale to zero, only with tpu-serving:monitoring.adapter keda)" in message
+
+
+def test_gateway_metrics_need_the_gateway_and_keda_all_at_once(run):
+    config = {**example(), "tpu-serving:gateway": {"enabled": False}}
+    message = problems_of(run, config)
+    for i, name in enumerate(("epp_flow_control_queue_size", "epp_running_requests")):
+        assert (
+            f"tpu-serving:workloads[0].autoscaling.metrics[{i}].name: '{name}' is the Inference Gateway's endpoint "
+            "picker's metric: the workload must be served through the gateway"
+        ) in message
+    opted_out = example(gateway=False)
+    assert "must be served through the gateway" in problems_of(run, opted_out)
+    other = {
+        **example(autoscaling=autoscaling(minReplicas=1)),
+        "tpu-serving:monitoring": {"adapter": "prometheus-adapter"},
+    }
+    message = problems_of(run, other)
+    assert "'epp_flow_control_queue_size' is not served by the prometheus-adapter adapter" in message
+
+
+def test_the_time_to_serve_estimate_sees_the_scale_from_zero_wait():
+    from stacks.config import parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
+
+    cfg = load_stack_file(EXAMPLE)
+    parsed = parse_stack_config(
+        {k.split(":", 1)[1]: v for k, v in cfg.items() if k.startswith("tpu-serving:")},
+        stack=STACK,
+        pulumi_project="tpu-serving",
+        gcp_project=cfg["gcp:project"],
+        region=cfg["gcp:region"],
+        workload_types=WORKLOAD_TYPES,
+    )
+    (plan,) = parsed.workloads
+    assert plan.min_replicas == 0 and plan.activation_seconds == keda.POLLING_SECONDS
+    assert plan.hpa_name == "keda-hpa-llama70b"
