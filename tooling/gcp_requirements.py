@@ -5,8 +5,12 @@
 TYPES maps every Pulumi `gcp:` resource type the program can register (tests/test_gcp_requirements.py runs every
 shipped stack and fleet stack under mocks, and every `gcp.*` resource class the program constructs, against it) to
 the API that serves it and the least predefined role that can create, update and delete it, with where that role is
-granted. Roles, from Google's IAM roles reference (https://cloud.google.com/iam/docs/roles-permissions/<service>,
-one page per service; ROLE_SOURCES):
+granted. Roles, from Google's IAM roles reference (https://cloud.google.com/iam/docs/roles-permissions/<service>#<role>,
+one page per service; `Role.source`). Read for this table: the artifactregistry page (roles/artifactregistry.admin:
+`artifactregistry.*`) and the monitoring page (roles/monitoring.servicesEditor: `monitoring.services.*` and
+`monitoring.slos.*`; monitoring.alertPolicies.create in roles/monitoring.alertPolicyEditor). The others follow
+their service's page as linked (docs/deploying.md); only a real `pulumi up` as a deployer holding no more proves
+them:
 
 - roles/artifactregistry.admin: `artifactregistry.*`, with repositories.create and repositories.setIamPolicy
   (roles/artifactregistry.repoAdmin manages a repository's contents, not the repository or its IAM).
@@ -51,8 +55,8 @@ class Role:
 
     @property
     def source(self) -> str:
-        service = self.name.removeprefix("roles/").split(".")[0]
-        return IAM_ROLES.format(service=service)
+        role = self.name.removeprefix("roles/")
+        return IAM_ROLES.format(service=role.split(".")[0]) + f"#{role}"
 
 
 @dataclass(frozen=True)
