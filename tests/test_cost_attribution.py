@@ -21,7 +21,7 @@ import pytest
 from stacks import naming
 from stacks.pieces import cost as cost_piece
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling import preflight
+from tooling import gcp_requirements
 from tooling.offline import PROJECT_NUMBER, Recording, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -120,11 +120,16 @@ def test_a_project_budget_has_no_label_filter(run):
     assert "labels" not in budget["budgetFilter"] and "allUpdatesRule" not in budget
 
 
-def test_a_budget_needs_its_api_in_the_preflight():
-    cfg = parse_stack_file(STACK_FILES[0])
-    assert preflight.BUDGET_API not in preflight.required_apis(cfg)
-    with_budget = cfg.__class__(**{**cfg.__dict__, "cost": cfg.cost.model_copy(update={"budget": object()})})
-    assert preflight.BUDGET_API in preflight.required_apis(with_budget)
+def test_a_budget_needs_its_api_and_billing_role_in_the_preflight(run):
+    """The budget's API and roles/billing.costsManager (on the billing account) come from the Budget resource the
+    stack registers (tooling/gcp_requirements.py); a stack without one needs neither."""
+    budget_api = "billingbudgets.googleapis.com"
+    plain = gcp_requirements.requirements((r.type, r.inputs) for r in run(make_config()).resources)
+    assert budget_api not in plain.apis
+    rec = run(make_config(tpu_serving__cost={"budget": {"billingAccount": ACCOUNT, "monthlyAmount": 5}}))
+    needs = gcp_requirements.requirements((r.type, r.inputs) for r in rec.resources)
+    assert needs.apis[budget_api] == ["budget (cost.budget)"]
+    assert gcp_requirements.Role("roles/billing.costsManager", gcp_requirements.BILLING_ACCOUNT) in needs.roles
 
 
 def test_every_budget_problem_at_once_before_anything_is_registered(run):
