@@ -92,6 +92,7 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
             ("request_total", _EPP_REQUEST_LABELS),
             ("request_error_total", _EPP_REQUEST_LABELS | {"error_code"}),
             ("ready_endpoints", {"name"}),
+            ("average_running_requests", {"name"}),
             ("flow_control_queue_size", _EPP_REQUEST_LABELS | {"inference_pool"}),
         )
     },

@@ -124,6 +124,29 @@ def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
             promql.parse(bad)
 
 
+def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
+    """Each metric the KEDA adapter can trigger on (every HPA metric of an origin it serves: the server's, the TPU
+    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/metrics_adapters/keda.py
+    query), and the example's rendered triggers: every series and label is one the stack's scraping produces. The
+    picker's series come from its chart's PodMonitoring (test_the_endpoint_picker_is_scraped_and_runs_with_flow_control);
+    `llm_d_epp_average_running_requests` is labelled `name` (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/
+    llm_d_router_metrics.go llmdInferencePoolAvgRunningRequests, poolLabels = ["name"] in metrics.go)."""
+    from stacks.metrics_adapters import keda
+
+    scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
+    served = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    served = {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
+    assert {"epp_flow_control_queue_size", "epp_running_requests", "vllm:num_requests_waiting"} <= set(served)
+    for metric in served.values():
+        check_query(keda.query(metric, scope))
+    example = load_stack_file(ROOT / "examples" / "vllm-single-host" / "Pulumi.vllm-single-host-keda.yaml")
+    triggers = run(example, stack="vllm-single-host-keda").one("kubernetes:keda.sh/v1alpha1:ScaledObject")
+    queries = [t["metadata"]["query"] for t in triggers.inputs["spec"]["triggers"]]
+    assert any("llm_d_epp_flow_control_queue_size" in q for q in queries)
+    for query in queries:
+        check_query(query)
+
+
 # ---- every workload type of the registry ------------------------------------------------------------------------
 
 
