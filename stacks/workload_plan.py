@@ -432,9 +432,13 @@ def hpa_behavior(plan: WorkloadPlan) -> dict[str, Any]:
 def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], environment: str, problems: list) -> bool:
     """minReplicas 0 (scale to zero): only through KEDA (an HPA's minReplicas may be 0 only with the alpha
     feature gate HPAScaleToZero: autoscaling/v2 HorizontalPodAutoscalerSpec.minReplicas), only outside prod (the
-    first request waits for a whole replica to start), and only on a gateway metric (the server's own series vanish with its last pod, so
-    nothing would ever scale it back up; the gateway queues requests while the pool has no endpoint). Adds the
-    problems and says whether 0 is otherwise fine (False: the caller reports `below 1`)."""
+    first request waits for a whole replica to start), and only with a metric that counts requests while no
+    replica runs (HpaMetric.counts_at_zero: the gateway's flow-control queue). KEDA scales 0 -> 1 only when a
+    trigger is active, its value above its activation threshold, 0 by default (kedacore/keda@v2.20.2
+    pkg/scalers/prometheus_scaler.go GetMetricsAndActivity: `val > s.metadata.ActivationThreshold`); the
+    server's own series vanish with its last pod, and the picker's running requests (average per ready endpoint
+    x ready endpoints) are 0 without an endpoint, so neither would ever bring it back. Adds the problems and says
+    whether 0 is otherwise fine (False: the caller reports `below 1`)."""
     from stacks import metrics_adapters
 
     entry = metrics_adapters.get(adapter)
@@ -445,13 +449,14 @@ def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], en
         problems.append(
             Problem(key, "0 (scale to zero) is not allowed in prod: the first request waits for a replica to start")
         )
-    if not any(m.name in registry and registry[m.name].origin == "gateway" for m in auto.metrics):
-        gateway = [n for n, m in registry.items() if m.origin == "gateway"]
+    if not any(m.name in registry and registry[m.name].counts_at_zero for m in auto.metrics):
+        waiting = [n for n, m in registry.items() if m.counts_at_zero]
         problems.append(
             Problem(
                 key,
-                "0 (scale to zero) needs a gateway metric in autoscaling.metrics (the server's series vanish with "
-                f"its last pod); one of: {', '.join(gateway) or 'none for this workload type'}",
+                "0 (scale to zero) needs, in autoscaling.metrics, a metric that counts the requests waiting while no "
+                "replica runs (the server's series vanish with its last pod, the gateway's running requests are 0 "
+                f"without an endpoint); one of: {', '.join(waiting) or 'none for this workload type'}",
             )
         )
     return True

@@ -67,7 +67,7 @@ def test_the_example_scales_its_vllm_workload_on_the_gateway_queue_through_keda(
     }
     where = f'{cluster},namespace="llama70b",name="llama70b"'
     assert running["metadata"]["query"] == (
-        f"sum(llm_d_epp_average_running_requests{{{where}}} * llm_d_epp_ready_endpoints{{{where}}})"
+        f"max(llm_d_epp_average_running_requests{{{where}}} * llm_d_epp_ready_endpoints{{{where}}})"
     )
     # the pool the queue is read for is the InferencePool the gateway routes the workload to: the endpoint picker
     # release's, named after it (stacks/gateway.py inference_pool_manifest, from the release name)
@@ -194,14 +194,20 @@ def test_scale_to_zero_is_refused_in_prod_naming_the_key(run):
     assert "tpu-serving:workloads[0].autoscaling.minReplicas: 0 (scale to zero) is not allowed in prod" in message
 
 
-def test_scale_to_zero_needs_a_gateway_metric_and_keda(run):
-    server_only = autoscaling(metrics=[{"name": "vllm:num_requests_waiting", "target": 10}])
-    message = problems_of(run, example(autoscaling=server_only))
-    assert re.search(
-        r"minReplicas: 0 \(scale to zero\) needs a gateway metric .*one of: epp_flow_control_queue_size, "
-        r"epp_running_requests",
-        message,
+def test_scale_to_zero_needs_the_gateway_queue_and_keda(run):
+    """KEDA activates (0 -> 1) only on a trigger whose value is above its activationThreshold, 0 by default
+    (kedacore/keda@v2.20.2:pkg/scalers/prometheus_scaler.go GetMetricsAndActivity). At zero replicas the server's
+    series are gone and the picker's running requests, average_running_requests x ready_endpoints
+    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/metrics.go), are 0: only the flow-control queue counts the requests
+    waiting, so either alone is refused."""
+    wanted = (
+        r"minReplicas: 0 \(scale to zero\) needs, in autoscaling.metrics, a metric that counts the requests waiting"
     )
+    for metric in ("vllm:num_requests_waiting", "epp_running_requests"):
+        alone = autoscaling(metrics=[{"name": metric, "target": 10}])
+        message = problems_of(run, example(autoscaling=alone))
+        assert re.search(wanted + r".*one of: epp_flow_control_queue_size$", message, re.M), (metric, message)
+    server_only = autoscaling(metrics=[{"name": "vllm:num_requests_waiting", "target": 10}])
     stackdriver = {
         **example(autoscaling=server_only),
         "tpu-serving:monitoring": {"adapter": "custom-metrics-stackdriver"},

@@ -139,7 +139,8 @@ def _matchers(labels: Mapping[str, str]) -> str:
 
 
 def query(metric: HpaMetric, scope: Scope) -> str:
-    """PromQL returning ONE sample: the metric's total over the workload's replicas."""
+    """PromQL returning ONE sample: the metric's total over the workload's replicas (for a pool-level gauge of
+    the endpoint picker, the pool's value however many picker replicas export it)."""
     where = {"cluster": scope.cluster}
     if metric.origin == "gateway":
         if scope.pool is None or metric.pool_label is None:
@@ -147,8 +148,10 @@ def query(metric: HpaMetric, scope: Scope) -> str:
         where |= {"namespace": scope.namespace, metric.pool_label: scope.pool}
         own = f"{metric.series}{{{_matchers(where)}}}"
         if metric.multiplier is None:
-            return f"sum({own})"
-        return f"sum({own} * {metric.multiplier}{{{_matchers(where)}}})"
+            return f"sum({own})"  # each picker replica's own queue: the pool's is their sum
+        # a pool-level gauge every picker replica exports alike (stacks.metrics GATEWAY_HPA_METRICS): one
+        # replica's product is the pool's total, a sum would count it once per picker replica
+        return f"max({own} * {metric.multiplier}{{{_matchers(where)}}})"
     if metric.origin == "server":
         known = SERIES_LABELS.get(metric.series, frozenset())
         where |= {"namespace": scope.namespace, **{k: v for k, v in scope.selector.items() if k in known}}
