@@ -107,6 +107,9 @@ class WorkloadPlan:
     project: str = field(default="", kw_only=True)  # gcp:project
     # tpu-serving:gateway.enabled: with `gateway_backend()`, whether the gateway serves the workload
     gateway_enabled: bool = field(default=False, kw_only=True)
+    # The time-to-serve estimate's wait from zero (stacks.time_to_serve Estimate.from_zero) of a workload KEDA
+    # scales to zero, set once the plan is made (stacks/config.py): the estimate reads the plan itself.
+    from_zero_s: float | None = field(default=None, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -202,7 +205,17 @@ class WorkloadPlan:
         the workload never runs at zero."""
         from stacks.metrics_adapters import keda
 
-        return keda.POLLING_SECONDS if self.min_replicas == 0 and not self.paused else 0
+        at_zero = self.autoscaled and self.keda and self.min_replicas == 0 and not self.paused
+        return keda.POLLING_SECONDS if at_zero else 0
+
+    @property
+    def from_zero_budget_s(self) -> int | None:
+        """How long a scale from zero may take before anything gives up on it (its ScaledObject's cooldowns, the
+        endpoint picker's queue TTL): stacks.metrics_adapters.keda.from_zero_budget of `from_zero_s`; None when
+        the workload never runs at zero."""
+        from stacks.metrics_adapters import keda
+
+        return None if self.from_zero_s is None else keda.from_zero_budget(self.from_zero_s)
 
     @property
     def hpa_metrics(self) -> dict[str, Any] | None:
@@ -490,7 +503,7 @@ def autoscaler_manifest(
     spec: dict[str, Any] = {
         "scaleTargetRef": target,
         "pollingInterval": keda.POLLING_SECONDS,
-        "cooldownPeriod": keda.COOLDOWN_SECONDS,
+        **keda.cooldowns(plan.from_zero_budget_s),
         "minReplicaCount": auto.min_replicas,
         "maxReplicaCount": auto.max_replicas,
         "triggers": [keda.trigger(registry[m.name], m.target, scope) for m in auto.metrics],
