@@ -13,7 +13,7 @@ Every PromQL query reads only series the stack's scraping produces, with labels 
 - the endpoint picker's series (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go), scraped by
   its chart's PodMonitoring (stacks/gateway.py router_values).
 
-Log-based metrics count what no scraped series shows: the cluster autoscaler's failed scale-ups (a TPU stockout),
+Log-match alert policies see what no scraped series shows: the cluster autoscaler's failed scale-ups (a TPU stockout),
 Compute Engine preemptions and host errors of the nodes, and upcoming host maintenance notices.
 """
 
@@ -27,8 +27,23 @@ TICKET = "WARNING"
 AT_MAX_MINUTES = 30
 # How long a workload may have no ready serving container, or its gateway see no ready endpoint.
 NO_READY_MINUTES = 5
-# The 5xx ratio and the flow-control queue over this many minutes.
+# The server-error ratio and the flow-control queue over this many minutes.
 GATEWAY_MINUTES = 5
+# The endpoint picker's error_code values of a server-side failure (llm-d/llm-d-router@v0.10.0
+# pkg/common/error/error.go: ModelServerError is any non-200 answer of the model server, recorded in
+# pkg/epp/handlers/server.go; Internal and ServiceUnavailable become 500 and 503 in BuildErrResponse; Unknown is the
+# code of any error that is not the picker's own Error, answered as a gRPC error, not an HTTP status). Not counted:
+# the client's errors (BadRequest, Unauthorized, Forbidden, NotFound, PreconditionFailed) and ResourceExhausted (429,
+# flow control shedding load: the queue alert sees saturation).
+GATEWAY_SERVER_ERRORS = ("ModelServerError", "Internal", "ServiceUnavailable", "Unknown")
+# Compute Engine system events that take a VM (a node) away: preempted (Spot), a host error, a termination for host
+# maintenance (https://cloud.google.com/compute/docs/instances/host-maintenance-overview: a VM whose
+# onHostMaintenance is TERMINATE, as TPU VMs are, is stopped for maintenance).
+INTERRUPTION_METHODS = (
+    "compute.instances.preempted",
+    "compute.instances.hostError",
+    "compute.instances.terminateOnHostMaintenance",
+)
 
 
 @dataclass(frozen=True)
@@ -50,16 +65,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class LogSignal:
-    """A log-based counter metric and the policy that fires when it counts anything in `minutes`."""
+    """A log-match alert policy (conditionMatchedLog): it fires on any log entry `filter` matches."""
 
     key: str
-    metric: str
-    """The log-based metric's name (logging.googleapis.com/user/<metric>)."""
-    resource: str
-    """The monitored resource of the log entries it counts (the metric's time series carry it)."""
     filter: str
     title: str
     minutes: int
+    """At most one notification per this many minutes (the policy's notificationRateLimit)."""
     severity: str
     threshold: str
     command: str

@@ -19,7 +19,8 @@ Sources:
   (https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/alerting-on-budget-burn-rate); the windows and
   rates of the Google SRE workbook, "Alerting on SLOs" (1 h/5 min at 14.4x, 6 h/30 min at 6x).
 - The endpoint picker: llm-d/llm-d-router@v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go (series and labels),
-  pkg/epp/handlers/server.go (error_code is the response status), cmd/epp/runner/feature_gate_test.go (the
+  pkg/epp/handlers/server.go and pkg/common/error/error.go (error_code is never an HTTP status: ModelServerError
+  for any non-200 answer of the model server, else the picker's canonical error code), cmd/epp/runner/feature_gate_test.go (the
   flowControl gate, off by default), config/charts/routerlib templates/_gke.yaml (the PodMonitoring it renders with
   monitoring.provider gmp and prometheus.enabled) and templates/_deployment.yaml (container port metrics 9090).
 """
@@ -27,6 +28,7 @@ Sources:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +257,10 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
     ratio = slos["alerts-chat-availability-slo"]["requestBasedSli"]["goodTotalRatio"]
     assert "vllm:request_success_total/counter" in ratio["totalServiceFilter"]
     assert ratio["goodServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length")')
+    # a client's cancel (vLLM finished_reason "abort": FinishReason.ABORT, vllm-project/vllm v0.27.0
+    # vllm/v1/engine/__init__.py) is not the server's failure: not in the total; the server's "error" is
+    assert ratio["totalServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length", "error")')
+    assert "abort" not in ratio["totalServiceFilter"]
     # the series each SLI reads is one the scraping produces, with the label it filters by
     assert "vllm:time_to_first_token_seconds_bucket" in metrics.SERIES_LABELS
     assert "finished_reason" in metrics.SERIES_LABELS["vllm:request_success_total"]
@@ -271,22 +277,41 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
 # ---- the cluster's capacity -------------------------------------------------------------------------------------
 
 
-def test_capacity_signals_are_log_based_metrics_of_this_cluster(run):
+def test_capacity_signals_are_log_match_policies_with_a_rate_limit_and_no_log_based_metric(run):
+    """A policy on a log-based metric made in the same `up` is refused until the metric exists ("Cannot find
+    metric(s)", hashicorp/terraform-provider-google#11102, GoogleCloudPlatform/cloud-foundation-fabric#3739): each
+    capacity signal is a log-match condition (conditionMatchedLog.filter, required), whose policy must set
+    alertStrategy.notificationRateLimit ("Required for alert policies with a LogMatch condition",
+    hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/services/monitoring/resource_monitoring_alert_policy.go;
+    the provider rules data holds both fields)."""
+    rules = json.loads((ROOT / "tooling/data/provider_rules.json").read_text())["resources"]
+    fields = rules[POLICY]["fields"]
+    assert fields["conditions.condition_matched_log.filter"]["required"] is True
+    assert "alert_strategy.notification_rate_limit.period" in fields
     rec = run(vllm_config(), stack="staging")
-    metrics_ = {r.inputs["name"]: r.inputs for r in rec.of_type("gcp:logging/metric:Metric")}
-    stockout = metrics_["tpu-serving-tpu-serving-staging-scale-up-failures"]
-    assert "container.googleapis.com%2Fcluster-autoscaler-visibility" in stockout["filter"]
-    assert 'resource.labels.cluster_name="tpu-serving-staging"' in stockout["filter"]
-    assert "noScaleUp" in stockout["filter"] and "scale\\.up\\.error" in stockout["filter"]
-    assert stockout["metricDescriptor"] == {"metricKind": "DELTA", "valueType": "INT64"}
-    interruptions = metrics_["tpu-serving-tpu-serving-staging-node-interruptions"]["filter"]
-    assert '"compute.instances.preempted"' in interruptions and '"compute.instances.hostError"' in interruptions
-    policy = rec.one(POLICY, "alerts-tpu-stockout").inputs["conditions"][0]["conditionThreshold"]
-    assert policy["comparison"] == "COMPARISON_GT" and policy["thresholdValue"] == 0
-    assert policy["filter"] == (
-        'metric.type="logging.googleapis.com/user/tpu-serving-tpu-serving-staging-scale-up-failures" '
-        'resource.type="k8s_cluster"'
-    )
+    assert not rec.of_type("gcp:logging/metric:Metric")
+    logged = {}
+    for key in ("tpu-stockout", "node-interruptions", "upcoming-maintenance"):
+        policy = rec.one(POLICY, f"alerts-{key}").inputs
+        (condition,) = policy["conditions"]
+        assert set(condition) == {"displayName", "conditionMatchedLog"}, key
+        assert policy["alertStrategy"]["notificationRateLimit"]["period"].endswith("s")
+        logged[key] = condition["conditionMatchedLog"]["filter"]
+    stockout = logged["tpu-stockout"]
+    assert "container.googleapis.com%2Fcluster-autoscaler-visibility" in stockout
+    assert 'resource.labels.cluster_name="tpu-serving-staging"' in stockout
+    assert "noScaleUp" in stockout and "scale\\.up\\.error" in stockout
+    # every Compute Engine event that takes a VM away (host-maintenance-overview: a TERMINATE VM is stopped)
+    for method in (
+        "compute.instances.preempted",
+        "compute.instances.hostError",
+        "compute.instances.terminateOnHostMaintenance",
+    ):
+        assert f'"{method}"' in logged["node-interruptions"]
+    assert '"compute.instances.upcomingMaintenance"' in logged["upcoming-maintenance"]
+    # a paused stack disables them like the others
+    paused = run({**vllm_config(), "tpu-serving:paused": True}, stack="staging")
+    assert paused.one(POLICY, "alerts-tpu-stockout").inputs["enabled"] is False
 
 
 # ---- the gateway's own signals ----------------------------------------------------------------------------------
@@ -337,12 +362,69 @@ def test_the_chart_scrapes_the_metrics_port_the_network_policy_opens():
 def test_gateway_served_workloads_get_the_pickers_alerts_and_tiles():
     cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
     keys = {r.key for w in cfg.alerts_plan.workloads for r in w.rules}
-    assert {"chat-gateway-5xx", "chat-gateway-no-endpoint", "chat-gateway-queue"} <= keys
+    assert {"chat-gateway-errors", "chat-gateway-no-endpoint", "chat-gateway-queue"} <= keys
     titles = [t for t, _, _ in cfg.monitoring_plan.dashboard_panels]
     assert "Gateway flow-control queue" in titles and "Gateway ready endpoints" in titles
     off = parse_config(vllm_config(), "staging")
     assert not {r.key for w in off.alerts_plan.workloads for r in w.rules} & {k for k in keys if "gateway" in k}
     assert "Gateway flow-control queue" not in [t for t, _, _ in off.monitoring_plan.dashboard_panels]
+
+
+# The endpoint picker's error_code values, as llm-d/llm-d-router@v0.10.0:pkg/common/error/error.go declares them
+# (its const block; CanonicalCode returns one of them, Unknown for any other error). pkg/epp/handlers/server.go
+# records ModelServerError for any response status but 200, else CanonicalCode(err): never an HTTP status.
+EPP_ERROR_CODES = frozenset(
+    {
+        "Unknown",
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "PreconditionFailed",
+        "Internal",
+        "ServiceUnavailable",
+        "ModelServerError",
+        "ResourceExhausted",
+    }
+)
+EPP_CLIENT_ERRORS = frozenset({"BadRequest", "Unauthorized", "Forbidden", "NotFound", "PreconditionFailed"})
+
+
+def error_codes_read(query: str) -> set[str]:
+    """Every error_code value a query's matchers can select, against the picker's whole set."""
+    found: set[str] = set()
+    for selector in promql.parse(query):
+        for label, op, value in selector.matchers:
+            if label != "error_code":
+                continue
+            assert op in ("=", "=~"), (op, query)
+            pattern = value if op == "=~" else re.escape(value)
+            matched = {code for code in EPP_ERROR_CODES if re.fullmatch(pattern, code)}
+            # a value that matches none of the picker's codes (an HTTP status) selects nothing
+            assert matched, (value, query)
+            found |= matched
+    return found
+
+
+def test_the_gateway_error_ratio_reads_error_codes_the_picker_records():
+    cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
+    (rule,) = [r for w in cfg.alerts_plan.workloads for r in w.rules if r.key == "chat-gateway-errors"]
+    codes = error_codes_read(rule.query)
+    assert (
+        codes == set(alerts.GATEWAY_SERVER_ERRORS) == {"ModelServerError", "Internal", "ServiceUnavailable", "Unknown"}
+    )
+    assert not codes & EPP_CLIENT_ERRORS and "ResourceExhausted" not in codes
+    # the old query's 5xx regular expression selects no value the picker records
+    with pytest.raises(AssertionError):
+        error_codes_read('sum(rate(llm_d_epp_request_error_total{error_code=~"5.."}[5m]))')
+
+
+def test_the_picker_error_codes_are_the_upstream_set():
+    """Where the upstream source is at hand (TPU_SERVING_REFERENCE or ../shared/reference holding
+    llm-d-router-v0.10.0/pkg/common/error/error.go), its const block is exactly EPP_ERROR_CODES."""
+    source = reference_file("llm-d-router-v0.10.0/pkg/common/error/error.go").read_text()
+    block = source.split("const (", 2)[2].split(")", 1)[0]
+    assert set(re.findall(r'^\s*\w+\s*=\s*"(\w+)"', block, re.M)) == EPP_ERROR_CODES
 
 
 # ---- cost per million output tokens ------------------------------------------------------------------------------

@@ -149,3 +149,16 @@ def test_every_budget_problem_at_once_before_anything_is_registered(run):
     ):
         assert f"  - {key}" in message, message
     assert recording.resources == []
+
+
+def test_the_budget_is_made_through_a_provider_that_bills_the_stacks_project(run):
+    """The Warning of https://www.pulumi.com/registry/packages/gcp/api-docs/billing/budget (and the Terraform
+    google_billing_budget page): with user ADC the Billing Budgets API answers 403 unless the provider sets
+    billing_project and user_project_override true; the deployer needs serviceusage.services.use on that project."""
+    rec = run(make_config(tpu_serving__cost={"budget": {"billingAccount": ACCOUNT, "monthlyAmount": 5}}))
+    budget = rec.one(BUDGET)
+    provider = rec.one("pulumi:providers:gcp")
+    assert provider.inputs["billingProject"] == "tpu-test-project"
+    assert provider.inputs["userProjectOverride"] in (True, "true")
+    assert f"::{provider.name}::" in budget.provider, budget.provider
+    assert provider.parent == budget.parent
