@@ -19,7 +19,9 @@ Compute Engine preemptions and host errors of the nodes, and upcoming host maint
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 PAGE = "CRITICAL"  # paging channels receive these (AlertsConfig.paging)
 TICKET = "WARNING"
@@ -115,10 +117,38 @@ def selector(**matchers: str) -> str:
     return ", ".join(f'{k}=~"{v[1:]}"' if v.startswith("~") else f'{k}="{v}"' for k, v in matchers.items())
 
 
-def pods_of(name: str) -> str:
-    """The regular expression of a workload's pod names: every pod of a workload is named after it (its
-    Deployment, LeaderWorkerSet, StatefulSet or JobSet is `<name>` or `<name>-...`; a test checks each type)."""
-    return f"~{name}-.+"
+# The names of the pods each controller kind makes, after the controller's name (RE2, matched whole by PromQL):
+# - Deployment: its ReplicaSet `<deployment>-<pod-template-hash>`, whose pods add a 5-character random suffix
+#   (kubernetes/kubernetes pkg/controller/deployment/sync.go, k8s.io/apiserver pkg/storage/names/generate.go
+#   randomLength 5);
+# - LeaderWorkerSet: the leader StatefulSet `<lws>` makes `<lws>-<group>`, each group's workers are
+#   `<leader pod>-<worker>` (kubernetes-sigs/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go
+#   `fmt.Sprintf("%s-%d", lws.Name, idx)`, pkg/utils/accelerators/tpu.go worker hostnames `<leader>-<i>`);
+# - JobSet: its Jobs are `<jobset>-<replicated job>-<job index>` (kubernetes-sigs/jobset@v0.10.1
+#   pkg/util/placement/placement.go GenJobName), Indexed Jobs whose pods are `<job>-<completion index>-<random>`.
+# None of them matches the endpoint picker's pods (`<name>-epp-<hash>-<random>`) nor a Job's (`<job>-<random>`).
+POD_NAMES = {
+    "Deployment": "{}-[a-z0-9]+-[a-z0-9]{{5}}",
+    "LeaderWorkerSet": "{}-[0-9]+(-[0-9]+)?",
+    "JobSet": "{}-[a-z0-9-]+-[0-9]+-[0-9]+-[a-z0-9]{{5}}",
+}
+
+
+class PodSet(Protocol):
+    """A set of pods one controller owns (stacks.disruption.Unit)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+def pods_of(units: Sequence[PodSet]) -> str:
+    """The regular expression of exactly a workload's serving pods, from the kind and name of each set of pods one of
+    its controllers owns (its disruption units, stacks/disruption.py Unit): not the endpoint picker in its namespace,
+    not a staging Job. A test checks it over every registry type."""
+    return "~" + "|".join(f"({POD_NAMES[u.kind].format(u.name)})" for u in units)
 
 
 def monitoring_filter(metric_type: str, cluster: str, namespace: str, **labels: str) -> str:

@@ -45,7 +45,7 @@ from tooling import chart_objects, readme_tables
 from tooling.chart_objects import stack_files
 from tooling.fleet_render import is_fleet
 from tooling.offline import load_stack_file, parse_config
-from workloads.pathways_job.plan import pathways_job
+from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
 
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -129,35 +129,83 @@ def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
 # ---- every workload type of the registry ------------------------------------------------------------------------
 
 
-def test_every_registry_type_gets_its_policies_and_they_select_its_pods():
+def replicated_jobs(plan: Any, name: str) -> list[str]:
+    """The replicated jobs of the workload's JobSet `name`: from its manifest, or the PathwaysJob controller's
+    (google/pathways-job@v0.1.4: a `pathways-head` job and a `worker` job)."""
+    for manifest in plan.pod_manifests():
+        if manifest.get("kind") == "JobSet" and manifest["metadata"]["name"] == name:
+            return [r["name"] for r in manifest["spec"]["replicatedJobs"]]
+    assert plan.workload.type == "pathways-job", (plan.workload.type, name)
+    return [HEAD_JOB, WORKER_JOB]
+
+
+def pod_names(plan: Any) -> tuple[list[str], list[str]]:
+    """Pod names a cluster would have in the workload's namespace: its serving pods (named as each controller kind
+    names them, stacks.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
+    `<name>-epp`, llm-d-router's chart; each Job of the workload, a weights staging Job among them)."""
+    serving = []
+    for unit in plan.disruption_units():
+        if unit.kind == "Deployment":
+            serving.append(f"{unit.name}-7d9f8b6c5d-x2k4p")
+        elif unit.kind == "LeaderWorkerSet":
+            serving += [f"{unit.name}-0", f"{unit.name}-1", f"{unit.name}-1-3"]
+        elif unit.kind == "JobSet":
+            serving += [f"{unit.name}-{r}-0-1-q8z2m" for r in replicated_jobs(plan, unit.name)]
+        else:
+            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.alerts.POD_NAMES")
+    other = [f"{gateway.epp_name(plan.name)}-6c8f9d7b4-abcde", f"{plan.name}-weights-299216fe-k2j9d"]
+    other += [
+        f"{m['metadata']['name']}-{suffix}"
+        for m in plan.pod_manifests()
+        if m.get("kind") == "Job"
+        for suffix in ("x7k2p", "0-x7k2p")
+    ]
+    return serving, other
+
+
+def check_selects_exactly_the_serving_pods(plan: Any, query: str) -> None:
+    (pattern,) = {v for sel in promql.parse(query) for label, op, v in sel.matchers if label == "pod" and op == "=~"}
+    serving, other = pod_names(plan)
+    for pod in serving:
+        assert re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
+    for pod in other:
+        assert not re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
+
+
+def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_serving_pods():
+    """The pod selectors match each controller's pods and neither the endpoint picker's nor a Job's (the old
+    `<name>-.+` matched both: the picker's ready container masked "no ready replica")."""
     seen = set()
     for cfg in example_configs():
-        rules = {w.name: {r.key for r in w.rules} for w in cfg.alerts_plan.workloads}
+        rules = {w.name: {r.key: r for r in w.rules} for w in cfg.alerts_plan.workloads}
         for plan in cfg.workloads:
             seen.add(plan.workload.type)
-            assert f"{plan.name}-pods-pending" in rules[plan.name]
-            assert (f"{plan.name}-no-ready-replica" in rules[plan.name]) == plan.serves_requests
-            # every pod of the workload is named after it (its controller's name is the prefix of its pods'); a
-            # PathwaysJob's pods are its controller's, from a JobSet named after the PathwaysJob (google/pathways-job
-            # @v0.1.4 internal/controller: the JobSet takes the PathwaysJob's name), itself named after the workload
-            for manifest in plan.pod_manifests():
-                if "metadata" not in manifest:
-                    assert plan.workload.type == "pathways-job", manifest
-                    manifest = pathways_job(plan)
-                name = manifest["metadata"]["name"]
-                assert name == plan.name or name.startswith(f"{plan.name}-"), (plan.workload.type, name)
+            mine = rules[plan.name]
+            assert f"{plan.name}-pods-pending" in mine
+            assert (f"{plan.name}-no-ready-replica" in mine) == plan.serves_requests
+            for key in ("no-ready-replica", "pods-pending", "requests-waiting"):
+                if f"{plan.name}-{key}" in mine:
+                    check_selects_exactly_the_serving_pods(plan, mine[f"{plan.name}-{key}"].query)
             if getattr(plan.workload, "autoscaling", None) is not None:
-                assert f"{plan.name}-autoscaler-at-max" in rules[plan.name]
+                assert f"{plan.name}-autoscaler-at-max" in mine
     # every type of the registry is in some shipped stack, so the loop above covered it
     assert seen == set(WORKLOAD_TYPES)
+    with pytest.raises(AssertionError):  # the old selector
+        check_selects_exactly_the_serving_pods(
+            cfg.workloads[0], f'sum(kube_pod_status_phase{{pod=~"{cfg.workloads[0].name}-.+"}})'
+        )
 
 
 def test_a_type_added_to_the_registry_gets_the_policies(run, echo_registered):  # noqa: F811
     rec = run(make_config(tpu_serving__environment="staging", tpu_serving__workloads=[ECHO_CONFIG]), stack="staging")
     names = {r.name for r in rec.of_type(POLICY)}
     assert {"alerts-echo-no-ready-replica", "alerts-echo-pods-pending", "alerts-echo-hbm-near-full"} <= names
-    query = rec.one(POLICY, "alerts-echo-no-ready-replica").inputs["conditions"][0]
-    assert 'pod=~"echo-.+"' in query["conditionPrometheusQueryLanguage"]["query"]
+    plan = parse_config(
+        make_config(tpu_serving__environment="staging", tpu_serving__workloads=[ECHO_CONFIG]), "staging"
+    ).workloads[0]
+    for key in ("no-ready-replica", "pods-pending"):
+        query = rec.one(POLICY, f"alerts-echo-{key}").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+        check_selects_exactly_the_serving_pods(plan, query["query"])
 
 
 # ---- defaults, pause, routing -----------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def plan(
 
 
 def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
-    return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.name), **more)
+    return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.disruption_units()), **more)
 
 
 def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_metrics: bool) -> tuple[Rule, ...]:
