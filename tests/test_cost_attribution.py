@@ -22,7 +22,7 @@ from stacks import naming
 from stacks.pieces import cost as cost_piece
 from tests.conftest import STACK_FILES, make_config, recorded
 from tooling import preflight
-from tooling.offline import PROJECT_NUMBER, Recording, parse_stack_file
+from tooling.offline import PROJECT_NUMBER, Recording, load_stack_file, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -80,7 +80,10 @@ def test_cost_allocation_can_be_turned_off(run):
 
 def test_no_budget_unless_configured():
     for path in STACK_FILES:
-        assert recorded(path, False).of_type(BUDGET) == []
+        configured = "tpu-serving:cost" in load_stack_file(path) and load_stack_file(path)["tpu-serving:cost"].get(
+            "budget"
+        )
+        assert bool(recorded(path, False).of_type(BUDGET)) == bool(configured), path.name
 
 
 def test_the_budget_scoped_to_the_stack(run):
