@@ -357,6 +357,9 @@ def test_capacity_signals_are_log_match_policies_with_a_rate_limit_and_no_log_ba
     ):
         assert f'"{method}"' in logged["node-interruptions"]
     assert '"compute.instances.upcomingMaintenance"' in logged["upcoming-maintenance"]
+    # the VM events of the TPU pools' zones only (gce_instance's zone label), not the whole project
+    for key in ("node-interruptions", "upcoming-maintenance"):
+        assert 'resource.type="gce_instance" resource.labels.zone=("us-east5-b")' in logged[key], logged[key]
     # a paused stack disables them like the others
     paused = run({**vllm_config(), "tpu-serving:paused": True}, stack="staging")
     assert paused.one(POLICY, "alerts-tpu-stockout").inputs["enabled"] is False

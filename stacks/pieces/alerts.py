@@ -115,11 +115,12 @@ def plan(
     cluster_name: str,
     paused: bool,
     tpu_metrics: bool,
-    has_tpu_pools: bool,
+    tpu_zones: Sequence[str],
     workloads: Sequence[WorkloadPlan],
     gateway_workloads: Sequence[str],
 ) -> AlertsPlan:
     enabled = profile.alerts if config.enabled is None else config.enabled
+    has_tpu_pools = bool(tpu_zones)
     return AlertsPlan(
         enabled=enabled,
         paging=profile.paging if config.paging is None else config.paging,
@@ -138,7 +139,7 @@ def plan(
         )
         if enabled
         else (),
-        cluster_rules=cluster_rules(config, project, cluster_name) if enabled and has_tpu_pools else (),
+        cluster_rules=cluster_rules(config, project, cluster_name, tpu_zones) if enabled and has_tpu_pools else (),
     )
 
 
@@ -323,7 +324,7 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
     return tuple(out)
 
 
-def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[LogSignal, ...]:
+def cluster_rules(config: AlertsConfig, project: str, cluster: str, zones: Sequence[str]) -> tuple[LogSignal, ...]:
     """What the cluster's logs say about its TPU capacity, as log-match policies: failed scale-ups (a stockout: GKE's
     cluster autoscaler visibility events, https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility:
     resultInfo errors scale.up.error.* and noScaleUp decisions); preemptions, host errors and terminations for host
@@ -332,11 +333,15 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
     https://cloud.google.com/compute/docs/instances/spot#detect-preemption and
     https://cloud.google.com/compute/docs/instances/host-maintenance-overview); and host maintenance notices
     (compute.instances.upcomingMaintenance: https://cloud.google.com/tpu/docs/view-maintenance-notifications). The
-    VM events are project-wide: no audit-log field names the GKE cluster, and the rule that truncates a cluster's
-    name into its VMs' names is not documented, so a VM of another cluster in the project fires them too."""
+    VM events are limited to the zones of the stack's TPU pools (the gce_instance resource's `zone` label,
+    https://cloud.google.com/monitoring/api/resources#tag_gce_instance), not to the cluster: no audit-log field names
+    the GKE cluster, and the rule that truncates a cluster's name into its VMs' names is not documented, so a VM of
+    another cluster (or none) in those zones of the project fires them too."""
     visibility = f"projects/{project}/logs/container.googleapis.com%2Fcluster-autoscaler-visibility"
     system_event = f"projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event"
     interruptions = " OR ".join(f'"{m}"' for m in alerts.INTERRUPTION_METHODS)
+    zone_list = " OR ".join(f'"{z}"' for z in zones)
+    vms = f'resource.type="gce_instance" resource.labels.zone=({zone_list})'
     return (
         LogSignal(
             "tpu-stockout",
@@ -352,11 +357,11 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
         ),
         LogSignal(
             "node-interruptions",
-            f'logName="{system_event}" resource.type="gce_instance" protoPayload.methodName=({interruptions})',
+            f'logName="{system_event}" {vms} protoPayload.methodName=({interruptions})',
             "TPU nodes preempted or interrupted",
             10,
             TICKET,
-            "any preemption, host error or termination for host maintenance of a VM in the project (at most one "
+            "any preemption, host error or termination for host maintenance of a VM in the TPU pools' zones (at most one "
             "notification per 10 min)",
             f"kubectl get nodes -l cloud.google.com/gke-tpu-accelerator; gcloud logging read "
             f"'logName=\"{system_event}\" protoPayload.methodName=({interruptions})' --limit=5 "
@@ -364,12 +369,11 @@ def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[Log
         ),
         LogSignal(
             "upcoming-maintenance",
-            f'logName="{system_event}" resource.type="gce_instance" '
-            'protoPayload.methodName="compute.instances.upcomingMaintenance"',
-            "Host maintenance notice on a VM of the project",
+            f'logName="{system_event}" {vms} protoPayload.methodName="compute.instances.upcomingMaintenance"',
+            "Host maintenance notice on a VM in the TPU pools' zones",
             60,
             TICKET,
-            "any compute.instances.upcomingMaintenance entry of a VM in the project: Compute Engine writes one when "
+            "any compute.instances.upcomingMaintenance entry of a VM in the TPU pools' zones: Compute Engine writes one when "
             "maintenance is scheduled (days ahead for scheduled maintenance), when it starts and when it ends "
             "(at most one notification per hour)",
             "kubectl get nodes -L cloud.google.com/gke-nodepool; make maintenance STACK=<stack>",
