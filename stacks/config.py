@@ -428,7 +428,7 @@ def _plans(
             cluster_name=cluster_name,
             paused=sections.paused,
             tpu_metrics=monitoring.tpu_metrics,
-            has_tpu_pools=bool(pools),
+            tpu_zones=sorted({p.config.zone for p in pools}),
             workloads=workloads,
             gateway_workloads=[b.name for b in gateway_plan.backends],
         ),

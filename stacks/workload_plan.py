@@ -85,6 +85,8 @@ class ServingSignals:
     finish_label: str = ""
     good_finishes: tuple[str, ...] = ()
     """Values of `finish_label` of a request that ended well."""
+    bad_finishes: tuple[str, ...] = ()
+    """Values of `finish_label` of a request that failed on the server's side (the SLI's other requests)."""
     output_tokens: str | None = None
     """Counter of generated tokens (its name without _total)."""
 
