@@ -133,6 +133,13 @@ class GatewayBackend:
     # `kubectl -n <ns> exec <pod> -c <container>` of a serving container with python3 (vLLM's image), from which
     # a request to an internal gateway leaves from inside the VPC; "" when there is none
     exec_in: str = ""
+    # the serving pods by labels whose keys are letters, digits, `-` and `_` only, as GKE's AutoscalingMetric
+    # selector needs them (stacks/fleet.py G1); None when `selector` is already such
+    metric_selector: dict[str, str] | None = None
+
+    @property
+    def metric_labels(self) -> dict[str, str]:
+        return dict(self.metric_selector if self.metric_selector is not None else self.selector)
 
 
 def epp_name(release: str) -> str:
