@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 
 import pulumi
@@ -316,21 +317,69 @@ def test_the_documented_policy_schemas_refuse_a_misspelt_field():
 # ---- the smoke check of a fleet stack -------------------------------------------------------------------------
 
 
-def test_the_smoke_check_confirms_the_import_and_the_programmed_gateway(fake_kubectl, capsys):
-    """scripts/smoke.py on a fleet stack file, against recorded kubectl answers (tests/fixtures/kubectl/fleet-*):
-    Gateway status.conditions[type=Programmed] (Gateway API v1 GatewayConditionType), the GCPInferencePoolImport
-    GKE creates in the config cluster from the exports (F1)."""
+FAKE_PULUMI = """import json, os, sys
+args = sys.argv[1:]
+name, stack = args[2], args[args.index("--stack") + 1]
+answers = json.loads(open(os.environ["FAKE_PULUMI_ANSWERS"]).read())
+if f"{stack} {name}" not in answers:
+    sys.exit(f"error: no stack output {name!r} in {stack}")
+print(answers[f"{stack} {name}"])
+"""
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path, monkeypatch):
+    """A stand-in `pulumi` on PATH answering `pulumi stack output <name> ... --stack <stack>` from a dict."""
+
+    def use(answers: dict[str, str]) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        (tmp_path / "fake_pulumi.py").write_text(FAKE_PULUMI)
+        script = bin_dir / "pulumi"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{tmp_path / "fake_pulumi.py"}" "$@"\n')
+        script.chmod(0o755)
+        (tmp_path / "answers.json").write_text(json.dumps(answers))
+        monkeypatch.setenv("FAKE_PULUMI_ANSWERS", str(tmp_path / "answers.json"))
+
+    return use
+
+
+def test_the_smoke_check_reads_the_fleet_output_and_checks_the_import_gateway_and_every_export(
+    fake_kubectl, fake_pulumi, capsys
+):
+    """scripts/smoke.py on a fleet stack file reads the fleet's last `up` (`pulumi stack output fleet --json`), not
+    the offline run: a route only the real output has is checked too. Against recorded kubectl answers
+    (tests/fixtures/kubectl/fleet-*): Gateway status.conditions[type=Programmed] (Gateway API v1
+    GatewayConditionType), the GCPInferencePoolImport GKE creates in the config cluster (F1), and in every region's
+    cluster the pool's `networking.gke.io/export: "True"` (F1; GKE documents no import status listing the clusters
+    it merged, so each region is checked at its export)."""
     import smoke
 
+    routing = recorded(FLEET_FILE, True).outputs["fleet"]
+    real = copy.deepcopy(routing)
+    real["routes"]["llama8b/other"] = copy.deepcopy(real["routes"]["llama8b/llama8b"])
+    answers = {"fleet fleet": json.dumps(real)}
+    answers |= {
+        f"{r['stack']} kubeconfig": "apiVersion: v1" for r in routing["routes"]["llama8b/llama8b"]["regions"].values()
+    }
+    fake_pulumi(answers)
     fake_kubectl("fleet-healthy")
-    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 0
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 1  # llama8b/other is not imported
     out = capsys.readouterr().out
     assert "| import | llama8b/llama8b | ok |" in out and "| gateway | llama8b/fleet-gateway | ok | Programmed |" in out
+    assert "| import | llama8b/other | FAIL |" in out
+    assert "| export | us-east5 llama8b/llama8b | ok | exported |" in out
+    assert "| export | europe-west4 llama8b/llama8b | ok | exported |" in out
+    fake_pulumi({**answers, "fleet fleet": json.dumps(routing)})
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 0
     fake_kubectl("fleet-broken")
     assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 1
     out = capsys.readouterr().out
     assert "| import | llama8b/llama8b | FAIL |" in out and "not Programmed: Pending" in out
     assert "gcloud container fleet ingress describe" in out
+    assert "| export | europe-west4 llama8b/llama8b | FAIL | networking.gke.io/export is None" in out
+    fake_pulumi({})  # the fleet stack was never `up`: smoke cannot run
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 2
 
 
 def test_every_fleet_resource_is_inside_the_fleet_component_and_named_after_it():
@@ -501,3 +550,12 @@ def test_a_region_may_use_its_existing_global_proxy_subnet_and_names_exactly_one
     assert "regions[0]: set exactly one of proxySubnetCidr" in text
     assert "regions[0].existingProxySubnet: 'Not_A_Name' is neither" in text
     assert "regions[1].existingProxySubnet" in text and "region 'europe-west4'" in text
+
+
+def test_the_documented_autoscaling_metric_schema_refuses_a_selector_key_gke_does_not_accept():
+    """G1 "Requirements": pod label selector keys of letters, digits, hyphen and underscore only."""
+    schema = SCHEMAS[("autoscaling.gke.io/v1beta1", "AutoscalingMetric")]
+    metric = fleet.autoscaling_metric_manifest("m", "ns", {"app": "m", "role": "leader"}, 8000, "vllm:x")
+    assert validate_custom(metric, schema) == []
+    metric["spec"]["selector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] = "m"
+    assert validate_custom(metric, schema)
