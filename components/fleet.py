@@ -94,7 +94,11 @@ def _build(name: str, plan: fleet.FleetPlan, ref: pulumi.StackReference, child: 
         ),
         opts=child,
     )
-    subnets = [_proxy_subnet(f"{name}-proxy", plan, m, child) for m in plan.members if m.config.proxy_subnet_cidr]
+    subnets = [
+        _proxy_subnet(f"{name}-proxy", plan, m, cidr, child)
+        for m in plan.members
+        if (cidr := m.config.proxy_subnet_cidr)
+    ]
     agent = _ingress_agent_role(name, plan, ingress, child)
     _config_cluster_objects(name, plan, ref, [ingress, agent, *memberships.values(), *subnets], child)
 
@@ -118,7 +122,7 @@ def _ingress_agent_role(
 
 
 def _proxy_subnet(
-    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions
+    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, cidr: str, child: pulumi.ResourceOptions
 ) -> gcp.compute.Subnetwork:
     """The region's proxy-only subnet for the cross-regional load balancer's Envoy proxies (F1)."""
     region = member.output["region"]
@@ -129,7 +133,7 @@ def _proxy_subnet(
             project=plan.project,
             region=region,
             network=member.output["network"],
-            ip_cidr_range=member.config.proxy_subnet_cidr or "",
+            ip_cidr_range=cidr,
             purpose=fleet.PROXY_PURPOSE,
             role=fleet.PROXY_ROLE,
         ),
