@@ -4,7 +4,8 @@ stacks through GKE's multi-cluster Inference Gateway (Preview).
 It reads each regional stack's `fleet` and `kubeconfig` outputs through `pulumi.StackReference`, checks every rule
 before registering anything else (a pulumi.RunError lists every problem), and owns: a fleet membership per
 cluster (location global), the multi-cluster ingress feature with its config membership, a GLOBAL_MANAGED_PROXY
-proxy-only subnet per region in the shared VPC, and in the config cluster the Gateway, a route, health check and
+proxy-only subnet per region in the shared VPC (unless the region names its existing one), the Multi Cluster Ingress
+service agent's role, and in the config cluster the Gateway, a route, health check and
 backend policy per imported pool.
 """
 
@@ -93,12 +94,35 @@ def _build(name: str, plan: fleet.FleetPlan, ref: pulumi.StackReference, child: 
         ),
         opts=child,
     )
-    subnets = [_proxy_subnet(f"{name}-proxy", plan, m, child) for m in plan.members]
-    _config_cluster_objects(name, plan, ref, [ingress, *memberships.values(), *subnets], child)
+    subnets = [
+        _proxy_subnet(f"{name}-proxy", plan, m, cidr, child)
+        for m in plan.members
+        if (cidr := m.config.proxy_subnet_cidr)
+    ]
+    agent = _ingress_agent_role(name, plan, ingress, child)
+    _config_cluster_objects(name, plan, ref, [ingress, agent, *memberships.values(), *subnets], child)
+
+
+def _ingress_agent_role(
+    name: str, plan: fleet.FleetPlan, ingress: gcp.gkehub.Feature, child: pulumi.ResourceOptions
+) -> gcp.projects.IAMMember:
+    """F3 "Grant IAM permissions required by the Gateway controller": the project's Multi Cluster Ingress service
+    agent (service-<project number>@gcp-sa-multiclusteringress) gets roles/container.admin, once the feature that
+    uses it is on."""
+    number = gcp.organizations.get_project_output(project_id=plan.project).number
+    return gcp.projects.IAMMember(
+        f"{name}-ingress-agent",
+        gcp.projects.IAMMemberArgs(
+            project=plan.project,
+            role=fleet.INGRESS_AGENT_ROLE,
+            member=number.apply(fleet.ingress_service_agent),
+        ),
+        opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ingress])),
+    )
 
 
 def _proxy_subnet(
-    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, child: pulumi.ResourceOptions
+    prefix: str, plan: fleet.FleetPlan, member: fleet.Member, cidr: str, child: pulumi.ResourceOptions
 ) -> gcp.compute.Subnetwork:
     """The region's proxy-only subnet for the cross-regional load balancer's Envoy proxies (F1)."""
     region = member.output["region"]
@@ -109,7 +133,7 @@ def _proxy_subnet(
             project=plan.project,
             region=region,
             network=member.output["network"],
-            ip_cidr_range=member.config.proxy_subnet_cidr,
+            ip_cidr_range=cidr,
             purpose=fleet.PROXY_PURPOSE,
             role=fleet.PROXY_ROLE,
         ),

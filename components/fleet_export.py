@@ -35,7 +35,7 @@ def export(
         register_manifest(
             f"{prefix}-kv-cache-metric",
             fleet.autoscaling_metric_manifest(
-                backend.name, backend.namespace, backend.selector, backend.port, kv_cache_metric
+                backend.name, backend.namespace, backend.metric_labels, backend.port, kv_cache_metric
             ),
             opts=after,
         )

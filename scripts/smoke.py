@@ -13,7 +13,8 @@ applied); what is found comes from the live cluster:
 - alerts    every Cloud Monitoring alert policy the stack registers exists and is enabled (disabled while paused),
             read with `gcloud alpha monitoring policies list` (only for a stack with alerts on).
 A paused stack expects no workload pods and skips the serving and HPA checks. A fleet stack (docs/fleet.md) is
-checked in its config cluster: each routed pool's GCPInferencePoolImport exists and the Gateway is Programmed.
+checked from its last `up`'s `fleet` output: in its config cluster each routed pool's GCPInferencePoolImport exists
+and the Gateway is Programmed; in every region's cluster the pool carries the export annotation.
 
 Then, per workload, the measured time to serve of its slowest TPU pod (from pod, node and event timestamps,
 tooling/rollout.py) beside the model's estimate (stacks/time_to_serve.py), as `measured / modelled`: a deploy
@@ -46,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stacks import addons, time_to_serve  # noqa: E402
+from stacks import addons, fleet, time_to_serve  # noqa: E402
 from stacks import workload_plan as common  # noqa: E402
 from tooling import rollout  # noqa: E402
 from tooling.fleet_render import is_fleet  # noqa: E402
@@ -463,27 +464,34 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def stack_kubeconfig(stack: str) -> Iterator[str]:
-    """The stack's kubeconfig output (a secret) in a file only this user can read, removed afterwards."""
+def stack_output(name: str, stack: str, *flags: str) -> str:
+    """`pulumi stack output <name> <flags> --stack <stack>`: what the stack's last `up` exported."""
     result = subprocess.run(
-        ["pulumi", "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack],
+        ["pulumi", "stack", "output", name, *flags, "--stack", stack],
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise KubectlError(f"pulumi stack output kubeconfig: {result.stderr.strip()}")
+        raise KubectlError(f"pulumi stack output {name} --stack {stack}: {result.stderr.strip()}")
+    return result.stdout
+
+
+@contextmanager
+def stack_kubeconfig(stack: str) -> Iterator[str]:
+    """The stack's kubeconfig output (a secret) in a file only this user can read, removed afterwards."""
+    text = stack_output("kubeconfig", stack, "--show-secrets")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kubeconfig"
         path.touch(mode=0o600)
-        path.write_text(result.stdout)
+        path.write_text(text)
         yield str(path)
 
 
 # ---- a fleet stack (docs/fleet.md) ----------------------------------------------------------------------------
 
-IMPORTS = "gcpinferencepoolimports.networking.gke.io"  # stacks/fleet.py IMPORT_RESOURCE
+IMPORTS = fleet.IMPORT_RESOURCE
+EXPORT_ANNOTATION, EXPORT_VALUE = fleet.EXPORT_ANNOTATION, fleet.EXPORT_VALUE
 
 
 def fleet_smoke(routing: dict[str, Any], kubectl: Kubectl) -> list[Result]:
@@ -510,12 +518,44 @@ def fleet_smoke(routing: dict[str, Any], kubectl: Kubectl) -> list[Result]:
     return results
 
 
+def region_exports(routing: dict[str, Any]) -> list[Result]:
+    """In every exporting region's cluster (its stack's `kubeconfig` output), each routed pool's InferencePool
+    carries the export annotation (F1). GKE documents no status of a GCPInferencePoolImport that lists the
+    clusters it merged, so the import is checked for existence in the config cluster and each region here."""
+    results = []
+    for route, routed in sorted(routing["routes"].items()):
+        namespace, pool = route.split("/", 1)
+        for region, where in sorted(routed["regions"].items()):
+            target = f"{region} {route}"
+            fix = f"pulumi up --stack {where['stack']}; kubectl -n {namespace} get inferencepool {pool} -o yaml"
+            try:
+                with stack_kubeconfig(where["stack"]) as kubeconfig:
+                    found = Kubectl(kubeconfig).get("-n", namespace, "get", "inferencepool", pool, "-o", "json")
+                value = found.get("metadata", {}).get("annotations", {}).get(EXPORT_ANNOTATION)
+                ok = value == EXPORT_VALUE
+                detail = "exported" if ok else f"{EXPORT_ANNOTATION} is {value!r}, not {EXPORT_VALUE!r}"
+                results.append(Result("export", target, ok, detail, fix))
+            except KubectlError as err:
+                results.append(Result("export", target, False, str(err), fix))
+    return results
+
+
 def fleet_main(path: Path, kubeconfig: str | None) -> int:
-    """Smoke-test a fleet stack: what it routes comes from its offline run (recorded regional outputs beside it);
-    the kubeconfig is --kubeconfig or the config cluster's stack's `kubeconfig` output."""
-    routing = run_stack_file(path, preview=True).outputs["fleet"]
+    """Smoke-test a fleet stack: what it routes is its last `up`'s `fleet` output (`pulumi stack output fleet
+    --json`); the config cluster's kubeconfig is --kubeconfig or the config cluster's stack's `kubeconfig` output,
+    each region's its stack's."""
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    return report(f"fleet stack {stack}", lambda k: fleet_smoke(routing, k), kubeconfig, routing["configCluster"])
+    try:
+        routing = json.loads(stack_output("fleet", stack, "--json"))
+    except (KubectlError, FileNotFoundError, json.JSONDecodeError) as err:
+        print(f"smoke test of fleet stack {stack} could not run: {err}", file=sys.stderr)
+        return 2
+    return report(
+        f"fleet stack {stack}",
+        lambda k: fleet_smoke(routing, k) + region_exports(routing),
+        kubeconfig,
+        routing["configCluster"],
+    )
 
 
 def report(

@@ -141,6 +141,7 @@ def _check_pieces(
         )
         if gateway is not None:
             problems.extend(gateway_piece.network_problems(gateway, cluster.network))
+            problems.extend(gateway_piece.cluster_problems(gateway, cluster))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
     protect = environment_piece.protect(sections.environment, sections.decommission)

@@ -29,11 +29,15 @@ Every kind, field, class name, version and limit below comes from these sources 
   not 0 on a backend service's only backend.
 - F5 llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/gke.yaml: GCPBackendPolicy
   `default.capacityScalerPercent` and `backendPreference` as GKE spells them.
+- G1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling "Requirements":
+  pod label selectors of an AutoscalingMetric with keys of letters, digits, hyphen and underscore only; HPA with
+  the performance profile.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,9 +72,44 @@ AUTOSCALING_METRIC_API = "autoscaling.gke.io/v1beta1"
 # The KV-cache utilisation gauge each workload type's server reports, the signal spill-over balances on (F1: vLLM
 # v0.10.2 and later name it vllm:kv_cache_usage_perc). A type without one cannot export: the fleet could not spill.
 KV_CACHE_METRICS: dict[str, str] = {"vllm": "vllm:kv_cache_usage_perc"}
-# Labels that select only a multi-host replica's leader pod: this project's LeaderWorkerSet leader template label
-# (workloads/vllm/plan.py serving_selector), and the pod index F1 suggests.
-LEADER_ONLY_LABELS: dict[str, str] = {"role": "leader", "apps.kubernetes.io/pod-index": "0"}
+# Labels that select only the leader pods of a multi-host LeaderWorkerSet, whatever its replicas: this project's
+# leader template label (workloads/vllm/plan.py leader_labels), and the label LWS puts on every group's leader
+# (kubernetes-sigs/lws@v0.10.0 charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml:
+# "matching one pod per LWS group (the leader) ... leaderworkerset.sigs.k8s.io/worker-index=0"). A pod index
+# (apps.kubernetes.io/pod-index: "0") is not one: it matches group 0's leader only.
+LEADER_ONLY_LABELS: dict[str, str] = {"role": "leader", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+# G1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling "Requirements":
+# "Label names in Pod label selectors must not contain special characters. Only a-z letters (lowercase or
+# uppercase), numbers, hyphen, and underscore are supported"; and "Using horizontal Pod autoscaling with the
+# performance profile" (F1 creates its clusters with --hpa-profile=performance).
+METRIC_SELECTOR_KEY = r"^[A-Za-z0-9_-]+$"
+HPA_PROFILE = "PERFORMANCE"
+# The APIs a fleet needs enabled in its project (docs/fleet.md step 0; the fleet stack enables none, as the
+# regional stacks enable none): F1 "Before you begin" (Compute Engine, Kubernetes Engine, Network Services,
+# Autoscaling), fleet membership (GKE Hub), F3 "Multi-cluster Gateway requirements" (Cloud Service Mesh,
+# Multi-cluster Services, Multi Cluster Ingress, GKE Hub). F1 also lists Model Armor, which only its optional
+# AI security checks use: this fleet configures none.
+REQUIRED_APIS: tuple[str, ...] = (
+    "compute.googleapis.com",
+    "container.googleapis.com",
+    "gkehub.googleapis.com",
+    "autoscaling.googleapis.com",
+    "networkservices.googleapis.com",
+    "trafficdirector.googleapis.com",
+    "multiclusterservicediscovery.googleapis.com",
+    "multiclusteringress.googleapis.com",
+)
+OPTIONAL_APIS: tuple[str, ...] = ("modelarmor.googleapis.com",)
+# F3 "Grant IAM permissions required by the Gateway controller": the Multi Cluster Ingress service agent gets
+# roles/container.admin on the fleet's project.
+INGRESS_AGENT_ROLE = "roles/container.admin"
+
+
+def ingress_service_agent(project_number: str) -> str:
+    """The Multi Cluster Ingress service agent of a project, as an IAM member (F3)."""
+    return f"serviceAccount:service-{project_number}@gcp-sa-multiclusteringress.iam.gserviceaccount.com"
+
+
 OUTPUT = "fleet"  # the regional stack output the fleet reads
 SCHEMA_VERSION = 1
 
@@ -101,9 +140,16 @@ class FleetRegionConfig(CamelModel):
         description="Per-cluster limit: the share of this region's serving capacity the load balancer may fill "
         "(GCPBackendPolicy capacityScalerPercent): 0 drains the region, otherwise 10-100.",
     )
-    proxy_subnet_cidr: str = Field(
+    proxy_subnet_cidr: str | None = Field(
+        None,
         description="Range of the GLOBAL_MANAGED_PROXY proxy-only subnet the fleet creates in this region's VPC "
-        "(/26 or larger; the GKE guide uses /23)."
+        "(/26 or larger; the GKE guide uses /23). Set this or existingProxySubnet.",
+    )
+    existing_proxy_subnet: str | None = Field(
+        None,
+        description="The GLOBAL_MANAGED_PROXY proxy-only subnet this region's VPC already has (one per region and "
+        "VPC: another fleet's or one made by hand), by name or as projects/<p>/regions/<region>/subnetworks/<name>; "
+        "the fleet uses it and creates none here. Set this or proxySubnetCidr.",
     )
 
 
@@ -200,13 +246,43 @@ def _config_problems(cfg: FleetConfig, members_: list[Member]) -> list[Problem]:
         found.append(Problem(f"{PATH}.homeRegion", f"{cfg.home_region!r} is not a region of the fleet: {regions}"))
     if all(r.capacity_percent == 0 for r in cfg.regions):
         found.append(Problem(f"{PATH}.regions", "every region has capacityPercent 0: nothing would serve (F4)"))
+    found += [
+        Problem(f"{PATH}.regions[{i}].capacityPercent", f"{r.capacity_percent} is not 0 (drained) or 10-100 (F4)")
+        for i, r in enumerate(cfg.regions)
+        if 0 < r.capacity_percent < 10
+    ]
+    return found + _proxy_subnet_problems(cfg)
+
+
+SUBNET_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"  # a Compute Engine resource name (RFC 1035)
+SUBNET_PATH = rf"^(?:.*/)?projects/(?P<project>[^/]+)/regions/(?P<region>[^/]+)/subnetworks/(?P<name>{SUBNET_NAME})$"
+
+
+def _proxy_subnet_problems(cfg: FleetConfig) -> list[Problem]:
+    """Per region, one proxy-only subnet: a range the fleet creates it with, or an existing one (F1: one
+    GLOBAL_MANAGED_PROXY subnet per region and VPC); created ranges /26 or larger and disjoint."""
+    found: list[Problem] = []
     ranges: list[tuple[str, ipaddress.IPv4Network]] = []
     for i, region in enumerate(cfg.regions):
         path = f"{PATH}.regions[{i}]"
-        if 0 < region.capacity_percent < 10:
+        existing = region.existing_proxy_subnet
+        if (region.proxy_subnet_cidr is None) == (existing is None):
             found.append(
-                Problem(f"{path}.capacityPercent", f"{region.capacity_percent} is not 0 (drained) or 10-100 (F4)")
+                Problem(
+                    path,
+                    "set exactly one of proxySubnetCidr (the fleet creates the region's GLOBAL_MANAGED_PROXY subnet) "
+                    "and existingProxySubnet (the region's VPC has one: one per region and VPC, F1)",
+                )
             )
+        if existing is not None and not (re.fullmatch(SUBNET_NAME, existing) or re.match(SUBNET_PATH, existing)):
+            found.append(
+                Problem(
+                    f"{path}.existingProxySubnet",
+                    f"{existing!r} is neither a subnet name nor projects/<p>/regions/<region>/subnetworks/<name>",
+                )
+            )
+        if region.proxy_subnet_cidr is None:
+            continue
         try:
             net = ipaddress.IPv4Network(region.proxy_subnet_cidr, strict=True)
         except ValueError as err:
@@ -251,8 +327,25 @@ def _member_problems(member: Member, fleet_project: str | None) -> list[Problem]
         found.append(
             Problem(path, f"project {fmt(out.get('project'))} is not the fleet's gcp:project {fmt(fleet_project)}")
         )
+    if out.get("hpaProfile") != HPA_PROFILE:
+        found.append(
+            Problem(
+                path,
+                f"cluster.hpaProfile {fmt(out.get('hpaProfile') or 'unset')} is not {HPA_PROFILE}: the KV-cache "
+                "metric the fleet balances on is exported only with the performance HPA profile (F1, G1)",
+            )
+        )
     if not out.get("exports"):
         found.append(Problem(path, "exports no gateway-served workload (gateway.enabled and a vllm workload)"))
+    existing = re.match(SUBNET_PATH, member.config.existing_proxy_subnet or "")
+    if existing and (existing["region"], existing["project"]) != (out.get("region"), out.get("project")):
+        found.append(
+            Problem(
+                f"{member.path}.existingProxySubnet",
+                f"{member.config.existing_proxy_subnet!r} is not in the stack's project {fmt(out.get('project'))} "
+                f"and region {fmt(out.get('region'))}",
+            )
+        )
     return found
 
 
@@ -320,16 +413,34 @@ def _pool_problems(members_: list[Member]) -> list[Problem]:
         for member, export in exports:
             if not export.get("kvCacheMetric"):
                 found.append(Problem(f"{member.path}.stack", f"{where} reports no KV-cache metric to spill over on"))
-            leader = any(export["selector"].get(k) == v for k, v in LEADER_ONLY_LABELS.items())
-            if int(export["hostsPerReplica"]) > 1 and not leader:
-                found.append(
-                    Problem(
-                        f"{member.path}.stack",
-                        f"{where}: a replica spans {int(export['hostsPerReplica'])} hosts and the selector "
-                        f"{export['selector']} also matches workers (404s); select leaders only (F1)",
+            hosts = int(export["hostsPerReplica"])
+            for key, selector in (("selector", export["selector"]), ("metricSelector", export.get("metricSelector"))):
+                leader = any((selector or {}).get(k) == v for k, v in LEADER_ONLY_LABELS.items())
+                if hosts > 1 and not leader:
+                    found.append(
+                        Problem(
+                            f"{member.path}.stack",
+                            f"{where}: a replica spans {hosts} hosts and the {key} {selector} also matches workers "
+                            "(404s); select leaders only (F1)",
+                        )
                     )
-                )
+            found += _metric_selector_problems(member, where, export.get("metricSelector"))
     return found
+
+
+def _metric_selector_problems(member: Member, where: str, selector: dict[str, str] | None) -> list[Problem]:
+    """The AutoscalingMetric's pod selector: present, and only keys GKE accepts there (G1)."""
+    bad = sorted(k for k in selector or {} if not re.fullmatch(METRIC_SELECTOR_KEY, k))
+    if selector and not bad:
+        return []
+    what = f"label keys {bad}" if bad else "no metricSelector"
+    return [
+        Problem(
+            f"{member.path}.stack",
+            f"{where}: the KV-cache AutoscalingMetric selects pods by {what}; GKE accepts only keys of letters, "
+            "digits, hyphen and underscore (G1): re-`up` the regional stack",
+        )
+    ]
 
 
 # ---- what the fleet applies in its config cluster ------------------------------------------------------

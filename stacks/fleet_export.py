@@ -59,6 +59,21 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
     return found
 
 
+def cluster_problems(gateway: GatewayConfig, cluster: ClusterConfig) -> list[Problem]:
+    """An exporting stack's cluster runs the performance HPA profile: F1 creates the fleet's clusters with
+    `--hpa-profile=performance`, and GKE exports a custom metric such as the KV-cache gauge the fleet balances on
+    only with it (stacks/fleet.py G1)."""
+    if not gateway.fleet_export or cluster.hpa_profile == fleet.HPA_PROFILE:
+        return []
+    return [
+        Problem(
+            f"{NS}:cluster.hpaProfile",
+            f"{fmt(cluster.hpa_profile or 'null')} with gateway.fleetExport: set it to {fleet.HPA_PROFILE} (the "
+            "fleet's KV-cache metric is exported only with the performance HPA profile)",
+        )
+    ]
+
+
 def needs_version(gateway: GatewayConfig) -> bool:
     """The cluster must run MIN_VERSION or later (the gateway piece adds it to the cluster's version needs)."""
     return gateway.enabled and gateway.fleet_export

@@ -27,6 +27,7 @@ def regional_output(cfg: StackConfig) -> dict[str, Any]:
         "minMasterVersion": cfg.cluster.min_master_version or "",
         "zones": cluster_zones(cfg.cluster_location),
         "regionalProxySubnet": cfg.gateway.proxy_subnet or "",
+        "hpaProfile": cfg.cluster.hpa_profile or "",
         "exports": [_export(w) for w in cfg.gateway_workloads],
     }
 
@@ -41,6 +42,7 @@ def _export(workload: WorkloadPlan) -> dict[str, Any]:
         "servedName": backend.model,  # the name clients send (vLLM --served-model-name)
         "ports": [backend.port],
         "selector": dict(backend.selector),
+        "metricSelector": backend.metric_labels,
         "hostsPerReplica": workload.pool.shape.hosts,
         "kvCacheMetric": KV_CACHE_METRICS.get(workload.workload.type, ""),
     }

@@ -136,6 +136,13 @@ class GatewayBackend:
     # For a workload KEDA scales to zero, how long a request may wait in the picker's queue for the first replica
     # (WorkloadPlan.from_zero_budget_s, set by stacks/pieces/gateway.py); None: the picker's default (`epp_config`).
     queue_ttl_s: int | None = None
+    # the serving pods by labels whose keys are letters, digits, `-` and `_` only, as GKE's AutoscalingMetric
+    # selector needs them (stacks/fleet.py G1); None when `selector` is already such
+    metric_selector: dict[str, str] | None = None
+
+    @property
+    def metric_labels(self) -> dict[str, str]:
+        return dict(self.metric_selector if self.metric_selector is not None else self.selector)
 
 
 def epp_name(release: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 
 import pulumi
@@ -316,21 +317,69 @@ def test_the_documented_policy_schemas_refuse_a_misspelt_field():
 # ---- the smoke check of a fleet stack -------------------------------------------------------------------------
 
 
-def test_the_smoke_check_confirms_the_import_and_the_programmed_gateway(fake_kubectl, capsys):
-    """scripts/smoke.py on a fleet stack file, against recorded kubectl answers (tests/fixtures/kubectl/fleet-*):
-    Gateway status.conditions[type=Programmed] (Gateway API v1 GatewayConditionType), the GCPInferencePoolImport
-    GKE creates in the config cluster from the exports (F1)."""
+FAKE_PULUMI = """import json, os, sys
+args = sys.argv[1:]
+name, stack = args[2], args[args.index("--stack") + 1]
+answers = json.loads(open(os.environ["FAKE_PULUMI_ANSWERS"]).read())
+if f"{stack} {name}" not in answers:
+    sys.exit(f"error: no stack output {name!r} in {stack}")
+print(answers[f"{stack} {name}"])
+"""
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path, monkeypatch):
+    """A stand-in `pulumi` on PATH answering `pulumi stack output <name> ... --stack <stack>` from a dict."""
+
+    def use(answers: dict[str, str]) -> None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        (tmp_path / "fake_pulumi.py").write_text(FAKE_PULUMI)
+        script = bin_dir / "pulumi"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{tmp_path / "fake_pulumi.py"}" "$@"\n')
+        script.chmod(0o755)
+        (tmp_path / "answers.json").write_text(json.dumps(answers))
+        monkeypatch.setenv("FAKE_PULUMI_ANSWERS", str(tmp_path / "answers.json"))
+
+    return use
+
+
+def test_the_smoke_check_reads_the_fleet_output_and_checks_the_import_gateway_and_every_export(
+    fake_kubectl, fake_pulumi, capsys
+):
+    """scripts/smoke.py on a fleet stack file reads the fleet's last `up` (`pulumi stack output fleet --json`), not
+    the offline run: a route only the real output has is checked too. Against recorded kubectl answers
+    (tests/fixtures/kubectl/fleet-*): Gateway status.conditions[type=Programmed] (Gateway API v1
+    GatewayConditionType), the GCPInferencePoolImport GKE creates in the config cluster (F1), and in every region's
+    cluster the pool's `networking.gke.io/export: "True"` (F1; GKE documents no import status listing the clusters
+    it merged, so each region is checked at its export)."""
     import smoke
 
+    routing = recorded(FLEET_FILE, True).outputs["fleet"]
+    real = copy.deepcopy(routing)
+    real["routes"]["llama8b/other"] = copy.deepcopy(real["routes"]["llama8b/llama8b"])
+    answers = {"fleet fleet": json.dumps(real)}
+    answers |= {
+        f"{r['stack']} kubeconfig": "apiVersion: v1" for r in routing["routes"]["llama8b/llama8b"]["regions"].values()
+    }
+    fake_pulumi(answers)
     fake_kubectl("fleet-healthy")
-    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 0
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 1  # llama8b/other is not imported
     out = capsys.readouterr().out
     assert "| import | llama8b/llama8b | ok |" in out and "| gateway | llama8b/fleet-gateway | ok | Programmed |" in out
+    assert "| import | llama8b/other | FAIL |" in out
+    assert "| export | us-east5 llama8b/llama8b | ok | exported |" in out
+    assert "| export | europe-west4 llama8b/llama8b | ok | exported |" in out
+    fake_pulumi({**answers, "fleet fleet": json.dumps(routing)})
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 0
     fake_kubectl("fleet-broken")
     assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 1
     out = capsys.readouterr().out
     assert "| import | llama8b/llama8b | FAIL |" in out and "not Programmed: Pending" in out
     assert "gcloud container fleet ingress describe" in out
+    assert "| export | europe-west4 llama8b/llama8b | FAIL | networking.gke.io/export is None" in out
+    fake_pulumi({})  # the fleet stack was never `up`: smoke cannot run
+    assert smoke.main([str(FLEET_FILE), "--kubeconfig", "unused"]) == 2
 
 
 def test_every_fleet_resource_is_inside_the_fleet_component_and_named_after_it():
@@ -340,3 +389,173 @@ def test_every_fleet_resource_is_inside_the_fleet_component_and_named_after_it()
     for r in rec.resources:
         if r is not component:
             assert r.parent == component.urn and r.name.startswith(f"{component.name}-"), (r.type, r.name)
+
+
+# ---- the reviewer's findings (APIs, IAM, custom-metric selectors, HPA profile, singletons, leaders) -------------
+
+F3 = "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/enabling-multi-cluster-gateways"
+G1 = "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling"
+
+
+def test_docs_list_every_api_and_the_service_agent_role_the_fleet_needs():
+    """F1 "Before you begin" (Compute, Kubernetes Engine, Network Services, Autoscaling; Model Armor for its
+    optional security checks), F3 "Multi-cluster Gateway requirements" (GKE Hub, Cloud Service Mesh, Multi-cluster
+    Services, Multi Cluster Ingress) and F3 "Grant IAM permissions required by the Gateway controller": the fleet
+    enables no API (as the regional stacks), so docs/fleet.md step 0 lists them all."""
+    text = (ROOT / "docs" / "fleet.md").read_text()
+    start = text.index("\n0. ")
+    step0 = text[start : text.index("\n1. ", start)]
+    for api in (*fleet.REQUIRED_APIS, *fleet.OPTIONAL_APIS, "roles/gkehub.admin"):
+        assert api in step0, api
+    assert "gcloud services enable " + " ".join(fleet.REQUIRED_APIS) in step0
+    assert fleet.INGRESS_AGENT_ROLE in text
+
+
+def test_the_ingress_service_agent_gets_container_admin_before_the_config_cluster_objects():
+    """F3 "Grant IAM permissions required by the Gateway controller": service-<project number>@gcp-sa-
+    multiclusteringress.iam.gserviceaccount.com gets roles/container.admin; the config cluster's objects wait."""
+    from tooling.offline import PROJECT_NUMBER
+
+    rec = recorded(FLEET_FILE, True)
+    (grant,) = rec.of_type("gcp:projects/iAMMember:IAMMember")
+    assert grant.inputs["role"] == "roles/container.admin"
+    assert grant.inputs["project"] == "my-tpu-project"
+    assert grant.inputs["member"] == (
+        f"serviceAccount:service-{PROJECT_NUMBER}@gcp-sa-multiclusteringress.iam.gserviceaccount.com"
+    )
+    assert rec.one("gcp:gkehub/feature:Feature").urn in grant.dependencies
+    k8s_objects = [
+        r for r in rec.resources if r.type.startswith("kubernetes:") and r.custom and "Provider" not in r.type
+    ]
+    assert k8s_objects and all(grant.urn in r.dependencies for r in k8s_objects if r.name.endswith("gateway"))
+    (gateway,) = [r for r in k8s_objects if r.name == "fleet-gateway"]
+    assert grant.urn in gateway.dependencies
+
+
+def _multi_host_regional(workload_type: str, replicas: int = 2) -> dict[str, Any]:
+    """The fleet example's us-east5 stack serving from a multi-host v6e 4x4 pool (4 hosts a replica)."""
+    config = load_stack_file(REGIONAL_FILES[0] if "us-east5" in REGIONAL_FILES[0].name else REGIONAL_FILES[1])
+    config["tpu-serving:tpuPools"] = [
+        {
+            **config["tpu-serving:tpuPools"][0],
+            "name": "v6e-4x4",
+            "topology": "4x4",
+            "slices": replicas,
+            "autoscaling": None,
+        }
+    ]
+    config["tpu-serving:tpuPools"][0].pop("autoscaling")
+    config["tpu-serving:workloads"] = [
+        {**config["tpu-serving:workloads"][0], "type": workload_type, "pool": "v6e-4x4", "replicas": replicas}
+    ]
+    return config
+
+
+@pytest.mark.parametrize("workload_type", sorted(fleet.KV_CACHE_METRICS))
+def test_every_exporting_type_selects_its_kv_cache_metric_pods_by_simple_leader_labels(workload_type):
+    """G1 "Requirements": AutoscalingMetric pod label selector keys only of letters, digits, `-`, `_` (no
+    `leaderworkerset.sigs.k8s.io/name`); the labels are on the leader template only (F1: leaders only), so every
+    replica's leader (replicas 2) is selected and no worker."""
+    import re
+
+    from stacks.fleet_output import regional_output
+
+    config = _multi_host_regional(workload_type)
+    rec = run_program(config, stack="fleet-us-east5", preview=True)
+    (metric,) = _objects(rec, "AutoscalingMetric")
+    selector = metric["spec"]["selector"]["matchLabels"]
+    assert selector and all(re.fullmatch(r"[A-Za-z0-9_-]+", key) for key in selector), selector
+    (lws,) = _objects(rec, "LeaderWorkerSet")
+    template = lws["spec"]["leaderWorkerTemplate"]
+    leader = template["leaderTemplate"]["metadata"]["labels"]
+    worker = template["workerTemplate"]["metadata"]["labels"]
+    assert selector.items() <= leader.items() and not selector.items() <= worker.items()
+    assert lws["spec"]["replicas"] == 2
+    # the fleet accepts the recorded export of this stack (and its selectors) as a region
+    out = regional_output(parse_config(config, "fleet-us-east5"))
+    assert out["exports"][0]["metricSelector"] == selector
+    outputs = copy.deepcopy(OUTPUTS)
+    outputs["fleet-us-east5"]["fleet"] = out
+    outputs["fleet-europe-west4"]["fleet"]["exports"][0].update(
+        {k: out["exports"][0][k] for k in ("selector", "metricSelector", "hostsPerReplica", "model", "servedName")}
+    )
+    _run_fleet(outputs)
+
+
+def test_the_fleet_refuses_a_metric_selector_gke_does_not_accept():
+    """G1: an export whose AutoscalingMetric selector keys hold `/` or `.` (or that has none) is refused."""
+    outputs = copy.deepcopy(OUTPUTS)
+    outputs["fleet-us-east5"]["fleet"]["exports"][0]["metricSelector"] = {"leaderworkerset.sigs.k8s.io/name": "m"}
+    del outputs["fleet-europe-west4"]["fleet"]["exports"][0]["metricSelector"]
+    with pytest.raises(pulumi.RunError) as err:
+        _run_fleet(outputs)
+    assert "label keys ['leaderworkerset.sigs.k8s.io/name']" in str(err.value)
+    assert "no metricSelector" in str(err.value)
+
+
+def test_only_the_leader_template_label_counts_as_leader_only():
+    """kubernetes-sigs/lws@v0.10.0 charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml: the
+    selector "matching one pod per LWS group (the leader)" is leaderworkerset.sigs.k8s.io/worker-index=0; the pod
+    index apps.kubernetes.io/pod-index=0 is one pod of group 0 only, so with replicas > 1 it is refused."""
+    assert "apps.kubernetes.io/pod-index" not in fleet.LEADER_ONLY_LABELS
+    for selector, refused in (
+        ({"app": "llama8b", "apps.kubernetes.io/pod-index": "0"}, True),
+        ({"app": "llama8b", "leaderworkerset.sigs.k8s.io/worker-index": "0"}, False),
+        ({"app": "llama8b", "role": "leader"}, False),
+    ):
+        outputs = copy.deepcopy(OUTPUTS)
+        for out in outputs.values():
+            leaders = {"app": "llama8b", "role": "leader"}
+            out["fleet"]["exports"][0].update(hostsPerReplica=4, selector=selector, metricSelector=leaders)
+        if refused:
+            with pytest.raises(pulumi.RunError, match="also matches workers"):
+                _run_fleet(outputs)
+        else:
+            _run_fleet(outputs)
+
+
+def test_an_exporting_stack_needs_the_performance_hpa_profile_and_the_fleet_checks_it():
+    """F1 creates its clusters with --hpa-profile=performance; G1 "Requirements": custom metrics need HPA with the
+    performance profile. The regional stack refuses another profile with its other problems; the fleet refuses an
+    output that does not carry PERFORMANCE."""
+    config = load_stack_file(REGIONAL_FILES[0])
+    config["tpu-serving:cluster"] = {**config["tpu-serving:cluster"], "hpaProfile": "NONE"}
+    config["tpu-serving:gateway"] = {**config["tpu-serving:gateway"], "exposure": "external"}
+    with pytest.raises(ConfigError) as err:
+        parse_config(config, "fleet-us-east5")
+    paths = {p.path: p.message for p in err.value.problems}
+    assert "PERFORMANCE" in paths["tpu-serving:cluster.hpaProfile"] and "tpu-serving:gateway.exposure" in paths
+    outputs = copy.deepcopy(OUTPUTS)
+    outputs["fleet-europe-west4"]["fleet"]["hpaProfile"] = ""
+    with pytest.raises(pulumi.RunError, match=r"regions\[1\]\.stack: cluster.hpaProfile 'unset' is not PERFORMANCE"):
+        _run_fleet(outputs)
+
+
+def test_a_region_may_use_its_existing_global_proxy_subnet_and_names_exactly_one():
+    """F1: one GLOBAL_MANAGED_PROXY subnet per region and VPC: a region whose VPC has one names it and the fleet
+    creates none there; naming both or neither, a malformed one or one of another region is refused."""
+    regions = copy.deepcopy(load_stack_file(FLEET_FILE)["tpu-serving:fleet"]["regions"])
+    regions[1] = {
+        "stack": regions[1]["stack"],
+        "existingProxySubnet": "projects/my-tpu-project/regions/europe-west4/subnetworks/shared-proxy",
+    }
+    rec = _run_fleet(OUTPUTS, regions=regions)
+    assert [s.inputs["region"] for s in rec.of_type("gcp:compute/subnetwork:Subnetwork")] == ["us-east5"]
+    bad = copy.deepcopy(regions)
+    bad[0]["existingProxySubnet"] = "Not_A_Name"  # and its proxySubnetCidr: both
+    bad[1]["existingProxySubnet"] = "projects/my-tpu-project/regions/us-east5/subnetworks/shared-proxy"
+    with pytest.raises(pulumi.RunError) as err:
+        _run_fleet(OUTPUTS, regions=bad)
+    text = str(err.value)
+    assert "regions[0]: set exactly one of proxySubnetCidr" in text
+    assert "regions[0].existingProxySubnet: 'Not_A_Name' is neither" in text
+    assert "regions[1].existingProxySubnet" in text and "region 'europe-west4'" in text
+
+
+def test_the_documented_autoscaling_metric_schema_refuses_a_selector_key_gke_does_not_accept():
+    """G1 "Requirements": pod label selector keys of letters, digits, hyphen and underscore only."""
+    schema = SCHEMAS[("autoscaling.gke.io/v1beta1", "AutoscalingMetric")]
+    metric = fleet.autoscaling_metric_manifest("m", "ns", {"app": "m", "role": "leader"}, 8000, "vllm:x")
+    assert validate_custom(metric, schema) == []
+    metric["spec"]["selector"]["matchLabels"]["leaderworkerset.sigs.k8s.io/name"] = "m"
+    assert validate_custom(metric, schema)

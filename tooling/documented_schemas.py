@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.fleet import METRIC_SELECTOR_KEY
+
 _STR = {"type": "string"}
 _BOOL = {"type": "boolean"}
 
@@ -140,7 +142,11 @@ SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
             "kind": {"const": "AutoscalingMetric"},
             "spec": _obj(
                 {
-                    "selector": _obj({"matchLabels": _LABELS}, ("matchLabels",)),
+                    # G1 (stacks/fleet.py): selector label keys of letters, digits, hyphen and underscore only
+                    "selector": _obj(
+                        {"matchLabels": {**_LABELS, "propertyNames": {"pattern": METRIC_SELECTOR_KEY}}},
+                        ("matchLabels",),
+                    ),
                     "endpoints": {
                         "type": "array",
                         "items": _obj({"port": {"type": "integer", "minimum": 1, "maximum": 65535}, "path": _STR}),

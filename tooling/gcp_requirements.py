@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stacks import fleet
+
 IAM_ROLES = "https://cloud.google.com/iam/docs/roles-permissions/{service}"
 
 PROJECT, BILLING_ACCOUNT, KMS_KEY = "project", "billing account", "KMS key"
@@ -98,11 +100,10 @@ SA_USER = Role("roles/iam.serviceAccountUser")
 STORAGE_ADMIN = Role("roles/storage.admin")
 AR_ADMIN = Role("roles/artifactregistry.admin")
 GKEHUB_ADMIN = Role("roles/gkehub.admin")
-MULTI_CLUSTER_GATEWAY_APIS = (
-    "gkehub.googleapis.com",
-    "multiclusteringress.googleapis.com",
-    "multiclusterservicediscovery.googleapis.com",
-    "trafficdirector.googleapis.com",
+# What the fleet's multi-cluster Gateway needs enabled (GKE's guides, stacks/fleet.py REQUIRED_APIS F1/F3), less
+# what every stack needs already.
+MULTI_CLUSTER_GATEWAY_APIS = tuple(
+    api for api in fleet.REQUIRED_APIS if api not in ("compute.googleapis.com", "container.googleapis.com")
 )
 
 TYPES: dict[str, Needs] = {

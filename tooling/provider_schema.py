@@ -85,6 +85,8 @@ RESOURCES: dict[str, str] = {
     "gcp:artifactregistry/repository:Repository": "google_artifact_registry_repository",
     "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember": "google_artifact_registry_repository_iam_member",
     "gcp:billing/budget:Budget": "google_billing_budget",
+    "gcp:gkehub/membership:Membership": "google_gke_hub_membership",
+    "gcp:gkehub/feature:Feature": "google_gke_hub_feature",
 }
 # Where the resources' schemas and what they call live (google-beta/...).
 SOURCE_DIRS = (
@@ -96,6 +98,8 @@ SOURCE_DIRS = (
     "google-beta/services/artifactregistry",
     "google-beta/services/resourcemanager",
     "google-beta/services/billingbudgets",
+    "google-beta/services/gkehub",
+    "google-beta/services/gkehub2",
     "google-beta/tpgiamresource",
     "google-beta/tpgresource",
 )

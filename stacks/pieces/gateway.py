@@ -105,6 +105,11 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
     return found
 
 
+def cluster_problems(gateway: GatewayConfig, cluster: ClusterConfig) -> list[Problem]:
+    """The cross-check with the cluster beyond its network: an exporting stack's HPA profile."""
+    return fleet_piece.cluster_problems(gateway, cluster)
+
+
 def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
     """The cross-check with the network the gateway runs in (cluster.network, checked when the cluster parses):
     where an enabled gateway's load balancer proxies get their addresses, a proxy-only subnet, existing or created

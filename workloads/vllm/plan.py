@@ -158,6 +158,11 @@ class VllmPlan(WorkloadPlan):
         return {"app": self.name}
 
     @property
+    def leader_labels(self) -> dict[str, str]:
+        """The labels of a LeaderWorkerSet's leader pod template (simple keys: a custom-metric selector takes them)."""
+        return {**self.labels, "role": "leader"}
+
+    @property
     def serving_selector(self) -> dict[str, str]:
         """Labels of the pods that serve HTTP (the leaders of a LeaderWorkerSet): for Services, PodMonitoring and
         an InferencePool."""
@@ -191,6 +196,7 @@ class VllmPlan(WorkloadPlan):
             HTTP_PORT,
             served_model_name(self),
             exec_in=f"kubectl -n {self.namespace} exec {pod} -c {container}",
+            metric_selector=self.leader_labels if self.multi_host else None,
         )
 
     @property
@@ -854,7 +860,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     }
     leader["ports"] = [*leader["ports"], {"containerPort": RAY_PORT, "name": "ray-gcs"}]
     worker = {"name": "vllm-worker", "command": ["sh", "-c", worker_command()], "env": _env(plan)}
-    leader_labels = {**plan.labels, "role": "leader"}
+    leader_labels = plan.leader_labels
     worker_labels = {**plan.labels, "role": "worker"}
     spec: dict[str, Any] = {
         "leaderWorkerTemplate": {
