@@ -91,7 +91,10 @@ def startup_problems(plan: Any, startup: StartupPath | None, rec: Recording) -> 
     extra = [json.loads(f.split("=", 1)[1]) for f in flags if f.startswith("--model-loader-extra-config=")]
     if streamed and (not extra or {e.get("concurrency") for e in extra} != {startup.stream_concurrency}):
         out.append(f"stream_concurrency={startup.stream_concurrency} but the servers stream with {extra}")
-    if any("distributed" in e for e in extra) != startup.distributed_load:
+    # distributed: the Run:ai streamer's `distributed` loader option, or Pathways persistence on the JAX client (each
+    # Pathways worker restores its own shards: AI-Hypercomputer/pathways-utils@v0.1.9 pathwaysutils/_initialize.py)
+    persistence = any(_env(c).get("ENABLE_PATHWAYS_PERSISTENCE") == "1" for c in containers)
+    if (any("distributed" in e for e in extra) or persistence) != startup.distributed_load:
         out.append(f"distributed_load={startup.distributed_load} but the loader config is {extra}")
     if startup.weights == "gcs-stream" and not any(f == f"--model={plan.weights_url}" for f in flags):
         out.append(f"streams but no server reads --model={plan.weights_url}")
