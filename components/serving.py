@@ -79,8 +79,9 @@ class ServingWorkload(pulumi.ComponentResource):
 
     def _compile_cache_placeholder(self, plan: WorkloadPlan) -> None:
         """A JAX compile cache on gs:// (StartupPath.compile_cache "gcs") gets one small object in its directory
-        before the server runs: JAX's LRUCache makes its directory at start (`self.path.mkdir(parents=True,
-        exist_ok=True)`, jax-ml/jax jax/_src/lru_cache.py), and a file-system client asks whether each directory
+        before the server runs: JAX's file cache makes its directory at start (`mkdir(parents=True, exist_ok=True)`:
+        jax-ml/jax@1e79d0a jax/_src/lru_cache.py for a local path; a gs:// path goes through etils epath, its
+        "TODO: add support for cloud filesystems such as GCS"), and a file-system client asks whether each directory
         exists first (tensorflow tsl GcsFileSystem::RecursivelyCreateDir stops at the first that exists; gcsfs
         checks the bucket, which bucket_access.BUCKET_GET_PERMISSION covers). With an object under the cache's own
         prefix, that first check is a listing inside the identity's grant, never one of a parent it may not list."""

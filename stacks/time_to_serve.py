@@ -112,8 +112,9 @@ ASSUMPTIONS: dict[str, Assumption] = {
     "compile_cache_gcs_read_rate": Assumption(
         0.1,
         "GB/s",
-        "a compile cache JAX reads from gs:// itself: one entry at a time, as each function is compiled "
-        "(jax-ml/jax docs/persistent_compilation_cache.md), so one stream at a time, at gcs_stream_rate's figure",
+        "one stream reading compile-cache entries from gs:// (JAX reading its cache there itself: one entry at a "
+        "time, as each function is compiled, jax-ml/jax docs/persistent_compilation_cache.md; or one thread of a "
+        "copy to local disk), at gcs_stream_rate's figure",
     ),
 }
 
@@ -210,7 +211,10 @@ def _compile_seconds(startup: StartupPath) -> float:
     if cache == "gcs-fuse":
         return assumed("compile_warm_fuse")
     if cache == "local-copy":
-        return assumed("compile_warm_local") + assumed("compile_cache_size") / assumed("gcs_host_read_rate")
+        # copied before the server starts, `compile_cache_pull_streams` entries in flight, each at one stream's rate
+        streams = max(startup.compile_cache_pull_streams, 1)
+        rate = min(streams * assumed("compile_cache_gcs_read_rate"), assumed("gcs_host_read_rate"))
+        return assumed("compile_warm_local") + assumed("compile_cache_size") / rate
     # none: nothing kept; local: a new node's disk holds no cache yet
     return assumed("compile_cold")
 

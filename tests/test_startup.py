@@ -160,6 +160,9 @@ def _cache_problems(
             out.append("local-copy but a TPU pod does not pull the cache before its server starts")
         if set(pulled) != {startup.compile_cache_url}:
             out.append(f"compile cache {startup.compile_cache_url} but the pods copy {set(pulled)}")
+        workers = {int(_env(c).get("CACHE_PULL_WORKERS") or 1) for pod in pods for c in pod.get("initContainers", [])}
+        if workers != {startup.compile_cache_pull_streams}:
+            out.append(f"compile_cache_pull_streams={startup.compile_cache_pull_streams} but the pulls keep {workers}")
         pushers = [pod for pod in pods if any("CACHE_PUSH_INTERVAL" in _env(c) for c in pod["containers"])]
         if len(pushers) != 1:
             out.append(f"{len(pushers)} pod templates push the cache: one writer per replica, its serving pod")

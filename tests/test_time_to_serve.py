@@ -155,8 +155,12 @@ def test_the_startup_path_decides_weights_compile_and_readiness(cases, monkeypat
     e = estimate(plan)
     # its share, at the streamer's default 8 object-store streams (RUNAI_OBJECT_STORE_CONCURRENCY) x 0.1 GB/s
     assert e.phases["weights"] == pytest.approx(round(size / 4 / 0.8e9, 1))
-    assert e.phases["compile"] == pytest.approx(30 + 2 / 5)
+    # a local copy pulled one blob at a time: 2 GB at one stream's 0.1 GB/s (compile_cache_gcs_read_rate)
+    assert e.phases["compile"] == pytest.approx(30 + 2 / 0.1)
     assert 0 <= e.phases["readiness"] < 5
+    # the vLLM pull keeps CACHE_PULL_WORKERS (16) downloads in flight: 2 GB at 16 x 0.1 GB/s
+    _with_startup(monkeypatch, plan, dataclasses.replace(shared, compile_cache_pull_streams=16))
+    assert estimate(plan).phases["compile"] == pytest.approx(round(30 + 2 / 1.6, 1))
 
 
 def test_every_figure_is_an_assumption_read_when_the_estimate_runs(cases, monkeypatch):
