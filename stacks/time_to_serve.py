@@ -135,6 +135,8 @@ class Estimate:
     phases: dict[str, float]
     floor: float
     notes: tuple[str, ...] = field(default=())
+    compile_copy: float = 0.0
+    """The part of `compile` spent copying the cache to local disk before the server starts (an init container)."""
 
     @property
     def warm(self) -> float:
@@ -211,12 +213,19 @@ def _compile_seconds(startup: StartupPath) -> float:
     if cache == "gcs-fuse":
         return assumed("compile_warm_fuse")
     if cache == "local-copy":
-        # copied before the server starts, `compile_cache_pull_streams` entries in flight, each at one stream's rate
-        streams = max(startup.compile_cache_pull_streams, 1)
-        rate = min(streams * assumed("compile_cache_gcs_read_rate"), assumed("gcs_host_read_rate"))
-        return assumed("compile_warm_local") + assumed("compile_cache_size") / rate
+        return assumed("compile_warm_local") + _copy_seconds(startup)
     # none: nothing kept; local: a new node's disk holds no cache yet
     return assumed("compile_cold")
+
+
+def _copy_seconds(startup: StartupPath) -> float:
+    """A `local-copy` cache copied before the server starts: `compile_cache_pull_streams` entries in flight, each at
+    one stream's rate, up to the host's; 0 for any other cache."""
+    if startup.compile_cache != "local-copy" or startup.compile_cache_doubt is not None:
+        return 0.0
+    streams = max(startup.compile_cache_pull_streams, 1)
+    rate = min(streams * assumed("compile_cache_gcs_read_rate"), assumed("gcs_host_read_rate"))
+    return assumed("compile_cache_size") / rate
 
 
 def _readiness_seconds(startup: StartupPath, up: float) -> float:
@@ -267,7 +276,8 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
     host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
     floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate) if serves else 0.0
     floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
-    return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes))
+    copy = round(_copy_seconds(startup), 1) if serves else 0.0
+    return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), copy)
 
 
 def estimates(cfg: StackConfig) -> list[Estimate]:
