@@ -125,3 +125,31 @@ def test_every_gs_compile_cache_directory_exists_before_its_server(type_name):
         assert (bucket, f"{prefix}.keep") in objects, (plan.name, objects)
         checked += 1
     assert checked or type_name != "jetstream", "no JetStream cache checked"
+
+
+def test_a_vllm_model_in_another_bucket_is_granted_whole_and_only_with_grant_model_read(run):
+    """IAM conditions need uniform bucket-level access on the bucket (https://cloud.google.com/storage/docs/
+    access-control/iam#conditions): a user's own bucket gets an unconditioned objectViewer (and legacyBucketReader
+    for its metadata) with grantModelRead, as JetStream's checkpoint with grantCheckpointRead, and nothing without."""
+    from tests.conftest import make_config
+
+    wl = {"type": "vllm", "name": "llm", "pool": "v5e-2x4", "model": "gs://weights/llama-8b"}
+    rec = run(make_config(tpu_serving__workloads=[wl]))
+    on_theirs = [
+        m.inputs for m in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if m.inputs["bucket"] == "weights"
+    ]
+    assert sorted(m["role"] for m in on_theirs) == [bucket_access.LEGACY_BUCKET_READER, bucket_access.OBJECT_VIEWER]
+    assert all(not m.get("condition") for m in on_theirs)
+    rec = run(make_config(tpu_serving__workloads=[{**wl, "grantModelRead": False}]))
+    assert not [
+        m for m in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if m.inputs["bucket"] == "weights"
+    ]
+    # in the stack bucket: its prefix, conditioned, whatever grantModelRead says
+    own = {**wl, "model": "gs://tpu-test-project-tpu-serving-dev/models/llama-8b", "grantModelRead": False}
+    rec = run(make_config(tpu_serving__workloads=[own]))
+    titles = {
+        (m.inputs.get("condition") or {}).get("title")
+        for m in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        if m.inputs["role"] == bucket_access.OBJECT_VIEWER
+    }
+    assert "only models/llama-8b/" in titles

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import catalog, disruption, metrics, metrics_adapters, naming, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
+from stacks.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
 from stacks.gateway import GatewayBackend
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import ContainerSecurity, container_security_context, secure_pod
@@ -318,10 +318,12 @@ class VllmPlan(WorkloadPlan):
         return [("model", self.workload.model)] if is_gcs(self.workload.model) else []
 
     def grants(self) -> list[Grant]:
-        """Read-only on the weights (the staged prefix of the stack bucket, or the gs:// path's prefix);
-        read-write on the workload's own compile caches. Nothing else."""
-        bucket, prefix = gcs_location(self.weights_url)
-        grants = [Grant("weights", bucket, OBJECT_VIEWER, prefix)]
+        """Read-only on the weights: the staged prefix, or a gs:// model's prefix in the stack bucket, or (with
+        grantModelRead, as JetStream's grantCheckpointRead) the whole of another bucket, which may lack the uniform
+        bucket-level access IAM conditions need (stacks.bucket_access.read_grant); read-write on the workload's
+        own compile caches. Nothing else."""
+        weights = read_grant("weights", self.weights_url, self.bucket, self.workload.grant_model_read)
+        grants = [weights] if weights else []
         if self.workload.xla_cache:
             grants.append(Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)))
         return grants
