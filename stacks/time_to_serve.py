@@ -22,7 +22,9 @@ Phases, in the order a replica goes through them:
 - readiness  the wait for the first startup probe after the server is up (initialDelaySeconds, then every period).
 
 The floor is what no setting can remove: the weights at the hosts' full network bandwidth, shared by every host of
-the replica, the runtime start and a warm local compile cache, with no image pull and no probe wait.
+the replica, the runtime start, a warm local compile cache and every image streamed (`image_stream_start` each: the
+same figure the image phase counts for a streamed image; only a preloaded image costs nothing, and none is built),
+with no probe wait.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stacks import versions
+from stacks import images, versions
 from stacks.startup import StartupPath
 
 if TYPE_CHECKING:
@@ -161,17 +163,32 @@ def default_startup(images: tuple[str, ...]) -> StartupPath:
 
 
 def _image_seconds(plan: WorkloadPlan, startup: StartupPath, notes: list[str]) -> float:
+    """Streamed images at `image_stream_start` each, only where a source says they stream (stacks.images
+    .stream_confirmed: the pool streams and the image is in the stack project's Artifact Registry); every other image
+    pulled whole, at its size; preloaded images nothing."""
     refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
-    if plan.pool.image_streaming:
-        return assumed("image_stream_start") * len(refs)
+    streamed = [r for r in refs if plan.pool.image_streaming and images.stream_confirmed(r, plan.project)]
+    pulled = [r for r in refs if r not in streamed]
+    if plan.pool.image_streaming and pulled:
+        notes.append(
+            f"{plan.name}: {', '.join(pulled)} counted pulled whole: no source says GKE streams an image from "
+            "outside the cluster's project's Artifact Registry (stacks/images.py)"
+        )
     total = 0.0
-    for ref in refs:
+    for ref in pulled:
         record = versions.image_record(ref)
         if record is None or record.size_gb is None:
             notes.append(f"{plan.name}: image {ref} has no recorded size (stacks/versions.py): counted as none")
             continue
         total += record.size_gb
-    return total / assumed("image_pull_rate")
+    return assumed("image_stream_start") * len(streamed) + total / assumed("image_pull_rate")
+
+
+def _floor_image_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
+    """The image part of the floor: every image not preloaded streamed (`image_stream_start` each), the least any
+    lever the stack builds gives (no preloaded images are built: PoolPlan.preloaded_images)."""
+    refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
+    return assumed("image_stream_start") * len(refs)
 
 
 def _nic_rate(plan: WorkloadPlan) -> float | None:
@@ -276,6 +293,7 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
     host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
     floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate) if serves else 0.0
     floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
+    floor += _floor_image_seconds(plan, startup)
     copy = round(_copy_seconds(startup), 1) if serves else 0.0
     return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), copy)
 
@@ -309,7 +327,9 @@ def summary_lines(found: list[Estimate]) -> list[str]:
         "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
         "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
         "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
-        "weights at the hosts' network bandwidth, the runtime start and a warm local compile cache.",
+        "weights at the hosts' network bandwidth, the runtime start, a warm local compile cache and each image "
+        "streamed; the image column streams only images in the stack project's Artifact Registry (the only ones a "
+        "source says GKE streams) and counts every other image pulled whole.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),

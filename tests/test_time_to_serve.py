@@ -88,8 +88,9 @@ def test_every_workload_type_gets_an_estimate():
 
 
 def test_a_type_that_does_not_say_how_it_starts_is_modelled_as_today_and_noted(cases, monkeypatch):
+    served = plan_of(cases, "llama8b").image  # through the stack's remote repository
     monkeypatch.setattr(type(plan_of(cases, "llama8b")), "startup", property(lambda self: None))
-    e = estimate(plan_of(cases, "llama8b"), (VLLM,))
+    e = estimate(plan_of(cases, "llama8b"), (served,))
     assert any("does not say how a replica starts" in n for n in e.notes)
     assert e.phases["compile"] == ASSUMPTIONS["compile_cold"].value  # no compile cache
     # the pool streams its images (cluster.images.streaming is on by default): the fallback still starts streamed
@@ -133,9 +134,24 @@ def test_the_image_phase_reads_the_version_matrix_sizes_and_the_pools_levers(cas
     )
     assert estimate(plan).phases["image"] == pytest.approx(9.0 / pull)
     monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: True))
-    assert estimate(plan).phases["image"] == ASSUMPTIONS["image_stream_start"].value
-    monkeypatch.setattr(PoolPlan, "preloaded_images", property(lambda self: (VLLM,)))
+    # Docker Hub's reference never streams (https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming
+    # "Requirements": images in Artifact Registry), nor is one from Google's own projects said to (stacks/images.py):
+    # pulled whole, noted; the floor counts it streamed
+    e = estimate(plan)
+    stream = ASSUMPTIONS["image_stream_start"].value
+    assert e.phases["image"] == pytest.approx(9.0 / pull) and any("counted pulled whole" in n for n in e.notes)
+    tpu_image = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0"
+    _with_startup(monkeypatch, plan, StartupPath(images=(tpu_image,), weights="gcs-stream"))
+    assert any(tpu_image in n and "counted pulled whole" in n for n in estimate(plan).notes)
+    served = plan.image  # the stack's remote repository, in the cluster's project: streamed
+    assert served.startswith(f"us-east5-docker.pkg.dev/{plan.project}/")
+    _with_startup(monkeypatch, plan, StartupPath(images=(served, served), weights="gcs-stream"))
+    streamed = estimate(plan)
+    assert streamed.phases["image"] == stream and not any("pulled whole" in n for n in streamed.notes)
+    monkeypatch.setattr(PoolPlan, "preloaded_images", property(lambda self: (served,)))
     assert estimate(plan).phases["image"] == 0
+    # the floor and the image phase agree: a streamed image counts image_stream_start in both, a preloaded one nothing
+    assert streamed.floor - estimate(plan).floor == pytest.approx(stream)
 
 
 def test_the_startup_path_decides_weights_compile_and_readiness(cases, monkeypatch):
@@ -236,7 +252,8 @@ def test_each_startup_literal_has_its_own_figure(cases, monkeypatch):
     _with_startup(monkeypatch, plan, StartupPath(images=(VLLM,), weights="job"))
     e = estimate(plan)
     assert (e.phases["weights"], e.phases["compile"], e.phases["readiness"]) == (0, 0, 0)
-    assert e.floor == ASSUMPTIONS["runtime_start"].value and any("a batch job, not a server" in n for n in e.notes)
+    floor = ASSUMPTIONS["runtime_start"].value + ASSUMPTIONS["image_stream_start"].value  # its one image streamed
+    assert e.floor == floor and any("a batch job, not a server" in n for n in e.notes)
 
 
 def test_every_image_of_every_workload_in_every_example_has_a_size(monkeypatch):
