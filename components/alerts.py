@@ -1,5 +1,5 @@
-"""Alerts: the notification channels, one Cloud Monitoring alert policy per rule of the alerts piece, the log-based
-metrics of the cluster's TPU capacity and their policies, and each workload's SLOs with burn-rate policies.
+"""Alerts: the notification channels, one Cloud Monitoring alert policy per rule of the alerts piece, the log-match
+policies of the cluster's TPU capacity, and each workload's SLOs with burn-rate policies.
 
 Nothing here waits for the cluster: Cloud Monitoring evaluates the PromQL once series exist, and each PromQL
 condition skips the API's check that its metrics exist already (conditionPrometheusQueryLanguage
@@ -67,7 +67,15 @@ class Alerts(pulumi.ComponentResource):
             opts=self._opts(),
         ).name
 
-    def _policy(self, key: str, title: str, severity: str, doc: str, conditions: list) -> gcp.monitoring.AlertPolicy:
+    def _policy(
+        self,
+        key: str,
+        title: str,
+        severity: str,
+        doc: str,
+        conditions: list,
+        strategy: gcp.monitoring.AlertPolicyAlertStrategyArgs | None = None,
+    ) -> gcp.monitoring.AlertPolicy:
         plan = self._plan
         policy = gcp.monitoring.AlertPolicy(
             f"{self._prefix}-{key}",
@@ -82,6 +90,7 @@ class Alerts(pulumi.ComponentResource):
                 notification_channels=[self._channels[i] for i in plan.routes(severity)],
                 documentation=gcp.monitoring.AlertPolicyDocumentationArgs(content=doc, mime_type="text/markdown"),
                 user_labels={**POLICY_LABEL, "cluster": plan.cluster_name},
+                alert_strategy=strategy,
             ),
             opts=self._opts(),
         )
@@ -100,38 +109,25 @@ class Alerts(pulumi.ComponentResource):
         self._policy(rule.key, rule.title, rule.severity, _doc(rule.threshold, rule.command), [condition])
 
     def _log_policy(self, signal: LogSignal) -> None:
-        """A log-based counter (logging.Metric, DELTA INT64: the default metric descriptor) and a policy that fires
-        when it counted anything in its window."""
-        metric = gcp.logging.Metric(
-            f"{self._prefix}-{signal.key}-metric",
-            gcp.logging.MetricArgs(
-                project=self._plan.project,
-                name=signal.metric,
-                filter=signal.filter,
-                description=signal.title,
-                metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(metric_kind="DELTA", value_type="INT64"),
-            ),
-            opts=self._opts(),
-        )
+        """A log-match policy: it fires on each log entry its filter matches, with no metric in between. A
+        policy on a log-based metric made in the same `up` is refused until the metric's descriptor exists ("Cannot
+        find metric(s) ... could take up to 10 minutes": hashicorp/terraform-provider-google#11102,
+        GoogleCloudPlatform/cloud-foundation-fabric#3739). A log-match condition needs
+        alertStrategy.notificationRateLimit ("Required for alert policies with a LogMatch condition":
+        hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/services/monitoring/
+        resource_monitoring_alert_policy.go, pulumi-gcp 10.2.0 AlertPolicyAlertStrategyArgs; monitoring v3
+        AlertStrategy.notificationRateLimit, https://cloud.google.com/monitoring/alerts/log-based-alerts)."""
         condition = gcp.monitoring.AlertPolicyConditionArgs(
             display_name=signal.title,
-            condition_threshold=gcp.monitoring.AlertPolicyConditionConditionThresholdArgs(
-                filter=metric.name.apply(
-                    lambda n: f'metric.type="logging.googleapis.com/user/{n}" resource.type="{signal.resource}"'
-                ),
-                comparison="COMPARISON_GT",
-                threshold_value=0,
-                duration="0s",
-                aggregations=[
-                    gcp.monitoring.AlertPolicyConditionConditionThresholdAggregationArgs(
-                        alignment_period=f"{signal.minutes * 60}s",
-                        per_series_aligner="ALIGN_SUM",
-                        cross_series_reducer="REDUCE_SUM",
-                    )
-                ],
-            ),
+            condition_matched_log=gcp.monitoring.AlertPolicyConditionConditionMatchedLogArgs(filter=signal.filter),
         )
-        self._policy(signal.key, signal.title, signal.severity, _doc(signal.threshold, signal.command), [condition])
+        strategy = gcp.monitoring.AlertPolicyAlertStrategyArgs(
+            notification_rate_limit=gcp.monitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs(
+                period=f"{signal.minutes * 60}s"
+            )
+        )
+        doc = _doc(signal.threshold, signal.command)
+        self._policy(signal.key, signal.title, signal.severity, doc, [condition], strategy)
 
     def _objectives(self, workload: str, objectives: tuple[Objective, ...]) -> None:
         plan = self._plan

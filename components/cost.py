@@ -6,6 +6,12 @@ Thresholds alert on current spend; the billing account's administrators and user
 default IAM recipients, all_updates_rule.disable_default_iam_recipients false), plus the configured Cloud Monitoring
 email channels. Scoped to the project (by number, the form the
 provider's example and the billing export use) and, with scope stack, to the resources labelled with the stack.
+
+The budget is made through its own provider that bills the API call to the stack's project (`billing_project`,
+`user_project_override`): with user Application Default Credentials the Billing Budgets API answers 403 otherwise,
+and the deployer needs serviceusage.services.use on that project (the Warning of
+https://www.pulumi.com/registry/packages/gcp/api-docs/billing/budget, the same as the google_billing_budget page of
+the Terraform provider).
 """
 
 from __future__ import annotations
@@ -50,7 +56,16 @@ class CostAttribution(pulumi.ComponentResource):
         self.budget = None
         if plan.budget is not None:
             number = gcp.organizations.get_project_output(project_id=plan.budget.project).number
+            provider = gcp.Provider(
+                f"{name}-billing",
+                gcp.ProviderArgs(
+                    project=plan.budget.project, billing_project=plan.budget.project, user_project_override=True
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
             self.budget = gcp.billing.Budget(
-                f"{name}-budget", budget_args(plan.budget, number), opts=pulumi.ResourceOptions(parent=self)
+                f"{name}-budget",
+                budget_args(plan.budget, number),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
         self.register_outputs({})

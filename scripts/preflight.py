@@ -4,7 +4,8 @@
     python scripts/preflight.py dev
 
 Per pool at its baseline and peak: TPU quota in the region and the named reservation's free hosts; the release
-channel's versions against every minimum the stack needs; the APIs enabled; the deployer's roles. One row per check,
+channel's versions against every minimum the stack needs; the APIs the stack's resources need enabled; the deployer's roles for them
+(tooling/gcp_requirements.py). One row per check,
 PASS, WARN or FAIL, with the command or link that fixes it. Needs gcloud, logged in.
 Exit status: 0 no FAIL, 1 a FAIL, 2 the stack config does not validate.
 """
@@ -23,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from stacks.problems import ConfigError  # noqa: E402
 from tooling import preflight  # noqa: E402
-from tooling.offline import parse_stack_file  # noqa: E402
+from tooling.offline import parse_stack_file, run_stack_file  # noqa: E402
 
 
 def gcloud(args: list[str]) -> Any:
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None, run: preflight.Runner = gcloud) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 2
-    rows = preflight.preflight(cfg, run)
+    registered = run_stack_file(path).resources  # under mocks: the types the stack registers name its APIs and roles
+    rows = preflight.preflight(cfg, run, [(r.type, r.inputs) for r in registered])
     print(f"preflight of stack {cfg.stack} (project {cfg.gcp_project}, region {cfg.region}):")
     print("\n".join(preflight.table(rows)))
     status = preflight.worst(rows)

@@ -13,13 +13,15 @@ Every PromQL query reads only series the stack's scraping produces, with labels 
 - the endpoint picker's series (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go), scraped by
   its chart's PodMonitoring (stacks/gateway.py router_values).
 
-Log-based metrics count what no scraped series shows: the cluster autoscaler's failed scale-ups (a TPU stockout),
+Log-match alert policies see what no scraped series shows: the cluster autoscaler's failed scale-ups (a TPU stockout),
 Compute Engine preemptions and host errors of the nodes, and upcoming host maintenance notices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 PAGE = "CRITICAL"  # paging channels receive these (AlertsConfig.paging)
 TICKET = "WARNING"
@@ -27,8 +29,23 @@ TICKET = "WARNING"
 AT_MAX_MINUTES = 30
 # How long a workload may have no ready serving container, or its gateway see no ready endpoint.
 NO_READY_MINUTES = 5
-# The 5xx ratio and the flow-control queue over this many minutes.
+# The server-error ratio and the flow-control queue over this many minutes.
 GATEWAY_MINUTES = 5
+# The endpoint picker's error_code values of a server-side failure (llm-d/llm-d-router@v0.10.0
+# pkg/common/error/error.go: ModelServerError is any non-200 answer of the model server, recorded in
+# pkg/epp/handlers/server.go; Internal and ServiceUnavailable become 500 and 503 in BuildErrResponse; Unknown is the
+# code of any error that is not the picker's own Error, answered as a gRPC error, not an HTTP status). Not counted:
+# the client's errors (BadRequest, Unauthorized, Forbidden, NotFound, PreconditionFailed) and ResourceExhausted (429,
+# flow control shedding load: the queue alert sees saturation).
+GATEWAY_SERVER_ERRORS = ("ModelServerError", "Internal", "ServiceUnavailable", "Unknown")
+# Compute Engine system events that take a VM (a node) away: preempted (Spot), a host error, a termination for host
+# maintenance (https://cloud.google.com/compute/docs/instances/host-maintenance-overview: a VM whose
+# onHostMaintenance is TERMINATE, as TPU VMs are, is stopped for maintenance).
+INTERRUPTION_METHODS = (
+    "compute.instances.preempted",
+    "compute.instances.hostError",
+    "compute.instances.terminateOnHostMaintenance",
+)
 
 
 @dataclass(frozen=True)
@@ -50,16 +67,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class LogSignal:
-    """A log-based counter metric and the policy that fires when it counts anything in `minutes`."""
+    """A log-match alert policy (conditionMatchedLog): it fires on any log entry `filter` matches."""
 
     key: str
-    metric: str
-    """The log-based metric's name (logging.googleapis.com/user/<metric>)."""
-    resource: str
-    """The monitored resource of the log entries it counts (the metric's time series carry it)."""
     filter: str
     title: str
     minutes: int
+    """At most one notification per this many minutes (the policy's notificationRateLimit)."""
     severity: str
     threshold: str
     command: str
@@ -103,10 +117,38 @@ def selector(**matchers: str) -> str:
     return ", ".join(f'{k}=~"{v[1:]}"' if v.startswith("~") else f'{k}="{v}"' for k, v in matchers.items())
 
 
-def pods_of(name: str) -> str:
-    """The regular expression of a workload's pod names: every pod of a workload is named after it (its
-    Deployment, LeaderWorkerSet, StatefulSet or JobSet is `<name>` or `<name>-...`; a test checks each type)."""
-    return f"~{name}-.+"
+# The names of the pods each controller kind makes, after the controller's name (RE2, matched whole by PromQL):
+# - Deployment: its ReplicaSet `<deployment>-<pod-template-hash>`, whose pods add a 5-character random suffix
+#   (kubernetes/kubernetes pkg/controller/deployment/sync.go, k8s.io/apiserver pkg/storage/names/generate.go
+#   randomLength 5);
+# - LeaderWorkerSet: the leader StatefulSet `<lws>` makes `<lws>-<group>`, each group's workers are
+#   `<leader pod>-<worker>` (kubernetes-sigs/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go
+#   `fmt.Sprintf("%s-%d", lws.Name, idx)`, pkg/utils/accelerators/tpu.go worker hostnames `<leader>-<i>`);
+# - JobSet: its Jobs are `<jobset>-<replicated job>-<job index>` (kubernetes-sigs/jobset@v0.10.1
+#   pkg/util/placement/placement.go GenJobName), Indexed Jobs whose pods are `<job>-<completion index>-<random>`.
+# None of them matches the endpoint picker's pods (`<name>-epp-<hash>-<random>`) nor a Job's (`<job>-<random>`).
+POD_NAMES = {
+    "Deployment": "{}-[a-z0-9]+-[a-z0-9]{{5}}",
+    "LeaderWorkerSet": "{}-[0-9]+(-[0-9]+)?",
+    "JobSet": "{}-[a-z0-9-]+-[0-9]+-[0-9]+-[a-z0-9]{{5}}",
+}
+
+
+class PodSet(Protocol):
+    """A set of pods one controller owns (stacks.disruption.Unit)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+def pods_of(units: Sequence[PodSet]) -> str:
+    """The regular expression of exactly a workload's serving pods, from the kind and name of each set of pods one of
+    its controllers owns (its disruption units, stacks/disruption.py Unit): not the endpoint picker in its namespace,
+    not a staging Job. A test checks it over every registry type."""
+    return "~" + "|".join(f"({POD_NAMES[u.kind].format(u.name)})" for u in units)
 
 
 def monitoring_filter(metric_type: str, cluster: str, namespace: str, **labels: str) -> str:

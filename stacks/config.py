@@ -16,6 +16,7 @@ from stacks import (
     cost,
     images,
     naming,
+    time_to_serve,
     versions,
     workload_checks,
 )
@@ -232,6 +233,7 @@ def parse_stack_config(
         warnings,
         pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
     )
+    workload_plans = [_with_from_zero(p, workload_types) for p in workload_plans]
     index = {w.name: i for i, w in sections.workloads}
     problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
     if problems:
@@ -250,6 +252,15 @@ def parse_stack_config(
         warnings=warnings,
         image_mirror=mirror,
     )
+
+
+def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> WorkloadPlan:
+    """A workload KEDA scales to zero (WorkloadPlan.activation_seconds) with its time-to-serve estimate's wait from
+    zero, which its ScaledObject's cooldowns and its picker's queue TTL cover (WorkloadPlan.from_zero_budget_s)."""
+    if not plan.activation_seconds:
+        return plan
+    found = time_to_serve.estimate(plan, time_to_serve.type_images(plan, workload_types))
+    return replace(plan, from_zero_s=found.from_zero)
 
 
 def _image_mirror(sections: _Sections, gcp_project: str | None, region: str | None) -> ImageMirror | None:
@@ -287,6 +298,7 @@ def _stack_config(
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
     labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
     plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
+    warnings.extend(gateway_piece.from_zero_warnings(gateway, workloads))
     if gateway.enabled and not plans.gateway.backends:
         warnings.append(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
@@ -416,7 +428,7 @@ def _plans(
             cluster_name=cluster_name,
             paused=sections.paused,
             tpu_metrics=monitoring.tpu_metrics,
-            has_tpu_pools=bool(pools),
+            tpu_zones=sorted({p.config.zone for p in pools}),
             workloads=workloads,
             gateway_workloads=[b.name for b in gateway_plan.backends],
         ),

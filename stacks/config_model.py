@@ -544,7 +544,10 @@ class AlertsConfig(CamelModel):
         "a serving node sits near 0.9 by design).",
     )
     gateway_error_ratio: float = Field(
-        0.05, gt=0, le=1, description="Share of a gateway-served workload's requests answered 5xx over 5 minutes."
+        0.05,
+        gt=0,
+        le=1,
+        description="Share of a gateway-served workload's requests that failed on the server side (the endpoint picker's error_code ModelServerError, Internal, ServiceUnavailable or Unknown) over 5 minutes.",
     )
 
 

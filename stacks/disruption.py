@@ -31,11 +31,17 @@ has `GRACE_SECONDS`:
   (llm-d/llm-d-router@v0.10.0 pkg/epp/controller/pod_reconciler.go updateDatastore, pkg/epp/util/pod/pod.go
   IsPodReady: false when DeletionTimestamp is set) and refreshes metrics every 50 ms (pkg/epp/server/options.go
   RefreshMetricsInterval default): within a second.
-- A Google Cloud load balancer marks a backend unhealthy after `unhealthyThreshold` failed checks `checkIntervalSec`
-  apart, each allowed `timeoutSec`: the Compute Engine defaults 2, 5 s and 5 s
-  (https://cloud.google.com/compute/docs/reference/rest/v1/healthChecks), 15 s; the llm-d-router chart's own
-  HealthCheckPolicy is faster (2 s, 2 s; llm-d/llm-d-router@v0.10.0 config/charts/llm-d-router-gateway/templates/
-  gke.yaml). ROUTING_SECONDS is the slower of these.
+- The server keeps answering its health checks during the preStop sleep (nothing has signalled it yet), so no
+  health check fails and none is what stops traffic: traffic stops because the terminating pod's endpoint is
+  removed. The picker drops it (above); for the load balancer, a terminating pod leaves the Service's ready
+  endpoints and GKE's NEG controller detaches it from the network endpoint group
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/container-native-load-balancing, "Pod readiness" and
+  termination). How long the detach takes to reach the load balancer is documented nowhere: ROUTING_SECONDS is a
+  margin for it, one the size of a default health check's failure detection (the Compute Engine defaults
+  `unhealthyThreshold` 2, `checkIntervalSec` 5 s, `timeoutSec` 5 s,
+  https://cloud.google.com/compute/docs/reference/rest/v1/healthChecks: 15 s), so a backend would be out even if
+  it had stopped answering; the llm-d-router chart's HealthCheckPolicy is faster (2 s, 2 s; llm-d/llm-d-router@v0.10.0
+  config/charts/llm-d-router-gateway/templates/gke.yaml).
 - vLLM does not drain on SIGTERM: its handler cancels the HTTP server task at once, "prevents the uvicorn signal
   handler to exit early" (vllm-project/vllm vllm/entrypoints/launcher.py serve_http signal_handler), so requests in
   flight are cut. The drain therefore happens in the preStop sleep, after routing has stopped: it lasts as long as
@@ -62,7 +68,7 @@ PDB_API = "policy/v1"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"  # lws@v0.7.0 api/leaderworkerset/v1 SetNameLabelKey
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"  # jobset@v0.10.1 api/jobset/v1alpha2 JobSetNameKey
 
-# The load balancer's default health check (Compute Engine healthChecks defaults).
+# The margin for the load balancer's NEG detach: a default health check's failure detection (module docstring).
 LB_CHECK_INTERVAL_SECONDS = 5
 LB_CHECK_TIMEOUT_SECONDS = 5
 LB_UNHEALTHY_THRESHOLD = 2

@@ -133,6 +133,9 @@ class GatewayBackend:
     # `kubectl -n <ns> exec <pod> -c <container>` of a serving container with python3 (vLLM's image), from which
     # a request to an internal gateway leaves from inside the VPC; "" when there is none
     exec_in: str = ""
+    # For a workload KEDA scales to zero, how long a request may wait in the picker's queue for the first replica
+    # (WorkloadPlan.from_zero_budget_s, set by stacks/pieces/gateway.py); None: the picker's default (`epp_config`).
+    queue_ttl_s: int | None = None
 
 
 def epp_name(release: str) -> str:
@@ -147,9 +150,21 @@ def epp_pod_labels(release: str) -> dict[str, str]:
     return {"llm-d-router-gateway": epp_name(release)}
 
 
-def epp_config() -> str:
-    """The endpoint picker's configuration (EndpointPickerConfig, llm-d.ai/v1alpha1): see EPP_CONFIG_FILE."""
-    config = {
+# How long the GKE load balancer waits for a response from the pool: the chart's GCPBackendPolicy `default.timeoutSec`
+# (llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/gke.yaml: `timeoutSec: 300`, written in
+# the template, no value sets it). A request that waits longer for a replica is cut by the load balancer.
+BACKEND_TIMEOUT_S = 300
+
+
+def epp_config(queue_ttl_s: int | None = None) -> str:
+    """The endpoint picker's configuration (EndpointPickerConfig, llm-d.ai/v1alpha1): see EPP_CONFIG_FILE. With
+    `queue_ttl_s` (a workload KEDA scales to zero), the flow-control queue keeps a request that long: the picker
+    sheds a request still queued after `flowControl.defaultRequestTTL`, 60 s unless set, a metav1.Duration
+    (llm-d/llm-d-router@v0.10.0:apix/config/v1alpha1/endpointpickerconfig_types.go EndpointPickerConfig.FlowControl,
+    FlowControlConfig.DefaultRequestTTL; pkg/epp/flowcontrol/controller/config.go defaultRequestTTL = 60s,
+    NewConfigFromAPI), far less than a replica's start from zero; a shed request also empties the queue KEDA
+    reads, leaving the starting replica to its cooldown."""
+    config: dict[str, Any] = {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
         "featureGates": [FLOW_CONTROL_GATE],
@@ -174,6 +189,8 @@ def epp_config() -> str:
             }
         ],
     }
+    if queue_ttl_s is not None:
+        config["flowControl"] = {"defaultRequestTTL": f"{queue_ttl_s}s"}
     return json.dumps(config, indent=2)
 
 
@@ -202,7 +219,7 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             "epp": {
                 "replicas": 1,
                 "pluginsConfigFile": EPP_CONFIG_FILE,
-                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config()},
+                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s)},
                 "image": {
                     # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
                     "registry": LLM_D_ROUTER.image_repository.rsplit("/", 1)[0],

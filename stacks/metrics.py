@@ -92,6 +92,7 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
             ("request_total", _EPP_REQUEST_LABELS),
             ("request_error_total", _EPP_REQUEST_LABELS | {"error_code"}),
             ("ready_endpoints", {"name"}),
+            ("average_running_requests", {"name"}),
             ("flow_control_queue_size", _EPP_REQUEST_LABELS | {"inference_pool"}),
         )
     },
@@ -161,6 +162,10 @@ class HpaMetric:
     fallback: Fallback | None = None  # read when the image exports it instead of `series`
     pool_label: str | None = None  # origin "gateway": the label naming the InferencePool
     multiplier: str | None = None  # origin "gateway": the series `series` is multiplied by for the pool's total
+    # Whether the series counts requests while the workload has no replica: the one kind of signal that can
+    # bring it back from zero (KEDA activates a trigger whose value is above 0); a per-endpoint series, or an
+    # average over the pool's endpoints times their number, is 0 then.
+    counts_at_zero: bool = False
 
     def read(self, matchers: str) -> str:
         """PromQL for the metric's per-pod samples selected by `matchers`: its series, or else its fallback's.
@@ -272,7 +277,11 @@ VLLM_HPA_METRICS: dict[str, HpaMetric] = {
 #   saturated, and also while it has no endpoint: the one signal that exists at zero replicas.
 # - average_running_requests x ready_endpoints: the pool's requests in flight (each labelled `name`, the pool's
 #   name: RecordInferencePoolAvgRunningRequests / RecordInferencePoolReadyPods(pool.Name, ...),
-#   pkg/epp/datalayer/logger/logger.go refreshPrometheusMetrics).
+#   pkg/epp/datalayer/logger/logger.go refreshPrometheusMetrics). Both are pool-level gauges (pkg/epp/metrics/
+#   metrics.go `poolLabels = []string{"name"}`): every picker replica exports the same pool's value, so the
+#   pool's total is one replica's product (max over them), while each picker replica holds its own flow-control
+#   queue (the pool's queue is the sum). At zero replicas the product is 0 (no ready endpoint): only the queue
+#   counts the requests waiting for the first replica (counts_at_zero).
 # The target is per replica, like every HPA metric here: the autoscaler proposes ceil(total / target).
 _EPP_SOURCE = "llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go"
 GATEWAY_QUEUED = Unit("requests", "requests waiting in the gateway's flow-control queue per replica")
@@ -287,6 +296,7 @@ GATEWAY_HPA_METRICS: dict[str, HpaMetric] = {
             "gateway",
             _EPP_SOURCE,
             pool_label="inference_pool",
+            counts_at_zero=True,
         ),
         HpaMetric(
             "epp_running_requests",

@@ -30,6 +30,7 @@ with no probe wait.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,7 @@ from stacks.startup import StartupPath
 if TYPE_CHECKING:
     from stacks.stack_config import StackConfig
     from stacks.workload_plan import WorkloadPlan
+    from stacks.workload_type import WorkloadType
 
 GB = 10**9
 # The Run:ai model streamer's concurrency when the plan sets none: "8 for reading from object storage"
@@ -137,6 +139,9 @@ class Estimate:
     phases: dict[str, float]
     floor: float
     notes: tuple[str, ...] = field(default=())
+    # What a request at zero replicas waits before a replica is asked for (KEDA's polling,
+    # WorkloadPlan.activation_seconds); None when the workload never runs at zero (minReplicas above 0).
+    activation: float | None = None
     compile_copy: float = 0.0
     """The part of `compile` spent copying the cache to local disk before the server starts (an init container)."""
 
@@ -149,6 +154,12 @@ class Estimate:
     def cold(self) -> float:
         """Total from no capacity: node provisioning, then the same."""
         return self.warm + self.phases["capacity"]
+
+    @property
+    def from_zero(self) -> float | None:
+        """What the first request waits at zero replicas (scale to zero): the activation, node provisioning and
+        the warm phases; None when the workload never runs at zero."""
+        return None if self.activation is None else self.activation + self.cold
 
     @property
     def ratio(self) -> float:
@@ -295,17 +306,21 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
     floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
     floor += _floor_image_seconds(plan, startup)
     copy = round(_copy_seconds(startup), 1) if serves else 0.0
-    return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), copy)
+    activation = plan.activation_seconds or None  # a scale-to-zero workload's wait for KEDA to see its queue
+    return Estimate(
+        plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), activation, copy
+    )
+
+
+def type_images(plan: WorkloadPlan, workload_types: Mapping[str, WorkloadType]) -> tuple[str, ...]:
+    """The pinned TPU images of the plan's workload type (`estimate`'s default_images)."""
+    kind = workload_types.get(plan.workload.type)
+    return tuple(versions.IMAGES[key] for key in kind.tpu_images) if kind else ()
 
 
 def estimates(cfg: StackConfig) -> list[Estimate]:
     """One estimate per workload of the stack, with each type's pinned TPU images as the fallback."""
-    found = []
-    for plan in cfg.workloads:
-        kind = cfg.workload_types.get(plan.workload.type)
-        images = tuple(versions.IMAGES[key] for key in kind.tpu_images) if kind else ()
-        found.append(estimate(plan, images))
-    return found
+    return [estimate(plan, type_images(plan, cfg.workload_types)) for plan in cfg.workloads]
 
 
 def duration(seconds: float) -> str:
@@ -322,21 +337,24 @@ def summary_lines(found: list[Estimate]) -> list[str]:
     """The summary.md section: one row per workload, the phases, both totals, the floor and the ratio."""
     if not found:
         return ["No workloads."]
-    header = ["workload", *PHASES, "warm capacity", "from no capacity", "floor", "ratio"]
+    header = ["workload", *PHASES, "warm capacity", "from no capacity", "from zero", "floor", "ratio"]
     lines = [
         "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
         "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
         "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
         "weights at the hosts' network bandwidth, the runtime start, a warm local compile cache and each image "
         "streamed; the image column streams only images in the stack project's Artifact Registry (the only ones a "
-        "source says GKE streams) and counts every other image pulled whole.",
+        "source says GKE streams) and counts every other image pulled whole. `from zero`, for a workload KEDA "
+        "scales to zero (autoscaling.minReplicas 0), is what its first request waits: KEDA's polling, then the "
+        "whole start from no capacity.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
     for e in found:
         cells = [duration(e.phases[p]) for p in PHASES]
-        row = [e.workload, *cells, duration(e.warm), duration(e.cold), duration(e.floor), f"{e.ratio:.1f}x"]
+        zero = "-" if e.from_zero is None else duration(e.from_zero)
+        row = [e.workload, *cells, duration(e.warm), duration(e.cold), zero, duration(e.floor), f"{e.ratio:.1f}x"]
         lines.append("| " + " | ".join(row) + " |")
     notes = [n for e in found for n in e.notes]
     if notes:

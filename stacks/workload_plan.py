@@ -85,6 +85,8 @@ class ServingSignals:
     finish_label: str = ""
     good_finishes: tuple[str, ...] = ()
     """Values of `finish_label` of a request that ended well."""
+    bad_finishes: tuple[str, ...] = ()
+    """Values of `finish_label` of a request that failed on the server's side (the SLI's other requests)."""
     output_tokens: str | None = None
     """Counter of generated tokens (its name without _total)."""
 
@@ -107,6 +109,9 @@ class WorkloadPlan:
     project: str = field(default="", kw_only=True)  # gcp:project
     # tpu-serving:gateway.enabled: with `gateway_backend()`, whether the gateway serves the workload
     gateway_enabled: bool = field(default=False, kw_only=True)
+    # The time-to-serve estimate's wait from zero (stacks.time_to_serve Estimate.from_zero) of a workload KEDA
+    # scales to zero, set once the plan is made (stacks/config.py): the estimate reads the plan itself.
+    from_zero_s: float | None = field(default=None, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -202,7 +207,17 @@ class WorkloadPlan:
         the workload never runs at zero."""
         from stacks.metrics_adapters import keda
 
-        return keda.POLLING_SECONDS if self.min_replicas == 0 and not self.paused else 0
+        at_zero = self.autoscaled and self.keda and self.min_replicas == 0 and not self.paused
+        return keda.POLLING_SECONDS if at_zero else 0
+
+    @property
+    def from_zero_budget_s(self) -> int | None:
+        """How long a scale from zero may take before anything gives up on it (its ScaledObject's cooldowns, the
+        endpoint picker's queue TTL): stacks.metrics_adapters.keda.from_zero_budget of `from_zero_s`; None when
+        the workload never runs at zero."""
+        from stacks.metrics_adapters import keda
+
+        return None if self.from_zero_s is None else keda.from_zero_budget(self.from_zero_s)
 
     @property
     def hpa_metrics(self) -> dict[str, Any] | None:
@@ -432,9 +447,13 @@ def hpa_behavior(plan: WorkloadPlan) -> dict[str, Any]:
 def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], environment: str, problems: list) -> bool:
     """minReplicas 0 (scale to zero): only through KEDA (an HPA's minReplicas may be 0 only with the alpha
     feature gate HPAScaleToZero: autoscaling/v2 HorizontalPodAutoscalerSpec.minReplicas), only outside prod (the
-    first request waits for a whole replica to start), and only on a gateway metric (the server's own series vanish with its last pod, so
-    nothing would ever scale it back up; the gateway queues requests while the pool has no endpoint). Adds the
-    problems and says whether 0 is otherwise fine (False: the caller reports `below 1`)."""
+    first request waits for a whole replica to start), and only with a metric that counts requests while no
+    replica runs (HpaMetric.counts_at_zero: the gateway's flow-control queue). KEDA scales 0 -> 1 only when a
+    trigger is active, its value above its activation threshold, 0 by default (kedacore/keda@v2.20.2
+    pkg/scalers/prometheus_scaler.go GetMetricsAndActivity: `val > s.metadata.ActivationThreshold`); the
+    server's own series vanish with its last pod, and the picker's running requests (average per ready endpoint
+    x ready endpoints) are 0 without an endpoint, so neither would ever bring it back. Adds the problems and says
+    whether 0 is otherwise fine (False: the caller reports `below 1`)."""
     from stacks import metrics_adapters
 
     entry = metrics_adapters.get(adapter)
@@ -445,13 +464,14 @@ def _zero_ok(path: str, auto: Any, adapter: str, registry: Mapping[str, Any], en
         problems.append(
             Problem(key, "0 (scale to zero) is not allowed in prod: the first request waits for a replica to start")
         )
-    if not any(m.name in registry and registry[m.name].origin == "gateway" for m in auto.metrics):
-        gateway = [n for n, m in registry.items() if m.origin == "gateway"]
+    if not any(m.name in registry and registry[m.name].counts_at_zero for m in auto.metrics):
+        waiting = [n for n, m in registry.items() if m.counts_at_zero]
         problems.append(
             Problem(
                 key,
-                "0 (scale to zero) needs a gateway metric in autoscaling.metrics (the server's series vanish with "
-                f"its last pod); one of: {', '.join(gateway) or 'none for this workload type'}",
+                "0 (scale to zero) needs, in autoscaling.metrics, a metric that counts the requests waiting while no "
+                "replica runs (the server's series vanish with its last pod, the gateway's running requests are 0 "
+                f"without an endpoint); one of: {', '.join(waiting) or 'none for this workload type'}",
             )
         )
     return True
@@ -485,7 +505,7 @@ def autoscaler_manifest(
     spec: dict[str, Any] = {
         "scaleTargetRef": target,
         "pollingInterval": keda.POLLING_SECONDS,
-        "cooldownPeriod": keda.COOLDOWN_SECONDS,
+        **keda.cooldowns(plan.from_zero_budget_s),
         "minReplicaCount": auto.min_replicas,
         "maxReplicaCount": auto.max_replicas,
         "triggers": [keda.trigger(registry[m.name], m.target, scope) for m in auto.metrics],

@@ -12,7 +12,7 @@ The adapters are modelled from their sources:
 - prometheus-adapter (kubernetes-sigs/prometheus-adapter@v0.12.0): the rule's metricsQuery with <<.Series>> the
   series name and <<.LabelMatchers>> `<label mapped to namespace>="<HPA namespace>"` (pkg/naming/metrics_query.go
   BuildExternal), one external value per sample of the result (pkg/external-provider/metric_converter.go);
-  the query is evaluated by the tiny PromQL subset below (selectors, sum/avg [by], `/`, `*`, `-`, `or`).
+  the query is evaluated by the tiny PromQL subset below (selectors, sum/avg/max [by], `/`, `*`, `-`, `or`).
 - custom-metrics-stackdriver: a Pods metric returns each pod's series; an External metric returns every time
   series matching the selector (GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter
   pkg/adapter/translator), no reduction unless a `reducer` is asked for.
@@ -115,7 +115,7 @@ class _Parser:
         if tok is not None and re.fullmatch(r"\d+(\.\d+)?", tok):
             return float(self.take())
         name = self.take()
-        if name in ("sum", "avg"):
+        if name in ("sum", "avg", "max"):
             by: list[str] | None = None
             if self.peek() == "by":
                 self.take("by")
@@ -165,7 +165,8 @@ def _aggregate(op: str, vector: Vector, by: list[str]) -> Vector:
     out = []
     for key, values in groups.items():
         total = sum(values)
-        out.append((dict(zip(by, key, strict=True)), total if op == "sum" else total / len(values)))
+        value = max(values) if op == "max" else total if op == "sum" else total / len(values)
+        out.append((dict(zip(by, key, strict=True)), value))
     return out
 
 

@@ -19,7 +19,8 @@ Sources:
   (https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/alerting-on-budget-burn-rate); the windows and
   rates of the Google SRE workbook, "Alerting on SLOs" (1 h/5 min at 14.4x, 6 h/30 min at 6x).
 - The endpoint picker: llm-d/llm-d-router@v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go (series and labels),
-  pkg/epp/handlers/server.go (error_code is the response status), cmd/epp/runner/feature_gate_test.go (the
+  pkg/epp/handlers/server.go and pkg/common/error/error.go (error_code is never an HTTP status: ModelServerError
+  for any non-200 answer of the model server, else the picker's canonical error code), cmd/epp/runner/feature_gate_test.go (the
   flowControl gate, off by default), config/charts/routerlib templates/_gke.yaml (the PodMonitoring it renders with
   monitoring.provider gmp and prometheus.enabled) and templates/_deployment.yaml (container port metrics 9090).
 """
@@ -27,6 +28,7 @@ Sources:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from tooling import chart_objects, readme_tables
 from tooling.chart_objects import stack_files
 from tooling.fleet_render import is_fleet
 from tooling.offline import load_stack_file, parse_config
-from workloads.pathways_job.plan import pathways_job
+from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
 
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -124,38 +126,109 @@ def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
             promql.parse(bad)
 
 
+def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
+    """Each metric the KEDA adapter can trigger on (every HPA metric of an origin it serves: the server's, the TPU
+    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/metrics_adapters/keda.py
+    query), and the example's rendered triggers: every series and label is one the stack's scraping produces. The
+    picker's series come from its chart's PodMonitoring (test_the_endpoint_picker_is_scraped_and_runs_with_flow_control);
+    `llm_d_epp_average_running_requests` is labelled `name` (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/
+    llm_d_router_metrics.go llmdInferencePoolAvgRunningRequests, poolLabels = ["name"] in metrics.go)."""
+    from stacks.metrics_adapters import keda
+
+    scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
+    served = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    served = {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
+    assert {"epp_flow_control_queue_size", "epp_running_requests", "vllm:num_requests_waiting"} <= set(served)
+    for metric in served.values():
+        check_query(keda.query(metric, scope))
+    example = load_stack_file(ROOT / "examples" / "vllm-single-host" / "Pulumi.vllm-single-host-keda.yaml")
+    triggers = run(example, stack="vllm-single-host-keda").one("kubernetes:keda.sh/v1alpha1:ScaledObject")
+    queries = [t["metadata"]["query"] for t in triggers.inputs["spec"]["triggers"]]
+    assert any("llm_d_epp_flow_control_queue_size" in q for q in queries)
+    for query in queries:
+        check_query(query)
+
+
 # ---- every workload type of the registry ------------------------------------------------------------------------
 
 
-def test_every_registry_type_gets_its_policies_and_they_select_its_pods():
+def replicated_jobs(plan: Any, name: str) -> list[str]:
+    """The replicated jobs of the workload's JobSet `name`: from its manifest, or the PathwaysJob controller's
+    (google/pathways-job@v0.1.4: a `pathways-head` job and a `worker` job)."""
+    for manifest in plan.pod_manifests():
+        if manifest.get("kind") == "JobSet" and manifest["metadata"]["name"] == name:
+            return [r["name"] for r in manifest["spec"]["replicatedJobs"]]
+    assert plan.workload.type == "pathways-job", (plan.workload.type, name)
+    return [HEAD_JOB, WORKER_JOB]
+
+
+def pod_names(plan: Any) -> tuple[list[str], list[str]]:
+    """Pod names a cluster would have in the workload's namespace: its serving pods (named as each controller kind
+    names them, stacks.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
+    `<name>-epp`, llm-d-router's chart; each Job of the workload, a weights staging Job among them)."""
+    serving = []
+    for unit in plan.disruption_units():
+        if unit.kind == "Deployment":
+            serving.append(f"{unit.name}-7d9f8b6c5d-x2k4p")
+        elif unit.kind == "LeaderWorkerSet":
+            serving += [f"{unit.name}-0", f"{unit.name}-1", f"{unit.name}-1-3"]
+        elif unit.kind == "JobSet":
+            serving += [f"{unit.name}-{r}-0-1-q8z2m" for r in replicated_jobs(plan, unit.name)]
+        else:
+            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.alerts.POD_NAMES")
+    other = [f"{gateway.epp_name(plan.name)}-6c8f9d7b4-abcde", f"{plan.name}-weights-299216fe-k2j9d"]
+    other += [
+        f"{m['metadata']['name']}-{suffix}"
+        for m in plan.pod_manifests()
+        if m.get("kind") == "Job"
+        for suffix in ("x7k2p", "0-x7k2p")
+    ]
+    return serving, other
+
+
+def check_selects_exactly_the_serving_pods(plan: Any, query: str) -> None:
+    (pattern,) = {v for sel in promql.parse(query) for label, op, v in sel.matchers if label == "pod" and op == "=~"}
+    serving, other = pod_names(plan)
+    for pod in serving:
+        assert re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
+    for pod in other:
+        assert not re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
+
+
+def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_serving_pods():
+    """The pod selectors match each controller's pods and neither the endpoint picker's nor a Job's (the old
+    `<name>-.+` matched both: the picker's ready container masked "no ready replica")."""
     seen = set()
     for cfg in example_configs():
-        rules = {w.name: {r.key for r in w.rules} for w in cfg.alerts_plan.workloads}
+        rules = {w.name: {r.key: r for r in w.rules} for w in cfg.alerts_plan.workloads}
         for plan in cfg.workloads:
             seen.add(plan.workload.type)
-            assert f"{plan.name}-pods-pending" in rules[plan.name]
-            assert (f"{plan.name}-no-ready-replica" in rules[plan.name]) == plan.serves_requests
-            # every pod of the workload is named after it (its controller's name is the prefix of its pods'); a
-            # PathwaysJob's pods are its controller's, from a JobSet named after the PathwaysJob (google/pathways-job
-            # @v0.1.4 internal/controller: the JobSet takes the PathwaysJob's name), itself named after the workload
-            for manifest in plan.pod_manifests():
-                if "metadata" not in manifest:
-                    assert plan.workload.type == "pathways-job", manifest
-                    manifest = pathways_job(plan)
-                name = manifest["metadata"]["name"]
-                assert name == plan.name or name.startswith(f"{plan.name}-"), (plan.workload.type, name)
+            mine = rules[plan.name]
+            assert f"{plan.name}-pods-pending" in mine
+            assert (f"{plan.name}-no-ready-replica" in mine) == plan.serves_requests
+            for key in ("no-ready-replica", "pods-pending", "requests-waiting"):
+                if f"{plan.name}-{key}" in mine:
+                    check_selects_exactly_the_serving_pods(plan, mine[f"{plan.name}-{key}"].query)
             if getattr(plan.workload, "autoscaling", None) is not None:
-                assert f"{plan.name}-autoscaler-at-max" in rules[plan.name]
+                assert f"{plan.name}-autoscaler-at-max" in mine
     # every type of the registry is in some shipped stack, so the loop above covered it
     assert seen == set(WORKLOAD_TYPES)
+    with pytest.raises(AssertionError):  # the old selector
+        check_selects_exactly_the_serving_pods(
+            cfg.workloads[0], f'sum(kube_pod_status_phase{{pod=~"{cfg.workloads[0].name}-.+"}})'
+        )
 
 
 def test_a_type_added_to_the_registry_gets_the_policies(run, echo_registered):  # noqa: F811
     rec = run(make_config(tpu_serving__environment="staging", tpu_serving__workloads=[ECHO_CONFIG]), stack="staging")
     names = {r.name for r in rec.of_type(POLICY)}
     assert {"alerts-echo-no-ready-replica", "alerts-echo-pods-pending", "alerts-echo-hbm-near-full"} <= names
-    query = rec.one(POLICY, "alerts-echo-no-ready-replica").inputs["conditions"][0]
-    assert 'pod=~"echo-.+"' in query["conditionPrometheusQueryLanguage"]["query"]
+    plan = parse_config(
+        make_config(tpu_serving__environment="staging", tpu_serving__workloads=[ECHO_CONFIG]), "staging"
+    ).workloads[0]
+    for key in ("no-ready-replica", "pods-pending"):
+        query = rec.one(POLICY, f"alerts-echo-{key}").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+        check_selects_exactly_the_serving_pods(plan, query["query"])
 
 
 # ---- defaults, pause, routing -----------------------------------------------------------------------------------
@@ -255,6 +328,10 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
     ratio = slos["alerts-chat-availability-slo"]["requestBasedSli"]["goodTotalRatio"]
     assert "vllm:request_success_total/counter" in ratio["totalServiceFilter"]
     assert ratio["goodServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length")')
+    # a client's cancel (vLLM finished_reason "abort": FinishReason.ABORT, vllm-project/vllm v0.27.0
+    # vllm/v1/engine/__init__.py) is not the server's failure: not in the total; the server's "error" is
+    assert ratio["totalServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length", "error")')
+    assert "abort" not in ratio["totalServiceFilter"]
     # the series each SLI reads is one the scraping produces, with the label it filters by
     assert "vllm:time_to_first_token_seconds_bucket" in metrics.SERIES_LABELS
     assert "finished_reason" in metrics.SERIES_LABELS["vllm:request_success_total"]
@@ -271,22 +348,44 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
 # ---- the cluster's capacity -------------------------------------------------------------------------------------
 
 
-def test_capacity_signals_are_log_based_metrics_of_this_cluster(run):
+def test_capacity_signals_are_log_match_policies_with_a_rate_limit_and_no_log_based_metric(run):
+    """A policy on a log-based metric made in the same `up` is refused until the metric exists ("Cannot find
+    metric(s)", hashicorp/terraform-provider-google#11102, GoogleCloudPlatform/cloud-foundation-fabric#3739): each
+    capacity signal is a log-match condition (conditionMatchedLog.filter, required), whose policy must set
+    alertStrategy.notificationRateLimit ("Required for alert policies with a LogMatch condition",
+    hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/services/monitoring/resource_monitoring_alert_policy.go;
+    the provider rules data holds both fields)."""
+    rules = json.loads((ROOT / "tooling/data/provider_rules.json").read_text())["resources"]
+    fields = rules[POLICY]["fields"]
+    assert fields["conditions.condition_matched_log.filter"]["required"] is True
+    assert "alert_strategy.notification_rate_limit.period" in fields
     rec = run(vllm_config(), stack="staging")
-    metrics_ = {r.inputs["name"]: r.inputs for r in rec.of_type("gcp:logging/metric:Metric")}
-    stockout = metrics_["tpu-serving-tpu-serving-staging-scale-up-failures"]
-    assert "container.googleapis.com%2Fcluster-autoscaler-visibility" in stockout["filter"]
-    assert 'resource.labels.cluster_name="tpu-serving-staging"' in stockout["filter"]
-    assert "noScaleUp" in stockout["filter"] and "scale\\.up\\.error" in stockout["filter"]
-    assert stockout["metricDescriptor"] == {"metricKind": "DELTA", "valueType": "INT64"}
-    interruptions = metrics_["tpu-serving-tpu-serving-staging-node-interruptions"]["filter"]
-    assert '"compute.instances.preempted"' in interruptions and '"compute.instances.hostError"' in interruptions
-    policy = rec.one(POLICY, "alerts-tpu-stockout").inputs["conditions"][0]["conditionThreshold"]
-    assert policy["comparison"] == "COMPARISON_GT" and policy["thresholdValue"] == 0
-    assert policy["filter"] == (
-        'metric.type="logging.googleapis.com/user/tpu-serving-tpu-serving-staging-scale-up-failures" '
-        'resource.type="k8s_cluster"'
-    )
+    assert not rec.of_type("gcp:logging/metric:Metric")
+    logged = {}
+    for key in ("tpu-stockout", "node-interruptions", "upcoming-maintenance"):
+        policy = rec.one(POLICY, f"alerts-{key}").inputs
+        (condition,) = policy["conditions"]
+        assert set(condition) == {"displayName", "conditionMatchedLog"}, key
+        assert policy["alertStrategy"]["notificationRateLimit"]["period"].endswith("s")
+        logged[key] = condition["conditionMatchedLog"]["filter"]
+    stockout = logged["tpu-stockout"]
+    assert "container.googleapis.com%2Fcluster-autoscaler-visibility" in stockout
+    assert 'resource.labels.cluster_name="tpu-serving-staging"' in stockout
+    assert "noScaleUp" in stockout and "scale\\.up\\.error" in stockout
+    # every Compute Engine event that takes a VM away (host-maintenance-overview: a TERMINATE VM is stopped)
+    for method in (
+        "compute.instances.preempted",
+        "compute.instances.hostError",
+        "compute.instances.terminateOnHostMaintenance",
+    ):
+        assert f'"{method}"' in logged["node-interruptions"]
+    assert '"compute.instances.upcomingMaintenance"' in logged["upcoming-maintenance"]
+    # the VM events of the TPU pools' zones only (gce_instance's zone label), not the whole project
+    for key in ("node-interruptions", "upcoming-maintenance"):
+        assert 'resource.type="gce_instance" resource.labels.zone=("us-east5-b")' in logged[key], logged[key]
+    # a paused stack disables them like the others
+    paused = run({**vllm_config(), "tpu-serving:paused": True}, stack="staging")
+    assert paused.one(POLICY, "alerts-tpu-stockout").inputs["enabled"] is False
 
 
 # ---- the gateway's own signals ----------------------------------------------------------------------------------
@@ -337,12 +436,69 @@ def test_the_chart_scrapes_the_metrics_port_the_network_policy_opens():
 def test_gateway_served_workloads_get_the_pickers_alerts_and_tiles():
     cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
     keys = {r.key for w in cfg.alerts_plan.workloads for r in w.rules}
-    assert {"chat-gateway-5xx", "chat-gateway-no-endpoint", "chat-gateway-queue"} <= keys
+    assert {"chat-gateway-errors", "chat-gateway-no-endpoint", "chat-gateway-queue"} <= keys
     titles = [t for t, _, _ in cfg.monitoring_plan.dashboard_panels]
     assert "Gateway flow-control queue" in titles and "Gateway ready endpoints" in titles
     off = parse_config(vllm_config(), "staging")
     assert not {r.key for w in off.alerts_plan.workloads for r in w.rules} & {k for k in keys if "gateway" in k}
     assert "Gateway flow-control queue" not in [t for t, _, _ in off.monitoring_plan.dashboard_panels]
+
+
+# The endpoint picker's error_code values, as llm-d/llm-d-router@v0.10.0:pkg/common/error/error.go declares them
+# (its const block; CanonicalCode returns one of them, Unknown for any other error). pkg/epp/handlers/server.go
+# records ModelServerError for any response status but 200, else CanonicalCode(err): never an HTTP status.
+EPP_ERROR_CODES = frozenset(
+    {
+        "Unknown",
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "PreconditionFailed",
+        "Internal",
+        "ServiceUnavailable",
+        "ModelServerError",
+        "ResourceExhausted",
+    }
+)
+EPP_CLIENT_ERRORS = frozenset({"BadRequest", "Unauthorized", "Forbidden", "NotFound", "PreconditionFailed"})
+
+
+def error_codes_read(query: str) -> set[str]:
+    """Every error_code value a query's matchers can select, against the picker's whole set."""
+    found: set[str] = set()
+    for selector in promql.parse(query):
+        for label, op, value in selector.matchers:
+            if label != "error_code":
+                continue
+            assert op in ("=", "=~"), (op, query)
+            pattern = value if op == "=~" else re.escape(value)
+            matched = {code for code in EPP_ERROR_CODES if re.fullmatch(pattern, code)}
+            # a value that matches none of the picker's codes (an HTTP status) selects nothing
+            assert matched, (value, query)
+            found |= matched
+    return found
+
+
+def test_the_gateway_error_ratio_reads_error_codes_the_picker_records():
+    cfg = parse_config(vllm_config(gateway={"enabled": True}), "staging")
+    (rule,) = [r for w in cfg.alerts_plan.workloads for r in w.rules if r.key == "chat-gateway-errors"]
+    codes = error_codes_read(rule.query)
+    assert (
+        codes == set(alerts.GATEWAY_SERVER_ERRORS) == {"ModelServerError", "Internal", "ServiceUnavailable", "Unknown"}
+    )
+    assert not codes & EPP_CLIENT_ERRORS and "ResourceExhausted" not in codes
+    # the old query's 5xx regular expression selects no value the picker records
+    with pytest.raises(AssertionError):
+        error_codes_read('sum(rate(llm_d_epp_request_error_total{error_code=~"5.."}[5m]))')
+
+
+def test_the_picker_error_codes_are_the_upstream_set():
+    """Where the upstream source is at hand (TPU_SERVING_REFERENCE or ../shared/reference holding
+    llm-d-router-v0.10.0/pkg/common/error/error.go), its const block is exactly EPP_ERROR_CODES."""
+    source = reference_file("llm-d-router-v0.10.0/pkg/common/error/error.go").read_text()
+    block = source.split("const (", 2)[2].split(")", 1)[0]
+    assert set(re.findall(r'^\s*\w+\s*=\s*"(\w+)"', block, re.M)) == EPP_ERROR_CODES
 
 
 # ---- cost per million output tokens ------------------------------------------------------------------------------

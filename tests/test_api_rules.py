@@ -166,3 +166,11 @@ def test_kubernetes_rules(obj, expected):
 def test_gcp_rules(type_, inputs, expected):
     errors = api_rules.gcp_resource_errors(type_, inputs)
     assert any(expected in e for e in errors), errors
+
+
+def test_a_notification_channels_labels_are_its_configuration_not_resource_labels():
+    """monitoring v3 NotificationChannel: `labels` configure the channel (email_address of an email channel,
+    https://cloud.google.com/monitoring/support/notification-options); its resource labels are `userLabels`."""
+    channel = "gcp:monitoring/notificationChannel:NotificationChannel"
+    assert api_rules.gcp_resource_errors(channel, {"labels": {"email_address": "oncall@example.com"}}) == []
+    assert api_rules.gcp_resource_errors(channel, {"userLabels": {"Team": "x"}}) != []

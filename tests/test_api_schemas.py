@@ -1,5 +1,6 @@
 """Google's API schemas (tooling/api_schemas.py, tooling/data/api_schemas.json from google-api-python-client's
-discovery documents): every shipped stack's dashboard JSON is a valid monitoring v1 Dashboard, strictly, and every
+discovery documents): every shipped stack's dashboard JSON is a valid monitoring v1 Dashboard, strictly; its alert
+policies, notification channels, custom services, SLOs and budget valid monitoring v3 / billingbudgets v1 bodies; and every
 enum-valued input of the cluster, node pools, network, subnetworks, router NAT and bucket is one of its API field's
 values (issue 22)."""
 
@@ -210,3 +211,54 @@ def test_the_extractor_keeps_reachable_schemas_without_prose(tmp_path, monkeypat
 )
 def test_the_data_is_what_the_extractor_reads():
     assert api.extract(Path(os.environ["TPU_SERVING_GAPI_WHEEL"])) == api.data()
+
+
+# ---- the alerts' and the budget's bodies (monitoring v3, billingbudgets v1) ---------------------------------------
+
+
+def test_shipped_alerts_slos_channels_services_and_budgets_are_valid_api_bodies():
+    """Every AlertPolicy, NotificationChannel, CustomService, Slo and Budget a shipped stack registers (the
+    vllm-staging-slo example has each), as the provider sends it (api.BODIES: google-beta v7.45.0's renames), is a
+    valid monitoring v3 / billingbudgets v1 body, strictly."""
+    seen: dict[str, int] = dict.fromkeys(api.BODIES, 0)
+    for path in STACK_FILES:
+        for preview in (True, False):
+            for type_ in api.BODIES:
+                for r in recorded(path, preview).of_type(type_):
+                    seen[type_] += 1
+                    assert api.body_errors(type_, plain(r.inputs)) == [], (path.name, preview, r.name)
+    assert all(seen.values()), seen
+
+
+def test_the_body_check_catches_what_the_api_refuses():
+    slo = {
+        "project": "p",
+        "service": "s",
+        "displayName": "x",
+        "goal": 0.99,
+        "rollingPeriodDays": 28.0,
+        "requestBasedSli": {"distributionCut": {"distributionFilter": "f", "range": {"min": 0.0, "max": 2.5}}},
+    }
+    assert api.body_errors("gcp:monitoring/slo:Slo", slo) == []
+    body = api.api_body("gcp:monitoring/slo:Slo", slo)
+    assert body["rollingPeriod"] == "2419200s" and "requestBased" in body["serviceLevelIndicator"]
+    policy = {
+        "displayName": "x",
+        "combiner": "AND",
+        "severity": "HIGH",  # AlertPolicy.severity: CRITICAL | ERROR | WARNING
+        "conditions": [{"displayName": "c", "conditionMatchedLog": {"filter": "f"}}],
+        "alertStrategy": {"notificationRateLimit": {"period": "10m"}},  # a google-duration is "<seconds>s"
+    }
+    errors = api.body_errors("gcp:monitoring/alertPolicy:AlertPolicy", policy)
+    assert any(e.startswith("severity:") for e in errors) and any("notificationRateLimit.period" in e for e in errors)
+    budget = {
+        "billingAccount": "A",
+        "amount": {"specifiedAmount": {"units": "5", "currencyCode": "USD"}},
+        "budgetFilter": {"calendarPeriod": "WEEK"},
+    }
+    errors = api.body_errors("gcp:billing/budget:Budget", budget)
+    assert any(e.startswith("budgetFilter.calendarPeriod: 'WEEK' is not one of") for e in errors), errors
+    channel = {"project": "p", "type": "email", "labels": {"email_address": "a@b.c"}, "enabled": "yes"}
+    assert api.body_errors("gcp:monitoring/notificationChannel:NotificationChannel", channel) == [
+        "enabled: 'yes' is not a boolean"
+    ]

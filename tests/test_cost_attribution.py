@@ -21,8 +21,8 @@ import pytest
 from stacks import naming
 from stacks.pieces import cost as cost_piece
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling import preflight
-from tooling.offline import PROJECT_NUMBER, Recording, parse_stack_file
+from tooling import gcp_requirements
+from tooling.offline import PROJECT_NUMBER, Recording, load_stack_file, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -80,7 +80,10 @@ def test_cost_allocation_can_be_turned_off(run):
 
 def test_no_budget_unless_configured():
     for path in STACK_FILES:
-        assert recorded(path, False).of_type(BUDGET) == []
+        configured = "tpu-serving:cost" in load_stack_file(path) and load_stack_file(path)["tpu-serving:cost"].get(
+            "budget"
+        )
+        assert bool(recorded(path, False).of_type(BUDGET)) == bool(configured), path.name
 
 
 def test_the_budget_scoped_to_the_stack(run):
@@ -120,11 +123,16 @@ def test_a_project_budget_has_no_label_filter(run):
     assert "labels" not in budget["budgetFilter"] and "allUpdatesRule" not in budget
 
 
-def test_a_budget_needs_its_api_in_the_preflight():
-    cfg = parse_stack_file(STACK_FILES[0])
-    assert preflight.BUDGET_API not in preflight.required_apis(cfg)
-    with_budget = cfg.__class__(**{**cfg.__dict__, "cost": cfg.cost.model_copy(update={"budget": object()})})
-    assert preflight.BUDGET_API in preflight.required_apis(with_budget)
+def test_a_budget_needs_its_api_and_billing_role_in_the_preflight(run):
+    """The budget's API and roles/billing.costsManager (on the billing account) come from the Budget resource the
+    stack registers (tooling/gcp_requirements.py); a stack without one needs neither."""
+    budget_api = "billingbudgets.googleapis.com"
+    plain = gcp_requirements.requirements((r.type, r.inputs) for r in run(make_config()).resources)
+    assert budget_api not in plain.apis
+    rec = run(make_config(tpu_serving__cost={"budget": {"billingAccount": ACCOUNT, "monthlyAmount": 5}}))
+    needs = gcp_requirements.requirements((r.type, r.inputs) for r in rec.resources)
+    assert needs.apis[budget_api] == ["budget (cost.budget)"]
+    assert gcp_requirements.Role("roles/billing.costsManager", gcp_requirements.BILLING_ACCOUNT) in needs.roles
 
 
 def test_every_budget_problem_at_once_before_anything_is_registered(run):
@@ -149,3 +157,16 @@ def test_every_budget_problem_at_once_before_anything_is_registered(run):
     ):
         assert f"  - {key}" in message, message
     assert recording.resources == []
+
+
+def test_the_budget_is_made_through_a_provider_that_bills_the_stacks_project(run):
+    """The Warning of https://www.pulumi.com/registry/packages/gcp/api-docs/billing/budget (and the Terraform
+    google_billing_budget page): with user ADC the Billing Budgets API answers 403 unless the provider sets
+    billing_project and user_project_override true; the deployer needs serviceusage.services.use on that project."""
+    rec = run(make_config(tpu_serving__cost={"budget": {"billingAccount": ACCOUNT, "monthlyAmount": 5}}))
+    budget = rec.one(BUDGET)
+    provider = rec.one("pulumi:providers:gcp")
+    assert provider.inputs["billingProject"] == "tpu-test-project"
+    assert provider.inputs["userProjectOverride"] in (True, "true")
+    assert f"::{provider.name}::" in budget.provider, budget.provider
+    assert provider.parent == budget.parent

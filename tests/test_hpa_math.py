@@ -22,19 +22,31 @@ CASES = {
 }
 
 
+# Two endpoint-picker replicas scraped apart (their own `instance`), with their share of the requests queued.
+PICKERS = (("10.0.0.1:9090", 0.4), ("10.0.0.2:9090", 0.6))
+
+
 def _gateway(w: World, metric: metrics.HpaMetric, cluster: str, ns: str, pool: str, count: int, value: float) -> None:
-    """The endpoint picker's series of a pool of `count` endpoints each carrying `value`
-    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics): the queue split over two fairness ids and priorities, or the
-    pool's average in flight and its ready endpoints, labelled with the pool's name."""
+    """The series two endpoint-picker replicas export for a pool of `count` endpoints each carrying `value`
+    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics): each picker's own flow-control queue (its share of the pool's,
+    split over two fairness ids), and the pool-level gauges `average_running_requests` and `ready_endpoints`
+    (metrics.go poolLabels: labelled with the pool's name only), which every picker reports alike."""
     assert metric.pool_label is not None
-    target = dict(cluster=cluster, namespace=ns, job=f"{pool}-epp", instance="10.0.0.1:9090")
-    if metric.multiplier is None:
-        for fairness, share in (("default", 0.25), ("tenant-a", 0.75)):
-            labels = {**target, metric.pool_label: pool, "fairness_id": fairness, "priority": "0", "model_name": "m"}
-            w.add(metric.series, count * value * share, **labels)
-        return
-    w.add(metric.series, value if count else 0.0, **target, **{metric.pool_label: pool})
-    w.add(metric.multiplier, float(count), **target, **{metric.pool_label: pool})
+    for instance, picker_share in PICKERS:
+        target = dict(cluster=cluster, namespace=ns, job=f"{pool}-epp", instance=instance)
+        if metric.multiplier is None:
+            for fairness, share in (("default", 0.25), ("tenant-a", 0.75)):
+                labels = {
+                    **target,
+                    metric.pool_label: pool,
+                    "fairness_id": fairness,
+                    "priority": "0",
+                    "model_name": "m",
+                }
+                w.add(metric.series, count * value * share * picker_share, **labels)
+            continue
+        w.add(metric.series, value if count else 0.0, **target, **{metric.pool_label: pool})
+        w.add(metric.multiplier, float(count), **target, **{metric.pool_label: pool})
 
 
 def world(metric: metrics.HpaMetric, replicas: int, load: float) -> World:

@@ -26,7 +26,7 @@ import pytest
 
 from stacks import capacity_words, catalog
 from stacks.cost import pool_nodes
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, recorded
 from tooling import api_schemas, preflight
 from tooling.offline import ROOT, parse_stack_file
 
@@ -71,8 +71,13 @@ def recorded_runner(scenario: str, calls: list[list[str]] | None = None) -> pref
     return run
 
 
+def registered(path: Path) -> list[tuple[str, Any]]:
+    """(type, inputs) of what the stack file registers under mocks (as scripts/preflight.py lists them)."""
+    return [(r.type, r.inputs) for r in recorded(path, False).resources]
+
+
 def rows_of(path: Path, scenario: str) -> list[preflight.Row]:
-    return preflight.preflight(parse_stack_file(path), recorded_runner(scenario))
+    return preflight.preflight(parse_stack_file(path), recorded_runner(scenario), registered(path))
 
 
 def by(rows: list[preflight.Row], check: str) -> dict[str, preflight.Row]:
@@ -191,7 +196,7 @@ def test_a_capacity_list_falls_back_but_a_wrong_reservation_fails():
 
 
 def test_a_missing_reservation_fails_with_the_listing_command():
-    rows = preflight.preflight(parse_stack_file(IRONWOOD), recorded_runner("no-such-scenario"))
+    rows = preflight.preflight(parse_stack_file(IRONWOOD), recorded_runner("no-such-scenario"), registered(IRONWOOD))
     row = by(rows, "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
     assert row.status == preflight.FAIL and "NOT_FOUND" in row.detail
     assert row.fix == "gcloud compute reservations list --project=my-tpu-project --filter=zone:us-central1-c"
@@ -203,7 +208,7 @@ def test_every_pool_of_every_example_is_checked(path):
     row per pool that names a reservation; one version row per minimum."""
     cfg = parse_stack_file(path)
     calls: list[list[str]] = []
-    rows = preflight.preflight(cfg, recorded_runner("ready", calls))
+    rows = preflight.preflight(cfg, recorded_runner("ready", calls), registered(path))
     quota = [r for r in rows if r.check == "quota"]
     expected = [(p, c) for p in cfg.pools for c in p.capacities if c in preflight.QUOTA_CAPACITIES]
     assert len(quota) == len(expected)
@@ -250,14 +255,19 @@ def test_the_stockout_word_is_the_shared_one():
 # ---- one source for the APIs and roles the docs list --------------------------------------------------------
 
 
-def test_the_deploying_page_lists_the_apis_and_roles_preflight_checks():
+def test_the_deploying_page_lists_every_api_and_role_the_table_names():
+    """docs/deploying.md "Prerequisites": the enable command names every API of tooling/gcp_requirements.py and the
+    roles table every role, each with where it is granted."""
+    from tooling import gcp_requirements
+
     text = (ROOT / "docs" / "deploying.md").read_text()
     prerequisites = text.split("## Prerequisites", 1)[1].split("\n## ", 1)[0]
     enable = re.search(r"gcloud services enable ([^`]*?)\n  ```", prerequisites, re.S)
     assert enable, "the Prerequisites' gcloud services enable command"
-    assert enable.group(1).replace("\\", " ").split() == list(preflight.REQUIRED_APIS)
-    roles_text = prerequisites.split("Roles for whoever runs `pulumi up`:", 1)[1].split("With\n", 1)[0]
-    assert re.findall(r"`(roles/[\w.]+)`", roles_text) == list(preflight.DEPLOYER_ROLES)
+    every = gcp_requirements.everything()
+    assert enable.group(1).replace("\\", " ").split() == list(every.apis)
+    roles = re.findall(r"\| \[`(roles/[\w.]+)`\]\([^)]*\) \| ([\w ]+) \|", prerequisites)
+    assert roles == [(role.name, role.scope) for role in every.roles]
 
 
 # ---- the one runner ---------------------------------------------------------------------------------------------

@@ -105,30 +105,53 @@ def test_every_chart_release_the_stacks_register_has_a_record():
     } <= kinds
 
 
-def test_the_record_matches_a_fresh_helm_render():
-    """Re-render every chart with the pinned Helm over the chart sources at their tags (../shared/reference/charts)
-    and the values the program passes today; the committed record must be that render."""
-    helm, charts = chart_objects.find_helm(), chart_objects.charts_root()
+def _pinned_helm() -> str:
+    helm = chart_objects.find_helm()
     if helm is None:
         pytest.skip("no helm binary (HELM, PATH, or `python -m tooling.chart_objects --fetch-helm`)")
-    if not charts.is_dir():
-        pytest.skip(f"no chart sources at {charts} (../shared/reference/charts)")
     version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True).stdout
     if not version.startswith(versions.HELM.helm_version + "+"):
         pytest.skip(f"helm {version.strip()} is not the pinned {versions.HELM.helm_version} (make helm)")
-    releases = _stack_releases()
-    # KEDA's chart (kedacore/charts) is in no reference copy: its record is checked where its source is at hand
-    at_hand = {
-        k: r
-        for k, r in releases.items()
-        if (chart_objects.chart_dir(charts, r.chart, r.version) / "Chart.yaml").is_file()
-    }
-    fresh = chart_objects.render_all(helm, charts, at_hand)
+    return helm
+
+
+def test_the_record_holds_exactly_the_releases_the_stacks_register():
     recorded_ = json.loads(chart_objects.DATA.read_text())
-    assert set(recorded_["charts"]) == set(releases), "run `python -m tooling.chart_objects` and commit the record"
-    assert fresh["charts"] == {k: recorded_["charts"][k] for k in at_hand}, "run `python -m tooling.chart_objects`"
-    if at_hand != releases:
-        pytest.skip(f"the others match; no chart source at hand for {sorted(set(releases) - set(at_hand))}")
+    assert set(recorded_["charts"]) == set(_stack_releases()), "run `python -m tooling.chart_objects` and commit it"
+
+
+@pytest.mark.parametrize("key", sorted(chart_objects.load()))
+def test_the_record_matches_a_fresh_helm_render(key: str):
+    """Re-render each chart with the pinned Helm over its source at its tag (../shared/reference/charts) and the
+    values the program passes today; the committed record must be that render. A chart whose source is not at hand
+    (KEDA's: kedacore/charts is in no reference copy) skips, naming it."""
+    helm, charts = _pinned_helm(), chart_objects.charts_root()
+    release = _stack_releases().get(key)
+    if release is None:
+        pytest.fail(f"{key} is recorded but no stack registers it: run `python -m tooling.chart_objects`")
+    if not chart_objects.has_source(charts, release):
+        where = chart_objects.chart_dir(charts, release.chart, release.version)
+        pytest.skip(f"no chart source for {key} at {where} ({chart_objects.source(release.chart, release.version)})")
+    fresh = chart_objects.render_all(helm, charts, {key: release})
+    assert fresh["charts"][key] == chart_objects.load()[key], "run `python -m tooling.chart_objects`"
+
+
+def test_the_generator_keeps_the_record_of_a_chart_whose_source_is_absent(tmp_path, monkeypatch, capsys):
+    """No chart source at all (an empty --charts folder): `--check` renders nothing, keeps every recorded entry,
+    names each with the folder it looked in, and passes; a release with neither source nor record is an error."""
+    monkeypatch.setenv("HELM", shutil.which("true") or "/bin/true")  # never asked to render
+    releases = _stack_releases()
+    monkeypatch.setattr(chart_objects, "stack_releases", lambda: releases)
+    assert chart_objects.main(["--check", "--charts", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    for key, release in releases.items():
+        where = chart_objects.chart_dir(tmp_path, release.chart, release.version)
+        assert f"{key}: kept the recorded entry (no chart source at {where})" in err
+    recorded_ = json.loads(chart_objects.DATA.read_text())
+    first = sorted(releases)[0]
+    del recorded_["charts"][first]
+    with pytest.raises(FileNotFoundError, match=f"no chart source and no record for {re.escape(first)}"):
+        chart_objects.render_at_hand("true", tmp_path, releases, recorded_)
 
 
 def test_the_summary_lists_what_each_release_installs_and_its_services():

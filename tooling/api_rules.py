@@ -308,6 +308,11 @@ GCP_NAMES: dict[str, dict[str, tuple[re.Pattern[str], str]]] = {
     "gcp:compute/routerNat:RouterNat": {"name": (COMPUTE_NAME, "a Compute Engine name (RFC 1035, 63)")},
 }
 LABEL_INPUTS = ("labels", "resourceLabels")
+# Inputs named like resource labels that are not: a notification channel's `labels` are its configuration (monitoring
+# v3 NotificationChannel.labels "Configuration fields that define the channel", e.g. email_address; its resource
+# labels are userLabels, https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.notificationChannels).
+NOT_LABELS = {"gcp:monitoring/notificationChannel:NotificationChannel": {"labels"}}
+USER_LABELS = {"gcp:monitoring/notificationChannel:NotificationChannel": ("userLabels",)}
 
 
 def _empty_strings(where: str, node: Any, errors: list[str]) -> None:
@@ -360,8 +365,9 @@ def gcp_resource_errors(type_: str, inputs: dict[str, Any]) -> list[str]:
     if type_ == "gcp:container/nodePool:NodePool":
         nc = inputs.get("nodeConfig") or {}
         _gcp_labels("nodeConfig.resourceLabels", nc.get("resourceLabels"), errors)
-    for key in LABEL_INPUTS:
-        _gcp_labels(key, inputs.get(key), errors)
+    for key in LABEL_INPUTS + USER_LABELS.get(type_, ()):
+        if key not in NOT_LABELS.get(type_, set()):
+            _gcp_labels(key, inputs.get(key), errors)
     _empty_strings("", inputs, errors)
     _ints("", inputs, errors)
     return errors

@@ -3,11 +3,15 @@
 google-api-python-client ships each API's discovery document (`googleapiclient/discovery_cache/documents/
 <api>.<version>.json`). `python -m tooling.api_schemas --wheel <google_api_python_client-*.whl>` (or `--download
 <folder>`: pip downloads the pinned VERSION first) keeps, from the documents the provider calls (container v1beta1
-and compute beta: terraform-provider-google-beta uses the beta APIs; monitoring v1; storage v1), the schemas reachable from the resources the stack creates, without their prose,
+and compute beta: terraform-provider-google-beta uses the beta APIs; monitoring v1 and v3; billingbudgets v1;
+storage v1), the schemas reachable from the resources the stack creates, without their prose,
 in tooling/data/api_schemas.json with the wheel's version and path, so the tests need no extra package.
 
 - `dashboard_errors`: the dashboard JSON (stacks/dashboard.py) strictly against monitoring v1 `Dashboard`: unknown
   fields, types, int32 ranges, enums, "Required." fields, the proto oneofs (ONEOFS) and the mosaic geometry.
+- `body_errors`: the alert policies, notification channels, custom services, SLOs and the budget, as the provider
+  sends them (`api_body`: its renames and URL parameters, BODIES), strictly against monitoring v3 and
+  billingbudgets v1.
 - `enum_errors`: each enum-valued input of the cluster, node pools, network, subnetworks, router NAT and bucket
   against the API field it becomes (the same path in the API resource, or ALIASES where the provider renames or
   flattens it; URL_PARAMETERS and NO_API_FIELD inputs have no field in the body).
@@ -33,6 +37,9 @@ DOCUMENTS_PATH = "googleapiclient/discovery_cache/documents/"
 # document -> the resource schemas the stack sends (everything they reference is kept too)
 ROOTS: dict[str, tuple[str, ...]] = {
     "monitoring.v1": ("Dashboard",),
+    # the alerts piece and cost attribution (components/alerts.py, components/cost.py)
+    "monitoring.v3": ("AlertPolicy", "NotificationChannel", "Service", "ServiceLevelObjective"),
+    "billingbudgets.v1": ("GoogleCloudBillingBudgetsV1Budget",),
     "container.v1beta1": ("Cluster", "NodePool"),
     "compute.beta": ("Network", "Subnetwork", "Router", "RouterNat"),
     "storage.v1": ("Bucket",),
@@ -419,3 +426,64 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---- the alerts' and the budget's request bodies ------------------------------------------------------------------
+
+_SLO, _BUDGET = "gcp:monitoring/slo:Slo", "gcp:billing/budget:Budget"
+# Pulumi type -> (document, schema of the body the provider sends), the inputs that are the request URL's (not in the
+# body), and the provider's renames. Sources, hashicorp/terraform-provider-google-beta@v7.45.0 google-beta/services/:
+# monitoring/resource_monitoring_slo.go (rolling_period_days -> rollingPeriod "<days*86400>s", request_based_sli ->
+# serviceLevelIndicator.requestBased; service and slo_id in the URL), monitoring/resource_monitoring_custom_service.go
+# (service_id -> the URL's serviceId; `custom: {}` added by its encoder), billingbudgets/resource_billing_budget.go
+# (all_updates_rule -> notificationsRule; budget_filter.labels map[string][]string; billing_account in the URL).
+BODIES: dict[str, tuple[str, str, frozenset[str]]] = {
+    "gcp:monitoring/alertPolicy:AlertPolicy": ("monitoring.v3", "AlertPolicy", frozenset({"project"})),
+    "gcp:monitoring/notificationChannel:NotificationChannel": (
+        "monitoring.v3",
+        "NotificationChannel",
+        frozenset({"project"}),
+    ),
+    "gcp:monitoring/customService:CustomService": ("monitoring.v3", "Service", frozenset({"project", "serviceId"})),
+    _SLO: ("monitoring.v3", "ServiceLevelObjective", frozenset({"project", "service", "sloId"})),
+    _BUDGET: ("billingbudgets.v1", "GoogleCloudBillingBudgetsV1Budget", frozenset({"billingAccount"})),
+}
+
+
+def _integral(value: Any) -> Any:
+    """Mocks record numbers as floats: a whole float back to an int (the API's integers). A value another resource
+    computes is None where the mocks computed nothing: left out (nothing to check); in a preview it is a string
+    (tooling.offline.UNKNOWN), kept: a string field that is there."""
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_integral(v) for v in value if v is not None]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def api_body(type_: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The request body the provider makes of a resource's recorded (camelCase) inputs."""
+    _, _, url = BODIES[type_]
+    body = {k: v for k, v in inputs.items() if k not in url}
+    if type_ == _SLO:
+        if "rollingPeriodDays" in body:
+            body["rollingPeriod"] = f"{int(body.pop('rollingPeriodDays')) * 86400}s"
+        if "requestBasedSli" in body:
+            body["serviceLevelIndicator"] = {"requestBased": body.pop("requestBasedSli")}
+    elif type_ == _BUDGET:
+        if "allUpdatesRule" in body:
+            body["notificationsRule"] = body.pop("allUpdatesRule")
+        labels = body.get("budgetFilter", {}).get("labels")
+        if labels:
+            body["budgetFilter"] = {**body["budgetFilter"], "labels": {k: [v] for k, v in labels.items()}}
+    elif type_ == "gcp:monitoring/customService:CustomService":
+        body.setdefault("custom", {})
+    return _integral(body)
+
+
+def body_errors(type_: str, inputs: dict[str, Any]) -> list[str]:
+    """The body the provider sends, strictly against its API schema (validate)."""
+    document, root, _ = BODIES[type_]
+    out: list[str] = []
+    validate(document, {"$ref": root}, api_body(type_, inputs), "", out)
+    return out

@@ -14,6 +14,10 @@ is set per release (the endpoint picker: one per workload) records `{release}` a
 The chart sources are the repositories at their tags, not the published OCI archives: the release pipelines rewrite
 only the version and image fields of Chart.yaml/values.yaml (e.g. kubernetes-sigs/lws hack/push-chart.sh), which the
 stack's values set anyway.
+
+A chart whose source is not at hand (KEDA's: kedacore/charts is in no reference copy) is not rendered: its recorded
+entry is kept as it is, and the run says so (`--check` compares only what it rendered and names the rest). A chart
+with neither a source nor a record is an error.
 """
 
 from __future__ import annotations
@@ -248,6 +252,28 @@ def record_objects(release: Release, objects: list[dict[str, Any]], templated: b
     return sorted(out, key=lambda r: (not r["clusterScoped"], r["kind"], r["namespace"] or "", r["name"]))
 
 
+def has_source(charts: Path, release: Release) -> bool:
+    return (chart_dir(charts, release.chart, release.version) / "Chart.yaml").is_file()
+
+
+def render_at_hand(
+    helm: str, charts: Path, releases: dict[str, Release], recorded: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """(the record: every release whose chart source is at hand rendered afresh, the others' recorded entries kept;
+    one line per release not rendered, saying why). Raises FileNotFoundError for a release with neither."""
+    absent = {k: r for k, r in releases.items() if not has_source(charts, r)}
+    lost = [k for k in absent if k not in recorded.get("charts", {})]
+    if lost:
+        raise FileNotFoundError(f"no chart source and no record for {', '.join(sorted(lost))} (under {charts})")
+    fresh = render_all(helm, charts, {k: r for k, r in releases.items() if k not in absent})
+    fresh["charts"].update({k: recorded["charts"][k] for k in absent})
+    kept = [
+        f"{k}: kept the recorded entry (no chart source at {chart_dir(charts, r.chart, r.version)})"
+        for k, r in sorted(absent.items())
+    ]
+    return fresh, kept
+
+
 def render_all(helm: str, charts: Path, releases: dict[str, Release]) -> dict[str, Any]:
     pins = pinned_charts()
     records = {}
@@ -328,13 +354,20 @@ def main(argv: list[str] | None = None) -> int:
             "no helm: set HELM, put it on PATH, or run `python -m tooling.chart_objects --fetch-helm`", file=sys.stderr
         )
         return 2
-    fresh = render_all(helm, charts, stack_releases())
+    recorded = json.loads(DATA.read_text()) if DATA.is_file() else {}
+    try:
+        fresh, kept = render_at_hand(helm, charts, stack_releases(), recorded)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for line in kept:
+        print(line, file=sys.stderr)
     if args.check:
-        recorded = json.loads(DATA.read_text()) if DATA.is_file() else {}
         if recorded.get("charts") != fresh["charts"]:
             print(f"{DATA.relative_to(ROOT)} does not match the charts: run `python -m tooling.chart_objects`")
             return 1
-        print(f"{DATA.relative_to(ROOT)} matches {len(fresh['charts'])} chart releases")
+        rendered = len(fresh["charts"]) - len(kept)
+        print(f"{DATA.relative_to(ROOT)} matches {rendered} chart releases rendered ({len(kept)} not at hand)")
         return 0
     DATA.parent.mkdir(parents=True, exist_ok=True)
     DATA.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n")

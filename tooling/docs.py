@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stacks.config import NS
-from tooling import json_schema
+from tooling import gcp_requirements, json_schema
 from tooling.offline import ROOT
 from tooling.readme_tables import (
     alerts_table,
@@ -44,6 +44,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "time-to-serve-assumptions": time_to_serve_assumptions_table,
     "time-to-serve-cases": time_to_serve_cases_table,
     "alerts": alerts_table,
+    "deployer-prerequisites": gcp_requirements.prerequisites_block,
 }
 
 

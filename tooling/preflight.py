@@ -14,6 +14,8 @@ googleapiclient/discovery_cache/documents/, kept in tooling/data/api_schemas.jso
   specificReservation {count, inUseCount, instanceProperties.machineType} (int64 fields arrive as strings).
 - Versions: `gcloud container get-server-config` returns a container v1 `ServerConfig`: channels[] {channel,
   validVersions}.
+- APIs and roles: those the `gcp:` resources the stack registers need (tooling/gcp_requirements.py TYPES; the
+  program runs under mocks to list them), no more.
 - APIs: `gcloud services list --enabled` returns serviceusage v1 `GoogleApiServiceusageV1Service`s {config.name,
   state}.
 - Roles: `gcloud projects get-iam-policy` returns a cloudresourcemanager v1 `Policy` {bindings[] {role, members}}.
@@ -23,7 +25,7 @@ googleapiclient/discovery_cache/documents/, kept in tooling/data/api_schemas.jso
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,7 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import tpu_pools
 from stacks.pool_plan import PoolPlan
 from stacks.stack_config import StackConfig
+from tooling import gcp_requirements
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 
@@ -56,29 +59,6 @@ QUOTA_METRICS: dict[str, tuple[str, str] | None] = {
 PREEMPTIBLE_CAPACITIES = ("spot", "flex-start")
 QUOTA_CAPACITIES = ("on-demand", *PREEMPTIBLE_CAPACITIES)  # a reservation is checked as a reservation
 
-# docs/deploying.md "Prerequisites" lists these (tests/test_preflight.py holds the page to them).
-REQUIRED_APIS = (
-    "container.googleapis.com",
-    "compute.googleapis.com",
-    "iam.googleapis.com",
-    "iamcredentials.googleapis.com",
-    "storage.googleapis.com",
-    "monitoring.googleapis.com",
-    "logging.googleapis.com",
-    "artifactregistry.googleapis.com",
-    "cloudresourcemanager.googleapis.com",
-    "containerfilesystem.googleapis.com",  # GKE image streaming (cluster.images.streaming, on by default)
-)
-BUDGET_API = "billingbudgets.googleapis.com"
-DEPLOYER_ROLES = (
-    "roles/container.admin",
-    "roles/compute.networkAdmin",
-    "roles/iam.serviceAccountAdmin",
-    "roles/iam.serviceAccountUser",
-    "roles/resourcemanager.projectIamAdmin",
-    "roles/storage.admin",
-    "roles/monitoring.dashboardEditor",
-)
 QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={project}"
 
 
@@ -277,21 +257,22 @@ def version_rows(cfg: StackConfig, server_config: dict[str, Any]) -> list[Row]:
 # ---- APIs and roles -------------------------------------------------------------------------------------------
 
 
-def required_apis(cfg: StackConfig) -> tuple[str, ...]:
-    return REQUIRED_APIS + ((BUDGET_API,) if cfg.cost.budget is not None else ())
+Resources = Iterable[tuple[str, Mapping[str, Any]]]
+"""(type, inputs) of what the stack registers (tooling.offline: the program under mocks)."""
 
 
-def api_rows(cfg: StackConfig, services: list[dict[str, Any]]) -> list[Row]:
+def api_rows(cfg: StackConfig, needs: gcp_requirements.Requirements, services: list[dict[str, Any]]) -> list[Row]:
+    """Each API the stack's resources need (tooling/gcp_requirements.py), enabled in the project."""
     enabled = {s.get("config", {}).get("name") for s in services if s.get("state") == "ENABLED"}
     return [
         Row(
             "api",
             api,
             PASS if api in enabled else FAIL,
-            "enabled" if api in enabled else "not enabled",
+            f"enabled (for {', '.join(features)})" if api in enabled else f"not enabled (for {', '.join(features)})",
             "" if api in enabled else f"gcloud services enable {api} --project={cfg.gcp_project}",
         )
-        for api in required_apis(cfg)
+        for api, features in needs.apis.items()
     ]
 
 
@@ -300,23 +281,32 @@ def member(account: str) -> str:
     return f"serviceAccount:{account}" if account.endswith(".gserviceaccount.com") else f"user:{account}"
 
 
-def role_rows(cfg: StackConfig, account: str, policy: dict[str, Any]) -> list[Row]:
+def role_rows(
+    cfg: StackConfig, needs: gcp_requirements.Requirements, account: str, policy: dict[str, Any]
+) -> list[Row]:
+    """Each role the stack's resources need: held on the project (PASS, else WARN: a group, folder or organization
+    grant is not in the project's policy); one granted elsewhere (the billing account, a KMS key) is a WARN to check
+    there."""
     who = member(account)
     held = {b.get("role") for b in policy.get("bindings", []) if who in b.get("members", [])}
-    return [
-        Row(
-            "role",
-            role,
-            PASS if role in held else WARN,
-            f"{who} holds it on the project"
-            if role in held
-            else f"{who} does not hold it on the project directly (a group, folder or organization grant is not seen)",
-            ""
-            if role in held
-            else f"gcloud projects add-iam-policy-binding {cfg.gcp_project} --member={who} --role={role}",
-        )
-        for role in DEPLOYER_ROLES
-    ]
+    rows = []
+    for role, features in needs.roles.items():
+        purpose = f"for {', '.join(features)}"
+        if role.scope != gcp_requirements.PROJECT:
+            detail = (
+                f"needed on the {role.scope}, not the project; preflight reads only the project's policy ({purpose})"
+            )
+            rows.append(Row("role", role.name, WARN, detail, f"grant {role.name} to {who} on the {role.scope}"))
+        elif role.name in held:
+            rows.append(Row("role", role.name, PASS, f"{who} holds it on the project ({purpose})"))
+        else:
+            detail = (
+                f"{who} does not hold it on the project directly (a group, folder or organization grant is not "
+                f"seen) ({purpose})"
+            )
+            fix = f"gcloud projects add-iam-policy-binding {cfg.gcp_project} --member={who} --role={role.name}"
+            rows.append(Row("role", role.name, WARN, detail, fix))
+    return rows
 
 
 # ---- all of it ------------------------------------------------------------------------------------------------
@@ -330,7 +320,9 @@ def _call(run: Runner, args: list[str], check: str, rows: list[Row]) -> Any:
         return None
 
 
-def preflight(cfg: StackConfig, run: Runner) -> list[Row]:
+def preflight(cfg: StackConfig, run: Runner, resources: Resources) -> list[Row]:
+    """Every check of the stack; `resources`: what it registers (its APIs and roles come from their types)."""
+    needs = gcp_requirements.requirements(resources)
     rows: list[Row] = []
     project = f"--project={cfg.gcp_project}"
     region = _call(run, ["compute", "regions", "describe", cfg.region, project], "quota", rows)
@@ -342,11 +334,11 @@ def preflight(cfg: StackConfig, run: Runner) -> list[Row]:
         rows += version_rows(cfg, server_config)
     services = _call(run, ["services", "list", "--enabled", project], "api", rows)
     if services is not None:
-        rows += api_rows(cfg, services)
+        rows += api_rows(cfg, needs, services)
     account = _call(run, ["config", "get", "account"], "role", rows)
     policy = _call(run, ["projects", "get-iam-policy", cfg.gcp_project], "role", rows)
     if account and policy is not None:
-        rows += role_rows(cfg, str(account), policy)
+        rows += role_rows(cfg, needs, str(account), policy)
     return rows
 
 

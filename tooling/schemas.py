@@ -7,7 +7,9 @@
   reference page in tooling/documented_schemas.py.
 
 CRDs are read from $TPU_SERVING_CRDS, else the `make crds` cache, else ../shared/reference/crds (tooling/crds.py).
-When none exists, custom resources are reported as not checked; they never count as valid.
+A CRD none of them holds is read from its recorded schema (tooling/data/crd_schemas.json, tooling/crd_schemas.py:
+the upstream files no reference copy holds, KEDA's). When none exists, custom resources are reported as not
+checked; they never count as valid.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
-from tooling import documented_schemas
+from tooling import crd_schemas, documented_schemas
 from tooling.crds import CRD_DIR_ENV, crd_source
 
 OBJECT_META_KEYS = {"name", "namespace", "labels", "annotations", "generateName", "finalizers", "ownerReferences"}
@@ -51,6 +53,21 @@ def _crd_schemas(directory: str, group: str) -> dict[tuple[str, str], dict[str, 
                 if version.get("served", True) and "schema" in version:
                     out[(f"{group}/{version['name']}", kind)] = strict(version["schema"]["openAPIV3Schema"])
     return out
+
+
+@cache
+def _recorded_schemas(group: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> strict schema for one API group, from the recorded CRD schemas."""
+    return {key: strict(schema) for key, schema in crd_schemas.schemas(group).items()}
+
+
+def crd_schema(directory: Path | None, api_version: str, kind: str) -> dict[str, Any] | None:
+    """The strict schema of a custom resource kind: from the CRD files in `directory`, else the recorded one."""
+    group = api_version.split("/")[0] if "/" in api_version else ""
+    if "." not in group:
+        return None
+    found = _crd_schemas(str(directory), group) if directory else {}
+    return found.get((api_version, kind)) or _recorded_schemas(group).get((api_version, kind))
 
 
 # Value validations a structural schema may hold: their `properties` only constrain the fields the enclosing
@@ -160,9 +177,9 @@ def validate_objects(objects: list[dict[str, Any]], kubernetes_minor: str) -> Re
     for obj in objects:
         key = (obj.get("apiVersion", ""), obj.get("kind", ""))
         group = key[0].split("/")[0] if "/" in key[0] else ""
-        crds = _crd_schemas(str(directory), group) if directory and "." in group else {}
-        if key in crds:
-            problems = validate_custom(obj, crds[key])
+        schema = crd_schema(directory, *key)
+        if schema is not None:
+            problems = validate_custom(obj, schema)
         elif key in documented_schemas.SCHEMAS:  # GKE-installed CRDs published only as documentation
             problems = validate_custom(obj, documented_schemas.SCHEMAS[key])
         elif "." in group and not group.endswith(".k8s.io"):

@@ -18,6 +18,7 @@ filtered by this cluster and the workload's namespace (Cloud Monitoring holds ev
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +53,38 @@ PAUSED_REPLICAS_ANNOTATION = "autoscaling.keda.sh/paused-replicas"
 # How often KEDA asks each trigger (ScaledObject spec.pollingInterval, seconds): the longest a request waits
 # before KEDA sees it, and so what a scale-from-zero adds to a replica's start (WorkloadPlan.activation_seconds).
 POLLING_SECONDS = 15
-# ScaledObject spec.cooldownPeriod: how long the last trigger must be inactive before KEDA scales to zero.
+# ScaledObject spec.cooldownPeriod: how long the last trigger must be inactive before KEDA scales to zero; KEDA's
+# default (pkg/scaling/executor/scale_executor.go defaultCooldownPeriod = 5 * 60), kept for a workload that never
+# runs at zero (KEDA reads it only to scale to zero) and the least a scale-to-zero workload gets (`cooldowns`).
 COOLDOWN_SECONDS = 300
 # keda chart values.yaml: podSecurityContext runAsNonRoot; every container drops ALL capabilities, no privilege
 # escalation, read-only root filesystem, seccomp RuntimeDefault: Pod Security `restricted`.
 CHART_LEVEL = pod_security.RESTRICTED
+
+
+def from_zero_budget(from_zero_s: float) -> int:
+    """How long a scale from zero may take before anything gives up on it: the time-to-serve estimate's wait from
+    zero (KEDA's poll, node provisioning, the warm phases: stacks.time_to_serve Estimate.from_zero), one more poll
+    for KEDA and the picker to see the replica Ready and the request it then runs, in whole minutes."""
+    return math.ceil((from_zero_s + POLLING_SECONDS) / 60) * 60
+
+
+def cooldowns(budget_s: int | None) -> dict[str, int]:
+    """The ScaledObject's cooldowns. KEDA scales a target to zero once `LastActiveTime + cooldownPeriod` has passed,
+    or, before any trigger was ever active, `creationTimestamp + initialCooldownPeriod` (default 0)
+    (kedacore/keda@v2.20.2:pkg/scaling/executor/scale_scaledobjects.go scaleToZeroOrIdle; the fields:
+    apis/keda/v1alpha1/scaledobject_types.go ScaledObjectSpec InitialCooldownPeriod, CooldownPeriod, int32 >= 0).
+    For a workload that scales to zero (`budget_s`, WorkloadPlan.from_zero_budget_s) both cover a scale from zero:
+    - cooldownPeriod: the request that woke it may be shed or cut (the picker's queue TTL, the load balancer's
+      timeout) and its trigger fall inactive while the replica still starts; KEDA must not scale that replica
+      away before it is Ready and the client's retry reaches it;
+    - initialCooldownPeriod: the Deployment is created at 1 replica (spec.replicas left to the autoscaler), so a
+      first deploy provisions a TPU node; with KEDA's default of 0 it scales the replica away at its first poll,
+      its node already asked for. The stack lets that first replica come up (the rollout proves it starts and
+      fills the compile cache) and scales it to zero after the same budget if nothing asked for it."""
+    if budget_s is None:
+        return {"cooldownPeriod": COOLDOWN_SECONDS}
+    return {"cooldownPeriod": max(COOLDOWN_SECONDS, budget_s), "initialCooldownPeriod": budget_s}
 
 
 def gmp_api(project: str) -> str:
@@ -139,7 +167,8 @@ def _matchers(labels: Mapping[str, str]) -> str:
 
 
 def query(metric: HpaMetric, scope: Scope) -> str:
-    """PromQL returning ONE sample: the metric's total over the workload's replicas."""
+    """PromQL returning ONE sample: the metric's total over the workload's replicas (for a pool-level gauge of
+    the endpoint picker, the pool's value however many picker replicas export it)."""
     where = {"cluster": scope.cluster}
     if metric.origin == "gateway":
         if scope.pool is None or metric.pool_label is None:
@@ -147,8 +176,10 @@ def query(metric: HpaMetric, scope: Scope) -> str:
         where |= {"namespace": scope.namespace, metric.pool_label: scope.pool}
         own = f"{metric.series}{{{_matchers(where)}}}"
         if metric.multiplier is None:
-            return f"sum({own})"
-        return f"sum({own} * {metric.multiplier}{{{_matchers(where)}}})"
+            return f"sum({own})"  # each picker replica's own queue: the pool's is their sum
+        # a pool-level gauge every picker replica exports alike (stacks.metrics GATEWAY_HPA_METRICS): one
+        # replica's product is the pool's total, a sum would count it once per picker replica
+        return f"max({own} * {metric.multiplier}{{{_matchers(where)}}})"
     if metric.origin == "server":
         known = SERIES_LABELS.get(metric.series, frozenset())
         where |= {"namespace": scope.namespace, **{k: v for k, v in scope.selector.items() if k in known}}

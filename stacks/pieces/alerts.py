@@ -115,11 +115,12 @@ def plan(
     cluster_name: str,
     paused: bool,
     tpu_metrics: bool,
-    has_tpu_pools: bool,
+    tpu_zones: Sequence[str],
     workloads: Sequence[WorkloadPlan],
     gateway_workloads: Sequence[str],
 ) -> AlertsPlan:
     enabled = profile.alerts if config.enabled is None else config.enabled
+    has_tpu_pools = bool(tpu_zones)
     return AlertsPlan(
         enabled=enabled,
         paging=profile.paging if config.paging is None else config.paging,
@@ -138,12 +139,12 @@ def plan(
         )
         if enabled
         else (),
-        cluster_rules=cluster_rules(config, project, cluster_name) if enabled and has_tpu_pools else (),
+        cluster_rules=cluster_rules(config, project, cluster_name, tpu_zones) if enabled and has_tpu_pools else (),
     )
 
 
 def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
-    return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.name), **more)
+    return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.disruption_units()), **more)
 
 
 def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_metrics: bool) -> tuple[Rule, ...]:
@@ -236,23 +237,27 @@ def queue_target(w: WorkloadPlan) -> float | None:
 
 def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[Rule, ...]:
     """Where the Inference Gateway serves the workload, its endpoint picker's view (it runs in the workload's
-    namespace): the share of requests answered 5xx (error_code is the response status when there is one,
-    llm-d/llm-d-router@v0.10.0:pkg/epp/handlers/server.go), no ready endpoint in its pool, requests held in its
-    flow-control queue (llm_d_router_metrics.go: ready_endpoints by pool `name`, flow_control_queue_size)."""
+    namespace): the share of requests that failed on the server side, no ready endpoint in its pool, requests held
+    in its flow-control queue (llm-d/llm-d-router@v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go: ready_endpoints
+    by pool `name`, flow_control_queue_size). The picker's error_code is never an HTTP status: it is
+    `ModelServerError` when the model server answered anything but 200, 4xx included (pkg/epp/handlers/server.go),
+    else the canonical code of the picker's own error (pkg/common/error/error.go CanonicalCode);
+    stacks.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
     ns, name = w.namespace, w.name
     epp = selector(cluster=cluster, namespace=ns)
-    errors = selector(cluster=cluster, namespace=ns, error_code="~5..")
+    errors = selector(cluster=cluster, namespace=ns, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))
     window = f"{alerts.GATEWAY_MINUTES}m"
     status = f"kubectl -n {ns} get inferencepool {name} -o yaml; kubectl -n {ns} logs deploy/{gateway.epp_name(name)}"
     return (
         Rule(
-            f"{name}-gateway-5xx",
-            f"{name}: gateway 5xx ratio",
+            f"{name}-gateway-errors",
+            f"{name}: gateway server-error ratio",
             f"sum(rate(llm_d_epp_request_error_total{{{errors}}}[{window}])) / "
             f"sum(rate(llm_d_epp_request_total{{{epp}}}[{window}])) > {config.gateway_error_ratio:g}",
             alerts.GATEWAY_MINUTES,
             PAGE,
-            f"more than {config.gateway_error_ratio:.0%} of the gateway's requests answered 5xx over {window}",
+            f"more than {config.gateway_error_ratio:.0%} of the gateway's requests failed over {window} (error_code "
+            f"{', '.join(alerts.GATEWAY_SERVER_ERRORS)}; ModelServerError counts the model server's 4xx too)",
             status,
         ),
         Rule(
@@ -280,7 +285,9 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
     """The workload's `slo` settings as Cloud Monitoring SLOs: latency as a distribution cut of the server's
     histogram (a request-based SLI over a Managed Prometheus histogram, prometheus.googleapis.com/<name>/histogram:
     https://cloud.google.com/stackdriver/docs/solutions/slo-monitoring/sli-metrics/prometheus), availability as the
-    ratio of requests that ended well to all finished ones (counters: .../<name>_total/counter)."""
+    ratio of requests that ended well to those that ended well or failed (counters: .../<name>_total/counter). A
+    request the client cancelled (vLLM's finished_reason "abort") counts neither way; a request the server never
+    finished (refused before the engine, lost in a crash) is in no counter at all: the SLI does not see it."""
     slo: SloConfig | None = getattr(w.workload, "slo", None)
     if slo is None:
         return ()
@@ -303,69 +310,72 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
     if slo.availability is not None and signals.requests is not None:
         counter = f"{signals.requests}_total/counter"
         good = ", ".join(f'"{v}"' for v in signals.good_finishes)
+        counted = ", ".join(f'"{v}"' for v in signals.good_finishes + signals.bad_finishes)
         out.append(
             Objective(
                 f"{w.name}-availability",
                 f"{w.name}: requests that end well",
                 slo.availability,
                 slo.window_days,
-                alerts.monitoring_filter(counter, cluster, ns),
+                alerts.monitoring_filter(counter, cluster, ns, **{signals.finish_label: f"one_of({counted})"}),
                 good_filter=alerts.monitoring_filter(counter, cluster, ns, **{signals.finish_label: f"one_of({good})"}),
             )
         )
     return tuple(out)
 
 
-def cluster_rules(config: AlertsConfig, project: str, cluster: str) -> tuple[LogSignal, ...]:
-    """What the cluster's logs say about its TPU capacity: failed scale-ups (a stockout: GKE's cluster autoscaler
-    visibility events, https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility:
-    resultInfo errors scale.up.error.* and noScaleUp decisions), preemptions and host errors of its VMs (Compute
-    Engine system events compute.instances.preempted and compute.instances.hostError,
-    https://cloud.google.com/compute/docs/instances/spot#detect-preemption), and upcoming host maintenance notices
-    (https://cloud.google.com/tpu/docs/view-maintenance-notifications, "upcoming maintenance events in Cloud
-    Logging")."""
+def cluster_rules(config: AlertsConfig, project: str, cluster: str, zones: Sequence[str]) -> tuple[LogSignal, ...]:
+    """What the cluster's logs say about its TPU capacity, as log-match policies: failed scale-ups (a stockout: GKE's
+    cluster autoscaler visibility events, https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility:
+    resultInfo errors scale.up.error.* and noScaleUp decisions); preemptions, host errors and terminations for host
+    maintenance of the project's VMs (Compute Engine system events compute.instances.preempted,
+    compute.instances.hostError and compute.instances.terminateOnHostMaintenance,
+    https://cloud.google.com/compute/docs/instances/spot#detect-preemption and
+    https://cloud.google.com/compute/docs/instances/host-maintenance-overview); and host maintenance notices
+    (compute.instances.upcomingMaintenance: https://cloud.google.com/tpu/docs/view-maintenance-notifications). The
+    VM events are limited to the zones of the stack's TPU pools (the gce_instance resource's `zone` label,
+    https://cloud.google.com/monitoring/api/resources#tag_gce_instance), not to the cluster: no audit-log field names
+    the GKE cluster, and the rule that truncates a cluster's name into its VMs' names is not documented, so a VM of
+    another cluster (or none) in those zones of the project fires them too."""
     visibility = f"projects/{project}/logs/container.googleapis.com%2Fcluster-autoscaler-visibility"
     system_event = f"projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event"
-    prefix = f"tpu-serving-{cluster}"
+    interruptions = " OR ".join(f'"{m}"' for m in alerts.INTERRUPTION_METHODS)
+    zone_list = " OR ".join(f'"{z}"' for z in zones)
+    vms = f'resource.type="gce_instance" resource.labels.zone=({zone_list})'
     return (
         LogSignal(
             "tpu-stockout",
-            f"{prefix}-scale-up-failures",
-            "k8s_cluster",
-            f'logName="{visibility}" resource.labels.cluster_name="{cluster}" '
+            f'logName="{visibility}" resource.type="k8s_cluster" resource.labels.cluster_name="{cluster}" '
             '(jsonPayload.resultInfo.results.errorMsg.messageId=~"^scale\\.up\\.error" OR '
             "jsonPayload.noDecisionStatus.noScaleUp:*)",
             "TPU stockout: the cluster autoscaler could not add nodes",
             config.pending_minutes,
             TICKET,
-            f"any failed or impossible scale-up in {config.pending_minutes} min",
+            f"any failed or impossible scale-up log entry (at most one notification per {config.pending_minutes} min)",
             f"gcloud logging read 'logName=\"{visibility}\"' --limit=5 --project={project}; "
             "make preflight STACK=<stack>",
         ),
         LogSignal(
             "node-interruptions",
-            f"{prefix}-node-interruptions",
-            "gce_instance",
-            f'logName="{system_event}" resource.type="gce_instance" '
-            'protoPayload.methodName=("compute.instances.preempted" OR "compute.instances.hostError")',
+            f'logName="{system_event}" {vms} protoPayload.methodName=({interruptions})',
             "TPU nodes preempted or interrupted",
             10,
             TICKET,
-            "any preemption or host error of a VM in the project in 10 min",
+            "any preemption, host error or termination for host maintenance of a VM in the TPU pools' zones (at most one "
+            "notification per 10 min)",
             f"kubectl get nodes -l cloud.google.com/gke-tpu-accelerator; gcloud logging read "
-            f'\'logName="{system_event}" protoPayload.methodName="compute.instances.preempted"\' --limit=5 '
+            f"'logName=\"{system_event}\" protoPayload.methodName=({interruptions})' --limit=5 "
             f"--project={project}",
         ),
         LogSignal(
             "upcoming-maintenance",
-            f"{prefix}-upcoming-maintenance",
-            "gce_instance",
-            f'logName="{system_event}" resource.type="gce_instance" '
-            'protoPayload.methodName="compute.instances.upcomingMaintenance"',
-            "Host maintenance scheduled on a TPU node",
+            f'logName="{system_event}" {vms} protoPayload.methodName="compute.instances.upcomingMaintenance"',
+            "Host maintenance notice on a VM in the TPU pools' zones",
             60,
             TICKET,
-            "any upcoming-maintenance notice (sent days ahead for scheduled maintenance) in an hour",
+            "any compute.instances.upcomingMaintenance entry of a VM in the TPU pools' zones: Compute Engine writes one when "
+            "maintenance is scheduled (days ahead for scheduled maintenance), when it starts and when it ends "
+            "(at most one notification per hour)",
             "kubectl get nodes -L cloud.google.com/gke-nodepool; make maintenance STACK=<stack>",
         ),
     )

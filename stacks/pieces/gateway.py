@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from stacks import fleet, gke_managed, naming
 from stacks import fleet_export as fleet_piece
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
-from stacks.gateway import GatewayBackend
+from stacks.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr
@@ -223,6 +223,19 @@ def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[Wo
     return [w for w in workloads if w.gateway_backend() is not None]
 
 
+def from_zero_warnings(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[str]:
+    """A workload KEDA scales to zero behind the gateway whose wait from zero outlasts the load balancer's timeout
+    (stacks.gateway.BACKEND_TIMEOUT_S, which no chart value sets): its first requests are cut, and clients retry."""
+    return [
+        f"{NS}:workloads {w.name}: scales to zero behind the gateway and its first request waits about "
+        f"{round(w.from_zero_s / 60)} min for a replica (summary.md, Time to serve), beyond the load balancer's "
+        f"{BACKEND_TIMEOUT_S} s timeout (the endpoint picker chart's GCPBackendPolicy): the load balancer ends the "
+        "first requests with an error, and clients must retry until the replica is Ready (docs/autoscaling.md)"
+        for w in served(gateway, workloads)
+        if w.from_zero_s is not None and w.from_zero_s > BACKEND_TIMEOUT_S
+    ]
+
+
 def plan(
     gateway: GatewayConfig,
     *,
@@ -239,7 +252,11 @@ def plan(
         region=region,
         resource_prefix=resource_prefix,
         kubernetes_minor=kubernetes_minor,
-        backends=tuple(b for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None),
+        backends=tuple(
+            replace(b, queue_ttl_s=w.from_zero_budget_s)
+            for w in served(gateway, workloads)
+            if (b := w.gateway_backend()) is not None
+        ),
         paused=paused,
         fleet_metrics={w.name: fleet.KV_CACHE_METRICS.get(w.workload.type, "") for w in served(gateway, workloads)},
     )

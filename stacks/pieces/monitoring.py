@@ -77,7 +77,12 @@ def cost_panel(w: WorkloadPlan, cluster: str, price: float | None) -> Panel | No
     if signals.output_tokens is None or signals.queue is None or chips is None or price is None:
         return None
     return dashboard.cost_panel(
-        cluster, w.namespace, alerts.pods_of(w.name)[1:], price * chips, signals.queue, signals.output_tokens
+        cluster,
+        w.namespace,
+        alerts.pods_of(w.disruption_units())[1:],
+        price * chips,
+        signals.queue,
+        signals.output_tokens,
     )
 
 

@@ -70,6 +70,7 @@ VLLM_SIGNALS = ServingSignals(
     requests="vllm:request_success",
     finish_label="finished_reason",
     good_finishes=("stop", "length"),
+    bad_finishes=("error",),  # not "abort": the client cancelled the request
     output_tokens="vllm:generation_tokens",
 )
 CONTAINER = "vllm-tpu"
