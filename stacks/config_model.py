@@ -472,8 +472,9 @@ class BudgetConfig(CamelModel):
     def _channels(cls, value: list[str]) -> list[str]:
         bad = [c for c in value if not re.fullmatch(r"projects/[^/]+/notificationChannels/[^/]+", c)]
         if bad:
+            # the problem shows the value given ("got ..."): the message names the form only, not the value again
             raise PydanticCustomError(
-                "channel", "{bad}: not projects/<project>/notificationChannels/<id>", {"bad": ", ".join(bad)}
+                "channel", "{count} not of the form projects/<project>/notificationChannels/<id>", {"count": len(bad)}
             )
         return value
 
