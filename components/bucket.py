@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import kms, naming
+from stacks import bucket_access, kms, naming
 from stacks.config_model import BucketConfig
 from stacks.pieces.bucket import BucketPlan
 
@@ -105,6 +105,8 @@ def _private_bucket(
 class Bucket(pulumi.ComponentResource):
     name: pulumi.Output[str]
     url: pulumi.Output[str]
+    bucket_get_role: pulumi.Output[str]
+    """`projects/<project>/roles/<id>` of the stack's custom role holding storage.buckets.get only."""
     bucket: gcp.storage.Bucket
     log_bucket: gcp.storage.Bucket
 
@@ -154,6 +156,21 @@ class Bucket(pulumi.ComponentResource):
             # usage (hourly) and storage (daily) logs, once their writer may write them
             logging=gcp.storage.BucketLoggingArgs(log_bucket=self.log_bucket.name),
         )
+        # storage.buckets.get alone, for every workload identity on the bucket it reads (stacks/bucket_access.py)
+        role = gcp.projects.IAMCustomRole(
+            f"{name}-bucket-get",
+            gcp.projects.IAMCustomRoleArgs(
+                role_id=bucket_access.bucket_get_role_id(bucket_name),
+                project=plan.project,
+                title="tpu-serving bucket metadata reader",
+                description=f"storage.buckets.get only: Cloud Storage clients read gs://{bucket_name}'s metadata "
+                "before its objects",
+                permissions=[bucket_access.BUCKET_GET_PERMISSION],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # the role's `name` (projects/<project>/roles/<id>), built from its own outputs so every binding waits for it
+        self.bucket_get_role = pulumi.Output.concat("projects/", role.project, "/roles/", role.role_id)
         self.name = self.bucket.name
         self.url = self.bucket.url
         self.register_outputs({"name": self.name, "url": self.url})

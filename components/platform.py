@@ -212,6 +212,7 @@ class _WorkloadDepsFactory:
             project=self.cfg.gcp_project,
             stack=self.cfg.stack,
             bucket=self.bucket.name,
+            bucket_get_role=self.bucket.bucket_get_role,
             provider=self.cluster.provider,
             # A workload in a namespace every cluster has (default) waits for the system pool directly.
             namespace=self.namespaces.by_name.get(plan.namespace, self.cluster.system_pool),

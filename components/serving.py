@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from components.workload_identity import WorkloadIdentity, register_grants
-from stacks.bucket_access import Grant
+from stacks.bucket_access import Grant, gcs_location
 from stacks.workload_plan import WorkloadPlan
+
+CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class WorkloadDeps:
     stack: str
     bucket: pulumi.Output[str]
     """The stack bucket's name."""
+    bucket_get_role: pulumi.Output[str]
+    """The stack's custom role holding storage.buckets.get only (components.bucket.Bucket.bucket_get_role)."""
     provider: k8s.Provider
     """The cluster's Kubernetes provider."""
     namespace: pulumi.Resource | None
@@ -70,6 +75,30 @@ class ServingWorkload(pulumi.ComponentResource):
         self._namespace_deps: list[pulumi.Resource] = [deps.namespace] if deps.namespace is not None else []
         self.namespace = plan.namespace
         self._disruption_budgets(plan)
+        self._compile_cache_placeholder(plan)
+
+    def _compile_cache_placeholder(self, plan: WorkloadPlan) -> None:
+        """A JAX compile cache on gs:// (StartupPath.compile_cache "gcs") gets one small object in its directory
+        before the server runs: JAX's file cache makes its directory at start (`mkdir(parents=True, exist_ok=True)`:
+        jax-ml/jax@1e79d0a jax/_src/lru_cache.py for a local path; a gs:// path goes through etils epath, its
+        "TODO: add support for cloud filesystems such as GCS"), and a file-system client asks whether each directory
+        exists first (tensorflow tsl GcsFileSystem::RecursivelyCreateDir stops at the first that exists; gcsfs
+        checks the bucket, which bucket_access.BUCKET_GET_PERMISSION covers). With an object under the cache's own
+        prefix, that first check is a listing inside the identity's grant, never one of a parent it may not list."""
+        startup = plan.startup
+        if startup is None or startup.compile_cache != "gcs" or not startup.compile_cache_url:
+            return
+        bucket, prefix = gcs_location(startup.compile_cache_url)
+        gcp.storage.BucketObject(
+            f"{self._prefix}-compile-cache-keep",
+            gcp.storage.BucketObjectArgs(
+                bucket=self._deps.bucket if bucket == plan.bucket else bucket,
+                name=f"{prefix}{CACHE_PLACEHOLDER}",
+                content="tpu-serving: keeps this compile-cache directory present (components/serving.py)\n",
+                content_type="text/plain",
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _disruption_budgets(self, plan: WorkloadPlan) -> None:
         """A PodDisruptionBudget per set of its pods (WorkloadPlan.disruption_budgets): every type gets them here."""
@@ -132,6 +161,7 @@ class ServingWorkload(pulumi.ComponentResource):
             stack=self._deps.stack,
             stack_bucket_name=self._plan.bucket,
             stack_bucket=self._deps.bucket,
+            bucket_get_role=self._deps.bucket_get_role,
             grants=grants,
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
@@ -150,6 +180,7 @@ class ServingWorkload(pulumi.ComponentResource):
                 member,
                 stack_bucket_name=self._plan.bucket,
                 stack_bucket=self._deps.bucket,
+                bucket_get_role=self._deps.bucket_get_role,
                 parent=self,
             )
         )

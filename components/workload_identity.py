@@ -36,13 +36,29 @@ def register_grants(
     *,
     stack_bucket_name: str,
     stack_bucket: pulumi.Input[str],
+    bucket_get_role: pulumi.Input[str],
     parent: pulumi.Resource,
 ) -> list[gcp.storage.BucketIAMMember]:
     """One non-authoritative bucket IAM member per grant, `<name>-<key>`: limited to its prefix by an IAM condition
     (stacks.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
-    names the bucket resource's output, so it waits for the bucket."""
+    names the bucket resource's output, so it waits for the bucket. Then, once per bucket, storage.buckets.get
+    (bucket_access.BUCKET_GET_PERMISSION): `bucket_get_role` (the stack's custom role) on the stack bucket,
+    roles/storage.legacyBucketReader on another."""
     check_grants(grants, stack_bucket_name)
     members = []
+    for bucket in dict.fromkeys(g.bucket for g in grants):
+        own = bucket == stack_bucket_name
+        members.append(
+            gcp.storage.BucketIAMMember(
+                f"{name}-bucket-get" if own else f"{name}-bucket-get-{bucket}",
+                gcp.storage.BucketIAMMemberArgs(
+                    bucket=stack_bucket if own else bucket,
+                    role=bucket_get_role if own else bucket_access.LEGACY_BUCKET_READER,
+                    member=member,
+                ),
+                opts=pulumi.ResourceOptions(parent=parent),
+            )
+        )
     for grant in grants:
         condition = bucket_access.prefix_condition(grant.bucket, grant.prefix) if grant.prefix else None
         members.append(
@@ -78,6 +94,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         stack: str,
         stack_bucket_name: str,
         stack_bucket: pulumi.Input[str],
+        bucket_get_role: pulumi.Input[str],
         grants: Sequence[bucket_access.Grant],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] | None = None,
@@ -118,6 +135,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
             gsa.email.apply(lambda e: f"serviceAccount:{e}"),
             stack_bucket_name=stack_bucket_name,
             stack_bucket=stack_bucket,
+            bucket_get_role=bucket_get_role,
             parent=self,
         )
         self.ksa = k8s.core.v1.ServiceAccount(

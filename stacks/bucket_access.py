@@ -9,6 +9,8 @@ bucket-level access, which the stack bucket has. Pure Python, tested directly.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 
@@ -45,6 +47,37 @@ def gcs_location(url: str) -> tuple[str, str | None]:
     bucket, _, path = url.removeprefix("gs://").partition("/")
     path = path.strip("/")
     return bucket, (f"{path}/" if path else None)
+
+
+# Cloud Storage clients read the bucket's metadata before its objects: the Run:ai model streamer's GCS list_files
+# calls `get_bucket(bucket_name)` first (run-ai/runai-model-streamer
+# py/runai_model_streamer_gcs/runai_model_streamer_gcs/files/files.py@2d9f367 list_files), which needs storage.buckets.get;
+# neither object role holds it (https://cloud.google.com/storage/docs/access-control/iam-roles), and a prefix
+# condition never matches the bucket itself (`projects/_/buckets/<b>`). So each identity with object access to a
+# bucket also holds storage.buckets.get on it, unconditioned: on the stack bucket through a custom role of the stack
+# holding that one permission (no predefined role holds only it: roles/storage.legacyBucketReader adds
+# storage.objects.list on the whole bucket, which a prefix grant must not give); on another bucket, whose objects
+# the identity reads whole anyway, through roles/storage.legacyBucketReader (storage.buckets.get,
+# storage.objects.list), since a project's custom role binds only inside that project
+# (https://cloud.google.com/iam/docs/understanding-custom-roles#custom_role_availability).
+BUCKET_GET_PERMISSION = "storage.buckets.get"
+LEGACY_BUCKET_READER = "roles/storage.legacyBucketReader"
+# IAM roles.create `roleId`: "alphanumeric characters, underscores (_), and periods (.)", at most 64 characters
+# (https://cloud.google.com/iam/docs/reference/rest/v1/projects.roles/create); the provider validates
+# `^[a-zA-Z0-9_\.]{3,64}$` (hashicorp/terraform-provider-google-beta@v7.45.0 verify/validation.go
+# IAMCustomRoleIDRegex, tooling/provider_schema.py checks it).
+ROLE_ID_RE = re.compile(r"[a-zA-Z0-9_.]{3,64}")
+ROLE_ID_PREFIX = "tpuServingBucketGet_"
+
+
+def bucket_get_role_id(bucket: str) -> str:
+    """The stack's custom role id holding storage.buckets.get: unique per stack, as its bucket's name is global."""
+    body = re.sub(r"[^a-zA-Z0-9_]", "_", bucket)
+    role_id = ROLE_ID_PREFIX + body
+    if len(role_id) > 64:
+        digest = hashlib.sha256(bucket.encode()).hexdigest()[:8]
+        role_id = f"{ROLE_ID_PREFIX}{body[: 64 - len(ROLE_ID_PREFIX) - 9]}_{digest}"
+    return role_id
 
 
 OBJECT_USER = "roles/storage.objectUser"

@@ -442,4 +442,4 @@ def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: lis
     placeholder = environment_piece.placeholder_project_problem(gcp_project)
     if placeholder is not None:
         out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
-    return out + tpu_pools.zone_warnings(sections.pools, pools)
+    return out + tpu_pools.zone_warnings(sections.pools, pools) + tpu_pools.warm_slice_warnings(sections.pools, pools)

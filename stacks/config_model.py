@@ -319,7 +319,9 @@ class TpuPoolConfig(CamelModel):
         description="Multi-host only: slices kept up while idle (their node pools' minimum is the whole slice), so a "
         "scale-out finds a slice ready instead of waiting for GKE to provision one; billed all the time (the cost "
         "estimate's baseline). At most `slices`; not with a capacity list (GKE removes the node pools it creates when "
-        "empty). Single-host pools keep warm nodes with autoscaling.minNodes.",
+        "empty). Only on a reservation does `pulumi up` create them; on on-demand or spot capacity they start empty and "
+        "are kept once the first scale-out brings them up (a create would wait for capacity and fail on a stockout). "
+        "Single-host pools keep warm nodes with autoscaling.minNodes.",
     )
     zone_confirmed: bool = Field(
         False,
@@ -470,8 +472,9 @@ class BudgetConfig(CamelModel):
     def _channels(cls, value: list[str]) -> list[str]:
         bad = [c for c in value if not re.fullmatch(r"projects/[^/]+/notificationChannels/[^/]+", c)]
         if bad:
+            # the problem shows the value given ("got ..."): the message names the form only, not the value again
             raise PydanticCustomError(
-                "channel", "{bad}: not projects/<project>/notificationChannels/<id>", {"bad": ", ".join(bad)}
+                "channel", "{count} not of the form projects/<project>/notificationChannels/<id>", {"count": len(bad)}
             )
         return value
 

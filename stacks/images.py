@@ -96,6 +96,13 @@ class ImageMirror:
         return f"{host(self.region)}/{self.project}/{remote.repository_id}/{_path_on(ref, registry)}"
 
 
+def stream_confirmed(ref: str, project: str) -> bool:
+    """Whether a source says GKE streams `ref` onto the stack's nodes: an Artifact Registry image in the cluster's own
+    project (I1 "Requirements"; the stack's remote repositories). Google's own projects' images (cloud-tpu-images,
+    gcr.io): I1 does not say, so the time-to-serve model counts them pulled whole; other registries never stream."""
+    return bool(project) and re.fullmatch(rf"[a-z0-9-]+-docker\.pkg\.dev/{re.escape(project)}/.+", ref) is not None
+
+
 def origin(ref: str) -> str:
     """The reference `ref` serves (the version matrix's), for a reference through a stack's remote repository;
     any other reference as it is. Lets the matrix's records (versions.image_record) recognise a served image."""

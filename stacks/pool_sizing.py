@@ -65,12 +65,15 @@ def sizing(plan: PoolPlan, paused: bool = False, index: int = 0) -> Sizing:
     idle slice is then removed whole) and keeps every definition; unpausing restores the configured minimum, an
     in-place update, and the restored workloads' pending pods bring the slices back.
     The first `warmSlices` slices (`index` is the slice's) of a multi-host pool keep the whole slice as their
-    minimum, so an idle pool still holds them (warm capacity, priced in the cost estimate's baseline).
+    minimum, so an idle pool still holds them (warm capacity, priced in the cost estimate's baseline). Only a
+    reservation's warm slice is created whole by `up`; on on-demand or spot capacity it starts empty like any other
+    (a create that waits for capacity fails the run on a stockout, as above): the first pending pods bring it up, and
+    the minimum then holds it (tpu_pools.warm_slice_warnings says so).
     """
     size = _sizing(plan, paused)
     if index < plan.config.warm_slices and not paused and size.autoscaled:
         hosts = plan.shape.hosts
-        return Sizing(None, hosts, hosts, hosts)
+        return Sizing(None, hosts, hosts, hosts if plan.config.capacity == "reservation" else 0)
     return size
 
 

@@ -66,6 +66,8 @@ class StartupPath:
     """gs:// prefix a staging Job fills once (per model and revision) before any replica starts; None: not staged."""
     compile_cache_url: str | None = None
     """gs:// prefix of the persistent compile cache (keyed by workload, image tag and slice shape); None: none."""
+    compile_cache_pull_streams: int = 1
+    """Downloads in flight when a `local-copy` cache is copied to local disk before the server starts."""
     cold_start_s: int | None = None
     """What the server's startup probe allows before it restarts the container (the cold case: compile from
     scratch); None when the server has no startup probe."""

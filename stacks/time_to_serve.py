@@ -22,7 +22,9 @@ Phases, in the order a replica goes through them:
 - readiness  the wait for the first startup probe after the server is up (initialDelaySeconds, then every period).
 
 The floor is what no setting can remove: the weights at the hosts' full network bandwidth, shared by every host of
-the replica, the runtime start and a warm local compile cache, with no image pull and no probe wait.
+the replica, the runtime start, a warm local compile cache and every image streamed (`image_stream_start` each: the
+same figure the image phase counts for a streamed image; only a preloaded image costs nothing, and none is built),
+with no probe wait.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from stacks import versions
+from stacks import images, versions
 from stacks.startup import StartupPath
 
 if TYPE_CHECKING:
@@ -114,8 +116,9 @@ ASSUMPTIONS: dict[str, Assumption] = {
     "compile_cache_gcs_read_rate": Assumption(
         0.1,
         "GB/s",
-        "a compile cache JAX reads from gs:// itself: one entry at a time, as each function is compiled "
-        "(jax-ml/jax docs/persistent_compilation_cache.md), so one stream at a time, at gcs_stream_rate's figure",
+        "one stream reading compile-cache entries from gs:// (JAX reading its cache there itself: one entry at a "
+        "time, as each function is compiled, jax-ml/jax docs/persistent_compilation_cache.md; or one thread of a "
+        "copy to local disk), at gcs_stream_rate's figure",
     ),
 }
 
@@ -139,6 +142,8 @@ class Estimate:
     # What a request at zero replicas waits before a replica is asked for (KEDA's polling,
     # WorkloadPlan.activation_seconds); None when the workload never runs at zero (minReplicas above 0).
     activation: float | None = None
+    compile_copy: float = 0.0
+    """The part of `compile` spent copying the cache to local disk before the server starts (an init container)."""
 
     @property
     def warm(self) -> float:
@@ -169,17 +174,32 @@ def default_startup(images: tuple[str, ...]) -> StartupPath:
 
 
 def _image_seconds(plan: WorkloadPlan, startup: StartupPath, notes: list[str]) -> float:
+    """Streamed images at `image_stream_start` each, only where a source says they stream (stacks.images
+    .stream_confirmed: the pool streams and the image is in the stack project's Artifact Registry); every other image
+    pulled whole, at its size; preloaded images nothing."""
     refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
-    if plan.pool.image_streaming:
-        return assumed("image_stream_start") * len(refs)
+    streamed = [r for r in refs if plan.pool.image_streaming and images.stream_confirmed(r, plan.project)]
+    pulled = [r for r in refs if r not in streamed]
+    if plan.pool.image_streaming and pulled:
+        notes.append(
+            f"{plan.name}: {', '.join(pulled)} counted pulled whole: no source says GKE streams an image from "
+            "outside the cluster's project's Artifact Registry (stacks/images.py)"
+        )
     total = 0.0
-    for ref in refs:
+    for ref in pulled:
         record = versions.image_record(ref)
         if record is None or record.size_gb is None:
             notes.append(f"{plan.name}: image {ref} has no recorded size (stacks/versions.py): counted as none")
             continue
         total += record.size_gb
-    return total / assumed("image_pull_rate")
+    return assumed("image_stream_start") * len(streamed) + total / assumed("image_pull_rate")
+
+
+def _floor_image_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
+    """The image part of the floor: every image not preloaded streamed (`image_stream_start` each), the least any
+    lever the stack builds gives (no preloaded images are built: PoolPlan.preloaded_images)."""
+    refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
+    return assumed("image_stream_start") * len(refs)
 
 
 def _nic_rate(plan: WorkloadPlan) -> float | None:
@@ -221,9 +241,19 @@ def _compile_seconds(startup: StartupPath) -> float:
     if cache == "gcs-fuse":
         return assumed("compile_warm_fuse")
     if cache == "local-copy":
-        return assumed("compile_warm_local") + assumed("compile_cache_size") / assumed("gcs_host_read_rate")
+        return assumed("compile_warm_local") + _copy_seconds(startup)
     # none: nothing kept; local: a new node's disk holds no cache yet
     return assumed("compile_cold")
+
+
+def _copy_seconds(startup: StartupPath) -> float:
+    """A `local-copy` cache copied before the server starts: `compile_cache_pull_streams` entries in flight, each at
+    one stream's rate, up to the host's; 0 for any other cache."""
+    if startup.compile_cache != "local-copy" or startup.compile_cache_doubt is not None:
+        return 0.0
+    streams = max(startup.compile_cache_pull_streams, 1)
+    rate = min(streams * assumed("compile_cache_gcs_read_rate"), assumed("gcs_host_read_rate"))
+    return assumed("compile_cache_size") / rate
 
 
 def _readiness_seconds(startup: StartupPath, up: float) -> float:
@@ -274,8 +304,12 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
     host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
     floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate) if serves else 0.0
     floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
+    floor += _floor_image_seconds(plan, startup)
+    copy = round(_copy_seconds(startup), 1) if serves else 0.0
     activation = plan.activation_seconds or None  # a scale-to-zero workload's wait for KEDA to see its queue
-    return Estimate(plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), activation)
+    return Estimate(
+        plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), activation, copy
+    )
 
 
 def type_images(plan: WorkloadPlan, workload_types: Mapping[str, WorkloadType]) -> tuple[str, ...]:
@@ -308,9 +342,11 @@ def summary_lines(found: list[Estimate]) -> list[str]:
         "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
         "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
         "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
-        "weights at the hosts' network bandwidth, the runtime start and a warm local compile cache. `from zero`, "
-        "for a workload KEDA scales to zero (autoscaling.minReplicas 0), is what its first request waits: KEDA's "
-        "polling, then the whole start from no capacity.",
+        "weights at the hosts' network bandwidth, the runtime start, a warm local compile cache and each image "
+        "streamed; the image column streams only images in the stack project's Artifact Registry (the only ones a "
+        "source says GKE streams) and counts every other image pulled whole. `from zero`, for a workload KEDA "
+        "scales to zero (autoscaling.minReplicas 0), is what its first request waits: KEDA's polling, then the "
+        "whole start from no capacity.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),

@@ -67,8 +67,20 @@ BASE: dict[str, Any] = {
 
 
 def workload_grants(rec: Recording) -> list[Any]:
-    """The stack's bucket grants less the access-log writer's on the log bucket (components/bucket.py)."""
-    return [r for r in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if r.name != "bucket-logs-writer"]
+    """The stack's object grants: less the access-log writer's on the log bucket (components/bucket.py) and the
+    storage.buckets.get binding each identity holds beside them (tests/test_bucket_get.py checks those)."""
+    return [
+        r
+        for r in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+        if r.name != "bucket-logs-writer" and not is_bucket_get(r)
+    ]
+
+
+def is_bucket_get(member: Any) -> bool:
+    """A storage.buckets.get binding (components/workload_identity.py register_grants): the stack's custom role or,
+    on another bucket, roles/storage.legacyBucketReader."""
+    role = member.inputs["role"]
+    return "/roles/tpuServingBucketGet_" in role or role == "roles/storage.legacyBucketReader"
 
 
 def without_scan_skips(annotations: dict[str, str]) -> dict[str, str]:

@@ -171,7 +171,10 @@ def test_warm_slices_keep_whole_slices_up_and_are_priced(run):
     rec = run(make_config(tpu_serving__tpuPools=[warm]))
     by_name = {p.inputs["name"]: p.inputs for p in tpu_node_pools(rec)}
     assert by_name["mh-s0"]["autoscaling"] == {"minNodeCount": 4, "maxNodeCount": 4}
-    assert by_name["mh-s0"]["initialNodeCount"] == 4
+    # on-demand: created empty (a create waits for capacity and fails on a stockout); the minimum holds the slice
+    # once pending pods have brought it up (kubernetes/autoscaler cluster-autoscaler/FAQ.md: the autoscaler does not
+    # raise a node group to its minimum by itself, only --enforce-node-group-min-size does; it never goes below it)
+    assert by_name["mh-s0"]["initialNodeCount"] == 0
     for cold in ("mh-s1", "mh-s2"):
         assert by_name[cold]["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4}
     line = rec.outputs["estimatedHourlyCost"]["items"]["TPU pool mh"]
@@ -179,6 +182,20 @@ def test_warm_slices_keep_whole_slices_up_and_are_priced(run):
     assert line["baseline"] == pytest.approx(4 * 4 * price)  # one warm slice: 4 hosts x 4 chips, all the time
     assert line["peak"] == pytest.approx(12 * 4 * price)
     assert "1 warm slice" in line["detail"]
+
+
+def test_only_a_reservation_warm_slice_is_created_by_up_and_on_demand_says_so(run):
+    reserved = pool(
+        name="mh", tpu="v6e", topology="4x4", slices=2, warmSlices=1, capacity="reservation", reservation="r1"
+    )
+    rec = run(make_config(tpu_serving__tpuPools=[reserved]))
+    by_name = {p.inputs["name"]: p.inputs for p in tpu_node_pools(rec)}
+    assert by_name["mh-s0"]["initialNodeCount"] == 4
+    assert not any("warmSlices" in w for w in rec.warnings)
+    on_demand = run(make_config(tpu_serving__tpuPools=[pool(name="mh", tpu="v6e", topology="4x4", warmSlices=1)]))
+    assert any(
+        "tpuPools[0].warmSlices: 1 on on-demand capacity: `pulumi up` creates no slice" in w for w in on_demand.warnings
+    )
 
 
 def test_a_paused_stack_keeps_no_warm_slice(run):

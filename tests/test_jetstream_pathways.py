@@ -103,12 +103,9 @@ def test_reference_deployment_reproduced_field_by_field(example):
                     f"--gcs_scratch_location={scratch}",
                 ]
             if mine["name"] == "jax-tpu":
-                # the arguments we add: server metrics, and MaxText's compile cache in the stack bucket (issue 26)
-                cache = mine["args"][-1]
-                assert (
-                    cache.startswith("jax_cache_dir=gs://") and f"/compile-cache/{name.split('-pathways')[0]}" in cache
-                )
-                expected_args += ["prometheus_port=9100", cache]
+                # the argument we add: server metrics; no jax_cache_dir (pathwaysutils turns JAX's compile cache off
+                # under Pathways: AI-Hypercomputer/pathways-utils@v0.1.9 pathwaysutils/_initialize.py)
+                expected_args += ["prometheus_port=9100"]
             assert mine.get("args", []) == expected_args, mine["name"]
             assert mine.get("env") == theirs.get("env"), mine["name"]
             if role == "workerTemplate":  # the reference's TPU limit, and a share of the host (see below)
@@ -260,7 +257,6 @@ def test_identity_scratch_and_checkpoint_access(run):
     # the scratch's parent prefix, read-write; the checkpoint in another bucket, read-only on that bucket
     assert bindings == {
         ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser", "only pathways/llm/"),
-        ("tpu-test-project-tpu-serving-dev", "roles/storage.objectUser", "only compile-cache/llm/"),
         ("ckpts", "roles/storage.objectViewer", None),
     }
     ksa = rec.one("kubernetes:core/v1:ServiceAccount", "workload-llm-identity-ksa")
@@ -271,11 +267,10 @@ def test_identity_scratch_and_checkpoint_access(run):
 def test_checkpoint_grant_is_its_prefix_in_the_stack_bucket_and_none_when_opted_out(run):
     expected = {
         "gs://tpu-test-project-tpu-serving-dev/ckpt/7b": [
-            ("objectUser", "only compile-cache/llm/"),
             ("objectUser", "only pathways/llm/"),
             ("objectViewer", "only ckpt/7b/"),
         ],
-        "gs://ckpts/x": [("objectUser", "only compile-cache/llm/"), ("objectUser", "only pathways/llm/")],
+        "gs://ckpts/x": [("objectUser", "only pathways/llm/")],
     }
     for checkpoint, grants in expected.items():
         wl = workload(checkpoint=checkpoint, grantCheckpointRead=False)
@@ -463,3 +458,41 @@ def test_http_image_without_healthcheck_is_refused(run):
         "tpu-serving:workloads[0].images.http: us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.2 "
         "does not serve endpoint /healthcheck" in str(err.value)
     )
+
+
+def test_no_compile_cache_under_pathways(run):
+    """pathwaysutils sets jax_enable_compilation_cache False on the Pathways backend (AI-Hypercomputer/pathways-utils
+    @v0.1.9 pathwaysutils/_initialize.py): no jax_cache_dir, no compile-cache grant, and a user's is refused."""
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload()]))
+    jax = next(
+        c
+        for c in lws_of(rec)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+        if c["name"] == "jax-tpu"
+    )
+    assert not any(a.startswith("jax_cache_dir=") for a in jax["args"])
+    assert not any("compile-cache" in str(b.inputs.get("condition")) for b in workload_grants(rec))
+    with pytest.raises(Exception, match=r"maxtext.jax_cache_dir"):
+        run(
+            make_config(
+                tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload(maxtext={"jax_cache_dir": "gs://x/y"})]
+            )
+        )
+
+
+def test_pathways_persistence_is_opt_in_and_needs_a_checkpoint_without_ocdbt(run):
+    """ENABLE_PATHWAYS_PERSISTENCE=1 on the JAX client registers pathwaysutils' Orbax handlers, which refuse OCDBT
+    ("OCDBT not supported for Pathways.": AI-Hypercomputer/pathways-utils@v0.1.9 pathwaysutils/_initialize.py
+    `_is_persistence_enabled`, persistence/orbax_handler.py); MaxText restores load_parameters_path with
+    checkpoint_storage_use_ocdbt / checkpoint_storage_use_zarr3 (AI-Hypercomputer/maxtext configs/base.yml,
+    maxtext_utils.setup_decode_state)."""
+    with pytest.raises(Exception, match=r"workloads\[0\]\.pathwaysPersistence: true needs checkpointWithoutOcdbt"):
+        run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload(pathwaysPersistence=True)]))
+    on = workload(pathwaysPersistence=True, checkpointWithoutOcdbt=True)
+    rec = run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[on]))
+    leader = lws_of(rec)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    jax = next(c for c in leader if c["name"] == "jax-tpu")
+    assert {"name": "ENABLE_PATHWAYS_PERSISTENCE", "value": "1"} in jax["env"]
+    assert "checkpoint_storage_use_ocdbt=false" in jax["args"] and "checkpoint_storage_use_zarr3=false" in jax["args"]
+    assert all("ENABLE_PATHWAYS_PERSISTENCE" not in str(c.get("env")) for c in leader if c["name"] != "jax-tpu")
+    off = lws_of(run(make_config(tpu_serving__tpuPools=[pool()], tpu_serving__workloads=[workload()])))
+    assert "ENABLE_PATHWAYS_PERSISTENCE" not in str(off)

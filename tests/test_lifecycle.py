@@ -171,7 +171,12 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
     earlier = {(r.type, r.name): r.inputs for r in before.resources}
     changed = {(r.type, r.name) for r in after.resources if earlier.get((r.type, r.name), r.inputs) != r.inputs}
     assert ("kubernetes:helm.sh/v3:Release", "addons-lws") in changed
-    assert all(t.startswith("kubernetes:") for t, _ in changed), changed
+    # a new server image starts a new compile-cache directory (keyed by image tag, stacks/startup.py), so its
+    # placeholder object moves with it (components/serving.py); nothing else outside Kubernetes changes
+    keep = {
+        (t, n) for t, n in changed if t == "gcp:storage/bucketObject:BucketObject" and n.endswith("-compile-cache-keep")
+    }
+    assert all(t.startswith("kubernetes:") for t, _ in changed - keep), changed
 
 
 # Every supported upgrade (older -> newer) of each add-on whose CRDs the stack manages.

@@ -17,7 +17,7 @@ import pytest
 
 from stacks import bucket_access, catalog, cost, cpu_machines
 from stacks.config import ConfigError, parse_stack_config
-from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir
+from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT
 from tooling.schemas import crd_dir, validate_objects
@@ -221,8 +221,8 @@ def test_pools_run_as_the_workloads_own_identity_limited_to_its_prefix():
     assert pools["tpu-p-s0"].inputs["nodeConfig"]["serviceAccount"] == email
     assert pools["workload-pw-head"].inputs["nodeConfig"]["serviceAccount"] == email
     assert pools["cluster-system"].inputs["nodeConfig"]["serviceAccount"] != email  # other pools keep the stack's
-    grants = [r for r in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") if email in str(r.inputs["member"])]
-    (grant,) = grants
+    grants = [r for r in workload_grants(rec) if email in str(r.inputs["member"])]
+    (grant,) = grants  # besides the storage.buckets.get binding every identity holds (tests/test_bucket_get.py)
     bucket = rec.outputs["bucketName"]
     assert grant.inputs["role"] == "roles/storage.objectUser"
     # IAM Conditions on Cloud Storage: objects are projects/_/buckets/<b>/objects/<name>; a list request is

@@ -182,6 +182,7 @@ def with_capacity_lists(config: dict[str, Any]) -> dict[str, Any]:
             continue
         p["capacity"] = list(FALLBACK)
         p.pop("reservation", None)
+        p.pop("warmSlices", None)  # refused with a capacity list (GKE removes the node pools it creates when empty)
         if p.get("autoscaling"):  # GKE creates the node pools of a capacity list: they start at zero
             p["autoscaling"]["minNodes"] = 0
     cluster = config.get("tpu-serving:cluster") or {}

@@ -160,14 +160,31 @@ def test_measured_phases_come_from_pod_node_and_event_timestamps():
 
     nodes = _recorded_json("nodes.json")
     warm = rollout.slowest(_recorded_json("llama8b/pods.json"), nodes, _recorded_json("llama8b/events.json"))
-    # created 10:00:00, scheduled :02, Pulled 10:01:08, started 10:01:10, Ready 10:05:00; its node was up before
+    # created 10:00:00, scheduled :02, the init image Pulled 10:01:08, the compile-cache-pull init container ran
+    # 10:01:08-10:01:20 (status.initContainerStatuses[].state.terminated), the server's image "already present"
+    # 10:01:20, started 10:01:22, Ready 10:05:00; its node was up before. The init container's run is its own phase,
+    # never the image's.
     assert warm is not None and warm.pod == "llama8b-6c9f7d5b8-q4w2z" and not warm.new_node
-    assert warm.phases == {"capacity": 2, "image": 66, "container start": 2, "to Ready": 230, "total": 300}
+    assert warm.phases == {
+        "capacity": 2,
+        "image": 66,
+        "init (compile cache)": 12,
+        "container start": 2,
+        "to Ready": 218,
+        "total": 300,
+    }
     # a new slice: four nodes created after the pods; the last worker (Ready 11:23:30) is the one the replica waits
     # for; the gateway's endpoint picker pod (no TPU selector) is not measured
     cold = rollout.slowest(_recorded_json("llama70b/pods.json"), nodes, _recorded_json("llama70b/events.json"))
     assert cold is not None and cold.pod == "llama70b-0-3" and cold.new_node
-    assert cold.phases == {"capacity": 493, "image": 70, "container start": 10, "to Ready": 837, "total": 1410}
+    assert cold.phases == {
+        "capacity": 493,
+        "image": 70,
+        "init (compile cache)": 0,
+        "container start": 10,
+        "to Ready": 837,
+        "total": 1410,
+    }
     assert rollout.slowest(_recorded_json("llama3-405b/pods.json"), nodes, {"items": []}) is None
 
 
@@ -185,8 +202,9 @@ def test_smoke_prints_the_measured_phases_beside_the_estimate(fake_kubectl):
     warm = model["llama8b"]
     assert rows["llama8b"] == (
         f"| llama8b | llama8b-6c9f7d5b8-q4w2z | 2s / {d(time_to_serve.assumed('schedule'))} | 1m 06s / "
-        f"{d(warm.phases['image'])} | 2s / 0s | 3m 50s / "
-        f"{d(sum(warm.phases[p] for p in ('start', 'weights', 'compile', 'readiness')))} | 5m 00s / {d(warm.warm)} |"
+        f"{d(warm.phases['image'])} | 12s / {d(warm.compile_copy)} | 2s / 0s | 3m 38s / "
+        f"{d(sum(warm.phases[p] for p in ('start', 'weights', 'compile', 'readiness')) - warm.compile_copy)} | "
+        f"5m 00s / {d(warm.warm)} |"
     )
     cold = model["llama70b"]
     assert rows["llama70b"].startswith("| llama70b | llama70b-0-3 (new node) | 8m 13s / ")

@@ -91,7 +91,10 @@ def startup_problems(plan: Any, startup: StartupPath | None, rec: Recording) -> 
     extra = [json.loads(f.split("=", 1)[1]) for f in flags if f.startswith("--model-loader-extra-config=")]
     if streamed and (not extra or {e.get("concurrency") for e in extra} != {startup.stream_concurrency}):
         out.append(f"stream_concurrency={startup.stream_concurrency} but the servers stream with {extra}")
-    if any("distributed" in e for e in extra) != startup.distributed_load:
+    # distributed: the Run:ai streamer's `distributed` loader option, or Pathways persistence on the JAX client (each
+    # Pathways worker restores its own shards: AI-Hypercomputer/pathways-utils@v0.1.9 pathwaysutils/_initialize.py)
+    persistence = any(_env(c).get("ENABLE_PATHWAYS_PERSISTENCE") == "1" for c in containers)
+    if (any("distributed" in e for e in extra) or persistence) != startup.distributed_load:
         out.append(f"distributed_load={startup.distributed_load} but the loader config is {extra}")
     if startup.weights == "gcs-stream" and not any(f == f"--model={plan.weights_url}" for f in flags):
         out.append(f"streams but no server reads --model={plan.weights_url}")
@@ -157,6 +160,9 @@ def _cache_problems(
             out.append("local-copy but a TPU pod does not pull the cache before its server starts")
         if set(pulled) != {startup.compile_cache_url}:
             out.append(f"compile cache {startup.compile_cache_url} but the pods copy {set(pulled)}")
+        workers = {int(_env(c).get("CACHE_PULL_WORKERS") or 1) for pod in pods for c in pod.get("initContainers", [])}
+        if workers != {startup.compile_cache_pull_streams}:
+            out.append(f"compile_cache_pull_streams={startup.compile_cache_pull_streams} but the pulls keep {workers}")
         pushers = [pod for pod in pods if any("CACHE_PUSH_INTERVAL" in _env(c) for c in pod["containers"])]
         if len(pushers) != 1:
             out.append(f"{len(pushers)} pod templates push the cache: one writer per replica, its serving pod")

@@ -70,6 +70,7 @@ def test_broader_grants_are_refused_before_anything_is_registered(grant, message
             stack="dev",
             stack_bucket_name="b",
             stack_bucket="b",
+            bucket_get_role="projects/p/roles/r",
             grants=[grant],
             provider=None,
         )

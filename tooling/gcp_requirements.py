@@ -21,7 +21,8 @@ them:
   run as.
 - roles/iam.serviceAccountAdmin: service accounts and their IAM policy (iam.serviceAccounts.setIamPolicy).
 - roles/resourcemanager.projectIamAdmin: resourcemanager.projects.setIamPolicy (member-level project grants).
-- roles/storage.admin: buckets and their IAM (storage.buckets.create, setIamPolicy).
+- roles/storage.admin: buckets and their IAM (storage.buckets.create, setIamPolicy), and objects.
+- roles/iam.roleAdmin: iam.roles.* (the stack's custom role holding storage.buckets.get).
 - roles/monitoring.dashboardEditor: monitoring.dashboards.*; roles/monitoring.alertPolicyEditor:
   monitoring.alertPolicies.*; roles/monitoring.notificationChannelEditor: monitoring.notificationChannels.*;
   roles/monitoring.servicesEditor: monitoring.services.* and monitoring.slos.*.
@@ -176,6 +177,14 @@ TYPES: dict[str, Needs] = {
     "gcp:storage/bucket:Bucket": Needs("model bucket", ("storage.googleapis.com",), (STORAGE_ADMIN,)),
     "gcp:storage/bucketIAMMember:BucketIAMMember": Needs(
         "model bucket grants", ("storage.googleapis.com",), (STORAGE_ADMIN,)
+    ),
+    "gcp:storage/bucketObject:BucketObject": Needs(
+        "compile-cache placeholders", ("storage.googleapis.com",), (STORAGE_ADMIN,)
+    ),
+    # iam.roles.create/update/delete/undelete on the project: roles/iam.roleAdmin
+    # (https://cloud.google.com/iam/docs/roles-permissions/iam#iam.roleAdmin)
+    "gcp:projects/iAMCustomRole:IAMCustomRole": Needs(
+        "the bucket metadata role (storage.buckets.get)", (IAM,), (Role("roles/iam.roleAdmin"),)
     ),
 }
 

@@ -73,6 +73,8 @@ RESOURCES: dict[str, str] = {
     "gcp:compute/regionSecurityPolicy:RegionSecurityPolicy": "google_compute_region_security_policy",
     "gcp:storage/bucket:Bucket": "google_storage_bucket",
     "gcp:storage/bucketIAMMember:BucketIAMMember": "google_storage_bucket_iam_member",
+    "gcp:storage/bucketObject:BucketObject": "google_storage_bucket_object",
+    "gcp:projects/iAMCustomRole:IAMCustomRole": "google_project_iam_custom_role",
     "gcp:monitoring/dashboard:Dashboard": "google_monitoring_dashboard",
     "gcp:monitoring/alertPolicy:AlertPolicy": "google_monitoring_alert_policy",
     "gcp:monitoring/notificationChannel:NotificationChannel": "google_monitoring_notification_channel",
@@ -779,6 +781,10 @@ CHECKS: dict[str, Any] = {
         else f"{v!r} is not an RFC 1035 name of {a[0]}-{a[1]} characters"
     ),
     "StringIsJSON": lambda v, a: _json(v),
+    # google-beta@v7.45.0 verify/validation.go: IAMCustomRoleIDRegex = "^[a-zA-Z0-9_\\.]{3,64}$"
+    "ValidateIAMCustomRoleID": lambda v, a: (
+        None if re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", v) else f"{v!r} is not a custom role id ([a-zA-Z0-9_.]{{3,64}})"
+    ),
     "IsCIDR": lambda v, a: None if _cidr(v) else f"{v!r} is not a CIDR",
     "ValidateIpCidrRange": lambda v, a: None if _cidr(v) else f"{v!r} is not a CIDR",
     "IsCIDRNetwork": lambda v, a: _cidr_network(v, a[0], a[1]),
@@ -860,6 +866,9 @@ class _Check:
 
         for key, need in (("exactly_one_of", "exactly one"), ("at_least_one_of", "at least one")):
             if group := rec.get(key):
+                # the field itself is one of the group (hashicorp/terraform-plugin-sdk@v2.40.1
+                # helper/schema/schema.go validateExactlyOneAttribute: `append(schema.ExactlyOneOf, k)`)
+                group = list(dict.fromkeys([*group, path]))
                 count = sum(sent(p) for p in group)
                 if count == 0 or (key == "exactly_one_of" and count > 1):
                     names = ", ".join(self.name(p) for p in group)

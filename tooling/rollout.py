@@ -5,6 +5,9 @@ Pure: functions of the parsed JSON, tested on recorded output (tests/fixtures/ku
 Kubernetes API reference documents them (https://kubernetes.io/docs/reference/kubernetes-api/):
 - Pod (core/v1): metadata.creationTimestamp; spec.nodeName; spec.nodeSelector; status.conditions[] PodCondition
   {type: PodScheduled | Ready, status, lastTransitionTime}; status.containerStatuses[].state.running.startedAt;
+  status.initContainerStatuses[].state.terminated {startedAt, finishedAt} (init containers run one after the other,
+  each to completion, before the app containers start:
+  https://kubernetes.io/docs/concepts/workloads/pods/init-containers/);
 - Node (core/v1): metadata.creationTimestamp;
 - Event (core/v1, what `kubectl get events -o json` lists): involvedObject {kind, name}, reason, firstTimestamp,
   lastTimestamp, eventTime (events recorded through events.k8s.io/v1 carry eventTime and null legacy timestamps).
@@ -22,7 +25,7 @@ from typing import Any
 from stacks import catalog
 from stacks.time_to_serve import Estimate, assumed, duration
 
-MEASURED = ("capacity", "image", "container start", "to Ready", "total")
+MEASURED = ("capacity", "image", "init (compile cache)", "container start", "to Ready", "total")
 
 
 def timestamp(text: str | None) -> datetime | None:
@@ -57,6 +60,18 @@ def _started(pod: dict[str, Any]) -> datetime | None:
     return max(found) if found else None
 
 
+def _init_seconds(pod: dict[str, Any]) -> float:
+    """How long the pod's init containers ran (the vLLM compile cache's copy to local disk), each from its
+    terminated state's startedAt to finishedAt."""
+    total = 0.0
+    for s in pod.get("status", {}).get("initContainerStatuses") or []:
+        done = (s.get("state") or {}).get("terminated") or {}
+        start, end = timestamp(done.get("startedAt")), timestamp(done.get("finishedAt"))
+        if start and end:
+            total += (end - start).total_seconds()
+    return total
+
+
 @dataclass(frozen=True)
 class Measured:
     """One pod's way to Ready, seconds per phase; `new_node`: its node was created after the pod (no capacity)."""
@@ -67,8 +82,10 @@ class Measured:
 
 
 def measure_pod(pod: dict[str, Any], nodes: dict[str, Any], events: dict[str, Any]) -> Measured | None:
-    """The phases of one Ready pod: capacity (created to scheduled), image (scheduled to its last `Pulled`), container
-    start (to the last container's start), to Ready (to the Ready condition). None for a pod not yet Ready."""
+    """The phases of one Ready pod: capacity (created to scheduled), image (scheduled to its last `Pulled`, less the
+    init containers' run, which falls between the init image's pull and the app image's), init (its init
+    containers' run: the compile cache copied to local disk), container start (to the last container's start), to
+    Ready (to the Ready condition). None for a pod not yet Ready."""
     created = timestamp(pod["metadata"].get("creationTimestamp"))
     scheduled, ready, started = _condition_time(pod, "PodScheduled"), _condition_time(pod, "Ready"), _started(pod)
     if not (created and scheduled and ready and started):
@@ -77,9 +94,11 @@ def measure_pod(pod: dict[str, Any], nodes: dict[str, Any], events: dict[str, An
     node_name = pod.get("spec", {}).get("nodeName")
     node = next((n for n in nodes.get("items", []) if n["metadata"]["name"] == node_name), None)
     node_created = timestamp(node["metadata"].get("creationTimestamp")) if node else None
+    init = _init_seconds(pod)
     phases = {
         "capacity": (scheduled - created).total_seconds(),
-        "image": (pulled - scheduled).total_seconds(),
+        "image": max((pulled - scheduled).total_seconds() - init, 0.0),
+        "init (compile cache)": init,
         "container start": (started - pulled).total_seconds(),
         "to Ready": (ready - started).total_seconds(),
         "total": (ready - created).total_seconds(),
@@ -103,12 +122,14 @@ def slowest(pods: dict[str, Any], nodes: dict[str, Any], events: dict[str, Any])
 
 def modelled(estimate: Estimate, new_node: bool) -> dict[str, float]:
     """The model's figures for the measured phases: capacity is node provisioning on a new node, else scheduling;
-    the model's start, weights, compile and readiness all fall between the container's start and Ready."""
+    the compile phase's copy of the cache to local disk (Estimate.compile_copy) is the init containers'; the rest of
+    start, weights, compile and readiness falls between the container's start and Ready."""
     capacity = estimate.phases["capacity"] + assumed("schedule") if new_node else assumed("schedule")
-    to_ready = sum(estimate.phases[p] for p in ("start", "weights", "compile", "readiness"))
+    to_ready = sum(estimate.phases[p] for p in ("start", "weights", "compile", "readiness")) - estimate.compile_copy
     return {
         "capacity": capacity,
         "image": estimate.phases["image"],
+        "init (compile cache)": estimate.compile_copy,
         "container start": 0.0,
         "to Ready": to_ready,
         "total": estimate.cold if new_node else estimate.warm,

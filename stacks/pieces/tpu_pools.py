@@ -87,6 +87,20 @@ def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) ->
     return out
 
 
+def warm_slice_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
+    """warmSlices on capacity no reservation guarantees: `up` does not create those slices (it would wait for
+    capacity, and fail the run on a stockout: stacks/pool_sizing.py sizing); they are warm only once a scale-out
+    has brought them up, from then on held by their node pools' minimum."""
+    names = {plan.name for plan in planned}
+    return [
+        f"{PATH}[{i}].warmSlices: {pool.warm_slices} on {pool.capacity} capacity: `pulumi up` creates no slice (it "
+        "would wait for capacity and fail on a stockout); each warm slice is kept from the first scale-out that "
+        "brings it up (its node pools' minimum then holds it); the cost estimate's baseline counts it as kept"
+        for i, pool in enumerate(pools)
+        if pool is not None and pool.name in names and pool.warm_slices and pool.capacity != "reservation"
+    ]
+
+
 def _zone_warning(pool: TpuPoolConfig) -> str | None:
     """The catalog's zone warning for a pool, given its capacities and tpuPools[].zoneConfirmed."""
     capacities = tuple(pool.capacity) if isinstance(pool.capacity, list) else (pool.capacity,)

@@ -24,6 +24,7 @@ WorkloadIdentity(
     stack=cfg.stack,
     stack_bucket_name=cfg.bucket_name,
     stack_bucket=platform.bucket.name,
+    bucket_get_role=platform.bucket.bucket_get_role,
     grants=[Grant("checkpoint", cfg.bucket_name, OBJECT_VIEWER, "ckpt/")],
     provider=platform.cluster.provider,
     depends_on=[namespace],

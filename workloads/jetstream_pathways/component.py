@@ -36,6 +36,7 @@ class JetStreamPathways(ServingWorkload):
             identity.email.apply(lambda e: f"serviceAccount:{e}"),
             stack_bucket_name=plan.bucket,
             stack_bucket=deps.bucket,
+            bucket_get_role=deps.bucket_get_role,
             parent=self,
         )
 

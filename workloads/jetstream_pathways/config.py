@@ -38,8 +38,9 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     checkpoint: str = Field(description="gs:// path of the converted MaxText checkpoint (load_parameters_path).")
     maxtext: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
-        description="MaxText argument overrides, replaced in place (load_parameters_path, prometheus_port and "
-        "jax_cache_dir are derived).",
+        description="MaxText argument overrides, replaced in place (load_parameters_path and prometheus_port are "
+        "derived; jax_cache_dir is refused: JAX's compile cache is off under Pathways; with pathwaysPersistence, "
+        "checkpoint_storage_use_ocdbt and checkpoint_storage_use_zarr3 are derived).",
     )
     images: PathwaysImages = Field(
         default_factory=PathwaysImages,
@@ -51,6 +52,18 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     )
     grant_checkpoint_read: bool = Field(
         True, description="Grant the workload objectViewer on the checkpoint's bucket when it is not the stack bucket."
+    )
+    pathways_persistence: bool = Field(
+        False,
+        description="Restore the checkpoint with Pathways persistence (ENABLE_PATHWAYS_PERSISTENCE=1 on the JAX "
+        "client): each Pathways worker reads its own shards from gs:// instead of the JAX client reading them all. "
+        "Its handler refuses OCDBT checkpoints, so it needs checkpointWithoutOcdbt: true, and MaxText then restores "
+        "with checkpoint_storage_use_ocdbt=false and checkpoint_storage_use_zarr3=false.",
+    )
+    checkpoint_without_ocdbt: bool = Field(
+        False,
+        description="You state that `checkpoint` was written without OCDBT (and without zarr3), e.g. converted with "
+        "checkpoint_storage_use_ocdbt=false checkpoint_storage_use_zarr3=false; required by pathwaysPersistence.",
     )
 
 

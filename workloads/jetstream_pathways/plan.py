@@ -18,7 +18,7 @@ from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
+from stacks.startup import StartupPath, startup_probe
 from stacks.versions import IMAGES, image_gaps
 from stacks.workload_plan import (
     JETSTREAM_GRPC_PORT,
@@ -57,13 +57,23 @@ DEFAULT_IMAGES = {
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = tuple(DEFAULT_IMAGES[k] for k in ("server", "proxy", "jetstream"))
 # pathwaysutils sets jax_enable_compilation_cache False on the Pathways backend "because Pathways handles its own
-# compilation cache" (AI-Hypercomputer/pathways-utils@v0.0.8 onwards: pathwaysutils/__init__.py, later
-# _initialize.py); JetStream's engine imports it from AI-Hypercomputer/JetStream@v0.3 (jetstream/engine/__init__.py).
-# Whether the pinned jetstream-pathways image's MaxText imports it is not checked: only a deploy shows a cache hit.
-PATHWAYS_CACHE_DOUBT = (
+# compilation cache" (AI-Hypercomputer/pathways-utils@v0.1.9 pathwaysutils/_initialize.py initialize; from v0.0.8 in
+# pathwaysutils/__init__.py); JetStream's engine imports it (AI-Hypercomputer/JetStream@v0.3
+# jetstream/engine/__init__.py). So the stack sets no jax_cache_dir and grants no compile-cache prefix here: a cache
+# JAX never reads would only cost a grant. No source documents a Pathways compile cache that outlives a replica.
+PATHWAYS_CACHE_OFF = (
     "pathwaysutils turns JAX's persistent compile cache off under Pathways (AI-Hypercomputer/pathways-utils "
-    "_initialize.py); whether Pathways' own cache survives a new replica is not documented"
+    "_initialize.py), so the stack sets none; no source documents a Pathways compile cache that survives a new replica"
 )
+# Pathways persistence: with ENABLE_PATHWAYS_PERSISTENCE=1 on the JAX client, pathwaysutils registers its Orbax
+# handlers (`_is_persistence_enabled`, `orbax_handler.register_pathways_handlers`), with which the Pathways workers
+# read and write the arrays' shards themselves; the handler raises "OCDBT not supported for Pathways." for an OCDBT
+# checkpoint and writes use_ocdbt=False, use_zarr3=False (AI-Hypercomputer/pathways-utils@v0.1.9
+# pathwaysutils/_initialize.py, pathwaysutils/persistence/orbax_handler.py). MaxText restores load_parameters_path
+# with checkpoint_storage_use_ocdbt / checkpoint_storage_use_zarr3 (both True in its configs/base.yml; passed to
+# checkpointing.load_params_from_path by maxtext_utils.setup_decode_state, AI-Hypercomputer/maxtext).
+PERSISTENCE_ENV = "ENABLE_PATHWAYS_PERSISTENCE"
+PERSISTENCE_ARGS = {"checkpoint_storage_use_ocdbt": False, "checkpoint_storage_use_zarr3": False}
 # Ports of the leader pod's containers (proxy, resource manager, JetStream, HTTP): the metrics port is not one.
 LEADER_PORTS = {
     PROXY_PORT: "Pathways proxy",
@@ -74,7 +84,7 @@ LEADER_PORTS = {
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
     METRICS_ARG: "set `metricsPort` instead",
-    CACHE_ARG: "the stack keeps the compile cache under compile-cache/<workload>/ in its bucket",
+    CACHE_ARG: "pathwaysutils turns JAX's compile cache off under Pathways, so a cache directory would never be read",
 }
 # The cold case jax-tpu's startup probe allows: what the reference's probe allowed, its mode's initial delay
 # (presets.Probes.startup_initial_delay) plus failureThreshold 10000 x periodSeconds 1
@@ -126,16 +136,12 @@ class PathwaysPlan(WorkloadPlan):
 
     def grants(self) -> list[Grant]:
         """The Pathways server and proxy write their scratch (--gcs_scratch_location, under `prefix`); the engine
-        reads the checkpoint (MaxText load_parameters_path)."""
-        grants = [
-            Grant("scratch", self.bucket, OBJECT_USER, self.prefix),
-            Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)),
-        ]
+        reads the checkpoint (MaxText load_parameters_path). No compile-cache prefix (PATHWAYS_CACHE_OFF)."""
         read = self.workload.grant_checkpoint_read
         checkpoint = read_grant(
             "checkpoint", self.workload.checkpoint, self.bucket, read, other_key="checkpoint-reader"
         )
-        return grants + ([checkpoint] if checkpoint else [])
+        return [Grant("scratch", self.bucket, OBJECT_USER, self.prefix), *([checkpoint] if checkpoint else [])]
 
     @property
     def service_name(self) -> str:
@@ -146,9 +152,9 @@ class PathwaysPlan(WorkloadPlan):
         return {"app": self.name}
 
     @property
-    def jax_cache_url(self) -> str:
-        """gs:// directory of jax-tpu's compile cache, keyed by its image and the pool's slices (slices x shape)."""
-        return self.compile_cache_url(self.image("jetstream"), self.pool.slices)
+    def persistence(self) -> bool:
+        """Pathways persistence restores the checkpoint (each worker its own shards)."""
+        return self.workload.pathways_persistence
 
     @property
     def cold_start_s(self) -> int:
@@ -156,20 +162,16 @@ class PathwaysPlan(WorkloadPlan):
 
     @property
     def startup(self) -> StartupPath:
-        """jax-tpu (MaxText's pyconfig) is pointed at a gs:// compile cache, but pathwaysutils turns JAX's cache off
-        under Pathways (PATHWAYS_CACHE_DOUBT): the model counts compilation cold until a deploy shows a hit. The
-        checkpoint is restored by the JAX client (distributed_load False): Pathways' persistence API, where each
-        worker reads its own shards, is opt-in (ENABLE_PATHWAYS_PERSISTENCE=1) and refuses OCDBT checkpoints
-        (AI-Hypercomputer/pathways-utils@v0.0.8:pathwaysutils/__init__.py, persistence/orbax_handler.py)."""
+        """No compile cache (PATHWAYS_CACHE_OFF: compilation counted cold). The checkpoint is restored by the JAX
+        client, or with pathwaysPersistence by the Pathways workers, each reading its own shards (distributed)."""
         return StartupPath(
             images=tuple(dict.fromkeys(self.image(k) for k in ("server", "proxy", "jetstream", "http"))),
             weights="checkpoint-gcs",
-            distributed_load=False,
-            compile_cache="gcs",
-            compile_cache_doubt=PATHWAYS_CACHE_DOUBT,
+            distributed_load=self.persistence,
+            compile_cache="none",
+            compile_cache_doubt=PATHWAYS_CACHE_OFF,
             startup_initial_delay_s=0,
             startup_period_s=startup_probe({}, self.cold_start_s)["periodSeconds"],
-            compile_cache_url=self.jax_cache_url,
             cold_start_s=self.cold_start_s,
         )
 
@@ -181,10 +183,10 @@ class PathwaysPlan(WorkloadPlan):
     def maxtext_pairs(self) -> list[tuple[str, str]]:
         preset_pairs = maxtext.merge(self.preset.args, {CHECKPOINT_ARG: self.workload.checkpoint})
         with_mode = maxtext.merge(preset_pairs, dict(self.mode.extra_args))
-        with_metrics = maxtext.merge(
-            with_mode, {METRICS_ARG: self.workload.metrics_port, CACHE_ARG: self.jax_cache_url}
-        )
-        return maxtext.merge(with_metrics, self.workload.maxtext)
+        derived: dict[str, maxtext.Scalar] = {METRICS_ARG: self.workload.metrics_port}
+        if self.persistence:
+            derived.update(PERSISTENCE_ARGS)
+        return maxtext.merge(maxtext.merge(with_mode, derived), self.workload.maxtext)
 
     def image(self, key: str) -> str:
         return getattr(self.workload.images, key) or self.served(IMAGES[DEFAULT_IMAGES[key]])
@@ -213,7 +215,20 @@ def check(
     warnings: list[str],
 ) -> PathwaysPlan | None:
     """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
-    check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/llama/checkpoint", problems)
+    reserved = {
+        **RESERVED_MAXTEXT,
+        **(dict.fromkeys(PERSISTENCE_ARGS, "set by pathwaysPersistence") if workload.pathways_persistence else {}),
+    }
+    check_model_inputs(path, workload, PRESETS, reserved, "gs://my-bucket/llama/checkpoint", problems)
+    if workload.pathways_persistence and not workload.checkpoint_without_ocdbt:
+        problems.append(
+            Problem(
+                f"{path}.pathwaysPersistence",
+                "true needs checkpointWithoutOcdbt: true: Pathways persistence refuses OCDBT checkpoints (MaxText "
+                "writes OCDBT by default); convert the checkpoint with checkpoint_storage_use_ocdbt=false "
+                "checkpoint_storage_use_zarr3=false and say so, or set false",
+            )
+        )
     check_ports(f"{path}.metricsPort", workload.metrics_port, LEADER_PORTS, problems)
     if pool is None or problems:
         return None
@@ -356,7 +371,10 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "name": "jax-tpu",
         "image": plan.image("jetstream"),
         "args": maxtext.render(plan.preset.config_file, plan.maxtext_pairs()),
-        "env": [{"name": k, "value": v} for k, v in plan.preset.env],
+        "env": [
+            {"name": k, "value": v}
+            for k, v in [*plan.preset.env, *([(PERSISTENCE_ENV, "1")] if plan.persistence else [])]
+        ],
         "imagePullPolicy": "IfNotPresent",
     }
     jax.update(

@@ -41,7 +41,13 @@ class PathwaysJob(ServingWorkload):
         assert node_service_account is not None, "its pool serves it alone, as an account of its own"
         member = node_service_account.apply(lambda e: f"serviceAccount:{e}")
         grants = register_grants(
-            name, plan.grants(), member, stack_bucket_name=plan.bucket, stack_bucket=deps.bucket, parent=self
+            name,
+            plan.grants(),
+            member,
+            stack_bucket_name=plan.bucket,
+            stack_bucket=deps.bucket,
+            bucket_get_role=deps.bucket_get_role,
+            parent=self,
         )
 
         self.head_pool = None

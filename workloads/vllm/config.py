@@ -70,6 +70,12 @@ class VllmWorkload(WorkloadConfig):
     autoscaling: VllmAutoscalingConfig | None = Field(None, description="An HPA on vLLM/TPU metrics.")
     image: str | None = Field(None, description="Override of the pinned vllm/vllm-tpu image (stacks/versions.py).")
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    grant_model_read: bool = Field(
+        True,
+        description="A gs:// model in a bucket other than the stack's: grant the workload objectViewer and "
+        "legacyBucketReader on that whole bucket (no IAM condition: a bucket without uniform bucket-level access "
+        "refuses conditions). false: grant nothing and give the workload's service account those roles yourself.",
+    )
     xla_cache: bool = Field(
         True,
         description="Keep the XLA compilation cache (VLLM_XLA_CACHE_PATH) in the stack bucket under "

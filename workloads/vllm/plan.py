@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import catalog, disruption, metrics, metrics_adapters, naming, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location
+from stacks.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
 from stacks.gateway import GatewayBackend
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.pod_security import ContainerSecurity, container_security_context, secure_pod
@@ -325,10 +325,12 @@ class VllmPlan(WorkloadPlan):
         return [("model", self.workload.model)] if is_gcs(self.workload.model) else []
 
     def grants(self) -> list[Grant]:
-        """Read-only on the weights (the staged prefix of the stack bucket, or the gs:// path's prefix);
-        read-write on the workload's own compile caches. Nothing else."""
-        bucket, prefix = gcs_location(self.weights_url)
-        grants = [Grant("weights", bucket, OBJECT_VIEWER, prefix)]
+        """Read-only on the weights: the staged prefix, or a gs:// model's prefix in the stack bucket, or (with
+        grantModelRead, as JetStream's grantCheckpointRead) the whole of another bucket, which may lack the uniform
+        bucket-level access IAM conditions need (stacks.bucket_access.read_grant); read-write on the workload's
+        own compile caches. Nothing else."""
+        weights = read_grant("weights", self.weights_url, self.bucket, self.workload.grant_model_read)
+        grants = [weights] if weights else []
         if self.workload.xla_cache:
             grants.append(Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)))
         return grants
@@ -354,6 +356,7 @@ class VllmPlan(WorkloadPlan):
             startup_period_s=probe["periodSeconds"],
             staged_weights=self.weights_url if self.staged else None,
             compile_cache_url=self.compile_cache_url(self.image) if self.workload.xla_cache else None,
+            compile_cache_pull_streams=CACHE_PULL_WORKERS,
             cold_start_s=COLD_START_S,
         )
 
@@ -659,38 +662,66 @@ def _env(plan: VllmPlan) -> list[dict[str, Any]]:
 # GCS cache to local disk before the server starts and pushes it back after.
 CACHE_PULL_SCRIPT = """
 import os, sys
+from concurrent.futures import ThreadPoolExecutor
 from google.cloud import storage
 bucket, prefix, local = os.environ["CACHE_BUCKET"], os.environ["CACHE_PREFIX"], os.environ["CACHE_DIR"]
+
+
+def fetch(blob):
+    path = os.path.join(local, blob.name[len(prefix):])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    blob.download_to_filename(path)
+
+
 try:
-    n = 0
-    for blob in storage.Client().list_blobs(bucket, prefix=prefix):
-        path = os.path.join(local, blob.name[len(prefix):])
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        blob.download_to_filename(path)
-        n += 1
-    print(f"compile cache: {n} entries from gs://{bucket}/{prefix}")
+    blobs = [b for b in storage.Client().list_blobs(bucket, prefix=prefix) if not b.name.endswith("/")]
+    with ThreadPoolExecutor(int(os.environ["CACHE_PULL_WORKERS"])) as pool:
+        list(pool.map(fetch, blobs))
+    print(f"compile cache: {len(blobs)} entries from gs://{bucket}/{prefix}")
 except Exception as e:  # a cold start, not a failed pod
     print(f"compile cache not read ({e}); compiling from scratch", file=sys.stderr)
 """
+# Downloads the pull keeps in flight (threads, each one blob at a time: a cache is many small entries, so one stream
+# would take the whole cache at one request's rate). The image's google-cloud-storage is unpinned (tpu-inference@v0.27.0
+# requirements.txt), so the pull uses only the standard library's threads and Blob.download_to_filename.
+CACHE_PULL_WORKERS = 16
+# JAX writes a cache entry in place (jax-ml/jax@1e79d0a jax/_src/lru_cache.py LRUCache.put: `file.write_bytes(val)`,
+# no temporary file and rename), so a scan can find an entry half written. The push uploads a file only once its size
+# is the same at two scans one interval apart, and again whenever the bucket's copy differs in size (one uploaded
+# half-written by an earlier version, or cut short).
 CACHE_PUSH_SCRIPT = """
 import os, sys, time
-from google.cloud import storage
-bucket, prefix, local = os.environ["CACHE_BUCKET"], os.environ["CACHE_PREFIX"], os.environ["CACHE_DIR"]
-interval = int(os.environ["CACHE_PUSH_INTERVAL"])
-done = set()
-while True:
-    time.sleep(interval)
-    try:
-        b = storage.Client().bucket(bucket)
-        done |= {blob.name[len(prefix):] for blob in b.list_blobs(prefix=prefix)}
-        for root, _, files in os.walk(local):
-            for f in files:
-                rel = os.path.relpath(os.path.join(root, f), local)
-                if rel not in done and not f.startswith("."):
-                    b.blob(prefix + rel).upload_from_filename(os.path.join(root, f))
-                    done.add(rel)
-    except Exception as e:
-        print(f"compile cache push: {e}", file=sys.stderr)
+
+
+def push(bucket, prefix, local, previous):
+    \"\"\"One scan: upload every file whose size is unchanged since `previous` (path -> size at the last scan) and
+    differs from its blob's; return this scan's sizes.\"\"\"
+    remote = {blob.name[len(prefix):]: blob.size for blob in bucket.list_blobs(prefix=prefix)}
+    sizes = {}
+    for root, _, files in os.walk(local):
+        for f in files:
+            if f.startswith("."):
+                continue
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, local)
+            sizes[rel] = os.path.getsize(path)
+            if previous.get(rel) == sizes[rel] and remote.get(rel) != sizes[rel]:
+                bucket.blob(prefix + rel).upload_from_filename(path)
+    return sizes
+
+
+if __name__ == "__main__":
+    from google.cloud import storage
+
+    name, prefix, local = os.environ["CACHE_BUCKET"], os.environ["CACHE_PREFIX"], os.environ["CACHE_DIR"]
+    interval = int(os.environ["CACHE_PUSH_INTERVAL"])
+    sizes = {}
+    while True:
+        time.sleep(interval)
+        try:
+            sizes = push(storage.Client().bucket(name), prefix, local, sizes)
+        except Exception as e:
+            print(f"compile cache push: {e}", file=sys.stderr)
 """
 
 
@@ -713,7 +744,7 @@ def cache_pull_container(plan: VllmPlan) -> dict[str, Any]:
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["python3", "-c", CACHE_PULL_SCRIPT],
-        "env": _cache_env(plan),
+        "env": [*_cache_env(plan), {"name": "CACHE_PULL_WORKERS", "value": str(CACHE_PULL_WORKERS)}],
         "resources": CACHE_HELPER_RESOURCES,
         "volumeMounts": [CACHE_MOUNT],
         "securityContext": container_security_context(VLLM_CONTAINER),
