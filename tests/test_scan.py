@@ -4,6 +4,8 @@ checkov skips; and every container the stack builds requests CPU and memory unle
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,14 @@ CPU_REQUEST, MEMORY_REQUEST = "CKV_K8S_10", "CKV_K8S_12"
 
 
 def _rendered_objects(path: Path) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The files the scan writes for `path`, and the rendered Kubernetes objects among them."""
+    """The files the scan writes for `path`, and the rendered Kubernetes objects among them (a copy: each test may
+    change its own)."""
+    return copy.deepcopy(_rendered_once(path))
+
+
+@functools.cache
+def _rendered_once(path: Path) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """One render of `path` per test process (five tests here read every example's)."""
     _, _, rendered = render_stack(path)
     files = scan_files(rendered)
     objects = [yaml.safe_load(text) for rel, text in sorted(files.items()) if rel.startswith("k8s/")]
