@@ -112,6 +112,18 @@ GCP_ACCEPTED: tuple[GcpAccepted, ...] = (
         "pinned image",
     ),
     GcpAccepted(
+        "CKV_GCP_84",
+        "images-docker-hub",
+        "the remote repository caches public Docker Hub images the version matrix pins: Google-managed encryption, "
+        "no customer key (a CMEK there would gate public images behind the user's key and its location)",
+    ),
+    GcpAccepted(
+        "CKV_GCP_42",
+        "fleet-ingress-agent",
+        "GKE's multi-cluster Gateway controller (the Multi Cluster Ingress service agent) needs roles/container.admin "
+        "on the fleet's project, as GKE's setup guide grants it; a Google-managed agent, not a stack identity",
+    ),
+    GcpAccepted(
         "CKV_GCP_78",
         "bucket-logs",
         "access-log objects are written once under unique names and deleted by the retention rule; versioning would "
