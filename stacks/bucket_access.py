@@ -9,9 +9,10 @@ bucket-level access, which the stack bucket has. Pure Python, tested directly.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
+
+from stacks import naming
 
 
 def prefix_expression(bucket: str, prefix: str) -> str:
@@ -75,7 +76,7 @@ def bucket_get_role_id(bucket: str) -> str:
     body = re.sub(r"[^a-zA-Z0-9_]", "_", bucket)
     role_id = ROLE_ID_PREFIX + body
     if len(role_id) > 64:
-        digest = hashlib.sha256(bucket.encode()).hexdigest()[:8]
+        digest = naming.short_hash(bucket, 8)
         role_id = f"{ROLE_ID_PREFIX}{body[: 64 - len(ROLE_ID_PREFIX) - 9]}_{digest}"
     return role_id
 

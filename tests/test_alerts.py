@@ -39,11 +39,9 @@ import yaml
 from stacks import alerts, cost, dashboard, gateway, metrics
 from stacks.config import ConfigError
 from tests import promql
-from tests.conftest import make_config, pool, reference_file
+from tests.conftest import STACK_FILES, make_config, pool, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
 from tooling import chart_objects, readme_tables
-from tooling.chart_objects import stack_files
-from tooling.fleet_render import is_fleet
 from tooling.offline import load_stack_file, parse_config
 from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
@@ -83,10 +81,8 @@ def example_configs(enabled: bool = True) -> list[Any]:
     """Every shipped regional stack (a fleet stack has no workloads of its own), with the alerts on (dev stacks too)
     and the gateway on where it can be."""
     out = []
-    for path in stack_files():
+    for path in STACK_FILES:
         raw = load_stack_file(path)
-        if is_fleet(raw):
-            continue
         raw["tpu-serving:alerts"] = {"enabled": enabled}
         out.append(parse_config(raw, path.name.removeprefix("Pulumi.").removesuffix(".yaml")))
     return out

@@ -19,7 +19,6 @@ leader of a multi-host group) only, so no two hosts write one prefix.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -292,7 +291,7 @@ class VllmPlan(WorkloadPlan):
     @property
     def stage_job_name(self) -> str:
         """The staging Job's name: a new model or revision runs a new Job; an unchanged one runs nothing."""
-        digest = hashlib.sha256(f"{self.workload.model}@{self.workload.revision}".encode()).hexdigest()[:8]
+        digest = naming.short_hash(f"{self.workload.model}@{self.workload.revision}", 8)
         return f"{naming.fit(self.name, naming.LABEL_MAX - 15)}-weights-{digest}"
 
     @property
