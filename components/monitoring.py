@@ -128,7 +128,7 @@ class Monitoring(pulumi.ComponentResource):
             chart=monitoring_piece.pinned_chart,
             namespace=entry.namespace,
             hpa_namespaces=plan.hpa_namespaces,
-            vllm_namespaces=plan.vllm_namespaces,
+            server_metrics=plan.server_metrics,
         )
 
     def _metrics_adapter(self, entry: MetricsAdapter) -> None:

@@ -69,9 +69,6 @@ REGION_LABEL = "gke.io/region"  # F2 scope selector
 KV_CACHE_EXPORT = "kv-cache"  # F1 AutoscalingMetric exportName
 KV_CACHE_POLICY_METRIC = f"gke.named_metrics.{KV_CACHE_EXPORT}"  # F1 GCPBackendPolicy customMetrics[].name
 AUTOSCALING_METRIC_API = "autoscaling.gke.io/v1beta1"
-# The KV-cache utilisation gauge each workload type's server reports, the signal spill-over balances on (F1: vLLM
-# v0.10.2 and later name it vllm:kv_cache_usage_perc). A type without one cannot export: the fleet could not spill.
-KV_CACHE_METRICS: dict[str, str] = {"vllm": "vllm:kv_cache_usage_perc"}
 # Labels that select only the leader pods of a multi-host LeaderWorkerSet, whatever its replicas: this project's
 # leader template label (workloads/vllm/plan.py leader_labels), and the label LWS puts on every group's leader
 # (kubernetes-sigs/lws@v0.10.0 charts/lws/crds/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml:

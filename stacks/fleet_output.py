@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.fleet import KV_CACHE_METRICS, SCHEMA_VERSION, network_path
+from stacks.fleet import SCHEMA_VERSION, network_path
 from stacks.pool_sizing import cluster_zones
 from stacks.stack_config import StackConfig
 from stacks.workload_plan import WorkloadPlan
@@ -44,5 +44,5 @@ def _export(workload: WorkloadPlan) -> dict[str, Any]:
         "selector": dict(backend.selector),
         "metricSelector": backend.metric_labels,
         "hostsPerReplica": workload.pool.shape.hosts,
-        "kvCacheMetric": KV_CACHE_METRICS.get(workload.workload.type, ""),
+        "kvCacheMetric": backend.kv_cache_metric,
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import naming
@@ -139,6 +139,12 @@ class GatewayBackend:
     # the serving pods by labels whose keys are letters, digits, `-` and `_` only, as GKE's AutoscalingMetric
     # selector needs them (stacks/fleet.py G1); None when `selector` is already such
     metric_selector: dict[str, str] | None = None
+    # What its workload type says of its servers (workloads/<type>/): the router's `modelServers.type` for them
+    # (llm-d/llm-d-router@v0.10.0:config/charts/README.md: vllm, sglang, triton-tensorrt-llm, trtllm-serve, triton),
+    # and the KV-cache utilisation gauge (0-1) they export, the signal a fleet's spill-over balances on (stacks/fleet.py
+    # F1); "" when they export none: such a workload cannot be exported to a fleet.
+    model_server_type: str = field(kw_only=True)
+    kv_cache_metric: str = field(default="", kw_only=True)
 
     @property
     def metric_labels(self) -> dict[str, str]:
@@ -212,7 +218,7 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             "modelServers": {
                 "matchLabels": dict(backend.selector),
                 "targetPorts": [{"number": backend.port}],
-                "type": "vllm",
+                "type": backend.model_server_type,
                 "protocol": "http",
             },
             # create: the picker runs with --pool-name (routerlib templates/_deployment.yaml), the mode in which it

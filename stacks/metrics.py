@@ -39,7 +39,6 @@ _JETSTREAM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"id", "idx"
 _DEVICE_PLUGIN_LABELS = (
     GMP_TARGET_LABELS | set(TPU_DEVICE_PLUGIN_TARGET_LABELS) | {"exported_namespace", "exported_pod", "accelerator_id"}
 )
-_VLLM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"model_name", "engine", "app"}
 # GKE's managed kube-state-metrics package (cluster monitoring components DEPLOYMENT, HPA):
 # https://cloud.google.com/kubernetes-engine/docs/how-to/kube-state-metrics
 _KSM_LABELS = GMP_TARGET_LABELS
@@ -56,24 +55,6 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
         )
     },
     **{name: frozenset(_DEVICE_PLUGIN_LABELS) for name in ("memory_used", "memory_total", "duty_cycle")},
-    # vLLM's series carry model_name and engine (vllm 0.27.0 vllm/v1/metrics/loggers.py labelnames), histograms
-    # `le` on their _bucket series; the vLLM PodMonitoring copies the pod's `app` label.
-    **{
-        name: frozenset(_VLLM_LABELS)
-        for name in (
-            "vllm:num_requests_running",
-            "vllm:num_requests_waiting",
-            "vllm:kv_cache_usage_perc",
-        )
-    },
-    **{
-        f"{name}_bucket": frozenset(_VLLM_LABELS | {"le"})
-        for name in ("vllm:time_to_first_token_seconds", "vllm:request_time_per_output_token_seconds")
-    },
-    **{
-        f"{name}_total": frozenset(_VLLM_LABELS | labels)
-        for name, labels in (("vllm:request_success", {"finished_reason"}), ("vllm:generation_tokens", set()))
-    },
     "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
     # kube-state-metrics' own labels (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md,
     # horizontalpodautoscaler-metrics.md)
@@ -166,6 +147,9 @@ class HpaMetric:
     # bring it back from zero (KEDA activates a trigger whose value is above 0); a per-endpoint series, or an
     # average over the pool's endpoints times their number, is 0 then.
     counts_at_zero: bool = False
+    # origin "server": the labels its series carries once Managed Prometheus stored it (its exporter's and the
+    # PodMonitoring's target labels): a KEDA query filters on the workload's selector keys among them.
+    labels: frozenset[str] = frozenset()
 
     def read(self, matchers: str) -> str:
         """PromQL for the metric's per-pod samples selected by `matchers`: its series, or else its fallback's.
@@ -193,6 +177,7 @@ HPA_METRICS: dict[str, HpaMetric] = {
             REQUESTS,
             "server",
             "AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py",
+            labels=frozenset(_JETSTREAM_LABELS),
         ),
         # set to 1 - free_slots/max_concurrent_decodes: a 0-1 fraction despite its name
         # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py, _generate_thread). Before its rename
@@ -210,6 +195,7 @@ HPA_METRICS: dict[str, HpaMetric] = {
                 "1 - {}",
                 "AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/orchestrator.py",
             ),
+            labels=frozenset(_JETSTREAM_LABELS),
         ),
         # GKE TPU device plugin, per chip (ai-on-gke modules/jetstream-maxtext-deployment README)
         HpaMetric(
@@ -235,40 +221,6 @@ HPA_METRICS: dict[str, HpaMetric] = {
 }
 
 
-# vLLM's server metrics an HPA can scale on (vllm 0.27.0 vllm/v1/metrics/loggers.py: the scheduler gauges, and
-# vllm:kv_cache_usage_perc, "KV-cache usage. 1 means 100 percent usage"). prometheus-adapter serves them without the
-# colon. A vLLM workload may also scale on the TPU metrics above.
-_VLLM_SOURCE = "vllm-project/vllm@v0.27.0:vllm/v1/metrics/loggers.py"
-RUNNING = Unit("requests", "requests in the running batch per replica")
-VLLM_HPA_METRICS: dict[str, HpaMetric] = {
-    m.name: m
-    for m in (
-        HpaMetric(
-            "vllm:num_requests_waiting",
-            "vllm:num_requests_waiting",
-            REQUESTS,
-            "server",
-            _VLLM_SOURCE,
-            adapter_name="vllm_num_requests_waiting",
-        ),
-        HpaMetric(
-            "vllm:num_requests_running",
-            "vllm:num_requests_running",
-            RUNNING,
-            "server",
-            _VLLM_SOURCE,
-            adapter_name="vllm_num_requests_running",
-        ),
-        HpaMetric(
-            "vllm:kv_cache_usage_perc",
-            "vllm:kv_cache_usage_perc",
-            FRACTION,
-            "server",
-            _VLLM_SOURCE,
-            adapter_name="vllm_kv_cache_usage_perc",
-        ),
-    )
-}
 # The endpoint picker's series a workload served through the Inference Gateway can scale on
 # (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go, subsystem `llm_d_epp`; docs/metrics.md):
 # - flow_control_queue_size: "Current number of requests actively held in the Flow Control queue", labels
@@ -308,12 +260,6 @@ GATEWAY_HPA_METRICS: dict[str, HpaMetric] = {
             multiplier="llm_d_epp_ready_endpoints",
         ),
     )
-}
-# Everything a vLLM workload's HPA may name.
-VLLM_METRICS: dict[str, HpaMetric] = {
-    **VLLM_HPA_METRICS,
-    **GATEWAY_HPA_METRICS,
-    **{name: m for name, m in HPA_METRICS.items() if m.origin == "tpu"},
 }
 
 

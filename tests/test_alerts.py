@@ -45,6 +45,7 @@ from tooling import chart_objects, readme_tables
 from tooling.offline import load_stack_file, parse_config
 from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
+from workloads.vllm import metrics as vllm_metrics
 
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 VLLM = {
@@ -92,7 +93,7 @@ def example_configs(enabled: bool = True) -> list[Any]:
 
 
 def check_query(query: str) -> None:
-    promql.check_scraped(query, metrics.SERIES_LABELS)
+    promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
 
 
 def every_rule_query() -> list[str]:
@@ -132,7 +133,7 @@ def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
     from stacks.metrics_adapters import keda
 
     scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
-    served = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
     served = {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
     assert {"epp_flow_control_queue_size", "epp_running_requests", "vllm:num_requests_waiting"} <= set(served)
     for metric in served.values():
@@ -329,8 +330,8 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
     assert ratio["totalServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length", "error")')
     assert "abort" not in ratio["totalServiceFilter"]
     # the series each SLI reads is one the scraping produces, with the label it filters by
-    assert "vllm:time_to_first_token_seconds_bucket" in metrics.SERIES_LABELS
-    assert "finished_reason" in metrics.SERIES_LABELS["vllm:request_success_total"]
+    assert "vllm:time_to_first_token_seconds_bucket" in vllm_metrics.SERIES_LABELS
+    assert "finished_reason" in vllm_metrics.SERIES_LABELS["vllm:request_success_total"]
     for key in ("ttft", "availability"):
         for window in alerts.BURN_WINDOWS:
             policy = rec.one(POLICY, f"alerts-chat-{key}-{window.name}-burn").inputs
@@ -387,7 +388,7 @@ def test_capacity_signals_are_log_match_policies_with_a_rate_limit_and_no_log_ba
 # ---- the gateway's own signals ----------------------------------------------------------------------------------
 
 
-BACKEND = gateway.GatewayBackend("chat", "chat", {"app": "chat"}, 8000, "m")
+BACKEND = gateway.GatewayBackend("chat", "chat", {"app": "chat"}, 8000, "m", model_server_type="vllm")
 
 
 def test_the_endpoint_picker_is_scraped_and_runs_with_flow_control():

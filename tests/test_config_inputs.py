@@ -22,6 +22,7 @@ from tooling import api_rules
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import Recording, load_stack_file, parse_config
 from workloads.saxml import plan as saxml_plan
+from workloads.vllm.metrics import VLLM_METRICS
 
 ALL_IN_ONE = load_stack_file(ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml")
 VLLM = load_stack_file(ROOT / "examples" / "vllm-multi-host" / "Pulumi.vllm-multi-host.yaml")
@@ -143,7 +144,7 @@ def test_a_target_rounding_to_zero_is_refused(target):
 def test_every_metric_of_every_type_refuses_a_zero_quantity():
     """The rule is the unit's, so it holds for every HPA metric of every workload type that autoscales (JetStream
     and vLLM registries), including the bounded fractions."""
-    for registry in (metrics.HPA_METRICS, metrics.VLLM_METRICS):
+    for registry in (metrics.HPA_METRICS, VLLM_METRICS):
         for name, metric in registry.items():
             assert "'0m'" in (metric.unit.target_problem(0.0004) or ""), name
             assert metric.unit.target_problem(0.001) is None, name

@@ -168,10 +168,17 @@ def test_an_exporting_stack_exports_every_gateway_served_workload_and_builds_no_
         assert "REGIONAL_MANAGED_PROXY" not in purposes and not rec.of_type("gcp:compute/network:Network")
 
 
-def test_every_kv_cache_metric_belongs_to_a_registered_workload_type():
-    from workloads.registry import WORKLOAD_TYPES
+def test_the_kv_cache_metric_a_vllm_backend_exports_is_one_its_pinned_image_serves():
+    """The gauge a fleet's spill-over balances on is the vLLM plan's own (workloads/vllm/metrics.py), and the
+    pinned image's record (stacks/versions.py IMAGE_RECORDS, vllm-project/vllm@v0.27.0 loggers.py) lists it."""
+    from stacks.versions import IMAGES, image_record
 
-    assert set(fleet.KV_CACHE_METRICS) <= set(WORKLOAD_TYPES)
+    cfg = parse_config(_multi_host_regional("vllm"), "fleet-us-east5")
+    (workload,) = cfg.gateway_workloads
+    backend = workload.gateway_backend()
+    assert backend is not None and backend.kv_cache_metric == "vllm:kv_cache_usage_perc"
+    record = image_record(IMAGES["vllmTpu"])
+    assert record is not None and backend.kv_cache_metric in record.serves.metrics
 
 
 def test_a_regional_stack_unfit_to_join_a_fleet_is_refused_with_every_reason():
@@ -451,7 +458,7 @@ def _multi_host_regional(workload_type: str, replicas: int = 2) -> dict[str, Any
     return config
 
 
-@pytest.mark.parametrize("workload_type", sorted(fleet.KV_CACHE_METRICS))
+@pytest.mark.parametrize("workload_type", ["vllm"])  # the types whose gateway backends name a KV-cache metric
 def test_every_exporting_type_selects_its_kv_cache_metric_pods_by_simple_leader_labels(workload_type):
     """G1 "Requirements": AutoscalingMetric pod label selector keys only of letters, digits, `-`, `_` (no
     `leaderworkerset.sigs.k8s.io/name`); the labels are on the leader template only (F1: leaders only), so every

@@ -300,6 +300,7 @@ BACKEND = gateway.GatewayBackend(
     namespace="serving",
     selector={"leaderworkerset.sigs.k8s.io/name": "llama", "role": "leader"},
     port=8000,
+    model_server_type="vllm",
     model="meta-llama/Llama-3.1-70B-Instruct",
 )
 

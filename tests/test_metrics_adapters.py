@@ -28,15 +28,23 @@ from stacks.metrics_adapters import (
 from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
 from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
+from workloads.vllm.metrics import VLLM_HPA_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
-ALL_METRICS = {**metrics.HPA_METRICS, **metrics.VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
+ALL_METRICS = {**metrics.HPA_METRICS, **VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
 ENTRIES = list(metrics_adapters.ADAPTERS.values())
 
 
 def context(entry: MetricsAdapter, **changes) -> AdapterContext:
     ctx = _sample_context(entry)
-    return AdapterContext(**{**ctx.__dict__, "hpa_namespaces": ("a",), "vllm_namespaces": ("b",), **changes})
+    return AdapterContext(
+        **{
+            **ctx.__dict__,
+            "hpa_namespaces": ("a",),
+            "server_metrics": tuple((m, ("b",)) for m in VLLM_HPA_METRICS.values()),
+            **changes,
+        }
+    )
 
 
 # ---- every entry is complete ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from stacks import dashboard, metrics
 from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
 from tests import promql
 from tests.conftest import make_config, stack_ksa
+from workloads.vllm import metrics as vllm_metrics
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
 APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
@@ -239,7 +240,7 @@ def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
     head = [*dashboard.gateway_panels("c1"), cost]
     for title, query, _ in dashboard.panels("c1", head=head):
         assert promql.groupings(query), title
-        promql.check_scraped(query, metrics.SERIES_LABELS)
+        promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
     # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
     assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
     assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)

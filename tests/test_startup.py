@@ -33,7 +33,7 @@ from tests.test_workload_registry import ECHO_CONFIG, EchoPlan, echo_registered 
 from tooling.fuzz import parse
 from tooling.offline import Recording
 from workloads import registry
-from workloads.vllm import plan as vllm
+from workloads.vllm import staging
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -282,7 +282,7 @@ def test_vllm_weights_are_staged_per_model_and_revision_and_streamed(run):
     assert pod["serviceAccountName"] == plan.stage_service_account != plan.service_account
     # none of the server's selectors (Service, PodMonitoring, InferencePool: app=<name>) picks the staging pod
     assert not plan.labels.items() <= job["spec"]["template"]["metadata"]["labels"].items()
-    assert _env(pod["containers"][0])["MARKER"] == vllm.STAGED_MARKER
+    assert _env(pod["containers"][0])["MARKER"] == staging.STAGED_MARKER
     grants = {(g.bucket, g.role, g.prefix) for g in plan.stage_grants()}
     assert grants == {(plan.bucket, "roles/storage.objectUser", plan.staged_prefix)}
     assert ("roles/storage.objectViewer", plan.staged_prefix) in {(g.role, g.prefix) for g in plan.grants()}
@@ -291,7 +291,7 @@ def test_vllm_weights_are_staged_per_model_and_revision_and_streamed(run):
     (other,) = parse(make_config(tpu_serving__workloads=[{**wl, "revision": "def456"}]), "dev").workloads
     assert (other.staged_prefix, other.stage_job_name) != (plan.staged_prefix, plan.stage_job_name)
     # the Job gives up when `pulumi up` does (its customTimeouts, not recorded by the mocks)
-    assert job["spec"]["activeDeadlineSeconds"] == vllm.STAGE_TIMEOUT_MINUTES * 60
+    assert job["spec"]["activeDeadlineSeconds"] == staging.STAGE_TIMEOUT_MINUTES * 60
 
 
 def test_vllm_gs_model_is_streamed_without_staging(run):

@@ -30,11 +30,14 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, images, metrics, versions
+from stacks import catalog, cost, images, versions
+from stacks.workload_plan import LWS_API
 from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT, parse_stack_file
 from tooling.schemas import crd_dir, validate_objects
+from workloads.vllm import compile_cache
+from workloads.vllm import metrics as vllm_metrics
 from workloads.vllm import plan as vllm
 
 TUTORIAL = reference_dir() / "kubernetes-engine-samples/ai-ml/vllm-tpu"
@@ -99,7 +102,7 @@ def test_deployment_matches_tutorial():
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     # the compile cache on local disk; VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token in
     # the server (only the staging Job reads the Hub), which never calls the Hub
-    assert env["VLLM_XLA_CACHE_PATH"]["value"] == vllm.XLA_CACHE_DIR and "VLLM_XLA_CACHE_PATH" in ref_env
+    assert env["VLLM_XLA_CACHE_PATH"]["value"] == compile_cache.XLA_CACHE_DIR and "VLLM_XLA_CACHE_PATH" in ref_env
     assert set(env) == {"VLLM_XLA_CACHE_PATH", "HF_HUB_OFFLINE"} and "VLLM_USE_V1" in ref_env
     # the tutorial's shared memory; the cache an emptyDir (node disk) instead of its FUSE mount
     volumes, ref_volumes = {v["name"]: v for v in pod["volumes"]}, {v["name"]: v for v in ref_pod["volumes"]}
@@ -183,7 +186,7 @@ def test_leader_worker_set_matches_lws_example():
 def test_hpa_scales_whole_slices_through_the_lws_scale_subresource():
     objects = objects_of(recorded(MULTI, False))
     hpa = objects[("HorizontalPodAutoscaler", "llama70b")]
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": vllm.LWS_API, "kind": "LeaderWorkerSet", "name": "llama70b"}
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "name": "llama70b"}
     crd = load_large_yaml(LWS_CRD)
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     # the HPA reads leader pods only (lws docs/examples/hpa.md), the pods that export vLLM's metrics
@@ -222,7 +225,7 @@ def test_outputs_for_clients_and_gateways():
 
 
 def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
-    titles = [t for t, _, _ in vllm.vllm_panels("c")]
+    titles = [t for t, _, _ in vllm_metrics.vllm_panels("c")]
     assert titles == [
         "vLLM running requests",
         "vLLM waiting requests",
@@ -231,12 +234,12 @@ def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
         "vLLM time per output token (p90)",
     ]
     served = versions.IMAGE_RECORDS["vllmTpu"].serves.metrics
-    for title, query, _ in vllm.vllm_panels("c"):
+    for title, query, _ in vllm_metrics.vllm_panels("c"):
         names = [n for n in served if n in query]
         assert names, query
-        # every grouping label is on the series (stacks.metrics.SERIES_LABELS)
+        # every grouping label is on the series (workloads/vllm/metrics.py SERIES_LABELS)
         for grouping, series in re.findall(r"by \(([^)]*)\) \(?(?:rate\()?([\w:]+)\{", query):
-            assert {g.strip() for g in grouping.split(",")} <= metrics.SERIES_LABELS[series], (title, series)
+            assert {g.strip() for g in grouping.split(",")} <= vllm_metrics.SERIES_LABELS[series], (title, series)
     board = recorded(SINGLE, False).one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"]
     assert "vllm:num_requests_running" in board
     assert (
@@ -269,7 +272,7 @@ def test_tensor_parallel_size_counts_every_device_of_the_slice(tpu, topology, de
 def test_image_record_covers_what_the_stack_asks():
     record = versions.IMAGE_RECORDS["vllmTpu"]
     assert record.ref == versions.IMAGES["vllmTpu"] == "docker.io/vllm/vllm-tpu:v0.27.0"
-    assert {m.series for m in metrics.VLLM_HPA_METRICS.values()} <= record.serves.metrics
+    assert {m.series for m in vllm_metrics.VLLM_HPA_METRICS.values()} <= record.serves.metrics
     assert {vllm.HEALTH_PATH, vllm.METRICS_PATH, *vllm.API_PATHS} <= record.serves.endpoints
     assert record.serves.tpus <= set(catalog.GENERATIONS)
     # tpu-inference@v0.27.0 README: v7x recommended

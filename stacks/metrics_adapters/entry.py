@@ -44,7 +44,9 @@ class AdapterContext:
     chart: Callable[[str], ChartVersion]  # the pinned chart release of a `versions.CHARTS` key
     namespace: str = ADAPTER_NAMESPACE  # the entry's namespace
     hpa_namespaces: Sequence[str] = ()  # namespaces of every autoscaled workload
-    vllm_namespaces: Sequence[str] = ()  # namespaces of the autoscaled vLLM workloads
+    # the workload types' own server metrics (beyond stacks.metrics.HPA_METRICS), each with the namespaces of the
+    # autoscaled workloads whose HPA may scale on it (stacks.pieces.monitoring.own_server_metrics)
+    server_metrics: Sequence[tuple[HpaMetric, Sequence[str]]] = ()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming, pod_security
-from stacks.metrics import SERIES_LABELS, HpaMetric, quantity
+from stacks.metrics import HpaMetric, quantity
 from stacks.metrics_adapters.entry import (
     EXTERNAL_METRICS_API,
     NAMESPACE,
@@ -181,8 +181,7 @@ def query(metric: HpaMetric, scope: Scope) -> str:
         # replica's product is the pool's total, a sum would count it once per picker replica
         return f"max({own} * {metric.multiplier}{{{_matchers(where)}}})"
     if metric.origin == "server":
-        known = SERIES_LABELS.get(metric.series, frozenset())
-        where |= {"namespace": scope.namespace, **{k: v for k, v in scope.selector.items() if k in known}}
+        where |= {"namespace": scope.namespace, **{k: v for k, v in scope.selector.items() if k in metric.labels}}
         return f"sum({metric.read(_matchers(where))})"
     # device-plugin series live in kube-system: the workload's namespace is exported_namespace
     where |= {"exported_namespace": scope.namespace}

@@ -125,11 +125,11 @@ def rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
     return [rule(m, cluster, names) for m in metrics.HPA_METRICS.values()]
 
 
-def vllm_rules(cluster: str, namespaces: Iterable[str]) -> list[dict[str, Any]]:
-    """The rules serving vLLM's server metrics to the vLLM workloads' HPAs (the TPU rules above serve the rest).
-    Each sums over the pods matched by the HPA's namespace and selector (`app=<workload>`)."""
-    names = list(namespaces)
-    return [rule(m, cluster, names) for m in metrics.VLLM_HPA_METRICS.values()]
+def server_rules(cluster: str, server_metrics: Iterable[tuple[HpaMetric, Iterable[str]]]) -> list[dict[str, Any]]:
+    """The rules serving a workload type's own server metrics (vLLM's, say) to the HPAs of its workloads in
+    `namespaces` (the shared rules above serve the rest). Each sums over the pods matched by the HPA's namespace and
+    selector (`app=<workload>`)."""
+    return [rule(m, cluster, list(namespaces)) for m, namespaces in server_metrics]
 
 
 # The adapter's Service: chart 5.3.0 names it fullname (fullnameOverride pins it) on `service.port: 443`.
@@ -209,8 +209,7 @@ def _frontend(ctx: AdapterContext) -> list[Part]:
 
 def build(ctx: AdapterContext) -> AdapterBuild:
     external = [*rules(ctx.cluster, ctx.hpa_namespaces)]
-    if ctx.vllm_namespaces:
-        external += vllm_rules(ctx.cluster, ctx.vllm_namespaces)
+    external += server_rules(ctx.cluster, ctx.server_metrics)
     chart = ctx.chart(CHART)
     config = rules_config(external)
     release = Chart(chart, values(chart, f"http://{GMP_FRONTEND_SERVICE}.{ctx.namespace}.svc", config))

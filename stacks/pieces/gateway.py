@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from stacks import fleet, gke_managed, naming
 from stacks import fleet_export as fleet_piece
+from stacks import gke_managed, naming
 from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 from stacks.pieces import network as network_piece
@@ -263,5 +263,7 @@ def plan(
             if (b := w.gateway_backend()) is not None
         ),
         paused=paused,
-        fleet_metrics={w.name: fleet.KV_CACHE_METRICS.get(w.workload.type, "") for w in served(gateway, workloads)},
+        fleet_metrics={
+            w.name: b.kv_cache_metric for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None
+        },
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from stacks import alerts, dashboard, metrics, pod_security, versions
 from stacks.config_model import MonitoringConfig
+from stacks.metrics import HpaMetric
 
 if TYPE_CHECKING:
     from stacks.workload_plan import WorkloadPlan
@@ -33,8 +34,9 @@ class MonitoringPlan:
     """The images of the containers the JetStream PodMonitorings scrape."""
     hpa_namespaces: tuple[str, ...]
     """Namespaces of autoscaled workloads: their HPAs read the metrics adapter."""
-    vllm_namespaces: tuple[str, ...]
-    """Namespaces of autoscaled vLLM workloads (their HPAs read vLLM's series)."""
+    server_metrics: tuple[tuple[HpaMetric, tuple[str, ...]], ...]
+    """The workload types' own server metrics (vLLM's, say), each with the namespaces of the autoscaled workloads
+    whose HPA may scale on it: the metrics adapter serves them there."""
 
 
 def plan(
@@ -66,8 +68,20 @@ def plan(
         dashboard_panels=tuple(dict.fromkeys(panels)),
         exporters=tuple(jetstream_exporters(workloads)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
-        vllm_namespaces=tuple(sorted({w.namespace for w in autoscaled if w.hpa_metrics is metrics.VLLM_METRICS})),
+        server_metrics=own_server_metrics(autoscaled),
     )
+
+
+def own_server_metrics(autoscaled: Sequence[WorkloadPlan]) -> tuple[tuple[HpaMetric, tuple[str, ...]], ...]:
+    """The server metrics the workloads' plans offer their HPAs (WorkloadPlan.hpa_metrics) beyond the shared ones
+    (stacks.metrics.HPA_METRICS, served to every autoscaled workload), in the order the workloads and their
+    registries list them, each with the namespaces of the workloads that offer it."""
+    found: dict[str, tuple[HpaMetric, set[str]]] = {}
+    for w in autoscaled:
+        for m in (w.hpa_metrics or {}).values():
+            if m.origin == "server" and m.name not in metrics.HPA_METRICS:
+                found.setdefault(m.name, (m, set()))[1].add(w.namespace)
+    return tuple((m, tuple(sorted(namespaces))) for m, namespaces in found.values())
 
 
 def cost_panel(w: WorkloadPlan, cluster: str, price: float | None) -> Panel | None:

@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from stacks import metrics
 from stacks.config_model import REPLICAS_MAX, HpaMetricConfig, JetStreamAutoscalingConfig, ServiceConfig, WorkloadConfig
+from workloads.vllm.metrics import VLLM_METRICS
 
-# The metric names a vLLM HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.
+# The metric names a vLLM HPA may use: the keys of its metric registry (workloads/vllm/metrics.py), written there once.
 if TYPE_CHECKING:
     VllmMetricName = str
 else:
-    VllmMetricName = Literal[tuple(metrics.VLLM_METRICS)]
+    VllmMetricName = Literal[tuple(VLLM_METRICS)]
 
 
 class VllmHpaMetricConfig(HpaMetricConfig):
