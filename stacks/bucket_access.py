@@ -73,12 +73,7 @@ ROLE_ID_PREFIX = "tpuServingBucketGet_"
 
 def bucket_get_role_id(bucket: str) -> str:
     """The stack's custom role id holding storage.buckets.get: unique per stack, as its bucket's name is global."""
-    body = re.sub(r"[^a-zA-Z0-9_]", "_", bucket)
-    role_id = ROLE_ID_PREFIX + body
-    if len(role_id) > 64:
-        digest = naming.short_hash(bucket, 8)
-        role_id = f"{ROLE_ID_PREFIX}{body[: 64 - len(ROLE_ID_PREFIX) - 9]}_{digest}"
-    return role_id
+    return naming.fit(ROLE_ID_PREFIX + re.sub(r"[^a-zA-Z0-9_]", "_", bucket), 64, sep="_", hashed=bucket, digest=8)
 
 
 OBJECT_USER = "roles/storage.objectUser"

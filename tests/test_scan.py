@@ -342,10 +342,11 @@ def test_a_chart_release_without_its_source_is_named_unscanned_not_a_crash(tmp_p
     from tooling import scan
     from tooling.chart_objects import Release
 
-    render, _ = scan.chart_renderer()
+    unscanned: set[str] = set()
+    render, _ = scan.chart_renderer(unscanned)
     if render is None:
         pytest.skip("no helm: chart_renderer renders nothing")
     release = Release("https://kedacore.github.io/charts/keda", "9.9.9", "r", "ns", {}, skip_crds=True)
-    scan.UNSCANNED.clear()
     assert render(release) == []
-    assert scan.UNSCANNED == {"keda@9.9.9"}
+    assert unscanned == {"keda@9.9.9"}
+    assert not hasattr(scan, "UNSCANNED")  # no module-level state: two scans in one process do not share it

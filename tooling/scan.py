@@ -222,8 +222,9 @@ def report_failures(report: Any) -> tuple[dict[str, int], dict[str, set[str]], l
 # ---- Helm charts ------------------------------------------------------------------------------------------------
 
 
-def chart_renderer() -> tuple[Any, str]:
-    """(a function rendering a release's objects, or None; a sentence saying what the scan does with charts)."""
+def chart_renderer(unscanned: set[str] | None = None) -> tuple[Any, str]:
+    """(a function rendering a release's objects, or None; a sentence saying what the scan does with charts). A
+    release whose chart source is not at hand renders nothing and is added to `unscanned` (chart@version)."""
     from tooling import chart_objects
 
     helm, charts = chart_objects.find_helm(), chart_objects.charts_root()
@@ -236,9 +237,10 @@ def chart_renderer() -> tuple[Any, str]:
     def render(release: Any) -> list[dict[str, Any]]:
         if not chart_objects.has_source(charts, release):
             # A chart the reference folder does not carry (KEDA's): nothing to render, so nothing scanned; the
-            # scan's last line names it (UNSCANNED), and its record (tooling/data/chart_objects.json) stays as made
+            # scan's last line names it (`unscanned`), and its record (tooling/data/chart_objects.json) stays as made
             # where the source was.
-            UNSCANNED.add(f"{chart_objects.chart_name(release.chart)}@{release.version}")
+            if unscanned is not None:
+                unscanned.add(f"{chart_objects.chart_name(release.chart)}@{release.version}")
             return []
         k = json.dumps(
             [release.chart, release.version, release.name, release.namespace, release.values], sort_keys=True
@@ -248,10 +250,6 @@ def chart_renderer() -> tuple[Any, str]:
         return cache[k]
 
     return render, f"Helm charts rendered with {helm} from {charts}"
-
-
-UNSCANNED: set[str] = set()
-"""Chart releases an example registers whose chart source is not at hand (chart_renderer): not scanned."""
 
 
 def chart_files(recording: Any, render: Any, scanned: set[str] | None = None) -> dict[str, dict[str, Target]]:
@@ -416,7 +414,8 @@ def variant_chart_targets(render_chart: Any, scanned: set[str]) -> dict[str, Tar
 
 def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(SCAN_DIR, ignore_errors=True)
-    render_chart, charts_note = chart_renderer()
+    unscanned: set[str] = set()  # chart releases whose source is not at hand: not scanned
+    render_chart, charts_note = chart_renderer(unscanned)
     targets, expanded = render_examples(render_chart)
     procs = {
         name: subprocess.Popen(
@@ -437,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         f"passed, {gcp_counts.get('failed', 0)} failed, each accepted with a reason unless listed below"
     )
     print(charts_note, file=sys.stderr if render_chart is None else sys.stdout)
-    if UNSCANNED:
-        print(f"Helm charts NOT scanned (no chart source under the reference folder): {', '.join(sorted(UNSCANNED))}")
+    if unscanned:
+        print(f"Helm charts NOT scanned (no chart source under the reference folder): {', '.join(sorted(unscanned))}")
     for problem in problems + gcp:
         print(problem, file=sys.stderr)
     return 1 if problems or gcp else 0
