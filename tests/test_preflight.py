@@ -170,13 +170,178 @@ def test_a_short_project_fails_with_the_fix_on_each_row():
 
 
 def test_reservation_rows():
+    """The ironwood recordings are aggregate reservations (TPU7x: vmFamily and chips), the gemma-fallback ones
+    specific (a machine type and VMs)."""
     ready = by(rows_of(IRONWOOD, "ready"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
     assert ready.status == preflight.PASS, ready
-    assert ready.detail == "tpu7x-standard-4t: needs 2 hosts at baseline, 2 at peak; 2 reserved, 0 in use"
+    assert ready.detail == (
+        "VM_FAMILY_CLOUD_TPU_POD_SLICE_TPU7X: needs 8 chips at baseline, 8 at peak; 8 reserved, 0 in use"
+    )
     short = by(rows_of(IRONWOOD, "short"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
     assert short.status == preflight.FAIL and capacity_words.RESERVATION_SHORT in short.detail
-    assert short.fix.startswith("gcloud compute reservations update ironwood-2x2x2 --zone=us-central1-c")
+    assert "4 reserved, 4 in use" in short.detail
+    assert short.fix.startswith("gcloud compute reservations list --project=my-tpu-project --filter=zone:us-central1-c")
     assert script.main([str(IRONWOOD)], run=recorded_runner("short")) == 1
+    specific = by(rows_of(FALLBACK, "ready"), "reservation")["pool v5e-2x4 (reservation v5e-serving)"]
+    assert specific.detail == "ct5lp-hightpu-8t: needs 0 hosts at baseline, 4 at peak; 4 reserved, 0 in use"
+
+
+# ---- every shape of Reservation the API returns ------------------------------------------------------------
+
+RESERVATION_ONEOF = api_schemas.ONEOFS[("compute.v1", "Reservation")]["type"]
+
+# Machine family -> `AllocationAggregateReservation.vmFamily`: gcloud's map of TPU versions (google-cloud-sdk
+# googlecloudsdk/command_lib/compute/future_reservations/util.py MakeAggregateReservationPropertiesMessage,
+# tpu_version_to_vm_family: V5E CT5LP, V5P CT5P, V6E CT6E, TPU7X TPU7X); v4 (ct4p machines), which gcloud's map
+# lacks, the enum's CT4P.
+VM_FAMILIES = {
+    "ct4p": "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT4P",
+    "ct5lp": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP",
+    "ct5p": "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P",
+    "ct6e": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E",
+    "tpu7x": "VM_FAMILY_CLOUD_TPU_POD_SLICE_TPU7X",
+}
+
+
+def schema_sample(document: str, node: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """A value for every field of a discovery-document schema, by its declared type (the first enum value, "1" for
+    int64 strings, one item per array); a schema already on the path is left out (recursive types)."""
+    if "$ref" in node:
+        if node["$ref"] in seen:
+            return None
+        return schema_sample(document, api_schemas.schema(document, node["$ref"]), (*seen, node["$ref"]))
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties") or {}
+        out = {k: schema_sample(document, v, seen) for k, v in props.items()}
+        return {k: v for k, v in out.items() if v is not None}
+    if kind == "array":
+        item = schema_sample(document, node.get("items", {}), seen)
+        return [] if item is None else [item]
+    if kind == "string":
+        if "enum" in node:
+            return node["enum"][0]
+        if node.get("format") in ("int64", "uint64"):
+            return "1"
+        return "3600s" if node.get("format") == "google-duration" else "x"
+    return {"integer": 1, "number": 1.0, "boolean": False}.get(str(kind))
+
+
+def put(value: dict[str, Any], path: str, new: Any) -> None:
+    """Set `a.b[].c` (every item of a list) in a sample; a field the schema lacks raises KeyError."""
+    head, _, rest = path.partition(".")
+    key = head.removesuffix("[]")
+    if key not in value:
+        raise KeyError(f"{key} is not a field of the schema's sample")
+    if not rest:
+        value[key] = new
+    elif head.endswith("[]"):
+        for item in value[key]:
+            put(item, rest, new)
+    else:
+        put(value[key], rest, new)
+
+
+def reservation_of(kind: str, plan: Any, *, reserved: int, in_use: int, family_of: str | None = None) -> dict:
+    """A compute v1 `Reservation` of one oneof member, every field of the discovery document set, READY, holding
+    `reserved` and using `in_use` of the pool's unit (VMs of a specific reservation, chips of an aggregate one),
+    of the pool's machine type (or `family_of`'s)."""
+    machine = family_of or plan.shape.machine_type
+    value = schema_sample("compute.v1", {"$ref": "Reservation"})
+    for other in RESERVATION_ONEOF:
+        if other != kind:
+            del value[other]
+    put(value, "status", "READY")
+    if kind == "specificReservation":
+        put(value, "specificReservation.count", str(reserved))
+        put(value, "specificReservation.inUseCount", str(in_use))
+        put(value, "specificReservation.instanceProperties.machineType", machine)
+    else:
+        put(value, "aggregateReservation.vmFamily", VM_FAMILIES[machine.split("-")[0]])
+        put(value, "aggregateReservation.reservedResources[].accelerator.acceleratorCount", reserved)
+        put(value, "aggregateReservation.reservedResources[].accelerator.acceleratorType", "x/acceleratorTypes/y")
+        put(value, "aggregateReservation.inUseResources[].accelerator.acceleratorCount", in_use)
+    errors: list[str] = []
+    api_schemas.validate("compute.v1", {"$ref": "Reservation"}, value, "", errors)
+    assert errors == [], errors
+    return value
+
+
+def test_every_member_of_the_reservation_oneof_has_a_reader():
+    """compute v1 `Reservation`'s oneof `type` (api_schemas.ONEOFS, from the REST reference) names fields of the
+    discovery document's Reservation, and preflight reads each of them (a new member without a reader fails)."""
+    fields = api_schemas.schema("compute.v1", "Reservation")["properties"]
+    assert set(RESERVATION_ONEOF) <= set(fields)
+    assert set(preflight.RESERVATION_KINDS) == set(RESERVATION_ONEOF)
+
+
+def test_every_catalog_machine_type_has_its_vm_family():
+    """Every TPU machine type of the catalog maps to its `AllocationAggregateReservation.vmFamily` (gcloud's map),
+    a value of the discovery document's enum."""
+    enum = api_schemas.schema("compute.v1", "AllocationAggregateReservation")["properties"]["vmFamily"]["enum"]
+    assert set(VM_FAMILIES.values()) <= set(enum)
+    for gen in catalog.GENERATIONS.values():
+        for machine in catalog.machine_types(gen):
+            assert preflight.vm_family(machine) == VM_FAMILIES[machine.split("-")[0]], machine
+
+
+def catalog_pools() -> list[Any]:
+    """One reservation pool per catalog machine type (the smallest topology it runs), in a stack of its own."""
+    from tooling.offline import parse_config
+
+    found = []
+    for gen in catalog.GENERATIONS.values():
+        for machine in catalog.machine_types(gen):
+            topology = next(
+                t for t in catalog.topologies(gen) for s in catalog.shapes(gen, t) if s.machine_type == machine
+            )
+            pool = {
+                "name": "p",
+                "tpu": gen.name,
+                "topology": topology,
+                "machineType": machine,
+                "zone": "us-central1-a",
+                "capacity": "reservation",
+                "reservation": "r",
+                "autoscaling": {"minNodes": 1, "maxNodes": 2},
+            }
+            config = {
+                "gcp:project": "my-tpu-project",
+                "gcp:region": "us-central1",
+                "tpu-serving:environment": "dev",
+                "tpu-serving:cluster": {"minMasterVersion": "1.34.0-gke.2201000"},  # tpu7x's minimum, the highest
+                "tpu-serving:tpuPools": [pool],
+            }
+            found.append(parse_config(config, "dev"))
+    return found
+
+
+@pytest.mark.parametrize("kind", RESERVATION_ONEOF)
+def test_preflight_reads_every_reservation_shape_of_every_catalog_machine_type(kind):
+    """For each member of the oneof and each catalog machine type: a reservation with room PASSes, one whose room is
+    partly in use WARNs, one short of the peak FAILs with the shortage, one of another machine type or TPU family FAILs naming both. The inputs are
+    built from the discovery document's Reservation (every field set) and validated against it."""
+    for cfg in catalog_pools():
+        plan = cfg.pools[0]
+        low, high = pool_nodes(plan)
+        per = 1 if kind == "specificReservation" else plan.shape.chips_per_host
+        unit = "hosts" if kind == "specificReservation" else "chips"
+        fits = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=high * per, in_use=0))
+        assert fits.status == preflight.PASS, (plan.shape.machine_type, fits)
+        assert f"needs {low * per} {unit} at baseline, {high * per} at peak" in fits.detail
+        busy = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=high * per, in_use=per))
+        assert busy.status == preflight.WARN and f"{high * per} reserved, {per} in use" in busy.detail, busy
+        short = reservation_of(kind, plan, reserved=high * per - 1, in_use=0)
+        row = preflight.reservation_row(cfg, plan, short)
+        assert row.status == preflight.FAIL and capacity_words.RESERVATION_SHORT in row.detail, row
+        other = next(
+            m
+            for g in catalog.GENERATIONS.values()
+            for m in catalog.machine_types(g)
+            if (m != plan.shape.machine_type if per == 1 else m.split("-")[0] != plan.shape.machine_type.split("-")[0])
+        )
+        row = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=99, in_use=0, family_of=other))
+        assert row.status == preflight.FAIL and row.detail.startswith("reserves "), row
 
 
 def test_a_capacity_list_falls_back_but_a_wrong_reservation_fails():

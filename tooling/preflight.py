@@ -10,8 +10,11 @@ googleapiclient/discovery_cache/documents/, kept in tooling/data/api_schemas.jso
   TPU_PODSLICE_V4, TPU_LITE_PODSLICE_V5 and their PREEMPTIBLE_ twins (Spot; flex-start too, docs/deploying.md).
   It has no metric for v5p, v6e or TPU7x, and no TPU counterpart of the project-wide CPUS_ALL_REGIONS /
   GPUS_ALL_REGIONS: those generations' quotas are only in the console's Cloud Quotas page (a WARN row with the link).
-- Reservations: `gcloud compute reservations describe` returns a compute v1 `Reservation`: status (READY),
-  specificReservation {count, inUseCount, instanceProperties.machineType} (int64 fields arrive as strings).
+- Reservations: `gcloud compute reservations describe` returns a compute v1 `Reservation`: status (READY) and one
+  member of its oneof `type` (tooling/api_schemas.py ONEOFS): specificReservation {count, inUseCount,
+  instanceProperties.machineType} in VMs (int64 fields arrive as strings), or aggregateReservation {vmFamily,
+  reservedResources[].accelerator {acceleratorType, acceleratorCount}, inUseResources[] alike} in chips, the shape
+  Compute returns TPU reservations in (TPU7x among them). RESERVATION_KINDS reads each.
 - Versions: `gcloud container get-server-config` returns a container v1 `ServerConfig`: channels[] {channel,
   validVersions}.
 - APIs and roles: those the `gcp:` resources the stack registers need (tooling/gcp_requirements.py TYPES; the
@@ -35,7 +38,7 @@ from stacks.pieces import gateway as gateway_piece
 from stacks.pieces import tpu_pools
 from stacks.pool_plan import PoolPlan
 from stacks.stack_config import StackConfig
-from tooling import gcp_requirements
+from tooling import api_schemas, gcp_requirements
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 
@@ -181,27 +184,85 @@ def reservation_command(plan: PoolPlan, project: str) -> list[str]:
     return ["compute", "reservations", "describe", name, f"--zone={plan.config.zone}", f"--project={owner}"]
 
 
+@dataclass(frozen=True)
+class Reserved:
+    """What a reservation holds for a pool, in the unit it counts (hosts: VMs of one machine type; chips: a TPU
+    family's accelerators), or why the pool cannot consume it (`mismatch`)."""
+
+    unit: str
+    reserved: int
+    in_use: int
+    what: str  # the machine type or VM family it reserves
+    mismatch: str = ""
+
+
+def _count(value: Any) -> int:
+    """An int64 (a string in JSON) or int32 count; absent is 0."""
+    return int(value or 0)
+
+
+def vm_family(machine_type: str) -> str | None:
+    """The compute v1 `AllocationAggregateReservation.vmFamily` of a TPU machine type: the enum value ending in its
+    machine family (ct5lp-hightpu-4t -> VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP; gcloud's own map is the same,
+    google-cloud-sdk command_lib/compute/future_reservations/util.py tpu_version_to_vm_family)."""
+    family = "_" + machine_type.split("-", 1)[0].upper()
+    enum = api_schemas.schema("compute.v1", "AllocationAggregateReservation")["properties"]["vmFamily"]["enum"]
+    found = [value for value in enum if value.endswith(family)]
+    return found[0] if len(found) == 1 else None
+
+
+def _specific(plan: PoolPlan, specific: dict[str, Any]) -> Reserved:
+    machine = str((specific.get("instanceProperties") or {}).get("machineType", "")).rsplit("/", 1)[-1]
+    count, in_use = _count(specific.get("count")), _count(specific.get("inUseCount"))
+    wrong = "" if machine == plan.shape.machine_type else f"reserves {machine or 'no machine type'}, the pool runs "
+    return Reserved("hosts", count, in_use, machine, wrong and wrong + plan.shape.machine_type)
+
+
+def _accelerators(resources: Any) -> int:
+    return sum(_count((r.get("accelerator") or {}).get("acceleratorCount")) for r in resources or [])
+
+
+def _aggregate(plan: PoolPlan, aggregate: dict[str, Any]) -> Reserved:
+    family, wanted = aggregate.get("vmFamily", ""), vm_family(plan.shape.machine_type)
+    reserved, in_use = _accelerators(aggregate.get("reservedResources")), _accelerators(aggregate.get("inUseResources"))
+    wrong = "" if family == wanted else f"reserves {family or 'no VM family'}, the pool runs {wanted} "
+    return Reserved("chips", reserved, in_use, family, wrong and wrong + f"({plan.shape.machine_type})")
+
+
+# compute v1 `Reservation`'s oneof `type` member -> its reader (tests/test_preflight.py: one per ONEOFS member)
+RESERVATION_KINDS: dict[str, Callable[[PoolPlan, dict[str, Any]], Reserved]] = {
+    "specificReservation": _specific,
+    "aggregateReservation": _aggregate,
+}
+
+
+def reserved(plan: PoolPlan, reservation: dict[str, Any]) -> Reserved:
+    """The reservation's capacity for the pool, whichever member of the oneof it sets."""
+    for kind, read in RESERVATION_KINDS.items():
+        if isinstance(reservation.get(kind), dict):
+            return read(plan, reservation[kind])
+    return Reserved("hosts", 0, 0, "", f"sets none of {', '.join(RESERVATION_KINDS)}")
+
+
 def reservation_row(cfg: StackConfig, plan: PoolPlan, reservation: dict[str, Any] | None, error: str = "") -> Row:
-    """The pool's reservation: READY, of the pool's machine type, with hosts for its baseline and peak free."""
+    """The pool's reservation: READY, of the pool's machine type (or TPU family), with room for its baseline and
+    peak (hosts of a specific reservation, chips of an aggregate one)."""
     owner, name = reservation_target(plan, cfg.gcp_project)
     subject = f"pool {plan.name} (reservation {name})"
     listing = f"gcloud compute reservations list --project={owner} --filter=zone:{plan.config.zone}"
     if reservation is None:
         return Row("reservation", subject, FAIL, f"not found in {plan.config.zone}: {error}".rstrip(": "), listing)
-    specific = reservation.get("specificReservation") or {}
-    machine = str((specific.get("instanceProperties") or {}).get("machineType", "")).rsplit("/", 1)[-1]
-    if machine != plan.shape.machine_type:
-        return Row(
-            "reservation",
-            subject,
-            FAIL,
-            f"reserves {machine or 'no machine type'}, the pool runs {plan.shape.machine_type}",
-            listing,
-        )
-    count, in_use = int(specific.get("count", 0)), int(specific.get("inUseCount", 0))
+    held = reserved(plan, reservation)
+    if held.mismatch:
+        return Row("reservation", subject, FAIL, held.mismatch, listing)
     low, high = (0, 0) if cfg.paused else pool_nodes(plan)
-    status = max(_against(low, count, in_use), _against(high, count, in_use), key=_rank)
-    detail = f"{machine}: needs {low} hosts at baseline, {high} at peak; {count} reserved, {in_use} in use"
+    if held.unit == "chips":
+        low, high = low * plan.shape.chips_per_host, high * plan.shape.chips_per_host
+    status = max(_against(low, held.reserved, held.in_use), _against(high, held.reserved, held.in_use), key=_rank)
+    detail = (
+        f"{held.what}: needs {low} {held.unit} at baseline, {high} at peak; {held.reserved} reserved, "
+        f"{held.in_use} in use"
+    )
     if reservation.get("status") != "READY":
         status = max(status, WARN, key=_rank)
         detail += f"; status {reservation.get('status')}"
@@ -209,7 +270,14 @@ def reservation_row(cfg: StackConfig, plan: PoolPlan, reservation: dict[str, Any
         detail += f" ({capacity_words.RESERVATION_SHORT})"
         if len(plan.capacities) > 1:
             status, detail = WARN, detail + "; the ComputeClass falls back to its next capacity"
-    fix = f"gcloud compute reservations update {name} --zone={plan.config.zone} --project={owner} --vm-count=<hosts>"
+    if held.unit == "chips":
+        # compute v1 reservations.resize sets specificSkuCount only: an aggregate reservation's chips do not grow
+        # by gcloud; another reservation in the zone, or a new one, does
+        fix = f"{listing} (a TPU reservation with free chips of {held.what}, or a new one)"
+    else:
+        fix = (
+            f"gcloud compute reservations update {name} --zone={plan.config.zone} --project={owner} --vm-count=<hosts>"
+        )
     return Row("reservation", subject, status, detail, "" if status == PASS else fix)
 
 
