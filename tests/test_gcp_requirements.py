@@ -134,7 +134,7 @@ def test_preflight_checks_exactly_the_stacks_needs(path):
 def test_a_role_granted_elsewhere_is_a_warn_with_where_to_grant_it():
     needs = gcp_requirements.requirements([("gcp:billing/budget:Budget", {})])
     cfg = parse_stack_file(DEV)
-    rows = {r.subject: r for r in preflight.role_rows(cfg, needs, "deployer@example.com", {"bindings": []})}
+    rows = {r.subject: r for r in preflight.role_rows(cfg.gcp_project, needs, "deployer@example.com", {"bindings": []})}
     row = rows["roles/billing.costsManager"]
     assert row.status == preflight.WARN
     assert "billing account" in row.detail and row.fix.endswith("on the billing account")

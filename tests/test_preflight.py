@@ -7,7 +7,9 @@ Sources of every field and name read:
   GPUS_ALL_REGIONS, no TPU counterpart); compute.v1.json `Reservation` {status, specificReservation {count,
   inUseCount, instanceProperties.machineType}}; container.v1.json `ServerConfig.channels[]` {channel,
   validVersions} (projects.locations.getServerConfig); serviceusage.v1.json `GoogleApiServiceusageV1Service`
-  {config.name, state ENABLED}; cloudresourcemanager.v1.json `Policy.bindings[]` {role, members}.
+  {config.name, state ENABLED}; cloudresourcemanager.v1.json `Policy.bindings[]` {role, members}; orgpolicy.v2.json
+  `GoogleCloudOrgpolicyV2Policy` {spec.rules[] {allowAll, denyAll, values.allowedValues}}
+  (projects.policies.getEffectivePolicy, what `gcloud org-policies describe --effective` prints).
 - Cloud TPU quota types (https://cloud.google.com/tpu/docs/quota): on-demand and preemptible (Spot) quotas per TPU
   version; docs/deploying.md: Spot and flex-start draw on preemptible quota.
 Each fixture is validated strictly (unknown fields, types, enums) against those schemas below.
@@ -15,6 +17,7 @@ Each fixture is validated strictly (unknown fields, types, enums) against those 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -28,7 +31,7 @@ from stacks import capacity_words, catalog
 from stacks.cost import pool_nodes
 from tests.conftest import EXAMPLES, recorded
 from tooling import api_schemas, preflight
-from tooling.offline import ROOT, parse_stack_file
+from tooling.offline import ROOT, load_stack_file, parse_stack_file, run_program
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import preflight as script  # noqa: E402
@@ -44,6 +47,7 @@ SHAPES = {
     "server": ("container.v1", "ServerConfig"),
     "services": ("serviceusage.v1", "GoogleApiServiceusageV1Service"),
     "iam": ("cloudresourcemanager.v1", "Policy"),
+    "org": ("orgpolicy.v2", "GoogleCloudOrgpolicyV2Policy"),
 }
 
 
@@ -56,7 +60,13 @@ def recorded_runner(scenario: str, calls: list[list[str]] | None = None) -> pref
             return f"region-{args[3]}.json"
         if args[:3] == ["compute", "reservations", "describe"]:
             return f"reservation-{args[3]}.json"
-        names = {"container": "server-config", "services": "services", "config": "account", "projects": "iam-policy"}
+        names = {
+            "container": "server-config",
+            "services": "services",
+            "config": "account",
+            "projects": "iam-policy",
+            "org-policies": "org-policy",
+        }
         return f"{names[args[0]]}.json"
 
     def run(args: list[str]) -> Any:
@@ -475,3 +485,138 @@ def test_every_workflow_up_runs_the_preflight_first():
                     stack = step["with"]["stack-name"]
                     assert steps[i - 1].get("run") == f"make preflight STACK={stack}", (path.name, stack)
     assert ups == 4
+
+
+# ---- domain restricted sharing: every principal outside the project the stack grants ------------------------
+
+KEYS = "projects/keys/locations/us-central1/keyRings/r/cryptoKeys/"  # all-in-one's region
+
+
+def granted(resources: list[tuple[str, Any]]) -> set[str]:
+    """Every principal a registered Google Cloud resource names in its `member` or `members` input."""
+    found = set()
+    for type_, inputs in resources:
+        if type_.startswith("gcp:"):
+            found |= {m for m in [inputs.get("member"), *(inputs.get("members") or [])] if isinstance(m, str) and m}
+    return found
+
+
+def own(member: str, project: str) -> bool:
+    """The project's own principals: its service accounts and its Workload Identity pool's (GKE's two forms)."""
+    pool = rf"{project}\.svc\.id\.goog"
+    return bool(
+        re.fullmatch(rf"serviceAccount:[a-z0-9-]+@{project}\.iam\.gserviceaccount\.com", member)
+        or re.fullmatch(rf"serviceAccount:{pool}\[[^/\]]+/[^\]]+\]", member)
+        or re.match(
+            rf"principal(Set)?://iam\.googleapis\.com/projects/\d+/locations/global/workloadIdentityPools/{pool}/",
+            member,
+        )
+    )
+
+
+def _granting_files() -> dict[str, Path]:
+    from tests.conftest import FLEET_FILES, STACK_FILES
+
+    return {p.stem.removeprefix("Pulumi."): p for p in [*STACK_FILES, *FLEET_FILES]}
+
+
+GRANTING = [*_granting_files(), "all-in-one-cmek"]
+
+
+@functools.cache
+def granting(name: str) -> tuple[str, list[tuple[str, Any]]]:
+    """(project, what it registers) of a shipped stack or fleet stack, or all-in-one with both customer-managed
+    keys (bucket.kmsKeyName, cluster.secretsEncryptionKey)."""
+    if name != "all-in-one-cmek":
+        path = _granting_files()[name]
+        return load_stack_file(path)["gcp:project"], registered(path)
+    config = load_stack_file(ALL_IN_ONE)
+    config["tpu-serving:bucket"] = {**(config.get("tpu-serving:bucket") or {}), "kmsKeyName": KEYS + "bucket"}
+    config["tpu-serving:cluster"] = {**(config.get("tpu-serving:cluster") or {}), "secretsEncryptionKey": KEYS + "s"}
+    rec = run_program(config, stack="all-in-one")
+    return config["gcp:project"], [(r.type, r.inputs) for r in rec.resources]
+
+
+@pytest.mark.parametrize("name", GRANTING)
+def test_every_principal_a_stack_grants_outside_its_project_is_checked_against_domain_restriction(name):
+    """Over every shipped stack (fleet stacks and customer-managed keys included): each principal a registered
+    resource grants that is not the project's own gets one org-policy row, FAIL with its fix where the recorded
+    effective policy of iam.allowedPolicyMemberDomains allows only a customer id (short), PASS where it allows
+    every domain (ready); the project's own principals get none."""
+    project, resources = granting(name)
+    outside = {m for m in granted(resources) if not own(m, project)}
+    short = by(preflight.project_rows(project, recorded_runner("short"), resources), "org policy")
+    ready = by(preflight.project_rows(project, recorded_runner("ready"), resources), "org policy")
+    if not outside:
+        assert list(short) == [preflight.DOMAIN_CONSTRAINT] and short[preflight.DOMAIN_CONSTRAINT].status == "PASS"
+        return
+    assert set(short) == outside and set(ready) == outside
+    for member in outside:
+        assert short[member].status == preflight.FAIL and short[member].fix, short[member]
+        assert "allows only C03xxxx4x" in short[member].detail
+        assert ready[member].status == preflight.PASS
+
+
+def test_the_principals_outside_the_project_are_googles():
+    """What the shipped stacks grant outside the project: Cloud Storage's access-log group on the log bucket, and
+    with customer-managed keys or a fleet, Google's service agents (domain-restricted-sharing page: not part of
+    your organization)."""
+    outside = set()
+    for name in GRANTING:
+        project, resources = granting(name)
+        outside |= {m for m in granted(resources) if not own(m, project)}
+    assert outside == {
+        "group:cloud-storage-analytics@google.com",
+        "serviceAccount:service-123456789012@gs-project-accounts.iam.gserviceaccount.com",
+        "serviceAccount:service-123456789012@container-engine-robot.iam.gserviceaccount.com",
+        "serviceAccount:service-123456789012@gcp-sa-multiclusteringress.iam.gserviceaccount.com",
+    }
+
+
+def test_access_logs_off_grants_nothing_outside_and_the_fix_says_so():
+    """The access-log writer's FAIL names the setting that drops it; with bucket.accessLogs false the stack grants
+    no principal outside the project, and preflight does not ask for the org policy at all."""
+    rows = by(rows_of(ALL_IN_ONE, "short"), "org policy")
+    assert rows["group:cloud-storage-analytics@google.com"].fix.startswith("tpu-serving:bucket.accessLogs: false")
+    config = load_stack_file(ALL_IN_ONE)
+    config["tpu-serving:bucket"] = {**(config.get("tpu-serving:bucket") or {}), "accessLogs": False}
+    resources = [(r.type, r.inputs) for r in run_program(config, stack="all-in-one").resources]
+    calls: list[list[str]] = []
+    rows = preflight.project_rows("my-tpu-project", recorded_runner("short", calls), resources)
+    assert [(r.subject, r.status) for r in rows if r.check == "org policy"] == [
+        (preflight.DOMAIN_CONSTRAINT, preflight.PASS)
+    ]
+    assert not [c for c in calls if c[0] == "org-policies"]
+
+
+def test_an_unreadable_org_policy_is_a_warning_with_the_command():
+    def run(args: list[str]) -> Any:
+        if args[0] == "org-policies":
+            raise preflight.GcloudError("ERROR: (gcloud.org-policies.describe) PERMISSION_DENIED")
+        return recorded_runner("ready")(args)
+
+    (row,) = [
+        r for r in preflight.project_rows("my-tpu-project", run, registered(ALL_IN_ONE)) if r.check == "org policy"
+    ]
+    assert row.status == preflight.WARN and "PERMISSION_DENIED" in row.detail
+    assert row.fix == "gcloud " + " ".join(preflight.org_policy_command("my-tpu-project"))
+    assert row.fix.endswith("org-policies describe iam.allowedPolicyMemberDomains --effective --project=my-tpu-project")
+
+
+def test_a_fleet_stack_gets_its_projects_checks(tmp_path, capsys):
+    """`make preflight` of a fleet stack: its APIs, roles and the Multi Cluster Ingress agent's grant, from the
+    regional stacks' outputs (recorded for the example; from `pulumi stack output` for a user's fleet file)."""
+    fleet_file = ROOT / "examples" / "fleet" / "Pulumi.fleet.yaml"
+    assert script.main([str(fleet_file)], run=recorded_runner("short")) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  org policy   serviceAccount:service-123456789012@gcp-sa-multiclusteringress" in out
+    copy = tmp_path / "Pulumi.fleet.yaml"
+    copy.write_text(fleet_file.read_text())
+    asked: list[str] = []
+
+    def outputs_of(stack: str) -> dict[str, Any]:
+        asked.append(stack)
+        return json.loads((fleet_file.parent / "outputs" / f"{stack.rsplit('/', 1)[-1]}.json").read_text())
+
+    assert script.main([str(copy)], run=recorded_runner("ready"), outputs_of=outputs_of) == 0
+    assert asked == ["my-org/tpu-serving/fleet-us-east5", "my-org/tpu-serving/fleet-europe-west4"]

@@ -48,6 +48,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "container.v1": ("ServerConfig",),
     "serviceusage.v1": ("GoogleApiServiceusageV1Service",),
     "cloudresourcemanager.v1": ("Policy",),
+    "orgpolicy.v2": ("GoogleCloudOrgpolicyV2Policy",),
 }
 _KEEP = ("type", "$ref", "items", "properties", "additionalProperties", "enum", "format", "readOnly")
 

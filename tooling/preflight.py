@@ -23,6 +23,16 @@ googleapiclient/discovery_cache/documents/, kept in tooling/data/api_schemas.jso
   state}.
 - Roles: `gcloud projects get-iam-policy` returns a cloudresourcemanager v1 `Policy` {bindings[] {role, members}}.
   Roles held through a group, a folder or the organization are not in it: a role missing there is a WARN.
+- Domain restricted sharing: every principal the stack grants a role that is not the project's own (its service
+  accounts, its Workload Identity pool) is checked against the effective policy of the list constraint
+  iam.allowedPolicyMemberDomains: `gcloud org-policies describe iam.allowedPolicyMemberDomains --effective
+  --project=P` returns an orgpolicy v2 `GoogleCloudOrgpolicyV2Policy` {spec {rules[] {allowAll, denyAll,
+  values {allowedValues, deniedValues}}}} (projects.policies.getEffectivePolicy). Its allowed values are Google
+  Workspace customer ids or organizations; Google's group cloud-storage-analytics@google.com and Google's service
+  agents belong to neither ("Service agents are created and managed by Google, so they aren't part of your
+  organization ... to grant roles to service agents, you need to disable the constraint, grant the role, and then
+  re-enable the constraint": https://cloud.google.com/resource-manager/docs/organization-policy/domain-restricted-sharing,
+  the iam.allowedPolicyMemberDomains method): such a grant FAILs while the constraint restricts domains.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.bucket import ACCESS_LOG_WRITER
 from stacks import capacity_words, catalog
 from stacks.cost import pool_nodes
 from stacks.pieces import gateway as gateway_piece
@@ -67,7 +78,7 @@ QUOTAS_PAGE = "https://console.cloud.google.com/iam-admin/quotas?project={projec
 
 @dataclass(frozen=True)
 class Row:
-    check: str  # quota, reservation, version, api, role
+    check: str  # quota, reservation, version, api, role, org policy
     subject: str  # what it is about: a pool, an API, a role
     status: str
     detail: str
@@ -329,7 +340,7 @@ Resources = Iterable[tuple[str, Mapping[str, Any]]]
 """(type, inputs) of what the stack registers (tooling.offline: the program under mocks)."""
 
 
-def api_rows(cfg: StackConfig, needs: gcp_requirements.Requirements, services: list[dict[str, Any]]) -> list[Row]:
+def api_rows(project: str, needs: gcp_requirements.Requirements, services: list[dict[str, Any]]) -> list[Row]:
     """Each API the stack's resources need (tooling/gcp_requirements.py), enabled in the project."""
     enabled = {s.get("config", {}).get("name") for s in services if s.get("state") == "ENABLED"}
     return [
@@ -338,7 +349,7 @@ def api_rows(cfg: StackConfig, needs: gcp_requirements.Requirements, services: l
             api,
             PASS if api in enabled else FAIL,
             f"enabled (for {', '.join(features)})" if api in enabled else f"not enabled (for {', '.join(features)})",
-            "" if api in enabled else f"gcloud services enable {api} --project={cfg.gcp_project}",
+            "" if api in enabled else f"gcloud services enable {api} --project={project}",
         )
         for api, features in needs.apis.items()
     ]
@@ -349,9 +360,7 @@ def member(account: str) -> str:
     return f"serviceAccount:{account}" if account.endswith(".gserviceaccount.com") else f"user:{account}"
 
 
-def role_rows(
-    cfg: StackConfig, needs: gcp_requirements.Requirements, account: str, policy: dict[str, Any]
-) -> list[Row]:
+def role_rows(project: str, needs: gcp_requirements.Requirements, account: str, policy: dict[str, Any]) -> list[Row]:
     """Each role the stack's resources need: held on the project (PASS, else WARN: a group, folder or organization
     grant is not in the project's policy); one granted elsewhere (the billing account, a KMS key) is a WARN to check
     there."""
@@ -372,8 +381,86 @@ def role_rows(
                 f"{who} does not hold it on the project directly (a group, folder or organization grant is not "
                 f"seen) ({purpose})"
             )
-            fix = f"gcloud projects add-iam-policy-binding {cfg.gcp_project} --member={who} --role={role.name}"
+            fix = f"gcloud projects add-iam-policy-binding {project} --member={who} --role={role.name}"
             rows.append(Row("role", role.name, WARN, detail, fix))
+    return rows
+
+
+# ---- domain restricted sharing --------------------------------------------------------------------------------
+
+DOMAIN_CONSTRAINT = "iam.allowedPolicyMemberDomains"
+# A principal outside the project that the stack grants only when a setting asks for it: the setting that drops it.
+DROPPED_BY = {ACCESS_LOG_WRITER: "tpu-serving:bucket.accessLogs: false (no usage and storage logs)"}
+
+
+def org_policy_command(project: str) -> list[str]:
+    return ["org-policies", "describe", DOMAIN_CONSTRAINT, "--effective", f"--project={project}"]
+
+
+def granted_members(resources: Resources) -> dict[str, list[str]]:
+    """Every principal a `gcp:` resource grants a role (its `member` or `members` input) -> the roles."""
+    found: dict[str, list[str]] = {}
+    for type_, inputs in resources:
+        if not type_.startswith("gcp:"):
+            continue
+        members = inputs.get("members") or [inputs.get("member")]
+        for who in members:
+            if isinstance(who, str) and who:
+                roles = found.setdefault(who, [])
+                role = str(inputs.get("role", "?"))
+                if role not in roles:
+                    roles.append(role)
+    return found
+
+
+def in_project(member: str, project: str) -> bool:
+    """One of the project's own principals: a service account of the project (<id>@<project>.iam.gserviceaccount.com)
+    or a Kubernetes ServiceAccount of its Workload Identity pool (<project>.svc.id.goog, either member form:
+    https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity)."""
+    pool = f"{project}.svc.id.goog"
+    if member.startswith(("principal://", "principalSet://")):
+        return f"/workloadIdentityPools/{pool}/" in member
+    kind, _, who = member.partition(":")
+    return kind == "serviceAccount" and (who.endswith(f"@{project}.iam.gserviceaccount.com") or who.startswith(pool))
+
+
+def restriction(policy: dict[str, Any]) -> tuple[str, str]:
+    """(status an outside principal gets, what the effective policy says): PASS when it allows every domain."""
+    spec = policy.get("spec") or {}
+    rules = spec.get("rules") or []
+    if not rules or any(rule.get("allowAll") for rule in rules):
+        return PASS, f"{DOMAIN_CONSTRAINT} allows every domain"
+    if any(rule.get("denyAll") for rule in rules):
+        return FAIL, f"{DOMAIN_CONSTRAINT} denies every domain"
+    allowed = [v for rule in rules for v in (rule.get("values") or {}).get("allowedValues", [])]
+    if allowed:
+        return FAIL, f"{DOMAIN_CONSTRAINT} allows only {', '.join(allowed)}"
+    denied = [v for rule in rules for v in (rule.get("values") or {}).get("deniedValues", [])]
+    return WARN, f"{DOMAIN_CONSTRAINT} denies {', '.join(denied) or 'some values'}: check they are not its domain"
+
+
+def domain_rows(project: str, resources: Resources, run: Runner) -> list[Row]:
+    """Each principal outside the project the stack grants a role, against domain restricted sharing."""
+    outside = {m: r for m, r in granted_members(resources).items() if not in_project(m, project)}
+    if not outside:
+        return [Row("org policy", DOMAIN_CONSTRAINT, PASS, "the stack grants no principal outside the project")]
+    command = org_policy_command(project)
+    try:
+        status, said = restriction(run(command) or {})
+    except GcloudError as err:
+        detail = f"cannot read it ({err}); needs roles/orgpolicy.policyViewer"
+        return [Row("org policy", DOMAIN_CONSTRAINT, WARN, detail, "gcloud " + " ".join(command))]
+    rows = []
+    for member, roles in outside.items():
+        detail = f"granted {', '.join(roles)}, not one of the project's own principals; {said}"
+        if status == FAIL:
+            detail += ": the grant is refused and the `pulumi up` stops there"
+        fix = DROPPED_BY.get(
+            member,
+            "an organization policy administrator lifts the constraint for the first `pulumi up` and restores it "
+            "(Google: it has no per-principal exception), or moves to iam.managed.allowedPolicyMembers listing it",
+        )
+        rows.append(Row("org policy", member, status, detail, "" if status == PASS else fix))
     return rows
 
 
@@ -389,25 +476,33 @@ def _call(run: Runner, args: list[str], check: str, rows: list[Row]) -> Any:
 
 
 def preflight(cfg: StackConfig, run: Runner, resources: Resources) -> list[Row]:
-    """Every check of the stack; `resources`: what it registers (its APIs and roles come from their types)."""
-    needs = gcp_requirements.requirements(resources)
+    """Every check of the stack; `resources`: what it registers (its APIs and roles come from their types, the
+    principals it grants from their inputs)."""
     rows: list[Row] = []
-    project = f"--project={cfg.gcp_project}"
-    region = _call(run, ["compute", "regions", "describe", cfg.region, project], "quota", rows)
+    region = _call(run, ["compute", "regions", "describe", cfg.region, f"--project={cfg.gcp_project}"], "quota", rows)
     if region is not None:
         rows += quota_rows(cfg, region)
     rows += reservation_rows(cfg, run)
     server_config = _call(run, server_config_command(cfg), "version", rows)
     if server_config is not None:
         rows += version_rows(cfg, server_config)
-    services = _call(run, ["services", "list", "--enabled", project], "api", rows)
+    return rows + project_rows(cfg.gcp_project, run, resources)
+
+
+def project_rows(project: str, run: Runner, resources: Resources) -> list[Row]:
+    """What any stack (a fleet stack too) needs of its project: the APIs and roles of the `gcp:` resources it
+    registers, and each principal it grants outside the project against domain restricted sharing."""
+    resources = list(resources)
+    needs = gcp_requirements.requirements(resources)
+    rows: list[Row] = []
+    services = _call(run, ["services", "list", "--enabled", f"--project={project}"], "api", rows)
     if services is not None:
-        rows += api_rows(cfg, needs, services)
+        rows += api_rows(project, needs, services)
     account = _call(run, ["config", "get", "account"], "role", rows)
-    policy = _call(run, ["projects", "get-iam-policy", cfg.gcp_project], "role", rows)
+    policy = _call(run, ["projects", "get-iam-policy", project], "role", rows)
     if account and policy is not None:
-        rows += role_rows(cfg, needs, str(account), policy)
-    return rows
+        rows += role_rows(project, needs, str(account), policy)
+    return rows + domain_rows(project, resources, run)
 
 
 def table(rows: list[Row]) -> list[str]:

@@ -66,6 +66,14 @@ def warnings(bucket: BucketConfig, profile: Profile) -> list[str]:
             f"{PATH}.forceDestroy={str(bucket.force_destroy).lower()} overrides the {profile.name} profile "
             f"({str(profile.bucket_force_destroy).lower()})"
         )
+    if not bucket.access_logs:
+        said = f"{PATH}.accessLogs=false: the bucket keeps no usage or storage logs (checkov CKV_GCP_62 fails on it)"
+        if profile.protect:  # the log bucket of a live stack is protected: its delete fails until unprotected
+            said += (
+                f"; on a live {profile.name} stack `pulumi state unprotect` its bucket-logs resource first (then "
+                "removed from the stack, left in place with its logs)"
+            )
+        out.append(said)
     if bucket.location is not None and storage_locations.may_be_new_region(bucket.location):
         out.append(
             f"{PATH}.location={bucket.location!r} is written like a region but is not in the list of Cloud "
