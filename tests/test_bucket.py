@@ -77,6 +77,15 @@ def test_access_logs_off_creates_no_log_bucket_and_grants_nothing_outside_the_pr
     assert any("`pulumi state unprotect` its bucket-logs resource first" in w for w in prod.warnings), prod.warnings
 
 
+def test_turning_access_logs_off_and_on_is_a_clean_up(run):
+    """Either way on a live (dev) stack: no object under two URNs, no replacement, nothing deleted out of order
+    (tooling/transition.py); the bucket's `logging` changes in place."""
+    from tooling import transition
+
+    on, off = run(make_config()), run(make_config(tpu_serving__bucket={"accessLogs": False}))
+    assert list(transition.problems(on, off)) == [] and list(transition.problems(off, on)) == []
+
+
 def test_log_bucket_name_fits_63_characters():
     from stacks import naming
 
