@@ -238,12 +238,20 @@ class BucketConfig(CamelModel):
     scratch_ttl_days: int = Field(
         7, ge=1, le=DAYS_MAX, description="Days Pathways scratch objects (pathways/) are kept."
     )
+    access_logs: bool = Field(
+        True,
+        description="The bucket's hourly usage and daily storage logs, into a log bucket of its own (`<bucket>-logs`). "
+        "Cloud Storage writes them as group:cloud-storage-analytics@google.com, which gets "
+        "roles/storage.objectCreator on the log bucket, and the bucket waits for that grant: an organization that "
+        "restricts IAM members to its own domains (constraints/iam.allowedPolicyMemberDomains; `make preflight` "
+        "reads it) refuses it and the first `pulumi up` stops there. false: no log bucket, no grant, no access logs.",
+    )
     access_log_days: int = Field(
         90,
         ge=1,
         le=DAYS_MAX,
         description="Days the bucket's hourly usage and daily storage logs are kept in its log bucket "
-        "(`<bucket>-logs`, created with it).",
+        "(`<bucket>-logs`, created with it; with accessLogs).",
     )
     kms_key_name: str | None = Field(
         None,

@@ -43,7 +43,7 @@ from typing import Any
 
 from pydantic import Field
 
-from stacks import catalog, naming
+from stacks import catalog, naming, storage_locations
 from stacks.config_model import CamelModel
 from stacks.gateway import MODEL_HEADER, route_namespace_selector
 from stacks.problems import Problem, fmt
@@ -239,7 +239,10 @@ def _config_problems(cfg: FleetConfig, members_: list[Member]) -> list[Problem]:
     if cfg.config_cluster is not None and cfg.config_cluster not in stacks:
         found.append(Problem(f"{PATH}.configCluster", f"{cfg.config_cluster!r} is not one of regions[].stack"))
     regions = [m.output["region"] for m in members_]
-    if cfg.home_region is not None and members_ and cfg.home_region not in regions:
+    listed = storage_locations.region_problem(cfg.home_region) if cfg.home_region is not None else None
+    if listed:
+        found.append(Problem(f"{PATH}.homeRegion", listed))
+    elif cfg.home_region is not None and members_ and cfg.home_region not in regions:
         found.append(Problem(f"{PATH}.homeRegion", f"{cfg.home_region!r} is not a region of the fleet: {regions}"))
     if all(r.capacity_percent == 0 for r in cfg.regions):
         found.append(Problem(f"{PATH}.regions", "every region has capacityPercent 0: nothing would serve (F4)"))
@@ -271,7 +274,11 @@ def _proxy_subnet_problems(cfg: FleetConfig) -> list[Problem]:
                     "and existingProxySubnet (the region's VPC has one: one per region and VPC, F1)",
                 )
             )
-        if existing is not None and not (re.fullmatch(SUBNET_NAME, existing) or re.match(SUBNET_PATH, existing)):
+        in_path = re.match(SUBNET_PATH, existing or "")
+        listed = storage_locations.region_problem(in_path["region"]) if in_path else None
+        if listed:
+            found.append(Problem(f"{path}.existingProxySubnet", f"its region: {listed}"))
+        if existing is not None and not (re.fullmatch(SUBNET_NAME, existing) or in_path):
             found.append(
                 Problem(
                     f"{path}.existingProxySubnet",

@@ -1,17 +1,23 @@
-"""Cloud Storage bucket locations: the one list the stack checks `tpu-serving:bucket.location` against.
+"""Google Cloud regions and Cloud Storage bucket locations: the one list every region, zone and location the stack
+accepts is checked against (gcp:region, cluster.location, bucket.location, tpuPools[].zone, a region in a resource
+path, the fleet's regions).
 
 Source: Google's list of bucket locations, https://cloud.google.com/storage/docs/locations ("Available
-locations": regions, predefined dual-regions, multi-regions), as read for this version of the stack. Location codes
-are case-insensitive (the API reports them upper-case). Not listed, on purpose: zones (zonal locations are for Rapid
-buckets only, which this stack does not create) and configurable dual-regions (a multi-region code plus
-`customPlacementConfig`, which the stack does not set). A code written like a region but not listed here is a
-warning, not an error (may_be_new_region): Google adds regions, and Cloud Storage itself refuses a location that does
-not exist when the bucket is created; anything else not listed is refused.
+locations": regions, predefined dual-regions, multi-regions), as read for this version of the stack. A stack's region
+holds its bucket by default (bucket.location defaults to gcp:region), so the regions of that page are the regions a
+stack may use, with the regions of TPU zones that page lacks (TPU_ONLY_REGIONS: us-central2, TPU v4's; from the
+catalog's TPU zones, https://cloud.google.com/tpu/docs/regions-zones), where the bucket must be given a location. Location codes are case-insensitive (the API reports them upper-case). Not listed, on purpose: zones
+(zonal locations are for Rapid buckets only, which this stack does not create) and configurable dual-regions (a
+multi-region code plus `customPlacementConfig`, which the stack does not set). A code not listed is refused, naming
+its close matches (`us-centrl1`: did you mean us-central1?): a region Google adds after this list was read is added
+here, with the page as read.
 """
 
 from __future__ import annotations
 
-import re
+import difflib
+
+from stacks import catalog
 
 SOURCE = "https://cloud.google.com/storage/docs/locations"
 
@@ -74,9 +80,13 @@ MULTI_REGIONS = ("ASIA", "EU", "US")
 
 LOCATIONS = frozenset(REGIONS + DUAL_REGIONS + MULTI_REGIONS)
 
-
-# A Google Cloud region code: <area>-<direction><n> (us-east5, northamerica-south1, europe-west10).
-REGION_SHAPE = re.compile(r"[A-Z]+-[A-Z]+[1-9][0-9]?")
+# Regions Compute has and Cloud Storage does not: those of a TPU zone (Google's TPU regions and zones page, the
+# catalog's ZONES_SOURCE) outside the list above (us-central2, v4's). A stack there keeps its bucket elsewhere.
+TPU_ONLY_REGIONS = tuple(
+    sorted({z.rsplit("-", 1)[0].upper() for g in catalog.GENERATIONS.values() for z in g.zones} - set(REGIONS))
+)
+# Every region a stack may name: the Cloud Storage regions and the TPU-only ones.
+ALL_REGIONS = REGIONS + TPU_ONLY_REGIONS
 
 
 def is_location(location: str) -> bool:
@@ -84,6 +94,23 @@ def is_location(location: str) -> bool:
     return location.upper() in LOCATIONS
 
 
-def may_be_new_region(location: str) -> bool:
-    """Not in the list, but written like a region code: perhaps a region added after the list was read."""
-    return not is_location(location) and REGION_SHAPE.fullmatch(location.upper()) is not None
+def is_region(region: str) -> bool:
+    """A Google Cloud region of the list (as written: region names are lower case)."""
+    return region.upper() in ALL_REGIONS and region == region.lower()
+
+
+def close_regions(value: str) -> list[str]:
+    """The listed regions closest to a value (difflib's ratio of at least 0.8), closest first."""
+    return difflib.get_close_matches(value.lower(), [r.lower() for r in ALL_REGIONS], n=3, cutoff=0.8)
+
+
+def region_problem(value: str) -> str | None:
+    """Why `value` is not a region of the list, with its close matches; None when it is one."""
+    if is_region(value):
+        return None
+    close = close_regions(value)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return (
+        f"{value!r} is not a Google Cloud region{hint} (the {len(REGIONS)} regions of {SOURCE}, and "
+        f"{', '.join(r.lower() for r in TPU_ONLY_REGIONS)} of {catalog.ZONES_SOURCE})"
+    )

@@ -15,16 +15,17 @@ Phases, in the order a replica goes through them:
 - start      the runtime: process start, imports, TPU runtime initialisation;
 - weights    the weights each host reads (all of them, or its share when the hosts load distributed) at the rate its
              loader reaches (Hub, GCS FUSE, Run:ai streams, a checkpoint restored through FUSE or from gs://
-             directly), never above the node's network bandwidth (catalog); none for a batch job (`job`), whose
+             directly), never above what the host reads from the bucket (host_read_rate: gcs_host_read_rate or its
+             NIC, the lower) for reads from gs://, nor its NIC (catalog); none for a batch job (`job`), whose
              row ends when its hosts' runtime is up;
 - compile    XLA compilation: cold without a compile cache, or when a source doubts the cache the plan sets is read
              (StartupPath.compile_cache_doubt); a warm cache read locally, through GCS FUSE or from gs:// by JAX;
 - readiness  the wait for the first startup probe after the server is up (initialDelaySeconds, then every period).
 
-The floor is what no setting can remove: the weights at the hosts' full network bandwidth, shared by every host of
-the replica, the runtime start, a warm local compile cache and every image streamed (`image_stream_start` each: the
-same figure the image phase counts for a streamed image; only a preloaded image costs nothing, and none is built),
-with no probe wait.
+The floor is what no setting can remove: the weights at what each host reads from the bucket at most (host_read_rate),
+shared by every host of the replica, the runtime start, a warm local compile cache and every image streamed
+(`image_stream_start` each: the same figure the image phase counts for a streamed image; only a preloaded image costs
+nothing, and none is built), with no probe wait.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from stacks import images, versions
 from stacks.startup import StartupPath
 
 if TYPE_CHECKING:
+    from stacks.catalog import SliceShape
     from stacks.stack_config import StackConfig
     from stacks.workload_plan import WorkloadPlan
     from stacks.workload_type import WorkloadType
@@ -92,8 +94,9 @@ ASSUMPTIONS: dict[str, Assumption] = {
     "gcs_host_read_rate": Assumption(
         5.0,
         "GB/s",
-        "what one host reads from a bucket in its region with many parallel streams (GCS states no "
-        "per-VM figure; below the node's NIC on every generation in the catalog)",
+        "what one host reads from a bucket in its region with many parallel streams (GCS states no per-VM figure); "
+        "never above the host's NIC, which is lower on small VMs (v5e 1x1: 25 Gbit/s, 3.1 GB/s): the model takes "
+        "the lower of the two per host (host_read_rate)",
     ),
     "checkpoint_fuse_read_rate": Assumption(
         0.4, "GB/s", "an Orbax/MaxText checkpoint restore through GCS FUSE on one host"
@@ -202,24 +205,35 @@ def _floor_image_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
     return assumed("image_stream_start") * len(refs)
 
 
-def _nic_rate(plan: WorkloadPlan) -> float | None:
-    """Bytes per second one node of the pool reads at most: its network bandwidth (catalog)."""
-    gbps = plan.shape.host_nic_gbps
+def nic_rate(shape: SliceShape) -> float | None:
+    """Bytes per second one node of the shape moves at most: its network bandwidth (catalog; None: no figure)."""
+    gbps = shape.host_nic_gbps
     return gbps * GB / 8 if gbps else None
 
 
-def _loader_rate(startup: StartupPath) -> float:
-    """Bytes per second the loader reaches on one host, before the node's NIC caps it."""
+def host_read_rate(shape: SliceShape) -> float:
+    """Bytes per second one node of the shape reads from a bucket in its region at most: `gcs_host_read_rate`, or
+    its NIC where that is lower."""
+    gcs, nic = assumed("gcs_host_read_rate") * GB, nic_rate(shape)
+    return min(gcs, nic) if nic else gcs
+
+
+def weights_rate(shape: SliceShape, startup: StartupPath) -> float:
+    """Bytes per second the loader reaches on one host: its own rate, never above what the host reads from the
+    bucket (streams from gs://) nor its NIC (any source)."""
     if startup.weights == "hub":
-        return assumed("hub_download_rate") * GB
-    if startup.weights == "gcs-stream":
+        rate = assumed("hub_download_rate") * GB
+    elif startup.weights == "gcs-stream":
         streams = startup.stream_concurrency or RUNAI_OBJECT_STORE_CONCURRENCY
-        return min(streams * assumed("gcs_stream_rate"), assumed("gcs_host_read_rate")) * GB
-    if startup.weights == "checkpoint-fuse":
-        return assumed("checkpoint_fuse_read_rate") * GB
-    if startup.weights == "checkpoint-gcs":
-        return assumed("checkpoint_gcs_read_rate") * GB
-    return assumed("gcs_fuse_read_rate") * GB
+        rate = min(streams * assumed("gcs_stream_rate") * GB, host_read_rate(shape))
+    elif startup.weights == "checkpoint-fuse":
+        rate = assumed("checkpoint_fuse_read_rate") * GB
+    elif startup.weights == "checkpoint-gcs":
+        rate = min(assumed("checkpoint_gcs_read_rate") * GB, host_read_rate(shape))
+    else:
+        rate = assumed("gcs_fuse_read_rate") * GB
+    nic = nic_rate(shape)
+    return min(rate, nic) if nic else rate
 
 
 def _weights_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
@@ -227,12 +241,10 @@ def _weights_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
         return 0.0  # a batch job's program loads what it loads, after its hosts are up: not a serving start
     size = plan.weights_bytes or 0
     per_host = size / plan.shape.hosts if startup.distributed_load else size
-    nic = _nic_rate(plan)
-    rate = min(_loader_rate(startup), nic) if nic else _loader_rate(startup)
-    return per_host / rate
+    return per_host / weights_rate(plan.shape, startup)
 
 
-def _compile_seconds(startup: StartupPath) -> float:
+def _compile_seconds(shape: SliceShape, startup: StartupPath) -> float:
     cache = startup.compile_cache
     if startup.compile_cache_doubt is not None:
         return assumed("compile_cold")  # a cache the plan sets but a source says may not be read: counted cold
@@ -241,19 +253,23 @@ def _compile_seconds(startup: StartupPath) -> float:
     if cache == "gcs-fuse":
         return assumed("compile_warm_fuse")
     if cache == "local-copy":
-        return assumed("compile_warm_local") + _copy_seconds(startup)
+        return assumed("compile_warm_local") + _copy_seconds(shape, startup)
     # none: nothing kept; local: a new node's disk holds no cache yet
     return assumed("compile_cold")
 
 
-def _copy_seconds(startup: StartupPath) -> float:
-    """A `local-copy` cache copied before the server starts: `compile_cache_pull_streams` entries in flight, each at
-    one stream's rate, up to the host's; 0 for any other cache."""
+def copy_rate(shape: SliceShape, startup: StartupPath) -> float:
+    """Bytes per second a compile-cache copy reaches on one host: `compile_cache_pull_streams` entries in flight,
+    each at one stream's rate, up to what the host reads from the bucket (host_read_rate)."""
+    streams = max(startup.compile_cache_pull_streams, 1)
+    return min(streams * assumed("compile_cache_gcs_read_rate") * GB, host_read_rate(shape))
+
+
+def _copy_seconds(shape: SliceShape, startup: StartupPath) -> float:
+    """A `local-copy` cache copied before the server starts (copy_rate); 0 for any other cache."""
     if startup.compile_cache != "local-copy" or startup.compile_cache_doubt is not None:
         return 0.0
-    streams = max(startup.compile_cache_pull_streams, 1)
-    rate = min(streams * assumed("compile_cache_gcs_read_rate"), assumed("gcs_host_read_rate"))
-    return assumed("compile_cache_size") / rate
+    return assumed("compile_cache_size") * GB / copy_rate(shape, startup)
 
 
 def _readiness_seconds(startup: StartupPath, up: float) -> float:
@@ -292,7 +308,7 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
     provision = "node_provision_multi_host" if plan.shape.multi_host else "node_provision_single_host"
     serves = startup.weights != "job"  # a batch job's row ends when its hosts' runtime is up
     start, weights = assumed("runtime_start"), _weights_seconds(plan, startup)
-    compile_ = _compile_seconds(startup) if serves else 0.0
+    compile_ = _compile_seconds(plan.shape, startup) if serves else 0.0
     phases = {
         "capacity": assumed(provision),
         "image": _image_seconds(plan, startup, notes),
@@ -301,11 +317,10 @@ def estimate(plan: WorkloadPlan, default_images: tuple[str, ...] = ()) -> Estima
         "compile": compile_,
         "readiness": _readiness_seconds(startup, start + weights + compile_) if serves else 0.0,
     }
-    host_rate = _nic_rate(plan) or assumed("gcs_host_read_rate") * GB
-    floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_rate) if serves else 0.0
+    floor_weights = (plan.weights_bytes or 0) / (plan.shape.hosts * host_read_rate(plan.shape)) if serves else 0.0
     floor = start + floor_weights + (assumed("compile_warm_local") if serves else 0.0)
     floor += _floor_image_seconds(plan, startup)
-    copy = round(_copy_seconds(startup), 1) if serves else 0.0
+    copy = round(_copy_seconds(plan.shape, startup), 1) if serves else 0.0
     activation = plan.activation_seconds or None  # a scale-to-zero workload's wait for KEDA to see its queue
     return Estimate(
         plan.name, {k: round(v, 1) for k, v in phases.items()}, round(floor, 1), tuple(notes), activation, copy
@@ -342,7 +357,8 @@ def summary_lines(found: list[Estimate]) -> list[str]:
         "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
         "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
         "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
-        "weights at the hosts' network bandwidth, the runtime start, a warm local compile cache and each image "
+        "weights at what each host reads from the bucket at most (`gcs_host_read_rate`, or its network bandwidth "
+        "where lower), the runtime start, a warm local compile cache and each image "
         "streamed; the image column streams only images in the stack project's Artifact Registry (the only ones a "
         "source says GKE streams) and counts every other image pulled whole. `from zero`, for a workload KEDA "
         "scales to zero (autoscaling.minReplicas 0), is what its first request waits: KEDA's polling, then the "

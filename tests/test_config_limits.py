@@ -84,7 +84,7 @@ CASES = {
     ),
     "unknown region": (
         changed(**{"gcp:region": "mars-north1"}),
-        "gcp:region: 'mars-north1' is not a region name",
+        "gcp:region: 'mars-north1' is not a Google Cloud region",
     ),
     "zone letter that does not exist": (
         changed(tpuPools=pools((0, {"zone": "us-central1-z"}))),

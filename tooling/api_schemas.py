@@ -48,6 +48,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "container.v1": ("ServerConfig",),
     "serviceusage.v1": ("GoogleApiServiceusageV1Service",),
     "cloudresourcemanager.v1": ("Policy",),
+    "orgpolicy.v2": ("GoogleCloudOrgpolicyV2Policy",),
 }
 _KEEP = ("type", "$ref", "items", "properties", "additionalProperties", "enum", "format", "readOnly")
 
@@ -160,6 +161,10 @@ ONEOFS: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
         "output_filter": ("pickTimeSeriesFilter", "statisticalTimeSeriesFilter")
     },
     ("monitoring.v1", "Scorecard"): {"data_view": ("gaugeView", "sparkChartView", "blankView")},
+    # compute v1 Reservation: "Union field type can be only one of the following: specificReservation,
+    # aggregateReservation" (https://cloud.google.com/compute/docs/reference/rest/v1/reservations, JSON
+    # representation); what `make preflight` reads back (tooling/preflight.py RESERVATION_KINDS: one per member).
+    ("compute.v1", "Reservation"): {"type": ("specificReservation", "aggregateReservation")},
 }
 
 

@@ -45,6 +45,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "time-to-serve-cases": time_to_serve_cases_table,
     "alerts": alerts_table,
     "deployer-prerequisites": gcp_requirements.prerequisites_block,
+    "deployer-least-privilege": gcp_requirements.least_privilege_block,
 }
 
 

@@ -189,6 +189,46 @@ TYPES: dict[str, Needs] = {
 }
 
 
+# Every role the program grants on the project (gcp:projects/iAMMember) -> to whom: what the deployer's
+# roles/resourcemanager.projectIamAdmin may be limited to (docs/deploying.md "Prerequisites": its generated condition).
+# tests/test_gcp_requirements.py runs every shipped stack, every fleet stack and the settings that add a grant, and
+# holds this table (and the page's condition) equal to what they grant.
+PROJECT_GRANTS: dict[str, str] = {
+    "roles/container.defaultNodeServiceAccount": "the node service account",
+    "roles/artifactregistry.reader": "the node service account, only with `cluster.images.mirror: false` (otherwise "
+    "it reads the stack's own repository, granted there)",
+    "roles/monitoring.viewer": "the metrics adapter's Kubernetes ServiceAccount (Workload Identity principal)",
+    fleet.INGRESS_AGENT_ROLE: "the fleet stack's Multi Cluster Ingress service agent (only a fleet stack)",
+}
+# https://cloud.google.com/iam/docs/setting-limits-on-granting-roles: a condition on the role-granting role
+CONDITION = "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly([{roles}])"
+
+
+def least_privilege_block() -> str:
+    """docs/deploying.md's least-privilege condition on roles/resourcemanager.projectIamAdmin: every role of
+    PROJECT_GRANTS, and to whom each is granted."""
+    condition = CONDITION.format(roles=", ".join(f"'{role}'" for role in PROJECT_GRANTS))
+    lines = [
+        "Least privilege: grant `roles/resourcemanager.projectIamAdmin` with an IAM condition that limits it to the",
+        "roles the program grants on the project",
+        "([setting limits on granting roles](https://cloud.google.com/iam/docs/setting-limits-on-granting-roles)):",
+        "",
+        "```text",
+        condition,
+        "```",
+        "",
+        "| role granted on the project | to |",
+        "|---|---|",
+    ]
+    lines += [f"| `{role}` | {whom} |" for role, whom in PROJECT_GRANTS.items()]
+    lines += [
+        "",
+        "A deployer of regional stacks only may leave out the fleet's role; `roles/artifactregistry.reader` on a",
+        "repository of the stack (`cluster.images.mirror`, the default) needs `roles/artifactregistry.admin` there.",
+    ]
+    return "\n".join(lines)
+
+
 class UnknownType(KeyError):
     """A `gcp:` type without a TYPES entry: nothing says what it needs."""
 

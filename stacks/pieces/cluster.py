@@ -18,11 +18,14 @@ from stacks.pieces import node_identity
 from stacks.pieces.rules import (
     MACHINE_TYPE_RE,
     NS,
+    REGION_RE,
     ZONE_RE,
     check_cidr,
     check_key,
     check_labels,
     check_name,
+    check_region,
+    check_zone_region,
     rfc3339,
 )
 from stacks.problems import Problem, fmt
@@ -172,7 +175,13 @@ def _check_placement(cluster: ClusterConfig, region: str, found: list[Problem]) 
     """Its location in gcp:region, its Secrets key there, and a system pool with a node in each of its zones."""
     where = location(cluster, region)
     zone = ZONE_RE.fullmatch(where)
-    if where != region and not (zone and zone.group(1) == region):
+    given = cluster.location is not None  # (the default, gcp:region, is checked at its own key)
+    listed = not given or (
+        check_region(f"{PATH}.location", where, found)
+        if REGION_RE.fullmatch(where)
+        else check_zone_region(f"{PATH}.location", where, found)
+    )
+    if listed and where != region and not (zone and zone.group(1) == region):
         found.append(
             Problem(
                 f"{PATH}.location",

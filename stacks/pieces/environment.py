@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks.pieces.rules import NS, REGION_RE
+from stacks import storage_locations
+from stacks.pieces.rules import NS, REGION_RE, check_region
 from stacks.problems import Problem, fmt
 from stacks.profiles import PROFILES, Profile
 
@@ -141,6 +142,8 @@ def invocation_problems(
     if not region:
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
     elif not REGION_RE.fullmatch(region):
-        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
+        problems.append(Problem("gcp:region", storage_locations.region_problem(region) or "not a region name"))
         return None
+    else:  # well formed; one of the list, or reported with its close matches (the checks that need it still run)
+        check_region("gcp:region", region, problems)
     return region

@@ -15,7 +15,7 @@ from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import NS, check_cidr
+from stacks.pieces.rules import NS, check_cidr, check_path_region
 from stacks.problems import Problem
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
                     f"internet; allowed only in dev (environment is {environment!r}): list the CIDRs of its clients",
                 )
             )
+    check_path_region(f"{PATH}.cloudArmorPolicy", gateway.cloud_armor_policy, found)
     if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
         found.append(
             Problem(

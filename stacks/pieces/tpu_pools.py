@@ -10,7 +10,7 @@ from typing import Any
 from stacks import catalog, compute_class, config_parse, naming
 from stacks.config_model import AutoscalingConfig, TpuPoolConfig
 from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name
+from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, check_zone_region
 from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem, fmt
 
@@ -153,6 +153,8 @@ def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: lis
         )
 
     zone = ZONE_RE.fullmatch(pool.zone)
+    if zone and not check_zone_region(f"{base}.zone", pool.zone, problems):
+        return
     if not zone or zone.group(1) != region:
         problems.append(
             Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
