@@ -70,9 +70,7 @@ def local_config(path: Path, kubeconfig: Path) -> dict[str, Any]:
 
 
 def local_run(path: Path, kubeconfig: Path) -> Recording:
-    return session_run(
-        local_config(path, kubeconfig), stack=stack_name(path), stack_outputs=recorded_outputs(path)
-    )
+    return session_run(local_config(path, kubeconfig), stack=stack_name(path), stack_outputs=recorded_outputs(path))
 
 
 def kubernetes_objects(rec: Recording) -> dict[tuple[str, str], dict[str, Any]]:
@@ -174,3 +172,54 @@ def test_local_key_is_validated_with_the_others():
             workload_types=WORKLOAD_TYPES,
         )
     assert "tpu-serving:local.kubeconfig" in str(err.value) and "tpu-serving:local.kubeconfg" in str(err.value)
+
+
+# ---- the local harness (tooling/local_stack.py) -----------------------------------------------------------------
+
+
+def test_the_harness_installs_what_gke_would_from_the_reference():
+    """Every CRD stacks/gke_managed.MANAGED says a regional GKE cluster has, from the reference's upstream copy (the
+    ComputeClass CRD, which GKE does not publish, as a named stand-in), GKE's GatewayClasses and Managed Prometheus's
+    namespaces; a CRD the reference lacks is named, not invented."""
+    from stacks import gke_managed
+    from tooling import local_stack
+
+    found = local_stack.gke_objects(Path(sources()))
+    crds = {o["metadata"]["name"] for o in found.objects if o["kind"] == "CustomResourceDefinition"}
+    wanted = {
+        name
+        for row in gke_managed.MANAGED
+        if row.kind == gke_managed.CRD and row.when != gke_managed.MULTI_CLUSTER_GATEWAY
+        for name in row.names
+    }
+    assert crds == wanted - set(found.missing)
+    assert set(found.missing) == {"grpcroutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io"}
+    assert "stand-in" in found.origins[f"CustomResourceDefinition/{local_stack.COMPUTE_CLASS_CRD}"]
+    assert {o["metadata"]["name"] for o in found.objects if o["kind"] == "Namespace"} == gke_managed.namespaces()
+    # the CRDs the examples' custom resources need that GKE provides: PodMonitoring, InferencePool, ComputeClass
+    assert {"podmonitorings.monitoring.googleapis.com", "inferencepools.inference.networking.k8s.io"} <= crds
+
+
+def test_a_local_project_runs_this_program_with_the_stack_config_and_local_added(tmp_path: Path, kubeconfig: Path):
+    from tooling import local_stack
+
+    local = local_stack.LocalStack("vllm-single-host", tmp_path)
+    source = next(p for p in STACK_FILES if p.name == "Pulumi.vllm-single-host.yaml")
+    local_stack.write_project(local, source, [Path(sources())])
+    project = yaml.safe_load((local.project / "Pulumi.yaml").read_text())
+    assert project["name"] == "tpu-serving"
+    assert (local.project / project["main"]).resolve() == Path(local_stack.ROOT)
+    config = yaml.safe_load(local.config_file.read_text())["config"]
+    assert config["tpu-serving:local"] == {"kubeconfig": str(local.kubeconfig), "sources": [sources()]}
+    assert {k: v for k, v in config.items() if k != "tpu-serving:local"} == load_stack_file(source)
+
+
+def test_the_harness_talks_only_to_loopback(tmp_path: Path):
+    from tooling import local_stack
+
+    assert local_stack.on_loopback("https://127.0.0.1:6443") and local_stack.on_loopback("https://[::1]:1")
+    assert not local_stack.on_loopback("https://10.0.0.1:6443")
+    remote = tmp_path / "kubeconfig"
+    remote.write_text(KUBECONFIG.replace("127.0.0.1", "203.0.113.10"))
+    with pytest.raises(SystemExit, match="not on loopback"):
+        local_stack.Kube(remote)
