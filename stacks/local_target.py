@@ -56,7 +56,7 @@ class LocalConfig(CamelModel):
 
     kubeconfig: str = Field(
         description="Path of the kubeconfig of the cluster to apply to (relative to the project folder), e.g. "
-        "`.cache/local/dev/kubeconfig` as `make local-cluster STACK=dev` writes it. Its current context is used."
+        ".cache/local/<stack>/kubeconfig as the local-cluster make target writes it. Its current context is used."
     )
     sources: list[str] = Field(
         list(DEFAULT_SOURCES),
