@@ -60,12 +60,11 @@ def run_command(command: str, timeout: float) -> str:
 
 
 @contextmanager
-def local_cluster(stack: str, stack_file: Path) -> Iterator[Kube]:
+def local_cluster(stack: str, stack_file: Path) -> Iterator[None]:
     """The stack's local cluster for the duration, always stopped after."""
-    local = LocalStack(stack)
     try:
         run_command(CLUSTER_UP.format(stack=stack, stack_file=stack_file), CLUSTER_TIMEOUT)
-        yield Kube(local.kubeconfig)
+        yield
     finally:
         run_command(CLUSTER_DOWN.format(stack=stack, stack_file=stack_file), CLUSTER_TIMEOUT)
 

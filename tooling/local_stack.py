@@ -459,12 +459,24 @@ def run(local: LocalStack, command: str, *, on_output=print, **kwargs: Any) -> A
     return operation(on_output=on_output, color="never", **kwargs)
 
 
+def enter_cluster_network(stack: str) -> None:
+    """Join the stack's local cluster in its network namespace (tooling/local_cluster.py runs each cluster in one of
+    its own, whose loopback serves the API server), before any thread starts; nothing to do without one."""
+    try:
+        from tooling import local_cluster  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    if Path(f"/run/netns/{local_cluster.netns_name(stack)}").exists() and not local_cluster.in_netns(stack):
+        local_cluster.enter(stack)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tooling.local_stack", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["up", "preview", "refresh", "destroy", "gke-objects"])
     parser.add_argument("stack")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
+    enter_cluster_network(args.stack)
     local = prepare(args.stack)
     if args.command == "gke-objects":
         return 0
