@@ -37,25 +37,25 @@ SYNC_WINDOW = float(os.environ.get("E2E_SYNC_WINDOW", "130"))
 ERROR_LINE = re.compile(r'^E\d{4} |"level":"(error|dpanic|panic|fatal)"|\t(ERROR|DPANIC|PANIC|FATAL)\t')
 
 
-def run_command(command: str, timeout: float) -> str:
-    """A shell command in the repository, its own process group killed on timeout; its output, or an error with it."""
+def run_process(argv: list[str] | str, timeout: float, shell: bool = False) -> tuple[int, str]:
+    """(exit code, output) of a command run in the repository; its whole process group killed past the timeout."""
     proc = subprocess.Popen(
-        command,
-        shell=True,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+        argv, shell=shell, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        raise TimeoutError(f"{command!r} did not finish in {timeout:.0f} s:\n{out[-3000:]}") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"{command!r} failed ({proc.returncode}):\n{out[-3000:]}")
+        raise TimeoutError(f"{argv!r} did not finish in {timeout:.0f} s:\n{out[-6000:]}") from None
+    return proc.returncode, out
+
+
+def run_command(command: str, timeout: float) -> str:
+    """A shell command in the repository; its output, or an error with it."""
+    code, out = run_process(command, timeout, shell=True)
+    if code != 0:
+        raise RuntimeError(f"{command!r} failed ({code}):\n{out[-3000:]}")
     return out
 
 

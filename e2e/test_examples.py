@@ -11,8 +11,6 @@ of its own; its regional stacks, fleet-us-east5 and fleet-europe-west4, are cove
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +18,6 @@ import pytest
 
 from e2e import cluster as c
 from e2e.run_example import STACK_FILES
-from tooling.offline import ROOT
 from tooling.render import stack_name
 
 ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
@@ -31,20 +28,10 @@ EXAMPLE_TIMEOUT = float(os.environ.get("E2E_EXAMPLE_TIMEOUT", "2400"))
 def test_example_on_a_local_cluster(path: Path):
     stack = stack_name(path)
     with c.local_cluster(stack, path):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "e2e.run_example", str(path)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
         try:
-            out, _ = proc.communicate(timeout=EXAMPLE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            pytest.fail(f"{stack}: no result in {EXAMPLE_TIMEOUT:.0f} s (stopped):\n{out[-6000:]}")
+            code, out = c.run_process([sys.executable, "-m", "e2e.run_example", str(path)], EXAMPLE_TIMEOUT)
+        except TimeoutError as err:
+            pytest.fail(f"{stack}: {err}")
     print(out[-20000:])
     problems = [line.removeprefix("PROBLEM: ") for line in out.splitlines() if line.startswith("PROBLEM: ")]
-    assert proc.returncode == 0 and not problems, "\n".join(problems) or out[-6000:]
+    assert code == 0 and not problems, "\n".join(problems) or out[-6000:]
