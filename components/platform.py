@@ -73,8 +73,9 @@ def google_layer(cfg: StackConfig) -> GoogleLayer:
 
 def local_layer(cfg: StackConfig, base: Path) -> GoogleLayer:
     """Local mode: no Google Cloud resource; the cluster the config's kubeconfig names, and stand-ins for the rest."""
-    assert cfg.local is not None
-    cluster = LocalCluster("cluster", plan=cfg.cluster_plan, config=cfg.local, base=base)
+    local = cfg.local
+    assert local, "local mode needs tpu-serving:local"
+    cluster = LocalCluster("cluster", plan=cfg.cluster_plan, config=local, base=base)
     own_nodes = {
         plan.pool.name: pulumi.Output.from_input(
             local_target.service_account_email(cfg.workload_node_accounts[plan.name].account_id, cfg.gcp_project)
@@ -82,7 +83,7 @@ def local_layer(cfg: StackConfig, base: Path) -> GoogleLayer:
         for plan in cfg.workloads
         if plan.name in cfg.workload_node_accounts
     }
-    sources = LocalSources.of(cfg.local, base)
+    sources = LocalSources.of(local, base)
     return GoogleLayer(None, cluster, StandInBucket.of(cfg.bucket_plan), own_nodes, cloud=False, sources=sources)
 
 
@@ -133,7 +134,7 @@ def build_platform(cfg: StackConfig, base: Path | None = None) -> Platform:
     """The stack: its Google Cloud layer (or, with tpu-serving:local, its stand-ins; `base` is the folder the local
     paths are relative to, the program's), then the same in-cluster layer either way."""
     base = base or Path.cwd()
-    if cfg.local is None:
+    if not cfg.on_local_cluster:
         return _build_platform(cfg, google_layer(cfg))
     try:
         return _build_platform(cfg, local_layer(cfg, base))
@@ -332,6 +333,6 @@ def build_stack(cfg: StackConfig) -> Platform:
         pulumi.export("alertPolicies", {key: p.id for key, p in platform.alerts.policies.items()})
     if platform.monitoring.dashboard_url is not None:
         pulumi.export("dashboardUrl", platform.monitoring.dashboard_url)
-    if cfg.local is not None:  # only the Kubernetes layer, on the cluster this kubeconfig names (docs/local.md)
+    if cfg.local:  # only the Kubernetes layer, on the cluster this kubeconfig names (docs/local.md)
         pulumi.export("local", {"kubeconfig": cfg.local.kubeconfig, "googleCloud": "stood in, nothing created"})
     return platform

@@ -68,6 +68,11 @@ class StackConfig:
     (stacks/local_target.py); None: the whole stack on GKE."""
 
     @property
+    def on_local_cluster(self) -> bool:
+        """Local mode (tpu-serving:local): only the Kubernetes layer, on the user's own cluster."""
+        return self.local is not None
+
+    @property
     def local_ports(self) -> dict[str, dict[int, int]]:
         """Per workload: the local port of each Service port its port-forward commands forward (NamespacesPlan)."""
         return self.namespaces_plan.local_ports
