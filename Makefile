@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean
+.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -122,6 +122,20 @@ leak-audit: venv
 # targets live, add-on controllers Available; one table, non-zero on any failure. Needs kubectl and the Pulumi CLI.
 smoke: venv
 	$(PY) scripts/smoke.py $(STACK)
+
+# Try a stack's Kubernetes layer before paying for TPUs (docs/local.md): `make local-cluster STACK=dev` starts a local
+# cluster mirroring the stack's pools, then `make local-up STACK=dev` applies the stack's in-cluster layer to it with
+# the real Pulumi engine (tpu-serving:local: Google Cloud stood in, nothing created there; its own file backend under
+# .cache/local/<stack>/). local-preview and local-destroy likewise.
+local-up local-preview local-destroy: venv
+	$(PY) -m tooling.local_stack $(patsubst local-%,%,$@) $(STACK)
+
+# Every example with a Kubernetes layer applied to its own local cluster and checked as an operator would (e2e/):
+# up, a clean second preview, controllers alive past their cache-sync window, pods on their pools, ScaledObjects,
+# PDBs, replacement vs in-place, pause/unpause, a destroy that leaves nothing. Needs the toolchain (Go). Not part of
+# `make test`. E2E_STACKS=a,b selects examples; E2E_SYNC_WINDOW (seconds, default 130) the controllers' wait.
+e2e: venv toolchain
+	$(PY) -m pytest -c e2e/pytest.ini e2e $(E2E_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

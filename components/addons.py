@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from stacks import addons as addon_registry
 from stacks import naming, pod_security
 from stacks.addons import Addon, CrdPolicy
+from stacks.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
 from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
 
@@ -42,14 +43,17 @@ def helm_ownership(chart: ChartVersion) -> tuple[dict[str, str], dict[str, str]]
 
 
 def release_args(
-    chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True
+    chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True, sources: Sources = REGISTRY
 ) -> k8s.helm.v3.ReleaseArgs:
+    """The release of `chart` from `sources`: its registry at the pinned version (GKE), or its source folder at that
+    version (local mode, stacks/local_target.py)."""
+    ref, version, repository = sources.chart_ref(chart)
     return k8s.helm.v3.ReleaseArgs(
         name=chart.release_name,
-        chart=chart.chart,
-        version=chart.version,
+        chart=ref,
+        version=version,
         # a chart served from an HTTP chart repository rather than an OCI registry (ChartVersion.repository)
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
         namespace=chart.namespace,
         create_namespace=create_namespace,
         values=values,
@@ -94,12 +98,13 @@ class AddonCrds(pulumi.ComponentResource):
         crd_provider: k8s.Provider,
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
+        sources: Sources = REGISTRY,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:addons:AddonCrds", name, None, opts)
         self.group = k8s.yaml.v2.ConfigGroup(
             name,
-            files=list(crds.urls),
+            files=list(sources.crd_files(crds, chart)),
             opts=pulumi.ResourceOptions(parent=self, provider=crd_provider, depends_on=depends_on),
         )
         labels, annotations = helm_ownership(chart)
@@ -124,6 +129,8 @@ class AddonsDeps:
     provider: k8s.Provider
     kubeconfig: pulumi.Input[str]
     after: Sequence[pulumi.Resource] = ()
+    sources: Sources = REGISTRY
+    """Where charts, CRD files and manifests come from (stacks/local_target.py)."""
 
 
 class Addons(pulumi.ComponentResource):
@@ -147,6 +154,7 @@ class Addons(pulumi.ComponentResource):
         """The add-ons `plan` enables (stacks/pieces/addons.py), in the cluster of `deps`."""
         super().__init__("tpu-serving:addons:Addons", name, None, opts)
         self._stem, self._k8s_provider, self._kubeconfig = name, deps.provider, deps.kubeconfig
+        self._sources = deps.sources
         # Controllers need somewhere to run: wait for the system pool, not just the control plane.
         self._after = list(deps.after)
         self._crd_provider: k8s.Provider | None = None
@@ -187,7 +195,7 @@ class Addons(pulumi.ComponentResource):
             before += [self.crds[key].group, *self.crds[key].keep]
         self.releases[key] = k8s.helm.v3.Release(
             stem,
-            release_args(chart, values, create_namespace=False),
+            release_args(chart, values, create_namespace=False, sources=self._sources),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
         )
 
@@ -206,6 +214,7 @@ class Addons(pulumi.ComponentResource):
             crd_provider=self._crd_provider,
             provider=self._k8s_provider,
             depends_on=after,
+            sources=self._sources,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -213,7 +222,7 @@ class Addons(pulumi.ComponentResource):
         # The upstream release manifest, applied server-side as its README says, after the add-ons it needs.
         self.manifests[entry.key] = k8s.yaml.v2.ConfigFile(
             f"{self._stem}-{entry.resource_name}",
-            file=manifest.url,
+            file=self._sources.manifest_file(manifest),
             opts=pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*needed, *self._after]),
         )
 

@@ -21,6 +21,7 @@ from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import gateway, naming, network_policy, pod_security
 from stacks.gateway import GatewayBackend
+from stacks.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
 from stacks.versions import LLM_D_ROUTER
 
@@ -39,6 +40,10 @@ class GatewayDeps:
     provider: k8s.Provider
     after: Sequence[pulumi.Resource]
     namespace: Callable[[str], pulumi.Resource]
+    cloud: bool = True
+    """False in local mode (stacks/local_target.py): no Cloud Armor policy; its name stands in."""
+    sources: Sources = REGISTRY
+    """Where the endpoint picker's chart comes from."""
 
 
 class InferenceGateway(pulumi.ComponentResource):
@@ -59,6 +64,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self._name = name
         self._provider = provider
         self._after = after
+        self._sources = deps.sources
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
@@ -99,7 +105,9 @@ class InferenceGateway(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         self.security_policy = config.cloud_armor_policy
-        if config.source_ranges:
+        if config.source_ranges and not deps.cloud:
+            self.security_policy = f"{plan.resource_prefix}-gateway"  # the name the policy would have
+        elif config.source_ranges:
             self.security_policy = self._allow_only(
                 f"{plan.resource_prefix}-gateway",
                 project=plan.project,
@@ -159,7 +167,12 @@ class InferenceGateway(pulumi.ComponentResource):
         chart = dataclasses.replace(LLM_D_ROUTER, namespace=backend.namespace, release_name=backend.name)
         release = k8s.helm.v3.Release(
             f"{prefix}-router",
-            release_args(chart, gateway.router_values(backend, self._system_selector), create_namespace=False),
+            release_args(
+                chart,
+                gateway.router_values(backend, self._system_selector),
+                create_namespace=False,
+                sources=self._sources,
+            ),
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
             # GKE's, installed with the control plane (stacks/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),

@@ -206,6 +206,9 @@ class TpuPoolDeps:
     paused: bool = False
     resource_labels: dict[str, str] = field(default_factory=dict)
     """The pool's own resource labels on its node pools: the workloads on it (stacks/pieces/cost.py)."""
+    cloud: bool = True
+    """False in local mode (stacks/local_target.py): no node pools or workload policy (the local cluster's nodes
+    stand in for them), only the pool's in-cluster objects (its ComputeClass)."""
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -230,7 +233,10 @@ class TpuSlicePool(pulumi.ComponentResource):
         protect, project = plan.protect, cluster.project
         self.node_pool_names = list(plan.node_pool_names)
         self.workload_policy = None
-        if plan.shape.uses_workload_policy:
+        policy_name: pulumi.Input[str] | None = None
+        if plan.shape.uses_workload_policy and not deps.cloud:  # the name the policy would have
+            policy_name = naming.workload_policy_name(cluster.name, plan.name, plan.shape.topology)
+        elif plan.shape.uses_workload_policy:
             self.workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-placement",
                 workload_policy_args(
@@ -238,7 +244,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
-        policy_name = self.workload_policy.name if self.workload_policy is not None else None
+            policy_name = self.workload_policy.name
         self.compute_class = None
         if plan.compute_class:
             self.compute_class = self._compute_class(
@@ -246,7 +252,11 @@ class TpuSlicePool(pulumi.ComponentResource):
             )
         # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
         # pool with a ComputeClass has no node pools of its own.
-        own = naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host) if plan.node_pool_names else []
+        own = (
+            naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host)
+            if plan.node_pool_names and deps.cloud
+            else []
+        )
         sizes = [sizing(plan, deps.paused, index) for index in range(len(own))]  # warm slices: a higher minimum
         self.node_pools = [
             gcp.container.NodePool(

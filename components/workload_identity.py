@@ -13,7 +13,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from stacks import bucket_access, naming
+from stacks import bucket_access, local_target, naming
 
 BUCKET_ROLES = (bucket_access.OBJECT_USER, bucket_access.OBJECT_VIEWER)
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
@@ -98,14 +98,61 @@ class WorkloadIdentity(pulumi.ComponentResource):
         grants: Sequence[bucket_access.Grant],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] | None = None,
+        cloud: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`cloud` False (local mode, stacks/local_target.py): the KSA only, annotated with the email its Google
+        service account would have."""
         check_grants(grants, stack_bucket_name)
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
         self.namespace = namespace
         self.service_account_name = service_account_name
 
         account_id = naming.workload_service_account_id(stack, namespace, service_account_name)
+        if cloud:
+            self.email = self._google_identity(
+                name,
+                account_id,
+                namespace,
+                service_account_name,
+                project,
+                stack,
+                grants,
+                provider,
+                stack_bucket_name=stack_bucket_name,
+                stack_bucket=stack_bucket,
+                bucket_get_role=bucket_get_role,
+            )
+        else:
+            self.email = pulumi.Output.from_input(local_target.service_account_email(account_id, project))
+        self.ksa = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=service_account_name,
+                namespace=namespace,
+                annotations={GSA_ANNOTATION: self.email},
+                labels=naming.MANAGED_BY_LABELS,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
+        )
+        self.register_outputs({"email": self.email, "serviceAccountName": service_account_name})
+
+    def _google_identity(
+        self,
+        name: str,
+        account_id: str,
+        namespace: str,
+        service_account_name: str,
+        project: str,
+        stack: str,
+        grants: Sequence[bucket_access.Grant],
+        provider: k8s.Provider,
+        *,
+        stack_bucket_name: str,
+        stack_bucket: pulumi.Input[str],
+        bucket_get_role: pulumi.Input[str],
+    ) -> pulumi.Output[str]:
+        """The GSA, its Workload Identity user binding for the KSA, and its bucket grants; returns its email."""
         gsa = gcp.serviceaccount.Account(
             f"{name}-gsa",
             gcp.serviceaccount.AccountArgs(
@@ -138,15 +185,4 @@ class WorkloadIdentity(pulumi.ComponentResource):
             bucket_get_role=bucket_get_role,
             parent=self,
         )
-        self.ksa = k8s.core.v1.ServiceAccount(
-            f"{name}-ksa",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=service_account_name,
-                namespace=namespace,
-                annotations={GSA_ANNOTATION: gsa.email},
-                labels=naming.MANAGED_BY_LABELS,
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
-        )
-        self.email = gsa.email
-        self.register_outputs({"email": self.email, "serviceAccountName": service_account_name})
+        return gsa.email

@@ -33,6 +33,7 @@ from stacks.config_model import (
 )
 from stacks.config_parse import parse
 from stacks.images import ImageMirror
+from stacks.local_target import LocalConfig
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -68,6 +69,7 @@ KNOWN_KEYS = (
     "paused",
     "decommission",
     "hfToken",
+    "local",
 )
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
@@ -237,10 +239,11 @@ def parse_stack_config(
     workload_plans = [_with_from_zero(p, workload_types) for p in workload_plans]
     index = {w.name: i for i, w in sections.workloads}
     problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
+    local = parse(f"{NS}:local", LocalConfig, raw["local"], problems) if raw.get("local") is not None else None
     if problems:
         raise ConfigError(stack, problems)
     assert gcp_project and region and cluster_name and bucket_name
-    return _stack_config(
+    config = _stack_config(
         sections,
         stack=stack,
         pulumi_project=pulumi_project,
@@ -253,6 +256,7 @@ def parse_stack_config(
         warnings=warnings,
         image_mirror=mirror,
     )
+    return replace(config, local=local) if local is not None else config
 
 
 def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> WorkloadPlan:

@@ -56,6 +56,9 @@ DRY_RUN = {
     "maintenance",  # the same (tests/test_host_maintenance.py)
     "stack",
     "clean",
+    "local-up",  # needs a local cluster and the Pulumi CLI (docs/local.md; e2e/ runs them)
+    "local-preview",
+    "local-destroy",
 }
 
 

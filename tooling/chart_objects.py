@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from stacks import versions
+from stacks import local_target, versions
 from tooling import crds
 from tooling.k8s_objects import plain
 from tooling.offline import ROOT, Recording, load_stack_file, run_program
@@ -48,26 +48,8 @@ HELM_CACHE = ROOT / ".cache" / "helm" / "helm"
 RELEASE, NAMESPACE = "{release}", "{namespace}"
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
-# Where each chart's source lives: the reference copy's folder (per version) and the chart's path in its repository,
-# and the repository tag (see ../shared/reference/SOURCES.md "charts/").
-SOURCES: dict[str, tuple[str, str, str]] = {
-    # chart name (the OCI reference's last segment): (reference folder, repository@tag, path in the repository)
-    "lws": ("lws-{version}", "kubernetes-sigs/lws@v{version}", "charts/lws"),
-    "jobset": ("jobset-{version}", "kubernetes-sigs/jobset@v{version}", "charts/jobset"),
-    "kueue": ("kueue-{version}", "kubernetes-sigs/kueue@v{version}", "charts/kueue"),
-    "prometheus-adapter": (
-        "prometheus-adapter-{version}",
-        "prometheus-community/helm-charts@prometheus-adapter-{version}",
-        "charts/prometheus-adapter",
-    ),
-    # kedacore/charts tags the chart as v<version> at the root of the repository (keda/)
-    "keda": ("keda-{version}", "kedacore/charts@v{version}", "keda"),
-    "llm-d-router-gateway": (
-        "llm-d-router-{version}",
-        "llm-d/llm-d-router@{version}",
-        "config/charts/llm-d-router-gateway",
-    ),
-}
+# Where each chart's source lives in the reference copy (one table, the program's local mode reads it too).
+SOURCES = local_target.CHART_SOURCES
 
 # Kinds the Kubernetes API serves cluster-scoped (`kubectl api-resources --namespaced=false`; the API reference,
 # https://kubernetes.io/docs/reference/kubernetes-api/, gives these objects no metadata.namespace).
@@ -93,8 +75,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
 )
 
 
-def chart_name(chart: str) -> str:
-    return chart.rstrip("/").rsplit("/", 1)[-1]
+chart_name = local_target.chart_name
 
 
 def key(chart: str, version: str) -> str:

@@ -26,6 +26,7 @@ from stacks.config_model import (
     MonitoringConfig,
     TpuPoolConfig,
 )
+from stacks.local_target import LocalConfig
 from stacks.profiles import PROFILES
 from tooling.offline import ROOT
 from workloads.registry import WORKLOAD_TYPES
@@ -80,6 +81,7 @@ def stack_config_schema() -> dict[str, Any]:
             "description": "Hugging Face token for gated models, set only as a secret (`pulumi config set --secret`); "
             "vLLM workloads read it from a Kubernetes Secret",
         },
+        f"{NS}:local": _model_schema(LocalConfig, defs),
         f"{NS}:workloads": {
             "type": "array",
             "items": {"oneOf": workload_refs, "required": ["type"]},

@@ -63,6 +63,8 @@ class Recording:
     secret_outputs: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     duplicate_urns: list[str] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    """The token of every invoke (data source) the program made, in order."""
 
     def of_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -137,7 +139,9 @@ def _stack_reference(args: Any, stack_outputs: dict[str, dict[str, Any]]) -> tup
     return name, {"name": name, "outputs": outputs, "secretOutputNames": [k for k in ("kubeconfig",) if k in outputs]}
 
 
-def _mocks(preview: bool, project: str, stack_outputs: dict[str, dict[str, Any]] | None = None):
+def _mocks(
+    preview: bool, project: str, stack_outputs: dict[str, dict[str, Any]] | None = None, calls: list[str] | None = None
+):
     import pulumi
 
     class RecordingMocks(pulumi.runtime.Mocks):
@@ -151,6 +155,8 @@ def _mocks(preview: bool, project: str, stack_outputs: dict[str, dict[str, Any]]
             return (f"{args.name}-id", state)
 
         def call(self, args: pulumi.runtime.MockCallArgs):
+            if calls is not None:
+                calls.append(args.token)
             if args.token == "gcp:organizations/getProject:getProject":
                 return ({"number": PROJECT_NUMBER, "projectId": args.args.get("projectId", project)}, [])
             if args.token == "gcp:storage/getProjectServiceAccount:getProjectServiceAccount":
@@ -409,7 +415,7 @@ def run_program(
     logger = logging.getLogger(f"tpu-serving.offline.{id(recording)}")
     logger.propagate = False
     logger.addHandler(_WarningCollector(recording))
-    mocks = _mocks(preview, project, stack_outputs)
+    mocks = _mocks(preview, project, stack_outputs, recording.calls)
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT, stack=stack, preview=preview, logger=logger, monitor=_monitor(mocks, recording)
     )
