@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming, pod_security
-from stacks.metrics import SERIES_LABELS, HpaMetric, quantity
+from stacks.metrics import SERIES_LABELS, HpaMetric
 from stacks.metrics_adapters.entry import (
     EXTERNAL_METRICS_API,
     NAMESPACE,
@@ -194,9 +194,21 @@ def query(metric: HpaMetric, scope: Scope) -> str:
     return f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
 
 
+def number(value: float) -> str:
+    """A number as a trigger's metadata gives it to a float64 field: KEDA parses the string as JSON
+    (kedacore/keda@v2.20.2:pkg/scalers/scalersconfig/typed_config.go setConfigValueHelper: json.Unmarshal into the
+    field's type), so `0.8`, never a Kubernetes quantity such as `800m`, which fails the trigger and, with it, the
+    whole ScaledObject (no scaler, no HPA)."""
+    as_float = float(value)
+    if not math.isfinite(as_float):
+        raise ValueError(f"{value!r} is not a finite number")
+    # repr: the shortest decimal that reads back as the same float, in JSON's number grammar
+    return str(int(as_float)) if as_float.is_integer() else repr(as_float)
+
+
 def trigger(metric: HpaMetric, target: float, scope: Scope) -> dict[str, Any]:
     """A `prometheus` trigger (pkg/scalers/prometheus_scaler.go prometheusMetadata: serverAddress, query,
-    threshold; `ignoreNullValues` defaults to true, so a series not yet exported reads as 0)."""
+    threshold, a float64; `ignoreNullValues` defaults to true, so a series not yet exported reads as 0)."""
     return {
         "type": "prometheus",
         "name": metric.name.replace(":", "-").replace("_", "-"),
@@ -204,7 +216,7 @@ def trigger(metric: HpaMetric, target: float, scope: Scope) -> dict[str, Any]:
         "metadata": {
             "serverAddress": gmp_api(scope.project),
             "query": query(metric, scope),
-            "threshold": quantity(target),
+            "threshold": number(target),
         },
     }
 
