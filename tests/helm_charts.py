@@ -30,11 +30,15 @@ def chart_dir(chart: ChartVersion) -> Path:
     return chart_objects.chart_dir(chart_objects.charts_root(), chart.chart, chart.version)
 
 
-def render(chart: ChartVersion, values: dict[str, Any], *, crds: bool = False) -> list[dict[str, Any]]:
+def render(
+    chart: ChartVersion, values: dict[str, Any], *, crds: bool = False, postrender: str | None = None
+) -> list[dict[str, Any]]:
     """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them (the
-    chart's crds/ left out, as `helm template` does by default; `crds`: included): tooling/chart_objects.py
-    helm_template."""
-    release = chart_objects.Release(chart.chart, chart.version, chart.release_name, chart.namespace, values, not crds)
+    chart's crds/ left out, as `helm template` does by default; `crds`: included), through the release's
+    post-renderer if it has one: tooling/chart_objects.py helm_template."""
+    release = chart_objects.Release(
+        chart.chart, chart.version, chart.release_name, chart.namespace, values, not crds, postrender
+    )
     return _template(release)
 
 

@@ -1,7 +1,8 @@
 """Switching `monitoring.adapter`, an add-on version, the gateway or the pause on a live stack is a clean `up`: the
 program is run under the mocks with the old config and the new one, and the transition between the two runs
-(tooling/transition.py) has no object managed under two URNs, no replacement, no deletion out of order and no custom
-resource left without its CRD. Either direction is checked."""
+(tooling/transition.py, every Helm release expanded into what its chart installs) has no object managed under two
+URNs, no replacement, no deletion out of order and no custom resource left without its CRD. Either direction is
+checked."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def cases() -> list[tuple[str, str, Any]]:
     return [
         # the HPA's metrics move from one adapter to the other
         ("gemma-hpa", "adapter", lambda c: _with(c, "tpu-serving:monitoring", adapter="prometheus-adapter")),
+        # to and from KEDA, whose chart renders the APIService the stack registers for the others (issue 34 #8)
+        ("gemma-hpa", "keda", lambda c: _with(c, "tpu-serving:monitoring", adapter="keda")),
+        ("gemma-hpa-prometheus", "keda", lambda c: _with(c, "tpu-serving:monitoring", adapter="keda")),
         # the Inference Gateway in front of a multi-host vLLM, on and off
         ("vllm-multi-host", "gateway", lambda c: _with(c, "tpu-serving:gateway", enabled=False)),
         # the other supported chart version of the add-ons the workloads' custom resources need

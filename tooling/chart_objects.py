@@ -139,6 +139,7 @@ class Release:
     namespace: str
     values: dict[str, Any]
     skip_crds: bool
+    postrender: str | None = None  # the release's post-renderer, a path from the project root
 
     @property
     def key(self) -> str:
@@ -157,6 +158,7 @@ def releases_of(recording: Recording) -> list[Release]:
                 str(inputs["namespace"]),
                 inputs.get("values") or {},
                 bool(inputs.get("skipCrds")),
+                inputs.get("postrender") or None,
             )
         )
     return out
@@ -240,6 +242,9 @@ def helm_template(helm: str, charts: Charts, release: Release) -> list[dict[str,
         values.write_text(json.dumps(release.values))
         command = [helm, "template", release.name, str(chart), "--namespace", release.namespace, "-f", str(values)]
         command.append("--skip-crds" if release.skip_crds else "--include-crds")
+        if release.postrender:
+            # as the provider runs it: the path from the project root (stacks/metrics_adapters/entry.py)
+            command += ["--post-renderer", str(ROOT / release.postrender)]
         result = subprocess.run(command, check=True, capture_output=True, text=True)
     # libyaml's loader where PyYAML has it: a chart's CRDs run to megabytes, which the pure-Python loader takes
     # seconds to read (the same objects either way)

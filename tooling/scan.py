@@ -242,7 +242,8 @@ def chart_renderer() -> tuple[Any, str]:
             UNSCANNED.add(f"{chart_objects.chart_name(release.chart)}@{release.version}")
             return []
         k = json.dumps(
-            [release.chart, release.version, release.name, release.namespace, release.values], sort_keys=True
+            [release.chart, release.version, release.name, release.namespace, release.values, release.postrender],
+            sort_keys=True,
         )
         if k not in cache:
             cache[k] = chart_objects.helm_template(helm, charts, release)

@@ -26,6 +26,7 @@ from typing import Any
 from stacks import naming, pod_security
 from stacks.metrics import SERIES_LABELS, HpaMetric
 from stacks.metrics_adapters.entry import (
+    DROP_API_SERVICES,
     EXTERNAL_METRICS_API,
     NAMESPACE,
     SYSTEM_POOL,
@@ -35,6 +36,7 @@ from stacks.metrics_adapters.entry import (
     Grant,
     MetricsAdapter,
     Part,
+    api_service,
     meta,
 )
 from stacks.versions import ChartVersion
@@ -45,6 +47,8 @@ API_VERSION = "keda.sh/v1alpha1"
 # keda chart values.yaml `service.portHttpsTarget: 6443`: the metrics API server's container port
 PORT = 6443
 OPERATOR = "keda-operator"  # the chart's operator ServiceAccount name (values.yaml serviceAccount.operator.name)
+# the metrics server's Service: `<operator.name>-metrics-apiserver` (templates/metrics-server/service.yaml)
+METRICS_SERVER = "keda-operator-metrics-apiserver"
 GRANT = "keda-operator-monitoring-viewer"
 TRIGGER_AUTH = "gmp-workload-identity"  # the ClusterTriggerAuthentication every trigger names
 # apis/keda/v1alpha1/scaledobject_types.go PausedReplicasAnnotation: KEDA holds the target at this count and stops
@@ -103,6 +107,13 @@ def values(chart: ChartVersion, operator_sa: str) -> dict[str, Any]:
     return {
         # the stack applies the CRDs (AddonCrds, from kedacore/keda at the tag): an upgrade updates them
         "crds": {"install": False},
+        # The stack registers the APIService v1beta1.external.metrics.k8s.io (entry.api_service, with
+        # insecureSkipTLSVerify as for the other adapters; the chart's own is post-rendered away), so the operator
+        # must not inject its CA into it: the API server refuses a caBundle beside insecureSkipTLSVerify
+        # (kubernetes pkg/apis/apiregistration/validation ValidateAPIServiceSpec). values.yaml
+        # certificates.operator.apiServicePatching -> templates/manager/deployment.yaml --enable-apiservice-patching,
+        # read by cmd/operator/main.go into pkg/certificates CertManager.EnableAPIServicePatching.
+        "certificates": {"operator": {"apiServicePatching": {"enabled": False}}},
         "image": {
             "keda": {**image, "repository": "kedacore/keda"},
             "metricsApiServer": {**image, "repository": "kedacore/keda-metrics-apiserver"},
@@ -134,14 +145,20 @@ def build(ctx: AdapterContext) -> AdapterBuild:
         grants=[Grant(GRANT, "roles/monitoring.viewer", operator_sa)],
         parts=[
             Part("keda-operator-sa", account, after=(NAMESPACE,)),
-            # the chart renders the APIService v1beta1.external.metrics.k8s.io and the HPA controller's reader
-            # role itself (templates/metrics-server/apiservice.yaml, clusterrole.yaml): no values turn them off
+            # The chart renders the APIService v1beta1.external.metrics.k8s.io whatever its values
+            # (templates/metrics-server/apiservice.yaml); the release post-renders it away and the stack registers
+            # it, as for every adapter, under the shared key once the metrics server serves: one owner in every
+            # mode, so switching to or from KEDA updates it in place (entry.py). The HPA controller's reader role
+            # is the chart's (templates/metrics-server/clusterrole.yaml, another name than the stack's).
             Part(
                 NAME,
-                Chart(chart, values(chart, operator_sa)),
+                Chart(chart, values(chart, operator_sa), postrender=DROP_API_SERVICES),
                 after=(NAMESPACE, "keda-operator-sa", GRANT, SYSTEM_POOL),
                 serves_api=True,
             ),
+            # as the chart's: kedacore/charts@v2.20.2 keda/templates/metrics-server/apiservice.yaml (service
+            # `<operator.name>-metrics-apiserver`, port service.portHttps 443, priorities 100/100)
+            api_service(EXTERNAL_METRICS_API, "v1beta1", 100, METRICS_SERVER, ctx.namespace, after=(NAME,)),
             Part("trigger-auth", trigger_auth, after=(NAME,), serves_api=True),
         ],
         chart_levels=(CHART_LEVEL,),
@@ -242,5 +259,4 @@ ADAPTER = MetricsAdapter(
     metric_spec=metric_spec,
     build=build,
     scaled_objects=True,
-    api_from_chart=True,
 )
