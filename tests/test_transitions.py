@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from stacks import versions
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, session_run
 from tooling import transition
-from tooling.offline import Recording, Registration, load_stack_file, run_program
+from tooling.offline import Recording, Registration, load_stack_file
 from tooling.render import stack_name
 
 
@@ -65,7 +65,8 @@ def cases() -> list[tuple[str, str, Any]]:
 
 
 def _run(config: dict[str, Any], stack: str) -> Recording:
-    return run_program(config, stack=stack)
+    # once per config for the session (both directions read the same two runs; the checker only reads them)
+    return session_run(config, stack=stack)
 
 
 @pytest.mark.parametrize(("name", "what", "change"), cases(), ids=[f"{n}-{w}" for n, w, _ in cases()])

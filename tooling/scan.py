@@ -249,7 +249,7 @@ def chart_renderer() -> tuple[Any, str]:
             cache[k] = chart_objects.helm_template(helm, charts, release)
         return cache[k]
 
-    return render, f"Helm charts rendered with {helm} from {charts}"
+    return render, f"Helm charts rendered with {helm} from {' and '.join(map(str, chart_objects.roots(charts)))}"
 
 
 UNSCANNED: set[str] = set()

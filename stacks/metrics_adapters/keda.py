@@ -64,6 +64,7 @@ COOLDOWN_SECONDS = 300
 # keda chart values.yaml: podSecurityContext runAsNonRoot; every container drops ALL capabilities, no privilege
 # escalation, read-only root filesystem, seccomp RuntimeDefault: Pod Security `restricted`.
 CHART_LEVEL = pod_security.RESTRICTED
+IMAGE_UID = 65532  # kedacore/keda@v2.20.2 Dockerfile, Dockerfile.adapter: USER 65532:65532
 
 
 def from_zero_budget(from_zero_s: float) -> int:
@@ -128,6 +129,11 @@ def values(chart: ChartVersion, operator_sa: str) -> dict[str, Any]:
         "serviceAccount": {"operator": {"create": False, "name": operator_sa}},
         # templates/*/deployment.yaml: `.Values.<component>.nodeSelector | default .Values.nodeSelector`
         "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+        # the images' own non-root user, stated (the chart sets runAsNonRoot only): kedacore/keda@v2.20.2 Dockerfile
+        # and Dockerfile.adapter `USER 65532:65532` (distroless nonroot)
+        "podSecurityContext": {
+            component: {"runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID} for component in ("operator", "metricServer")
+        },
     }
 
 
