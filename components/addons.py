@@ -43,7 +43,12 @@ def helm_ownership(chart: ChartVersion) -> tuple[dict[str, str], dict[str, str]]
 
 
 def release_args(
-    chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True, sources: Sources = REGISTRY
+    chart: ChartVersion,
+    values: dict[str, Any],
+    *,
+    create_namespace: bool = True,
+    sources: Sources = REGISTRY,
+    postrender: str | None = None,
 ) -> k8s.helm.v3.ReleaseArgs:
     """The release of `chart` from `sources`: its registry at the pinned version (GKE), or its source folder at that
     version (local mode, stacks/local_target.py)."""
@@ -59,6 +64,8 @@ def release_args(
         values=values,
         # The stack applies the CRDs of charts that pin them (AddonCrds); Helm would install `crds/` only once.
         skip_crds=True if chart.crds is not None else None,
+        # a post-renderer over the chart's manifests (stacks/metrics_adapters/entry.py Chart.postrender)
+        postrender=postrender,
         # Roll back a failed upgrade instead of leaving a half-applied controller; keep a short history.
         atomic=True,
         cleanup_on_fail=True,

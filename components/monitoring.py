@@ -216,6 +216,8 @@ class Monitoring(pulumi.ComponentResource):
                 )
                 after = [*after, crds.group, *crds.keep]
             # create_namespace off: the adapter namespace is the stack's (it may hold more than the chart).
-            args = release_args(chart, part.body.values, create_namespace=False, sources=self._sources)
+            args = release_args(
+                chart, part.body.values, create_namespace=False, sources=self._sources, postrender=part.body.postrender
+            )
             return k8s.helm.v3.Release(name, args, opts=self._k8s(*after))
         return register_manifest(name, part.body, self._k8s(*after))

@@ -137,16 +137,29 @@ def _keda(version: str) -> ChartVersion:
         ChartCrds(
             "kedacore/keda",
             f"v{version}",
-            tuple(f"config/crd/bases/keda.sh_{plural}.yaml" for plural in KEDA_CRD_PLURALS),
+            tuple(f"config/crd/bases/{name}" for name, _ in KEDA_CRD_FILES),
             False,
         ),
         repository="https://kedacore.github.io/charts",
     )
 
 
-# The KEDA kinds the stack creates (ScaledObject, ClusterTriggerAuthentication) and the TriggerAuthentication the
-# ScaledObject CRD's authenticationRef may name (kedacore/keda@v2.20.2:config/crd/bases).
-KEDA_CRD_PLURALS = ("scaledobjects", "triggerauthentications", "clustertriggerauthentications")
+# Every CRD KEDA ships (kedacore/keda@v2.20.2:config/crd/bases, the same six its chart templates under
+# keda/templates/crds/), with the sha256 of each file at the tag. All six, not only the kinds the stack creates: the
+# operator starts a controller for each (cmd/operator/main.go: ScaledObject, ScaledJob, TriggerAuthentication,
+# ClusterTriggerAuthentication, CloudEventSource, ClusterCloudEventSource), and controller-runtime's manager exits when
+# a controller's informer cannot sync for a kind without its CRD (issue 34 #1).
+KEDA_CRD_FILES = (
+    ("keda.sh_scaledobjects.yaml", "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80"),
+    ("keda.sh_scaledjobs.yaml", "8805cd6c5b05161fb1541726e2c32c8e2990f435649fa74cbc616600b84b583a"),
+    ("keda.sh_triggerauthentications.yaml", "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65"),
+    ("keda.sh_clustertriggerauthentications.yaml", "177413d75f11b76ba7bf98aef200a1736245254197c7c1d8877fc7a0fc641df4"),
+    ("eventing.keda.sh_cloudeventsources.yaml", "54693ed66e4a602f09137bef80297b381bb51c1a55980e8d4844524c074bac1a"),
+    (
+        "eventing.keda.sh_clustercloudeventsources.yaml",
+        "ac143e8ef6734d6d7665a6d094d7388d1816316d42b33b0a6e3ba0a7950322e0",
+    ),
+)
 
 
 # Supported versions per chart; the first is the default and the one the tests validate against the primary CRDs
@@ -282,17 +295,8 @@ CRDS: dict[str, dict[str, tuple[CrdFile, ...]]] = {
             ),
         ),
     },
-    # KEDA (the `keda` metrics adapter): the CRDs of the kinds the stack creates, at the chart's app version.
-    "keda": {
-        "2.20.2": tuple(
-            _crd("kedacore/keda", "v2.20.2", "config/crd/bases", f"keda.sh_{plural}.yaml", sha256)
-            for plural, sha256 in (
-                ("scaledobjects", "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80"),
-                ("triggerauthentications", "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65"),
-                ("clustertriggerauthentications", "177413d75f11b76ba7bf98aef200a1736245254197c7c1d8877fc7a0fc641df4"),
-            )
-        ),
-    },
+    # KEDA (the `keda` metrics adapter): every CRD it ships, at the chart's app version (KEDA_CRD_FILES).
+    "keda": {"2.20.2": tuple(_crd("kedacore/keda", "v2.20.2", "config/crd/bases", *file) for file in KEDA_CRD_FILES)},
     # Gateway API standard channel: GKE installs these CRDs itself when the Gateway API is enabled on the cluster
     # (gatewayApiConfig CHANNEL_STANDARD); validated at this release (../shared/reference/SOURCES.md section 7).
     "gatewayApi": {

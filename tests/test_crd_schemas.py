@@ -26,9 +26,17 @@ def test_the_record_names_each_pinned_file_with_its_origin_and_sum():
         crd = pinned[name]
         assert entry["source"] == f"kedacore/keda@v2.20.2:config/crd/bases/{name}" == crd_schemas.origin(crd)
         assert entry["sha256"] == crd.sha256
-        assert entry["group"] == "keda.sh" and list(entry["versions"]) == ["v1alpha1"]
+        # <group>_<plural>.yaml: keda.sh and eventing.keda.sh
+        assert entry["group"] == name.split("_", 1)[0] and list(entry["versions"]) == ["v1alpha1"]
     kinds = {e["kind"] for e in record["crds"].values()}
-    assert kinds == {"ScaledObject", "TriggerAuthentication", "ClusterTriggerAuthentication"}
+    assert kinds == {
+        "ScaledObject",
+        "ScaledJob",
+        "TriggerAuthentication",
+        "ClusterTriggerAuthentication",
+        "CloudEventSource",
+        "ClusterCloudEventSource",
+    }
 
 
 def test_the_record_equals_the_upstream_files_where_they_are_at_hand():

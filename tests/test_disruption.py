@@ -5,14 +5,13 @@ endpoint picker's view of a pod, so a drain or a rollout drops no request in fli
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stacks import disruption
-from tests.conftest import EXAMPLES, make_config, recorded, reference_dir
+from stacks import disruption, versions
+from tests.conftest import EXAMPLES, make_config, recorded
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401  (a fixture)
 from tooling.offline import Recording, Registration
 from workloads import registry
@@ -24,6 +23,7 @@ JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 PATHWAYS_JOB = "kubernetes:pathways-job.pathways.domain/v1:PathwaysJob"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVERS = (DEPLOYMENT, LWS, JOBSET, PATHWAYS_JOB)
+RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def workloads(rec: Recording) -> list[Registration]:
@@ -189,15 +189,18 @@ def test_the_delays_outlast_routing_and_fit_the_limits():
 
 
 def _chart_gke_policies() -> dict[str, dict[str, int]]:
-    """The first HealthCheckPolicy's and GCPBackendPolicy's integer settings in the chart's GKE template."""
-    path = reference_dir() / "charts/llm-d-router-v0.10.0/config/charts/llm-d-router-gateway/templates/gke.yaml"
-    if not path.exists():
-        pytest.skip(f"needs the pinned llm-d-router chart at {path}")
+    """The first HealthCheckPolicy's and GCPBackendPolicy's integer settings (`spec.default`) the llm-d router chart
+    installs for the gateway-served workload of vllm-multi-host: the chart at its tag rendered by the pinned Helm
+    with the release's values, parsed (tests/helm_charts.py render_release), never its template read as text."""
+    from tests.helm_charts import render_release
+
+    (path,) = [p for p in EXAMPLES if p.name == "Pulumi.vllm-multi-host.yaml"]
+    (router,) = [r for r in recorded(path, False).of_type(RELEASE) if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
     out: dict[str, dict[str, int]] = {}
-    for block in re.split(r"^kind: ", path.read_text(), flags=re.M)[1:]:
-        kind = block.split(None, 1)[0]
-        if kind not in out:
-            out[kind] = {k: int(v) for k, v in re.findall(r"^ {4}(\w+Sec): (\d+)", block, flags=re.M)}
+    for obj in render_release(router):
+        if obj["kind"] in ("HealthCheckPolicy", "GCPBackendPolicy") and obj["kind"] not in out:
+            default = obj["spec"]["default"]
+            out[obj["kind"]] = {k: v for k, v in default.items() if k.endswith("Sec") and isinstance(v, int)}
     return out
 
 

@@ -2,12 +2,12 @@
 
 What a stack creates is read from its recording: every Kubernetes object and patch it registers, every CRD file a
 ConfigFile applies (the CRD files of stacks/versions.py), the objects of an upstream manifest it applies, and what
-each Helm release's chart at the pinned version contains (its crds/ and templates, from the reference copies).
+what each Helm release installs with the stack's values (the record of the pinned Helm's render of its chart at the
+pinned version, tooling/data/chart_objects.json).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ import yaml
 from stacks import gke_managed, versions
 from stacks.workload_checks import FORBIDDEN_NAMESPACES
 from tests.conftest import STACK_FILES, recorded, reference_dir
+from tooling import chart_objects
 from tooling.k8s_objects import plain
 from tooling.offline import Recording, parse_stack_file
 from tooling.readme_tables import gke_managed_table
@@ -40,15 +41,11 @@ def _crd_name(url: str) -> str | None:
 
 
 def _objects_in_yaml(text: str) -> set[tuple[str, str]]:
-    """(kind, metadata.name) of the watched kinds in a manifest or chart file; Helm templating is tolerated (a
-    templated name is not one of GKE's fixed names)."""
-    found = set()
-    for doc in re.split(r"^---\s*$", text, flags=re.MULTILINE):
-        kind = re.search(r"^kind:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
-        name = re.search(r"^metadata:\s*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
-        if kind and name and kind.group(1) in WATCHED:
-            found.add((kind.group(1), name.group(1).strip("\"'")))
-    return found
+    """(kind, metadata.name) of the watched kinds in a manifest, parsed (libyaml's loader where PyYAML has it:
+    linear in the text, where a pattern over it backtracked without bound on a chart's templates, issue 34 #21)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict)]
+    return {(d["kind"], (d.get("metadata") or {}).get("name")) for d in docs if d.get("kind") in WATCHED}
 
 
 def _manifest_objects(url: str) -> set[tuple[str, str]]:
@@ -62,26 +59,14 @@ def _manifest_objects(url: str) -> set[tuple[str, str]]:
     return _objects_in_yaml(path.read_text())
 
 
-def _chart_dir(chart: str, version: str) -> Path | None:
-    """The reference copy of a chart release: ../shared/reference/charts/<dir>-<version>/ holding a Chart.yaml of
-    that name (SOURCES.md "charts/": the sources at the pinned tag, with the charts they vendor)."""
-    name = chart.rsplit("/", 1)[-1]
-    for top in sorted((reference_dir() / "charts").glob(f"*-{version}")):
-        if any(yaml.safe_load(c.read_text())["name"] == name for c in top.rglob("Chart.yaml")):
-            return top
-    return None
-
-
-def _chart_objects(chart: str, version: str) -> set[tuple[str, str]]:
-    """What a chart release installs, at most: every object in its copy (crds/, templates, vendored charts)."""
-    top = _chart_dir(chart, version)
-    if top is None:
-        pytest.skip(f"no reference copy of chart {chart} {version} under {reference_dir() / 'charts'}")
-    found: set[tuple[str, str]] = set()
-    for path in top.rglob("*"):
-        if path.suffix in (".yaml", ".yml", ".tpl") and path.name not in ("Chart.yaml", "values.yaml"):
-            found |= _objects_in_yaml(path.read_text())
-    return found
+def _chart_objects(inputs: dict) -> set[tuple[str, str]]:
+    """What a chart release installs with the values the stack gives it: the record of the pinned Helm's render of
+    the chart at its tag (tooling/data/chart_objects.json, which tests/test_review_issue23.py compares with a fresh
+    render), never its templates read as text."""
+    objects = chart_objects.installed(inputs["chart"], inputs["version"], inputs["name"], inputs["namespace"])
+    if objects is None:
+        raise AssertionError(f"{inputs['chart']}@{inputs['version']} is not recorded: run `make chart-objects`")
+    return {(o["kind"], o["name"]) for o in objects}
 
 
 def created(recording: Recording) -> set[tuple[str, str]]:
@@ -96,7 +81,7 @@ def created(recording: Recording) -> set[tuple[str, str]]:
                 name = _crd_name(url)
                 found |= {(gke_managed.CRD, name)} if name else _manifest_objects(url)
         elif reg.type == RELEASE:
-            found |= _chart_objects(inputs["chart"], inputs["version"])
+            found |= _chart_objects(inputs)
         elif reg.custom and isinstance(inputs.get("metadata"), dict):
             kind = inputs.get("kind") or reg.type.rsplit(":", 1)[1].removesuffix("Patch")
             found.add((kind, inputs["metadata"].get("name")))

@@ -23,7 +23,7 @@ import pytest
 from stacks import gateway, naming, time_to_serve, versions, workload_plan
 from stacks.metrics_adapters import keda
 from tests.conftest import STACK_FILES, load_large_yaml, recorded, reference_dir, stack_ksa
-from tooling import schemas, summary
+from tooling import chart_objects, schemas, summary
 from tooling.k8s_objects import kubernetes_objects
 from tooling.offline import ROOT, load_stack_file
 
@@ -354,13 +354,20 @@ def test_a_start_from_zero_beyond_the_load_balancer_timeout_is_a_warning():
     """The chart's GCPBackendPolicy fixes the load balancer's timeout at 300 s in its template, with no value
     (llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/gke.yaml `timeoutSec: 300`): a first
     request that waits longer for its replica is cut, so the stack warns that clients must retry."""
-    chart = reference_dir() / "charts" / "llm-d-router-v0.10.0" / "config" / "charts" / "llm-d-router-gateway"
-    if chart.is_dir():
-        template = (chart / "templates" / "gke.yaml").read_text()
-        assert re.findall(r"timeoutSec: (\d+)\s", template.split("kind: GCPBackendPolicy", 1)[1])[0] == str(
-            gateway.BACKEND_TIMEOUT_S
+    from tests.helm_charts import render_release, unavailable
+
+    router = versions.LLM_D_ROUTER
+    if unavailable(router.chart, router.version) is None:
+        # the chart rendered with the example's values and parsed (tests/helm_charts.py), never read as text
+        rec = recorded(ROOT / "examples" / "vllm-single-host" / f"Pulumi.{STACK}.yaml", False)
+        (release,) = [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == router.chart]
+        objects = render_release(release)
+        policies = [o for o in objects if o["kind"] == "GCPBackendPolicy"]
+        assert policies and all(p["spec"]["default"]["timeoutSec"] == gateway.BACKEND_TIMEOUT_S for p in policies)
+        defaults = load_large_yaml(
+            chart_objects.chart_dir(chart_objects.charts_root(), router.chart, router.version) / "values.yaml"
         )
-        assert "timeoutSec" not in (chart / "values.yaml").read_text()
+        assert "timeoutSec" not in json.dumps(defaults)
     parsed = parsed_example()
     (plan,) = parsed.workloads
     assert plan.from_zero_s is not None and plan.from_zero_s > gateway.BACKEND_TIMEOUT_S

@@ -12,6 +12,7 @@ import pulumi
 import pytest
 
 from stacks import addons, catalog, cost, metrics_adapters, versions
+from stacks.metrics_adapters.entry import DROP_API_SERVICES
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tooling import render
 from tooling.k8s_objects import kubernetes_objects
@@ -492,20 +493,22 @@ def gemma_hpa_with(adapter: str):
     return run_program({**config, "tpu-serving:monitoring": {"adapter": adapter}}, stack="gemma-hpa")
 
 
-# the adapters whose APIServices the stack registers; KEDA's chart renders its own (api_from_chart), see below
-STACK_SERVED = [name for name, entry in metrics_adapters.ADAPTERS.items() if not entry.api_from_chart]
-ADAPTER_SWITCHES = [(a, b) for a in STACK_SERVED for b in STACK_SERVED if a != b]
+# every adapter: the stack registers every APIService, whichever adapter serves it (issue 34 #8)
+ADAPTER_SWITCHES = [(a, b) for a in metrics_adapters.ADAPTERS for b in metrics_adapters.ADAPTERS if a != b]
 
 
-@pytest.mark.parametrize("name", [n for n in metrics_adapters.ADAPTERS if n not in STACK_SERVED])
-def test_an_adapter_whose_chart_renders_the_apiservice_registers_none_itself(name):
+def test_kedas_release_post_renders_its_apiservice_away_and_the_stack_registers_it():
     """KEDA's chart renders `v1beta1.external.metrics.k8s.io` whatever its values (kedacore/charts@v2.20.2:
-    keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): its program registers no
-    APIService and no reader role of its own, so a switch to or from it goes through `none` (docs/autoscaling.md),
-    never one `up` in which Helm and the stack both claim the object."""
-    rec = gemma_hpa_with(name)
-    assert not rec.of_type(APISERVICE)
-    assert not [r for r in rec.resources if r.name == "monitoring-external-metrics-reader"]
+    keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): its release runs the
+    post-renderer that drops it (stacks/metrics_adapters/entry.py DROP_API_SERVICES), and the stack registers it
+    under the resource every adapter uses, so a switch to or from KEDA is one `up` (tests/test_transitions.py)."""
+    rec = gemma_hpa_with("keda")
+    (release,) = [r for r in rec.of_type(RELEASE) if r.name == "monitoring-keda"]
+    assert release.inputs["postrender"] == DROP_API_SERVICES
+    (api,) = rec.of_type(APISERVICE)
+    assert api.name == "monitoring-apiservice-external-v1beta1"
+    assert api.inputs["spec"]["service"] == {"name": "keda-operator-metrics-apiserver", "namespace": "custom-metrics"}
+    assert release.urn in api.dependencies
 
 
 @pytest.mark.parametrize(("old", "new"), ADAPTER_SWITCHES, ids=lambda v: str(v))
@@ -536,15 +539,19 @@ def test_switching_the_adapter_updates_the_shared_apiservices_in_place(old, new)
         ]
         assert servers, service
         assert {r.urn for r in servers} <= set(now.dependencies), name
-    # Helm releases of either program never carry an APIService in their values-driven templates
+    # Helm releases of either program never carry an APIService in their values-driven templates (prometheus-adapter's
+    # rules) or post-render it away (KEDA's)
     for rec in (before, after):
         for release in rec.of_type(RELEASE):
-            if release.name.startswith("monitoring-"):
+            if release.name.startswith("monitoring-") and "rules" in release.inputs["values"]:
                 rules = release.inputs["values"]["rules"]
                 assert not rules["external"] and not rules["custom"] and not rules["default"]
-    # the HPA's reader role is shared the same way
+            elif release.name.startswith("monitoring-"):
+                assert release.inputs["postrender"] == DROP_API_SERVICES
+    # the HPA's reader role is shared the same way where both register it (KEDA's chart binds its own)
     role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
-    assert (
-        before.one(role, "monitoring-external-metrics-reader").urn
-        == after.one(role, "monitoring-external-metrics-reader").urn
-    )
+    roles = [
+        [r for r in rec.of_type(role) if r.name == "monitoring-external-metrics-reader"] for rec in (before, after)
+    ]
+    if all(roles):
+        assert roles[0][0].urn == roles[1][0].urn

@@ -122,9 +122,9 @@ def test_the_record_holds_exactly_the_releases_the_stacks_register():
 
 @pytest.mark.parametrize("key", sorted(chart_objects.load()))
 def test_the_record_matches_a_fresh_helm_render(key: str):
-    """Re-render each chart with the pinned Helm over its source at its tag (../shared/reference/charts) and the
-    values the program passes today; the committed record must be that render. A chart whose source is not at hand
-    (KEDA's: kedacore/charts is in no reference copy) skips, naming it."""
+    """Re-render each chart with the pinned Helm over its source at its tag (../shared/reference/charts, then
+    charts-staged: KEDA's) and the values the program passes today; the committed record must be that render. A
+    chart whose source is not at hand skips, naming it."""
     helm, charts = _pinned_helm(), chart_objects.charts_root()
     release = _stack_releases().get(key)
     if release is None:

@@ -337,8 +337,9 @@ def test_every_chart_release_of_an_example_is_rendered_with_its_values_and_scann
 
 
 def test_a_chart_release_without_its_source_is_named_unscanned_not_a_crash(tmp_path):
-    """The reference folder carries no KEDA chart (CI has no GitHub): its release renders nothing and the scan names
-    it, instead of failing on the missing source (tooling/chart_objects.py has_source)."""
+    """A chart release whose source the reference folder does not carry (here a KEDA version no folder holds)
+    renders nothing and the scan names it, instead of failing on the missing source (tooling/chart_objects.py
+    has_source)."""
     from tooling import scan
     from tooling.chart_objects import Release
 

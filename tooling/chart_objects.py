@@ -7,17 +7,19 @@
 A `helm.v3.Release` is one resource in the program, yet it installs CRDs, cluster-wide RBAC, webhooks,
 APIServices and Services. For every chart release the stacks register (every shipped stack file, plus each
 supported version of each add-on not shipped), this runs a real `helm template` over the chart's source at its
-release tag (the copies under ../shared/reference/charts, or --charts DIR) with the values and the `skipCrds` the
-program passes, and records each object's kind, name, namespace and scope. A chart whose release name or namespace
+release tag (the copies under ../shared/reference/charts, then ../shared/reference/charts-staged, or --charts DIR)
+with the values, the `skipCrds` and the post-renderer the program passes, and records each object's kind, name,
+namespace and scope. A chart whose release name or namespace
 is set per release (the endpoint picker: one per workload) records `{release}` and `{namespace}` in their place.
 
 The chart sources are the repositories at their tags, not the published OCI archives: the release pipelines rewrite
 only the version and image fields of Chart.yaml/values.yaml (e.g. kubernetes-sigs/lws hack/push-chart.sh), which the
 stack's values set anyway.
 
-A chart whose source is not at hand (KEDA's: kedacore/charts is in no reference copy) is not rendered: its recorded
-entry is kept as it is, and the run says so (`--check` compares only what it rendered and names the rest). A chart
-with neither a source nor a record is an error.
+A chart is looked for in `charts/`, then in `charts-staged/` (a chart staged there until it moves to `charts/`:
+KEDA's, SOURCES.md). A chart whose source is not at hand (a clone without ../shared/reference) is not rendered: its
+recorded entry is kept as it is, and the run says so (`--check` compares only what it rendered and names the rest). A
+chart with neither a source nor a record is an error.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,9 +91,22 @@ def source(chart: str, version: str) -> str:
     return f"{repo.format(version=version)}:{path}"
 
 
-def chart_dir(charts: Path, chart: str, version: str) -> Path:
+# Where the chart sources are looked for, in order: the chart sources at their tags, then a chart staged beside them
+# until it moves there (../shared/reference/SOURCES.md "charts/": charts-staged/keda-2.20.2).
+CHART_FOLDERS = ("charts", "charts-staged")
+Charts = Path | Sequence[Path]  # one folder of chart sources (--charts), or several looked in in order
+
+
+def roots(charts: Charts) -> tuple[Path, ...]:
+    return (charts,) if isinstance(charts, Path) else tuple(charts)
+
+
+def chart_dir(charts: Charts, chart: str, version: str) -> Path:
+    """The chart's source folder: in the first of `charts` that holds it (its Chart.yaml), else where the first
+    would hold it."""
     folder, _, path = SOURCES[chart_name(chart)]
-    return charts / folder.format(version=version) / path
+    candidates = [root / folder.format(version=version) / path for root in roots(charts)]
+    return next((c for c in candidates if (c / "Chart.yaml").is_file()), candidates[0])
 
 
 # ---- the releases the stacks register ----------------------------------------------------------------------------
@@ -104,6 +120,7 @@ class Release:
     namespace: str
     values: dict[str, Any]
     skip_crds: bool
+    postrender: str | None = None  # the release's post-renderer, a path from the project root
 
     @property
     def key(self) -> str:
@@ -122,6 +139,7 @@ def releases_of(recording: Recording) -> list[Release]:
                 str(inputs["namespace"]),
                 inputs.get("values") or {},
                 bool(inputs.get("skipCrds")),
+                inputs.get("postrender") or None,
             )
         )
     return out
@@ -176,11 +194,18 @@ def find_helm() -> str | None:
     return None
 
 
-def charts_root() -> Path:
-    return crds.reference_dir() / "charts"
+def chart_metadata(folder: Path) -> dict[str, Any]:
+    """A chart folder's Chart.yaml."""
+    meta: dict[str, Any] = yaml.safe_load((folder / "Chart.yaml").read_text()) or {}
+    return meta
 
 
-def helm_template(helm: str, charts: Path, release: Release) -> list[dict[str, Any]]:
+def charts_root() -> tuple[Path, ...]:
+    """The folders of chart sources in the reference folder, in the order they are looked in (CHART_FOLDERS)."""
+    return tuple(crds.reference_dir() / folder for folder in CHART_FOLDERS)
+
+
+def helm_template(helm: str, charts: Charts, release: Release) -> list[dict[str, Any]]:
     """The objects `helm template` renders for a release from the chart source (a copy, so that a local dependency
     such as llm-d-router-gateway's routerlib can be vendored into it)."""
     src = chart_dir(charts, release.chart, release.version)
@@ -191,13 +216,16 @@ def helm_template(helm: str, charts: Path, release: Release) -> list[dict[str, A
         work = Path(tmp) / "src"
         shutil.copytree(src.parent, work)
         chart = work / src.name
-        deps = (yaml.safe_load((chart / "Chart.yaml").read_text()) or {}).get("dependencies") or []
+        deps = chart_metadata(chart).get("dependencies") or []
         if deps:
             subprocess.run([helm, "dependency", "update", str(chart)], check=True, capture_output=True, text=True)
         values = Path(tmp) / "values.json"
         values.write_text(json.dumps(release.values))
         command = [helm, "template", release.name, str(chart), "--namespace", release.namespace, "-f", str(values)]
         command.append("--skip-crds" if release.skip_crds else "--include-crds")
+        if release.postrender:
+            # as the provider runs it: the path from the project root (stacks/metrics_adapters/entry.py)
+            command += ["--post-renderer", str(ROOT / release.postrender)]
         result = subprocess.run(command, check=True, capture_output=True, text=True)
     # libyaml's loader where PyYAML has it: a chart's CRDs run to megabytes, which the pure-Python loader takes
     # seconds to read (the same objects either way)
@@ -236,19 +264,21 @@ def record_objects(release: Release, objects: list[dict[str, Any]], templated: b
     return sorted(out, key=lambda r: (not r["clusterScoped"], r["kind"], r["namespace"] or "", r["name"]))
 
 
-def has_source(charts: Path, release: Release) -> bool:
+def has_source(charts: Charts, release: Release) -> bool:
     return (chart_dir(charts, release.chart, release.version) / "Chart.yaml").is_file()
 
 
 def render_at_hand(
-    helm: str, charts: Path, releases: dict[str, Release], recorded: dict[str, Any]
+    helm: str, charts: Charts, releases: dict[str, Release], recorded: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """(the record: every release whose chart source is at hand rendered afresh, the others' recorded entries kept;
     one line per release not rendered, saying why). Raises FileNotFoundError for a release with neither."""
     absent = {k: r for k, r in releases.items() if not has_source(charts, r)}
     lost = [k for k in absent if k not in recorded.get("charts", {})]
     if lost:
-        raise FileNotFoundError(f"no chart source and no record for {', '.join(sorted(lost))} (under {charts})")
+        raise FileNotFoundError(
+            f"no chart source and no record for {', '.join(sorted(lost))} (under {' or '.join(map(str, roots(charts)))})"
+        )
     fresh = render_all(helm, charts, {k: r for k, r in releases.items() if k not in absent})
     fresh["charts"].update({k: recorded["charts"][k] for k in absent})
     kept = [
@@ -258,7 +288,7 @@ def render_at_hand(
     return fresh, kept
 
 
-def render_all(helm: str, charts: Path, releases: dict[str, Release]) -> dict[str, Any]:
+def render_all(helm: str, charts: Charts, releases: dict[str, Release]) -> dict[str, Any]:
     pins = pinned_charts()
     records = {}
     for k, release in sorted(releases.items()):
@@ -327,12 +357,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare a fresh render with the record; exit 1 if not")
     parser.add_argument("--fetch-helm", action="store_true", help=f"download the pinned Helm into {HELM_CACHE}")
-    parser.add_argument("--charts", type=Path, default=None, help="chart sources (default ../shared/reference/charts)")
+    parser.add_argument(
+        "--charts",
+        type=Path,
+        default=None,
+        help="chart sources (default ../shared/reference/charts, then charts-staged)",
+    )
     args = parser.parse_args(argv)
     if args.fetch_helm:
         print(f"helm -> {fetch_helm()}")
         return 0
-    helm, charts = find_helm(), args.charts or charts_root()
+    helm = find_helm()
+    charts: Charts = args.charts or charts_root()
     if helm is None:
         print(
             "no helm: set HELM, put it on PATH, or run `python -m tooling.chart_objects --fetch-helm`", file=sys.stderr

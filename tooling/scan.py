@@ -230,26 +230,28 @@ def chart_renderer(unscanned: set[str] | None = None) -> tuple[Any, str]:
     helm, charts = chart_objects.find_helm(), chart_objects.charts_root()
     if helm is None:
         return None, "Helm charts NOT scanned: no helm (set HELM, put it on PATH, or run `make helm`)"
-    if not charts.is_dir():
-        return None, f"Helm charts NOT scanned: no chart sources at {charts} (../shared/reference beside the clone)"
+    if not any(root.is_dir() for root in chart_objects.roots(charts)):
+        where = " or ".join(str(root) for root in chart_objects.roots(charts))
+        return None, f"Helm charts NOT scanned: no chart sources at {where} (../shared/reference beside the clone)"
     cache: dict[str, list[dict[str, Any]]] = {}
 
     def render(release: Any) -> list[dict[str, Any]]:
         if not chart_objects.has_source(charts, release):
-            # A chart the reference folder does not carry (KEDA's): nothing to render, so nothing scanned; the
+            # A chart the reference folder does not carry : nothing to render, so nothing scanned; the
             # scan's last line names it (`unscanned`), and its record (tooling/data/chart_objects.json) stays as made
             # where the source was.
             if unscanned is not None:
                 unscanned.add(f"{chart_objects.chart_name(release.chart)}@{release.version}")
             return []
         k = json.dumps(
-            [release.chart, release.version, release.name, release.namespace, release.values], sort_keys=True
+            [release.chart, release.version, release.name, release.namespace, release.values, release.postrender],
+            sort_keys=True,
         )
         if k not in cache:
             cache[k] = chart_objects.helm_template(helm, charts, release)
         return cache[k]
 
-    return render, f"Helm charts rendered with {helm} from {charts}"
+    return render, f"Helm charts rendered with {helm} from {' and '.join(map(str, chart_objects.roots(charts)))}"
 
 
 def chart_files(recording: Any, render: Any, scanned: set[str] | None = None) -> dict[str, dict[str, Target]]:

@@ -18,6 +18,13 @@ modes checked:
   delete removes it first, and its own delete, with its finalizers' clean-up, never runs).
 - orphan: a custom resource the new run keeps or creates whose CustomResourceDefinition the old run applied and the
   new run deletes.
+
+A Helm release is one resource to Pulumi but installs many objects, and an object it installs collides with a stack
+resource like any other: Helm refuses to install over an object it does not own ("invalid ownership metadata",
+helm/helm@v3.17.3 pkg/action/validate.go existingResourceConflict) and its uninstall deletes every object of the
+release's manifest (pkg/action/uninstall.go). So each release is expanded into what it installs (`with_charts`: the
+record of the pinned Helm's render of its chart with the stack's values, tooling/chart_objects.py), each object a
+registration under the release: created, updated and deleted with it.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tooling import chart_objects
 from tooling.offline import Recording, Registration
 from tooling.recreate import field_changes
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 # Built-in groups (pulumi-kubernetes types): anything else under kubernetes: is a custom resource.
 BUILTIN_GROUPS = {
@@ -48,6 +57,43 @@ BUILTIN_GROUPS = {
     "yaml",
     "yaml/v2",
 }
+
+
+def installed_by(release: Registration) -> list[Registration]:
+    """What a Helm release installs (the chart_objects record), one registration per object under the release, with
+    its dependencies. A CRD carries its group (`<plural>.<group>`), as crd_sources reads it."""
+    inputs = release.inputs
+    objects = chart_objects.installed(
+        str(inputs["chart"]), str(inputs["version"]), str(inputs["name"]), str(inputs["namespace"])
+    )
+    if objects is None:
+        raise KeyError(f"{inputs['chart']}@{inputs['version']} is not recorded: run `make chart-objects`")
+    out = []
+    for obj in objects:
+        group_version = obj["apiVersion"] if "/" in obj["apiVersion"] else f"core/{obj['apiVersion']}"
+        meta = {"name": obj["name"], **({"namespace": obj["namespace"]} if obj["namespace"] else {})}
+        body: dict[str, Any] = {"metadata": meta}
+        if obj["kind"] == "CustomResourceDefinition":
+            body["spec"] = {"group": obj["name"].split(".", 1)[1]}
+        type_ = f"kubernetes:{group_version}:{obj['kind']}"
+        where = f"{obj['kind']}/{obj['namespace'] or ''}/{obj['name']}"
+        out.append(
+            Registration(
+                type_,
+                f"{release.name}[{where}]",
+                f"{release.urn}$chart::{where}",
+                True,
+                body,
+                parent=release.urn,
+                dependencies=list(release.dependencies),
+            )
+        )
+    return out
+
+
+def with_charts(rec: Recording) -> Recording:
+    """`rec` with every Helm release expanded into what it installs (module docstring)."""
+    return Recording([r for reg in rec.resources for r in [reg, *(installed_by(reg) if reg.type == RELEASE else [])]])
 
 
 def _group_kind(reg: Registration) -> tuple[str, str]:
@@ -141,7 +187,9 @@ def _get(data: Any, dotted: str) -> Any:
 
 
 def problems(old: Recording, new: Recording) -> Iterator[str]:
-    """Every problem of the transition from the run `old` to the run `new` (module docstring)."""
+    """Every problem of the transition from the run `old` to the run `new` (module docstring), each Helm release
+    expanded into what it installs."""
+    old, new = with_charts(old), with_charts(new)
     old_urns = {r.urn: r for r in old.resources}
     new_urns = {r.urn: r for r in new.resources}
     removed = [r for u, r in old_urns.items() if u not in new_urns]

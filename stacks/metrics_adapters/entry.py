@@ -59,12 +59,21 @@ class Grant:
     service_account: str
 
 
+# The Helm post-renderer (a path from the project root, where Pulumi runs its providers: pulumi/pulumi
+# pkg/engine/project.go getPwdMain, sdk/go/common/resource/plugin/plugin.go execPlugin cmd.Dir) that takes every
+# APIService out of a chart's manifest: the stack registers them (api_service), whichever adapter serves them.
+DROP_API_SERVICES = "scripts/helm_postrender_drop_apiservices.py"
+
+
 @dataclass(frozen=True)
 class Chart:
     """A Helm release of a pinned chart with the stack's values, into the adapter namespace (managed by the stack)."""
 
     chart: ChartVersion
     values: dict[str, Any]
+    # a post-renderer the release runs over the chart's manifests (DROP_API_SERVICES for a chart that renders an
+    # APIService whatever its values), None for none
+    postrender: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +118,6 @@ class MetricsAdapter:
     # whether workloads scale through a KEDA ScaledObject (which makes the HPA, and may scale to zero) instead of
     # an HPA of their own (stacks.workload_plan.autoscaler_manifest)
     scaled_objects: bool = False
-    # whether its chart renders its APIService itself, with no value to turn that off (KEDA's
-    # templates/metrics-server/apiservice.yaml): switching to or from it is two `pulumi up`s, through `none`, as
-    # Helm will not adopt the APIService another adapter's stack resource holds (docs/autoscaling.md)
-    api_from_chart: bool = False
 
     def serves(self, metric: HpaMetric) -> bool:
         return metric.origin in self.origins and (self.ratios or metric.denominator is None)
@@ -147,7 +152,11 @@ def role_ref(kind: str, name: str) -> dict[str, str]:
 # The adapters register the same cluster-scoped objects (the APIService `v1beta1.external.metrics.k8s.io`, the HPA
 # controller's reader role): each is a stack resource under the same key in every adapter's build, so switching
 # `monitoring.adapter` updates it in place (same URN) instead of deleting one owner's object while the other
-# creates it (which Helm refuses to adopt, or the API server answers AlreadyExists).
+# creates it (which Helm refuses to adopt, or the API server answers AlreadyExists). Pulumi creates and updates in
+# dependency order and deletes what left the program last (pulumi/pulumi pkg/resource/deploy), so a chart that
+# rendered the APIService would be installed over the stack's object on the way to it and, uninstalled at the end of
+# the way back, delete it: a chart that renders one whatever its values (KEDA's) runs DROP_API_SERVICES, and every
+# APIService has one owner, the stack, in every mode.
 
 # external.metrics.k8s.io serves one resource per metric name, so the HPA controller's role names them all
 # (upstream adapter_new_resource_model.yaml); the group holds no Secrets.

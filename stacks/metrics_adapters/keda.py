@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming, pod_security
-from stacks.metrics import HpaMetric, quantity
+from stacks.metrics import HpaMetric
 from stacks.metrics_adapters.entry import (
+    DROP_API_SERVICES,
     EXTERNAL_METRICS_API,
     NAMESPACE,
     SYSTEM_POOL,
@@ -35,6 +36,7 @@ from stacks.metrics_adapters.entry import (
     Grant,
     MetricsAdapter,
     Part,
+    api_service,
     meta,
 )
 from stacks.versions import ChartVersion
@@ -45,6 +47,8 @@ API_VERSION = "keda.sh/v1alpha1"
 # keda chart values.yaml `service.portHttpsTarget: 6443`: the metrics API server's container port
 PORT = 6443
 OPERATOR = "keda-operator"  # the chart's operator ServiceAccount name (values.yaml serviceAccount.operator.name)
+# the metrics server's Service: `<operator.name>-metrics-apiserver` (templates/metrics-server/service.yaml)
+METRICS_SERVER = "keda-operator-metrics-apiserver"
 GRANT = "keda-operator-monitoring-viewer"
 TRIGGER_AUTH = "gmp-workload-identity"  # the ClusterTriggerAuthentication every trigger names
 # apis/keda/v1alpha1/scaledobject_types.go PausedReplicasAnnotation: KEDA holds the target at this count and stops
@@ -60,6 +64,7 @@ COOLDOWN_SECONDS = 300
 # keda chart values.yaml: podSecurityContext runAsNonRoot; every container drops ALL capabilities, no privilege
 # escalation, read-only root filesystem, seccomp RuntimeDefault: Pod Security `restricted`.
 CHART_LEVEL = pod_security.RESTRICTED
+IMAGE_UID = 65532  # kedacore/keda@v2.20.2 Dockerfile, Dockerfile.adapter: USER 65532:65532
 
 
 def from_zero_budget(from_zero_s: float) -> int:
@@ -103,6 +108,13 @@ def values(chart: ChartVersion, operator_sa: str) -> dict[str, Any]:
     return {
         # the stack applies the CRDs (AddonCrds, from kedacore/keda at the tag): an upgrade updates them
         "crds": {"install": False},
+        # The stack registers the APIService v1beta1.external.metrics.k8s.io (entry.api_service, with
+        # insecureSkipTLSVerify as for the other adapters; the chart's own is post-rendered away), so the operator
+        # must not inject its CA into it: the API server refuses a caBundle beside insecureSkipTLSVerify
+        # (kubernetes pkg/apis/apiregistration/validation ValidateAPIServiceSpec). values.yaml
+        # certificates.operator.apiServicePatching -> templates/manager/deployment.yaml --enable-apiservice-patching,
+        # read by cmd/operator/main.go into pkg/certificates CertManager.EnableAPIServicePatching.
+        "certificates": {"operator": {"apiServicePatching": {"enabled": False}}},
         "image": {
             "keda": {**image, "repository": "kedacore/keda"},
             "metricsApiServer": {**image, "repository": "kedacore/keda-metrics-apiserver"},
@@ -117,6 +129,11 @@ def values(chart: ChartVersion, operator_sa: str) -> dict[str, Any]:
         "serviceAccount": {"operator": {"create": False, "name": operator_sa}},
         # templates/*/deployment.yaml: `.Values.<component>.nodeSelector | default .Values.nodeSelector`
         "nodeSelector": dict(naming.SYSTEM_POOL_SELECTOR),
+        # the images' own non-root user, stated (the chart sets runAsNonRoot only): kedacore/keda@v2.20.2 Dockerfile
+        # and Dockerfile.adapter `USER 65532:65532` (distroless nonroot)
+        "podSecurityContext": {
+            component: {"runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID} for component in ("operator", "metricServer")
+        },
     }
 
 
@@ -134,14 +151,20 @@ def build(ctx: AdapterContext) -> AdapterBuild:
         grants=[Grant(GRANT, "roles/monitoring.viewer", operator_sa)],
         parts=[
             Part("keda-operator-sa", account, after=(NAMESPACE,)),
-            # the chart renders the APIService v1beta1.external.metrics.k8s.io and the HPA controller's reader
-            # role itself (templates/metrics-server/apiservice.yaml, clusterrole.yaml): no values turn them off
+            # The chart renders the APIService v1beta1.external.metrics.k8s.io whatever its values
+            # (templates/metrics-server/apiservice.yaml); the release post-renders it away and the stack registers
+            # it, as for every adapter, under the shared key once the metrics server serves: one owner in every
+            # mode, so switching to or from KEDA updates it in place (entry.py). The HPA controller's reader role
+            # is the chart's (templates/metrics-server/clusterrole.yaml, another name than the stack's).
             Part(
                 NAME,
-                Chart(chart, values(chart, operator_sa)),
+                Chart(chart, values(chart, operator_sa), postrender=DROP_API_SERVICES),
                 after=(NAMESPACE, "keda-operator-sa", GRANT, SYSTEM_POOL),
                 serves_api=True,
             ),
+            # as the chart's: kedacore/charts@v2.20.2 keda/templates/metrics-server/apiservice.yaml (service
+            # `<operator.name>-metrics-apiserver`, port service.portHttps 443, priorities 100/100)
+            api_service(EXTERNAL_METRICS_API, "v1beta1", 100, METRICS_SERVER, ctx.namespace, after=(NAME,)),
             Part("trigger-auth", trigger_auth, after=(NAME,), serves_api=True),
         ],
         chart_levels=(CHART_LEVEL,),
@@ -193,9 +216,21 @@ def query(metric: HpaMetric, scope: Scope) -> str:
     return f"sum(sum by (node) ({used}) / sum by (node) ({total}))"
 
 
+def number(value: float) -> str:
+    """A number as a trigger's metadata gives it to a float64 field: KEDA parses the string as JSON
+    (kedacore/keda@v2.20.2:pkg/scalers/scalersconfig/typed_config.go setConfigValueHelper: json.Unmarshal into the
+    field's type), so `0.8`, never a Kubernetes quantity such as `800m`, which fails the trigger and, with it, the
+    whole ScaledObject (no scaler, no HPA)."""
+    as_float = float(value)
+    if not math.isfinite(as_float):
+        raise ValueError(f"{value!r} is not a finite number")
+    # repr: the shortest decimal that reads back as the same float, in JSON's number grammar
+    return str(int(as_float)) if as_float.is_integer() else repr(as_float)
+
+
 def trigger(metric: HpaMetric, target: float, scope: Scope) -> dict[str, Any]:
     """A `prometheus` trigger (pkg/scalers/prometheus_scaler.go prometheusMetadata: serverAddress, query,
-    threshold; `ignoreNullValues` defaults to true, so a series not yet exported reads as 0)."""
+    threshold, a float64; `ignoreNullValues` defaults to true, so a series not yet exported reads as 0)."""
     return {
         "type": "prometheus",
         "name": metric.name.replace(":", "-").replace("_", "-"),
@@ -203,7 +238,7 @@ def trigger(metric: HpaMetric, target: float, scope: Scope) -> dict[str, Any]:
         "metadata": {
             "serverAddress": gmp_api(scope.project),
             "query": query(metric, scope),
-            "threshold": quantity(target),
+            "threshold": number(target),
         },
     }
 
@@ -229,5 +264,4 @@ ADAPTER = MetricsAdapter(
     metric_spec=metric_spec,
     build=build,
     scaled_objects=True,
-    api_from_chart=True,
 )

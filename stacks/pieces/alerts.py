@@ -151,7 +151,8 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
     """No ready replica, pods Pending (TPU capacity), the autoscaler at its maximum, requests waiting above the HPA's
     target, HBM near full: what every serving workload has (each where it applies)."""
     ns, name = w.namespace, w.name
-    hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=name)
+    # the HPA that scales it: its own, or the one KEDA makes for its ScaledObject (WorkloadPlan.hpa_name)
+    hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=w.hpa_name)
     rules = (
         []
         if not w.serves_requests
@@ -189,7 +190,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                 alerts.AT_MAX_MINUTES,
                 TICKET,
                 f"current replicas at the HPA's maxReplicas for {alerts.AT_MAX_MINUTES} min",
-                f"kubectl -n {ns} describe hpa {name}",
+                f"kubectl -n {ns} describe hpa {w.hpa_name}",
             )
         )
         target = queue_target(w)
@@ -204,7 +205,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                     config.queue_minutes,
                     TICKET,
                     f"{queue} per replica above the HPA target {target:g} for {config.queue_minutes} min",
-                    f"kubectl -n {ns} describe hpa {name}; kubectl -n {ns} get pods",
+                    f"kubectl -n {ns} describe hpa {w.hpa_name}; kubectl -n {ns} get pods",
                 )
             )
     if tpu_metrics:
