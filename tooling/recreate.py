@@ -31,10 +31,13 @@ REVIEWED_TYPES = (
     "gcp:compute/subnetwork:Subnetwork",
 )
 # Inputs that are not ForceNew but that the provider never updates: a change plans as an in-place update that does
-# nothing, so the resource keeps its old value. hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/
-# services/container/resource_container_node_pool.go reads placement_policy only in expandNodePool (create) and
-# nodePoolUpdate has no HasChange for it: a TPU slice's new topology needs the pool recreated.
-NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy",)}
+# nothing, so the resource keeps its old value (and, read back after the update, diffs again on the next preview).
+# hashicorp/terraform-provider-google-beta@v7.45.0 (and @93c65b2d60, the 8.x line):google-beta/services/container/
+# resource_container_node_pool.go reads placement_policy and maintenance_policy only in expandNodePool (create), and
+# nodePoolUpdate has no HasChange for either: a TPU slice's new topology needs the pool recreated; the node pool's
+# upgrade exclusion is left to the cluster's (components/tpu_pool.py CREATE_ONLY). Every registered node pool either
+# replaces on each of these or ignores it (tests/test_provider_schema.py).
+NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy", "maintenancePolicies")}
 MISSING = object()
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 TPU_POOL_PARENT = "tpu-serving:tpu:TpuSlicePool"

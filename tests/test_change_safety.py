@@ -1,0 +1,141 @@
+"""Changes to a live stack that used to succeed and silently break something, and serving that did not survive a
+fault (issue 36, items 5-12). Each test names the upstream source of the rule it encodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, STACK_FILES, make_config, recorded
+from tooling import render
+from tooling.offline import Recording
+from tooling.recreate import NOT_UPDATED, protected_needs, read_render, recreations, review
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+TPU_POOL = "tpu-serving:tpu:TpuSlicePool"
+
+
+def _render(text: str, tmp_path: Path, name: str) -> Path:
+    stack = tmp_path / name / f"Pulumi.{'prod' if 'prod' in name else 'dev'}.yaml"
+    stack.parent.mkdir(parents=True)
+    stack.write_text(text)
+    files = render.render_stack(stack)[2]
+    out = tmp_path / "out" / name / render.stack_name(stack)
+    render.write(files, out)
+    return out
+
+
+def _tpu_node_pools(rec: Recording) -> list[Any]:
+    parents = {r.urn for r in rec.of_type(TPU_POOL)}
+    return [r for r in rec.of_type(NODE_POOL) if r.parent in parents]
+
+
+# ---- item 5: the upgrade hold is a cluster exclusion, which an update can change ---------------------------------
+
+
+def _exclusions(rec: Recording) -> Any:
+    return (rec.one(CLUSTER).inputs.get("maintenancePolicy") or {}).get("maintenanceExclusions")
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_toggling_the_hold_changes_only_what_the_provider_updates(run, hold):
+    """hashicorp/terraform-provider-google-beta@v7.45.0 (and @93c65b2d60, the 8.x line the pulumi-gcp 10.2.0 SDK
+    matches): google-beta/services/container/resource_container_node_pool.go reads maintenance_policy only in
+    expandNodePool (create); nodePoolUpdate has no HasChange for it and resourceContainerNodePoolUpdate ends with a
+    read. So turning the hold on or off must change no node pool input (it would be a no-op update, diffed forever),
+    and must change the cluster's exclusion, which the cluster's update sends (maintenance_policy is updatable)."""
+    on = run(make_config(tpu_serving__cluster={"maintenance": {"holdMinorAndNodeUpgrades": hold}}))
+    off = run(make_config(tpu_serving__cluster={"maintenance": {"holdMinorAndNodeUpgrades": not hold}}))
+    assert bool(_exclusions(on)) == hold and bool(_exclusions(off)) == (not hold)
+    pools_on = {r.name: r.inputs for r in on.of_type(NODE_POOL)}
+    pools_off = {r.name: r.inputs for r in off.of_type(NODE_POOL)}
+    assert pools_on == pools_off
+
+
+def test_dev_to_prod_holds_existing_tpu_pools_through_the_cluster(run):
+    """dev -> prod turns the hold on (its profile's default): the TPU node pools already exist, so only the cluster
+    exclusion can hold them; its scope must include node upgrades (GKE API MaintenanceExclusionOptions.Scope
+    NO_MINOR_OR_NODE_UPGRADES "also exclude all node pool upgrades", container v1 discovery document)."""
+    prod = run(make_config(tpu_serving__environment="prod"), stack="prod")
+    (exclusion,) = _exclusions(prod)
+    assert exclusion["exclusionOptions"]["scope"] == "NO_MINOR_OR_NODE_UPGRADES"
+
+
+def test_a_capacity_list_leaving_does_not_narrow_the_hold(run):
+    """Item 8: a pool going from a capacity list to one capacity used to narrow the cluster's exclusion to
+    NO_MINOR_UPGRADES while the node pools GKE created for the list still served; now the scope never depends on
+    the pools."""
+    listed = {
+        "name": "v5e-2x4",
+        "tpu": "v5e",
+        "topology": "2x4",
+        "zone": "us-east5-a",
+        "capacity": ["spot", "on-demand"],
+        "autoscaling": {"minNodes": 0, "maxNodes": 3},
+    }
+    held = {"maintenance": {"holdMinorAndNodeUpgrades": True}, "minMasterVersion": "1.35.0-gke.1000000"}
+    with_list = run(make_config(tpu_serving__cluster=held, tpu_serving__tpuPools=[listed]))
+    single = run(make_config(tpu_serving__cluster=held, tpu_serving__tpuPools=[{**listed, "capacity": "spot"}]))
+    assert _exclusions(with_list) == _exclusions(single)
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+def test_every_node_pool_replaces_or_ignores_what_the_provider_never_updates(path):
+    """tooling/recreate.NOT_UPDATED (the provider's nodePoolUpdate never sends placement_policy nor
+    maintenance_policy): a field sent replaces the pool on change; a TPU node pool ignores its create-only upgrade
+    exclusion, which a pool created by an earlier version carries (no perpetual diff)."""
+    rec = recorded(path, True)
+    tpu = {r.urn for r in _tpu_node_pools(rec)}
+    for reg in rec.of_type(NODE_POOL):
+        for field in NOT_UPDATED[NODE_POOL]:
+            if field in reg.inputs:
+                assert field in reg.replace_on_changes, (reg.name, field)
+        if reg.urn in tpu:
+            assert "maintenancePolicies" in reg.ignore_changes, reg.name
+
+
+def test_the_review_does_not_flag_a_legacy_pool_exclusion(tmp_path):
+    """A render from before (node pools sending their own exclusion) against now: the field is ignored, so the
+    review names no change of it (and `pulumi up` proposes none)."""
+    prod = (ROOT / "Pulumi.dev.yaml").read_text().replace("environment: dev", "environment: prod")
+    new = read_render(_render(prod, tmp_path, "prod-new"))
+    old = {k: {**v, "inputs": dict(v["inputs"])} for k, v in new.items()}
+    for key, body in old.items():
+        if body["type"] == NODE_POOL and "tpu-pool" in str(body["inputs"].get("nodeConfig")):
+            body["inputs"]["maintenancePolicies"] = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
+    assert recreations(old, new) == []
+
+
+# ---- item 6: a single-host pool's shape is a replacement the review shows and `protect` stops -------------------
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("topology: 2x4", "topology: 2x2"),  # ct5lp-hightpu-8t -> ct5lp-hightpu-4t
+        ("tpu: v5e\n      topology: 2x4", "tpu: v6e\n      topology: 2x4"),  # -> ct6e-standard-8t
+    ],
+    ids=["topology", "generation"],
+)
+def test_a_single_host_pool_shape_change_is_a_replacement_prod_refuses(tmp_path, edit):
+    """google-beta node_config.go: machine_type is Optional+Computed, not ForceNew, and nodePoolNodeConfigUpdate
+    sends it in an UpdateNodePool (v7.45.0 and 93c65b2d60): left alone, a single-host pool's new shape is an
+    in-place machine-type migration of the serving nodes that the review counts as 0 recreations and `protect` does
+    not stop. The stack replaces instead (replaceOnChanges), so the review names it and prod refuses it."""
+    prod = (ROOT / "Pulumi.dev.yaml").read_text().replace("environment: dev", "environment: prod")
+    old = _render(prod, tmp_path, "prod-old")
+    new = _render(prod.replace(*edit), tmp_path, "prod-new")
+    lines = review(old, new)
+    (change,) = [line for line in lines if "nodeConfig.machineType" in line]
+    assert change.startswith("gcp:container/nodePool:NodePool tpu-v5e-2x4: nodeConfig.machineType ct5lp-hightpu-8t")
+    assert change.endswith("(replaces it: replaceOnChanges)")
+    (need,) = protected_needs(read_render(old), read_render(new), recreations(old, new), "prod")
+    assert need.startswith("gcp:container/nodePool:NodePool tpu-v5e-2x4: `pulumi up` refuses: it is protected")
+
+
+def test_every_tpu_node_pool_replaces_on_a_machine_type_change(run):
+    for reg in _tpu_node_pools(run(make_config())):
+        assert "nodeConfig.machineType" in reg.replace_on_changes, reg.name
