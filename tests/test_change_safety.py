@@ -139,3 +139,81 @@ def test_a_single_host_pool_shape_change_is_a_replacement_prod_refuses(tmp_path,
 def test_every_tpu_node_pool_replaces_on_a_machine_type_change(run):
     for reg in _tpu_node_pools(run(make_config())):
         assert "nodeConfig.machineType" in reg.replace_on_changes, reg.name
+
+
+# ---- item 9: a disruption restarts Saxml's model servers without using up maxRestarts -----------------------------
+
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+# kubernetes-sigs/jobset@v0.10.1:pkg/webhooks/jobset_webhook.go: ruleNameFmt and validOnJobFailureReasons
+# (batchv1.JobReason*: BackoffLimitExceeded, DeadlineExceeded, FailedIndexes, MaxFailedIndexesExceeded,
+# PodFailurePolicy)
+RULE_NAME = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+JOB_FAILURE_REASONS = {
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "FailedIndexes",
+    "MaxFailedIndexesExceeded",
+    "PodFailurePolicy",
+}
+
+
+def _saxml_jobsets() -> list[Any]:
+    out = []
+    for path in STACK_FILES:
+        rec = recorded(path, False)
+        out += [r for r in rec.of_type(JOBSET) if r.inputs["metadata"]["name"].endswith("-model-server")]
+    assert out, "no example runs Saxml"
+    return out
+
+
+def test_a_saxml_disruption_restarts_the_jobset_without_counting():
+    """kubernetes-sigs/jobset@v0.10.1:site/static/examples/failure-policy/host-maintenance-event-model.yaml (and
+    site/content/en/docs/tasks/failure_policy.md): a pod with the DisruptionTarget condition fails its Job through
+    the Job's podFailurePolicy (reason PodFailurePolicy), and a JobSet rule on that reason restarts it with
+    RestartJobSetAndIgnoreMaxRestarts. Before, every eviction or host event used one of maxRestarts, which never
+    resets: the cell stopped for good at its fifth disruption. The JobSet is validated against the CRD at the
+    pinned tag by tests/test_saxml.py test_saxml_objects_validate (the CRD requires onPodConditions[].status)."""
+    import re
+
+    for jobset in _saxml_jobsets():
+        spec = jobset.inputs["spec"]
+        rules = spec["failurePolicy"]["rules"]
+        first = rules[0]  # rules are evaluated in order, the first match wins (the CRD's description)
+        assert first["action"] == "RestartJobSetAndIgnoreMaxRestarts"
+        assert first["onJobFailureReasons"] == ["PodFailurePolicy"]
+        assert all(re.fullmatch(RULE_NAME, r["name"]) and 1 <= len(r["name"]) <= 128 for r in rules)
+        assert all(set(r.get("onJobFailureReasons", [])) <= JOB_FAILURE_REASONS for r in rules)
+        assert spec["failurePolicy"]["maxRestarts"] >= 0  # still bounds the failures that are not disruptions
+        for job in spec["replicatedJobs"]:
+            job_spec = job["template"]["spec"]
+            (rule,) = job_spec["podFailurePolicy"]["rules"]
+            assert rule == {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+            # a Job with a podFailurePolicy needs restartPolicy Never (the JobSet webhook would default OnFailure)
+            assert job_spec["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_saxml_failure_policy_validates_against_the_jobset_crd():
+    """The new failurePolicy and podFailurePolicy against the JobSet CRD at v0.10.1 (../shared/reference/crds, or
+    the recorded schema): the schema every JobSet this stack applies must pass."""
+    from tooling.k8s_objects import kubernetes_objects
+    from tooling.schemas import validate_objects
+
+    path = next(p for p in STACK_FILES if p.name == "Pulumi.saxml-175b.yaml")
+    objects = [o for o in kubernetes_objects(recorded(path, False)) if o["kind"] == "JobSet"]
+    report = validate_objects(objects, "1.34")
+    assert report.ok and not report.unchecked and report.checked == len(objects), report.errors
+
+
+# ---- item 11: one Saxml admin server at a time -------------------------------------------------------------------
+
+
+def test_the_saxml_admin_server_is_never_two_during_a_rollout():
+    """google/saxml@v1.1.0: saxml/common/addr.go SetAddr blocks on env.Get().Lead, and saxml/common/platform/
+    cloud.go's Lead is a process-local mutex (muLeader): no election across pods, so two admin servers of one cell
+    both write its location file. A Deployment's default RollingUpdate surges a second pod (maxSurge 25%, rounded
+    up: kubernetes.io/docs/concepts/workloads/controllers/deployment/#max-surge); Recreate never does."""
+    for path in STACK_FILES:
+        for reg in recorded(path, False).of_type("kubernetes:apps/v1:Deployment"):
+            if reg.inputs["metadata"]["name"].endswith("-admin") and "sax-admin-server" in str(reg.inputs):
+                assert reg.inputs["spec"]["strategy"] == {"type": "Recreate"}, reg.name
+                assert reg.inputs["spec"]["replicas"] <= 1
