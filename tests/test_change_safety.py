@@ -217,3 +217,44 @@ def test_the_saxml_admin_server_is_never_two_during_a_rollout():
             if reg.inputs["metadata"]["name"].endswith("-admin") and "sax-admin-server" in str(reg.inputs):
                 assert reg.inputs["spec"]["strategy"] == {"type": "Recreate"}, reg.name
                 assert reg.inputs["spec"]["replicas"] <= 1
+
+
+# ---- item 12: no sidecar liveness probe in a LeaderWorkerSet whose group restarts on any container restart ----------
+
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+
+
+def test_no_lws_restarts_a_whole_slice_group_for_a_sidecar():
+    """kubernetes-sigs/lws@v0.7.0: pkg/controllers/pod_controller.go handleRestartPolicy deletes the group's leader
+    (recreating every pod of the group, every host of the slice) when pkg/utils/pod/pod_utils.go ContainerRestarted
+    finds any container with restartCount > 0, under RestartPolicy RecreateGroupOnPodRestart (the CRD's default).
+    jetstream-http's own liveness probe (its root path) restarted it alone in a Deployment, but in a leader it cost a
+    cold start of the whole slice; the engine's probe (/healthcheck, answered through jetstream-http) still sees a
+    hung jetstream-http."""
+    from stacks.workload_plan import JETSTREAM_HTTP_ROOT
+
+    seen = 0
+    for path in STACK_FILES:
+        for lws in recorded(path, False).of_type(LWS):
+            template = lws.inputs["spec"]["leaderWorkerTemplate"]
+            if template.get("restartPolicy", "RecreateGroupOnPodRestart") != "RecreateGroupOnPodRestart":
+                continue
+            for pod in (template.get("leaderTemplate"), template["workerTemplate"]):
+                for container in (pod or {}).get("spec", {}).get("containers", []):
+                    probe = container.get("livenessProbe")
+                    seen += container["name"] == "jetstream-http"
+                    assert not (container["name"] == "jetstream-http" and probe), lws.name
+                    assert not probe or probe.get("httpGet", {}).get("path") != JETSTREAM_HTTP_ROOT, lws.name
+    assert seen, "no example has a jetstream-http sidecar in a LeaderWorkerSet"
+
+
+def test_a_single_host_jetstream_http_keeps_its_liveness_probe():
+    """In a Deployment's pod a container's restart restarts that container only: the cheap fix for a hung server."""
+    path = next(p for p in STACK_FILES if p.name == "Pulumi.all-in-one.yaml")
+    sidecars = [
+        c
+        for d in recorded(path, False).of_type("kubernetes:apps/v1:Deployment")
+        for c in d.inputs["spec"]["template"]["spec"]["containers"]
+        if c["name"] == "jetstream-http"
+    ]
+    assert sidecars and all("livenessProbe" in c for c in sidecars)
