@@ -258,3 +258,84 @@ def test_a_single_host_jetstream_http_keeps_its_liveness_probe():
         if c["name"] == "jetstream-http"
     ]
     assert sidecars and all("livenessProbe" in c for c in sidecars)
+
+
+# ---- item 8: the endpoint picker's recorded objects keep its namespace apart from its release name -----------------
+
+
+def test_the_router_charts_namespace_named_objects_are_recorded_as_the_namespace():
+    """llm-d/llm-d-router@v0.10.0:config/charts/routerlib/templates/_gke.yaml names the metrics reader
+    `printf "%s-%s-metrics-reader" .Release.Namespace .Release.Name`. The record was rendered from a stack whose
+    workload namespace equals the release name, so it took both for the release: a workload in a namespace of
+    another name was reviewed with objects it does not get."""
+    from stacks.versions import LLM_D_ROUTER
+    from tooling import chart_objects
+
+    objects = chart_objects.installed(LLM_D_ROUTER.chart, LLM_D_ROUTER.version, "llama", "serving")
+    assert objects is not None
+    names = {(o["kind"], o["name"]) for o in objects}
+    assert ("ClusterRole", "serving-llama-metrics-reader") in names
+    assert ("ClusterRoleBinding", "serving-llama-metrics-reader-role-binding") in names
+    assert not any("llama-llama" in name for _, name in names), names
+
+
+def test_a_per_release_chart_is_never_recorded_with_its_namespace_equal_to_its_release():
+    from tooling import chart_objects
+
+    release = chart_objects.Release("oci://x/chart", "1.0.0", "same", "same", {}, False)
+    with pytest.raises(ValueError, match="namespace = release name"):
+        chart_objects.record_objects(release, [], templated=True)
+
+
+# ---- item 8: adding, removing or renaming a PathwaysJob replaces its pool's node pools ----------------------------
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("      name: pw\n", "      name: pw2\n"),  # renamed: another node service account
+        ("    - type: pathways-job\n      name: pw\n      pool: v6e-4x4\n", ""),  # removed: the stack's node account
+    ],
+    ids=["renamed", "removed"],
+)
+def test_a_pathways_job_change_replaces_its_pools_node_pools_and_says_so(tmp_path, edit):
+    """A PathwaysJob's pool serves it alone and runs as the workload's own node service account
+    (workloads/pathways_job/component.py): node_config.service_account is ForceNew in google-beta
+    (tooling/data/provider_rules.json), so adding, removing or renaming the job replaces every node pool of its pool.
+    The review names it, and docs/operations.md's table of changes that recreate lists it."""
+    path = next(p for p in STACK_FILES if p.name == "Pulumi.pathways-job.yaml")
+    text = path.read_text()
+    assert edit[0] in text
+    old = _render(text, tmp_path, "pj-old")
+    new = _render(text.replace(*edit), tmp_path, "pj-new")
+    lines = [line for line in recreations(old, new) if "nodeConfig.serviceAccount" in line]
+    assert lines and all(line.startswith("gcp:container/nodePool:NodePool tpu-v6e-4x4-s0:") for line in lines), lines
+    table = (ROOT / "docs" / "operations.md").read_text().split("Changes that recreate", 1)[1].split("\n\n")[1]
+    assert "`pathways-job`" in table and "node service account" in table
+
+
+# ---- items 7, 8, 10: the operations page says what each such change does and its safe procedure -------------------
+
+
+def test_the_operations_page_has_a_row_per_kind_of_change_touched_here():
+    page = (ROOT / "docs" / "operations.md").read_text()
+    section = page.split("## Changes to a live stack: what they do to serving", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| change")]
+    for needle in (
+        "holdMinorAndNodeUpgrades",
+        "capacity list",
+        "single-host pool",
+        "`pathways-job`",
+        "vLLM moved between a single-host and a multi-host pool",
+        "`models[].replicas`",
+        "`checkpoint`",
+        "admin",
+        "disruption of a Saxml model server",
+        "addons.kueue.enabled: false",
+        "PathwaysJob head pod evicted",
+        "PathwaysJob worker pod evicted",
+    ):
+        (row,) = [r for r in rows if needle in r.split(" | ")[0]]
+        assert len(row.split(" | ")) == 3 and all(cell.strip() for cell in row.strip("|").split(" | ")), row
+    # the pathways-job page no longer promises that a drain restarts the job once
+    assert "restarts once" not in (ROOT / "docs" / "workloads" / "pathways-job.md").read_text()

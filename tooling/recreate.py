@@ -151,8 +151,33 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
         options = new[key].get("options") or {}
         ignore, replace_on = list(options.get("ignoreChanges") or []), tuple(options.get("replaceOnChanges") or ())
         changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore, replace_on)
+        changes += account_changes(old[key], new[key], changes)
         lines.extend(f"{key}: {change}" for change in changes)
     return lines
+
+
+ACCOUNT = "gcp:serviceaccount/account:Account"
+# ForceNew inputs a render shows as "(known after apply)" because they are another resource's output: the service
+# account a node pool runs as (node_config.service_account, ForceNew in tooling/data/provider_rules.json) is an
+# Account's email. Unknown on both sides, the values compare equal; the Account the node pool depends on says which.
+ACCOUNT_FIELDS = {"gcp:container/nodePool:NodePool": "nodeConfig.serviceAccount"}
+
+
+def account_changes(old: dict[str, Any], new: dict[str, Any], changes: list[str]) -> list[str]:
+    """`<field> <old account> -> <new account> (replaces it)` when the service account a resource runs as is another
+    Account resource (a PathwaysJob added, removed or renamed on a pool: its nodes run as the workload's account)."""
+    field = ACCOUNT_FIELDS.get(old["type"])
+    if field is None or any(line.startswith(field + " ") for line in changes):
+        return []
+
+    def accounts(body: dict[str, Any]) -> list[str]:
+        deps = (body.get("options") or {}).get("dependsOn") or []
+        return sorted(d.split(" ", 1)[1] for d in deps if d.startswith(ACCOUNT + " "))
+
+    before, after = accounts(old), accounts(new)
+    if before == after or not (before and after):
+        return []
+    return [f"{field} {' '.join(before)} -> {' '.join(after)} (replaces it: another service account)"]
 
 
 # ---- what a replacement or a ComputeClass change needs -------------------------------------------------------
