@@ -103,7 +103,7 @@ def test_the_review_does_not_flag_a_legacy_pool_exclusion(tmp_path):
     prod = (ROOT / "Pulumi.dev.yaml").read_text().replace("environment: dev", "environment: prod")
     new = read_render(_render(prod, tmp_path, "prod-new"))
     old = {k: {**v, "inputs": dict(v["inputs"])} for k, v in new.items()}
-    for key, body in old.items():
+    for body in old.values():
         if body["type"] == NODE_POOL and "tpu-pool" in str(body["inputs"].get("nodeConfig")):
             body["inputs"]["maintenancePolicies"] = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
     assert recreations(old, new) == []

@@ -128,7 +128,9 @@ def test_a_model_published_meanwhile_counts_as_published(capsys):
         def __call__(self, method: str, path: str, body: Any) -> Any:
             if path == "/publish":
                 loaded = {"max_replicas": body["replicas"], "active_replicas": body["replicas"]}
-                self.models.setdefault(body["model"], {**{k: body[k] for k in ("model", "model_path", "checkpoint")}, **loaded})
+                self.models.setdefault(
+                    body["model"], {**{k: body[k] for k in ("model", "model_path", "checkpoint")}, **loaded}
+                )
             return super().__call__(method, path, body)
 
     sax, clock = Racing(), Clock()

@@ -234,7 +234,9 @@ def record_objects(release: Release, objects: list[dict[str, Any]], templated: b
     """The record of what `release` renders; for a per-release chart (`templated`), its release name and namespace
     replaced by placeholders (the release rendered into RECORD_NAMESPACE, so the two never coincide)."""
     if templated and release.namespace == release.name:
-        raise ValueError(f"{release.key}: rendered with namespace = release name ({release.name}): use RECORD_NAMESPACE")
+        raise ValueError(
+            f"{release.key}: rendered with namespace = release name ({release.name}): use RECORD_NAMESPACE"
+        )
 
     def name(text: str) -> str:
         return text.replace(release.namespace, NAMESPACE).replace(release.name, RELEASE) if templated else text

@@ -36,8 +36,10 @@ REVIEWED_TYPES = (
 # resource_container_node_pool.go reads placement_policy and maintenance_policy only in expandNodePool (create), and
 # nodePoolUpdate has no HasChange for either: a TPU slice's new topology needs the pool recreated; the node pool's
 # upgrade exclusion is left to the cluster's (components/tpu_pool.py CREATE_ONLY). Every registered node pool either
-# replaces on each of these or ignores it (tests/test_provider_schema.py).
-NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy", "maintenancePolicies")}
+# replaces on each of these or ignores it (tests/test_change_safety.py).
+NOT_UPDATED: dict[str, tuple[str, ...]] = {
+    "gcp:container/nodePool:NodePool": ("placementPolicy", "maintenancePolicies")
+}
 MISSING = object()
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 TPU_POOL_PARENT = "tpu-serving:tpu:TpuSlicePool"
