@@ -3,29 +3,18 @@ fault (issue 36, items 5-12). Each test names the upstream source of the rule it
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, STACK_FILES, make_config, recorded
-from tooling import render
+from tests.conftest import ROOT, STACK_FILES, make_config, pool, recorded
+from tests.test_review_issue23 import _render
 from tooling.offline import Recording
 from tooling.recreate import NOT_UPDATED, protected_needs, read_render, recreations, review
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 TPU_POOL = "tpu-serving:tpu:TpuSlicePool"
-
-
-def _render(text: str, tmp_path: Path, name: str) -> Path:
-    stack = tmp_path / name / f"Pulumi.{'prod' if 'prod' in name else 'dev'}.yaml"
-    stack.parent.mkdir(parents=True)
-    stack.write_text(text)
-    files = render.render_stack(stack)[2]
-    out = tmp_path / "out" / name / render.stack_name(stack)
-    render.write(files, out)
-    return out
 
 
 def _tpu_node_pools(rec: Recording) -> list[Any]:
@@ -68,14 +57,7 @@ def test_a_capacity_list_leaving_does_not_narrow_the_hold(run):
     """Item 8: a pool going from a capacity list to one capacity used to narrow the cluster's exclusion to
     NO_MINOR_UPGRADES while the node pools GKE created for the list still served; now the scope never depends on
     the pools."""
-    listed = {
-        "name": "v5e-2x4",
-        "tpu": "v5e",
-        "topology": "2x4",
-        "zone": "us-east5-a",
-        "capacity": ["spot", "on-demand"],
-        "autoscaling": {"minNodes": 0, "maxNodes": 3},
-    }
+    listed = pool(tpu="v5e", topology="2x4", capacity=["spot", "on-demand"], autoscaling={"minNodes": 0, "maxNodes": 3})
     held = {"maintenance": {"holdMinorAndNodeUpgrades": True}, "minMasterVersion": "1.35.0-gke.1000000"}
     with_list = run(make_config(tpu_serving__cluster=held, tpu_serving__tpuPools=[listed]))
     single = run(make_config(tpu_serving__cluster=held, tpu_serving__tpuPools=[{**listed, "capacity": "spot"}]))
