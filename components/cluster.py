@@ -94,9 +94,8 @@ def control_plane_access(plan: ClusterPlan) -> dict:
 
 
 # cluster-toolkit's blueprints hold minor and node upgrades the same way (exclusion "no-minor-or-node-upgrades-
-# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT). Where every TPU pool holds
-# its own upgrades (ClusterPlan.hold_scope), the scope narrows to NO_MINOR_UPGRADES; the name stays, so the exclusion
-# is updated in place.
+# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT; ClusterPlan.hold_scope says why
+# no narrower scope). The name stays, so a stack that had the narrower scope is updated in place.
 HOLD_EXCLUSION = "tpu-serving-hold-minor-and-node-upgrades"
 
 

@@ -398,7 +398,6 @@ def _plans(
             labels=labels,
             gateway_api=gateway.enabled,
             cost_allocation=sections.cost.allocation if sections.cost else True,
-            pools_hold_themselves=all(p.compute_class is None for p in pools),
         ),
         network=network_piece.plan(
             cluster.network,

@@ -111,12 +111,11 @@ class MaintenanceConfig(CamelModel):
     )
     hold_minor_and_node_upgrades: bool | None = Field(
         None,
-        description="Hold GKE's automatic upgrades until the end of support of the running version: each TPU node "
-        "pool gets its own exclusion (a node upgrade recreates a multi-host slice whole) and the cluster a "
-        "NO_MINOR_UPGRADES one, so the control plane and the system pool still get patch (security) upgrades; with a "
-        "pool whose capacity is a list (GKE creates its node pools) the cluster's is NO_MINOR_OR_NODE_UPGRADES "
-        "instead (control plane patches only). Default true in staging and prod, false in dev. See "
-        'docs/operations.md "GKE upgrades".',
+        description="Hold GKE's automatic upgrades until the end of support of the running version: the cluster "
+        "gets a NO_MINOR_OR_NODE_UPGRADES exclusion (a node upgrade recreates a multi-host slice whole), which holds "
+        "every node pool, GKE's for a capacity list included, and is updated in place when this changes; control "
+        "plane patches still apply, the system pool is patched by hand. Default true in staging and prod, false in "
+        'dev. See docs/operations.md "GKE upgrades".',
     )
     hold_start: str = Field(
         "2025-01-01T00:00:00Z", description="Start of that exclusion, RFC 3339 (fixed, so previews stay clean)."

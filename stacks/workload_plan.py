@@ -640,17 +640,25 @@ JETSTREAM_HTTP_ROOT = "/"
 JETSTREAM_HTTP_SERVES = Serves(endpoints=frozenset({JETSTREAM_HEALTH_PATH, "/generate", JETSTREAM_HTTP_ROOT}))
 
 
-def jetstream_http_probes() -> dict[str, Any]:
-    """jetstream-http's own liveness and readiness: its root path on its port, so a hung HTTP server restarts
-    jetstream-http, not the TPU engine (whose probes call /healthcheck, which asks the engine)."""
+def jetstream_http_probes(*, liveness: bool = True) -> dict[str, Any]:
+    """jetstream-http's own readiness, and liveness where a restart costs only that container: its root path on its
+    port, so in a Deployment's pod a hung HTTP server restarts jetstream-http, not the TPU engine (whose probes call
+    /healthcheck, which asks the engine).
+
+    Not in a LeaderWorkerSet's leader (`liveness=False`): there any container's restart recreates the whole group,
+    every slice host included (kubernetes-sigs/lws@v0.7.0 pkg/controllers/pod_controller.go handleRestartPolicy under
+    RestartPolicy RecreateGroupOnPodRestart deletes the leader when pkg/utils/pod/pod_utils.go ContainerRestarted
+    finds any container or init container with restartCount > 0), a cold start of the slice for a restart of a CPU
+    sidecar. The engine's own liveness probe asks jetstream-http for /healthcheck, so a hung jetstream-http still
+    fails it, at the tolerance chosen for a group restart, and its readiness takes the replica out of service."""
     probe = {
         "httpGet": {"path": JETSTREAM_HTTP_ROOT, "port": JETSTREAM_HTTP_PORT, "scheme": "HTTP"},
         "timeoutSeconds": 5,
     }
-    return {
-        "livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3},
-        "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
-    }
+    probes = {"readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3}}
+    if liveness:
+        probes = {"livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3}, **probes}
+    return probes
 
 
 def jetstream_service(

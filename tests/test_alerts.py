@@ -403,7 +403,7 @@ def test_the_endpoint_picker_is_scraped_and_runs_with_flow_control():
     assert {(o["kind"], o["name"]) for o in record["objects"]} >= {
         ("PodMonitoring", "{release}"),
         ("Secret", "{release}-metrics-reader-secret"),
-        ("RoleBinding", "gmp-system:collector:{release}-{release}-metrics-reader-secret-read"),
+        ("RoleBinding", "gmp-system:collector:{namespace}-{release}-metrics-reader-secret-read"),
     }
 
 

@@ -226,21 +226,22 @@ def _scope(rec: Recording) -> str:
     return exclusion["exclusionOptions"]["scope"]
 
 
-def test_held_tpu_node_pools_hold_themselves_so_the_system_pool_gets_patches(run):
-    # GKE API: NodePool.NodePoolMaintenancePolicy.ExclusionUntilEndOfSupport (the node pool's own exclusion, its end
-    # the version's end of support) and MaintenanceExclusionOptions.Scope NO_MINOR_UPGRADES ("only patches are
-    # allowed") vs NO_MINOR_OR_NODE_UPGRADES ("Only control plane patches are allowed"),
-    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope
+def test_held_tpu_node_pools_are_held_by_the_cluster_exclusion_which_an_update_can_change(run):
+    # GKE API MaintenanceExclusionOptions.Scope NO_MINOR_OR_NODE_UPGRADES ("excludes all minor upgrades for the
+    # cluster, and also exclude all node pool upgrades. Only control plane patches are allowed"),
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope. The node
+    # pool's own exclusion is create-only in the provider (google-beta resource_container_node_pool.go: nodePoolUpdate
+    # never sends maintenance_policy), so no node pool carries one and every TPU node pool ignores the field.
     rec = run(make_config(tpu_serving__cluster=HELD))
-    assert _scope(rec) == "NO_MINOR_UPGRADES"
-    pools = {r.name: r.inputs.get("maintenancePolicies") for r in rec.of_type(NODE_POOL)}
-    assert pools.pop("cluster-system") is None  # the system pool follows the cluster: patches flow
-    assert pools and all(p == [{"exclusionUntilEndOfSupports": [{"enabled": True}]}] for p in pools.values())
+    assert _scope(rec) == "NO_MINOR_OR_NODE_UPGRADES"
+    pools = {r.name: r for r in rec.of_type(NODE_POOL)}
+    assert pools and all("maintenancePolicies" not in r.inputs for r in pools.values())
+    assert all("maintenancePolicies" in r.ignore_changes for n, r in pools.items() if n != "cluster-system")
 
 
 def test_a_pool_gke_creates_node_pools_for_keeps_the_cluster_wide_hold(run):
-    # A ComputeClass pool (capacity a list) has no node pool of its own to carry the exclusion: only the cluster's
-    # can hold what GKE creates for it, at the cost of the system pool's patches (docs/operations.md).
+    # A ComputeClass pool (capacity a list) has no node pool of its own: the cluster's exclusion holds what GKE
+    # creates for it, with the same scope as any other stack (so leaving the list narrows nothing).
     listed = {
         "name": "v5e-2x4",
         "tpu": "v5e",

@@ -24,7 +24,7 @@ def test_multi_host_pool_is_one_node_pool_per_slice(run):
         # on-demand capacity starts empty (brought up by pending pods; see test_stockout_safe_sizing)
         assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 8}
         assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
-        assert pools[name].ignore_changes == ["initialNodeCount"]
+        assert pools[name].ignore_changes == ["maintenancePolicies", "initialNodeCount"]  # CREATE_ONLY first
         assert inputs["nodeLocations"] == ["us-east5-b"]
         assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
         assert inputs["nodeConfig"]["labels"] == {"tpu-serving/pool": "sax", "tpu-serving/slice": str(index)}
@@ -77,7 +77,7 @@ def test_single_host_pool_has_no_placement_policy_and_autoscales(run):
     assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-8t"
     assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 3}
     assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
-    assert node_pool.ignore_changes == ["initialNodeCount"]
+    assert node_pool.ignore_changes == ["maintenancePolicies", "initialNodeCount"]  # CREATE_ONLY first
 
 
 def test_multi_host_scale_to_zero(run):

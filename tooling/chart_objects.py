@@ -25,6 +25,7 @@ chart with neither a source nor a record is an error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -49,6 +50,11 @@ from tooling.offline import ROOT, Recording, load_stack_file, run_program
 DATA = ROOT / "tooling" / "data" / "chart_objects.json"
 HELM_CACHE = ROOT / ".cache" / "helm" / "helm"
 RELEASE, NAMESPACE = "{release}", "{namespace}"
+# The namespace a per-release chart (the endpoint picker) is rendered into for the record: never the release's name.
+# The stacks put each picker in its workload's namespace, named like the workload by default, so rendering the first
+# release the stacks register would make `{{ .Release.Namespace }}` and `{{ .Release.Name }}` one string and record
+# every namespace-derived name (the chart's `<namespace>-<release>-epp` ClusterRole) as if it came from the release.
+RECORD_NAMESPACE = "chart-objects-namespace"
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 # Where each chart's source lives in the reference copy (one table, the program's local mode reads it too).
@@ -234,8 +240,15 @@ def helm_template(helm: str, charts: Charts, release: Release) -> list[dict[str,
 
 
 def record_objects(release: Release, objects: list[dict[str, Any]], templated: bool) -> list[dict[str, Any]]:
+    """The record of what `release` renders; for a per-release chart (`templated`), its release name and namespace
+    replaced by placeholders (the release rendered into RECORD_NAMESPACE, so the two never coincide)."""
+    if templated and release.namespace == release.name:
+        raise ValueError(
+            f"{release.key}: rendered with namespace = release name ({release.name}): use RECORD_NAMESPACE"
+        )
+
     def name(text: str) -> str:
-        return text.replace(release.name, RELEASE) if templated else text
+        return text.replace(release.namespace, NAMESPACE).replace(release.name, RELEASE) if templated else text
 
     # a kind the chart's own CRDs define is as their spec.scope says
     crd_scope = {
@@ -294,6 +307,8 @@ def render_all(helm: str, charts: Charts, releases: dict[str, Release]) -> dict[
     for k, release in sorted(releases.items()):
         pin = pins.get(k)
         templated = pin is not None and not pin.release_name
+        if templated:
+            release = dataclasses.replace(release, namespace=RECORD_NAMESPACE)
         objects = record_objects(release, helm_template(helm, charts, release), templated)
         records[k] = {
             "source": source(release.chart, release.version),
@@ -321,7 +336,7 @@ def installed(chart: str, version: str, release: str, namespace: str) -> list[di
     out = []
     for obj in record["objects"]:
         filled = dict(obj)
-        filled["name"] = obj["name"].replace(RELEASE, release)
+        filled["name"] = obj["name"].replace(RELEASE, release).replace(NAMESPACE, namespace)
         if obj["namespace"] is not None:
             filled["namespace"] = obj["namespace"].replace(NAMESPACE, namespace)
         out.append(filled)

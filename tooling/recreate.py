@@ -31,10 +31,15 @@ REVIEWED_TYPES = (
     "gcp:compute/subnetwork:Subnetwork",
 )
 # Inputs that are not ForceNew but that the provider never updates: a change plans as an in-place update that does
-# nothing, so the resource keeps its old value. hashicorp/terraform-provider-google-beta@v7.45.0:google-beta/
-# services/container/resource_container_node_pool.go reads placement_policy only in expandNodePool (create) and
-# nodePoolUpdate has no HasChange for it: a TPU slice's new topology needs the pool recreated.
-NOT_UPDATED: dict[str, tuple[str, ...]] = {"gcp:container/nodePool:NodePool": ("placementPolicy",)}
+# nothing, so the resource keeps its old value (and, read back after the update, diffs again on the next preview).
+# hashicorp/terraform-provider-google-beta@v7.45.0 (and @93c65b2d60, the 8.x line):google-beta/services/container/
+# resource_container_node_pool.go reads placement_policy and maintenance_policy only in expandNodePool (create), and
+# nodePoolUpdate has no HasChange for either: a TPU slice's new topology needs the pool recreated; the node pool's
+# upgrade exclusion is left to the cluster's (components/tpu_pool.py CREATE_ONLY). Every registered node pool either
+# replaces on each of these or ignores it (tests/test_change_safety.py).
+NOT_UPDATED: dict[str, tuple[str, ...]] = {
+    "gcp:container/nodePool:NodePool": ("placementPolicy", "maintenancePolicies")
+}
 MISSING = object()
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 TPU_POOL_PARENT = "tpu-serving:tpu:TpuSlicePool"
@@ -148,8 +153,33 @@ def recreations(old_render: Path | Resources, new_render: Path | Resources) -> l
         options = new[key].get("options") or {}
         ignore, replace_on = list(options.get("ignoreChanges") or []), tuple(options.get("replaceOnChanges") or ())
         changes = field_changes(old[key]["type"], old[key]["inputs"], new[key]["inputs"], ignore, replace_on)
+        changes += account_changes(old[key], new[key], changes)
         lines.extend(f"{key}: {change}" for change in changes)
     return lines
+
+
+ACCOUNT = "gcp:serviceaccount/account:Account"
+# ForceNew inputs a render shows as "(known after apply)" because they are another resource's output: the service
+# account a node pool runs as (node_config.service_account, ForceNew in tooling/data/provider_rules.json) is an
+# Account's email. Unknown on both sides, the values compare equal; the Account the node pool depends on says which.
+ACCOUNT_FIELDS = {"gcp:container/nodePool:NodePool": "nodeConfig.serviceAccount"}
+
+
+def account_changes(old: dict[str, Any], new: dict[str, Any], changes: list[str]) -> list[str]:
+    """`<field> <old account> -> <new account> (replaces it)` when the service account a resource runs as is another
+    Account resource (a PathwaysJob added, removed or renamed on a pool: its nodes run as the workload's account)."""
+    field = ACCOUNT_FIELDS.get(old["type"])
+    if field is None or any(line.startswith(field + " ") for line in changes):
+        return []
+
+    def accounts(body: dict[str, Any]) -> list[str]:
+        deps = (body.get("options") or {}).get("dependsOn") or []
+        return sorted(d.split(" ", 1)[1] for d in deps if d.startswith(ACCOUNT + " "))
+
+    before, after = accounts(old), accounts(new)
+    if before == after or not (before and after):
+        return []
+    return [f"{field} {' '.join(before)} -> {' '.join(after)} (replaces it: another service account)"]
 
 
 # ---- what a replacement or a ComputeClass change needs -------------------------------------------------------

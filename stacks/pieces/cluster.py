@@ -60,18 +60,24 @@ class ClusterPlan:
     """The nodes' own service account, named after the cluster."""
     cost_allocation: bool
     """GKE cost allocation (tpu-serving:cost.allocation; stacks/pieces/cost.py)."""
-    pools_hold_themselves: bool
-    """Every TPU pool is a node pool the stack creates, which holds its own upgrades with the hold on
-    (components/tpu_pool.py pool_hold); a pool whose capacity is a list has GKE create its node pools, which only the
-    cluster's exclusion can hold."""
 
     @property
     def hold_scope(self) -> str:
-        """The scope of the cluster's exclusion with the hold on: only minor upgrades when every TPU pool holds its
-        own, so the control plane and the system pool keep getting patch (security) upgrades; else minor and node
-        upgrades, every node pool's included (GKE API MaintenanceExclusionOptions.Scope,
-        https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope)."""
-        return "NO_MINOR_UPGRADES" if self.pools_hold_themselves else "NO_MINOR_OR_NODE_UPGRADES"
+        """The scope of the cluster's exclusion with the hold on: minor and node upgrades, every node pool's included
+        (GKE API MaintenanceExclusionOptions.Scope NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the
+        cluster, and also exclude all node pool upgrades. Only control plane patches are allowed",
+        https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope).
+
+        Always this scope, never NO_MINOR_UPGRADES with a per-node-pool exclusion: the node pool's own exclusion
+        (maintenance_policy.exclusion_until_end_of_support) is create-only in the provider (hashicorp/
+        terraform-provider-google-beta@v7.45.0 and @93c65b2d60 (8.x): resource_container_node_pool.go reads
+        maintenance_policy only in expandNodePool, nodePoolUpdate has no HasChange for it, and the update ends with
+        a read of GKE's value), so turning the hold on or off on a live stack (or dev to staging) would leave the
+        existing TPU pools unheld and diff forever. The cluster's exclusion is updated in place both ways, and holds
+        the node pools GKE creates for a capacity list too (so a pool going from a list to one capacity narrows
+        nothing). Cost: the system pool gets no automatic patch upgrade while the hold is on (docs/operations.md
+        "GKE upgrades", step 3)."""
+        return "NO_MINOR_OR_NODE_UPGRADES"
 
     @property
     def kubernetes_minor(self) -> str:
@@ -108,7 +114,6 @@ def plan(
     labels: dict[str, str],
     gateway_api: bool,
     cost_allocation: bool = True,
-    pools_hold_themselves: bool = False,
 ) -> ClusterPlan:
     hold = cluster.maintenance.hold_minor_and_node_upgrades
     hold = profile.hold_minor_and_node_upgrades if hold is None else hold
@@ -136,7 +141,6 @@ def plan(
         ),
         nodes=node_identity.cluster_nodes(name, project),
         cost_allocation=cost_allocation,
-        pools_hold_themselves=pools_hold_themselves,
     )
 
 

@@ -391,7 +391,8 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "image": plan.image("http"),
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": HTTP_PORT}],
-        **jetstream_http_probes(),
+        # readiness only: a restart of any leader container recreates the whole group (jetstream_http_probes)
+        **jetstream_http_probes(liveness=False),
     }
     containers = [proxy, resource_manager, jax, http]
     for container in containers:
@@ -420,9 +421,11 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
 
 # The Pathways proxy, resource manager and workers serve gRPC only and no source documents a health endpoint of
 # theirs (the images are not open source; the GKE reference manifests probe only jax-tpu, kubernetes-engine-samples
-# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http has probes of its own (its root path). The group
-# restarts as one when a pod fails (restartPolicy's default RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0
-# config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
+# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http has a readiness probe of its own (its root path)
+# and no liveness probe: the group restarts as one when any of its containers restarts, not only when a pod fails
+# (restartPolicy's default RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0
+# config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml; pkg/controllers/pod_controller.go
+# handleRestartPolicy, pkg/utils/pod/pod_utils.go ContainerRestarted).
 NO_PROBE = "Pathways proxy, resource manager and workers serve gRPC with no documented health endpoint (upstream probes none); the group restarts as one"
 
 
