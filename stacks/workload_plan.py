@@ -14,7 +14,7 @@ from stacks import catalog, disruption, scan_exceptions
 from stacks.gateway import GatewayBackend
 from stacks.images import ImageMirror
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
-from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pod_security import ContainerSecurity, pod_specs, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
@@ -286,6 +286,26 @@ class WorkloadPlan:
     def pod_manifests(self) -> list[dict[str, Any]]:
         """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
         raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
+
+    def serving_containers(self) -> tuple[str, ...]:
+        """The containers whose readiness says a replica serves, read per pod by the "no ready replica" alert
+        (stacks/pieces/alerts.py): every app container (`containers`, not init containers: kube-state-metrics reports
+        those as kube_pod_init_container_status_ready) of its controllers' pods that has a readiness probe. A
+        container without one counts as ready once it runs ("If a container does not provide a readiness probe, the
+        default state is Success", https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-probes),
+        so a sidecar (a compile-cache push, a Pathways proxy) says nothing of the server. A type none of whose
+        containers has one names every container; a type that knows better overrides this."""
+        probed: list[str] = []
+        every: list[str] = []
+        for manifest in self.pod_manifests():
+            if manifest.get("kind") == "Job":  # runs to completion: staging, publishing; never a replica
+                continue
+            for spec in pod_specs(manifest):
+                for container in spec.get("containers", []):
+                    every.append(container["name"])
+                    if "readinessProbe" in container:
+                        probed.append(container["name"])
+        return tuple(dict.fromkeys(probed or every))
 
     def disruption_units(self) -> list[disruption.Unit]:
         """The sets of pods one PodDisruptionBudget each protects (stacks/disruption.py): by default one per
