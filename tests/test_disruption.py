@@ -188,6 +188,107 @@ def test_the_delays_outlast_routing_and_fit_the_limits():
     assert disruption.GRACE_SECONDS <= 600
 
 
+def default_pod_grace_seconds() -> int:
+    """The grace of a pod that sets none, from the Kubernetes API schema (kubernetes-validate's PodSpec at the matrix's
+    minor: terminationGracePeriodSeconds "Defaults to 30 seconds")."""
+    import kubernetes_validate.utils as kv_utils
+
+    from stacks.versions import DEFAULT_KUBERNETES_MINOR
+
+    versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= DEFAULT_KUBERNETES_MINOR]
+    schema = kv_utils.schema_contents(
+        f"kubernetes-json-schema/v{versions[-1]}-local-strict/podspec-v1.json", DEFAULT_KUBERNETES_MINOR
+    )
+    found = re.search(
+        r"Defaults to (\d+) seconds", schema["properties"]["terminationGracePeriodSeconds"]["description"]
+    )
+    assert found, "the PodSpec schema no longer states the default grace"
+    return int(found.group(1))
+
+
+def probe_kill_problems(where: str, spec: dict[str, Any], default_grace: int) -> list[str]:
+    """What is wrong with how the probes of one PodSpec kill: on a pod whose grace is longer than the default, every
+    liveness and startup probe (a failure restarts the container, and the kubelet runs the preStop hook within the
+    kill's grace: kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go setTerminationGracePeriod,
+    killContainer) sets its own terminationGracePeriodSeconds, no longer than the default; a readiness probe sets none
+    (pkg/apis/core/validation validateReadinessProbe: "must not be set for readinessProbes")."""
+    out = []
+    long_grace = spec.get("terminationGracePeriodSeconds", default_grace) > default_grace
+    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        if "terminationGracePeriodSeconds" in c.get("readinessProbe", {}):
+            out.append(f"{where} {c['name']}: readinessProbe.terminationGracePeriodSeconds is refused by the API")
+        for probe in ("livenessProbe", "startupProbe"):
+            if long_grace and probe in c:
+                own = c[probe].get("terminationGracePeriodSeconds")
+                if own is None or own > default_grace:
+                    out.append(f"{where} {c['name']}: {probe} kills with grace {own or 'of the pod'}")
+    return out
+
+
+def every_workload_pod() -> list[tuple[str, dict[str, Any]]]:
+    """(where, PodSpec) of every pod of every workload of every shipped stack, and of every example's rendered
+    objects (charts' aside)."""
+    from stacks.pod_security import pod_templates
+    from tests.conftest import STACK_FILES
+    from tooling.k8s_objects import kubernetes_objects
+    from tooling.offline import load_stack_file, parse_config
+
+    out = []
+    for path in STACK_FILES:
+        cfg = parse_config(load_stack_file(path), path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+        for plan in getattr(cfg, "workloads", []):
+            for manifest in plan.pod_manifests():
+                out += [(f"{path.name} {plan.workload.type} {w}", s) for w, _, s in pod_templates(manifest)]
+    for path in EXAMPLES:
+        for obj in kubernetes_objects(recorded(path, False)):
+            where = f"{path.name} {obj['kind']} {obj['metadata'].get('name')}"
+            out += [(f"{where} {w}", s) for w, _, s in pod_templates(obj.get("spec", {}))]
+    return out
+
+
+def test_every_probe_that_kills_on_a_long_grace_pod_has_its_own_short_grace():
+    """The class of issue 34's finding 5: a liveness or startup kill of a server held its slice for the whole drain
+    (PRESTOP_SECONDS), and on a LeaderWorkerSet the group's restart waited for it. Over every pod of every workload
+    type in the shipped stacks and every example's rendered objects."""
+    default = default_pod_grace_seconds()
+    pods = every_workload_pod()
+    long_grace = [(w, s) for w, s in pods if s.get("terminationGracePeriodSeconds", default) > default]
+    assert long_grace and any("livenessProbe" in c for _, s in long_grace for c in s["containers"])
+    assert [p for w, s in pods for p in probe_kill_problems(w, s, default)] == []
+    assert disruption.PROBE_KILL_GRACE_SECONDS <= default < disruption.GRACE_SECONDS
+    # the old pods: a liveness probe on a drained pod without its own grace
+    old = {
+        "terminationGracePeriodSeconds": disruption.GRACE_SECONDS,
+        "containers": [{"name": "s", "livenessProbe": {}}],
+    }
+    assert probe_kill_problems("old", old, default)
+
+
+def test_a_type_added_to_the_registry_is_checked_and_drained_pods_get_short_probe_kills(echo_registered):  # noqa: F811
+    """A type a test adds is held to the same rule, and `drained` (what every type's serving pods go through) gives
+    each killing probe the short grace and leaves readiness alone."""
+    from stacks.pod_security import pod_specs
+    from tooling.offline import parse_config
+
+    default = default_pod_grace_seconds()
+    (plan,) = parse_config(make_config(tpu_serving__workloads=[ECHO_CONFIG]), "dev").workloads
+    assert [
+        p for m in plan.pod_manifests() for s in pod_specs(m) for p in probe_kill_problems("echo", s, default)
+    ] == []
+    pod = disruption.drained(
+        {
+            "containers": [
+                {"name": "a", "livenessProbe": {"httpGet": {"path": "/", "port": 1}}, "readinessProbe": {"exec": {}}},
+                {"name": "b", "startupProbe": {"tcpSocket": {"port": 1}}},
+            ]
+        }
+    )
+    assert probe_kill_problems("drained", pod, default) == []
+    assert pod["containers"][0]["livenessProbe"]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+    assert pod["containers"][1]["startupProbe"]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+    assert "terminationGracePeriodSeconds" not in pod["containers"][0]["readinessProbe"]
+
+
 def _chart_gke_policies() -> dict[str, dict[str, int]]:
     """The first HealthCheckPolicy's and GCPBackendPolicy's integer settings in the chart's GKE template."""
     path = reference_dir() / "charts/llm-d-router-v0.10.0/config/charts/llm-d-router-gateway/templates/gke.yaml"
