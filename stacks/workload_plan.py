@@ -112,6 +112,9 @@ class WorkloadPlan:
     # The time-to-serve estimate's wait from zero (stacks.time_to_serve Estimate.from_zero) of a workload KEDA
     # scales to zero, set once the plan is made (stacks/config.py): the estimate reads the plan itself.
     from_zero_s: float | None = field(default=None, kw_only=True)
+    # Whether its pool keeps TPU hosts free for one more replica while its Deployment or LeaderWorkerSet rolls out,
+    # set once every workload's plan is made (stacks/workload_checks.py rollout_room): `rolling_update`.
+    rollout_surge: bool = field(default=False, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -161,6 +164,31 @@ class WorkloadPlan:
         """TPU hosts of its pool the workload takes at most (replicas at their maximum), for the check that the
         workloads sharing a pool fit in it; None when the type does not say."""
         return None
+
+    @property
+    def rollout_hosts(self) -> int | None:
+        """TPU hosts one more replica holds while its Deployment or LeaderWorkerSet rolls out (a surge replica);
+        None when it rolls out nothing on its TPU pool (a JobSet restarts in place, a type that does not say)."""
+        return None
+
+    def rolling_update(self) -> dict[str, int]:
+        """How its Deployment or LeaderWorkerSet replaces replicas, within what its pool holds: a new replica before an
+        old one stops (`maxSurge: 1, maxUnavailable: 0`) where the pool keeps hosts free for it (`rollout_surge`),
+        else an old one stops first (`maxSurge: 0, maxUnavailable: 1`). A pool sized to the replicas' maximum has no
+        host for a surge pod: it would stay Pending and a rollout with `maxUnavailable: 0` would never progress
+        (Kubernetes' defaults, maxSurge 25% rounded up and maxUnavailable 25% rounded down, are 1 and 0 below 4
+        replicas: kubernetes-validate's apps/v1 RollingUpdateDeployment), and `pulumi.com/skipAwait` keeps
+        `pulumi up` from seeing it."""
+        return {"maxSurge": 1, "maxUnavailable": 0} if self.rollout_surge else {"maxSurge": 0, "maxUnavailable": 1}
+
+    def deployment_strategy(self) -> dict[str, Any]:
+        """A TPU Deployment's `spec.strategy` (rolling_update)."""
+        return {"type": "RollingUpdate", "rollingUpdate": self.rolling_update()}
+
+    def lws_rollout_strategy(self) -> dict[str, Any]:
+        """A LeaderWorkerSet's `spec.rolloutStrategy` (rolling_update; kubernetes-sigs/lws@v0.7.0
+        leaderworkerset_types.go RolloutStrategy, RollingUpdateConfiguration)."""
+        return {"type": "RollingUpdate", "rollingUpdateConfiguration": self.rolling_update()}
 
     @property
     def autoscaled(self) -> bool:

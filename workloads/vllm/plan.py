@@ -209,6 +209,11 @@ class VllmPlan(WorkloadPlan):
         return (auto.max_replicas if auto is not None else self.workload.replicas) * self.shape.hosts
 
     @property
+    def rollout_hosts(self) -> int:
+        """A surge replica: one more node, or one more whole slice."""
+        return self.shape.hosts
+
+    @property
     def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
         return metrics.VLLM_METRICS
 
@@ -838,6 +843,7 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
+        "strategy": plan.deployment_strategy(),
         "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container, serving=True)},
     }
     if not plan.autoscaled:
@@ -893,6 +899,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     leader_labels = plan.leader_labels
     worker_labels = {**plan.labels, "role": "worker"}
     spec: dict[str, Any] = {
+        "rolloutStrategy": plan.lws_rollout_strategy(),
         "leaderWorkerTemplate": {
             "size": plan.shape.hosts,
             "restartPolicy": "RecreateGroupOnPodRestart",
