@@ -108,8 +108,28 @@ def test_stackdriver_apis_and_port_are_the_upstream_manifests():
     assert set(stackdriver.API_SERVICES) == upstream
     assert set(stackdriver.ADAPTER.apis) == {group for group, _, _ in upstream}
     service = next(d for d in docs if d["kind"] == "Service")
-    assert service["spec"]["ports"][0]["targetPort"] == stackdriver.ADAPTER.api_port == stackdriver.PORT
+    # the same Service port (an APIService's service port defaults to 443, apiregistration.k8s.io/v1
+    # ServiceReference.port); behind it, the adapter listens on an unprivileged --secure-port (upstream: 443 as root)
+    assert service["spec"]["ports"][0]["port"] == stackdriver.SERVICE_PORT == 443
     assert service["metadata"]["namespace"] == stackdriver.ADAPTER.namespace
+
+
+def test_stackdriver_adapter_listens_where_its_service_probe_and_network_policy_point():
+    """One port from the flag to every reader: the adapter's --secure-port is its containerPort, its readiness probe's
+    port, its Service's targetPort behind port 443, and the port the namespace admits the API server on."""
+    build = stackdriver.build(context(stackdriver.ADAPTER))
+    manifests = [p.body for p in build.parts if isinstance(p.body, dict)]
+    deployment = next(m for m in manifests if m["kind"] == "Deployment")
+    service = next(m for m in manifests if m["kind"] == "Service")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    flags = dict(a.removeprefix("--").split("=", 1) for a in container["command"][1:])
+    port = int(flags["secure-port"])
+    assert port >= 1024 and port == stackdriver.PORT == stackdriver.ADAPTER.api_port
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    assert container["readinessProbe"]["httpGet"]["port"] == port
+    assert service["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": port}]
+    assert flags["cert-dir"] == ""  # the self-signed certificate in memory: nothing written
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 def test_prometheus_adapter_port_and_apis_are_the_charts():
