@@ -271,10 +271,10 @@ def rollout_room(plans: list[WorkloadPlan]) -> list[WorkloadPlan]:
     out = []
     for plan in plans:
         need = plan.rollout_hosts
-        surge = need is not None and room.get(plan.pool.name, 0) >= need
-        if need is not None and surge:
+        if need is not None and room.get(plan.pool.name, 0) >= need:
             room[plan.pool.name] -= need
-        out.append(replace(plan, rollout_surge=surge))
+            plan = replace(plan, rollout_surge=True)  # the type's own plan otherwise, not a copy
+        out.append(plan)
     return out
 
 
