@@ -428,7 +428,8 @@ class GatewayConfig(CamelModel):
         description="Export every gateway-served workload's InferencePool (networking.gke.io/export) and its KV-cache "
         "metric to a fleet stack's multi-cluster Inference Gateway (GKE, Preview; docs/fleet.md) instead of serving "
         "it through a Gateway of this stack: no Gateway, route or proxy-only subnet here. Needs an existing shared "
-        "VPC (cluster.network.create: false), no proxySubnet and cluster.minMasterVersion 1.34.1-gke.1127000 or later.",
+        "VPC (cluster.network.create: false), no proxySubnet, cluster.releaseChannel RAPID and cluster.minMasterVersion "
+        "1.35.1-gke.1396000 or later (where GKE documents exporting a metric to the load balancer).",
     )
 
 

@@ -54,6 +54,22 @@ so it needs no shell or `sleep` binary in the image (https://kubernetes.io/blog/
 kubernetes-v1-33-updates-to-container-lifecycle). The grace stays under the cluster autoscaler's
 600 s limit on a scale-down's graceful termination (kubernetes/autoscaler cluster-autoscaler/FAQ.md,
 --max-graceful-termination-sec).
+
+A probe that kills (liveness, startup) carries its own, short grace: PROBE_KILL_GRACE_SECONDS. The kubelet runs the
+preStop hook on every kill, a probe's too, within the grace of that kill: the pod's unless the probe sets its own
+(kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go setTerminationGracePeriod: reasonLivenessProbe
+and reasonStartupProbe take the probe's terminationGracePeriodSeconds; killContainer runs executePreStopHook within
+it, then stops the container with what is left, at least minimumGracePeriodInSeconds = 2). Without it a hung server
+sat out the whole drain (PRESTOP_SECONDS) before its restart, though it drains nothing: a probe kill is not a
+routed-away pod, and on a LeaderWorkerSet the restart then recreates the group (RecreateGroupOnPodRestart), so the
+slice stayed down that much longer. Probe-level terminationGracePeriodSeconds (ProbeTerminationGracePeriod, beta and
+on by default from Kubernetes 1.25, GA and locked on from 1.28: kubernetes pkg/features/kube_features.go;
+https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/
+#probe-level-terminationgraceperiodseconds) is refused on a readiness probe (pkg/apis/core/validation
+validateReadinessProbe: "must not be set for readinessProbes"), which kills nothing. With it the sleep is cut at
+PROBE_KILL_GRACE_SECONDS and the server gets SIGTERM with the kubelet's 2 s. The group's recreation itself deletes the
+leader pod with its pod grace (kubernetes-sigs/lws@v0.7.0 pkg/controllers/pod_controller.go handleRestartPolicy: a
+foreground Delete without GracePeriodSeconds): that drain a probe cannot shorten.
 """
 
 from __future__ import annotations
@@ -80,13 +96,26 @@ REQUEST_SECONDS = 300  # the gateway's backend timeout (llm-d-router chart GCPBa
 PRESTOP_SECONDS = ROUTING_SECONDS + REQUEST_SECONDS
 SHUTDOWN_SECONDS = 30
 GRACE_SECONDS = PRESTOP_SECONDS + SHUTDOWN_SECONDS
+# A liveness or startup probe's own grace (module docstring): a failed server has nothing to drain; the time a
+# server gets to exit after SIGTERM on a drain, no more.
+PROBE_KILL_GRACE_SECONDS = SHUTDOWN_SECONDS
+KILLING_PROBES = ("livenessProbe", "startupProbe")  # a failure restarts the container; readiness only routes away
 AUTOSCALER_GRACE_LIMIT_SECONDS = 600  # cluster-autoscaler --max-graceful-termination-sec default
 
 
 def drained(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """`pod_spec` with the grace period and, on every container, the preStop sleep (module docstring)."""
+    """`pod_spec` with the grace period and, on every container, the preStop sleep, each liveness and startup probe
+    with its own short grace (module docstring)."""
     containers = [
-        {**c, "lifecycle": {**c.get("lifecycle", {}), "preStop": {"sleep": {"seconds": PRESTOP_SECONDS}}}}
+        {
+            **c,
+            **{
+                probe: {**c[probe], "terminationGracePeriodSeconds": PROBE_KILL_GRACE_SECONDS}
+                for probe in KILLING_PROBES
+                if probe in c
+            },
+            "lifecycle": {**c.get("lifecycle", {}), "preStop": {"sleep": {"seconds": PRESTOP_SECONDS}}},
+        }
         for c in pod_spec["containers"]
     ]
     return {**pod_spec, "containers": containers, "terminationGracePeriodSeconds": GRACE_SECONDS}

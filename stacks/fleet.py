@@ -31,7 +31,12 @@ Every kind, field, class name, version and limit below comes from these sources 
   `default.capacityScalerPercent` and `backendPreference` as GKE spells them.
 - G1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling "Requirements":
   pod label selectors of an AutoscalingMetric with keys of letters, digits, hyphen and underscore only; HPA with
-  the performance profile.
+  the performance profile; "GKE 1.35.1-gke.1396000 or later with clusters in the Rapid channel".
+- G2 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-load-balancer
+  "Requirements" (an AutoscalingMetric exporting a Pod's metric to the load balancer, what the fleet's
+  CUSTOM_METRICS balancing reads): "GKE 1.35.1-gke.1396000 or later", the Gateway API, the performance HPA profile;
+  the page's earlier revision (https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics):
+  "GKE 1.34.1-gke.1127000 or later with clusters in the Rapid channel".
 """
 
 from __future__ import annotations
@@ -53,6 +58,46 @@ PATH = f"{NS}:fleet"
 PREVIEW = "GKE multi-cluster Inference Gateway is in Preview (Pre-GA Offerings Terms)"
 
 MIN_GKE_VERSION = "1.34.1-gke.1127000"  # F1 Requirements
+# Where GKE documents exporting a Pod's metric through an AutoscalingMetric, each page's own condition
+# (GKE version or later, and the release channel where it names one): the export is admitted only where every one
+# of them holds (G2 and its earlier revision, G1; the module docstring quotes them).
+CUSTOM_METRICS_DOCUMENTED: tuple[tuple[str, str, str | None], ...] = (
+    (
+        "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-load-balancer",
+        "1.35.1-gke.1396000",
+        None,
+    ),
+    ("https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics", "1.34.1-gke.1127000", "RAPID"),
+    (
+        "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling",
+        "1.35.1-gke.1396000",
+        "RAPID",
+    ),
+)
+EXPORT_CHANNEL = "RAPID"  # every page that names a channel names this one
+# The lowest version every page admits, F1's included.
+EXPORT_MIN_GKE_VERSION = max(
+    [MIN_GKE_VERSION, *(v for _, v, _ in CUSTOM_METRICS_DOCUMENTED)], key=catalog.version_tuple
+)
+
+
+def export_problems(version: str, channel: str) -> list[str]:
+    """Why a cluster whose minMasterVersion is `version` ('' unset) on release channel `channel` is not one GKE
+    documents for the fleet: each unmet part, in words (F1, G1, G2); [] when it is."""
+    out = []
+    if not version or catalog.version_tuple(version) < catalog.version_tuple(EXPORT_MIN_GKE_VERSION):
+        out.append(
+            f"cluster.minMasterVersion {fmt(version or 'unset')} is below {EXPORT_MIN_GKE_VERSION} (F1; G1 and G2: "
+            "exporting the KV-cache metric to the load balancer)"
+        )
+    if channel != EXPORT_CHANNEL:
+        out.append(
+            f"cluster.releaseChannel {fmt(channel or 'unset')} is not {EXPORT_CHANNEL}: GKE documents exporting a Pod's "
+            f"metric to the load balancer only on clusters in the {EXPORT_CHANNEL.title()} channel (G1, G2)"
+        )
+    return out
+
+
 GATEWAY_CLASS = "gke-l7-cross-regional-internal-managed-mc"  # F1 mcig.yaml, F3
 ADDRESS_TYPE = "networking.gke.io/ephemeral-ipv4-address/"  # + region (F1 mcig.yaml)
 EXPORT_ANNOTATION = "networking.gke.io/export"  # F1 "Mark the InferencePool resources as exported"
@@ -322,11 +367,10 @@ def _member_problems(member: Member, fleet_project: str | None) -> list[Problem]
                 f"fleet's {PROXY_PURPOSE} proxy-only subnet and no regional one (F1)",
             )
         )
-    version = out.get("minMasterVersion") or ""
-    if not version or catalog.version_tuple(version) < catalog.version_tuple(MIN_GKE_VERSION):
-        found.append(
-            Problem(path, f"cluster.minMasterVersion {fmt(version or 'unset')} is below {MIN_GKE_VERSION} (F1)")
-        )
+    found += [
+        Problem(path, why)
+        for why in export_problems(out.get("minMasterVersion") or "", out.get("releaseChannel") or "")
+    ]
     if fleet_project is not None and out.get("project") != fleet_project:
         found.append(
             Problem(path, f"project {fmt(out.get('project'))} is not the fleet's gcp:project {fmt(fleet_project)}")

@@ -1,8 +1,8 @@
 """A regional stack's export switch (tpu-serving:gateway.fleetExport): its gateway-served workloads' InferencePools
 join a fleet stack's multi-cluster Inference Gateway (GKE, Preview; stacks/fleet.py, docs/fleet.md). The settings
 that cannot join a fleet are refused here, every one at once: the stack's own VPC, a regional proxy-only subnet
-where the fleet's global one goes, a public exposure, and (as a version need of the cluster) a GKE version below
-the minimum. Sources: stacks/fleet.py F1."""
+where the fleet's global one goes, a public exposure, a release channel GKE does not document the metric export on,
+and (as a version need of the cluster) a GKE version below the minimum. Sources: stacks/fleet.py F1, G1, G2."""
 
 from __future__ import annotations
 
@@ -62,16 +62,29 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
 def cluster_problems(gateway: GatewayConfig, cluster: ClusterConfig) -> list[Problem]:
     """An exporting stack's cluster runs the performance HPA profile: F1 creates the fleet's clusters with
     `--hpa-profile=performance`, and GKE exports a custom metric such as the KV-cache gauge the fleet balances on
-    only with it (stacks/fleet.py G1)."""
-    if not gateway.fleet_export or cluster.hpa_profile == fleet.HPA_PROFILE:
+    only with it (stacks/fleet.py G1); and is on the release channel GKE documents that export on
+    (stacks/fleet.py EXPORT_CHANNEL: G1, G2). Its version is a version need (`needs_version`)."""
+    if not gateway.fleet_export:
         return []
-    return [
-        Problem(
-            f"{NS}:cluster.hpaProfile",
-            f"{fmt(cluster.hpa_profile or 'null')} with gateway.fleetExport: set it to {fleet.HPA_PROFILE} (the "
-            "fleet's KV-cache metric is exported only with the performance HPA profile)",
+    found = []
+    if cluster.hpa_profile != fleet.HPA_PROFILE:
+        found.append(
+            Problem(
+                f"{NS}:cluster.hpaProfile",
+                f"{fmt(cluster.hpa_profile or 'null')} with gateway.fleetExport: set it to {fleet.HPA_PROFILE} (the "
+                "fleet's KV-cache metric is exported only with the performance HPA profile)",
+            )
         )
-    ]
+    if cluster.release_channel != fleet.EXPORT_CHANNEL:
+        found.append(
+            Problem(
+                f"{NS}:cluster.releaseChannel",
+                f"{fmt(cluster.release_channel)} with gateway.fleetExport: set it to {fleet.EXPORT_CHANNEL}; GKE "
+                "documents exporting a Pod's metric (the KV-cache gauge the fleet balances on) to the load balancer "
+                f"only on clusters in the {fleet.EXPORT_CHANNEL.title()} channel",
+            )
+        )
+    return found
 
 
 def needs_version(gateway: GatewayConfig) -> bool:
@@ -79,8 +92,8 @@ def needs_version(gateway: GatewayConfig) -> bool:
     return gateway.enabled and gateway.fleet_export
 
 
-MIN_VERSION = fleet.MIN_GKE_VERSION
-WHAT = "the multi-cluster Inference Gateway's minimum"
+MIN_VERSION = fleet.EXPORT_MIN_GKE_VERSION
+WHAT = "the minimum GKE version of the multi-cluster Inference Gateway and of exporting a metric to its load balancer"
 
 
 def version_problem(cluster: ClusterConfig) -> list[Problem]:
@@ -88,7 +101,6 @@ def version_problem(cluster: ClusterConfig) -> list[Problem]:
     return [
         Problem(
             f"{NS}:cluster.minMasterVersion",
-            f"{given} with gateway.fleetExport: set it to {fleet.MIN_GKE_VERSION} or later, the multi-cluster "
-            "Inference Gateway's minimum GKE version",
+            f"{given} with gateway.fleetExport: set it to {MIN_VERSION} or later, {WHAT}",
         )
     ]

@@ -25,6 +25,7 @@ def regional_output(cfg: StackConfig) -> dict[str, Any]:
         "network": network_path(cfg.gcp_project, network.network_name),
         "networkCreated": cfg.cluster.network.create,
         "minMasterVersion": cfg.cluster.min_master_version or "",
+        "releaseChannel": cfg.cluster.release_channel,
         "zones": cluster_zones(cfg.cluster_location),
         "regionalProxySubnet": cfg.gateway.proxy_subnet or "",
         "hpaProfile": cfg.cluster.hpa_profile or "",

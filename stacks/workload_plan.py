@@ -14,7 +14,7 @@ from stacks import catalog, disruption, scan_exceptions
 from stacks.gateway import GatewayBackend
 from stacks.images import ImageMirror
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
-from stacks.pod_security import ContainerSecurity, secure_pod
+from stacks.pod_security import ContainerSecurity, pod_specs, secure_pod
 from stacks.pool_plan import PoolPlan
 from stacks.pool_sizing import waits_for_capacity
 from stacks.problems import Problem
@@ -112,6 +112,9 @@ class WorkloadPlan:
     # The time-to-serve estimate's wait from zero (stacks.time_to_serve Estimate.from_zero) of a workload KEDA
     # scales to zero, set once the plan is made (stacks/config.py): the estimate reads the plan itself.
     from_zero_s: float | None = field(default=None, kw_only=True)
+    # Whether its pool keeps TPU hosts free for one more replica while its Deployment or LeaderWorkerSet rolls out,
+    # set once every workload's plan is made (stacks/workload_checks.py rollout_room): `rolling_update`.
+    rollout_surge: bool = field(default=False, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -161,6 +164,31 @@ class WorkloadPlan:
         """TPU hosts of its pool the workload takes at most (replicas at their maximum), for the check that the
         workloads sharing a pool fit in it; None when the type does not say."""
         return None
+
+    @property
+    def rollout_hosts(self) -> int | None:
+        """TPU hosts one more replica holds while its Deployment or LeaderWorkerSet rolls out (a surge replica);
+        None when it rolls out nothing on its TPU pool (a JobSet restarts in place, a type that does not say)."""
+        return None
+
+    def rolling_update(self) -> dict[str, int]:
+        """How its Deployment or LeaderWorkerSet replaces replicas, within what its pool holds: a new replica before an
+        old one stops (`maxSurge: 1, maxUnavailable: 0`) where the pool keeps hosts free for it (`rollout_surge`),
+        else an old one stops first (`maxSurge: 0, maxUnavailable: 1`). A pool sized to the replicas' maximum has no
+        host for a surge pod: it would stay Pending and a rollout with `maxUnavailable: 0` would never progress
+        (Kubernetes' defaults, maxSurge 25% rounded up and maxUnavailable 25% rounded down, are 1 and 0 below 4
+        replicas: kubernetes-validate's apps/v1 RollingUpdateDeployment), and `pulumi.com/skipAwait` keeps
+        `pulumi up` from seeing it."""
+        return {"maxSurge": 1, "maxUnavailable": 0} if self.rollout_surge else {"maxSurge": 0, "maxUnavailable": 1}
+
+    def deployment_strategy(self) -> dict[str, Any]:
+        """A TPU Deployment's `spec.strategy` (rolling_update)."""
+        return {"type": "RollingUpdate", "rollingUpdate": self.rolling_update()}
+
+    def lws_rollout_strategy(self) -> dict[str, Any]:
+        """A LeaderWorkerSet's `spec.rolloutStrategy` (rolling_update; kubernetes-sigs/lws@v0.7.0
+        leaderworkerset_types.go RolloutStrategy, RollingUpdateConfiguration)."""
+        return {"type": "RollingUpdate", "rollingUpdateConfiguration": self.rolling_update()}
 
     @property
     def autoscaled(self) -> bool:
@@ -286,6 +314,26 @@ class WorkloadPlan:
     def pod_manifests(self) -> list[dict[str, Any]]:
         """Every manifest of this workload that carries a pod template (for its namespace's Pod Security level)."""
         raise NotImplementedError(f"{type(self).__name__} must list its pod manifests")
+
+    def serving_containers(self) -> tuple[str, ...]:
+        """The containers whose readiness says a replica serves, read per pod by the "no ready replica" alert
+        (stacks/pieces/alerts.py): every app container (`containers`, not init containers: kube-state-metrics reports
+        those as kube_pod_init_container_status_ready) of its controllers' pods that has a readiness probe. A
+        container without one counts as ready once it runs ("If a container does not provide a readiness probe, the
+        default state is Success", https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-probes),
+        so a sidecar (a compile-cache push, a Pathways proxy) says nothing of the server. A type none of whose
+        containers has one names every container; a type that knows better overrides this."""
+        probed: list[str] = []
+        every: list[str] = []
+        for manifest in self.pod_manifests():
+            if manifest.get("kind") == "Job":  # runs to completion: staging, publishing; never a replica
+                continue
+            for spec in pod_specs(manifest):
+                for container in spec.get("containers", []):
+                    every.append(container["name"])
+                    if "readinessProbe" in container:
+                        probed.append(container["name"])
+        return tuple(dict.fromkeys(probed or every))
 
     def disruption_units(self) -> list[disruption.Unit]:
         """The sets of pods one PodDisruptionBudget each protects (stacks/disruption.py): by default one per

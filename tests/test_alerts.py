@@ -36,7 +36,7 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import alerts, cost, dashboard, gateway, metrics
+from stacks import alerts, cost, dashboard, gateway, metrics, pod_security
 from stacks.config import ConfigError
 from tests import promql
 from tests.conftest import STACK_FILES, make_config, pool, reference_file
@@ -192,6 +192,59 @@ def check_selects_exactly_the_serving_pods(plan: Any, query: str) -> None:
         assert not re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
 
 
+# kube-state-metrics' container readiness series, app containers and init containers apart
+# (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md: both labelled `container`, `pod`, `namespace`).
+READINESS_SERIES = ("kube_pod_container_status_ready", "kube_pod_init_container_status_ready")
+
+
+def serving_pod_containers(plan: Any) -> tuple[set[str], set[str], set[str]]:
+    """(app containers with a readiness probe, app containers without one, init containers) of the workload's
+    controllers' pods, read from its rendered pod manifests (not from the plan's own answer); a Job's pods (staging,
+    publishing) run to completion and are never a replica."""
+    probed: set[str] = set()
+    unprobed: set[str] = set()
+    init: set[str] = set()
+    for manifest in plan.pod_manifests():
+        if manifest.get("kind") == "Job":
+            continue
+        for spec in pod_security.pod_specs(manifest):
+            for c in spec.get("containers", []):
+                (probed if "readinessProbe" in c else unprobed).add(c["name"])
+            init |= {c["name"] for c in spec.get("initContainers", [])}
+    return probed, unprobed, init
+
+
+def check_reads_readiness_per_serving_container(plan: Any, query: str) -> None:
+    """Every readiness series the query reads names the workload's serving containers (`container`), taken per pod
+    at its lowest (`min by (pod)`): a container without a readiness probe is ready while it runs ("If a container does
+    not provide a readiness probe, the default state is Success",
+    https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-probes), so summing a pod's containers
+    counts a sidecar (a compile-cache push, a Pathways proxy or resource manager) as a ready replica. Where some
+    container of the pods has a readiness probe, exactly the probed ones are named; never an init container (those
+    are another series); and a type whose pods probe none names containers its pods have."""
+    selectors = [s for s in promql.parse(query) if s.metric in READINESS_SERIES]
+    assert selectors, query
+    probed, unprobed, init = serving_pod_containers(plan)
+    for sel in selectors:
+        assert sel.metric == "kube_pod_container_status_ready", (plan.name, "init containers are not the server")
+        matchers = {label: (op, value) for label, op, value in sel.matchers}
+        assert "container" in matchers, (plan.workload.type, "reads every container of the pod", query)
+        op, value = matchers["container"]
+        assert op in ("=", "=~"), query
+        named = set(value.split("|")) if op == "=~" else {value}
+        assert named, query
+        assert not named & init, (plan.workload.type, named & init)
+        if probed:
+            assert named == probed, (plan.workload.type, named, probed)
+        else:
+            assert named <= unprobed, (plan.workload.type, named, unprobed)
+    assert re.search(r"min by \(pod\) \(kube_pod_container_status_ready\{", query), query
+
+
+def readiness_queries(rules: dict[str, Any]) -> list[str]:
+    return [r.query for r in rules.values() if any(series in r.query for series in READINESS_SERIES)]
+
+
 def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_serving_pods():
     """The pod selectors match each controller's pods and neither the endpoint picker's nor a Job's (the old
     `<name>-.+` matched both: the picker's ready container masked "no ready replica")."""
@@ -206,6 +259,9 @@ def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_servi
             for key in ("no-ready-replica", "pods-pending", "requests-waiting"):
                 if f"{plan.name}-{key}" in mine:
                     check_selects_exactly_the_serving_pods(plan, mine[f"{plan.name}-{key}"].query)
+            assert bool(readiness_queries(mine)) == plan.serves_requests
+            for query in readiness_queries(mine):
+                check_reads_readiness_per_serving_container(plan, query)
             if getattr(plan.workload, "autoscaling", None) is not None:
                 assert f"{plan.name}-autoscaler-at-max" in mine
     # every type of the registry is in some shipped stack, so the loop above covered it
@@ -226,6 +282,35 @@ def test_a_type_added_to_the_registry_gets_the_policies(run, echo_registered):  
     for key in ("no-ready-replica", "pods-pending"):
         query = rec.one(POLICY, f"alerts-echo-{key}").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
         check_selects_exactly_the_serving_pods(plan, query["query"])
+    ready = rec.one(POLICY, "alerts-echo-no-ready-replica").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+    check_reads_readiness_per_serving_container(plan, ready["query"])  # no probe: its one container
+
+
+def test_no_readiness_query_of_an_alert_or_tile_counts_a_sidecar():
+    """Over every shipped stack's policies and dashboard tiles: a readiness series is only ever read per serving
+    container. The old query, the sum of every container of the pod, fails the check (a vLLM pod's compile-cache push
+    and a Pathways leader's proxy and resource manager have no readiness probe)."""
+    checked = set()
+    for cfg in example_configs():
+        rules = {w.name: {r.key: r for r in w.rules} for w in cfg.alerts_plan.workloads}
+        panels = [q for _, q, _ in dashboard.panels("c1", head=cfg.monitoring_plan.dashboard_panels)]
+        assert not [q for q in panels if any(series in q for series in READINESS_SERIES)], "a tile reads readiness"
+        for plan in cfg.workloads:
+            for query in readiness_queries(rules[plan.name]):
+                check_reads_readiness_per_serving_container(plan, query)
+                checked.add(plan.workload.type)
+    assert checked == set(WORKLOAD_TYPES)  # every type has a serving workload in some shipped stack
+    sidecars = {
+        plan.workload.type: plan
+        for cfg in example_configs()
+        for plan in cfg.workloads
+        if plan.serves_requests and serving_pod_containers(plan)[0] and serving_pod_containers(plan)[1]
+    }
+    assert {"vllm", "jetstream-pathways"} <= set(sidecars)
+    for plan in sidecars.values():
+        old = f'(sum(kube_pod_container_status_ready{{pod=~"{plan.name}-.+"}}) or vector(0)) < 1'
+        with pytest.raises(AssertionError):
+            check_reads_readiness_per_serving_container(plan, old)
 
 
 # ---- defaults, pause, routing -----------------------------------------------------------------------------------

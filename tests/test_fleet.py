@@ -4,19 +4,23 @@ cite:
 - F1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/setup-multicluster-inference-gateway
 - F2 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/customize-backend-multicluster-inference-gateway
 - F4 https://cloud.google.com/compute/docs/reference/rest/beta/backendServices (Backend.capacityScaler)
+- G1, G2: GKE's pages on exporting a Pod's metric through an AutoscalingMetric (quoted in DOCUMENTED_EXPORT below)
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
+import typing
 from typing import Any
 
 import pulumi
 import pytest
 
-from stacks import fleet
+from stacks import catalog, fleet
+from stacks.config_model import ClusterConfig
 from stacks.problems import ConfigError
 from tests import test_smoke
 from tests.conftest import make_config, recorded
@@ -199,7 +203,91 @@ def test_a_regional_stack_unfit_to_join_a_fleet_is_refused_with_every_reason():
     assert "own VPC" in problems["tpu-serving:cluster.network.create"]
     assert "GLOBAL_MANAGED_PROXY" in problems["tpu-serving:gateway.proxySubnet"]
     assert "internal" in problems["tpu-serving:gateway.exposure"]
-    assert fleet.MIN_GKE_VERSION in problems["tpu-serving:cluster.minMasterVersion"]
+    assert fleet.EXPORT_MIN_GKE_VERSION in problems["tpu-serving:cluster.minMasterVersion"]
+    assert "RAPID" in problems["tpu-serving:cluster.releaseChannel"]  # the default channel, REGULAR
+
+
+# Each page of GKE's that documents exporting a Pod's metric through an AutoscalingMetric, with its requirement for
+# the cluster as the page words it (the sentence under "Requirements for the Pods"); F1, the multi-cluster gateway's
+# own minimum, too.
+DOCUMENTED_EXPORT = {
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-load-balancer": (
+        "GKE 1.35.1-gke.1396000 or later."
+    ),
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics": (
+        "GKE 1.34.1-gke.1127000 or later with clusters in the Rapid channel."
+    ),
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling": (
+        "GKE 1.35.1-gke.1396000 or later with clusters in the Rapid channel."
+    ),
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/setup-multicluster-inference-gateway": (
+        "GKE 1.34.1-gke.1127000 or later."
+    ),
+}
+REQUIREMENT = re.compile(
+    r"GKE (?P<version>\d+\.\d+\.\d+-gke\.\d+) or later(?: with clusters in the (?P<channel>\w+) channel)?\."
+)
+
+
+def documented(version: str, channel: str) -> bool:
+    """A cluster at `version` ('' unset) on `channel` meets every page's requirement (the export is used only where
+    all of GKE's statements about it hold)."""
+    for sentence in DOCUMENTED_EXPORT.values():
+        need = REQUIREMENT.fullmatch(sentence)
+        assert need, sentence
+        if not version or catalog.version_tuple(version) < catalog.version_tuple(need["version"]):
+            return False
+        if need["channel"] and channel != need["channel"].upper():
+            return False
+    return True
+
+
+def _regional_admits(version: str, channel: str) -> bool:
+    cluster = {
+        "releaseChannel": channel,
+        "hpaProfile": "PERFORMANCE",
+        **({"minMasterVersion": version} if version else {}),
+    }
+    config = load_stack_file(REGIONAL_FILES[0])
+    config["tpu-serving:cluster"] = {**config["tpu-serving:cluster"], **cluster}
+    if not version:
+        del config["tpu-serving:cluster"]["minMasterVersion"]
+    try:
+        parse_config(config, REGIONAL_FILES[0].name.removeprefix("Pulumi.").removesuffix(".yaml"))
+    except ConfigError as err:
+        paths = {p.path for p in err.problems}
+        assert paths <= {"tpu-serving:cluster.minMasterVersion", "tpu-serving:cluster.releaseChannel"}, paths
+        return False
+    return True
+
+
+def test_the_export_is_admitted_exactly_where_every_gke_page_documents_it():
+    """Issue 34 finding 6's class: a regional stack may export, and a fleet may take a region, only on a cluster every
+    one of GKE's pages on the export documents (a version and, where the page names one, a channel). Over every
+    release channel the config accepts (ClusterConfig.releaseChannel) and the versions around each page's minimum;
+    both sides: the regional stack's checks and the fleet's checks of its recorded output."""
+    channels = typing.get_args(ClusterConfig.model_fields["release_channel"].annotation)
+    assert set(channels) >= {"RAPID", "REGULAR", "STABLE"}
+    versions = {""}
+    for sentence in DOCUMENTED_EXPORT.values():
+        need = REQUIREMENT.fullmatch(sentence)
+        assert need, sentence
+        major_minor, _, build = need["version"].rpartition(".")
+        versions |= {need["version"], f"{major_minor}.{int(build) - 1}", f"{major_minor}.{int(build) + 1}"}
+        versions.add(".".join(need["version"].split(".")[:2]))  # a minor alone is only a floor of that minor
+    grid = [(version, channel) for version in sorted(versions) for channel in channels]
+    admitted = {(version, channel) for version, channel in grid if documented(version, channel)}
+    assert admitted and {c for _, c in admitted} == {"RAPID"}
+    assert {(v, c) for v, c in grid if _regional_admits(v, c)} == admitted
+    assert {(v, c) for v, c in grid if not fleet.export_problems(v, c)} == admitted
+    # the fleet reads the channel and version from each region's output
+    outputs = copy.deepcopy(OUTPUTS)
+    outputs["fleet-europe-west4"]["fleet"].update(releaseChannel="REGULAR", minMasterVersion="1.34.1-gke.1127000")
+    with pytest.raises(
+        pulumi.RunError, match=r"below 1\.35\.1-gke\.1396000[\s\S]*releaseChannel 'REGULAR' is not RAPID"
+    ):
+        _run_fleet(outputs)
+    _run_fleet(copy.deepcopy(OUTPUTS))  # the example's regions, recorded: admitted
 
 
 def test_the_export_switch_needs_the_gateway():
@@ -216,7 +304,7 @@ def _bad_outputs() -> dict[str, Any]:
     outputs = copy.deepcopy(OUTPUTS)
     eu = outputs["fleet-europe-west4"]["fleet"]
     eu.update(network="projects/my-tpu-project/global/networks/other", minMasterVersion="1.33.5-gke.1000000")
-    eu.update(networkCreated=True, regionalProxySubnet="create")
+    eu.update(networkCreated=True, regionalProxySubnet="create", releaseChannel="STABLE")
     eu["exports"][0].update(
         model="google/gemma-2b", servedName="gemma", hostsPerReplica=2, ports=list(range(8000, 8009))
     )
@@ -232,7 +320,8 @@ def test_a_fleet_of_unfit_regions_is_refused_with_every_reason_before_anything_i
         "own VPC",  # networkCreated
         "share one VPC",  # another network than the first region's
         "GLOBAL_MANAGED_PROXY",  # a regional proxy subnet
-        f"below {fleet.MIN_GKE_VERSION}",
+        f"below {fleet.EXPORT_MIN_GKE_VERSION}",
+        "releaseChannel 'STABLE' is not RAPID",
         "different models",
         "different served names",
         "also matches workers",  # multi-host without a leader-only selector

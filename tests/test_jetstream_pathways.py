@@ -9,6 +9,7 @@ import pulumi
 import pytest
 import yaml
 
+from stacks import disruption
 from tests.conftest import (
     make_config,
     on_pool,
@@ -129,6 +130,12 @@ def test_reference_deployment_reproduced_field_by_field(example):
                     window = ref["initialDelaySeconds"] + ref["failureThreshold"] * ref["periodSeconds"]
                     assert mine[probe]["initialDelaySeconds"] == 0 and mine[probe]["httpGet"] == ref["httpGet"]
                     assert mine[probe]["periodSeconds"] * mine[probe]["failureThreshold"] == window
+                    continue
+                if probe != "readinessProbe" and theirs.get(probe):
+                    # a killing probe's own short grace (stacks/disruption.py PROBE_KILL_GRACE_SECONDS), else as theirs
+                    own = {k: v for k, v in mine[probe].items() if k != "terminationGracePeriodSeconds"}
+                    assert mine[probe]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+                    assert own == theirs[probe], (mine["name"], probe)
                     continue
                 assert mine.get(probe) == theirs.get(probe), (mine["name"], probe)
             ref_ports = theirs["ports"]

@@ -26,6 +26,7 @@ from stacks.metrics_adapters import (
     stackdriver,
 )
 from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
+from stacks.versions import IMAGES
 from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 from workloads.vllm.metrics import VLLM_HPA_METRICS
@@ -116,8 +117,47 @@ def test_stackdriver_apis_and_port_are_the_upstream_manifests():
     assert set(stackdriver.API_SERVICES) == upstream
     assert set(stackdriver.ADAPTER.apis) == {group for group, _, _ in upstream}
     service = next(d for d in docs if d["kind"] == "Service")
-    assert service["spec"]["ports"][0]["targetPort"] == stackdriver.ADAPTER.api_port == stackdriver.PORT
+    # the same Service port (an APIService's service port defaults to 443, apiregistration.k8s.io/v1
+    # ServiceReference.port); behind it, the adapter listens on an unprivileged --secure-port (upstream: 443 as root)
+    assert service["spec"]["ports"][0]["port"] == stackdriver.SERVICE_PORT == 443
     assert service["metadata"]["namespace"] == stackdriver.ADAPTER.namespace
+
+
+def test_stackdriver_adapter_listens_where_its_service_probe_and_network_policy_point():
+    """One port from the flag to every reader: the adapter's --secure-port is its containerPort, its readiness probe's
+    port, its Service's targetPort behind port 443, and the port the namespace admits the API server on."""
+    build = stackdriver.build(context(stackdriver.ADAPTER))
+    manifests = [p.body for p in build.parts if isinstance(p.body, dict)]
+    deployment = next(m for m in manifests if m["kind"] == "Deployment")
+    service = next(m for m in manifests if m["kind"] == "Service")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    flags = dict(a.removeprefix("--").split("=", 1) for a in container["command"][1:])
+    port = int(flags["secure-port"])
+    assert port >= 1024 and port == stackdriver.PORT == stackdriver.ADAPTER.api_port
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    assert container["readinessProbe"]["httpGet"]["port"] == port
+    assert service["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": port}]
+    assert flags["cert-dir"] == ""  # the self-signed certificate in memory: nothing written
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_pinned_stackdriver_adapter_takes_the_flags_and_serves_on_them_as_non_root():
+    """tests/data/stackdriver_adapter.json, recorded by scripts/record_adapter_run.py from the adapter built at the
+    pinned image's commit (its `source`): every flag the stack passes is one `adapter --help` lists; upstream's 443
+    is --secure-port's default and its certificate directory a relative path (why upstream ran as root); and with
+    the stack's flags, as the pod's UID from `/`, the adapter served /healthz over HTTPS on the port, its certificate
+    in memory. A change to the flags, the port or the pinned image needs a new recording."""
+    record = json.loads((ROOT / "tests/data/stackdriver_adapter.json").read_text())
+    assert record["image"] == IMAGES["customMetricsStackdriverAdapter"], "re-run scripts/record_adapter_run.py"
+    known = record["flags"]
+    for flag in stackdriver.FLAGS:
+        assert flag.removeprefix("--").split("=", 1)[0] in known, flag
+    assert known["secure-port"] == {"type": "int", "default": "443"}
+    assert known["cert-dir"]["default"] == '"apiserver.local.config/certificates"'
+    run = record["run"]
+    assert run["flags"] == list(stackdriver.FLAGS), "re-run scripts/record_adapter_run.py"
+    assert run["uid"] == pod_security.NON_ROOT_UID and run["workingDirectory"] == "/"
+    assert run["healthzStatus"] == 200 and run["certificateInMemory"] and not run["certificateDirectoryWritten"]
 
 
 def test_prometheus_adapter_port_and_apis_are_the_charts():

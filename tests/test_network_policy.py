@@ -110,7 +110,7 @@ def test_vllm_serving_pods_open_their_port_to_clients_and_metrics(example, names
         assert _allowed(objects, namespace, workers) == {("namespace", None)}
 
 
-@pytest.mark.parametrize("stack,port", [("gemma-hpa", 443), ("gemma-hpa-prometheus", 6443)])
+@pytest.mark.parametrize("stack,port", [("gemma-hpa", 6443), ("gemma-hpa-prometheus", 6443)])
 def test_adapter_namespace_admits_the_api_server_only_on_the_api_port(stack, port):
     objects = _objects("gemma-hpa", stack)
     assert _default_deny(objects, "custom-metrics")

@@ -29,29 +29,37 @@ from stacks.versions import IMAGES
 
 NAME = "custom-metrics-stackdriver"
 SERVICE_ACCOUNT = "custom-metrics-stackdriver-adapter"
-PORT = 443  # upstream adapter_new_resource_model.yaml (Service and readiness probe)
+SERVICE_PORT = 443  # upstream adapter_new_resource_model.yaml's Service port: an APIService reaches its Service on 443
+# The port the adapter listens on, behind the Service's 443 (targetPort), the readiness probe's and the one the
+# namespace's NetworkPolicy admits the API server on: unprivileged, so the adapter needs neither root nor
+# NET_BIND_SERVICE (upstream binds 443 as root). The same as prometheus-adapter's and KEDA's metrics server's.
+PORT = 6443
 GRANT = "stackdriver-adapter-monitoring-viewer"
+# The adapter's own flags (GoogleCloudPlatform/k8s-stackdriver@673c7dd8, the commit of image v0.16.9-gke.0:
+# custom-metrics-stackdriver-adapter/adapter.go main) and those its library registers in cmd.Flags()
+# (kubernetes-sigs/custom-metrics-apiserver@v1.35.0 pkg/cmd/builder.go InstallFlags, pkg/cmd/options/options.go
+# AddFlags -> k8s.io/apiserver@v0.35.2 pkg/server/options/serving.go SecureServingOptions.AddFlags):
+# --secure-port (default 443, NewSecureServingOptions BindPort) and --cert-dir (default
+# "apiserver.local.config/certificates" under the working directory, /, where a non-root user cannot write). An
+# empty --cert-dir makes MaybeDefaultWithSelfSignedCerts keep the self-signed serving certificate in memory
+# (GeneratedCert): nothing is written, so the root filesystem stays read-only.
+FLAGS = (
+    "--use-new-resource-model=true",
+    "--fallback-for-container-metrics=true",
+    f"--secure-port={PORT}",
+    "--cert-dir=",
+)
 
 # The checkov findings the adapter accepts (stacks/scan_exceptions.py), with their reasons.
 SKIPS: tuple[scan_exceptions.Skip, ...] = (
     *scan_exceptions.TAG_PINNED,
-    *scan_exceptions.IMAGE_USER,
-    ("CKV_K8S_25", "NET_BIND_SERVICE: the adapter binds port 443 as in the upstream manifest"),
     ("CKV_K8S_38", "the adapter serves an aggregated API and reads pods and nodes: it needs its token"),
     ("CKV_K8S_8", "no liveness probe upstream (adapter_new_resource_model.yaml has a readiness probe only)"),
 )
-# GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/Dockerfile builds on
-# gcr.io/distroless/static with no USER (root), and the adapter serves its API on port 443 (upstream
-# adapter_new_resource_model.yaml): it keeps root with every capability dropped but NET_BIND_SERVICE (to bind
-# 443), and a writable root filesystem (it generates its self-signed serving certificate at start; where it
-# writes it is unverified). So the namespace is `baseline`.
-SECURITY = pod_security.ContainerSecurity(
-    non_root=False,
-    read_only_root=False,
-    writable=(),
-    add_capabilities=("NET_BIND_SERVICE",),
-    why="binds port 443 as root (distroless/static image without USER)",
-)
+# GoogleCloudPlatform/k8s-stackdriver custom-metrics-stackdriver-adapter/Dockerfile builds on gcr.io/distroless/static
+# with no USER: the stack runs it as NON_ROOT_UID (distroless' own `nonroot`, 65532), every capability dropped, the
+# root filesystem read-only (FLAGS: an unprivileged port, the certificate in memory). The namespace is `restricted`.
+SECURITY = pod_security.RESTRICTED_CONTAINER
 # The APIServices of the upstream manifest: (group, version, versionPriority).
 API_SERVICES = (
     (CUSTOM_METRICS_API, "v1beta1", 100),
@@ -71,7 +79,8 @@ def adapter_pod(service_account: str = SERVICE_ACCOUNT) -> dict[str, Any]:
                     "name": "pod-custom-metrics-stackdriver-adapter",
                     "image": IMAGES["customMetricsStackdriverAdapter"],
                     "imagePullPolicy": "IfNotPresent",
-                    "command": ["/adapter", "--use-new-resource-model=true", "--fallback-for-container-metrics=true"],
+                    "command": ["/adapter", *FLAGS],
+                    "ports": [{"name": "https", "containerPort": PORT}],
                     "resources": {
                         "limits": {"cpu": "250m", "memory": "200Mi"},
                         "requests": {"cpu": "250m", "memory": "200Mi"},
@@ -163,7 +172,7 @@ def _server(ksa: str, ns: str) -> list[Part]:
         "spec": {
             "type": "ClusterIP",
             "selector": labels,
-            "ports": [{"port": PORT, "protocol": "TCP", "targetPort": PORT}],
+            "ports": [{"port": SERVICE_PORT, "protocol": "TCP", "targetPort": PORT}],
         },
     }
     return [

@@ -147,6 +147,15 @@ def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
     return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.disruption_units()), **more)
 
 
+def ready_replicas(w: WorkloadPlan, cluster: str) -> str:
+    """The number of the workload's pods whose every serving container (WorkloadPlan.serving_containers) is ready:
+    kube-state-metrics' kube_pod_container_status_ready, one series per container labelled `container`
+    (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md), of those containers only, at its lowest per
+    pod. A sidecar without a readiness probe is ready while it runs and would count a pod whose server is down."""
+    containers = "~" + "|".join(w.serving_containers())
+    return f"sum(min by (pod) (kube_pod_container_status_ready{{{_pods(w, cluster, container=containers)}}}))"
+
+
 def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_metrics: bool) -> tuple[Rule, ...]:
     """No ready replica, pods Pending (TPU capacity), the autoscaler at its maximum, requests waiting above the HPA's
     target, HBM near full: what every serving workload has (each where it applies)."""
@@ -160,10 +169,11 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
             Rule(
                 f"{name}-no-ready-replica",
                 f"{name}: no ready replica",
-                f"(sum(kube_pod_container_status_ready{{{_pods(w, cluster)}}}) or vector(0)) < 1",
+                f"({ready_replicas(w, cluster)} or vector(0)) < 1",
                 alerts.NO_READY_MINUTES,
                 PAGE,
-                f"no ready serving container for {alerts.NO_READY_MINUTES} min",
+                f"no pod with every serving container ready for {alerts.NO_READY_MINUTES} min (sidecars without a "
+                "readiness probe not counted)",
                 f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
             ),
         ]

@@ -130,6 +130,11 @@ class JetStreamPlan(WorkloadPlan):
         return auto.max_replicas if auto is not None else self.workload.replicas
 
     @property
+    def rollout_hosts(self) -> int:
+        """A surge replica of its Deployment is one more single-host node."""
+        return 1
+
+    @property
     def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
         return metrics.HPA_METRICS
 
@@ -326,6 +331,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
+        "strategy": plan.deployment_strategy(),
         "template": {
             "metadata": {"labels": plan.labels},
             "spec": disruption.drained(

@@ -119,6 +119,11 @@ class PathwaysPlan(WorkloadPlan):
         return self.workload.replicas * self.pool.slices * self.shape.hosts
 
     @property
+    def rollout_hosts(self) -> int:
+        """A surge group takes as many slices as any group."""
+        return self.pool.slices * self.shape.hosts
+
+    @property
     def prefix(self) -> str:
         """The workload's prefix of the stack bucket, holding its Pathways scratch (expired by the bucket)."""
         return f"{naming.PATHWAYS_SCRATCH_PREFIX}{self.name}/"
@@ -482,7 +487,11 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
         "metadata": plan.metadata(
             plan.name, plan.labels, annotations={**annotations, **scan_exceptions.skip_annotations(scan_skips(plan))}
         ),
-        "spec": {"replicas": 0 if plan.paused else plan.workload.replicas, "leaderWorkerTemplate": template},
+        "spec": {
+            "replicas": 0 if plan.paused else plan.workload.replicas,
+            "rolloutStrategy": plan.lws_rollout_strategy(),
+            "leaderWorkerTemplate": template,
+        },
     }
 
 

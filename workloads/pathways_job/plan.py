@@ -36,6 +36,8 @@ RM_PORT = 29001  # PathwaysRMPort
 HEAD_JOB = "pathways-head"  # PathwaysHeadJobName
 WORKER_JOB = "worker"
 MAIN_CONTAINER = "main"  # ControllerSpec.MainContainerName default
+PROXY_CONTAINER = "pathways-proxy"  # MakeProxyContainer
+RM_CONTAINER = "pathways-rm"  # MakeResourceManagerContainer
 # The user's JAX client program requests this much, so its pod is never BestEffort (first evicted): the client
 # drives the Pathways workers over the network and needs little CPU (what a given program needs, only a run shows).
 MAIN_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
@@ -181,6 +183,13 @@ class PathwaysJobPlan(WorkloadPlan):
     def serves_requests(self) -> bool:
         """Interactive: a head that clients connect to; otherwise a batch job that ends."""
         return self.interactive
+
+    def serving_containers(self) -> tuple[str, ...]:
+        """The proxy clients connect to (`portForward`). No container the controller makes has a readiness probe
+        (google/pathways-job@v0.1.4:internal/controller/pathwaysjob_controller.go MakeProxyContainer,
+        MakeResourceManagerContainer, MakeWorkerJob; in headless mode the resource manager and the proxy are the head
+        pod's containers, MakePathwaysHeadPodSpec): the proxy's readiness is that it runs."""
+        return (PROXY_CONTAINER,)
 
     @property
     def chips_at_peak(self) -> int:
@@ -362,7 +371,7 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     """The security-relevant part of the pod specs the controller builds from the PathwaysJob (CTRL
     MakePathwaysHeadPodSpec, MakeWorkerJob): every pod on the host network, the workers with a hostPath /tmp. They
     pass only the `privileged` Pod Security level, so the workload's namespace must allow it."""
-    head_containers: list[dict[str, Any]] = [{"name": "pathways-rm"}, {"name": "pathways-proxy"}]
+    head_containers: list[dict[str, Any]] = [{"name": RM_CONTAINER}, {"name": PROXY_CONTAINER}]
     if not plan.interactive:
         head_containers = [*_template(plan)["spec"]["containers"], *head_containers]
     head: dict[str, Any] = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
@@ -389,7 +398,7 @@ def commands(plan: PathwaysJobPlan, local_ports: Mapping[int, int]) -> dict[str,
     out = {
         "status": f"kubectl -n {ns} get pathwaysjob {name} --watch",
         "pods": f"kubectl -n {ns} get pods -l {JOBSET_NAME_LABEL}={name} -o wide --watch",
-        "headLogs": f"kubectl -n {ns} logs -f -l {head} -c {'pathways-proxy' if plan.interactive else MAIN_CONTAINER}",
+        "headLogs": f"kubectl -n {ns} logs -f -l {head} -c {PROXY_CONTAINER if plan.interactive else MAIN_CONTAINER}",
         "workerLogs": (
             f"kubectl -n {ns} logs -f -l {JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={WORKER_JOB} "
             f"--prefix --max-log-requests={workers}"

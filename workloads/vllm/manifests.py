@@ -170,6 +170,7 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
+        "strategy": plan.deployment_strategy(),
         "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container, serving=True)},
     }
     if not plan.autoscaled:
@@ -225,6 +226,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     leader_labels = plan.leader_labels
     worker_labels = {**plan.labels, "role": "worker"}
     spec: dict[str, Any] = {
+        "rolloutStrategy": plan.lws_rollout_strategy(),
         "leaderWorkerTemplate": {
             "size": plan.shape.hosts,
             "restartPolicy": "RecreateGroupOnPodRestart",

@@ -158,6 +158,11 @@ class VllmPlan(WorkloadPlan):
         return (auto.max_replicas if auto is not None else self.workload.replicas) * self.shape.hosts
 
     @property
+    def rollout_hosts(self) -> int:
+        """A surge replica: one more node, or one more whole slice."""
+        return self.shape.hosts
+
+    @property
     def hpa_metrics(self) -> dict[str, HpaMetric]:
         return VLLM_METRICS
 
