@@ -24,6 +24,7 @@ from stacks import metrics
 from stacks.metrics_adapters import keda
 from tests.conftest import STACK_FILES, recorded
 from tooling.offline import load_stack_file
+from workloads.vllm import metrics as vllm_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = json.loads((ROOT / "tests" / "data" / "keda" / "prometheus_scaler_metadata.json").read_text())
@@ -112,7 +113,7 @@ def test_the_model_reads_as_go_does(go_type: str, value: str, ok: bool):
 
 
 def _served() -> dict[str, metrics.HpaMetric]:
-    served = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
     return {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
 
 
