@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -20,6 +20,10 @@ def fmt(value: Any) -> str:
 class Problem:
     path: str
     message: str
+    shape: bool = field(default=False, compare=False)
+    """A value of the wrong type, form or range, or an unknown or missing key: what the JSON Schema generated from the
+    config models says too (tooling/json_schema.py), unlike a rule between values (tooling/fuzz.py checks both
+    agree)."""
 
     def __str__(self) -> str:
         # one line per problem: control characters a bad value carries are shown escaped, never raw
