@@ -20,14 +20,21 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from stacks import fleet
-from stacks.problems import ConfigError
+from stacks.pieces import environment as environment_piece
+from stacks.problems import ConfigError, Problem
 from stacks.pulumi_config import all_config_keys
 
 
+def fleet_config(raw: Any, project: str | None, other_keys: tuple[str, ...] = ()) -> tuple[Any, list[Problem]]:
+    """(tpu-serving:fleet as the model or None, every problem of it and of gcp:project, the fleet's host project)."""
+    cfg, problems = fleet.parse_config(raw, other_keys)
+    problems = environment_piece.project_problems(project) + problems
+    return (None if problems else cfg), problems
+
+
 def load_fleet_config(raw: Any, project: str | None, other_keys: tuple[str, ...] = ()) -> fleet.FleetConfig:
-    """tpu-serving:fleet and gcp:project (stacks/fleet.py parse_config), before anything is registered; a RunError
-    lists every problem."""
-    cfg, problems = fleet.parse_config(raw, project, other_keys)
+    """tpu-serving:fleet and gcp:project, before anything is registered; a RunError lists every problem."""
+    cfg, problems = fleet_config(raw, project, other_keys)
     if cfg is None:
         raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
     return cfg

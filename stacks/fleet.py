@@ -46,7 +46,6 @@ from pydantic import Field
 from stacks import catalog, config_parse, naming
 from stacks.config_model import CamelModel
 from stacks.gateway import MODEL_HEADER, route_namespace_selector
-from stacks.pieces import environment as environment_piece
 from stacks.problems import Problem, fmt
 
 NS = "tpu-serving"
@@ -190,13 +189,10 @@ class FleetConfig(CamelModel):
     )
 
 
-def parse_config(
-    raw: Any, project: str | None, other_keys: tuple[str, ...] = ()
-) -> tuple[FleetConfig | None, list[Problem]]:
-    """tpu-serving:fleet as the model, and every problem: its own, gcp:project's (the fleet's host project), and each
-    other `tpu-serving:` key the stack sets (`other_keys`), which a fleet stack does not read (refused, as the JSON
-    Schema refuses them)."""
-    problems = environment_piece.project_problems(project) + [
+def parse_config(raw: Any, other_keys: tuple[str, ...] = ()) -> tuple[FleetConfig | None, list[Problem]]:
+    """tpu-serving:fleet as the model, and every problem: its own, and each other `tpu-serving:` key the stack sets
+    (`other_keys`), which a fleet stack does not read (refused, as the JSON Schema refuses them)."""
+    problems = [
         Problem(
             f"{NS}:{key}",
             f"a fleet stack ({PATH} is set) reads no other {NS}: key; remove it, or move it to a regional stack's "

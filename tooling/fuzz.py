@@ -251,12 +251,13 @@ def parse(config: dict[str, Any], stack: str):
     load_fleet_config), or ConfigError."""
     if not is_fleet(config):
         return parse_config(config, stack)
+    from components.fleet import fleet_config
     from stacks import fleet
     from stacks.problems import ConfigError
 
     values, _ = config_values(config)
     others = tuple(sorted(k.split(":", 1)[1] for k in values if k.startswith(f"{fleet.NS}:") and k != FLEET_KEY))
-    cfg, problems = fleet.parse_config(_as_program_reads(values[FLEET_KEY]), values.get("gcp:project"), others)
+    cfg, problems = fleet_config(_as_program_reads(values[FLEET_KEY]), values.get("gcp:project"), others)
     if cfg is None:
         raise ConfigError(stack, problems)
     return cfg
