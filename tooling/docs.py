@@ -269,9 +269,11 @@ def broken_links(texts: dict[Path, str] | None = None) -> list[str]:
 
 
 # A quoted section reference in code comments, strings, docs and the Makefile: README "Deploy",
-# docs/operations.md "What GKE manages". An upstream file's (`owner/repo@tag README "..."`, `the chart's README "..."`,
+# docs/operations.md "What GKE manages", README.md ("Deploy"). An upstream file's (`owner/repo@tag README "..."`, `the chart's README "..."`,
 # `tools/x/README.md "..."`) is not ours: the word before it holds `@` or ends in `'s`, or the path has a folder.
-SECTION_REF = re.compile(r"(?<![\w/.-])(README(?:\.md)?|docs/[\w/.-]+\.md) +\"([^\"]{1,100})\"")
+SECTION_REF = re.compile(
+    r"(?<![\w/.-])(README(?:\.md)?|docs/[\w/.-]+\.md) +(?P<paren>\()?\"([^\"]{1,100})\"(?(paren)\))"
+)
 # a string or comment continued on the next line: `"... "` + newline + `"..."` (either quote), or `# ...` + newline
 # + `# ...`; any other line break is a space
 CONTINUED = re.compile(r"""['"]\s*\n\s*f?['"]|\n\s*#\s*|\s*\n\s*""")
@@ -310,7 +312,7 @@ def broken_section_references(texts: dict[Path, str] | None = None) -> list[str]
             word = before[-1] if before else ""
             if "@" in word or word.endswith("'s"):
                 continue
-            page, section = match.group(1), " ".join(match.group(2).split())
+            page, section = match.group(1), " ".join(match.group(3).split())
             target = ROOT / ("README.md" if page.startswith("README") else page)
             shown = headings(target.read_text()) if target.is_file() else []
             if not any(h == section or h.startswith(section + " ") for h in shown):

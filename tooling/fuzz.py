@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling.fleet_render import FLEET_KEY, is_fleet
-from tooling.offline import ROOT, config_values, is_secure, load_stack_file, parse_config
+from tooling.fleet_render import is_fleet
+from tooling.offline import ROOT, is_secure, load_stack_file, parse_any_config, program_value
 
 OUTCOMES = ("rejected", "valid", "crash", "hang", "unclear", "invalid", "disagrees")
 FINDINGS = ("crash", "hang", "unclear", "invalid", "disagrees")
@@ -247,29 +247,8 @@ def _alarm(signum, frame):  # noqa: ARG001
 
 def parse(config: dict[str, Any], stack: str):
     """What the program does with a stack's config before registering anything, without the Pulumi runtime: a
-    regional stack's StackConfig (`load_stack_config()`), a fleet stack's FleetConfig (components/fleet.py
-    load_fleet_config), or ConfigError."""
-    if not is_fleet(config):
-        return parse_config(config, stack)
-    from components.fleet import fleet_config
-    from stacks import fleet
-    from stacks.problems import ConfigError
-
-    values, _ = config_values(config)
-    others = tuple(sorted(k.split(":", 1)[1] for k in values if k.startswith(f"{fleet.NS}:") and k != FLEET_KEY))
-    cfg, problems = fleet_config(_as_program_reads(values[FLEET_KEY]), values.get("gcp:project"), others)
-    if cfg is None:
-        raise ConfigError(stack, problems)
-    return cfg
-
-
-def _as_program_reads(text: str) -> Any:
-    """A config value as the program reads it from the string the CLI hands it (stacks/pulumi_config.py raw_config):
-    JSON text as its value, any other text as the string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    regional stack's StackConfig, a fleet stack's FleetConfig, or ConfigError (tooling/offline.py parse_any_config)."""
+    return parse_any_config(config, stack)
 
 
 def _ecma_pattern(validator, pattern, instance, schema):  # noqa: ARG001 - jsonschema's keyword signature
@@ -298,7 +277,7 @@ def schema_errors(config: dict[str, Any]) -> list[str]:
         kind = jsonschema.validators.extend(base, {"pattern": _ecma_pattern})
         _VALIDATOR = kind(json.loads(SCHEMA_PATH.read_text()))
     received = {
-        key: _as_program_reads(value) if isinstance(value, str) and key.startswith("tpu-serving:") else value
+        key: program_value(value) if isinstance(value, str) and key.startswith("tpu-serving:") else value
         for key, value in config.items()
     }
     return [

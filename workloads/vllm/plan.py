@@ -420,7 +420,7 @@ def check(
     warnings: list[str],
 ) -> VllmPlan | None:
     """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
-    _check_model(path, workload.model, ctx.hf_token, problems, warnings)
+    _check_model(path, workload, ctx.hf_token, problems, warnings)
     _check_image_and_args(path, workload, problems)
     auto = workload.autoscaling
     if auto is not None:
@@ -463,8 +463,10 @@ def check(
     return plan
 
 
-def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem], warnings: list) -> None:
-    """A gs:// folder of weights, or a Hugging Face id (warned about without a token: gated models need one)."""
+def _check_model(path: str, workload: VllmWorkload, hf_token: bool, problems: list[Problem], warnings: list) -> None:
+    """A gs:// folder of weights, or a Hugging Face id: a gated one (`gated: true`) needs the token; without one, a
+    model not said to be public (`gated: false`) is warned about (the stack cannot tell whether it is gated)."""
+    model, gated = workload.model, workload.gated
     if is_gcs(model):
         if not GS_PATH_RE.fullmatch(model):
             problems.append(
@@ -473,6 +475,8 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem],
                     f"{model!r} is not a gs:// path of a folder of weights, e.g. gs://my-bucket/llama-70b",
                 )
             )
+        if gated is not None:
+            problems.append(Problem(f"{path}.gated", "only for a model named by its Hugging Face id, not a gs:// path"))
     elif not HF_ID_RE.fullmatch(model):
         problems.append(
             Problem(
@@ -481,10 +485,18 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem],
                 "gs:// path of weights",
             )
         )
-    elif not hf_token:
+    elif gated and not hf_token:
+        problems.append(
+            Problem(
+                f"{path}.gated",
+                f"{model!r} is gated: set the token first, pulumi config set --secret tpu-serving:hfToken <token>",
+            )
+        )
+    elif gated is None and not hf_token:
         warnings.append(
             f"{path}.model: {model!r} is staged from Hugging Face without a token; a gated model (e.g. "
-            "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>"
+            "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>; for a public one set "
+            "`gated: false` on this workload"
         )
 
 
