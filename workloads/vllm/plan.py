@@ -53,6 +53,7 @@ from stacks.workload_plan import (
     tpu_resources,
 )
 from stacks.workload_type import WorkloadContext
+from workloads.vllm import flags as serve_flags
 from workloads.vllm.config import VllmWorkload
 
 HTTP_PORT = 8000  # vLLM's default --port, the tutorial's
@@ -501,17 +502,23 @@ def _check_model(path: str, workload: VllmWorkload, hf_token: bool, problems: li
 
 
 def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Problem]) -> None:
-    """An image a kubelet can pull; `args` are `vllm serve` flag names and none the stack derives."""
+    """An image a kubelet can pull; `args` are `vllm serve` flags of the pinned vLLM (workloads/vllm/flags.py), each
+    with a value it takes, and none the stack derives."""
     if workload.image is not None:
         why = naming.image_reference_problem(workload.image)
         if why:
             problems.append(Problem(f"{path}.image", why))
-    for key in workload.args:
+    checked: dict[str, Any] = {}
+    for key, value in workload.args.items():
         why = RESERVED_ARGS.get(normalize_flag(key))
         if why:
             problems.append(Problem(f"{path}.args.{key}", f"derived by the stack: {why}"))
         elif not FLAG_NAME_RE.fullmatch(key):
             problems.append(Problem(f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
+        else:
+            checked[key] = value
+    if workload.image is None:  # the pinned image's flags; an image of another version has its own
+        problems.extend(serve_flags.problems(path, checked, normalize_flag))
 
 
 def _tensor_parallel_value(value: Any) -> int | None:
