@@ -3,6 +3,7 @@ carries every problem of a stack at once (raised before any resource is register
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -14,6 +15,13 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def fmt(value: Any) -> str:
     """A bad value as the user wrote it, for a problem's message: strings quoted, everything else as JSON."""
     return json.dumps(value) if not isinstance(value, str) else repr(value)
+
+
+def close_matches(name: str, allowed: Any, prefix: str = "") -> str:
+    """`close matches: <a>, <b>` among `allowed` for a misspelt `name` (difflib's ratio at least 0.6), or `no close
+    match`; each shown with `prefix` (e.g. `--` for a flag)."""
+    found = difflib.get_close_matches(name, list(allowed), n=3, cutoff=0.6)
+    return f"close matches: {', '.join(prefix + m for m in found)}" if found else "no close match"
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,59 @@ def test_what_vllm_accepts_passes_and_an_image_of_another_version_is_not_held_to
     cfg = _parse({"enforce-eager": True, "enable-prefix-caching": False, "max_num_seqs": 64, "disable-log-stats": True})
     assert "--no-enable-prefix-caching" in cfg.workloads[0].serve_args()
     assert _parse({"max-num-seq": 1}, image="docker.io/vllm/vllm-tpu:nightly").workloads
+
+
+# ---- the same for JetStream's MaxText keys ------------------------------------------------------------------
+
+
+# A git dir of AI-Hypercomputer/maxtext holding the tag, to compare the committed keys with a fresh extraction.
+MAXTEXT_GIT = "TPU_SERVING_MAXTEXT_GIT"
+
+
+def test_maxtext_keys_are_of_the_pinned_server_and_a_misspelt_one_is_refused():
+    import os
+    from pathlib import Path
+
+    from stacks.versions import IMAGE_RECORDS
+    from tooling import maxtext_keys
+    from workloads.jetstream.plan import maxtext_keys as keys
+
+    data = keys()
+    assert data["source"] == "AI-Hypercomputer/maxtext@jetstream-v0.2.2:MaxText/configs/base.yml"
+    assert data["image"] == IMAGE_RECORDS["maxengineServer"].ref, "the matrix pins another server: re-extract"
+    repo = os.environ.get(MAXTEXT_GIT)
+    if repo:  # without a clone the committed keys stand as extracted (their commit is recorded)
+        assert maxtext_keys.render(maxtext_keys.extract(Path(repo))) == maxtext_keys.DATA.read_text()
+    config = {
+        **CONFIG,
+        "tpu-serving:workloads": [
+            {
+                "type": "jetstream",
+                "name": "g",
+                "pool": "p",
+                "model": "gemma-7b",
+                "checkpoint": "gs://c/gemma",
+                "maxtext": {"per_device_batch_size": 4, "max_prefil_predict_length": 512},
+            }
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        fuzz.parse(config, "dev")
+    assert (
+        "tpu-serving:workloads[0].maxtext.max_prefil_predict_length: max_prefil_predict_length is not a MaxText config "
+        "key of the pinned server (AI-Hypercomputer/maxtext@jetstream-v0.2.2:MaxText/configs/base.yml)"
+    ) in str(err.value) and "close matches: max_prefill_predict_length" in str(err.value)
+    assert "per_device_batch_size" not in str(err.value)
+
+
+def test_every_maxtext_key_the_stack_passes_is_one_maxtext_has():
+    from workloads.jetstream.plan import maxtext_keys as keys
+
+    passed = {
+        k
+        for path in STACK_FILES
+        for plan in fuzz.parse(load_stack_file(path), "s").workloads
+        if plan.workload.type == "jetstream"
+        for k, _ in plan.maxtext_pairs()
+    }
+    assert "load_parameters_path" in passed and sorted(passed - set(keys()["keys"])) == []

@@ -87,6 +87,10 @@ def hourly_cost(stack_dir: Path) -> Cost | None:
     return {"baseline": float(total["baseline"]), "peak": float(total["peak"])}
 
 
+def _at(cost: Cost | None, level: str) -> float | None:
+    return None if cost is None else cost[level]
+
+
 def _money(old: float | None, new: float | None) -> str:
     if old is None and new is None:
         return ""
@@ -111,8 +115,8 @@ def headline(diff: str, base: str, costs: dict[str, tuple[Cost | None, Cost | No
                 count["added"],
                 count["changed"],
                 count["removed"],
-                _money(old and old["baseline"], new and new["baseline"]),
-                _money(old and old["peak"], new and new["peak"]),
+                _money(_at(old, "baseline"), _at(new, "baseline")),
+                _money(_at(old, "peak"), _at(new, "peak")),
             ]
         )
     if rows:

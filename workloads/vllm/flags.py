@@ -5,13 +5,12 @@ reports success."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from pathlib import Path
 from typing import Any
 
-from stacks.problems import Problem, fmt
+from stacks.problems import Problem, close_matches, fmt
 
 DATA = Path(__file__).with_name("serve_flags.json")
 
@@ -22,11 +21,6 @@ def serve_flags() -> dict[str, Any]:
     return json.loads(DATA.read_text())
 
 
-def _close(name: str, flags: dict[str, str]) -> str:
-    matches = difflib.get_close_matches(name, flags, n=3, cutoff=0.6)
-    return f"close matches: {', '.join('--' + m for m in matches)}" if matches else "no close match"
-
-
 def arg_problem(name: str, value: Any) -> str | None:
     """Why `--<name>` with `value` (as a workload's `args` render it: true `--x`, false `--no-x`, null nothing, else
     `--x=<value>`) is not something the pinned `vllm serve` accepts, or None. `name` is normalized (dashes)."""
@@ -35,7 +29,7 @@ def arg_problem(name: str, value: Any) -> str | None:
     base, _, key = name.partition(".")  # --json-arg.key value (vllm/utils/argparse_utils.py FlexibleArgumentParser)
     kind = flags.get(base)
     if kind is None:
-        return f"--{base} is not a `vllm serve` flag of {where}; {_close(base, flags)}"
+        return f"--{base} is not a `vllm serve` flag of {where}; {close_matches(base, flags, '--')}"
     if value is None:
         return None
     if key and kind != "value":
