@@ -156,6 +156,13 @@ def stack_config_schema() -> dict[str, Any]:
     }
 
 
+def regional_key(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    """A regional stack's key in `schema` (stack_config_schema()), its mapping or list when it may also be null."""
+    node = schema["properties"]["config"]["else"]["properties"][key]
+    options = [o for o in node.get("anyOf", [node]) if o.get("type") != "null"]
+    return options[0] if len(options) == 1 else node
+
+
 def render_schema() -> str:
     return json.dumps(stack_config_schema(), indent=2, sort_keys=True) + "\n"
 
