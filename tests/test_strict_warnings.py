@@ -101,6 +101,7 @@ V6E = {"name": "v6e-2x4", "tpu": "v6e", "topology": "2x4", "zone": "us-central1-
 V5P = {"name": "v5p", "tpu": "v5p", "topology": "2x2x1", "zone": "us-east5-a"}
 GATEWAY = {"tpu-serving:gateway": {"enabled": True}, "tpu-serving:cluster": {"minMasterVersion": "1.34.1-gke.1127000"}}
 MULTI_HOST = {"name": "mh", "tpu": "v5e", "topology": "4x4", "zone": "us-central1-a"}
+WARM = {**MULTI_HOST, "slices": 2, "warmSlices": 1}
 JETSTREAM = {
     "type": "jetstream",
     "name": "gemma",
@@ -112,6 +113,12 @@ JETSTREAM = {
 
 def _vllm(**fields: Any) -> dict[str, Any]:
     return {**CLEAN["tpu-serving:workloads"][0], **fields}
+
+
+def _queue_scaled(minimum: int) -> dict[str, Any]:
+    """The vLLM workload autoscaled on the gateway's queue from `minimum` replicas."""
+    metric = {"name": "epp_flow_control_queue_size", "target": 10}
+    return _vllm(autoscaling={"minReplicas": minimum, "maxReplicas": 2, "metrics": [metric]})
 
 
 # (function, case id, trigger: changes to CLEAN, resolution: changes to the trigger, a fragment of the warning)
@@ -213,30 +220,13 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         {
             "tpu-serving:tpuPools": [
                 *CLEAN["tpu-serving:tpuPools"],
-                {
-                    "name": "mh",
-                    "tpu": "v5e",
-                    "topology": "4x4",
-                    "zone": "us-central1-a",
-                    "slices": 2,
-                    "capacity": "spot",
-                    "warmSlices": 1,
-                },
+                {**WARM, "capacity": "spot"},
             ]
         },
         {
             "tpu-serving:tpuPools": [
                 *CLEAN["tpu-serving:tpuPools"],
-                {
-                    "name": "mh",
-                    "tpu": "v5e",
-                    "topology": "4x4",
-                    "zone": "us-central1-a",
-                    "slices": 2,
-                    "capacity": "reservation",
-                    "reservation": "r",
-                    "warmSlices": 1,
-                },
+                {**WARM, "capacity": "reservation", "reservation": "r"},
             ]
         },
         "`pulumi up` creates no slice",
@@ -244,30 +234,8 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     (
         "stacks/pieces/gateway.py:from_zero_warnings",
         "scale-from-zero-behind-the-gateway",
-        {
-            **GATEWAY,
-            "tpu-serving:monitoring": {"adapter": "keda"},
-            "tpu-serving:workloads": [
-                _vllm(
-                    autoscaling={
-                        "minReplicas": 0,
-                        "maxReplicas": 2,
-                        "metrics": [{"name": "epp_flow_control_queue_size", "target": 10}],
-                    }
-                )
-            ],
-        },
-        {
-            "tpu-serving:workloads": [
-                _vllm(
-                    autoscaling={
-                        "minReplicas": 1,
-                        "maxReplicas": 2,
-                        "metrics": [{"name": "epp_flow_control_queue_size", "target": 10}],
-                    }
-                )
-            ],
-        },
+        {**GATEWAY, "tpu-serving:monitoring": {"adapter": "keda"}, "tpu-serving:workloads": [_queue_scaled(0)]},
+        {"tpu-serving:workloads": [_queue_scaled(1)]},
         "scales to zero behind the gateway",
     ),
     (
