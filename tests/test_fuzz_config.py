@@ -136,3 +136,13 @@ def test_the_agreement_check_finds_both_directions():
     assert fuzz.schema_errors({**config, "tpu-serving:bucket": {"location": "US"}}) == []
     revision = {"type": "vllm", "name": "v", "pool": "v5e-2x4", "model": "a/b", "revision": "main\n"}
     assert fuzz.schema_errors({**config, "tpu-serving:workloads": [revision]})
+
+
+def test_a_repeated_pool_name_with_a_bad_generation_is_refused_not_a_crash():
+    """Seed 12's crash: the zone and warm-slice warnings matched pools by name, so a second pool of a planned pool's
+    name reached the catalog with its unknown generation (CatalogError)."""
+    config = fuzz.load_stack_file(fuzz.ROOT / "Pulumi.dev.yaml")
+    pools = config["tpu-serving:tpuPools"]
+    config["tpu-serving:tpuPools"] = [*pools, {**pools[0], "tpu": "v5e$"}]
+    outcome, detail = fuzz.classify(config, "dev", render=False)
+    assert outcome == "rejected" and "is already the name of tpuPools[0]" in detail, detail
