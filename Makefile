@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
+.PHONY: venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -45,6 +45,14 @@ test: venv
 # printed at the end; STRICT=1 fails on any warning (CI does so for staging and prod stacks).
 render: venv
 	$(PY) -m tooling.render --check $(if $(STRICT),--strict) $(STACK)
+
+# A reviewer's local diff: the offline render of Pulumi.$(STACK).yaml (every root stack with STACK=all) at $(BASE)
+# and here, as the pull-request job posts it (tooling/render_diff.py): the change count and cost delta first, then
+# what recreates, the diff, the graph last. Writes build/diff/render.diff and build/diff/comment.md.
+BASE ?= main
+diff: venv
+	$(PY) -m tooling.render_diff --base $(BASE) $(if $(filter all,$(STACK)),,--stack $(STACK)) \
+	  --diff build/diff/render.diff --comment build/diff/comment.md
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv

@@ -93,16 +93,23 @@ class _Sections:
     decommission: bool
 
 
+def _section(raw: dict[str, Any], key: str) -> Any:
+    """A mapping key's value to validate: unset (absent or null, as the schema allows) is the empty mapping; any
+    other value is validated as given (`0`, `false` or `""` are refused, as the schema refuses them)."""
+    value = raw.get(key)
+    return {} if value is None else value
+
+
 def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
     environment = raw.get("environment")
     problems.extend(environment_piece.problems(environment))
-    cluster = parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
-    bucket = parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
+    cluster = parse(f"{NS}:cluster", ClusterConfig, _section(raw, "cluster"), problems)
+    bucket = parse(f"{NS}:bucket", BucketConfig, _section(raw, "bucket"), problems)
     pools = tpu_pools.parse(raw.get("tpuPools"), problems)
-    addons = parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
-    monitoring = parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
-    gateway = parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
-    alerts = parse(f"{NS}:alerts", AlertsConfig, raw.get("alerts") or {}, problems)
+    addons = parse(f"{NS}:addons", addon_registry.settings_model(), _section(raw, "addons"), problems)
+    monitoring = parse(f"{NS}:monitoring", MonitoringConfig, _section(raw, "monitoring"), problems)
+    gateway = parse(f"{NS}:gateway", GatewayConfig, _section(raw, "gateway"), problems)
+    alerts = parse(f"{NS}:alerts", AlertsConfig, _section(raw, "alerts"), problems)
     if alerts is not None:
         problems.extend(alerts_piece.problems(alerts))
     if addons is not None:
@@ -115,7 +122,7 @@ def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
-        cost=parse(f"{NS}:cost", CostConfig, raw.get("cost") or {}, problems),
+        cost=parse(f"{NS}:cost", CostConfig, _section(raw, "cost"), problems),
         alerts=alerts,
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,

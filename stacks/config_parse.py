@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core.core_schema import ErrorType
 
 from stacks.problems import Problem, fmt
 
@@ -40,6 +41,11 @@ def _unwrap(tp: Any) -> Any:
 # Path segments pydantic adds for the branch of a union or a validator: never part of a key path a user wrote.
 _BRANCH_SEGMENTS = {"str", "int", "float", "bool", "list", "dict", "none", "json-or-python", "lax-or-strict"}
 FLOAT64_EXACT = 2**53
+# The error types of a value's type, form or range, or an unknown or missing key, each what a JSON Schema keyword
+# says too (type, enum/const, minimum/maximum, min/maxLength, pattern, required, additionalProperties): pydantic's
+# own (pydantic_core.core_schema.ErrorType) less those its models' validators raise. A validator's own error type
+# (PydanticCustomError("capacity_list", ...)) is a rule the schema does not say.
+_SHAPE_ERRORS = frozenset(get_args(ErrorType)) - {"value_error", "assertion_error", "custom_error"}
 
 
 def _path(base: str, loc: tuple) -> str:
@@ -113,15 +119,34 @@ def _too_large(base: str, raw: Any, problems: list[Problem], loc: tuple = ()) ->
     return found
 
 
+def as_json_numbers(raw: Any) -> Any:
+    """`raw` with every whole float as an int (2.0 -> 2), anywhere in it: JSON, and so the JSON Schema, has one number
+    type, in which 2.0 is an integer (JSON Schema 2020-12 Validation, 6.1.1 "type"), and the Pulumi CLI hands the
+    program structured values as JSON text its Go encoder writes, which prints a whole float64 as `2`."""
+    if isinstance(raw, dict):
+        return {k: as_json_numbers(v) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return [as_json_numbers(v) for v in raw]
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    return raw
+
+
 def parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
-    """Validate `raw` as `tp`; on failure add one problem per error, in the stack's words, and return None."""
+    """Validate `raw` as `tp`; on failure add one problem per error, in the stack's words, and return None.
+
+    Strictly, as the JSON Schema generated from the same models (tooling/json_schema.py) reads a value: a boolean
+    is `true` or `false` (never 1, 0.0, "on" or "false"), a whole number is not `true` nor "2", a string is not a
+    number. pydantic's default (lax) mode would convert each of those (docs.pydantic.dev, "Conversion Table"), so
+    the program would deploy a config an editor marks invalid."""
     if _too_large(base, raw, problems):
         return None
     try:
-        return TypeAdapter(tp).validate_python(raw)
+        return TypeAdapter(tp).validate_python(as_json_numbers(raw), strict=True)
     except ValidationError as err:
         found: dict[str, list[str]] = {}
         branches: dict[str, list[str]] = {}  # a union reports one type error per branch: say them as one
+        rules: set[tuple[str, str]] = set()  # the models' own validators' problems; every other one is of shape
         for e in err.errors():
             path = _path(base, tuple(e["loc"]))
             if e["type"] in _TYPE_WORDS and any(p in _BRANCH_SEGMENTS for p in e["loc"]):
@@ -131,10 +156,14 @@ def parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
             message = _message(tp, e)
             if message not in found.setdefault(path, []):
                 found[path].append(message)
+            if e["type"] not in _SHAPE_ERRORS:
+                rules.add((path, message))
         for e in err.errors():
             path = _path(base, tuple(e["loc"]))
             if path in branches and not found[path]:
                 words = list(dict.fromkeys(branches[path]))
                 found[path].append(f"must be {', '.join(words[:-1])} or {words[-1]} (got {fmt(e['input'])})")
-        problems.extend(Problem(path, m) for path, messages in found.items() for m in messages)
+        problems.extend(
+            Problem(path, m, shape=(path, m) not in rules) for path, messages in found.items() for m in messages
+        )
         return None

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import Field
 
-from stacks import catalog, naming, storage_locations
+from stacks import catalog, config_parse, naming, storage_locations
 from stacks.config_model import CamelModel
 from stacks.gateway import MODEL_HEADER, route_namespace_selector
 from stacks.problems import Problem, fmt
@@ -229,6 +229,21 @@ class FleetConfig(CamelModel):
         description="Load balancer request timeout: at least twice the P99 request latency (GKE: up to 3600 for "
         "long-context inference).",
     )
+
+
+def parse_config(raw: Any, other_keys: tuple[str, ...] = ()) -> tuple[FleetConfig | None, list[Problem]]:
+    """tpu-serving:fleet as the model, and every problem: its own, and each other `tpu-serving:` key the stack sets
+    (`other_keys`), which a fleet stack does not read (refused, as the JSON Schema refuses them)."""
+    problems = [
+        Problem(
+            f"{NS}:{key}",
+            f"a fleet stack ({PATH} is set) reads no other {NS}: key; remove it, or move it to a regional stack's "
+            "file (docs/fleet.md)",
+        )
+        for key in other_keys
+    ]
+    cfg = config_parse.parse(PATH, FleetConfig, raw, problems)
+    return (None if problems else cfg), problems
 
 
 # ---- validation of the regional stacks the fleet joins ---------------------------------------------------

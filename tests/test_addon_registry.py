@@ -192,9 +192,9 @@ def test_a_fake_entry_is_validated(run, fake_registered):
 
 
 def test_a_fake_entry_is_in_the_json_schema(fake_registered):
-    from tooling.json_schema import stack_config_schema
+    from tooling.json_schema import regional_key, stack_config_schema
 
-    schema = stack_config_schema()["properties"]["config"]["properties"]["tpu-serving:addons"]
+    schema = regional_key(stack_config_schema(), "tpu-serving:addons")
     assert schema["properties"]["fakeThing"] == {"$ref": "#/$defs/ChartAddonConfig", "description": "A fake add-on."}
 
 

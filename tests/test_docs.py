@@ -170,6 +170,9 @@ def test_every_quoted_section_reference_names_a_heading_of_its_page():
 def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
     texts = {
         ROOT / "Makefile": '# gcloud (see README "Deploying for real").\n# see README "Deploy" and docs/nope.md "X"\n',
+        # the parenthesised form a stack file used for a README section that never existed (issue 34 item 17); a
+        # list of titles in parentheses is not a reference
+        ROOT / "Pulumi.x.yaml": '# Every key is documented in README.md ("Stack config").\n# the README ("A", "B")\n',
         ROOT / "a.py": (
             'x = ("See docs/operations.md "\n    \'"What GKE manages"). And docs/operations.md "GKE \'\n'
             '    \'upgrades". And docs/operations.md "GKE\n# upgrades and more"\n'
@@ -180,6 +183,7 @@ def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
     assert docs.broken_section_references(texts) == [
         'Makefile: README "Deploying for real"',
         'Makefile: docs/nope.md "X"',
+        'Pulumi.x.yaml: README.md "Stack config"',
         'a.py: docs/operations.md "GKE upgrades and more"',
     ]
 

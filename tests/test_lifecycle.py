@@ -351,11 +351,30 @@ def test_crd_names_match_the_upstream_crds():
 # ---- recreation review ----------------------------------------------------------------------------------
 
 
+# A dev stack with a multi-host slice (the shipped dev stack serves vLLM on a single-host pool).
+MULTI_HOST_DEV = """config:
+  gcp:project: my-tpu-project
+  gcp:region: us-central1
+  tpu-serving:environment: dev
+  tpu-serving:cluster:
+    location: us-central1
+  tpu-serving:tpuPools:
+    - name: v6e-4x4
+      tpu: v6e
+      topology: 4x4
+      zone: us-central1-b
+      capacity: spot
+"""
+
+
 def test_compare_names_fields_that_recreate(tmp_path):
-    old_files = render.render_stack(ROOT / "Pulumi.dev.yaml")[2]
+    old_config = tmp_path / "old-stack" / "Pulumi.dev.yaml"
+    old_config.parent.mkdir()
+    old_config.write_text(MULTI_HOST_DEV)
+    old_files = render.render_stack(old_config)[2]
     render.write(old_files, tmp_path / "old")
     new_config = tmp_path / "Pulumi.dev.yaml"
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    text = MULTI_HOST_DEV
     new_config.write_text(
         text.replace("topology: 4x4", "topology: 4x8").replace("location: us-central1\n", "location: us-central1-b\n")
     )
@@ -379,7 +398,7 @@ def test_compare_cli(tmp_path, capsys):
 def test_compare_reads_the_earlier_render_before_overwriting_it(tmp_path, capsys):
     """`make render`, edit the config, `--compare build dev`: build/dev is both the earlier render and the output."""
     config = tmp_path / "Pulumi.dev.yaml"
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    text = MULTI_HOST_DEV
     config.write_text(text)
     assert render.main(["--out", str(tmp_path / "build"), str(config)]) == 0
     config.write_text(text.replace("topology: 4x4", "topology: 4x8"))

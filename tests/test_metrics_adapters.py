@@ -28,6 +28,7 @@ from stacks.metrics_adapters import (
 from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
 from stacks.versions import IMAGES
 from tests.conftest import make_config, pool, reference_file, stack_ksa
+from tooling import json_schema
 from tooling.readme_tables import _sample_context, metrics_adapters_table
 from workloads.vllm.metrics import VLLM_HPA_METRICS
 
@@ -228,7 +229,7 @@ def test_docs_table_is_the_registrys():
 
 def test_schema_enum_is_the_registrys():
     schema = json.loads((ROOT / "schema/stack-config.schema.json").read_text())
-    monitoring = schema["properties"]["config"]["properties"]["tpu-serving:monitoring"]
+    monitoring = json_schema.regional_key(schema, "tpu-serving:monitoring")
     assert monitoring["properties"]["adapter"]["enum"] == list(metrics_adapters.choices())
 
 

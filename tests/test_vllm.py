@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from stacks import catalog, cost, images, versions
+from stacks.problems import ConfigError
 from stacks.workload_plan import LWS_API
 from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
 from tooling.k8s_objects import kubernetes_objects
@@ -597,3 +598,33 @@ def test_the_size_read_from_a_models_name_is_its_total_parameters(model, size):
 
     workload = VllmWorkload.model_validate({"type": "vllm", "name": "m", "pool": "p", "model": model})
     assert vllm.params_billion(workload) == size
+
+
+# ---- gated or public: the one fact a token warning asks for (issue 34 item 13) ------------------------------
+
+
+def _gated(gated, *, token: bool = False, model: str = "Qwen/Qwen3-8B"):
+    from tooling import fuzz
+
+    config = make_config(
+        tpu_serving__environment="staging",
+        tpu_serving__tpuPools=POOLS,
+        tpu_serving__workloads=[wl(model=model, **({} if gated is None else {"gated": gated}))],
+    )
+    if token:
+        config["tpu-serving:hfToken"] = {"secure": "v1:abc"}
+    return fuzz.parse(config, "staging")
+
+
+def test_a_public_model_without_a_token_warns_of_nothing():
+    assert not [w for w in _gated(False).warnings if "token" in w]
+    assert any("for a public one set `gated: false` on this workload" in w for w in _gated(None).warnings)
+    assert not [w for w in _gated(None, token=True).warnings if "token" in w]
+
+
+def test_a_gated_model_without_a_token_is_refused_and_gated_is_only_for_hugging_face_ids():
+    with pytest.raises(ConfigError, match=r"workloads\[0\]\.gated: 'Qwen/Qwen3-8B' is gated: set the token first"):
+        _gated(True)
+    assert _gated(True, token=True).workloads
+    with pytest.raises(ConfigError, match=r"workloads\[0\]\.gated: only for a model named by its Hugging Face id"):
+        _gated(False, model="gs://weights/qwen3-8b")

@@ -149,11 +149,11 @@ def test_a_type_in_the_registry_alone_is_validated(run, echo_registered):
 
 
 def test_a_type_in_the_registry_alone_is_in_the_json_schema(echo_registered):
-    from tooling.json_schema import stack_config_schema
+    from tooling.json_schema import regional_key, stack_config_schema
 
     schema = stack_config_schema()
     assert "EchoWorkload" in schema["$defs"]
-    items = schema["properties"]["config"]["properties"]["tpu-serving:workloads"]["items"]
+    items = regional_key(schema, "tpu-serving:workloads")["items"]
     assert {"$ref": "#/$defs/EchoWorkload"} in items.get("oneOf", items.get("anyOf", []))
 
 

@@ -108,7 +108,7 @@ class Reference:
 
     def rows(self, key: str, node: dict[str, Any], required: bool) -> list[list[str]]:
         # the field's own description, then what its model's docstring adds
-        models = [self.resolve(o) for o in node.get("anyOf", [node]) if "$ref" in o]
+        models = [self.resolve(o) for o in node.get("anyOf", [node]) if "$ref" in o or "title" in o]
         said = [node.get("description", ""), *(m.get("description", "") for m in models)]
         description = " ".join(dict.fromkeys(d for d in said if d))
         if not description and "const" in node:  # a workload type's discriminator
@@ -126,6 +126,19 @@ class Reference:
                 rows.extend(self.children(key, option))
         return rows
 
+    def is_section(self, node: dict[str, Any]) -> bool:
+        """A key documented in a section of its own: a model (it has a title) or a list."""
+        return any("title" in option or option.get("type") == "array" for option in self._variants(node))
+
+    def section(self, key: str, node: dict[str, Any], required: bool, page: str | None) -> list[str]:
+        """A key's heading (`key[]` for a list), the page on what it does, and its rows (a list's: its items')."""
+        listed = any(option.get("type") == "array" for option in self._variants(node))
+        rows = self.rows(key, node, required)
+        lines = [f"## `{key}[]`" if listed else f"## `{key}`", ""]
+        if page:
+            lines += [f"What it does: [{page.split('#', 1)[0].removesuffix('.md')}]({page}).", ""]
+        return [*lines, *table(HEADER, rows[1:] if listed else rows), ""]
+
     def children(self, key: str, model: dict[str, Any]) -> list[list[str]]:
         required = set(model.get("required", []))
         rows: list[list[str]] = []
@@ -138,7 +151,6 @@ def configuration_reference() -> str:
     schema = json_schema.stack_config_schema()
     config = schema["properties"]["config"]
     ref = Reference(schema["$defs"])
-    required = set(config["required"])
     lines = [
         "# Configuration reference",
         "",
@@ -153,22 +165,16 @@ def configuration_reference() -> str:
         "what fits in a pool) are in [stack config](stack-config.md).",
         "",
     ]
-    keys = config["properties"]
-    plain = [
-        key for key, node in keys.items() if "title" not in ref.resolve(node) and "items" not in node
-    ]  # not a model
+    regional, fleet = config["else"], config["then"]
+    keys, required = regional["properties"], set(regional["required"])
+    plain = [key for key, node in keys.items() if not ref.is_section(node)]  # not a model nor a list
     lines += ["## Stack keys", "", *table(HEADER, [r for k in plain for r in ref.rows(k, keys[k], k in required)]), ""]
     pages = {f"{NS}:addons": "addons-and-monitoring.md", f"{NS}:monitoring": "addons-and-monitoring.md"}
     pages[f"{NS}:gateway"] = "gateway.md"
     pages[f"{NS}:cost"] = "operations.md"
+    pages[f"{NS}:alerts"] = "operations.md#alerts"
     for key in (k for k in keys if k not in plain and not k.endswith(":workloads")):
-        node = keys[key]
-        rows = ref.rows(key, node, key in required)
-        heading = f"`{key}[]`" if "items" in node else f"`{key}`"
-        lines += [f"## {heading}", ""]
-        if key in pages:
-            lines += [f"What it does: [{pages[key].removesuffix('.md')}]({pages[key]}).", ""]
-        lines += [*table(HEADER, rows[1:] if "items" in node else rows), ""]
+        lines += ref.section(key, keys[key], key in required, pages.get(key))
     lines += [f"## `{NS}:workloads[]`", ""]
     lines += [
         "Each entry has a `type`; its keys are those of its type, and each type has a page on what it deploys.",
@@ -179,6 +185,19 @@ def configuration_reference() -> str:
         page = f"workloads/{name}.md"
         lines += [f"### `type: {name}`", "", f"{_cell(model.get('description', ''))} ([{name}]({page}))", ""]
         lines += [*table(HEADER, ref.children(f"{NS}:workloads[]", model)), ""]
+    lines += [
+        "## A fleet stack",
+        "",
+        f"A config with `{NS}:fleet` is a fleet stack ([fleet](fleet.md)): it reads these keys and no other "
+        f"`{NS}:` key.",
+        "",
+    ]
+    fleet_keys, fleet_required = fleet["properties"], set(fleet["required"])
+    fleet_plain = [key for key, node in fleet_keys.items() if not ref.is_section(node)]
+    rows = [r for k in fleet_plain for r in ref.rows(k, fleet_keys[k], k in fleet_required)]
+    lines += [*table(HEADER, rows), ""]
+    for key in (k for k in fleet_keys if k not in fleet_plain):
+        lines += ref.section(key, fleet_keys[key], key in fleet_required, "fleet.md")
     return "\n".join(lines)
 
 
@@ -251,9 +270,11 @@ def broken_links(texts: dict[Path, str] | None = None) -> list[str]:
 
 
 # A quoted section reference in code comments, strings, docs and the Makefile: README "Deploy",
-# docs/operations.md "What GKE manages". An upstream file's (`owner/repo@tag README "..."`, `the chart's README "..."`,
+# docs/operations.md "What GKE manages", README.md ("Deploy"). An upstream file's (`owner/repo@tag README "..."`, `the chart's README "..."`,
 # `tools/x/README.md "..."`) is not ours: the word before it holds `@` or ends in `'s`, or the path has a folder.
-SECTION_REF = re.compile(r"(?<![\w/.-])(README(?:\.md)?|docs/[\w/.-]+\.md) +\"([^\"]{1,100})\"")
+SECTION_REF = re.compile(
+    r"(?<![\w/.-])(README(?:\.md)?|docs/[\w/.-]+\.md) +(?P<paren>\()?\"([^\"]{1,100})\"(?(paren)\))"
+)
 # a string or comment continued on the next line: `"... "` + newline + `"..."` (either quote), or `# ...` + newline
 # + `# ...`; any other line break is a space
 CONTINUED = re.compile(r"""['"]\s*\n\s*f?['"]|\n\s*#\s*|\s*\n\s*""")
@@ -292,7 +313,7 @@ def broken_section_references(texts: dict[Path, str] | None = None) -> list[str]
             word = before[-1] if before else ""
             if "@" in word or word.endswith("'s"):
                 continue
-            page, section = match.group(1), " ".join(match.group(2).split())
+            page, section = match.group(1), " ".join(match.group(3).split())
             target = ROOT / ("README.md" if page.startswith("README") else page)
             shown = headings(target.read_text()) if target.is_file() else []
             if not any(h == section or h.startswith(section + " ") for h in shown):

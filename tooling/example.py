@@ -23,7 +23,7 @@ from stacks.config import NS
 from stacks.pieces.environment import named_environment
 from stacks.problems import ConfigError
 from stacks.profiles import PROFILES
-from tooling.offline import ROOT, StackFileError, parse_stack_file, read_stack_yaml
+from tooling.offline import FLEET_KEY, ROOT, StackFileError, load_stack_file, parse_any_config, read_stack_yaml
 
 
 def example_file(example: str) -> Path:
@@ -64,6 +64,8 @@ def _set_value(text: str, key: str, value: str) -> str:
 def new_stack_text(source: Path, stack: str, environment: str | None, project: str | None) -> tuple[str, list[str]]:
     """The new stack file's text and the lines that say what it is."""
     config = (read_stack_yaml(source) or {}).get("config") or {}
+    if FLEET_KEY in config:
+        return _fleet_stack_text(source, environment, project)
     was = str(config.get(f"{NS}:environment", "dev"))
     env, why = environment_for(stack, environment, was)
     text = source.read_text().replace("$schema=../../schema/", "$schema=./schema/")
@@ -75,6 +77,21 @@ def new_stack_text(source: Path, stack: str, environment: str | None, project: s
             f"  the {env} profile: deletion protection {'on' if profile.protect else 'off'}, bucket "
             f"{'kept' if profile.retain_bucket else 'deleted'} on destroy"
         )
+    if project:
+        text = _set_value(text, "gcp:project", project)
+        notes.append(f"gcp:project: {project}")
+    return text, notes
+
+
+def _fleet_stack_text(source: Path, environment: str | None, project: str | None) -> tuple[str, list[str]]:
+    """A fleet stack (docs/fleet.md) has no environment: it reads its regional stacks, which `up` first."""
+    if environment:
+        raise SystemExit(f"{source.name} is a fleet stack (docs/fleet.md): it has no environment; drop ENVIRONMENT")
+    text = source.read_text().replace("$schema=../../schema/", "$schema=./schema/")
+    notes = [
+        "a fleet stack (docs/fleet.md): no environment of its own; it serves the regional stacks named in "
+        f"{FLEET_KEY}.regions, which must exist and be `up` first (make example EXAMPLE=fleet-us-east5 ...)"
+    ]
     if project:
         text = _set_value(text, "gcp:project", project)
         notes.append(f"gcp:project: {project}")
@@ -100,12 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     for line in notes:
         print(f"  {line}")
     try:
-        cfg = parse_stack_file(target)
+        cfg = parse_any_config(load_stack_file(target), args.stack)
     except (ConfigError, StackFileError) as err:
         print(f"{target.name} needs changes before it can be rendered or deployed:\n{err}", file=sys.stderr)
         return 1
-    for warning in cfg.warnings:
+    for warning in getattr(cfg, "warnings", ()):
         print(f"  warning: {warning}")
+    if FLEET_KEY in load_stack_file(target):
+        print(
+            f"next: edit {target.name} (regions[].stack, proxy subnets), `make up` each regional stack, then "
+            f"'make preview STACK={args.stack}'"
+        )
+        return 0
     print(f"next: edit {target.name}, then 'make render STACK={args.stack}' and 'make preview STACK={args.stack}'")
     return 0
 

@@ -8,7 +8,15 @@ Every outcome must be one of:
   values are within the APIs' rules (tooling/api_rules.py).
 Anything else is a finding: `crash` (any other exception), `hang` (over the time limit), `unclear` (a RunError a
 user cannot act on: pydantic internals, union-branch paths, no key path, the value not shown), `invalid`
-(accepted, but what it renders an API would refuse).
+(accepted, but what it renders an API would refuse), `disagrees` (the program and its own JSON Schema,
+schema/stack-config.schema.json, judge the mutant differently: the program accepts what the schema refuses, or the
+program refuses a value's type, form or range, or an unknown key, which the schema accepts).
+
+The schema is held to the config as the Pulumi CLI hands it to the program: every value of a stack's config reaches
+the program as a string, an object or list as its JSON text (pulumi==3.272.0 sdk/python/lib/pulumi/runtime/config.py
+get_config returns the string), so a top-level string holding JSON text (`tpu-serving:cluster: "{}"`,
+`tpu-serving:paused: "true"`, which `pulumi config set tpu-serving:paused true` writes) is to the program the value
+it spells; the schema's patterns are read as JSON Schema reads them (ECMA-262: `$` is the end of the text).
 
 The mutants come from every stack file found at run time (Pulumi.*.yaml at the root and examples/*/Pulumi.*.yaml),
 so a new example is fuzzed too. Mutations: wrong types, empty, huge, negative and int32-overflowing numbers,
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import random
 import re
 import signal
@@ -31,10 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooling.offline import ROOT, is_secure, load_stack_file, parse_config
+from tooling.fleet_render import is_fleet
+from tooling.offline import ROOT, is_secure, load_stack_file, parse_any_config, program_value
 
-OUTCOMES = ("rejected", "valid", "crash", "hang", "unclear", "invalid")
-FINDINGS = ("crash", "hang", "unclear", "invalid")
+OUTCOMES = ("rejected", "valid", "crash", "hang", "unclear", "invalid", "disagrees")
+FINDINGS = ("crash", "hang", "unclear", "invalid", "disagrees")
 TIME_LIMIT_SECONDS = 20  # validation of one config
 RENDER_TIME_LIMIT_SECONDS = 120  # a full offline run (the first one of a workload type imports its modules)
 NOT_RENDERED = "accepted (not rendered)"
@@ -236,8 +246,56 @@ def _alarm(signum, frame):  # noqa: ARG001
 
 
 def parse(config: dict[str, Any], stack: str):
-    """What `load_stack_config()` does, without the Pulumi runtime: StackConfig, or ConfigError."""
-    return parse_config(config, stack)
+    """What the program does with a stack's config before registering anything, without the Pulumi runtime: a
+    regional stack's StackConfig, a fleet stack's FleetConfig, or ConfigError (tooling/offline.py parse_any_config)."""
+    return parse_any_config(config, stack)
+
+
+def _ecma_pattern(validator, pattern, instance, schema):  # noqa: ARG001 - jsonschema's keyword signature
+    """JSON Schema's `pattern` as ECMA-262 reads it (JSON Schema 2020-12 Validation 6.3.3), where `$` is the end of
+    the text; Python's `re` lets `$` match before a final newline, which the program's pattern check (Rust's regex)
+    does not."""
+    import jsonschema
+
+    if isinstance(instance, str) and not re.search(re.sub(r"(?<!\\)\$", r"\\Z", pattern), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_VALIDATOR: Any = None
+
+
+def schema_errors(config: dict[str, Any]) -> list[str]:
+    """What schema/stack-config.schema.json says of a stack's config as the program receives it: every value that
+    is or holds an encrypted one stays as written, every other top-level string holding JSON text is its value."""
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        import jsonschema
+
+        from tooling.json_schema import SCHEMA_PATH
+
+        base = jsonschema.Draft202012Validator
+        kind = jsonschema.validators.extend(base, {"pattern": _ecma_pattern})
+        _VALIDATOR = kind(json.loads(SCHEMA_PATH.read_text()))
+    received = {
+        key: program_value(value) if isinstance(value, str) and key.startswith("tpu-serving:") else value
+        for key, value in config.items()
+    }
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"[:300]
+        for e in _VALIDATOR.iter_errors({"config": received})
+    ]
+
+
+def disagreement(config: dict[str, Any], problems: list[Any] | None) -> str | None:
+    """Why the program and its JSON Schema disagree on `config` (`problems`: the program's, None when it accepted
+    the config), or None."""
+    refused = schema_errors(config)
+    if problems is None and refused:
+        return "the program accepts what its JSON Schema refuses:\n" + "\n".join(refused[:5])
+    shape = [str(p) for p in problems or [] if getattr(p, "shape", False)]
+    if shape and not refused:
+        return "the program refuses a value's type, form or range that its JSON Schema accepts:\n" + "\n".join(shape)
+    return None
 
 
 def render_errors(config: dict[str, Any], stack: str, kubernetes_minor: str) -> list[str]:
@@ -271,8 +329,14 @@ def classify(config: dict[str, Any], stack: str, *, render: bool) -> tuple[str, 
             cfg = parse(config, stack)
         except ConfigError as err:
             why = unclear_reason(str(err))
-            return ("unclear", f"{why}\n{err}") if why else ("rejected", str(err))
-        if not render:
+            disagrees = disagreement(config, err.problems)
+            if why:
+                return "unclear", f"{why}\n{err}"
+            return ("disagrees", f"{disagrees}\n{err}") if disagrees else ("rejected", str(err))
+        disagrees = disagreement(config, None)
+        if disagrees:
+            return "disagrees", disagrees
+        if not render or is_fleet(config):  # a fleet's rules read its regional stacks: tests/test_fleet.py
             return "valid", NOT_RENDERED
         signal.setitimer(
             signal.ITIMER_REAL, min(RENDER_TIME_LIMIT_SECONDS, outer) if outer else RENDER_TIME_LIMIT_SECONDS

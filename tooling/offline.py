@@ -34,6 +34,7 @@ PROJECT_NUMBER = "123456789012"
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 # A fleet stack's folder holds the recorded outputs of the regional stacks it references (tooling/fleet_render.py).
 RECORDED_OUTPUTS = "outputs"
+FLEET_KEY = f"{PROJECT}:fleet"  # set: the stack is a fleet stack (__main__.py)
 
 
 @dataclass
@@ -508,6 +509,32 @@ def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, 
         extra_keys=tuple(sorted(k for k in keys if k not in KNOWN_KEYS)),
         hf_token=None if token not in values else "secret" if token in secrets else "plain",
     )
+
+
+def parse_any_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, ...] = ()):
+    """What the program checks of a stack's config before registering anything (__main__.py): a fleet stack's
+    (`tpu-serving:fleet` set: components/fleet.py load_fleet_config, the FleetConfig) or a regional stack's
+    (parse_config, the StackConfig); ConfigError with every problem."""
+    if FLEET_KEY not in config:
+        return parse_config(config, stack, secret_keys=secret_keys)
+    from components.fleet import fleet_config
+    from stacks.problems import ConfigError
+
+    values, _ = config_values(config)
+    others = tuple(sorted(k.split(":", 1)[1] for k in values if k.startswith(f"{PROJECT}:") and k != FLEET_KEY))
+    cfg, problems = fleet_config(program_value(values[FLEET_KEY]), values.get("gcp:project"), others)
+    if cfg is None:
+        raise ConfigError(stack, problems)
+    return cfg
+
+
+def program_value(text: str) -> Any:
+    """A config value as the program reads it from the string the CLI hands it (stacks/pulumi_config.py raw_config):
+    JSON text as its value, any other text as the string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def parse_stack_file(path: Path, stack: str | None = None):

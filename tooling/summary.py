@@ -1,8 +1,9 @@
-"""summary.md of a render: what a reviewer checks first, in one page.
+"""summary.md of a render: what a reviewer checks first, in one page, in that order (SECTIONS).
 
-Stack outputs as `pulumi stack output --json` prints them, every IAM grant, every image and its pinned version,
-every network exposure, the protection of each stateful resource, the resource graph, TPU pools, workloads,
-estimated cost, time to serve and warnings.
+Every warning, the estimated cost, every IAM grant, every network exposure, the protection of each stateful
+resource, workloads, TPU pools, time to serve; then the stack outputs as `pulumi stack output --json` prints them,
+every image and its pinned version, the Helm releases, what GKE manages, resources by type, and the resource graph
+last.
 """
 
 from __future__ import annotations
@@ -484,9 +485,29 @@ def graph_section(recording: Recording) -> list[str]:
     return lines
 
 
-def summary(cfg: StackConfig, recording: Recording) -> str:
-    from stacks import cost, time_to_serve
+# The order of summary.md's sections: what a reviewer must read first (warnings, cost, IAM, exposure), the resource
+# graph last (it is long, and graph.mmd holds it too).
+SECTIONS = (
+    "Warnings",
+    "Estimated cost",
+    "IAM grants",
+    "Network exposure",
+    "Protection",
+    "Workloads",
+    "TPU pools",
+    "Time to serve",
+    "Stack outputs",
+    "Images",
+    "Helm releases",
+    "What GKE manages",
+    "Resources by type",
+    "Graph",
+)
 
+
+def summary(cfg: StackConfig, recording: Recording) -> str:
+    body = _sections(cfg, recording)
+    assert tuple(body) == SECTIONS, tuple(body)
     lines = [
         f"# Stack `{cfg.stack}` ({cfg.environment})",
         "",
@@ -495,106 +516,93 @@ def summary(cfg: StackConfig, recording: Recording) -> str:
         f"release channel {cfg.cluster.release_channel}",
         f"- bucket `{cfg.bucket_name}`",
         f"- metrics adapter `{cfg.monitoring.adapter}`",
-        "",
-        "## Graph",
-        "",
-        "One node per component, in layers from the network and cluster down to the workloads; an edge only where no "
-        "longer path implies it (the transitive reduction: the cluster reaches a workload through its namespaces). "
-        "`-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's provider, `-.->|uses|` a "
-        'resource naming the stack bucket. Every resource and edge under "Expand".',
-        "",
-        *graph_section(recording),
-        "",
-        "## Stack outputs",
-        "",
-        "As `pulumi stack output --json` prints them after `up` (secrets as `[secret]`); "
-        f"`{UNKNOWN}` marks what only the cloud knows.",
-        "",
-        "```json",
-        stack_outputs(recording),
-        "```",
-        "",
-        "## IAM grants",
-        "",
     ]
+    for title in SECTIONS:
+        section = body[title]
+        while section and section[-1] == "":
+            section = section[:-1]
+        lines += ["", f"## {title}", "", *section]
+    return "\n".join(lines) + "\n"
+
+
+def _sections(cfg: StackConfig, recording: Recording) -> dict[str, list[str]]:
+    """Each section's lines (after its heading), by title."""
+    from stacks import cost, time_to_serve
+
     grants = iam_grants(recording, cfg.gcp_project)
-    lines += table(["member", "role", "on", "resource"], grants) if grants else ["None."]
-    lines += ["", "## Images", ""]
     found = images(recording)
-    lines += table(["image", "pinned", "pinned in", "used by"], found) if found else ["None."]
-    lines += ["", "## Helm releases", ""]
-    lines += [
-        "What each release installs at its pinned version (rendered by Helm from the chart at its tag with the "
-        "stack's values; `tooling/data/chart_objects.json`):",
-        "",
-    ]
-    lines += helm_releases(recording)
-    lines += ["## Network exposure", ""]
-    lines += table(["what", "type", "ports", "reachable from"], exposure(recording))
-    lines += [
-        "",
-        "## Protection",
-        "",
-        "Pulumi `protect` and `retainOnDelete`, and GCP's own `deletionProtection` / `forceDestroy`:",
-        "",
-    ]
-    lines += table(
-        ["resource", "protect", "retainOnDelete", "deletionProtection", "forceDestroy"], protection(recording)
-    )
-    lines += ["", "## What GKE manages", "", *gke_managed_lines(cfg, recording)]
-    lines += ["", "## Resources by type", ""]
     counts = Counter(r.type for r in recording.resources)
-    lines += table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())])
-    lines += ["", f"{sum(counts.values())} resources.", "", "## TPU pools", ""]
-    if cfg.pools:
-        rows = [
-            [
-                p.name,
-                p.shape.generation.name,
-                p.shape.topology,
-                p.shape.machine_type,
-                p.shape.hosts,
-                p.shape.chips_per_host,
-                p.shape.chips,
-                p.slices,
-                p.total_chips,
-                p.config.capacity,
-                p.config.zone,
-                ", ".join(p.node_pool_names),
-            ]
-            for p in cfg.pools
-        ]
-        lines += table(
-            [
-                "pool",
-                "tpu",
-                "topology",
-                "machine type",
-                "hosts/slice",
-                "chips/host",
-                "chips/slice",
-                "slices",
-                "chips",
-                "capacity",
-                "zone",
-                "node pools",
-            ],
-            rows,
-        )
-    else:
-        lines.append("No TPU pools.")
-    lines += ["", "## Workloads", ""]
-    if cfg.workloads:
-        lines += table(
+    return {
+        "Warnings": [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."],
+        "Estimated cost": cost.summary_lines(cost.estimate(cfg)),
+        "IAM grants": table(["member", "role", "on", "resource"], grants) if grants else ["None."],
+        "Network exposure": table(["what", "type", "ports", "reachable from"], exposure(recording)),
+        "Protection": [
+            "Pulumi `protect` and `retainOnDelete`, and GCP's own `deletionProtection` / `forceDestroy`:",
+            "",
+            *table(
+                ["resource", "protect", "retainOnDelete", "deletionProtection", "forceDestroy"], protection(recording)
+            ),
+        ],
+        "Workloads": table(
             ["workload", "type", "pool", "namespace"],
             [[w.name, w.workload.type, w.pool.name, w.namespace] for w in cfg.workloads],
         )
-    else:
-        lines.append("No workloads.")
-    lines += ["", "## Estimated cost", ""]
-    lines += cost.summary_lines(cost.estimate(cfg))
-    lines += ["", "## Time to serve", ""]
-    lines += time_to_serve.summary_lines(time_to_serve.estimates(cfg))
-    lines += ["", "## Warnings", ""]
-    lines += [f"- {w}" for w in sorted(set(recording.warnings))] or ["None."]
-    return "\n".join(lines) + "\n"
+        if cfg.workloads
+        else ["No workloads."],
+        "TPU pools": _pool_lines(cfg),
+        "Time to serve": time_to_serve.summary_lines(time_to_serve.estimates(cfg)),
+        "Stack outputs": [
+            "As `pulumi stack output --json` prints them after `up` (secrets as `[secret]`); "
+            f"`{UNKNOWN}` marks what only the cloud knows.",
+            "",
+            "```json",
+            stack_outputs(recording),
+            "```",
+        ],
+        "Images": table(["image", "pinned", "pinned in", "used by"], found) if found else ["None."],
+        "Helm releases": [
+            "What each release installs at its pinned version (rendered by Helm from the chart at its tag with the "
+            "stack's values; `tooling/data/chart_objects.json`):",
+            "",
+            *helm_releases(recording),
+        ],
+        "What GKE manages": gke_managed_lines(cfg, recording),
+        "Resources by type": [
+            *table(["type", "count"], [[f"`{t}`", n] for t, n in sorted(counts.items())]),
+            "",
+            f"{sum(counts.values())} resources.",
+        ],
+        "Graph": [
+            "One node per component, in layers from the network and cluster down to the workloads; an edge only where "
+            "no longer path implies it (the transitive reduction: the cluster reaches a workload through its "
+            "namespaces). `-->` a dependency, `-.->|provider|` Kubernetes objects through the cluster's provider, "
+            '`-.->|uses|` a resource naming the stack bucket. Every resource and edge under "Expand".',
+            "",
+            *graph_section(recording),
+        ],
+    }
+
+
+def _pool_lines(cfg: StackConfig) -> list[str]:
+    if not cfg.pools:
+        return ["No TPU pools."]
+    rows = [
+        [
+            p.name,
+            p.shape.generation.name,
+            p.shape.topology,
+            p.shape.machine_type,
+            p.shape.hosts,
+            p.shape.chips_per_host,
+            p.shape.chips,
+            p.slices,
+            p.total_chips,
+            p.config.capacity,
+            p.config.zone,
+            ", ".join(p.node_pool_names),
+        ]
+        for p in cfg.pools
+    ]
+    header = ["pool", "tpu", "topology", "machine type", "hosts/slice", "chips/host", "chips/slice", "slices"]
+    return table([*header, "chips", "capacity", "zone", "node pools"], rows)

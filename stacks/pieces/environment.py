@@ -111,6 +111,15 @@ def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
     )
 
 
+def project_problems(gcp_project: str | None) -> list[Problem]:
+    """gcp:project missing, or not a project id (GCP_PROJECT_RE, which the JSON Schema's pattern is)."""
+    if not gcp_project:
+        return [Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")]
+    if not GCP_PROJECT_RE.fullmatch(gcp_project):
+        return [Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")]
+    return []
+
+
 def invocation_problems(
     gcp_project: str | None,
     region: str | None,
@@ -131,14 +140,7 @@ def invocation_problems(
         )
     for key in extra_keys:
         problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(known_keys)}"))
-    if not gcp_project:
-        problems.append(
-            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
-        )
-    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
-        problems.append(
-            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
-        )
+    problems.extend(project_problems(gcp_project))
     if not region:
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
     elif not REGION_RE.fullmatch(region):

@@ -77,10 +77,10 @@ def version_needs(pools: list[PoolPlan]) -> list[VersionNeed]:
 def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
     """TPU zones the catalog's source does not list (unless the pool's zoneConfirmed says the user checked) or marks
     single-tenant (unless the pool consumes a reservation), for the pools that have a plan."""
-    names = {plan.name for plan in planned}
+    planned_configs = {id(plan.config) for plan in planned}  # not by name: a repeated name is a problem of its own
     out = []
     for i, pool in enumerate(pools):
-        if pool is not None and pool.name in names:
+        if pool is not None and id(pool) in planned_configs:
             why = _zone_warning(pool)
             if why:
                 out.append(f"{PATH}[{i}].zone: {why}")
@@ -91,13 +91,13 @@ def warm_slice_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPla
     """warmSlices on capacity no reservation guarantees: `up` does not create those slices (it would wait for
     capacity, and fail the run on a stockout: stacks/pool_sizing.py sizing); they are warm only once a scale-out
     has brought them up, from then on held by their node pools' minimum."""
-    names = {plan.name for plan in planned}
+    planned_configs = {id(plan.config) for plan in planned}
     return [
         f"{PATH}[{i}].warmSlices: {pool.warm_slices} on {pool.capacity} capacity: `pulumi up` creates no slice (it "
         "would wait for capacity and fail on a stockout); each warm slice is kept from the first scale-out that "
         "brings it up (its node pools' minimum then holds it); the cost estimate's baseline counts it as kept"
         for i, pool in enumerate(pools)
-        if pool is not None and pool.name in names and pool.warm_slices and pool.capacity != "reservation"
+        if pool is not None and id(pool) in planned_configs and pool.warm_slices and pool.capacity != "reservation"
     ]
 
 

@@ -12,8 +12,11 @@ than that. A cluster pinned below 1.28 gets `privileged: true`, as those version
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stacks import catalog, disruption, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
@@ -21,7 +24,7 @@ from stacks.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.pool_plan import PoolPlan
-from stacks.problems import Problem
+from stacks.problems import Problem, close_matches
 from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
 from stacks.workload_plan import (
@@ -197,6 +200,29 @@ class JetStreamPlan(WorkloadPlan):
 # ---- validation ---------------------------------------------------------------------------------------
 
 
+@functools.cache
+def maxtext_keys() -> dict[str, Any]:
+    """maxtext_keys.json beside this file: the MaxText config keys of the pinned server image, extracted from MaxText's
+    base config at the tag the image is built from (tooling/maxtext_keys.py records the origin)."""
+    return json.loads((Path(__file__).with_name("maxtext_keys.json")).read_text())
+
+
+def maxtext_key_problems(path: str, overrides: Mapping[str, Any]) -> list[Problem]:
+    """Each `maxtext` key MaxText's base config does not have: MaxText refuses it at start (its pyconfig: "Key ... was
+    passed at the command line but isn't in config")."""
+    data = maxtext_keys()
+    keys = set(data["keys"])
+    return [
+        Problem(
+            f"{path}.maxtext.{key}",
+            f"{key} is not a MaxText config key of the pinned server ({data['source']}), which refuses it at start; "
+            f"{close_matches(key, keys)}",
+        )
+        for key in overrides
+        if key not in keys
+    ]
+
+
 def check(
     path: str,
     workload: JetStreamWorkload,
@@ -208,6 +234,8 @@ def check(
 ) -> JetStreamPlan | None:
     adapter = ctx.adapter
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/gemma-7b/items", problems)
+    if workload.images.server is None:  # the pinned server's MaxText; another image has its own keys
+        problems.extend(maxtext_key_problems(path, workload.maxtext))
     check_ports(f"{path}.prometheusPort", workload.prometheus_port, POD_PORTS, problems)
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling

@@ -15,6 +15,7 @@ from stacks.workload_plan import (
     check_autoscaling,
 )
 from stacks.workload_type import WorkloadContext
+from workloads.vllm import flags as serve_flags
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
@@ -54,7 +55,7 @@ def check(
     warnings: list[str],
 ) -> VllmPlan | None:
     """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
-    _check_model(path, workload.model, ctx.hf_token, problems, warnings)
+    _check_model(path, workload, ctx.hf_token, problems, warnings)
     _check_image_and_args(path, workload, problems)
     auto = workload.autoscaling
     if auto is not None:
@@ -97,8 +98,10 @@ def check(
     return plan
 
 
-def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem], warnings: list) -> None:
-    """A gs:// folder of weights, or a Hugging Face id (warned about without a token: gated models need one)."""
+def _check_model(path: str, workload: VllmWorkload, hf_token: bool, problems: list[Problem], warnings: list) -> None:
+    """A gs:// folder of weights, or a Hugging Face id: a gated one (`gated: true`) needs the token; without one, a
+    model not said to be public (`gated: false`) is warned about (the stack cannot tell whether it is gated)."""
+    model, gated = workload.model, workload.gated
     if is_gcs(model):
         if not GS_PATH_RE.fullmatch(model):
             problems.append(
@@ -107,6 +110,8 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem],
                     f"{model!r} is not a gs:// path of a folder of weights, e.g. gs://my-bucket/llama-70b",
                 )
             )
+        if gated is not None:
+            problems.append(Problem(f"{path}.gated", "only for a model named by its Hugging Face id, not a gs:// path"))
     elif not HF_ID_RE.fullmatch(model):
         problems.append(
             Problem(
@@ -115,25 +120,39 @@ def _check_model(path: str, model: str, hf_token: bool, problems: list[Problem],
                 "gs:// path of weights",
             )
         )
-    elif not hf_token:
+    elif gated and not hf_token:
+        problems.append(
+            Problem(
+                f"{path}.gated",
+                f"{model!r} is gated: set the token first, pulumi config set --secret tpu-serving:hfToken <token>",
+            )
+        )
+    elif gated is None and not hf_token:
         warnings.append(
             f"{path}.model: {model!r} is staged from Hugging Face without a token; a gated model (e.g. "
-            "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>"
+            "meta-llama/*) needs one: pulumi config set --secret tpu-serving:hfToken <token>; for a public one set "
+            "`gated: false` on this workload"
         )
 
 
 def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Problem]) -> None:
-    """An image a kubelet can pull; `args` are `vllm serve` flag names and none the stack derives."""
+    """An image a kubelet can pull; `args` are `vllm serve` flags of the pinned vLLM (workloads/vllm/flags.py), each
+    with a value it takes, and none the stack derives."""
     if workload.image is not None:
         why = naming.image_reference_problem(workload.image)
         if why:
             problems.append(Problem(f"{path}.image", why))
-    for key in workload.args:
+    checked: dict[str, Any] = {}
+    for key, value in workload.args.items():
         why = RESERVED_ARGS.get(normalize_flag(key))
         if why:
             problems.append(Problem(f"{path}.args.{key}", f"derived by the stack: {why}"))
         elif not FLAG_NAME_RE.fullmatch(key):
             problems.append(Problem(f"{path}.args.{key}", "is not a `vllm serve` flag name (e.g. max-num-seqs)"))
+        else:
+            checked[key] = value
+    if workload.image is None:  # the pinned image's flags; an image of another version has its own
+        problems.extend(serve_flags.problems(path, checked, normalize_flag))
 
 
 def _tensor_parallel_value(value: Any) -> int | None:

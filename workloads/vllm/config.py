@@ -48,6 +48,14 @@ class VllmWorkload(WorkloadConfig):
         description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed, "
         "--load-format=runai_streamer)."
     )
+    gated: bool | None = Field(
+        None,
+        description="Whether the Hugging Face model is gated (its page asks you to accept its terms before "
+        "downloading): true needs tpu-serving:hfToken (refused without it); false says it is public, so it is staged "
+        "without a token and without a warning (what lets a staging or prod stack pass `render --strict` with no "
+        "token); unset: a warning when no token is set, since the stack cannot tell. Only for a model named by its "
+        "Hugging Face id.",
+    )
     revision: str = Field(
         "main",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
