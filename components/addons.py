@@ -1,7 +1,7 @@
 """Cluster add-ons the serving workloads stand on, as the registry in stacks/addons describes them (LeaderWorkerSet
 and JobSet on by default, Kueue and the PathwaysJob controller off).
 
-Charts are installed as `helm.v3.Release` from their OCI registries at the versions pinned in stacks/versions.py.
+Charts are installed as `helm.v3.Release` from their OCI registries at the versions pinned in stacks/facts/versions.py.
 A Release is one resource that the first preview can plan before the cluster exists. Controllers run on the CPU
 system pool. Custom resources of a kind depend on that kind's release and CRDs (`Addons.dependency`), so no
 LeaderWorkerSet or JobSet is ever applied before its CRD and webhook exist.
@@ -21,11 +21,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks import addons as addon_registry
-from stacks import naming, pod_security
+from stacks import naming
 from stacks.addons import Addon, CrdPolicy
-from stacks.local_target import REGISTRY, Sources
+from stacks.facts.versions import ChartCrds, ChartVersion, ManifestVersion
+from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
-from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
+from stacks.security import pod_security
 
 # Helm skips deleting an object whose LIVE annotations carry this when it leaves a release's manifest
 # (helm/helm@v3.16.0 pkg/kube/client.go `Update`: info.Get(), then ResourcePolicyIsKeep(annotations)).
@@ -51,7 +52,7 @@ def release_args(
     postrender: str | None = None,
 ) -> k8s.helm.v3.ReleaseArgs:
     """The release of `chart` from `sources`: its registry at the pinned version (GKE), or its source folder at that
-    version (local mode, stacks/local_target.py)."""
+    version (local mode, stacks/model/local_target.py)."""
     ref, version, repository = sources.chart_ref(chart)
     return k8s.helm.v3.ReleaseArgs(
         name=chart.release_name,
@@ -64,7 +65,7 @@ def release_args(
         values=values,
         # The stack applies the CRDs of charts that pin them (AddonCrds); Helm would install `crds/` only once.
         skip_crds=True if chart.crds is not None else None,
-        # a post-renderer over the chart's manifests (stacks/metrics_adapters/entry.py Chart.postrender)
+        # a post-renderer over the chart's manifests (stacks/monitoring/adapters/entry.py Chart.postrender)
         postrender=postrender,
         # Roll back a failed upgrade instead of leaving a half-applied controller; keep a short history.
         atomic=True,
@@ -137,7 +138,7 @@ class AddonsDeps:
     kubeconfig: pulumi.Input[str]
     after: Sequence[pulumi.Resource] = ()
     sources: Sources = REGISTRY
-    """Where charts, CRD files and manifests come from (stacks/local_target.py)."""
+    """Where charts, CRD files and manifests come from (stacks/model/local_target.py)."""
 
 
 class Addons(pulumi.ComponentResource):

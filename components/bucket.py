@@ -15,9 +15,11 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import bucket_access, kms, naming
-from stacks.config_model import BucketConfig
+from stacks import naming
+from stacks.facts import kms
+from stacks.model.config_model import BucketConfig
 from stacks.pieces.bucket import BucketPlan
+from stacks.security import bucket_access
 
 
 def lifecycle_rules(config: BucketConfig) -> list[gcp.storage.BucketLifecycleRuleArgs]:
@@ -165,7 +167,7 @@ class Bucket(pulumi.ComponentResource):
             lifecycle_rules=lifecycle_rules(config),
             logging=logging,
         )
-        # storage.buckets.get alone, for every workload identity on the bucket it reads (stacks/bucket_access.py)
+        # storage.buckets.get alone, for every workload identity on the bucket it reads (stacks/security/bucket_access.py)
         role = gcp.projects.IAMCustomRole(
             f"{name}-bucket-get",
             gcp.projects.IAMCustomRoleArgs(

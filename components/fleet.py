@@ -1,4 +1,4 @@
-"""The fleet stack (tpu-serving:fleet; stacks/fleet.py, docs/fleet.md): one model served from two or more regional
+"""The fleet stack (tpu-serving:fleet; stacks/fleets/fleet.py, docs/fleet.md): one model served from two or more regional
 stacks through GKE's multi-cluster Inference Gateway (Preview).
 
 It reads each regional stack's `fleet` and `kubeconfig` outputs through `pulumi.StackReference`, checks every rule
@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
-from stacks import fleet
+from stacks.fleets import fleet
 from stacks.pieces import environment as environment_piece
 from stacks.problems import ConfigError, Problem
 from stacks.pulumi_config import all_config_keys

@@ -1,8 +1,8 @@
 """The stack's GKE Inference Gateway: its namespace and one Gateway, and per served workload its route.
 
-The objects are built by stacks/gateway.py; this component registers them in order: the Gateway waits for the
+The objects are built by stacks/serving/gateway.py; this component registers them in order: the Gateway waits for the
 cluster's system pool (GKE installs the Gateway API CRDs, its GatewayClasses and, from the version the config
-requires, the InferencePool CRD with the cluster: stacks/gke_managed.py; the stack applies none of them) and for the
+requires, the InferencePool CRD with the cluster: stacks/facts/gke_managed.py; the stack applies none of them) and for the
 proxy-only subnet its regional load balancer takes proxy addresses from.
 """
 
@@ -19,11 +19,13 @@ import pulumi_kubernetes as k8s
 from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
-from stacks import gateway, naming, network_policy, pod_security
-from stacks.gateway import GatewayBackend
-from stacks.local_target import REGISTRY, Sources
+from stacks import naming
+from stacks.facts.versions import LLM_D_ROUTER
+from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
-from stacks.versions import LLM_D_ROUTER
+from stacks.security import network_policy, pod_security
+from stacks.serving import gateway
+from stacks.serving.gateway import GatewayBackend
 
 # Cloud Armor: at most 10 source IP ranges per rule (basic match condition, srcIpRanges),
 # https://cloud.google.com/armor/docs/security-policy-overview#match_conditions ; the default rule has the lowest
@@ -41,7 +43,7 @@ class GatewayDeps:
     after: Sequence[pulumi.Resource]
     namespace: Callable[[str], pulumi.Resource]
     cloud: bool = True
-    """False in local mode (stacks/local_target.py): no Cloud Armor policy; its name stands in."""
+    """False in local mode (stacks/model/local_target.py): no Cloud Armor policy; its name stands in."""
     sources: Sources = REGISTRY
     """Where the endpoint picker's chart comes from."""
 
@@ -174,7 +176,7 @@ class InferenceGateway(pulumi.ComponentResource):
                 sources=self._sources,
             ),
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
-            # GKE's, installed with the control plane (stacks/gke_managed.py)
+            # GKE's, installed with the control plane (stacks/facts/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),
         )
         if self._fleet_metrics is not None:

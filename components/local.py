@@ -1,4 +1,4 @@
-"""Local mode's stand-ins for the Google Cloud layer (stacks/local_target.py): the same typed facts the in-cluster
+"""Local mode's stand-ins for the Google Cloud layer (stacks/model/local_target.py): the same typed facts the in-cluster
 layer reads from `components.cluster.Cluster` and `components.bucket.Bucket`, with no Google Cloud resource behind
 them. The cluster is the user's own, reached through the kubeconfig `tpu-serving:local.kubeconfig` names.
 """
@@ -12,10 +12,11 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks import bucket_access, local_target
-from stacks.local_target import LocalConfig
+from stacks.model import local_target
+from stacks.model.local_target import LocalConfig
 from stacks.pieces.bucket import BucketPlan
 from stacks.pieces.cluster import ClusterPlan
+from stacks.security import bucket_access
 
 
 def read_kubeconfig(config: LocalConfig, base: Path) -> str:

@@ -20,12 +20,15 @@ import pulumi_kubernetes as k8s
 
 from components.addons import AddonCrds, release_args
 from components.manifests import register_manifest
-from stacks import dashboard, metrics, metrics_adapters, naming, network_policy, pod_security
-from stacks.local_target import REGISTRY, Sources
-from stacks.metrics_adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL
+from stacks import naming
+from stacks.model.local_target import REGISTRY, Sources
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import dashboard, metrics
+from stacks.monitoring.adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
+from stacks.monitoring.adapters.entry import NAMESPACE, SYSTEM_POOL
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces.monitoring import MonitoringPlan
+from stacks.security import network_policy, pod_security
 
 
 def create_pod_monitoring(
@@ -36,7 +39,7 @@ def create_pod_monitoring(
     parent: pulumi.Resource,
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.apiextensions.CustomResource:
-    """Register a PodMonitoring built with `stacks.metrics.pod_monitoring` (for workloads and add-ons alike)."""
+    """Register a PodMonitoring built with `stacks.monitoring.metrics.pod_monitoring` (for workloads and add-ons alike)."""
     return k8s.apiextensions.CustomResource(
         resource_name,
         api_version=manifest["apiVersion"],
@@ -55,7 +58,7 @@ class MonitoringDeps:
     provider: k8s.Provider
     system_pool: pulumi.Resource
     cloud: bool = True
-    """False in local mode (stacks/local_target.py): no dashboard and no IAM grants, only the in-cluster objects."""
+    """False in local mode (stacks/model/local_target.py): no dashboard and no IAM grants, only the in-cluster objects."""
     sources: Sources = REGISTRY
     """Where the adapter's chart and CRD files come from."""
 

@@ -23,11 +23,14 @@ from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
 from stacks import addons as addon_registry
-from stacks import cost, fleet, fleet_output, gateway, local_target
 from stacks.config import StackConfig
-from stacks.kubeconfig import get_credentials_command
-from stacks.local_target import REGISTRY, LocalSources, Sources
-from stacks.workload_plan import WorkloadPlan
+from stacks.fleets import fleet
+from stacks.model import local_target
+from stacks.model.local_target import REGISTRY, LocalSources, Sources
+from stacks.reports import cost, fleet_output
+from stacks.security.kubeconfig import get_credentials_command
+from stacks.serving import gateway
+from stacks.serving.workload_plan import WorkloadPlan
 
 
 @dataclass
@@ -313,7 +316,7 @@ def build_stack(cfg: StackConfig) -> Platform:
     estimate = cost.estimate(cfg)
     for warning in estimate.warnings:
         pulumi.log.warn(f"cost estimate: {warning}")
-    for note in estimate.notes:  # about the estimate, not the stack: not a warning (stacks/cost.py)
+    for note in estimate.notes:  # about the estimate, not the stack: not a warning (stacks/reports/cost.py)
         pulumi.log.info(f"cost estimate: note: {note}")
     pulumi.export("estimatedHourlyCost", cost.as_output(estimate))
     if cfg.gateway.enabled and cfg.gateway.fleet_export:  # no Gateway here: the fleet stack's (docs/fleet.md)

@@ -13,15 +13,15 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from components.workload_identity import WorkloadIdentity, register_grants
-from stacks.bucket_access import Grant, gcs_location
-from stacks.workload_plan import WorkloadPlan
+from stacks.security.bucket_access import Grant, gcs_location
+from stacks.serving.workload_plan import WorkloadPlan
 
 CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
 
 
 @dataclass(frozen=True)
 class WorkloadDeps:
-    """What the platform hands a workload type's component (stacks.workload_type.WorkloadType.component)."""
+    """What the platform hands a workload type's component (stacks.serving.workload_type.WorkloadType.component)."""
 
     project: str
     stack: str
@@ -48,7 +48,7 @@ class WorkloadDeps:
     """The local port of each Service port its port-forward commands forward: unique across the stack
     (StackConfig.local_ports); a port not in it is forwarded to itself."""
     cloud: bool = True
-    """False in local mode (stacks/local_target.py): the workload's Kubernetes objects only; its Google identities,
+    """False in local mode (stacks/model/local_target.py): the workload's Kubernetes objects only; its Google identities,
     grants, bucket objects and node pools are stood in by their names."""
 
 

@@ -17,8 +17,8 @@ from components.cluster import node_pool_security
 from stacks import naming
 from stacks.pieces import tpu_pools
 from stacks.pieces.cluster import ClusterPlan
-from stacks.pool_plan import PoolPlan
-from stacks.pool_sizing import Sizing, sizing
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.pool_sizing import Sizing, sizing
 
 POOL_LABEL = naming.POOL_LABEL
 SLICE_LABEL = naming.SLICE_LABEL
@@ -207,7 +207,7 @@ class TpuPoolDeps:
     resource_labels: dict[str, str] = field(default_factory=dict)
     """The pool's own resource labels on its node pools: the workloads on it (stacks/pieces/cost.py)."""
     cloud: bool = True
-    """False in local mode (stacks/local_target.py): no node pools or workload policy (the local cluster's nodes
+    """False in local mode (stacks/model/local_target.py): no node pools or workload policy (the local cluster's nodes
     stand in for them), only the pool's in-cluster objects (its ComputeClass)."""
 
 

@@ -13,7 +13,9 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from stacks import bucket_access, local_target, naming
+from stacks import naming
+from stacks.model import local_target
+from stacks.security import bucket_access
 
 BUCKET_ROLES = (bucket_access.OBJECT_USER, bucket_access.OBJECT_VIEWER)
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
@@ -40,7 +42,7 @@ def register_grants(
     parent: pulumi.Resource,
 ) -> list[gcp.storage.BucketIAMMember]:
     """One non-authoritative bucket IAM member per grant, `<name>-<key>`: limited to its prefix by an IAM condition
-    (stacks.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
+    (stacks.security.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
     names the bucket resource's output, so it waits for the bucket. Then, once per bucket, storage.buckets.get
     (bucket_access.BUCKET_GET_PERMISSION): `bucket_get_role` (the stack's custom role) on the stack bucket,
     roles/storage.legacyBucketReader on another."""
@@ -101,7 +103,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         cloud: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`cloud` False (local mode, stacks/local_target.py): the KSA only, annotated with the email its Google
+        """`cloud` False (local mode, stacks/model/local_target.py): the KSA only, annotated with the email its Google
         service account would have."""
         check_grants(grants, stack_bucket_name)
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)

@@ -1,4 +1,4 @@
-"""What a cluster operator looks at, read from the local cluster's API server (tooling/local_stack.py Kube), and the
+"""What a cluster operator looks at, read from the local cluster's API server (tooling/local/local_stack.py Kube), and the
 local cluster's life (the toolchain's `make local-cluster`), with a deadline on every wait."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stacks import naming
-from tooling.local_stack import Kube, KubeError, LocalStack
-from tooling.offline import ROOT
+from tooling.harness.offline import ROOT
+from tooling.local.local_stack import Kube, KubeError, LocalStack
 
 T = TypeVar("T")
 

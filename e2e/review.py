@@ -1,4 +1,4 @@
-"""What the review says a config change does to the stack's Kubernetes objects (tooling/transition.py: the URNs it
+"""What the review says a config change does to the stack's Kubernetes objects (tooling/review/transition.py: the URNs it
 replaces and the ones it updates), from two offline runs of the program in local mode. Run in its own process (the
 offline runs install Pulumi's mocks, which the e2e's real runs must not share):
 
@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from tooling import transition
-from tooling.k8s_objects import plain
-from tooling.offline import run_program
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import run_program
+from tooling.review import transition
 
 
 def review(old_config: dict, new_config: dict, stack: str) -> dict[str, list[str]]:

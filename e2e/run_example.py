@@ -1,5 +1,5 @@
 """One example through the e2e's steps on its running local cluster, in a process of its own that has joined the
-cluster's network namespace (tooling/local_stack.py enter_cluster_network) before any thread starts:
+cluster's network namespace (tooling/local/local_stack.py enter_cluster_network) before any thread starts:
 
     python -m e2e.run_example examples/<name>/Pulumi.<stack>.yaml     exit 0, or 1 listing every problem found
 """
@@ -20,10 +20,10 @@ from typing import Any
 import yaml
 
 from e2e import cluster as c
-from tooling import local_stack
-from tooling.fleet_render import is_fleet
-from tooling.offline import ROOT, load_stack_file, read_stack_yaml
-from tooling.render import stack_name
+from tooling.harness.offline import ROOT, load_stack_file, read_stack_yaml
+from tooling.local import local_stack
+from tooling.review.fleet_render import is_fleet
+from tooling.review.render import stack_name
 
 STACK_FILES = [
     path

@@ -18,7 +18,7 @@ import pytest
 
 from e2e import cluster as c
 from e2e.run_example import STACK_FILES
-from tooling.render import stack_name
+from tooling.review.render import stack_name
 
 ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
 EXAMPLE_TIMEOUT = float(os.environ.get("E2E_EXAMPLE_TIMEOUT", "2400"))

@@ -2,7 +2,7 @@
 """A Helm post-renderer: Helm's rendered manifests on stdin, the same on stdout without any APIService.
 
 The stack registers every metrics APIService itself, as one resource under the same URN whichever metrics adapter
-serves it (stacks/metrics_adapters/entry.py api_service), so a switch of `monitoring.adapter` updates it in place.
+serves it (stacks/monitoring/adapters/entry.py api_service), so a switch of `monitoring.adapter` updates it in place.
 KEDA's chart renders `v1beta1.external.metrics.k8s.io` whatever its values (kedacore/charts@v2.20.2:
 keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): in the release's manifest, Helm
 would refuse to install over the stack's object ("invalid ownership metadata") and its uninstall would delete it,

@@ -1,11 +1,11 @@
-"""Before `pulumi up`: will the stack get its TPU capacity and everything else it needs? (tooling/preflight.py)
+"""Before `pulumi up`: will the stack get its TPU capacity and everything else it needs? (tooling/operations/preflight.py)
 
     make preflight STACK=dev
     python scripts/preflight.py dev
 
 Per pool at its baseline and peak: TPU quota in the region and the named reservation's free hosts or chips; the
 release channel's versions against every minimum the stack needs; the APIs the stack's resources need enabled; the
-deployer's roles for them (tooling/gcp_requirements.py); every principal outside the project the stack grants a
+deployer's roles for them (tooling/oracles/gcp_requirements.py); every principal outside the project the stack grants a
 role, against the organization's domain restricted sharing. A fleet stack (tpu-serving:fleet) gets the last three:
 its regional stacks' outputs are read with `pulumi stack output` (an example's from its recorded outputs/). One row
 per check, PASS, WARN or FAIL, with the command or link that fixes it. Needs gcloud, logged in.
@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT))
 
 import pulumi  # noqa: E402
 
-from stacks import fleet  # noqa: E402
+from stacks.fleets import fleet  # noqa: E402
 from stacks.problems import ConfigError  # noqa: E402
-from tooling import preflight  # noqa: E402
-from tooling.fleet_render import is_fleet, stack_key  # noqa: E402
-from tooling.offline import load_stack_file, parse_stack_file, recorded_outputs, run_program, run_stack_file  # noqa: E402
+from tooling.harness.offline import load_stack_file, parse_stack_file, recorded_outputs, run_program, run_stack_file  # noqa: E402
+from tooling.operations import preflight  # noqa: E402
+from tooling.review.fleet_render import is_fleet, stack_key  # noqa: E402
 
 Outputs = Callable[[str], dict[str, Any]]
 """A stack reference (<organization>/<project>/<stack>) -> its outputs, as `pulumi stack output --json` prints them."""

@@ -3,14 +3,14 @@ tests/data/stackdriver_adapter.json (tests/test_metrics_adapters.py reads it; `m
 
     python3 scripts/record_adapter_run.py <adapter binary>
 
-The binary is the adapter built at the commit of the pinned image (stacks/versions.py customMetricsStackdriverAdapter,
+The binary is the adapter built at the commit of the pinned image (stacks/facts/versions.py customMetricsStackdriverAdapter,
 v0.16.9-gke.0: GoogleCloudPlatform/k8s-stackdriver@673c7dd8, the commit that sets that image in
 custom-metrics-stackdriver-adapter/deploy/production/adapter_new_resource_model.yaml):
 
 (the binary is not built by this project: `make test` reads only the recorded JSON). It records:
 - `flags`: every flag `adapter --help` lists, with its type and default (the adapter's own, adapter.go main, and
   those its library adds: kubernetes-sigs/custom-metrics-apiserver pkg/cmd/builder.go InstallFlags);
-- `run`: the adapter started with stacks.metrics_adapters.stackdriver.FLAGS as UID 65532 (the pod's user) from `/`
+- `run`: the adapter started with stacks.monitoring.adapters.stackdriver.FLAGS as UID 65532 (the pod's user) from `/`
   (distroless' working directory), against loopback stand-ins for what it reads at start (a Kubernetes API answering
   discovery, the GCE metadata server, Cloud Monitoring's API with no metric): whether it served /healthz over HTTPS
   on --secure-port, whether it kept its certificate in memory, and whether it wrote the default certificate
@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stacks.metrics_adapters import stackdriver  # noqa: E402
-from stacks.pod_security import NON_ROOT_UID  # noqa: E402
+from stacks.monitoring.adapters import stackdriver  # noqa: E402
+from stacks.security.pod_security import NON_ROOT_UID  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "stackdriver_adapter.json"
 SOURCE = (

@@ -1,6 +1,6 @@
 """Load and validate the stack config before any resource is registered.
 
-`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.config_model`, applies
+`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.model.config_model`, applies
 the cross-field rules below, and raises one `pulumi.RunError` that lists every problem with its key path
 (`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed. `parse_stack_config()` does the same
 from a plain dict, without Pulumi, so the rules are tested directly.
@@ -12,16 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import (
-    cost,
-    images,
-    naming,
-    time_to_serve,
-    versions,
-    workload_checks,
-)
+from stacks import naming, workload_checks
 from stacks.addons import AddonsConfig
-from stacks.config_model import (
+from stacks.facts import images, versions
+from stacks.facts.images import ImageMirror
+from stacks.model.config_model import (
     AlertsConfig,
     BucketConfig,
     ClusterConfig,
@@ -31,9 +26,9 @@ from stacks.config_model import (
     TpuPoolConfig,
     WorkloadConfig,
 )
-from stacks.config_parse import parse
-from stacks.images import ImageMirror
-from stacks.local_target import LocalConfig
+from stacks.model.config_parse import parse
+from stacks.model.local_target import LocalConfig
+from stacks.model.profiles import Profile
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -47,12 +42,12 @@ from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS
-from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
-from stacks.profiles import Profile
+from stacks.reports import cost, time_to_serve
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry
 from stacks.stack_config import StackConfig
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry
 
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
 KNOWN_KEYS = (

@@ -30,7 +30,7 @@ class Problem:
     message: str
     shape: bool = field(default=False, compare=False)
     """A value of the wrong type, form or range, or an unknown or missing key: what the JSON Schema generated from the
-    config models says too (tooling/json_schema.py), unlike a rule between values (tooling/fuzz.py checks both
+    config models says too (tooling/generate/json_schema.py), unlike a rule between values (tooling/scans/fuzz.py checks both
     agree)."""
 
     def __str__(self) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 
 from stacks.config import KNOWN_KEYS, NS, SECRET_KEYS, parse_stack_config
 from stacks.problems import ConfigError
+from stacks.serving.workload_type import WorkloadRegistry
 from stacks.stack_config import StackConfig
-from stacks.workload_type import WorkloadRegistry
 
 
 def raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:

@@ -8,14 +8,19 @@ from dataclasses import replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import bucket_access, catalog, config_parse, gateway, gke_managed, metrics_adapters, naming, versions
+from stacks import naming
 from stacks.addons import AddonsConfig
-from stacks.config_model import WorkloadConfig
+from stacks.facts import catalog, gke_managed, versions
+from stacks.model import config_parse
+from stacks.model.config_model import WorkloadConfig
+from stacks.monitoring import adapters as metrics_adapters
 from stacks.pieces.rules import NS, check_name
-from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem, fmt
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
+from stacks.security import bucket_access
+from stacks.serving import gateway
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
 
 
 def declared_pool_names(raw: Any) -> set[str]:

@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from stacks.versions import ChartVersion
-from tooling import chart_objects
-from tooling.offline import Recording
+from stacks.facts.versions import ChartVersion
+from tooling.harness.offline import Recording
+from tooling.oracles import chart_objects
 
 
 def helm() -> str | None:
-    """TPU_SERVING_HELM, else the pinned Helm `make helm` fetched (tooling/chart_objects.py find_helm: $HELM,
+    """TPU_SERVING_HELM, else the pinned Helm `make helm` fetched (tooling/oracles/chart_objects.py find_helm: $HELM,
     .cache/helm/helm, PATH)."""
     return os.environ.get("TPU_SERVING_HELM") or chart_objects.find_helm()
 
 
 def chart_dir(chart: ChartVersion) -> Path:
-    """The chart's source at its tag in the reference folder (tooling/chart_objects.py chart_dir: the upstream
+    """The chart's source at its tag in the reference folder (tooling/oracles/chart_objects.py chart_dir: the upstream
     repo's layout)."""
     return chart_objects.chart_dir(chart_objects.charts_root(), chart.chart, chart.version)
 
@@ -35,7 +35,7 @@ def render(
 ) -> list[dict[str, Any]]:
     """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them (the
     chart's crds/ left out, as `helm template` does by default; `crds`: included), through the release's
-    post-renderer if it has one: tooling/chart_objects.py helm_template."""
+    post-renderer if it has one: tooling/oracles/chart_objects.py helm_template."""
     release = chart_objects.Release(
         chart.chart, chart.version, chart.release_name, chart.namespace, values, not crds, postrender
     )
@@ -44,7 +44,7 @@ def render(
 
 def render_release(registration: Any) -> list[dict[str, Any]]:
     """The objects a registered `helm.v3.Release` installs: its chart at its tag rendered by the pinned Helm with the
-    release's own inputs (values, skipCrds, post-renderer), as tooling/chart_objects.py records them."""
+    release's own inputs (values, skipCrds, post-renderer), as tooling/oracles/chart_objects.py records them."""
     (release,) = chart_objects.releases_of(Recording([registration]))
     return _template(release)
 

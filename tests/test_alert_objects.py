@@ -33,10 +33,10 @@ import pytest
 from stacks.workload_checks import FORBIDDEN_NAMESPACES
 from tests import promql
 from tests.conftest import STACK_FILES, recorded
-from tooling import chart_objects
-from tooling.k8s_objects import plain
-from tooling.offline import Recording, load_stack_file, parse_config
-from tooling.render import stack_name
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import Recording, load_stack_file, parse_config
+from tooling.oracles import chart_objects
+from tooling.review.render import stack_name
 
 Obj = tuple[str, str, str]  # (kind, namespace or "", name)
 CLUSTER = "gcp:container/cluster:Cluster"

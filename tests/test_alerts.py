@@ -36,13 +36,17 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import alerts, cost, dashboard, gateway, metrics, pod_security
 from stacks.config import ConfigError
+from stacks.monitoring import alerts, dashboard, metrics
+from stacks.reports import cost
+from stacks.security import pod_security
+from stacks.serving import gateway
 from tests import promql
 from tests.conftest import STACK_FILES, make_config, pool, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
-from tooling import chart_objects, readme_tables
-from tooling.offline import load_stack_file, parse_config
+from tooling.generate import readme_tables
+from tooling.harness.offline import load_stack_file, parse_config
+from tooling.oracles import chart_objects
 from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
 from workloads.vllm import metrics as vllm_metrics
@@ -125,12 +129,12 @@ def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
 
 def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
     """Each metric the KEDA adapter can trigger on (every HPA metric of an origin it serves: the server's, the TPU
-    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/metrics_adapters/keda.py
+    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/monitoring/adapters/keda.py
     query), and the example's rendered triggers: every series and label is one the stack's scraping produces. The
     picker's series come from its chart's PodMonitoring (test_the_endpoint_picker_is_scraped_and_runs_with_flow_control);
     `llm_d_epp_average_running_requests` is labelled `name` (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/
     llm_d_router_metrics.go llmdInferencePoolAvgRunningRequests, poolLabels = ["name"] in metrics.go)."""
-    from stacks.metrics_adapters import keda
+    from stacks.monitoring.adapters import keda
 
     scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
     served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
@@ -161,7 +165,7 @@ def replicated_jobs(plan: Any, name: str) -> list[str]:
 
 def pod_names(plan: Any) -> tuple[list[str], list[str]]:
     """Pod names a cluster would have in the workload's namespace: its serving pods (named as each controller kind
-    names them, stacks.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
+    names them, stacks.monitoring.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
     `<name>-epp`, llm-d-router's chart; each Job of the workload, a weights staging Job among them)."""
     serving = []
     for unit in plan.disruption_units():
@@ -172,7 +176,7 @@ def pod_names(plan: Any) -> tuple[list[str], list[str]]:
         elif unit.kind == "JobSet":
             serving += [f"{unit.name}-{r}-0-1-q8z2m" for r in replicated_jobs(plan, unit.name)]
         else:
-            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.alerts.POD_NAMES")
+            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.monitoring.alerts.POD_NAMES")
     other = [f"{gateway.epp_name(plan.name)}-6c8f9d7b4-abcde", f"{plan.name}-weights-299216fe-k2j9d"]
     other += [
         f"{m['metadata']['name']}-{suffix}"
@@ -600,7 +604,7 @@ def test_the_cost_tile_prices_a_replicas_chips_over_its_generated_tokens():
 
 
 def test_the_docs_list_every_alert_with_its_command():
-    """docs/operations.md "Alerts" holds the generated table (tooling/readme_tables.py alerts_table), which names
+    """docs/operations.md "Alerts" holds the generated table (tooling/generate/readme_tables.py alerts_table), which names
     every policy a workload and the cluster can get."""
     text = (ROOT / "docs/operations.md").read_text()
     assert readme_tables.alerts_table() in text

@@ -64,7 +64,7 @@ def test_access_logs_go_to_a_private_log_bucket_that_expires_them(run):
 
 def test_access_logs_off_creates_no_log_bucket_and_grants_nothing_outside_the_project(run):
     """bucket.accessLogs: false (an organization whose domain restricted sharing refuses Cloud Storage's log writer,
-    tooling/preflight.py): no log bucket, no grant to group:cloud-storage-analytics@google.com, no `logging` on the
+    tooling/operations/preflight.py): no log bucket, no grant to group:cloud-storage-analytics@google.com, no `logging` on the
     bucket, so nothing the stack bucket waits for; the warning says what is lost, and in a protected profile how to
     turn it off on a live stack."""
     rec = run(make_config(tpu_serving__bucket={"accessLogs": False}))
@@ -79,8 +79,8 @@ def test_access_logs_off_creates_no_log_bucket_and_grants_nothing_outside_the_pr
 
 def test_turning_access_logs_off_and_on_is_a_clean_up(run):
     """Either way on a live (dev) stack: no object under two URNs, no replacement, nothing deleted out of order
-    (tooling/transition.py); the bucket's `logging` changes in place."""
-    from tooling import transition
+    (tooling/review/transition.py); the bucket's `logging` changes in place."""
+    from tooling.review import transition
 
     on, off = run(make_config()), run(make_config(tpu_serving__bucket={"accessLogs": False}))
     assert list(transition.problems(on, off)) == [] and list(transition.problems(off, on)) == []

@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import ROOT, STACK_FILES, make_config, pool, recorded
 from tests.test_review_issue23 import _render
-from tooling.offline import Recording
-from tooling.recreate import NOT_UPDATED, protected_needs, read_render, recreations, review
+from tooling.harness.offline import Recording
+from tooling.review.recreate import NOT_UPDATED, protected_needs, read_render, recreations, review
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -177,8 +177,8 @@ def test_a_saxml_disruption_restarts_the_jobset_without_counting():
 def test_the_saxml_failure_policy_validates_against_the_jobset_crd():
     """The new failurePolicy and podFailurePolicy against the JobSet CRD at v0.10.1 (../shared/reference/crds, or
     the recorded schema): the schema every JobSet this stack applies must pass."""
-    from tooling.k8s_objects import kubernetes_objects
-    from tooling.schemas import validate_objects
+    from tooling.harness.k8s_objects import kubernetes_objects
+    from tooling.oracles.schemas import validate_objects
 
     path = next(p for p in STACK_FILES if p.name == "Pulumi.saxml-175b.yaml")
     objects = [o for o in kubernetes_objects(recorded(path, False)) if o["kind"] == "JobSet"]
@@ -213,7 +213,7 @@ def test_no_lws_restarts_a_whole_slice_group_for_a_sidecar():
     jetstream-http's own liveness probe (its root path) restarted it alone in a Deployment, but in a leader it cost a
     cold start of the whole slice; the engine's probe (/healthcheck, answered through jetstream-http) still sees a
     hung jetstream-http."""
-    from stacks.workload_plan import JETSTREAM_HTTP_ROOT
+    from stacks.serving.workload_plan import JETSTREAM_HTTP_ROOT
 
     seen = 0
     for path in STACK_FILES:
@@ -250,8 +250,8 @@ def test_the_router_charts_namespace_named_objects_are_recorded_as_the_namespace
     `printf "%s-%s-metrics-reader" .Release.Namespace .Release.Name`. The record was rendered from a stack whose
     workload namespace equals the release name, so it took both for the release: a workload in a namespace of
     another name was reviewed with objects it does not get."""
-    from stacks.versions import LLM_D_ROUTER
-    from tooling import chart_objects
+    from stacks.facts.versions import LLM_D_ROUTER
+    from tooling.oracles import chart_objects
 
     objects = chart_objects.installed(LLM_D_ROUTER.chart, LLM_D_ROUTER.version, "llama", "serving")
     assert objects is not None
@@ -262,7 +262,7 @@ def test_the_router_charts_namespace_named_objects_are_recorded_as_the_namespace
 
 
 def test_a_per_release_chart_is_never_recorded_with_its_namespace_equal_to_its_release():
-    from tooling import chart_objects
+    from tooling.oracles import chart_objects
 
     release = chart_objects.Release("oci://x/chart", "1.0.0", "same", "same", {}, False)
     with pytest.raises(ValueError, match="namespace = release name"):

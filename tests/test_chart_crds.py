@@ -5,7 +5,7 @@ What a chart ships is read from the chart itself at its tag: the pinned Helm ren
 CRDs of its crds/ folder and those its templates render (KEDA's, kedacore/charts@v2.20.2:keda/templates/crds/, gated on
 `crds.install`, default true). Each must reach the cluster: installed by Helm with the stack's values and skipCrds
 (the record of that render, tooling/data/chart_objects.json), or applied by the stack from the chart's pinned CRD
-files (stacks/versions.py ChartCrds). A controller starts an informer per kind it reconciles and controller-runtime's
+files (stacks/facts/versions.py ChartCrds). A controller starts an informer per kind it reconciles and controller-runtime's
 manager exits when one cannot sync: KEDA's operator starts six (kedacore/keda@v2.20.2:cmd/operator/main.go), so with
 three of its CRDs it exited while `pulumi up` reported success.
 """
@@ -17,10 +17,10 @@ import subprocess
 
 import pytest
 
-from stacks import versions
+from stacks.facts import versions
 from tests.conftest import STACK_FILES, recorded
 from tests.helm_charts import render
-from tooling import chart_objects
+from tooling.oracles import chart_objects
 
 CRD = "CustomResourceDefinition"
 

@@ -1,8 +1,8 @@
 """Issue 22 item 15: bad input the config fuzzer found accepted, each refused now with a problem naming the key path,
 the bad value and what is allowed (before anything is registered). Each rule's source is cited where it is declared:
 stacks/pieces/ (network.py subnet ranges and range names, bucket.py location, each piece's namespaces),
-stacks/workload_checks.py (workload namespaces), stacks/metrics.py (HPA target),
-stacks/naming.py (JobSet's derived names), workloads/saxml/plan.py (models), stacks/storage_locations.py."""
+stacks/workload_checks.py (workload namespaces), stacks/monitoring/metrics.py (HPA target),
+stacks/naming.py (JobSet's derived names), workloads/saxml/plan.py (models), stacks/facts/storage_locations.py."""
 
 from __future__ import annotations
 
@@ -12,15 +12,18 @@ import dataclasses
 import pulumi
 import pytest
 
-from stacks import addons, metrics, metrics_adapters, naming, storage_locations
+from stacks import addons, naming
 from stacks.config import ConfigError
-from stacks.versions import ManifestVersion
+from stacks.facts import storage_locations
+from stacks.facts.versions import ManifestVersion
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
 from stacks.workload_checks import stack_namespaces
 from tests.conftest import ROOT, make_config, pool
 from tests.test_addon_registry import FAKE
-from tooling import api_rules
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import Recording, load_stack_file, parse_config
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import Recording, load_stack_file, parse_config
+from tooling.oracles import api_rules
 from workloads.saxml import plan as saxml_plan
 from workloads.vllm.metrics import VLLM_METRICS
 

@@ -18,8 +18,8 @@ import pytest
 from stacks import pulumi_config
 from stacks.config import KNOWN_KEYS, NS
 from tests.conftest import FLEET_FILES
-from tooling import docs, json_schema
-from tooling.offline import ROOT, load_stack_file, recorded_outputs, run_program
+from tooling.generate import docs, json_schema
+from tooling.harness.offline import ROOT, load_stack_file, recorded_outputs, run_program
 
 PROGRAM_DIRS = tuple(str(ROOT / d) for d in ("stacks", "components", "workloads")) + (str(ROOT / "__main__.py"),)
 

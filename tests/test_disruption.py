@@ -1,4 +1,4 @@
-"""Disruption-safe serving (stacks/disruption.py): a PodDisruptionBudget over every set of serving pods of every
+"""Disruption-safe serving (stacks/serving/disruption.py): a PodDisruptionBudget over every set of serving pods of every
 workload type, a multi-host replica as one unit; and termination settings that outlast the load balancer's and the
 endpoint picker's view of a pod, so a drain or a rollout drops no request in flight. Sources are cited per test."""
 
@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from stacks import disruption, versions
+from stacks.facts import versions
+from stacks.serving import disruption
 from tests.conftest import EXAMPLES, ROOT, make_config, recorded, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401  (a fixture)
-from tooling.offline import Recording, Registration
+from tooling.harness.offline import Recording, Registration
 from workloads import registry
 from workloads.pathways_job.plan import controller_workers
 
@@ -41,7 +42,7 @@ def children(rec: Recording, parent: Registration, *types: str) -> list[Registra
 
 def expected_budget(server: Registration) -> tuple[dict[str, str], dict[str, int]]:
     """(selector, limit) the budget of a server object must have, worked out from the object itself and the
-    controllers' own rules, not from stacks/disruption.py."""
+    controllers' own rules, not from stacks/serving/disruption.py."""
     name, spec = server.inputs["metadata"]["name"], server.inputs["spec"]
     if server.type == DEPLOYMENT:
         # the disruption controller reads a Deployment's scale: maxUnavailable works with any replica count
@@ -195,7 +196,7 @@ def default_pod_grace_seconds() -> int:
     minor: terminationGracePeriodSeconds "Defaults to 30 seconds")."""
     import kubernetes_validate.utils as kv_utils
 
-    from stacks.versions import DEFAULT_KUBERNETES_MINOR
+    from stacks.facts.versions import DEFAULT_KUBERNETES_MINOR
 
     versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= DEFAULT_KUBERNETES_MINOR]
     schema = kv_utils.schema_contents(
@@ -230,10 +231,10 @@ def probe_kill_problems(where: str, spec: dict[str, Any], default_grace: int) ->
 def every_workload_pod() -> list[tuple[str, dict[str, Any]]]:
     """(where, PodSpec) of every pod of every workload of every shipped stack, and of every example's rendered
     objects (charts' aside)."""
-    from stacks.pod_security import pod_templates
+    from stacks.security.pod_security import pod_templates
     from tests.conftest import STACK_FILES
-    from tooling.k8s_objects import kubernetes_objects
-    from tooling.offline import load_stack_file, parse_config
+    from tooling.harness.k8s_objects import kubernetes_objects
+    from tooling.harness.offline import load_stack_file, parse_config
 
     out = []
     for path in STACK_FILES:
@@ -269,8 +270,8 @@ def test_every_probe_that_kills_on_a_long_grace_pod_has_its_own_short_grace():
 def test_a_type_added_to_the_registry_is_checked_and_drained_pods_get_short_probe_kills(echo_registered):  # noqa: F811
     """A type a test adds is held to the same rule, and `drained` (what every type's serving pods go through) gives
     each killing probe the short grace and leaves readiness alone."""
-    from stacks.pod_security import pod_specs
-    from tooling.offline import parse_config
+    from stacks.security.pod_security import pod_specs
+    from tooling.harness.offline import parse_config
 
     default = default_pod_grace_seconds()
     (plan,) = parse_config(make_config(tpu_serving__workloads=[ECHO_CONFIG]), "dev").workloads
@@ -377,7 +378,7 @@ def test_the_operations_page_states_the_delays_the_code_sets():
 def _builtin_schema(name: str) -> dict[str, Any]:
     import kubernetes_validate.utils as kv_utils
 
-    from stacks.versions import DEFAULT_KUBERNETES_MINOR
+    from stacks.facts.versions import DEFAULT_KUBERNETES_MINOR
 
     versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= DEFAULT_KUBERNETES_MINOR]
     return kv_utils.schema_contents(f"kubernetes-json-schema/v{versions[-1]}-local-strict/{name}", "")
@@ -489,7 +490,7 @@ def test_every_rollout_fits_the_capacity_its_pool_plan_provides():
     rollout at the most replicas progresses within its pool. The old Deployments (no strategy: Kubernetes' 25%, so
     maxSurge 1 and maxUnavailable 0 below 4 replicas) on pools sized to their maximum stall; the check says so."""
     from tests.conftest import STACK_FILES
-    from tooling.offline import load_stack_file, parse_config
+    from tooling.harness.offline import load_stack_file, parse_config
 
     checked, surging = set(), 0
     for path in STACK_FILES:
@@ -537,9 +538,9 @@ def test_a_type_added_to_the_registry_is_held_to_its_pools_capacity(echo_registe
     """A type that sets no strategy keeps Kubernetes' (25%: one surge pod, none stopped below 4 replicas): if its pods
     take a TPU host each (the echo type's Deployment with every chip of its host requested), on a pool sized to its
     replicas its rollout would stall and the check says so; with a host to spare it fits."""
-    from stacks.workload_plan import tpu_resources
+    from stacks.serving.workload_plan import tpu_resources
     from tests.conftest import pool
-    from tooling.offline import parse_config
+    from tooling.harness.offline import parse_config
 
     for max_nodes, fits in ((2, False), (3, True)):
         v5e = pool(name="v5e-2x4", tpu="v5e", topology="2x4", zone="us-east5-a")

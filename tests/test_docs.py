@@ -11,18 +11,18 @@ import pytest
 from pydantic import BaseModel
 
 from stacks import addons
-from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
+from stacks.model.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
 from tests.test_workload_registry import echo_registered  # noqa: F401 (a fixture)
-from tooling import docs
-from tooling.offline import ROOT
+from tooling.generate import docs
+from tooling.harness.offline import ROOT
 from workloads import registry
 
 README = ROOT / "README.md"
 
 
 def test_generated_pages_and_tables_are_current():
-    """What `make lint` checks (`python -m tooling.docs --check`)."""
-    assert docs.stale() == [], "run `.venv/bin/python -m tooling.docs`"
+    """What `make lint` checks (`python -m tooling.generate.docs --check`)."""
+    assert docs.stale() == [], "run `.venv/bin/python -m tooling.generate.docs`"
 
 
 def test_every_relative_link_resolves_to_a_file_and_heading():
@@ -124,7 +124,7 @@ def test_a_generated_block_is_rewritten_from_its_source_and_an_unknown_one_refus
 
 def test_the_makefile_lint_runs_the_docs_check():
     lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
-    assert "$(PY) -m tooling.docs --check" in lint
+    assert "$(PY) -m tooling.generate.docs --check" in lint
 
 
 def test_no_page_is_named_after_another_subject(tmp_path: Path):
@@ -134,12 +134,12 @@ def test_no_page_is_named_after_another_subject(tmp_path: Path):
 
 
 def test_the_profiles_table_has_every_field_of_every_environment():
-    """docs/stack-config.md "Environment profiles" is generated from stacks/profiles.py PROFILES: a row per Profile
+    """docs/stack-config.md "Environment profiles" is generated from stacks/model/profiles.py PROFILES: a row per Profile
     field (the upgrade hold, flow logs and intranode visibility included), a column per environment, the field's
     documented meaning; a hand-written table once merged staging and prod and left three fields out."""
     import dataclasses
 
-    from stacks.profiles import PROFILES, Profile
+    from stacks.model.profiles import PROFILES, Profile
 
     page = (ROOT / "docs" / "stack-config.md").read_text()
     block = page.split("<!-- generated:profiles -->\n", 1)[1].split("<!-- /generated:profiles -->", 1)[0]

@@ -1,5 +1,5 @@
 """The fleet stack kind (issue 29; docs/fleet.md): regional stacks export their InferencePools, a fleet stack serves
-them through GKE's multi-cluster Inference Gateway (Preview). Sources: stacks/fleet.py F1-F5, which these tests
+them through GKE's multi-cluster Inference Gateway (Preview). Sources: stacks/fleets/fleet.py F1-F5, which these tests
 cite:
 - F1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/setup-multicluster-inference-gateway
 - F2 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/customize-backend-multicluster-inference-gateway
@@ -19,16 +19,17 @@ from typing import Any
 import pulumi
 import pytest
 
-from stacks import catalog, fleet
-from stacks.config_model import ClusterConfig
+from stacks.facts import catalog
+from stacks.fleets import fleet
+from stacks.model.config_model import ClusterConfig
 from stacks.problems import ConfigError
 from tests import test_smoke
 from tests.conftest import make_config, recorded
-from tooling import fleet_render, render
-from tooling.documented_schemas import SCHEMAS
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, Recording, load_stack_file, parse_config, run_program
-from tooling.schemas import strict, validate_custom, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, Recording, load_stack_file, parse_config, run_program
+from tooling.oracles.documented_schemas import SCHEMAS
+from tooling.oracles.schemas import strict, validate_custom, validate_objects
+from tooling.review import fleet_render, render
 
 fake_kubectl = test_smoke.fake_kubectl  # the stand-in kubectl on PATH (tests/fixtures/kubectl/fake_kubectl.py)
 EXAMPLE = ROOT / "examples" / "fleet"
@@ -52,12 +53,12 @@ def _run_fleet(outputs: dict[str, Any], recording: Recording | None = None, **fl
 
 def test_the_recorded_outputs_are_what_the_regional_stacks_export():
     """The fleet example reads recordings, not hand-written fixtures: each equals what its regional stack file's
-    program exports after a first `up` (python -m tooling.fleet_render examples/fleet re-records them)."""
+    program exports after a first `up` (python -m tooling.review.fleet_render examples/fleet re-records them)."""
     assert len(REGIONAL_FILES) == 2
     for path in REGIONAL_FILES:
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
         assert fleet_render.record(path) == OUTPUTS[stack], (
-            f"re-record: .venv/bin/python -m tooling.fleet_render {EXAMPLE}"
+            f"re-record: .venv/bin/python -m tooling.review.fleet_render {EXAMPLE}"
         )
 
 
@@ -124,7 +125,7 @@ def test_the_config_cluster_routes_to_the_imported_pool_with_home_region_and_spi
 def test_every_multi_cluster_object_validates_against_its_schema():
     """The Gateway and HTTPRoute against the Gateway API CRDs (../shared/reference/crds, or the `make crds` cache),
     the GKE policies against the documented schemas (no published CRD has their multi-cluster fields)."""
-    from tooling.crds import crd_source
+    from tooling.oracles.crds import crd_source
 
     if crd_source()[0] is None:
         pytest.skip(crd_source()[1])
@@ -174,8 +175,8 @@ def test_an_exporting_stack_exports_every_gateway_served_workload_and_builds_no_
 
 def test_the_kv_cache_metric_a_vllm_backend_exports_is_one_its_pinned_image_serves():
     """The gauge a fleet's spill-over balances on is the vLLM plan's own (workloads/vllm/metrics.py), and the
-    pinned image's record (stacks/versions.py IMAGE_RECORDS, vllm-project/vllm@v0.27.0 loggers.py) lists it."""
-    from stacks.versions import IMAGES, image_record
+    pinned image's record (stacks/facts/versions.py IMAGE_RECORDS, vllm-project/vllm@v0.27.0 loggers.py) lists it."""
+    from stacks.facts.versions import IMAGES, image_record
 
     cfg = parse_config(_multi_host_regional("vllm"), "fleet-us-east5")
     (workload,) = cfg.gateway_workloads
@@ -510,7 +511,7 @@ def test_docs_list_every_api_and_the_service_agent_role_the_fleet_needs():
 def test_the_ingress_service_agent_gets_container_admin_before_the_config_cluster_objects():
     """F3 "Grant IAM permissions required by the Gateway controller": service-<project number>@gcp-sa-
     multiclusteringress.iam.gserviceaccount.com gets roles/container.admin; the config cluster's objects wait."""
-    from tooling.offline import PROJECT_NUMBER
+    from tooling.harness.offline import PROJECT_NUMBER
 
     rec = recorded(FLEET_FILE, True)
     (grant,) = rec.of_type("gcp:projects/iAMMember:IAMMember")
@@ -554,7 +555,7 @@ def test_every_exporting_type_selects_its_kv_cache_metric_pods_by_simple_leader_
     replica's leader (replicas 2) is selected and no worker."""
     import re
 
-    from stacks.fleet_output import regional_output
+    from stacks.reports.fleet_output import regional_output
 
     config = _multi_host_regional(workload_type)
     rec = run_program(config, stack="fleet-us-east5", preview=True)

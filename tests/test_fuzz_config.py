@@ -1,6 +1,6 @@
 """The config fuzzer in the suite: every mutant of every shipped stack file is either refused with a clear
 RunError (key path, bad value, what is allowed) or renders a stack whose Kubernetes objects and Google Cloud
-resources an API would accept (tooling/fuzz.py, tooling/api_rules.py).
+resources an API would accept (tooling/scans/fuzz.py, tooling/oracles/api_rules.py).
 
 The default run is a fixed sample (seed 11, 300 mutants, the first accepted ones rendered); `pytest -m slow
 tests/test_fuzz_config.py` runs thousands and renders every accepted mutant.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tooling import fuzz
+from tooling.scans import fuzz
 
 SEED = 11
 

@@ -1,4 +1,4 @@
-"""The one table of what each Google Cloud resource type needs (tooling/gcp_requirements.py): every `gcp:` type the
+"""The one table of what each Google Cloud resource type needs (tooling/oracles/gcp_requirements.py): every `gcp:` type the
 program registers has an entry, and `make preflight` checks for a stack exactly what its types need.
 
 Sources of the table's roles: Google's IAM roles reference, one page per service
@@ -17,11 +17,12 @@ import pulumi
 import pulumi_gcp as gcp
 import pytest
 
-from stacks import metrics_adapters
+from stacks.monitoring import adapters as metrics_adapters
 from tests.conftest import FLEET_FILES, STACK_FILES, make_config, recorded
-from tooling import gcp_requirements, preflight
-from tooling.offline import ROOT, parse_stack_file, run_program
-from tooling.offline import Recording as OfflineRecording
+from tooling.harness.offline import ROOT, parse_stack_file, run_program
+from tooling.harness.offline import Recording as OfflineRecording
+from tooling.operations import preflight
+from tooling.oracles import gcp_requirements
 
 SHIPPED = [*STACK_FILES, *FLEET_FILES]
 ALL_IN_ONE = ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml"
@@ -38,7 +39,9 @@ def test_every_registered_gcp_type_has_an_entry(path):
     new resource type without an entry fails here."""
     rec = recorded(path, False)
     missing = gcp_types(rec) - set(gcp_requirements.TYPES)
-    assert not missing, f"{path.name} registers types with no tooling/gcp_requirements.py entry: {sorted(missing)}"
+    assert not missing, (
+        f"{path.name} registers types with no tooling/oracles/gcp_requirements.py entry: {sorted(missing)}"
+    )
     gcp_requirements.requirements((r.type, r.inputs) for r in rec.resources)  # raises on none
 
 

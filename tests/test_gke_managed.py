@@ -1,7 +1,7 @@
-"""Issue 22 part 2 item 3: no shipped stack creates an object GKE manages (stacks/gke_managed.py, sources there).
+"""Issue 22 part 2 item 3: no shipped stack creates an object GKE manages (stacks/facts/gke_managed.py, sources there).
 
 What a stack creates is read from its recording: every Kubernetes object and patch it registers, every CRD file a
-ConfigFile applies (the CRD files of stacks/versions.py), the objects of an upstream manifest it applies, and what
+ConfigFile applies (the CRD files of stacks/facts/versions.py), the objects of an upstream manifest it applies, and what
 what each Helm release installs with the stack's values (the record of the pinned Helm's render of its chart at the
 pinned version, tooling/data/chart_objects.json).
 """
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stacks import gke_managed, versions
+from stacks.facts import gke_managed, versions
 from stacks.workload_checks import FORBIDDEN_NAMESPACES
 from tests.conftest import STACK_FILES, recorded, reference_dir
-from tooling import chart_objects
-from tooling.k8s_objects import plain
-from tooling.offline import Recording, parse_stack_file
-from tooling.readme_tables import gke_managed_table
+from tooling.generate.readme_tables import gke_managed_table
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import Recording, parse_stack_file
+from tooling.oracles import chart_objects
 
 ROOT = Path(__file__).resolve().parent.parent
 YAML_COMPONENTS = ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml/v2:ConfigGroup")
@@ -52,7 +52,7 @@ def _manifest_objects(url: str) -> set[tuple[str, str]]:
     """The objects of an upstream manifest the stack applies (the reference copy of each ManifestVersion)."""
     copies = {m.url: f"manifests/pathways-job-v{m.version}/install.yaml" for m in versions.PATHWAYS_JOB.values()}
     if url not in copies:
-        raise AssertionError(f"a ConfigFile applies {url}: record it here and in stacks/versions.py")
+        raise AssertionError(f"a ConfigFile applies {url}: record it here and in stacks/facts/versions.py")
     path = reference_dir() / copies[url]
     if not path.exists():
         pytest.skip(f"no reference copy of {url} ({path})")
@@ -90,7 +90,7 @@ def created(recording: Recording) -> set[tuple[str, str]]:
 
 @stacks
 def test_no_stack_creates_an_object_gke_manages(path):
-    # GKE installs and owns these (stacks/gke_managed.py MANAGED, with sources); a stack that applies one fails
+    # GKE installs and owns these (stacks/facts/gke_managed.py MANAGED, with sources); a stack that applies one fails
     # with AlreadyExists or, adopting it, deletes it with every object of its kind on destroy (issue 22 item 2).
     # A cluster's version is only a floor that GKE raises by itself, so no version exempts an object.
     rec = recorded(path, False)
@@ -146,7 +146,7 @@ def test_installed_from_follows_the_settings():
 
 
 def test_the_gateway_classes_the_stack_uses_are_gkes():
-    from stacks.gateway import GATEWAY_CLASSES
+    from stacks.serving.gateway import GATEWAY_CLASSES
 
     managed = {name for kind, name in gke_managed.never_created() if kind == "GatewayClass"}
     assert set(GATEWAY_CLASSES.values()) <= managed
@@ -186,4 +186,6 @@ def test_workloads_never_take_a_namespace_gke_owns():
 
 def test_docs_hold_the_table():
     page = (ROOT / "docs" / "operations.md").read_text()
-    assert gke_managed_table() in page, "docs/operations.md 'What GKE manages' is stale: run `python -m tooling.docs`"
+    assert gke_managed_table() in page, (
+        "docs/operations.md 'What GKE manages' is stale: run `python -m tooling.generate.docs`"
+    )

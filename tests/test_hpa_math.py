@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import metrics, metrics_adapters
-from stacks.metrics_adapters import keda
-from stacks.metrics_adapters.prometheus_adapter import rule as prometheus_adapter_rule
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
+from stacks.monitoring.adapters import keda
+from stacks.monitoring.adapters.prometheus_adapter import rule as prometheus_adapter_rule
 from tests import hpa_model
 from tests.hpa_model import World
 from workloads.vllm.metrics import VLLM_METRICS

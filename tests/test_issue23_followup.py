@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import catalog, cost
 from stacks.config import ConfigError
+from stacks.facts import catalog
 from stacks.pieces.environment import named_environment
+from stacks.reports import cost
 from tests.conftest import STACK_FILES, make_config, pool
-from tooling import example, fuzz, render
-from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.harness.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.operations import example
+from tooling.review import render
+from tooling.scans import fuzz
 
 SHIPPED = STACK_FILES  # regional stacks (a fleet stack has no zones: tests/test_fleet.py)
 

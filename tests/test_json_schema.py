@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tests.conftest import FLEET_FILES, STACK_FILES
-from tooling import json_schema
+from tooling.generate import json_schema
 
 
 @pytest.fixture(scope="module")

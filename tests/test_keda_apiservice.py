@@ -1,5 +1,5 @@
 """Issue 34 #8: switching `monitoring.adapter` to or from KEDA is one clean `up`, because the APIService
-`v1beta1.external.metrics.k8s.io` has one owner in every mode: the stack (stacks/metrics_adapters/entry.py).
+`v1beta1.external.metrics.k8s.io` has one owner in every mode: the stack (stacks/monitoring/adapters/entry.py).
 
 KEDA's chart renders it whatever its values; its release runs a post-renderer that drops it
 (scripts/helm_postrender_drop_apiservices.py, Helm's --post-renderer), the stack registers the same APIService under
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from stacks.metrics_adapters import keda
-from stacks.metrics_adapters.entry import DROP_API_SERVICES, EXTERNAL_METRICS_API, Chart
+from stacks.monitoring.adapters import keda
+from stacks.monitoring.adapters.entry import DROP_API_SERVICES, EXTERNAL_METRICS_API, Chart
 from tests.helm_charts import render
 from tests.test_metrics_adapters import context
 
@@ -110,6 +110,6 @@ def test_the_stacks_apiservice_is_the_charts_and_the_operator_leaves_it_alone():
 
 @pytest.mark.parametrize("key", ["keda@2.20.2"])
 def test_the_record_holds_no_apiservice_for_kedas_release(key: str):
-    from tooling import chart_objects
+    from tooling.oracles import chart_objects
 
     assert not [o for o in chart_objects.load()[key]["objects"] if o["kind"] == "APIService"]

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from stacks import metrics
-from stacks.metrics_adapters import keda
+from stacks.monitoring import metrics
+from stacks.monitoring.adapters import keda
 from tests.conftest import STACK_FILES, recorded
-from tooling.offline import load_stack_file
+from tooling.harness.offline import load_stack_file
 from workloads.vllm import metrics as vllm_metrics
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,13 +11,16 @@ import sys
 import pulumi
 import pytest
 
-from stacks import addons, catalog, cost, metrics_adapters, versions
-from stacks.metrics_adapters.entry import DROP_API_SERVICES
+from stacks import addons
+from stacks.facts import catalog, versions
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring.adapters.entry import DROP_API_SERVICES
+from stacks.reports import cost
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling import render
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, load_stack_file
-from tooling.recreate import recreations
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, load_stack_file
+from tooling.review import render
+from tooling.review.recreate import recreations
 
 ALL_IN_ONE = ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml"
 DATA_TYPES = {"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool", "gcp:storage/bucket:Bucket"}
@@ -32,7 +35,7 @@ def paused(config: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def pause_pair(request):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     return run_program(config, stack="all-in-one"), run_program(paused(config), stack="all-in-one")
@@ -90,7 +93,7 @@ def test_paused_keeps_everything_that_holds_data_with_the_same_names(pause_pair)
     removed = {r.urn for r in running.resources} - {r.urn for r in stopped.resources}
     # a PathwaysJob has no suspend field (google/pathways-job@v0.1.4:api/v1/pathwaysjob_types.go PathwaysJobSpec):
     # pausing removes it, and the controller's JobSet goes with it (owner reference). No replicas, no disruption
-    # budget (stacks/disruption.py).
+    # budget (stacks/serving/disruption.py).
     gone = ("HorizontalPodAutoscaler", "batch/v1:Job", ":PathwaysJob::", ":PodDisruptionBudget::")
     assert all(any(kind in urn for kind in gone) for urn in removed), removed
     assert data_names(running) == data_names(stopped)
@@ -159,7 +162,7 @@ def infrastructure(rec) -> dict:
 
 
 def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatch):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     before = run_program(config, stack="all-in-one")
@@ -172,7 +175,7 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
     earlier = {(r.type, r.name): r.inputs for r in before.resources}
     changed = {(r.type, r.name) for r in after.resources if earlier.get((r.type, r.name), r.inputs) != r.inputs}
     assert ("kubernetes:helm.sh/v3:Release", "addons-lws") in changed
-    # a new server image starts a new compile-cache directory (keyed by image tag, stacks/startup.py), so its
+    # a new server image starts a new compile-cache directory (keyed by image tag, stacks/serving/startup.py), so its
     # placeholder object moves with it (components/serving.py); nothing else outside Kubernetes changes
     keep = {
         (t, n) for t, n in changed if t == "gcp:storage/bucketObject:BucketObject" and n.endswith("-compile-cache-keep")
@@ -204,7 +207,7 @@ def test_every_supported_version_pair_is_checked():
 
 @functools.cache
 def all_in_one_at(key: str, version: str):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     addons = config.get("tpu-serving:addons", {})
@@ -325,11 +328,11 @@ def test_the_charts_render_the_crds_their_chart_crds_say(version):
 
 
 def test_crd_names_match_the_upstream_crds():
-    from tooling.schemas import crd_dir
+    from tooling.oracles.schemas import crd_dir
 
     folder = crd_dir()
     if folder is None:
-        from tooling.crds import crd_source
+        from tooling.oracles.crds import crd_source
 
         pytest.skip(crd_source()[1])
     import yaml
@@ -506,7 +509,7 @@ APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
 
 @functools.cache
 def gemma_hpa_with(adapter: str):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(GEMMA_HPA)
     return run_program({**config, "tpu-serving:monitoring": {"adapter": adapter}}, stack="gemma-hpa")
@@ -519,7 +522,7 @@ ADAPTER_SWITCHES = [(a, b) for a in metrics_adapters.ADAPTERS for b in metrics_a
 def test_kedas_release_post_renders_its_apiservice_away_and_the_stack_registers_it():
     """KEDA's chart renders `v1beta1.external.metrics.k8s.io` whatever its values (kedacore/charts@v2.20.2:
     keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): its release runs the
-    post-renderer that drops it (stacks/metrics_adapters/entry.py DROP_API_SERVICES), and the stack registers it
+    post-renderer that drops it (stacks/monitoring/adapters/entry.py DROP_API_SERVICES), and the stack registers it
     under the resource every adapter uses, so a switch to or from KEDA is one `up` (tests/test_transitions.py)."""
     rec = gemma_hpa_with("keda")
     (release,) = [r for r in rec.of_type(RELEASE) if r.name == "monitoring-keda"]

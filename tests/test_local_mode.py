@@ -1,4 +1,4 @@
-"""Local mode (tpu-serving:local, stacks/local_target.py): the same components and workload code apply the stack's
+"""Local mode (tpu-serving:local, stacks/model/local_target.py): the same components and workload code apply the stack's
 Kubernetes layer to a cluster of the user's own, with the Google Cloud layer stood in.
 
 Over every example (and the dev stack): a local run registers no Google Cloud resource and calls no Google Cloud
@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from stacks import local_target, versions
+from stacks.facts import versions
+from stacks.model import local_target
 from tests.conftest import STACK_FILES, recorded, reference_dir, session_run
-from tooling.k8s_objects import plain
-from tooling.offline import Recording, load_stack_file, recorded_outputs, run_program
-from tooling.render import stack_name
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import Recording, load_stack_file, recorded_outputs, run_program
+from tooling.review.render import stack_name
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -174,15 +175,15 @@ def test_local_key_is_validated_with_the_others():
     assert "tpu-serving:local.kubeconfig" in str(err.value) and "tpu-serving:local.kubeconfg" in str(err.value)
 
 
-# ---- the local harness (tooling/local_stack.py) -----------------------------------------------------------------
+# ---- the local harness (tooling/local/local_stack.py) -----------------------------------------------------------------
 
 
 def test_the_harness_installs_what_gke_would_from_the_reference():
     """Every CRD stacks/gke_managed.MANAGED says a regional GKE cluster has, from the reference's upstream copy (the
     ComputeClass CRD, which GKE does not publish, as a named stand-in), GKE's GatewayClasses and Managed Prometheus's
     namespaces; a CRD the reference lacks is named, not invented."""
-    from stacks import gke_managed
-    from tooling import local_stack
+    from stacks.facts import gke_managed
+    from tooling.local import local_stack
 
     found = local_stack.gke_objects(Path(sources()))
     crds = {o["metadata"]["name"] for o in found.objects if o["kind"] == "CustomResourceDefinition"}
@@ -201,7 +202,7 @@ def test_the_harness_installs_what_gke_would_from_the_reference():
 
 
 def test_a_local_project_runs_this_program_with_the_stack_config_and_local_added(tmp_path: Path, kubeconfig: Path):
-    from tooling import local_stack
+    from tooling.local import local_stack
 
     local = local_stack.LocalStack("vllm-single-host", tmp_path)
     source = next(p for p in STACK_FILES if p.name == "Pulumi.vllm-single-host.yaml")
@@ -215,7 +216,7 @@ def test_a_local_project_runs_this_program_with_the_stack_config_and_local_added
 
 
 def test_the_harness_talks_only_to_loopback(tmp_path: Path):
-    from tooling import local_stack
+    from tooling.local import local_stack
 
     assert local_stack.on_loopback("https://127.0.0.1:6443") and local_stack.on_loopback("https://[::1]:1")
     assert not local_stack.on_loopback("https://10.0.0.1:6443")

@@ -12,8 +12,11 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import metrics, metrics_adapters, naming, pod_security
-from stacks.metrics_adapters import (
+from stacks import naming
+from stacks.facts.versions import IMAGES
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
+from stacks.monitoring.adapters import (
     API_OF_METRIC_TYPE,
     METRICS_APIS,
     AdapterBuild,
@@ -25,11 +28,11 @@ from stacks.metrics_adapters import (
     prometheus_adapter,
     stackdriver,
 )
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
-from stacks.versions import IMAGES
+from stacks.monitoring.adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
+from stacks.security import pod_security
 from tests.conftest import make_config, pool, reference_file, stack_ksa
-from tooling import json_schema
-from tooling.readme_tables import _sample_context, metrics_adapters_table
+from tooling.generate import json_schema
+from tooling.generate.readme_tables import _sample_context, metrics_adapters_table
 from workloads.vllm.metrics import VLLM_HPA_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,7 +226,7 @@ def test_docs_table_is_the_registrys():
     table = metrics_adapters_table()
     page = ROOT / "docs" / "addons-and-monitoring.md"
     assert table in page.read_text(), (
-        "docs/addons-and-monitoring.md's adapter table is stale: run `python -m tooling.docs`"
+        "docs/addons-and-monitoring.md's adapter table is stale: run `python -m tooling.generate.docs`"
     )
 
 
@@ -430,7 +433,7 @@ def test_no_adapter_chart_installs_an_apiservice_and_every_pod_has_requests(entr
 def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry):
     """Each APIService an adapter registers is a manifest part keyed by its group and version only
     (entry.api_service_key), so every adapter registers `v1beta1.external.metrics.k8s.io` as the same resource."""
-    from stacks.metrics_adapters.entry import api_service_key
+    from stacks.monitoring.adapters.entry import api_service_key
 
     entry = FAKE if entry == "fake" else entry
     build = entry.build(context(entry))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import addons, pod_security
-from stacks.pod_security import (
+from stacks import addons
+from stacks.security import pod_security
+from stacks.security.pod_security import (
     BASELINE,
     IMAGE_DEFAULTS,
     PRIVILEGED,
@@ -22,7 +23,7 @@ from stacks.pod_security import (
     secure_pod,
 )
 from tests.conftest import EXAMPLES, recorded
-from tooling.k8s_objects import kubernetes_objects
+from tooling.harness.k8s_objects import kubernetes_objects
 
 POD = {"containers": [{"name": "app", "image": "example"}]}
 
@@ -119,7 +120,7 @@ def test_namespace_labels():
 
 # ---- every example ---------------------------------------------------------------------------------------
 
-# The level each namespace of each example enforces, and why it is not `restricted` (stacks/pod_security.py and
+# The level each namespace of each example enforces, and why it is not `restricted` (stacks/security/pod_security.py and
 # the ContainerSecurity declarations name the sources).
 EXPECTED_LEVELS = {
     "all-in-one": {
@@ -227,7 +228,7 @@ def test_no_pod_of_the_stack_binds_a_privileged_port():
     every example's rendered objects and every metrics adapter of the registry (the namespace the stack creates for
     it): no container listens below 1024 or adds NET_BIND_SERVICE, and every adapter's namespace is restricted. The
     old Stackdriver adapter (port 443, NET_BIND_SERVICE, root) fails both."""
-    from stacks import metrics_adapters
+    from stacks.monitoring import adapters as metrics_adapters
     from tests.test_metrics_adapters import context
 
     problems = []
@@ -255,7 +256,7 @@ def test_no_pod_of_the_stack_binds_a_privileged_port():
 
 def test_a_metrics_adapter_added_to_the_registry_gets_a_restricted_namespace(monkeypatch):
     """The registry's extension point holds a new adapter to the same rule (tests/test_metrics_adapters.py FAKE)."""
-    from stacks import metrics_adapters
+    from stacks.monitoring import adapters as metrics_adapters
     from tests.test_metrics_adapters import FAKE, context
 
     monkeypatch.setitem(metrics_adapters.ADAPTERS, FAKE.name, FAKE)

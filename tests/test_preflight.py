@@ -1,4 +1,4 @@
-"""`make preflight` (scripts/preflight.py, tooling/preflight.py) on recorded gcloud answers (tests/data/preflight/).
+"""`make preflight` (scripts/preflight.py, tooling/operations/preflight.py) on recorded gcloud answers (tests/data/preflight/).
 
 Sources of every field and name read:
 - google-api-python-client 2.202.0 googleapiclient/discovery_cache/documents/ (revisions in
@@ -27,11 +27,12 @@ from typing import Any
 
 import pytest
 
-from stacks import capacity_words, catalog
-from stacks.cost import pool_nodes
+from stacks.facts import capacity_words, catalog
+from stacks.reports.cost import pool_nodes
 from tests.conftest import EXAMPLES, recorded
-from tooling import api_schemas, preflight
-from tooling.offline import ROOT, load_stack_file, parse_stack_file, run_program
+from tooling.harness.offline import ROOT, load_stack_file, parse_stack_file, run_program
+from tooling.operations import preflight
+from tooling.oracles import api_schemas
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import preflight as script  # noqa: E402
@@ -297,7 +298,7 @@ def test_every_catalog_machine_type_has_its_vm_family():
 
 def catalog_pools() -> list[Any]:
     """One reservation pool per catalog machine type (the smallest topology it runs), in a stack of its own."""
-    from tooling.offline import parse_config
+    from tooling.harness.offline import parse_config
 
     found = []
     for gen in catalog.GENERATIONS.values():
@@ -431,9 +432,9 @@ def test_the_stockout_word_is_the_shared_one():
 
 
 def test_the_deploying_page_lists_every_api_and_role_the_table_names():
-    """docs/deploying.md "Prerequisites": the enable command names every API of tooling/gcp_requirements.py and the
+    """docs/deploying.md "Prerequisites": the enable command names every API of tooling/oracles/gcp_requirements.py and the
     roles table every role, each with where it is granted."""
-    from tooling import gcp_requirements
+    from tooling.oracles import gcp_requirements
 
     text = (ROOT / "docs" / "deploying.md").read_text()
     prerequisites = text.split("## Prerequisites", 1)[1].split("\n## ", 1)[0]

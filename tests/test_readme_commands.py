@@ -26,8 +26,8 @@ import pytest
 
 from tests.conftest import reference_dir
 from tests.test_crds import MISSING, REFERENCE_CRDS, mirror_tree
-from tooling import render
-from tooling.offline import ROOT
+from tooling.harness.offline import ROOT
+from tooling.review import render
 
 DOCS = [
     ROOT / "README.md",
@@ -93,7 +93,7 @@ def test_extraction_finds_the_commands_a_user_types():
     found = all_commands()
     assert "make render" in found and "make test" in found
     assert "make example EXAMPLE=llama3-405b-pathways STACK=llama3" in found
-    assert ".venv/bin/python -m tooling.render --compare build dev" in found
+    assert ".venv/bin/python -m tooling.review.render --compare build dev" in found
 
 
 def test_no_command_needs_an_activated_virtualenv():
@@ -151,8 +151,8 @@ def _resolve_offline(command: str, copy: Path) -> None:
         target = argv[1]
         variables = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
         assert target == "render", command
-        argv = [".venv/bin/python", "-m", "tooling.render", variables.get("STACK", "dev")]
-        module = "tooling.render"
+        argv = [".venv/bin/python", "-m", "tooling.review.render", variables.get("STACK", "dev")]
+        module = "tooling.review.render"
     assert module, f"not an offline command this test knows: {command}"
     if module not in _HELPED:
         help_run = subprocess.run(
@@ -160,7 +160,7 @@ def _resolve_offline(command: str, copy: Path) -> None:
         )
         assert help_run.returncode == 0, f"{command}: --help failed:\n{help_run.stderr[-2000:]}"
         _HELPED.add(module)
-    if module == "tooling.render":
+    if module == "tooling.review.render":
         args = render.argument_parser().parse_args(argv[3:])
         cwd = Path.cwd()
         os.chdir(copy)
@@ -238,7 +238,7 @@ def listed_examples() -> list[str]:
 def test_every_example_make_lists_starts_a_stack(tmp_path, monkeypatch, capsys):
     """`make example EXAMPLE=fleet` was listed and failed: every listed name makes a stack file that validates as the
     program would read it (a regional stack or a fleet stack)."""
-    from tooling import example
+    from tooling.operations import example
 
     names = listed_examples()
     assert {"fleet", "vllm-single-host", "gemma-hpa-prometheus"} <= set(names)
@@ -252,7 +252,7 @@ def test_every_example_make_lists_starts_a_stack(tmp_path, monkeypatch, capsys):
 
 
 def test_make_crds_offline_fails_at_once_saying_it_is_optional(tmp_path, capsys):
-    from tooling import crds
+    from tooling.oracles import crds
 
     # loopback, nothing listening: the answer a machine without network gets, at once
     assert crds.main(["--mirror", "http://127.0.0.1:9/", "--cache", str(tmp_path / "crds")]) == 1

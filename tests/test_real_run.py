@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from components.tpu_pool import ignored_changes, upgrade_settings
-from stacks import cost, dashboard
 from stacks.config import StackConfig
-from stacks.pool_sizing import cluster_zones, sizing, system_pool_sizing, waits_for_capacity
+from stacks.monitoring import dashboard
+from stacks.reports import cost
+from stacks.serving.pool_sizing import cluster_zones, sizing, system_pool_sizing, waits_for_capacity
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling.offline import Recording, parse_stack_file
+from tooling.harness.offline import Recording, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -247,7 +248,7 @@ def test_only_reserved_capacity_is_waited_for(path):
                 assert (created > 0) == reserved, name
             if not reserved and plan.config.autoscaling is None:
                 # a warm slice (warmSlices) keeps the whole slice as its minimum, but is still created empty: the
-                # minimum holds it once a scale-out brings it up (stacks/pool_sizing.py sizing)
+                # minimum holds it once a scale-out brings it up (stacks/serving/pool_sizing.py sizing)
                 low = plan.shape.hosts if index < plan.config.warm_slices else 0
                 assert inputs["autoscaling"] == {"minNodeCount": low, "maxNodeCount": plan.max_nodes_per_node_pool}
             assert waits_for_capacity(plan) == (created > 0), name
@@ -332,7 +333,7 @@ def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
     # https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#identity_sameness); and a
     # member-level grant is keyed by (resource, role, member), so two stacks' identical grants are one binding,
     # removed by whichever stack is destroyed first.
-    from tooling.offline import load_stack_file, run_program
+    from tooling.harness.offline import load_stack_file, run_program
 
     first = recorded(path, False)
     name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")

@@ -1,11 +1,11 @@
 """Issue 34 finding 14: a region, zone or location of the right shape but misspelt (`us-centrl1`, `us-est5`) was
 accepted, and the bucket location rendered `US-CENTRL1`. Every key the program accepts that takes one (a region, a
 zone, a location, a resource path naming a region) is checked against the one region list,
-stacks/storage_locations.py (Google's Cloud Storage locations page, https://cloud.google.com/storage/docs/locations),
+stacks/facts/storage_locations.py (Google's Cloud Storage locations page, https://cloud.google.com/storage/docs/locations),
 and refused with the key path, the value and its close matches.
 
 The keys come from a machine-readable source: the program's own config models, as the stack's JSON Schema
-(tooling/json_schema.py) and the fleet's model (stacks/fleet.py FleetConfig) describe them. Every string key whose
+(tooling/generate/json_schema.py) and the fleet's model (stacks/fleets/fleet.py FleetConfig) describe them. Every string key whose
 name or description speaks of a region, zone, location or path is either checked here with a misspelt value or named
 in NOT_LOCATIONS with the reason it holds none; a key added to the models that mentions one fails until it is one or
 the other.
@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from stacks import fleet, storage_locations
 from stacks.config import ConfigError
-from tooling.json_schema import stack_config_schema
-from tooling.offline import ROOT, load_stack_file, parse_config, recorded_outputs
+from stacks.facts import storage_locations
+from stacks.fleets import fleet
+from tooling.generate.json_schema import stack_config_schema
+from tooling.harness.offline import ROOT, load_stack_file, parse_config, recorded_outputs
 
 ALL_IN_ONE = ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml"  # gcp:region us-central1
 FLEET = ROOT / "examples" / "fleet" / "Pulumi.fleet.yaml"
@@ -163,9 +164,9 @@ def test_the_bucket_location_renders_only_listed_codes():
 
 
 def test_every_zone_the_catalog_and_the_shipped_stacks_name_is_in_a_listed_region():
-    """The list is not behind the catalog: each TPU zone of every generation (stacks/catalog.py) and each region and
+    """The list is not behind the catalog: each TPU zone of every generation (stacks/facts/catalog.py) and each region and
     zone a shipped stack names are in listed regions."""
-    from stacks import catalog
+    from stacks.facts import catalog
     from tests.conftest import ALL_EXAMPLES
 
     regions = {z.rsplit("-", 1)[0] for g in catalog.GENERATIONS.values() for z in g.zones}

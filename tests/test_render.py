@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from tests.conftest import STACK_FILES, recorded
-from tooling import render, summary
-from tooling.graph import LAYERS
-from tooling.offline import ROOT, Registration
-from tooling.schemas import crd_dir
+from tooling.harness.offline import ROOT, Registration
+from tooling.oracles.schemas import crd_dir
+from tooling.review import render, summary
+from tooling.review.graph import LAYERS
 
 EXAMPLES = render.example_files()
 
@@ -87,7 +87,7 @@ def test_summary_lists_workloads_and_warnings():
     assert "| llama3-405b | jetstream-pathways | v6e-4x4 | llama3-405b |" in summary
     assert "| sax | saxml | v5e-4x8 | sax |" in summary
     # all-in-one lists its operators' range and puts every pool in a zone Google's TPU zone list names for its
-    # generation (stacks/catalog.py): what is left is what every example carries until its user edits it
+    # generation (stacks/facts/catalog.py): what is left is what every example carries until its user edits it
     warnings = section(summary, "Warnings").strip().splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("- gcp:project: 'my-tpu-project' is the examples' placeholder")
 
@@ -140,7 +140,7 @@ def test_render_check_passes_for_every_shipped_stack(path, tmp_path, capsys):
 
 def test_check_reports_violations(capsys):
     from stacks.config import parse_stack_config
-    from tooling.offline import Recording
+    from tooling.harness.offline import Recording
     from workloads.registry import WORKLOAD_TYPES
 
     cfg = parse_stack_config(
@@ -233,10 +233,10 @@ def test_dropping_replace_on_changes_from_the_saxml_jobset_changes_its_render():
 
 
 def test_what_reads_a_kubernetes_render_as_a_manifest_gets_no_options_block():
-    """The review (tooling/recreate.py read_render) compares a ComputeClass's fields, and the scan hands checkov
+    """The review (tooling/review/recreate.py read_render) compares a ComputeClass's fields, and the scan hands checkov
     manifests: neither sees the options block as a field of the object; the review keeps the options apart."""
-    from tooling.recreate import COMPUTE_CLASS, read_render
-    from tooling.scan import scan_files
+    from tooling.review.recreate import COMPUTE_CLASS, read_render
+    from tooling.scans.scan import scan_files
 
     resources = read_render(render.GOLDEN / "gemma-fallback")
     compute_class = next(r for r in resources.values() if r["type"] == COMPUTE_CLASS)

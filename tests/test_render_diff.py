@@ -1,6 +1,6 @@
 """The render diff posted on pull requests."""
 
-from tooling import render_diff
+from tooling.review import render_diff
 
 
 def test_diff_and_comment(tmp_path):
@@ -86,8 +86,8 @@ def test_a_cost_change_alone_is_said(tmp_path):
 def test_make_diff_is_the_local_form_of_the_pull_request_job():
     import subprocess
 
-    from tooling.offline import ROOT
+    from tooling.harness.offline import ROOT
 
     done = subprocess.run(["make", "-n", "diff", "BASE=main", "STACK=dev"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0 and "-m tooling.render_diff --base main --stack dev" in done.stdout
+    assert done.returncode == 0 and "-m tooling.review.render_diff --base main --stack dev" in done.stdout
     assert "make diff BASE=main STACK=" in (ROOT / "docs" / "review.md").read_text()

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import recorded
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT
 from workloads.saxml import publish_models
 from workloads.saxml.publish_models import Publisher
 

@@ -1,4 +1,4 @@
-"""How a replica starts (issue 26, stacks/startup.py): every workload type's plan says it (WorkloadPlan.startup), and
+"""How a replica starts (issue 26, stacks/serving/startup.py): every workload type's plan says it (WorkloadPlan.startup), and
 what it says is what the registered manifests do, checked over every workload registry entry on every shipped stack
 file that runs it, and on a type only this test adds.
 
@@ -25,13 +25,14 @@ from typing import Any
 
 import pytest
 
-from stacks import catalog, naming
-from stacks.startup import StartupPath, compile_cache_prefix, image_tag, startup_probe
+from stacks import naming
+from stacks.facts import catalog
+from stacks.serving.startup import StartupPath, compile_cache_prefix, image_tag, startup_probe
 from tests.conftest import make_config, session_run
 from tests.test_pod_placement import stacks_with, tpu_pods, workload_objects
 from tests.test_workload_registry import ECHO_CONFIG, EchoPlan, echo_registered  # noqa: F401 (a fixture)
-from tooling.fuzz import parse
-from tooling.offline import Recording
+from tooling.harness.offline import Recording
+from tooling.scans.fuzz import parse
 from workloads import registry
 from workloads.vllm import staging
 

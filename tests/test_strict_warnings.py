@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from stacks import cost
+from stacks.reports import cost
 from tests.conftest import STACK_FILES
-from tooling import fuzz
-from tooling.offline import ROOT, load_stack_file
+from tooling.harness.offline import ROOT, load_stack_file
+from tooling.scans import fuzz
 
 PROGRAM = ("stacks", "workloads", "components")
 
@@ -68,16 +68,16 @@ def warning_functions() -> set[str]:
 FORWARDS = {
     "stacks/pulumi_config.py:load_stack_config": "logs StackConfig.warnings with pulumi.log.warn",
     "stacks/workload_checks.py:check": "collects each workload type's warnings",
-    "stacks/workload_type.py:of": "wraps a type's plan with its warnings",
-    "stacks/workload_type.py:resolver": "passes a warnings list to the type's check",
-    "stacks/workload_type.py:resolve": "passes a warnings list to the type's check",
+    "stacks/serving/workload_type.py:of": "wraps a type's plan with its warnings",
+    "stacks/serving/workload_type.py:resolver": "passes a warnings list to the type's check",
+    "stacks/serving/workload_type.py:resolve": "passes a warnings list to the type's check",
     "stacks/config.py:parse_stack_config": "collects _first_run_warnings and passes the list on",
     "workloads/jetstream_pathways/plan.py:check": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/plan.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/plan.py:check": "passes the warnings list to _check_models_fit",
     "workloads/pathways_job/plan.py:check": "passes the warnings list to _check_job",
     "stacks/pieces/tpu_pools.py:_zone_warning": "catalog.zone_warning's text (cases below)",
-    "stacks/catalog.py:_single_tenant_warning": "called by catalog.zone_warning (case below)",
+    "stacks/facts/catalog.py:_single_tenant_warning": "called by catalog.zone_warning (case below)",
 }
 
 CLEAN: dict[str, Any] = {
@@ -196,7 +196,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "is not listed in us-central1-f",
     ),
     (
-        "stacks/catalog.py:zone_warning",
+        "stacks/facts/catalog.py:zone_warning",
         "single-tenant-zone",
         {
             "gcp:region": "us-east5",
@@ -273,7 +273,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "does not divide meta-llama/Llama-3.1-70B's 64 attention heads",
     ),
     (
-        "stacks/catalog.py:sizing_warning",
+        "stacks/facts/catalog.py:sizing_warning",
         "vllm-weights-larger-than-a-slice",
         {
             "tpu-serving:hfToken": {"secure": "v1:x"},
@@ -335,7 +335,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "colocate_head_with_workers mode",
     ),
     (
-        "stacks/cost.py:estimate",
+        "stacks/reports/cost.py:estimate",
         "system-pool-without-a-price",
         {"tpu-serving:cluster": {"systemPool": {"machineType": "c3-standard-4"}}},
         {"tpu-serving:cluster": {"systemPool": {"machineType": "e2-standard-4"}}},

@@ -1,4 +1,4 @@
-"""The time-to-serve estimate (stacks/time_to_serve.py): what summary.md shows per workload, that each input is read
+"""The time-to-serve estimate (stacks/reports/time_to_serve.py): what summary.md shows per workload, that each input is read
 from its one source (the catalog's network bandwidth, the version matrix's image sizes, the pool's image levers, the
 plan's startup path, the assumption table), and the goal of issue 26 on the three cases of examples/time-to-serve.
 
@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from stacks import catalog, time_to_serve, versions
-from stacks.pool_plan import PoolPlan
-from stacks.startup import StartupPath
-from stacks.time_to_serve import ASSUMPTIONS, PHASES, Assumption, duration, estimate, estimates
+from stacks.facts import catalog, versions
+from stacks.reports import time_to_serve
+from stacks.reports.time_to_serve import ASSUMPTIONS, PHASES, Assumption, duration, estimate, estimates
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
 from tests.conftest import EXAMPLES, recorded
-from tooling import summary
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
+from tooling.review import summary
 from workloads.registry import WORKLOAD_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +137,7 @@ def test_the_image_phase_reads_the_version_matrix_sizes_and_the_pools_levers(cas
     assert estimate(plan).phases["image"] == pytest.approx(9.0 / pull)
     monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: True))
     # Docker Hub's reference never streams (https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming
-    # "Requirements": images in Artifact Registry), nor is one from Google's own projects said to (stacks/images.py):
+    # "Requirements": images in Artifact Registry), nor is one from Google's own projects said to (stacks/facts/images.py):
     # pulled whole, noted; the floor counts it streamed
     e = estimate(plan)
     stream = ASSUMPTIONS["image_stream_start"].value
@@ -259,7 +260,7 @@ def test_each_startup_literal_has_its_own_figure(cases, monkeypatch):
 
 def test_every_image_of_every_workload_in_every_example_has_a_size(monkeypatch):
     """With image streaming off (every image pulled whole), no image of any workload in any example, pinned or
-    rewritten to the stack's Artifact Registry remote repository (stacks/images.py origin), lacks a size."""
+    rewritten to the stack's Artifact Registry remote repository (stacks/facts/images.py origin), lacks a size."""
     monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: False))
     missing = [
         n for path in EXAMPLES for e in estimates(parse_stack_file(path)) for n in e.notes if "no recorded size" in n
@@ -306,7 +307,7 @@ def test_no_host_reads_faster_than_its_nic_or_the_bucket_on_any_catalog_shape():
     has 25 Gbit/s (3.1 GB/s; https://cloud.google.com/tpu/docs/v5e "2 x 100 Gbps NIC" per 8-chip host)."""
     import typing
 
-    from stacks.startup import WeightsSource
+    from stacks.serving.startup import WeightsSource
 
     gcs = ASSUMPTIONS["gcs_host_read_rate"].value * 1e9
     nic_bound = set()

@@ -2,9 +2,9 @@
 
 import pytest
 
-from stacks.catalog import GENERATIONS, WORKLOAD_POLICY
+from stacks.facts.catalog import GENERATIONS, WORKLOAD_POLICY
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
@@ -209,10 +209,11 @@ def test_node_pool_args_directly():
     """components.tpu_pool.node_pool_args without a Pulumi program: each slice's node pool is labelled with its
     pool and slice, and flex-start nodes are not repaired in place (a failed VM returns its capacity)."""
     from components.tpu_pool import node_pool_args
-    from stacks import catalog, naming
+    from stacks import naming
     from stacks.config import PoolPlan
-    from stacks.config_model import TpuPoolConfig
-    from stacks.pool_sizing import sizing
+    from stacks.facts import catalog
+    from stacks.model.config_model import TpuPoolConfig
+    from stacks.serving.pool_sizing import sizing
 
     def args(capacity: str, index: int):
         config = TpuPoolConfig.model_validate(pool(name="mh", slices=2, capacity=capacity))

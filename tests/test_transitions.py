@@ -1,6 +1,6 @@
 """Switching `monitoring.adapter`, an add-on version, the gateway or the pause on a live stack is a clean `up`: the
 program is run under the mocks with the old config and the new one, and the transition between the two runs
-(tooling/transition.py, every Helm release expanded into what its chart installs) has no object managed under two
+(tooling/review/transition.py, every Helm release expanded into what its chart installs) has no object managed under two
 URNs, no replacement, no deletion out of order and no custom resource left without its CRD. Either direction is
 checked."""
 
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from stacks import versions
+from stacks.facts import versions
 from tests.conftest import EXAMPLES, session_run
-from tooling import transition
-from tooling.offline import Recording, Registration, load_stack_file
-from tooling.render import stack_name
+from tooling.harness.offline import Recording, Registration, load_stack_file
+from tooling.review import transition
+from tooling.review.render import stack_name
 
 
 def example(name: str) -> Path:
@@ -38,7 +38,7 @@ def _addon(config: dict[str, Any], addon: str, version: str) -> dict[str, Any]:
 
 
 def _other(chart: str) -> str:
-    """A supported version of `chart` other than its default (stacks/versions.py CHARTS)."""
+    """A supported version of `chart` other than its default (stacks/facts/versions.py CHARTS)."""
     return next(v for v in versions.CHARTS[chart] if v != versions.default_version(chart))
 
 

@@ -30,13 +30,14 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, images, versions
+from stacks.facts import catalog, images, versions
 from stacks.problems import ConfigError
-from stacks.workload_plan import LWS_API
+from stacks.reports import cost
+from stacks.serving.workload_plan import LWS_API
 from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, parse_stack_file
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, parse_stack_file
+from tooling.oracles.schemas import crd_dir, validate_objects
 from workloads.vllm import compile_cache
 from workloads.vllm import metrics as vllm_metrics
 from workloads.vllm import plan as vllm
@@ -82,7 +83,7 @@ def test_deployment_matches_tutorial():
     (c, push), (ref_c,) = pod["containers"], ref_pod["containers"]
     assert push["name"] == "compile-cache-push"
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
-    # pinned tag instead of :latest, pulled through the stack's Docker Hub remote repository (stacks/images.py)
+    # pinned tag instead of :latest, pulled through the stack's Docker Hub remote repository (stacks/facts/images.py)
     assert images.origin(c["image"]).removeprefix("docker.io/").split(":")[0] == ref_c["image"].split(":")[0]
     assert c["image"] == parse_stack_file(SINGLE).image_mirror.served(versions.IMAGES["vllmTpu"])
     ours_f, theirs_f = flags(c["args"]), flags(ref_c["args"])
@@ -333,7 +334,7 @@ def test_hf_token_is_a_secret_end_to_end(run):
     secret = rec.one("kubernetes:core/v1:Secret", "workload-llm-hf-token")
     assert secret.inputs["metadata"]["name"] == "llm-hf-token"
     # the value stays a Pulumi secret: masked in every render, never in an output
-    from tooling.k8s_objects import plain
+    from tooling.harness.k8s_objects import plain
 
     assert plain(secret.inputs["stringData"], mask_secrets=True) == "[secret]"
     assert plain(secret.inputs["stringData"]) == {"hf_token": TOKEN}
@@ -413,7 +414,7 @@ def test_prometheus_adapter_sums_per_workload_series(run):
     )
     rec = run(config)
     metric, hbm = objects_of(rec)[("HorizontalPodAutoscaler", "llm")]["spec"]["metrics"]
-    # the TPU metrics are the stack's shared ones (stacks.metrics.HPA_METRICS), summed per namespace
+    # the TPU metrics are the stack's shared ones (stacks.monitoring.metrics.HPA_METRICS), summed per namespace
     assert hbm["external"]["metric"] == {"name": "memory_used_percentage"}
     assert hbm["external"]["target"] == {"type": "AverageValue", "averageValue": "800m"}
     # External + AverageValue: the HPA divides the summed value by the replicas (replica_calculator.go)
@@ -604,7 +605,7 @@ def test_the_size_read_from_a_models_name_is_its_total_parameters(model, size):
 
 
 def _gated(gated, *, token: bool = False, model: str = "Qwen/Qwen3-8B"):
-    from tooling import fuzz
+    from tooling.scans import fuzz
 
     config = make_config(
         tpu_serving__environment="staging",

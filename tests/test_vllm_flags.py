@@ -1,6 +1,6 @@
 """A workload's `args` are flags the pinned `vllm serve` accepts (issue 34 item 18: a typo passed silently and vLLM
 exited at start). The flag list is vLLM's own, extracted from its argument parser at the pinned tag
-(tooling/vllm_flags.py -> workloads/vllm/serve_flags.json, which records vllm-project/vllm@<tag>, the functions read
+(tooling/oracles/vllm_flags.py -> workloads/vllm/serve_flags.json, which records vllm-project/vllm@<tag>, the functions read
 and the wheel's sha256)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 
 from stacks.problems import ConfigError
 from tests.conftest import STACK_FILES
-from tooling import fuzz, vllm_flags
-from tooling.offline import load_stack_file
+from tooling.harness.offline import load_stack_file
+from tooling.oracles import vllm_flags
+from tooling.scans import fuzz
 from workloads.vllm import flags
 from workloads.vllm.plan import RESERVED_ARGS
 
@@ -31,7 +32,7 @@ def test_the_flag_list_is_of_the_pinned_vllm():
     data = flags.serve_flags()
     version = vllm_flags.pinned_version()
     assert data["version"] == version and data["source"] == f"vllm-project/vllm@v{version}", (
-        "the matrix pins another vLLM: python -m tooling.vllm_flags --download"
+        "the matrix pins another vLLM: python -m tooling.oracles.vllm_flags --download"
     )
     assert data["extractedFrom"].startswith(f"PyPI vllm-{version}-") and " sha256 " in data["extractedFrom"]
     assert len(data["flags"]) > 200 and set(data["flags"].values()) <= {"boolean", "switch", "optional", "value"}
@@ -40,7 +41,7 @@ def test_the_flag_list_is_of_the_pinned_vllm():
 def test_the_committed_list_is_what_the_extraction_gives():
     wheels = sorted(vllm_flags.CACHE.glob(f"vllm-{vllm_flags.pinned_version()}-*.whl"))
     if not wheels:
-        pytest.skip(f"no vllm wheel in {vllm_flags.CACHE}: python -m tooling.vllm_flags --download fetches it")
+        pytest.skip(f"no vllm wheel in {vllm_flags.CACHE}: python -m tooling.oracles.vllm_flags --download fetches it")
     assert vllm_flags.render(vllm_flags.extract(wheels[0])) == flags.DATA.read_text()
 
 
@@ -100,8 +101,8 @@ def test_maxtext_keys_are_of_the_pinned_server_and_a_misspelt_one_is_refused():
     import os
     from pathlib import Path
 
-    from stacks.versions import IMAGE_RECORDS
-    from tooling import maxtext_keys
+    from stacks.facts.versions import IMAGE_RECORDS
+    from tooling.oracles import maxtext_keys
     from workloads.jetstream.plan import maxtext_keys as keys
 
     data = keys()

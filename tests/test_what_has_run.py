@@ -15,7 +15,7 @@ import re
 
 import yaml
 
-from tooling.offline import ROOT
+from tooling.harness.offline import ROOT
 
 README = ROOT / "README.md"
 HEADING = "## What has run on real Google Cloud"
@@ -87,7 +87,7 @@ def test_every_workflow_that_deploys_is_named():
 
 
 def test_every_pages_only_a_real_deploy_section_is_linked():
-    from tooling.docs import anchors
+    from tooling.generate.docs import anchors
 
     wanted = set()
     for path in sorted((ROOT / "docs").rglob("*.md")):

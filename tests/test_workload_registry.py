@@ -14,14 +14,14 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.serving import ServingWorkload, WorkloadDeps
-from stacks.config_model import WorkloadConfig
-from stacks.gateway import GatewayBackend
-from stacks.metrics import HPA_METRICS, REQUESTS, HpaMetric
-from stacks.pod_security import secure_pod
-from stacks.pool_plan import PoolPlan
+from stacks.model.config_model import WorkloadConfig
+from stacks.monitoring.metrics import HPA_METRICS, REQUESTS, HpaMetric
 from stacks.problems import Problem
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
+from stacks.security.pod_security import secure_pod
+from stacks.serving.gateway import GatewayBackend
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
 from tests.conftest import make_config
 from workloads import registry
 
@@ -118,7 +118,7 @@ ECHO = WorkloadType(
 
 @pytest.fixture
 def echo_registered(monkeypatch):
-    from tooling import json_schema
+    from tooling.generate import json_schema
 
     with_echo = WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), ECHO)
     monkeypatch.setattr(registry, "WORKLOAD_TYPES", with_echo)
@@ -149,7 +149,7 @@ def test_a_type_in_the_registry_alone_is_validated(run, echo_registered):
 
 
 def test_a_type_in_the_registry_alone_is_in_the_json_schema(echo_registered):
-    from tooling.json_schema import regional_key, stack_config_schema
+    from tooling.generate.json_schema import regional_key, stack_config_schema
 
     schema = stack_config_schema()
     assert "EchoWorkload" in schema["$defs"]
@@ -207,12 +207,12 @@ RELAY = WorkloadType(config=RelayWorkload, resolve=resolver(check_relay), compon
 def test_a_type_added_to_the_registry_alone_flows_through_gateway_fleet_and_metrics(monkeypatch):
     """The router's model-server type, the KV-cache gauge a fleet balances on and the server metrics the adapter
     serves all come from the type's own plan: a type no file in stacks/ names is routed as its kind of server,
-    exported with its gauge and scaled on its metric (stacks/gateway.py router_values, stacks/fleet_output.py,
+    exported with its gauge and scaled on its metric (stacks/serving/gateway.py router_values, stacks/reports/fleet_output.py,
     stacks/pieces/monitoring.py + prometheus_adapter.server_rules)."""
-    from stacks import gateway
-    from stacks.fleet_output import regional_output
-    from stacks.metrics_adapters import prometheus_adapter
-    from tooling.offline import ROOT, load_stack_file, parse_config
+    from stacks.monitoring.adapters import prometheus_adapter
+    from stacks.reports.fleet_output import regional_output
+    from stacks.serving import gateway
+    from tooling.harness.offline import ROOT, load_stack_file, parse_config
 
     monkeypatch.setattr(registry, "WORKLOAD_TYPES", WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), RELAY))
     config = load_stack_file(ROOT / "examples" / "fleet" / "Pulumi.fleet-us-east5.yaml")

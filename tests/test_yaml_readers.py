@@ -6,7 +6,7 @@ A pattern over a manifest or a chart template (`^metadata:\\s*\\n(?:[ \\t]+.*\\n
 on a chart whose templates it does not expect (KEDA's kedacore/charts@v2.20.2 keda/templates/manager/service.yaml and
 three more held the suite 120 s each); YAML parsed (PyYAML's libyaml loader over Helm's render) is linear in its
 text. KEDA's chart is staged in ../shared/reference/charts-staged/keda-2.20.2/keda until it moves to charts/
-(SOURCES.md): both folders are looked in (tooling/chart_objects.py CHART_FOLDERS).
+(SOURCES.md): both folders are looked in (tooling/oracles/chart_objects.py CHART_FOLDERS).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import reference_dir
-from tooling import chart_objects
+from tooling.oracles import chart_objects
 
 ROOT = Path(__file__).resolve().parents[1]
 # What reads YAML as text rather than parsing it: a pattern (a `re` call) or a plain-string search (str.split,
@@ -108,7 +108,7 @@ def _charts_at_hand() -> tuple[Path, ...]:
 
 @pytest.mark.parametrize("key", sorted(chart_objects.pinned_charts()))
 def test_every_pinned_chart_release_is_found_at_its_tag(key: str):
-    """Each chart release of the version matrix (stacks/versions.py CHARTS, the router) has its source in charts/ or
+    """Each chart release of the version matrix (stacks/facts/versions.py CHARTS, the router) has its source in charts/ or
     charts-staged/ (KEDA's: charts-staged/keda-2.20.2/keda, kedacore/charts@v2.20.2)."""
     chart = chart_objects.pinned_charts()[key]
     roots = _charts_at_hand()
@@ -122,7 +122,7 @@ def test_kedas_chart_is_scanned_rendered_and_recorded():
     """`make scan` renders the KEDA release of the KEDA example with its values (not "NOT scanned"), and the record
     (`make chart-objects`) is made from that chart (its Deployments, the operator's and the metrics server's)."""
     from tests.conftest import recorded
-    from tooling import scan
+    from tooling.scans import scan
 
     _charts_at_hand()
     unscanned: set[str] = set()

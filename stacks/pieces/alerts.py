@@ -1,7 +1,7 @@
 """The alerts piece (tpu-serving:alerts, and each workload's `slo`): Cloud Monitoring alert policies for every
 serving workload and the cluster's TPU capacity, the workloads' SLOs with burn-rate alerts, and where the alerts go.
 Its rules (channel addresses, objectives a server can be measured on) and its plan, resolved once with the
-environment's profile (components/alerts.py builds it). The queries themselves are stacks/alerts.py's."""
+environment's profile (components/alerts.py builds it). The queries themselves are stacks/monitoring/alerts.py's."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stacks import alerts, gateway
-from stacks.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
-from stacks.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.model.profiles import Profile
+from stacks.monitoring import alerts
+from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
-from stacks.profiles import Profile
+from stacks.serving import gateway
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:alerts"
 # Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
@@ -34,7 +35,7 @@ ADDRESS_EXAMPLE = {
     "pubsub": ("a Pub/Sub topic path", "projects/my-project/topics/alerts"),
     "existing": ("a notification channel id", "projects/my-project/notificationChannels/1234567890"),
 }
-# What each objective needs of the server (stacks.workload_plan.ServingSignals).
+# What each objective needs of the server (stacks.serving.workload_plan.ServingSignals).
 SLO_SIGNALS = {
     "timeToFirstToken": "time_to_first_token",
     "timePerOutputToken": "time_per_output_token",
@@ -253,7 +254,7 @@ def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[
     by pool `name`, flow_control_queue_size). The picker's error_code is never an HTTP status: it is
     `ModelServerError` when the model server answered anything but 200, 4xx included (pkg/epp/handlers/server.go),
     else the canonical code of the picker's own error (pkg/common/error/error.go CanonicalCode);
-    stacks.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
+    stacks.monitoring.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
     ns, name = w.namespace, w.name
     epp = selector(cluster=cluster, namespace=ns)
     errors = selector(cluster=cluster, namespace=ns, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stacks import naming, storage_locations
-from stacks.config_model import BucketConfig
+from stacks import naming
+from stacks.facts import storage_locations
+from stacks.model.config_model import BucketConfig
+from stacks.model.profiles import Profile
 from stacks.pieces.rules import NS, check_key
 from stacks.problems import Problem
-from stacks.profiles import Profile
 
 PATH = f"{NS}:bucket"
 BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
@@ -91,7 +92,7 @@ def check_bucket_name(name: str) -> str | None:
 
 def problems(bucket: BucketConfig, *, bucket_name: str | None, region: str | None) -> list[Problem]:
     """The bucket's rules: its name (None: unknown while gcp:project has problems), its key in its location, and
-    a location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
+    a location Cloud Storage has (stacks/facts/storage_locations.py, from Google's list)."""
     found: list[Problem] = []
     why = check_bucket_name(bucket_name) if bucket_name is not None else None
     if why:

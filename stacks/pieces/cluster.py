@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, naming, pool_sizing, versions
-from stacks import maintenance as maintenance_rules
-from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks import naming
+from stacks.facts import catalog, versions
+from stacks.facts import maintenance as maintenance_rules
+from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.model.profiles import Profile
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity
 from stacks.pieces.rules import (
@@ -29,7 +31,7 @@ from stacks.pieces.rules import (
     rfc3339,
 )
 from stacks.problems import Problem, fmt
-from stacks.profiles import Profile
+from stacks.serving import pool_sizing
 
 PATH = f"{NS}:cluster"
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")

@@ -1,4 +1,4 @@
-"""The environment piece (tpu-serving:environment, tpu-serving:decommission): which profile (stacks/profiles.py)
+"""The environment piece (tpu-serving:environment, tpu-serving:decommission): which profile (stacks/model/profiles.py)
 the stack runs, checked against what its stack and project names say; the profile is resolved here once and
 handed to every piece's plan."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks import storage_locations
+from stacks.facts import storage_locations
+from stacks.model.profiles import PROFILES, Profile
 from stacks.pieces.rules import NS, REGION_RE, check_region
 from stacks.problems import Problem, fmt
-from stacks.profiles import PROFILES, Profile
 
 # The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.

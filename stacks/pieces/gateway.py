@@ -9,17 +9,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from stacks import fleet_export as fleet_piece
-from stacks import gke_managed, naming
-from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
-from stacks.gateway import BACKEND_TIMEOUT_S, GatewayBackend
+from stacks import naming
+from stacks.facts import gke_managed
+from stacks.fleets import fleet_export as fleet_piece
+from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import NS, check_cidr, check_path_region
 from stacks.problems import Problem
+from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
@@ -154,7 +155,7 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
 
 
 def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
-    """An enabled gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py)
+    """An enabled gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/facts/gke_managed.py)
     and the stack therefore never applies: the control plane must be at least the version GKE installs it from."""
     if not gateway.enabled:
         return []
@@ -231,7 +232,7 @@ def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[Wo
 
 def from_zero_warnings(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[str]:
     """A workload KEDA scales to zero behind the gateway whose wait from zero outlasts the load balancer's timeout
-    (stacks.gateway.BACKEND_TIMEOUT_S, which no chart value sets): its first requests are cut, and clients retry."""
+    (stacks.serving.gateway.BACKEND_TIMEOUT_S, which no chart value sets): its first requests are cut, and clients retry."""
     return [
         f"{NS}:workloads {w.name}: scales to zero behind the gateway and its first request waits about "
         f"{round(w.from_zero_s / 60)} min for a replica (summary.md, Time to serve), beyond the load balancer's "

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 
 from stacks import naming
-from stacks.config_model import NetworkConfig
+from stacks.model.config_model import NetworkConfig
+from stacks.model.profiles import Profile
 from stacks.pieces.rules import NS, check_cidr, check_name, check_path_region
 from stacks.problems import Problem
-from stacks.profiles import Profile
 
 PATH = f"{NS}:cluster.network"
 # A VPC or subnet given by name, or by path (projects/p/global/networks/n, projects/p/regions/r/subnetworks/n).

@@ -6,8 +6,9 @@ import datetime
 import ipaddress
 import re
 
-from stacks import kms, naming, storage_locations
-from stacks import maintenance as maintenance_rules
+from stacks import naming
+from stacks.facts import kms, storage_locations
+from stacks.facts import maintenance as maintenance_rules
 from stacks.problems import Problem
 
 NS = "tpu-serving"
@@ -26,7 +27,7 @@ PATH_REGION_RE = re.compile(r"(?:^|/)regions/([^/]+)/")
 
 
 def check_region(path: str, region: str, problems: list[Problem]) -> bool:
-    """A region of the list (stacks/storage_locations.py), else a problem naming its close matches."""
+    """A region of the list (stacks/facts/storage_locations.py), else a problem naming its close matches."""
     why = storage_locations.region_problem(region)
     if why:
         problems.append(Problem(path, why))

@@ -1,5 +1,5 @@
 """The TPU pools piece (tpu-serving:tpuPools): each pool against the catalog, its region and GKE's rules, then what
-pools share (node pool names); its plan is `stacks.pool_plan.PoolPlan`, and the GKE versions the pools need
+pools share (node pool names); its plan is `stacks.serving.pool_plan.PoolPlan`, and the GKE versions the pools need
 (components/tpu_pool.py builds each pool)."""
 
 from __future__ import annotations
@@ -7,12 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks import catalog, compute_class, config_parse, naming
-from stacks.config_model import AutoscalingConfig, TpuPoolConfig
+from stacks import naming
+from stacks.facts import catalog
+from stacks.model import config_parse
+from stacks.model.config_model import AutoscalingConfig, TpuPoolConfig
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, check_zone_region
-from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem, fmt
+from stacks.serving import compute_class
+from stacks.serving.pool_plan import PoolPlan
 
 PATH = f"{NS}:tpuPools"
 # A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
@@ -89,7 +92,7 @@ def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) ->
 
 def warm_slice_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
     """warmSlices on capacity no reservation guarantees: `up` does not create those slices (it would wait for
-    capacity, and fail the run on a stockout: stacks/pool_sizing.py sizing); they are warm only once a scale-out
+    capacity, and fail the run on a stockout: stacks/serving/pool_sizing.py sizing); they are warm only once a scale-out
     has brought them up, from then on held by their node pools' minimum."""
     planned_configs = {id(plan.config) for plan in planned}
     return [
@@ -304,7 +307,7 @@ def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Pro
 
 def priority(plan: PoolPlan, capacity: str, policy_name: object | None) -> dict[str, Any]:
     """One priority of a pool's ComputeClass: the pool's TPU slice shape on one capacity (C1, C2: the sources in
-    stacks/compute_class.py)."""
+    stacks/serving/compute_class.py)."""
     shape = plan.shape
     rule: dict[str, Any] = {
         "machineType": shape.machine_type,  # C2

@@ -28,7 +28,7 @@ class JetStreamPathways(ServingWorkload):
         grants = plan.grants()
         identity = self.identity(grants=[g for g in grants if g.prefix])
         # A checkpoint in another bucket: that whole bucket, under the name and parent this grant always had
-        # (stacks.bucket_access.read_grant `other_key`).
+        # (stacks.security.bucket_access.read_grant `other_key`).
         self.bucket_grants(
             name, [g for g in grants if not g.prefix], identity.email.apply(lambda e: f"serviceAccount:{e}")
         )

@@ -17,7 +17,7 @@ from components.cluster import node_pool_security
 from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import gcfs_config
-from stacks import cpu_machines
+from stacks.facts import cpu_machines
 from workloads.pathways_job import plan as pj
 
 

@@ -16,15 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, cpu_machines, disruption, naming, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, Grant
-from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
-from stacks.pool_plan import PoolPlan
+from stacks import naming
+from stacks.facts import catalog, cpu_machines
+from stacks.facts.versions import IMAGES
 from stacks.problems import Problem
-from stacks.startup import StartupPath
-from stacks.versions import IMAGES
-from stacks.workload_plan import TPU_TOLERATION, WorkloadPlan
-from stacks.workload_type import WorkloadContext
+from stacks.security import scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, Grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, secure_pod
+from stacks.serving import disruption
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
+from stacks.serving.workload_plan import TPU_TOLERATION, WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext
 from workloads.pathways_job.config import PathwaysJobWorkload
 
 API_VERSION = "pathways-job.pathways.domain/v1"
@@ -91,7 +94,7 @@ HEAD_POOL_ROLE = "pathways-head"
 COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
 
 
-# The version-matrix images (stacks/versions.py IMAGES) whose pinned tag is the default `pathwaysVersion`: the
+# The version-matrix images (stacks/facts/versions.py IMAGES) whose pinned tag is the default `pathwaysVersion`: the
 # controller runs its Pathways server and proxy at that tag unless `images.*` names others.
 TPU_IMAGES = ("pathwaysServer", "pathwaysProxy")
 
@@ -315,11 +318,11 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
     else:
         # beside a worker on a TPU host (the controller sets the TPU node selector); TPU nodes are tainted
         spec["tolerations"] = [dict(TPU_TOLERATION)]
-    # The user's image: its user and writable paths are unknown, so it keeps them (stacks/pod_security.py).
+    # The user's image: its user and writable paths are unknown, so it keeps them (stacks/security/pod_security.py).
     return {"metadata": {"labels": dict(plan.labels)}, "spec": secure_pod(spec, IMAGE_DEFAULTS)}
 
 
-# The checkov findings a PathwaysJob accepts in its user template (stacks/scan_exceptions.py). The `main` container is
+# The checkov findings a PathwaysJob accepts in its user template (stacks/security/scan_exceptions.py). The `main` container is
 # the user's batch program: it requests MAIN_REQUESTS, but its memory peak is the program's own (no limit), and it
 # serves nothing to probe; a failure ends the job (maxRestarts).
 USER_PROGRAM = "the user's batch program (job.image): its memory peak is its own, so it requests but sets no limit"

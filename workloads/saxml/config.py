@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from stacks.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
+from stacks.model.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
 
 
 class SaxHttpConfig(CamelModel):

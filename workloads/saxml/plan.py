@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stacks import catalog, disruption, naming, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
+from stacks import naming
+from stacks.facts import catalog
+from stacks.facts.versions import IMAGES, Serves, image_gaps
 from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
-from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.startup import StartupPath
-from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workload_plan import (
+from stacks.security import network_policy, scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.serving import disruption
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
+from stacks.serving.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     JOBSET_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
@@ -34,7 +37,7 @@ from stacks.workload_plan import (
     cpu_deployment,
     tpu_resources,
 )
-from stacks.workload_type import WorkloadContext
+from stacks.serving.workload_type import WorkloadContext
 from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -55,7 +58,7 @@ SAX_NAME_RE = re.compile(r"[a-z]+[a-z0-9_-]*")
 # joined by dots.
 MODEL_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z][a-z0-9_-]{{0,62}}")  # a Sax name (SAX_NAME_RE): a letter first
-# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+# images.<key> -> the version-matrix image it defaults to (stacks/facts/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = (DEFAULT_IMAGES["model"],)
@@ -414,7 +417,7 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
     return deployment
 
 
-# The checkov findings the model-server JobSet accepts (stacks/scan_exceptions.py). The model server's one port is
+# The checkov findings the model-server JobSet accepts (stacks/security/scan_exceptions.py). The model server's one port is
 # its gRPC service (`--port`); no upstream source documents an HTTP health endpoint, and neither upstream manifest
 # probes it (kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml, ai-on-gke
 # tools/saxml-on-gke/single-host-inference/gptj/model-server.yaml). A model server that dies fails its Job and the
@@ -543,7 +546,7 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         HTTP_SECURITY,
         service_account=plan.http_service_account,
     )
-    # it takes the clients' requests: drained like the servers behind it (stacks/disruption.py)
+    # it takes the clients' requests: drained like the servers behind it (stacks/serving/disruption.py)
     template = deployment["spec"]["template"]
     template["spec"] = disruption.drained(template["spec"])
     return deployment

@@ -7,14 +7,15 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from stacks import catalog, naming
-from stacks.pool_plan import PoolPlan
+from stacks import naming
+from stacks.facts import catalog
+from stacks.facts.versions import Serves, image_gaps, image_record
 from stacks.problems import Problem
-from stacks.versions import Serves, image_gaps, image_record
-from stacks.workload_plan import (
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import (
     check_autoscaling,
 )
-from stacks.workload_type import WorkloadContext
+from stacks.serving.workload_type import WorkloadContext
 from workloads.vllm import flags as serve_flags
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan

@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from stacks.config_model import REPLICAS_MAX, HpaMetricConfig, JetStreamAutoscalingConfig, ServiceConfig, WorkloadConfig
+from stacks.model.config_model import (
+    REPLICAS_MAX,
+    HpaMetricConfig,
+    JetStreamAutoscalingConfig,
+    ServiceConfig,
+    WorkloadConfig,
+)
 from workloads.vllm.metrics import VLLM_METRICS
 
 # The metric names a vLLM HPA may use: the keys of its metric registry (workloads/vllm/metrics.py), written there once.

@@ -1,5 +1,5 @@
 """The flags `vllm serve` accepts at the pinned vLLM (serve_flags.json beside this file, extracted from vLLM's own
-argument parser at the pinned tag by tooling/vllm_flags.py, which records its origin), and the check of a workload's
+argument parser at the pinned tag by tooling/oracles/vllm_flags.py, which records its origin), and the check of a workload's
 `args` against them: a misspelt flag would make vLLM exit at start ("unrecognized arguments") while `pulumi up`
 reports success."""
 

@@ -7,12 +7,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import disruption, scan_exceptions
-from stacks import metrics as stack_metrics
+from stacks.monitoring import metrics as stack_metrics
 from stacks.naming import SYSTEM_POOL_SELECTOR
-from stacks.pod_security import ContainerSecurity, container_security_context, secure_pod
-from stacks.startup import startup_probe
-from stacks.workload_plan import (
+from stacks.security import scan_exceptions
+from stacks.security.pod_security import ContainerSecurity, container_security_context, secure_pod
+from stacks.serving import disruption
+from stacks.serving.startup import startup_probe
+from stacks.serving.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
     LWS_EXCLUSIVE,
@@ -108,7 +109,7 @@ def _volumes(plan: VllmPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 
 # The image runs as root (tpu-inference@v0.27.0 docker/Dockerfile has no USER) and writes under /root/.cache
 # (Hugging Face, JAX) and its working tree, so it keeps its own user and a writable root filesystem; everything
-# else is restricted (stacks.pod_security). GKE >= 1.28 gives TPU devices to unprivileged containers.
+# else is restricted (stacks.security.pod_security). GKE >= 1.28 gives TPU devices to unprivileged containers.
 VLLM_CONTAINER = ContainerSecurity(
     non_root=False,
     read_only_root=False,
@@ -185,7 +186,7 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
     }
 
 
-# The checkov findings a vLLM Deployment or LeaderWorkerSet accepts, with their reasons (stacks/scan_exceptions.py).
+# The checkov findings a vLLM Deployment or LeaderWorkerSet accepts, with their reasons (stacks/security/scan_exceptions.py).
 SKIPS: tuple[scan_exceptions.Skip, ...] = (
     *scan_exceptions.TAG_PINNED,
     scan_exceptions.CPU_LIMIT,
@@ -301,7 +302,7 @@ def pod_monitoring(plan: VllmPlan) -> dict[str, Any]:
 
 
 def hpa(plan: VllmPlan) -> dict[str, Any] | None:
-    """What scales the workload (stacks.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
+    """What scales the workload (stacks.serving.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
     which is kept, paused at 0 replicas, while the stack is paused; None when nothing scales it."""
     auto = plan.workload.autoscaling
     if auto is None or not (plan.autoscaled or (plan.paused and plan.keda)):

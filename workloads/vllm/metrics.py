@@ -4,7 +4,7 @@ dashboard tiles. Shared code reaches them through the plan (VllmPlan.hpa_metrics
 
 from __future__ import annotations
 
-from stacks.metrics import (
+from stacks.monitoring.metrics import (
     FRACTION,
     GATEWAY_HPA_METRICS,
     GMP_TARGET_LABELS,
@@ -14,7 +14,7 @@ from stacks.metrics import (
     HpaMetric,
     Unit,
 )
-from stacks.workload_plan import ServingSignals
+from stacks.serving.workload_plan import ServingSignals
 
 # vLLM's series carry model_name and engine (vllm 0.27.0 vllm/v1/metrics/loggers.py labelnames), histograms `le` on
 # their _bucket series; the vLLM PodMonitoring copies the pod's `app` label.
@@ -40,7 +40,7 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
 
 # vLLM's server metrics an HPA can scale on (vllm 0.27.0 vllm/v1/metrics/loggers.py: the scheduler gauges, and
 # vllm:kv_cache_usage_perc, "KV-cache usage. 1 means 100 percent usage"). prometheus-adapter serves them without the
-# colon. A vLLM workload may also scale on the TPU metrics (stacks.metrics.HPA_METRICS).
+# colon. A vLLM workload may also scale on the TPU metrics (stacks.monitoring.metrics.HPA_METRICS).
 _VLLM_SOURCE = "vllm-project/vllm@v0.27.0:vllm/v1/metrics/loggers.py"
 RUNNING = Unit("requests", "requests in the running batch per replica")
 VLLM_HPA_METRICS: dict[str, HpaMetric] = {
@@ -95,13 +95,13 @@ VLLM_SIGNALS = ServingSignals(
     bad_finishes=("error",),  # not "abort": the client cancelled the request
     output_tokens="vllm:generation_tokens",
 )
-# The KV-cache utilisation gauge a fleet's spill-over balances on (stacks/fleet.py F1: vLLM v0.10.2 and later name it
+# The KV-cache utilisation gauge a fleet's spill-over balances on (stacks/fleets/fleet.py F1: vLLM v0.10.2 and later name it
 # vllm:kv_cache_usage_perc, "KV-cache usage. 1 means 100 percent usage").
 KV_CACHE_METRIC = VLLM_HPA_METRICS["vllm:kv_cache_usage_perc"].series
 
 
 def vllm_panels(cluster: str) -> list[tuple[str, str, str]]:
-    """vLLM server tiles (series of the pinned image, stacks.versions IMAGE_RECORDS["vllmTpu"]), by namespace and
+    """vLLM server tiles (series of the pinned image, stacks.facts.versions IMAGE_RECORDS["vllmTpu"]), by namespace and
     pod; latencies as the 90th percentile over 5 minutes; the KV-cache fraction drawn as a percentage."""
     c = f'cluster="{cluster}"'
 

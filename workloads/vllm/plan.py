@@ -25,13 +25,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, disruption, metrics_adapters, naming, network_policy
-from stacks.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
-from stacks.gateway import GatewayBackend
-from stacks.metrics import HpaMetric
-from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
-from stacks.versions import IMAGES, Serves
-from stacks.workload_plan import (
+from stacks import naming
+from stacks.facts import catalog
+from stacks.facts.versions import IMAGES, Serves
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring.metrics import HpaMetric
+from stacks.security import network_policy
+from stacks.security.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
+from stacks.serving import disruption
+from stacks.serving.gateway import GatewayBackend
+from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
+from stacks.serving.workload_plan import (
     TPU_HOST_SHARE,
     ServingSignals,
     WorkloadPlan,
@@ -48,7 +52,7 @@ API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl com
 # config/charts/README.md; routerlib templates/_config.yaml reads vLLM's metrics for it).
 ROUTER_TYPE = "vllm"
 CONTAINER = "vllm-tpu"
-DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/versions.py IMAGES)
+DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/facts/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
 HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # vllm 0.27.0 examples/ray_serving/multi-node-serving.sh, at this path in the image (tpu-inference@v0.27.0
@@ -64,7 +68,7 @@ MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face mo
 STREAM_CONCURRENCY_MIN = 16
 # The cold case the startup probe allows before it restarts the server: the hour the earlier probe allowed
 # (failureThreshold 360 x periodSeconds 10), which covered a hub download and a full compile; weights are now staged
-# before the server starts, so it is compile from scratch with margin (stacks/startup.py startup_probe).
+# before the server starts, so it is compile from scratch with margin (stacks/serving/startup.py startup_probe).
 COLD_START_S = 3600
 SIZE_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z0-9])")
 
@@ -276,7 +280,7 @@ class VllmPlan(WorkloadPlan):
     def grants(self) -> list[Grant]:
         """Read-only on the weights: the staged prefix, or a gs:// model's prefix in the stack bucket, or (with
         grantModelRead, as JetStream's grantCheckpointRead) the whole of another bucket, which may lack the uniform
-        bucket-level access IAM conditions need (stacks.bucket_access.read_grant); read-write on the workload's
+        bucket-level access IAM conditions need (stacks.security.bucket_access.read_grant); read-write on the workload's
         own compile caches. Nothing else."""
         weights = read_grant("weights", self.weights_url, self.bucket, self.workload.grant_model_read)
         grants = [weights] if weights else []
