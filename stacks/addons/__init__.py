@@ -1,4 +1,6 @@
-"""The add-on registry: one line per cluster add-on; each entry (stacks/addons/<name>.py) carries everything about it.
+"""The add-on registry (LWS, JobSet, Kueue, PathwaysJob). May import: stacks.model and below.
+
+One line per cluster add-on; each entry (stacks/addons/<name>.py) carries everything about it.
 
 The `tpu-serving:addons` config model (and so the JSON Schema), its validation, the generic component
 (components/addons.py) and the stack's `addons` output are all derived from `ADDONS`. Adding an add-on = its

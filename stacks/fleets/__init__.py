@@ -1,1 +1,1 @@
-"""The fleet stack kind (one model from several regions) and a regional stack's export to it; imports stacks.serving and below."""
+"""The fleet stack kind (one model served from several regions) and a regional stack's export to it. May import: stacks.serving and below."""

@@ -1,1 +1,1 @@
-"""Metrics, the dashboard and alerts as plain data, and the registry of metrics adapters (adapters/); imports stacks.facts, stacks.security and below."""
+"""Metrics, the dashboard and alerts as plain data, and the registry of metrics adapters (adapters/). May import: stacks.facts, stacks.security, stacks.naming, stacks.problems."""

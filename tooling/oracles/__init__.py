@@ -1,1 +1,1 @@
-"""Oracles and upstream data: API, provider, CRD and chart schemas and rules, the project requirements table; imports tooling.harness only."""
+"""Oracles and upstream data: API, provider, CRD and chart schemas and rules, the deployer's requirements table. May import: tooling.harness."""

@@ -1,4 +1,6 @@
-"""The registry of metrics adapters: one line per adapter, each entry (`MetricsAdapter`) carrying everything
+"""The metrics adapter registry (Stackdriver adapter, Prometheus adapter, KEDA). May import: stacks.facts, stacks.security, stacks.monitoring.metrics, stacks.naming, stacks.problems.
+
+One line per adapter, each entry (`MetricsAdapter`) carrying everything
 about it. Adding an adapter = one module here + one line below; the config's allowed values, the JSON Schema enum,
 the workloads' autoscaling checks, the HPA metric specs, the Monitoring component and the README table follow.
 
