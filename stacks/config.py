@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stacks import addons as addon_registry
 from stacks import naming, workload_checks
 from stacks.addons import AddonsConfig
-from stacks.facts import images, versions
 from stacks.facts.images import ImageMirror
 from stacks.model.config_model import (
     AlertsConfig,
@@ -26,7 +24,7 @@ from stacks.model.config_model import (
     TpuPoolConfig,
     WorkloadConfig,
 )
-from stacks.model.config_parse import parse
+from stacks.model.config_parse import parse, section
 from stacks.model.local_target import LocalConfig
 from stacks.model.profiles import Profile
 from stacks.pieces import addons as addons_piece
@@ -88,37 +86,21 @@ class _Sections:
     decommission: bool
 
 
-def _section(raw: dict[str, Any], key: str) -> Any:
-    """A mapping key's value to validate: unset (absent or null, as the schema allows) is the empty mapping; any
-    other value is validated as given (`0`, `false` or `""` are refused, as the schema refuses them)."""
-    value = raw.get(key)
-    return {} if value is None else value
-
-
 def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
+    """Each section in one visit, in key order: parsed by its model, and a piece whose rules read only its own
+    section (environment, add-ons, alerts) checks it there; the rules that need other sections run after."""
     environment = raw.get("environment")
     problems.extend(environment_piece.problems(environment))
-    cluster = parse(f"{NS}:cluster", ClusterConfig, _section(raw, "cluster"), problems)
-    bucket = parse(f"{NS}:bucket", BucketConfig, _section(raw, "bucket"), problems)
-    pools = tpu_pools.parse(raw.get("tpuPools"), problems)
-    addons = parse(f"{NS}:addons", addon_registry.settings_model(), _section(raw, "addons"), problems)
-    monitoring = parse(f"{NS}:monitoring", MonitoringConfig, _section(raw, "monitoring"), problems)
-    gateway = parse(f"{NS}:gateway", GatewayConfig, _section(raw, "gateway"), problems)
-    alerts = parse(f"{NS}:alerts", AlertsConfig, _section(raw, "alerts"), problems)
-    if alerts is not None:
-        problems.extend(alerts_piece.problems(alerts))
-    if addons is not None:
-        problems.extend(addons_piece.problems(addons))
-    return _Sections(
+    return _Sections(  # keyword arguments run in order: the problems come in key order
         environment=environment,
-        cluster=cluster,
-        bucket=bucket,
-        pools=pools,
-        addons=addons,
-        monitoring=monitoring,
-        gateway=gateway,
-        cost=parse(f"{NS}:cost", CostConfig, _section(raw, "cost"), problems),
-        alerts=alerts,
+        cluster=parse(f"{NS}:cluster", ClusterConfig, section(raw, "cluster"), problems),
+        bucket=parse(f"{NS}:bucket", BucketConfig, section(raw, "bucket"), problems),
+        pools=tpu_pools.parse(raw.get("tpuPools"), problems),
+        addons=addons_piece.section(raw.get("addons"), problems),
+        monitoring=parse(f"{NS}:monitoring", MonitoringConfig, section(raw, "monitoring"), problems),
+        gateway=parse(f"{NS}:gateway", GatewayConfig, section(raw, "gateway"), problems),
+        alerts=alerts_piece.section(raw.get("alerts"), problems),
+        cost=parse(f"{NS}:cost", CostConfig, section(raw, "cost"), problems),
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
         decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
@@ -144,7 +126,6 @@ def _check_pieces(
             cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
         if gateway is not None:
-            problems.extend(gateway_piece.network_problems(gateway, cluster.network))
             problems.extend(gateway_piece.cluster_problems(gateway, cluster))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
@@ -160,14 +141,15 @@ def _check_pieces(
 
 def _workload_context(
     sections: _Sections,
-    cluster_name: str | None,
-    bucket_name: str | None,
-    identity_suffix: str,
+    names: tuple[str | None, str | None],
+    where: tuple[str | None, str, str],
     hf_token: str | None,
-    project: str | None,
-    image_mirror: ImageMirror | None = None,
+    image_mirror: ImageMirror | None,
 ) -> WorkloadContext:
+    """What a workload type reads of the platform: `names` are the cluster's and the bucket's, `where` is (gcp
+    project, pulumi project, stack)."""
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
+    (cluster_name, bucket_name), (project, pulumi_project, stack) = names, where
     return WorkloadContext(
         adapter=monitoring.adapter if monitoring is not None else "none",
         min_master_version=cluster.min_master_version if cluster is not None else None,
@@ -175,7 +157,7 @@ def _workload_context(
         bucket=bucket_name or "",
         paused=sections.paused,
         cluster_name=cluster_name or "",
-        identity_suffix=identity_suffix,
+        identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
         lws_enabled=addons.of("lws").enabled if addons is not None else False,
         hf_token=hf_token == "secret",
         environment=sections.environment if isinstance(sections.environment, str) else "",
@@ -207,8 +189,7 @@ def parse_stack_config(
     region = environment_piece.invocation_problems(gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, problems)
     sections = _parse_sections(raw, workload_types, problems)
     environment_piece.name_problems(sections.environment, stack, gcp_project, problems)
-    placeholder = environment_piece.placeholder_project_problem(gcp_project) if refuse_placeholder else None
-    problems.extend([placeholder] if placeholder else [])
+    problems.extend(environment_piece.placeholder_problems(gcp_project) if refuse_placeholder else [])
     cluster_name = cluster_piece.name(sections.cluster, pulumi_project, stack) if sections.cluster else None
     bucket_name = (
         bucket_piece.name(sections.bucket, gcp_project, pulumi_project, stack)
@@ -216,16 +197,10 @@ def parse_stack_config(
         else None
     )
     pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
-    warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
-    mirror = _image_mirror(sections, gcp_project, region)
+    warnings = environment_piece.placeholder_warnings(gcp_project) + tpu_pools.warnings(sections.pools, pools)
+    mirror = cluster_piece.image_mirror(sections.cluster, gcp_project, region)
     context = _workload_context(
-        sections,
-        cluster_name,
-        bucket_name,
-        naming.stack_identity_suffix(pulumi_project, stack),
-        hf_token,
-        gcp_project,
-        mirror,
+        sections, (cluster_name, bucket_name), (gcp_project, pulumi_project, stack), hf_token, mirror
     )
     workload_plans = workload_checks.check(
         sections.workloads,
@@ -270,15 +245,6 @@ def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> Wor
     return replace(plan, from_zero_s=found.from_zero)
 
 
-def _image_mirror(sections: _Sections, gcp_project: str | None, region: str | None) -> ImageMirror | None:
-    """cluster.images.mirror: a remote repository for each public registry the version matrix's images come from
-    (None without a project or region, reported elsewhere)."""
-    if not gcp_project or not region:
-        return None
-    enabled = sections.cluster is not None and sections.cluster.images.mirror
-    return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
-
-
 def _stack_config(
     sections: _Sections,
     *,
@@ -305,12 +271,7 @@ def _stack_config(
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
     labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
     plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
-    warnings.extend(gateway_piece.from_zero_warnings(gateway, workloads))
-    if gateway.enabled and not plans.gateway.backends:
-        warnings.append(
-            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
-            "opt out): the Gateway routes nothing"
-        )
+    warnings.extend(gateway_piece.warnings(gateway, plans.gateway, workloads))
     return StackConfig(
         stack=stack,
         pulumi_project=pulumi_project,
@@ -439,12 +400,3 @@ def _plans(
             gateway_workloads=[b.name for b in gateway_plan.backends],
         ),
     )
-
-
-def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: list[PoolPlan]) -> list[str]:
-    """The placeholder project (refused by a real preview/up) and TPU zones the catalog's source does not list."""
-    out = []
-    placeholder = environment_piece.placeholder_project_problem(gcp_project)
-    if placeholder is not None:
-        out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
-    return out + tpu_pools.zone_warnings(sections.pools, pools) + tpu_pools.warm_slice_warnings(sections.pools, pools)

@@ -167,3 +167,10 @@ def parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
             Problem(path, m, shape=(path, m) not in rules) for path, messages in found.items() for m in messages
         )
         return None
+
+
+def section(raw: dict[str, Any], key: str) -> Any:
+    """A mapping key's value to validate: unset (absent or null, as the schema allows) is the empty mapping; any
+    other value is validated as given (`0`, `false` or `""` are refused, as the schema refuses them)."""
+    value = raw.get(key)
+    return {} if value is None else value

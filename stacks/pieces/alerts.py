@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.model.config_parse import parse
 from stacks.model.profiles import Profile
 from stacks.monitoring import alerts
 from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
@@ -41,6 +42,14 @@ SLO_SIGNALS = {
     "timePerOutputToken": "time_per_output_token",
     "availability": "requests",
 }
+
+
+def section(raw: Any, found: list[Problem]) -> AlertsConfig | None:
+    """tpu-serving:alerts parsed, then its own rules (None: it does not parse, reported)."""
+    config = parse(f"{NS}:alerts", AlertsConfig, {} if raw is None else raw, found)
+    if config is not None:
+        found.extend(problems(config))
+    return config
 
 
 def problems(config: AlertsConfig) -> list[Problem]:

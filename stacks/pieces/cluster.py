@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming
-from stacks.facts import catalog, versions
+from stacks.facts import catalog, images, versions
 from stacks.facts import maintenance as maintenance_rules
+from stacks.facts.images import ImageMirror
 from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
 from stacks.model.profiles import Profile
 from stacks.pieces import network as network_piece
@@ -318,6 +319,15 @@ def version_problems(cluster: ClusterConfig, needs: list[VersionNeed]) -> list[P
             )
         ]
     return []
+
+
+def image_mirror(cluster: ClusterConfig | None, gcp_project: str | None, region: str | None) -> ImageMirror | None:
+    """cluster.images.mirror: a remote repository for each public registry the version matrix's images come from
+    (None without a project or region, reported elsewhere)."""
+    if not gcp_project or not region:
+        return None
+    enabled = cluster is not None and cluster.images.mirror
+    return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
 
 
 def warnings(cluster: ClusterConfig, environment: str) -> list[str]:

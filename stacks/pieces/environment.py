@@ -100,6 +100,18 @@ def _protection(profile: Profile) -> str:
     return "no deletion protection"
 
 
+def placeholder_problems(gcp_project: str | None) -> list[Problem]:
+    """The placeholder project, refused (a real preview or up: load_stack_config)."""
+    placeholder = placeholder_project_problem(gcp_project)
+    return [placeholder] if placeholder is not None else []
+
+
+def placeholder_warnings(gcp_project: str | None) -> list[str]:
+    """The placeholder project, warned about where it is not refused (the offline render and tests)."""
+    placeholder = placeholder_project_problem(gcp_project)
+    return [f"{placeholder}; `pulumi preview` and `pulumi up` refuse it"] if placeholder is not None else []
+
+
 def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
     """gcp:project still the examples' placeholder: refused by a real preview/up (load_stack_config)."""
     if gcp_project != PLACEHOLDER_PROJECT:

@@ -108,8 +108,8 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
 
 
 def cluster_problems(gateway: GatewayConfig, cluster: ClusterConfig) -> list[Problem]:
-    """The cross-check with the cluster beyond its network: an exporting stack's HPA profile."""
-    return fleet_piece.cluster_problems(gateway, cluster)
+    """The cross-checks with the cluster: the network the gateway runs in, then an exporting stack's HPA profile."""
+    return network_problems(gateway, cluster.network) + fleet_piece.cluster_problems(gateway, cluster)
 
 
 def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
@@ -228,6 +228,17 @@ def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[Wo
     if not gateway.enabled:
         return []
     return [w for w in workloads if w.gateway_backend() is not None]
+
+
+def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan]) -> list[str]:
+    """What a user should read about the gateway: waits from zero beyond its timeout, and a gateway routing nothing."""
+    found = from_zero_warnings(gateway, workloads)
+    if gateway.enabled and not plan.backends:
+        found.append(
+            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
+            "opt out): the Gateway routes nothing"
+        )
+    return found
 
 
 def from_zero_warnings(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[str]:

@@ -77,6 +77,11 @@ def version_needs(pools: list[PoolPlan]) -> list[VersionNeed]:
     return needs
 
 
+def warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
+    """TPU zones the catalog's source does not list, then warm slices' (zone_warnings, warm_slice_warnings)."""
+    return zone_warnings(pools, planned) + warm_slice_warnings(pools, planned)
+
+
 def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
     """TPU zones the catalog's source does not list (unless the pool's zoneConfirmed says the user checked) or marks
     single-tenant (unless the pool consumes a reservation), for the pools that have a plan."""
