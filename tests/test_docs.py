@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from stacks import addons
 from stacks.model.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
 from tests.test_workload_registry import echo_registered  # noqa: F401 (a fixture)
-from tooling.generate import docs
+from tooling.generate import docs, package_map
 from tooling.harness.offline import ROOT
 from workloads import registry
 
@@ -198,3 +198,20 @@ def test_every_workload_page_says_how_it_differs_from_upstream(name):
     assert len(found) == 1, f"docs/workloads/{name}.md has no `## Differences from the upstream ...` section"
     body = found[0].split("\n", 1)[1].strip()
     assert len(body.split()) >= 20, body
+
+
+def test_the_package_map_draws_every_layer_member_and_only_arrows_no_longer_path_implies():
+    """docs/architecture.md "The map": generated from the contracts and grimp's imports (tooling/generate/package_map.py)."""
+    assert package_map.reduced({("a", "b"), ("b", "c"), ("a", "c"), ("a", "d")}) == {("a", "b"), ("b", "c"), ("a", "d")}
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for package in package_map.PACKAGES:
+        drawn = package_map.mermaid(package)
+        assert drawn in text
+        for layer in package_map.layers(package):
+            for name in layer:
+                assert f"    {name}[" in drawn, (package, name)
+        imports = package_map.member_imports(package)
+        for a, b in package_map.reduced(imports):
+            assert f"    {a} --> {b}" in drawn
+        if package == "stacks":
+            assert ("config", "pieces") in imports and "    config --> pieces" not in drawn  # implied by a longer path

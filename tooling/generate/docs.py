@@ -21,6 +21,7 @@ from typing import Any
 
 from stacks.config import NS
 from tooling.generate import json_schema
+from tooling.generate.package_map import stacks_map, tooling_map
 from tooling.generate.readme_tables import (
     alerts_table,
     gke_managed_table,
@@ -47,6 +48,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "alerts": alerts_table,
     "deployer-prerequisites": gcp_requirements.prerequisites_block,
     "deployer-least-privilege": gcp_requirements.least_privilege_block,
+    "stacks-map": stacks_map,
+    "tooling-map": tooling_map,
 }
 
 
