@@ -48,21 +48,8 @@ from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry
 from stacks.stack_config import StackConfig
 
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
-KNOWN_KEYS = (
-    "environment",
-    "cluster",
-    "bucket",
-    "tpuPools",
-    "addons",
-    "monitoring",
-    "gateway",
-    "cost",
-    "alerts",
-    "workloads",
-    "paused",
-    "decommission",
-    "hfToken",
-    "local",
+KNOWN_KEYS = tuple(
+    "environment cluster bucket tpuPools addons monitoring gateway cost alerts workloads paused decommission hfToken local".split()
 )
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)

@@ -13,7 +13,7 @@ from tooling.harness.offline import load_stack_file
 from tooling.oracles import vllm_flags
 from tooling.scans import fuzz
 from workloads.vllm import flags
-from workloads.vllm.plan import RESERVED_ARGS
+from workloads.vllm.checks import RESERVED_ARGS
 
 CONFIG = {
     "gcp:project": "tpu-test-project",
