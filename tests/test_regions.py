@@ -46,6 +46,8 @@ MISSPELT: dict[str, str] = {
     "tpu-serving:fleet.regions[].existingProxySubnet": f"projects/my-tpu-project/regions/{TYPO}/subnetworks/s",
 }
 NOT_LOCATIONS: dict[str, str] = {
+    "tpu-serving:local.kubeconfig": "a file path on this machine (local mode): no cloud location",
+    "tpu-serving:alerts.channels[].address": "an e-mail address, a Pub/Sub topic path or a webhook URL: no region",
     "tpu-serving:cluster.network.network": "a VPC is global: its path names no region (projects/<p>/global/networks)",
     "tpu-serving:gateway.exposure": "internal or external (an enum)",
     "tpu-serving:gateway.proxySubnet": "create or existing (an enum)",
@@ -74,6 +76,9 @@ def location_keys() -> set[str]:
             return
         for sub in [*node.get("anyOf", []), *node.get("oneOf", []), *node.get("allOf", [])]:
             walk(sub, path, defs)
+        for branch in ("if", "then", "else"):  # the schema's regional and fleet branches
+            if isinstance(node.get(branch), dict):
+                walk(node[branch], path, defs)
         if isinstance(node.get("items"), dict):
             walk(node["items"], f"{path}[]", defs)
         for key, sub in (node.get("properties") or {}).items():

@@ -76,6 +76,7 @@ FORWARDS = {
     "workloads/saxml/plan.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/plan.py:check": "passes the warnings list to _check_models_fit",
     "workloads/pathways_job/plan.py:check": "passes the warnings list to _check_job",
+    "stacks/pieces/tpu_pools.py:warnings": "joins zone_warnings and warm_slice_warnings (cases below)",
     "stacks/pieces/tpu_pools.py:_zone_warning": "catalog.zone_warning's text (cases below)",
     "stacks/facts/catalog.py:_single_tenant_warning": "called by catalog.zone_warning (case below)",
 }
@@ -131,13 +132,6 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "forceDestroy=true overrides the staging profile",
     ),
     (
-        "stacks/pieces/bucket.py:warnings",
-        "unknown-region-like-location",
-        {"tpu-serving:bucket": {"location": "us-central9"}},
-        {"tpu-serving:bucket": {"location": "us-central1"}},
-        "is written like a region but is not in the list",
-    ),
-    (
         "stacks/pieces/cluster.py:warnings",
         "private-nodes-off",
         {"tpu-serving:cluster": {"privateNodes": False}},
@@ -171,14 +165,14 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "paused=true",
     ),
     (
-        "stacks/config.py:_stack_config",
+        "stacks/pieces/gateway.py:warnings",
         "gateway-routes-nothing",
         {**GATEWAY, "tpu-serving:workloads": [_vllm(gateway=False)]},
         {"tpu-serving:workloads": [_vllm(gateway=True)]},
         "the Gateway routes nothing",
     ),
     (
-        "stacks/config.py:_first_run_warnings",
+        "stacks/pieces/environment.py:placeholder_warnings",
         "placeholder-project",
         {"gcp:project": "my-tpu-project"},
         {"gcp:project": "acme-llm-serving"},
@@ -239,28 +233,28 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "scales to zero behind the gateway",
     ),
     (
-        "workloads/vllm/plan.py:_check_model",
+        "workloads/vllm/checks.py:_check_model",
         "hugging-face-model-without-a-token",
         {"tpu-serving:workloads": [{k: v for k, v in _vllm().items() if k != "gated"}]},
         {"tpu-serving:workloads": [_vllm(gated=False)]},
         "is staged from Hugging Face without a token",
     ),
     (
-        "workloads/vllm/plan.py:check",
+        "workloads/vllm/checks.py:check",
         "image-outside-the-matrix",
         {"tpu-serving:workloads": [_vllm(image="docker.io/vllm/vllm-tpu:nightly")]},
         {"tpu-serving:workloads": [_vllm()]},
         "is not in the version matrix",
     ),
     (
-        "workloads/vllm/plan.py:check",
+        "workloads/vllm/checks.py:check",
         "experimental-generation",
         {"gcp:region": "us-east5", "tpu-serving:tpuPools": [V5P], "tpu-serving:workloads": [_vllm(pool="v5p")]},
         {"tpu-serving:tpuPools": [{**V6E, "zone": "us-east5-b"}], "tpu-serving:workloads": [_vllm(pool="v6e-2x4")]},
         "vLLM's TPU backend calls v5p",
     ),
     (
-        "workloads/vllm/plan.py:_serving_warnings",
+        "workloads/vllm/checks.py:_serving_warnings",
         "tensor-parallel-not-dividing-heads",
         {
             "tpu-serving:hfToken": {"secure": "v1:x"},
