@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import AddonCrds, release_args
-from components.manifests import register_manifest
+from components.manifests import custom_resource, register_manifest
 from stacks import dashboard, metrics, metrics_adapters, naming, network_policy, pod_security
 from stacks.local_target import REGISTRY, Sources
 from stacks.metrics_adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
@@ -37,13 +37,13 @@ def create_pod_monitoring(
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.apiextensions.CustomResource:
     """Register a PodMonitoring built with `stacks.metrics.pod_monitoring` (for workloads and add-ons alike)."""
-    return k8s.apiextensions.CustomResource(
+    return custom_resource(
         resource_name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
+        manifest["apiVersion"],
+        manifest["kind"],
+        pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
         metadata=manifest["metadata"],
         spec=manifest["spec"],
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
     )
 
 

@@ -55,6 +55,10 @@ def cases() -> list[tuple[str, str, Any]]:
         ("vllm-multi-host", "lws", lambda c: _addon(c, "lws", _other("lws"))),
         ("saxml-175b", "jobset", lambda c: _addon(c, "jobset", _other("jobset"))),
         ("all-in-one", "pause", lambda c: {**c, "tpu-serving:paused": True}),
+        # pausing what an HPA scales (a Deployment; a LeaderWorkerSet) takes spec.replicas over from
+        # kube-controller-manager, forced (issue 36 #1)
+        ("gemma-hpa", "pause", lambda c: {**c, "tpu-serving:paused": True}),
+        ("vllm-multi-host", "pause", lambda c: {**c, "tpu-serving:paused": True}),
         # the upgrade hold: the node pools' own exclusions and the cluster's scope change in place
         (
             "all-in-one",
@@ -76,6 +80,40 @@ def test_the_transition_is_clean(name, what, change, direction):
     before = load_stack_file(path)
     after = change(before)
     assert after != before, "the change changes the config"
+    old, new = _run(before, stack_name(path)), _run(after, stack_name(path))
+    if direction == "back":
+        old, new = new, old
+    assert list(transition.problems(old, new)) == []
+
+
+def _external(config: dict[str, Any], **gateway: Any) -> dict[str, Any]:
+    out = _with(config, "tpu-serving:gateway", exposure="external", **gateway)
+    if "cloudArmorPolicy" in gateway:
+        out["tpu-serving:gateway"].pop("sourceRanges", None)
+    return out
+
+
+RANGES = ["203.0.113.0/24", "198.51.100.0/24"]
+GATEWAY_CHANGES = {
+    "narrowed": lambda c: _external(c, sourceRanges=RANGES[:1]),
+    "to-existing-policy": lambda c: _external(c, cloudArmorPolicy="operators-policy"),
+    "to-internal": lambda c: {
+        **c,
+        "tpu-serving:gateway": {k: v for k, v in c["tpu-serving:gateway"].items() if k != "sourceRanges"}
+        | {"exposure": "internal"},
+    },
+    "gateway-off": lambda c: _with(c, "tpu-serving:gateway", enabled=False),
+}
+
+
+@pytest.mark.parametrize("what", GATEWAY_CHANGES)
+@pytest.mark.parametrize("direction", ["forth", "back"])
+def test_an_external_gateways_source_ranges_removed_or_narrowed(what, direction):
+    """The stack's Cloud Armor policy is deleted only after everything the load balancer builds on it (issue 36 #4):
+    no example has an external gateway, so one is made from vllm-multi-host."""
+    path = example("vllm-multi-host")
+    before = _external(load_stack_file(path), sourceRanges=RANGES)
+    after = GATEWAY_CHANGES[what](before)
     old, new = _run(before, stack_name(path)), _run(after, stack_name(path))
     if direction == "back":
         old, new = new, old

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stacks.config import NS
-from tooling import gcp_requirements, json_schema
+from tooling import gcp_requirements, json_schema, transition_matrix
 from tooling.offline import ROOT
 from tooling.readme_tables import (
     alerts_table,
@@ -46,6 +46,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "alerts": alerts_table,
     "deployer-prerequisites": gcp_requirements.prerequisites_block,
     "deployer-least-privilege": gcp_requirements.least_privilege_block,
+    "transition-matrix": lambda: transition_matrix.table(),
 }
 
 

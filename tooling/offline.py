@@ -54,6 +54,8 @@ class Registration:
     additional_secret_outputs: list[str] = field(default_factory=list)
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
     replace_on_changes: list[str] = field(default_factory=list)
+    alias_types: list[str] = field(default_factory=list)
+    """The type of each alias spec it carries (`aliases=[pulumi.Alias(type_=...)]`): the types its URN had before."""
 
 
 @dataclass
@@ -198,6 +200,7 @@ def _monitor(mocks, recording: Recording):
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 remote=bool(request.remote),
                 replace_on_changes=list(request.replaceOnChanges),
+                alias_types=[a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type],
             )
             with lock:
                 if any(r.urn == urn for r in recording.resources):
