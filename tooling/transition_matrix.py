@@ -240,7 +240,10 @@ def field_changes(config: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
                     yield kind.replace("workloads[]", f"workloads[{workload['type']}]", 1), changed
                 others = [p["name"] for p in config.get(f"{NS}:tpuPools", []) if p["name"] != workload["pool"]]
                 for pool in others[:1]:
-                    yield f"workloads[{workload['type']}].pool moved to another pool", _set(config, [key, i, "pool"], pool)
+                    yield (
+                        f"workloads[{workload['type']}].pool moved to another pool",
+                        _set(config, [key, i, "pool"], pool),
+                    )
             continue
         if resolved.get("type") == "object" or "properties" in resolved:
             if isinstance(value, dict):
