@@ -86,11 +86,15 @@ class ServingWorkload(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         aliases = [pulumi.Alias(type_=t) for t in dict.fromkeys((*LEGACY_TYPES, type_)) if t != SERVING_TYPE]
-        super().__init__(
-            SERVING_TYPE, name, None, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases))
-        )
         self.workload_type = type_.rsplit(":", 1)[-1]
-        """The component's own kind (the `type_` a workload type's component passes), as data."""
+        """The component's own kind (the `type_` a workload type's component passes), as data: the component's
+        `workloadType` property."""
+        super().__init__(
+            SERVING_TYPE,
+            name,
+            {"workloadType": self.workload_type},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
+        )
         # (not _name/_provider: pulumi.Resource uses those itself)
         self._prefix = name
         self._plan = plan

@@ -56,7 +56,7 @@ def _check(change: transition_matrix.Change) -> bool:
     for direction, (a, b), wanted in (("up", (old, new), documented.forth), ("undo", (new, old), documented.back)):
         found = list(transition.problems(a, b))
         got = transition_matrix.verdict(found)
-        assert got == wanted, (
+        assert got == wanted or got in transition_matrix.ALSO_ACCEPTED.get(wanted, ()), (
             f"{change.kind} on {change.example}, {direction}: {got}, documented {wanted}:\n" + "\n".join(found)
         )
     return True
