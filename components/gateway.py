@@ -70,6 +70,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
+        self._armor: list[pulumi.Resource] = []
         self.commands: dict[str, dict[str, str]] = {}
         """Per served workload: its gateway commands (the `gateway.routes` output)."""
         if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
@@ -100,22 +101,28 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec=policy["spec"],
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
-        manifest = gateway.gateway_manifest(config.exposure, plan.route_namespaces)
-        self.gateway = register_manifest(
-            f"{name}-gateway",
-            manifest,
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
-        )
         self.security_policy = config.cloud_armor_policy
+        # What uses the stack's Cloud Armor policy (the Gateway, each route, router release and backend policy
+        # patch: GKE builds the load balancer's backend services from them) depends on it, so a `pulumi up` that
+        # drops the policy deletes them, or updates them away from it, first: deletes run last, dependents before
+        # their dependencies (pulumi/pulumi pkg/resource/deploy step generation), and Compute refuses to delete a
+        # policy a backend service still uses (resourceInUseByAnotherResource).
         if config.source_ranges and not deps.cloud:
             self.security_policy = f"{plan.resource_prefix}-gateway"  # the name the policy would have
         elif config.source_ranges:
-            self.security_policy = self._allow_only(
+            policy = self._allow_only(
                 f"{plan.resource_prefix}-gateway",
                 project=plan.project,
                 region=plan.region,
                 ranges=list(config.source_ranges),
-            ).name
+            )
+            self.security_policy, self._armor = policy.name, [policy]
+        manifest = gateway.gateway_manifest(config.exposure, plan.route_namespaces)
+        self.gateway = register_manifest(
+            f"{name}-gateway",
+            manifest,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *self._armor])),
+        )
         self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
@@ -177,7 +184,9 @@ class InferenceGateway(pulumi.ComponentResource):
             ),
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
             # GKE's, installed with the control plane (stacks/facts/gke_managed.py)
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after, *self._armor])
+            ),
         )
         if self._fleet_metrics is not None:
             return fleet_export.export(prefix, backend, self._fleet_metrics.get(backend.name, ""), release, opts)
@@ -186,7 +195,9 @@ class InferenceGateway(pulumi.ComponentResource):
         register_manifest(
             f"{prefix}-route",
             route,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, self.gateway])),
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=[release, self.gateway, *self._armor])
+            ),
         )
         if self.security_policy is not None:
             # The chart's GCPBackendPolicy (named after the release, targeting the InferencePool) gets the policy:

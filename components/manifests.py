@@ -12,6 +12,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.facts import immutable_fields
+
 KINDS: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
@@ -34,8 +36,21 @@ def register_manifest(name: str, manifest: dict[str, Any], opts: pulumi.Resource
     fields = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
     cls = KINDS.get((manifest["apiVersion"], manifest["kind"]))
     if cls is None:
-        return k8s.apiextensions.CustomResource(
-            name, api_version=manifest["apiVersion"], kind=manifest["kind"], opts=opts, **fields
-        )
+        return custom_resource(name, manifest["apiVersion"], manifest["kind"], opts, **fields)
     # the typed constructors take the top-level fields in snake_case (roleRef -> role_ref)
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+
+
+def custom_resource(
+    name: str, api_version: str, kind: str, opts: pulumi.ResourceOptions, **fields: Any
+) -> k8s.apiextensions.CustomResource:
+    """Every custom resource the stack registers: replaced, never updated, when a field its API refuses to change
+    changes (stacks/facts/immutable_fields.py, derived from the CRDs' transition rules and the webhooks' immutable fields),
+    on top of any `replaceOnChanges` of `opts`."""
+    immutable = immutable_fields.replace_on_changes(api_version, kind)
+    if immutable:
+        own = list(opts.replace_on_changes or [])
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(replace_on_changes=[p for p in immutable if p not in own])
+        )
+    return k8s.apiextensions.CustomResource(name, api_version=api_version, kind=kind, opts=opts, **fields)

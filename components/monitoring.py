@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import AddonCrds, release_args
-from components.manifests import register_manifest
+from components.manifests import custom_resource, register_manifest
 from stacks import naming
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.monitoring import adapters as metrics_adapters
@@ -40,13 +40,13 @@ def create_pod_monitoring(
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.apiextensions.CustomResource:
     """Register a PodMonitoring built with `stacks.monitoring.metrics.pod_monitoring` (for workloads and add-ons alike)."""
-    return k8s.apiextensions.CustomResource(
+    return custom_resource(
         resource_name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
+        manifest["apiVersion"],
+        manifest["kind"],
+        pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
         metadata=manifest["metadata"],
         spec=manifest["spec"],
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)),
     )
 
 

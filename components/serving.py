@@ -18,6 +18,22 @@ from stacks.serving.workload_plan import WorkloadPlan
 
 CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
 
+# Every workload's component has this one type token, whatever its `type`: a resource's URN is
+# `<stack>::<project>::<parent type>$...$<type>::<name>` (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns,
+# pulumi/pulumi sdk/go/common/resource/urn.go NewURN), so a type in the component's token would put the workload's
+# type in every child's URN: changing `type` under the same name (jetstream -> jetstream-pathways, vllm ->
+# jetstream) would register its Service, PDB, PodMonitoring, HPA and identity under new URNs while the old ones still
+# exist, and the creates run first (AlreadyExists). With one token a child of the same name keeps its URN and is
+# updated in place; the workload's type is data (the `workloadType` output).
+SERVING_TYPE = "tpu-serving:workloads:Serving"
+# The tokens components had when each type had its own (until issue 36): aliases, so a stack created then keeps its
+# resources (the engine matches a child through its parent's alias, pulumi/pulumi sdk/python/lib/pulumi/resource.py
+# inherited child aliases). Every one of them on every workload: the code update and a type change may come in one
+# `pulumi up`. Fixed history: a type added later never had a token of its own.
+LEGACY_TYPES = tuple(
+    f"tpu-serving:workloads:{t}" for t in ("JetStream", "JetStreamPathways", "Saxml", "Vllm", "PathwaysJob")
+)
+
 
 @dataclass(frozen=True)
 class WorkloadDeps:
@@ -69,7 +85,16 @@ class ServingWorkload(pulumi.ComponentResource):
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        super().__init__(type_, name, None, opts)
+        aliases = [pulumi.Alias(type_=t) for t in dict.fromkeys((*LEGACY_TYPES, type_)) if t != SERVING_TYPE]
+        self.workload_type = type_.rsplit(":", 1)[-1]
+        """The component's own kind (the `type_` a workload type's component passes), as data: the component's
+        `workloadType` property."""
+        super().__init__(
+            SERVING_TYPE,
+            name,
+            {"workloadType": self.workload_type},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
+        )
         # (not _name/_provider: pulumi.Resource uses those itself)
         self._prefix = name
         self._plan = plan

@@ -14,6 +14,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.cluster import node_pool_security
+from components.manifests import custom_resource
 from stacks import naming
 from stacks.pieces import tpu_pools
 from stacks.pieces.cluster import ClusterPlan
@@ -315,13 +316,13 @@ class TpuSlicePool(pulumi.ComponentResource):
         manifest = tpu_pools.compute_class_manifest(
             plan, node_service_account=node_service_account, policy_name=policy_name
         )
-        return k8s.apiextensions.CustomResource(
+        return custom_resource(
             f"{name}-class",
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
+            manifest["apiVersion"],
+            manifest["kind"],
+            pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, protect=protect),
         )
 
     @property

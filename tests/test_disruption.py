@@ -68,7 +68,7 @@ def examples_by_type() -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for path in EXAMPLES:
         for w in workloads(recorded(path, False)):
-            out.setdefault(w.type.rsplit(":", 1)[1], []).append(path)
+            out.setdefault(w.inputs["workloadType"], []).append(path)
     return out
 
 
@@ -158,7 +158,7 @@ def test_every_serving_pod_sleeps_before_sigterm_within_its_grace(path):
     rec = recorded(path, False)
     checked = 0
     for workload in workloads(rec):
-        kind = workload.type.rsplit(":", 1)[1]
+        kind = workload.inputs["workloadType"]
         for server in children(rec, workload, *SERVERS):
             if kind in DRAINED and server.inputs["metadata"]["name"] not in DRAINED[kind]:
                 continue
@@ -171,7 +171,7 @@ def test_every_serving_pod_sleeps_before_sigterm_within_its_grace(path):
                     checked += 1
     if not workloads(rec):
         pytest.skip("no workload")
-    if not any(w.type.endswith(":PathwaysJob") for w in workloads(rec)):
+    if not any(w.inputs["workloadType"] == "PathwaysJob" for w in workloads(rec)):
         assert checked
 
 

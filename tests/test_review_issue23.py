@@ -442,9 +442,10 @@ def test_component_graph_is_layered_and_reduced(path):
 def test_all_in_one_no_longer_draws_the_cluster_to_each_workload():
     rec = recorded(ALL_IN_ONE, True)
     small, full = graph.component_graph(rec), graph.full_graph(rec)
-    assert "Cluster_cluster --> Saxml_workload_sax" not in small
+    assert "Cluster_cluster --> Serving_workload_sax" not in small
     assert (
-        "Cluster_cluster --> Namespaces_namespaces" in small and "Namespaces_namespaces --> Saxml_workload_sax" in small
+        "Cluster_cluster --> Namespaces_namespaces" in small
+        and "Namespaces_namespaces --> Serving_workload_sax" in small
     )
     # 37, the JetStream workload's grant on the stack bucket (its compile cache, issue 26), and the image
     # repositories (cluster.images.mirror) to the cluster and to the two workloads' own node identities (saxml,

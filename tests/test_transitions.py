@@ -55,6 +55,10 @@ def cases() -> list[tuple[str, str, Any]]:
         ("vllm-multi-host", "lws", lambda c: _addon(c, "lws", _other("lws"))),
         ("saxml-175b", "jobset", lambda c: _addon(c, "jobset", _other("jobset"))),
         ("all-in-one", "pause", lambda c: {**c, "tpu-serving:paused": True}),
+        # pausing what an HPA scales (a Deployment; a LeaderWorkerSet) takes spec.replicas over from
+        # kube-controller-manager, forced (issue 36 #1)
+        ("gemma-hpa", "pause", lambda c: {**c, "tpu-serving:paused": True}),
+        ("vllm-multi-host", "pause", lambda c: {**c, "tpu-serving:paused": True}),
         # the upgrade hold: the node pools' own exclusions and the cluster's scope change in place
         (
             "all-in-one",
@@ -76,6 +80,40 @@ def test_the_transition_is_clean(name, what, change, direction):
     before = load_stack_file(path)
     after = change(before)
     assert after != before, "the change changes the config"
+    old, new = _run(before, stack_name(path)), _run(after, stack_name(path))
+    if direction == "back":
+        old, new = new, old
+    assert list(transition.problems(old, new)) == []
+
+
+def _external(config: dict[str, Any], **gateway: Any) -> dict[str, Any]:
+    out = _with(config, "tpu-serving:gateway", exposure="external", **gateway)
+    if "cloudArmorPolicy" in gateway:
+        out["tpu-serving:gateway"].pop("sourceRanges", None)
+    return out
+
+
+RANGES = ["203.0.113.0/24", "198.51.100.0/24"]
+GATEWAY_CHANGES = {
+    "narrowed": lambda c: _external(c, sourceRanges=RANGES[:1]),
+    "to-existing-policy": lambda c: _external(c, cloudArmorPolicy="operators-policy"),
+    "to-internal": lambda c: {
+        **c,
+        "tpu-serving:gateway": {k: v for k, v in c["tpu-serving:gateway"].items() if k != "sourceRanges"}
+        | {"exposure": "internal"},
+    },
+    "gateway-off": lambda c: _with(c, "tpu-serving:gateway", enabled=False),
+}
+
+
+@pytest.mark.parametrize("what", GATEWAY_CHANGES)
+@pytest.mark.parametrize("direction", ["forth", "back"])
+def test_an_external_gateways_source_ranges_removed_or_narrowed(what, direction):
+    """The stack's Cloud Armor policy is deleted only after everything the load balancer builds on it (issue 36 #4):
+    no example has an external gateway, so one is made from vllm-multi-host."""
+    path = example("vllm-multi-host")
+    before = _external(load_stack_file(path), sourceRanges=RANGES)
+    after = GATEWAY_CHANGES[what](before)
     old, new = _run(before, stack_name(path)), _run(after, stack_name(path))
     if direction == "back":
         old, new = new, old
@@ -135,3 +173,89 @@ def test_it_names_a_field_the_provider_replaces_a_node_pool_for():
     new = Recording([_reg("pool", pool, {"name": "p", "location": "us-east1"})])
     problems = list(transition.problems(old, new))
     assert problems == ["replaced: pool: location us-east5 -> us-east1 (replaces it)"]
+
+
+# ---- issue 36: the fixes the checker's new failure modes guard -------------------------------------------------
+
+
+def test_the_immutable_fields_are_derived_from_the_crds_and_webhooks():
+    """stacks/facts/immutable_fields.py is what tooling/oracles/immutable_fields.py derives (no hand edits), and holds the two
+    the issue found: LWS subGroupPolicy (webhook, kubernetes-sigs/lws@v0.7.0 pkg/webhooks/leaderworkerset_webhook.go
+    ValidateUpdate) and JobSet failurePolicy (CEL `self == oldSelf` in the jobset@v0.10.1 CRD)."""
+    from stacks.facts import immutable_fields
+    from tooling.oracles import immutable_fields as derive
+    from tooling.oracles.crds import crd_source
+
+    assert "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize" in immutable_fields.replace_on_changes(
+        "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"
+    )
+    assert "spec.failurePolicy" in immutable_fields.replace_on_changes("jobset.x-k8s.io/v1alpha2", "JobSet")
+    directory, where = crd_source()
+    if directory is None:
+        pytest.skip(where)
+    assert derive.OUT.read_text() == derive.module_text(derive.derive(directory)), (
+        "run python -m tooling.oracles.immutable_fields"
+    )
+
+
+def test_every_custom_resource_is_replaced_on_its_immutable_fields():
+    from stacks.facts import immutable_fields
+    from tests.conftest import EXAMPLES, recorded
+
+    seen = set()
+    for path in EXAMPLES:
+        for reg in recorded(path, False).resources:
+            if reg.type.startswith("kubernetes:") and "apiVersion" in reg.inputs and "kind" in reg.inputs:
+                wanted = immutable_fields.replace_on_changes(str(reg.inputs["apiVersion"]), str(reg.inputs["kind"]))
+                assert set(wanted) <= set(reg.replace_on_changes), (path.name, reg.name)
+                seen.update([reg.inputs["kind"]] if wanted else [])
+    assert {"LeaderWorkerSet", "JobSet", "PathwaysJob"} <= seen
+
+
+def test_a_stack_from_before_the_single_workload_type_keeps_its_resources():
+    """A state written when each workload type had its own component token is matched through the component's
+    aliases: nothing is created again (issue 36 #2)."""
+    from components.serving import LEGACY_TYPES, SERVING_TYPE
+
+    path = example("all-in-one")
+    new = _run(load_stack_file(path), stack_name(path))
+    workloads = [r for r in new.resources if r.type == SERVING_TYPE]
+    assert workloads and all(set(LEGACY_TYPES) <= set(r.alias_types) for r in workloads)
+    old_type = "tpu-serving:workloads:JetStream"
+    old = Recording(
+        [
+            Registration(
+                **{
+                    **vars(r),
+                    "urn": r.urn.replace(SERVING_TYPE, old_type),
+                    "parent": r.parent.replace(SERVING_TYPE, old_type),
+                    "type": old_type if r.type == SERVING_TYPE else r.type,
+                }
+            )
+            for r in new.resources
+        ]
+    )
+    assert list(transition.problems(old, new)) == []
+
+
+@pytest.mark.parametrize("name", ["gemma-hpa", "vllm-multi-host", "vllm-single-host-keda"])
+def test_paused_what_an_autoscaler_scaled_forces_its_replicas(name):
+    """Paused, an autoscaled Deployment or LeaderWorkerSet sets spec.replicas 0 with conflicts forced (the field is
+    kube-controller-manager's); running, it sets no replicas and forces nothing (issue 36 #1)."""
+    path = example(name)
+    config = load_stack_file(path)
+    for paused, rec in (
+        (False, _run(config, stack_name(path))),
+        (True, _run({**config, "tpu-serving:paused": True}, stack_name(path))),
+    ):
+        scaled = [
+            r
+            for r in rec.resources
+            if r.type in ("kubernetes:apps/v1:Deployment", "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
+            and r.parent.endswith("::workload-" + r.inputs["metadata"]["name"])
+        ]
+        assert scaled, name
+        for reg in scaled:
+            annotations = reg.inputs["metadata"].get("annotations") or {}
+            assert (annotations.get("pulumi.com/patchForce") == "true") is paused, reg.name
+            assert reg.inputs["spec"].get("replicas") == (0 if paused else None), reg.name

@@ -26,6 +26,9 @@ from stacks.serving.workload_type import WorkloadContext
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+# Server-side apply with conflicts forced for one object (pulumi/pulumi-kubernetes provider/pkg/await/await.go
+# patchForce: the annotation, else the provider's enablePatchForce, else a conflict fails the apply).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -201,6 +204,26 @@ class WorkloadPlan:
         """What the Inference Gateway routes to when the workload is served through it; None (the default) for a
         type the gateway does not serve."""
         return None
+
+    def replicas(self, fixed: int) -> dict[str, Any]:
+        """The `spec.replicas` of what its autoscaler scales (a Deployment or LeaderWorkerSet): none while an
+        autoscaler owns it (the HPA controller writes it through the scale subresource, recorded as field manager
+        kube-controller-manager, and an apply of another value conflicts with it); `fixed`, or 0 while paused."""
+        if self.autoscaled:
+            return {}
+        return {"replicas": 0 if self.paused else fixed}
+
+    def replicas_annotations(self) -> dict[str, str]:
+        """Annotations of what its autoscaler scales. Paused with `autoscaling` configured, the object sets
+        `spec.replicas: 0` over a field kube-controller-manager owns (its HPA, or the one KEDA made, wrote it through
+        the scale subresource): the apply forces the conflict (PATCH_FORCE_ANNOTATION), taking the field over. An
+        HPA that is still there until the end of the update stands down at 0 (kubernetes/kubernetes
+        pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler: `scale.Spec.Replicas == 0 && minReplicas !=
+        0` disables autoscaling, ScalingDisabled), and KEDA's paused ScaledObject holds 0 too. Unpaused, the field is
+        dropped: owned by the stack alone, it goes back to its default 1 and the HPA scales from there."""
+        if self.paused and getattr(self.workload, "autoscaling", None) is not None:
+            return {PATCH_FORCE_ANNOTATION: "true"}
+        return {}
 
     @property
     def keda(self) -> bool:

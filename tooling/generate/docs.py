@@ -32,6 +32,7 @@ from tooling.generate.readme_tables import (
 )
 from tooling.harness.offline import ROOT
 from tooling.oracles import gcp_requirements
+from tooling.review import transition_matrix
 from tooling.review.summary import table
 
 DOCS = ROOT / "docs"
@@ -50,6 +51,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "deployer-least-privilege": gcp_requirements.least_privilege_block,
     "stacks-map": stacks_map,
     "tooling-map": tooling_map,
+    "transition-matrix": lambda: transition_matrix.table(),
 }
 
 

@@ -55,6 +55,8 @@ class Registration:
     additional_secret_outputs: list[str] = field(default_factory=list)
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
     replace_on_changes: list[str] = field(default_factory=list)
+    alias_types: list[str] = field(default_factory=list)
+    """The type of each alias spec it carries (`aliases=[pulumi.Alias(type_=...)]`): the types its URN had before."""
 
 
 @dataclass
@@ -199,6 +201,7 @@ def _monitor(mocks, recording: Recording):
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 remote=bool(request.remote),
                 replace_on_changes=list(request.replaceOnChanges),
+                alias_types=[a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type],
             )
             with lock:
                 if any(r.urn == urn for r in recording.resources):
@@ -540,3 +543,8 @@ def program_value(text: str) -> Any:
 def parse_stack_file(path: Path, stack: str | None = None):
     """The validated StackConfig of a stack file, without running the program (for render and tests)."""
     return parse_config(load_stack_file(path), stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+
+
+def example_names() -> list[Path]:
+    """Every example stack file (examples/<example>/Pulumi.<stack>.yaml)."""
+    return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))

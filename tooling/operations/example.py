@@ -23,7 +23,15 @@ from stacks.config import NS
 from stacks.model.profiles import PROFILES
 from stacks.pieces.environment import named_environment
 from stacks.problems import ConfigError
-from tooling.harness.offline import FLEET_KEY, ROOT, StackFileError, load_stack_file, parse_any_config, read_stack_yaml
+from tooling.harness.offline import (
+    FLEET_KEY,
+    ROOT,
+    StackFileError,
+    example_names,
+    load_stack_file,
+    parse_any_config,
+    read_stack_yaml,
+)
 
 
 def example_file(example: str) -> Path:
@@ -33,10 +41,6 @@ def example_file(example: str) -> Path:
         print(f"no example {example!r}; examples: {' '.join(names)}")
         raise SystemExit(1)
     return found[0]
-
-
-def example_names() -> list[Path]:
-    return sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))
 
 
 def environment_for(stack: str, asked: str | None, example_environment: str) -> tuple[str, str]:

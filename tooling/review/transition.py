@@ -18,6 +18,22 @@ modes checked:
   delete removes it first, and its own delete, with its finalizers' clean-up, never runs).
 - orphan: a custom resource the new run keeps or creates whose CustomResourceDefinition the old run applied and the
   new run deletes.
+- immutable: a custom resource updated in place while a field its API refuses to change changes
+  (stacks/facts/immutable_fields.py: the CRDs' transition rules and the webhooks' immutable fields), not replaced.
+- conflict / race: an object an HPA scaled (the HPA controller writes `spec.replicas` through the scale subresource,
+  field manager kube-controller-manager) that the new run gives `spec.replicas`: server-side apply refuses a value
+  another manager owns unless forced (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce:
+  the `pulumi.com/patchForce` annotation, else the provider's enablePatchForce; the stack's provider sets neither),
+  and forced, an autoscaler that is still there (deleted only at the end) writes over anything but 0.
+- in use: a Cloud Armor policy deleted while a Gateway, route, router release or backend policy patch that the load
+  balancer builds on it is deleted too without depending on it (Compute refuses to delete a policy a backend
+  service uses).
+- dip (degrades serving, `up` succeeds): `spec.replicas` the old run set (n > 1) and the new run leaves to an HPA:
+  the stack owned the field alone, so the apply removes it and it falls to its default 1 until the HPA scales up
+  (https://kubernetes.io/docs/reference/using-api/server-side-apply/#transferring-ownership).
+
+Old and new resources are matched by URN or by an alias: a resource whose ancestor carries `aliases` (a type it had
+before) also answers to the URN with that ancestor's old type, as the engine matches it.
 
 A Helm release is one resource to Pulumi but installs many objects, and an object it installs collides with a stack
 resource like any other: Helm refuses to install over an object it does not own ("invalid ownership metadata",
@@ -29,9 +45,11 @@ registration under the release: created, updated and deleted with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
+from stacks.facts import immutable_fields
 from tooling.harness.offline import Recording, Registration
 from tooling.oracles import chart_objects
 from tooling.review.recreate import field_changes
@@ -39,6 +57,41 @@ from tooling.review.recreate import field_changes
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
+HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"
+# The provider's per-object switch that forces server-side apply conflicts (pulumi/pulumi-kubernetes
+# provider/pkg/metadata/annotations.go AnnotationPatchForce), read here independently of the program's own constant.
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+ARMOR = "gcp:compute/regionSecurityPolicy:RegionSecurityPolicy"
+# What GKE builds a gateway's load balancer from (the backend services the policy is attached to): the Gateway, its
+# routes, the router releases (their GCPBackendPolicy) and the patch that sets the policy on it.
+ARMOR_USERS = (
+    "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+    "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+    RELEASE,
+    "kubernetes:networking.gke.io/v1:GCPBackendPolicyPatch",
+)
+# The fields that name a Google resource, as its API does (project, location and parent, then its own id): a name
+# alone is not an identity (the same name in another project, region or bucket is another resource).
+GCP_IDENTITY = (
+    "project",
+    "location",
+    "region",
+    "zone",
+    "cluster",
+    "bucket",
+    "serviceAccountId",
+    "keyRing",
+    "cryptoKeyId",
+    "secretId",
+    "repositoryId",
+    "accountId",
+    "roleId",
+    "role",
+    "member",
+    "name",
+)
+GCP_OWN_ID = ("name", "accountId", "roleId", "secretId", "repositoryId", "cryptoKeyId", "member")
 # Built-in groups (pulumi-kubernetes types): anything else under kubernetes: is a custom resource.
 BUILTIN_GROUPS = {
     "core",
@@ -111,9 +164,11 @@ def identity(reg: Registration) -> tuple[str, ...] | None:
             return None
         group, kind = _group_kind(reg)
         return (group, kind, str(meta.get("namespace") or ""), str(meta["name"]))
-    if reg.type.startswith("gcp:") and isinstance(inputs.get("name"), str):
-        scope = tuple(str(inputs.get(k, "")) for k in ("project", "location", "region", "zone", "cluster", "bucket"))
-        return (reg.type, *scope, inputs["name"])
+    if reg.type.startswith("gcp:") and any(isinstance(inputs.get(k), str) for k in GCP_OWN_ID):
+        scope = (f"{k}={inputs[k]}" for k in GCP_IDENTITY if isinstance(inputs.get(k), (str, int)))
+        # an IAM member with a condition is another binding than the same role and member under another condition
+        condition = [f"condition={json.dumps(inputs['condition'], sort_keys=True)}"] if inputs.get("condition") else []
+        return (reg.type, *scope, *condition)
     return None
 
 
@@ -186,14 +241,106 @@ def _get(data: Any, dotted: str) -> Any:
     return data
 
 
+def alias_urns(rec: Recording, reg: Registration) -> set[str]:
+    """The URNs `reg` also answers to: its own with any ancestor's type swapped for one of that ancestor's aliases
+    (`urn:pulumi:<stack>::<project>::<type chain>::<name>`, the chain being each ancestor's type then its own)."""
+    by_urn = {r.urn: r for r in rec.resources}
+    chain, node = [reg], reg
+    while node.parent and node.parent in by_urn:
+        node = by_urn[node.parent]
+        chain.append(node)
+    chain.reverse()
+    head, types, name = reg.urn.split("::", 2)[0], reg.urn.split("::")[2], reg.urn.split("::")[3]
+    project = reg.urn.split("::")[1]
+    parts = types.split("$")
+    if len(parts) != len(chain):
+        return set()
+    out: set[str] = set()
+    for i, ancestor in enumerate(chain):
+        for alias in ancestor.alias_types:
+            swapped = [*parts[:i], alias, *parts[i + 1 :]]
+            out.add(f"{head}::{project}::{'$'.join(swapped)}::{name}")
+    return out
+
+
+def _matched(old: Recording, new: Recording) -> dict[str, Registration]:
+    """Old URN -> the new registration the engine relates it to (same URN, else an alias)."""
+    out = {r.urn: r for r in new.resources}
+    for reg in new.resources:
+        for urn in alias_urns(new, reg):
+            out.setdefault(urn, reg)
+    return {u: out[u] for u in (r.urn for r in old.resources) if u in out}
+
+
+def _scalers(rec: Recording) -> dict[tuple[str, str, str], Registration]:
+    """(namespace, kind, name) of what an HPA or KEDA ScaledObject scales -> that autoscaler."""
+    out = {}
+    for reg in rec.resources:
+        if reg.type in (HPA, SCALED_OBJECT):
+            ref = (reg.inputs.get("spec") or {}).get("scaleTargetRef") or {}
+            namespace = str((reg.inputs.get("metadata") or {}).get("namespace") or "")
+            out[(namespace, str(ref.get("kind") or "Deployment"), str(ref.get("name")))] = reg
+    return out
+
+
+def _replica_problems(old: Recording, new: Recording, matched: dict[str, Registration]) -> Iterator[str]:
+    """conflict, race and dip (module docstring) of each object both runs manage."""
+    old_scalers, new_urns = _scalers(old), {r.urn for r in new.resources}
+    for before in old.resources:
+        after = matched.get(before.urn)
+        if after is None or not before.type.startswith("kubernetes:") or before.type.startswith(RELEASE):
+            continue
+        meta = before.inputs.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), _group_kind(before)[1], str(meta.get("name")))
+        had, has = (before.inputs.get("spec") or {}).get("replicas"), (after.inputs.get("spec") or {}).get("replicas")
+        scaler = old_scalers.get(key)
+        if scaler is not None and had is None and has is not None:
+            forced = ((after.inputs.get("metadata") or {}).get("annotations") or {}).get(PATCH_FORCE_ANNOTATION)
+            if forced != "true":
+                yield (
+                    f"conflict: {after.name}: spec.replicas -> {has} over the value kube-controller-manager owns "
+                    f"(written by {scaler.name} through the scale subresource): server-side apply refuses it"
+                )
+            elif has != 0:
+                still = "kept" if scaler.urn in new_urns else "deleted only at the end"
+                yield f"race: {after.name}: spec.replicas -> {has} forced while {scaler.name} ({still}) rescales it"
+        elif had is not None and has is None and isinstance(had, (int, float)) and had > 1:
+            yield f"dip: {after.name}: spec.replicas {had} -> 1 (its default, the field left to the HPA) until scaled up"
+
+
+def _immutable(before: Registration, after: Registration) -> Iterator[str]:
+    """immutable (module docstring): a custom resource's immutable field changes and its options do not replace it."""
+    if not _custom(before) or not before.type.startswith("kubernetes:"):
+        return
+    api_version = str(after.inputs.get("apiVersion") or "")
+    kind = _group_kind(after)[1]
+    if not api_version:
+        group_version = after.type.split(":")[1]
+        api_version = group_version
+    for path in immutable_fields.replace_on_changes(api_version, kind):
+        if _get(before.inputs, path) != _get(after.inputs, path) and path not in after.replace_on_changes:
+            yield f"immutable: {after.name}: {path} changes in place, which its API refuses"
+
+
+def _in_use(old: Recording, removed: list[Registration]) -> Iterator[str]:
+    """in use (module docstring)."""
+    gone = {r.urn for r in removed}
+    for policy in (r for r in removed if r.type == ARMOR):
+        for user in old.resources:
+            if user.type in ARMOR_USERS and user.urn in gone and not _depends(old, user, policy.urn):
+                yield f"in use: {policy.name} is deleted while {user.name} (deleted too, not after it) still uses it"
+
+
 def problems(old: Recording, new: Recording) -> Iterator[str]:
     """Every problem of the transition from the run `old` to the run `new` (module docstring), each Helm release
     expanded into what it installs."""
     old, new = with_charts(old), with_charts(new)
+    matched = _matched(old, new)
     old_urns = {r.urn: r for r in old.resources}
     new_urns = {r.urn: r for r in new.resources}
-    removed = [r for u, r in old_urns.items() if u not in new_urns]
-    added = [r for u, r in new_urns.items() if u not in old_urns]
+    kept = {r.urn for r in matched.values()}
+    removed = [r for u, r in old_urns.items() if u not in matched]
+    added = [r for u, r in new_urns.items() if u not in kept]
 
     gone = {i: r for r in removed if (i := identity(r)) is not None}
     for reg in added:
@@ -201,9 +348,12 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
             yield f"collision: {gone[i].name} (deleted) and {reg.name} (created) are the same object {i}"
 
     for urn, before in old_urns.items():
-        after = new_urns.get(urn)
+        after = matched.get(urn)
         if after is not None:
             yield from (f"replaced: {after.name}: {line}" for line in _replaced(before, after))
+            yield from _immutable(before, after)
+    yield from _replica_problems(old, new, matched)
+    yield from _in_use(old, removed)
 
     namespaces = {r.inputs["metadata"]["name"]: r for r in removed if r.type == NAMESPACE}
     old_sources, new_sources = crd_sources(old), crd_sources(new)

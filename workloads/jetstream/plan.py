@@ -381,8 +381,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
             ),
         },
     }
-    if not plan.autoscaled:
-        spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
+    spec = {**plan.replicas(plan.workload.replicas), **spec}
     skips = [
         *scan_exceptions.TAG_PINNED,
         scan_exceptions.CPU_LIMIT,
@@ -393,7 +392,9 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": plan.tpu_metadata(plan.name, plan.labels, scan_exceptions.skip_annotations(skips)),
+        "metadata": plan.tpu_metadata(
+            plan.name, plan.labels, {**scan_exceptions.skip_annotations(skips), **plan.replicas_annotations()}
+        ),
         "spec": spec,
     }
 

@@ -174,13 +174,14 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
         "strategy": plan.deployment_strategy(),
         "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container, serving=True)},
     }
-    if not plan.autoscaled:
-        spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
+    spec = {**plan.replicas(plan.workload.replicas), **spec}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": plan.tpu_metadata(
-            plan.name, plan.labels, scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)])
+            plan.name,
+            plan.labels,
+            {**scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)]), **plan.replicas_annotations()},
         ),
         "spec": spec,
     }
@@ -241,8 +242,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
             },
         },
     }
-    if not plan.autoscaled:
-        spec = {"replicas": 0 if plan.paused else plan.workload.replicas, **spec}
+    spec = {**plan.replicas(plan.workload.replicas), **spec}
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
@@ -250,7 +250,11 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
         "metadata": plan.metadata(
             plan.name,
             plan.labels,
-            annotations={LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY, **scan_exceptions.skip_annotations(SKIPS)},
+            annotations={
+                LWS_EXCLUSIVE: SLICE_TOPOLOGY_KEY,
+                **scan_exceptions.skip_annotations(SKIPS),
+                **plan.replicas_annotations(),
+            },
         ),
         "spec": spec,
     }
