@@ -1,4 +1,4 @@
-"""The transition matrix (tooling/review/transition_matrix.py): every kind of change the config model allows, generated on
+"""The transition matrix (tooling/generate/transition_matrix.py): every kind of change the config model allows, generated on
 the examples, run in both directions, has the verdict docs/operations.md gives it (clean, replaces, degrades,
 refused with its procedure), and the table there is the one the matrix generates.
 
@@ -17,8 +17,9 @@ import pulumi
 import pytest
 
 from tests.conftest import EXAMPLES, session_run
+from tooling.generate import transition_matrix
 from tooling.harness.offline import Recording
-from tooling.review import transition, transition_matrix
+from tooling.review import transition
 from tooling.review.render import stack_name
 
 

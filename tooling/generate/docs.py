@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stacks.config import NS
-from tooling.generate import json_schema
+from tooling.generate import json_schema, transition_matrix
 from tooling.generate.package_map import stacks_map, tooling_map
 from tooling.generate.readme_tables import (
     alerts_table,
@@ -32,7 +32,6 @@ from tooling.generate.readme_tables import (
 )
 from tooling.harness.offline import ROOT
 from tooling.oracles import gcp_requirements
-from tooling.review import transition_matrix
 from tooling.review.summary import table
 
 DOCS = ROOT / "docs"

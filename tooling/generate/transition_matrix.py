@@ -130,6 +130,11 @@ def _schema() -> dict[str, Any]:
     return json_schema.stack_config_schema()
 
 
+def _regional() -> dict[str, Any]:
+    """The regional stack's keys: the schema's `else` branch (a config without tpu-serving:fleet)."""
+    return _schema()["properties"]["config"]["else"]["properties"]
+
+
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     """The node behind a $ref; a nullable `anyOf` as its non-null branch."""
     defs = _schema().get("$defs", {})
@@ -146,7 +151,7 @@ def _nullable(node: dict[str, Any]) -> bool:
 
 
 def _workload_schema(workload: dict[str, Any]) -> dict[str, Any]:
-    items = _schema()["properties"]["config"]["properties"][f"{NS}:workloads"]["items"]
+    items = _resolve(_regional()[f"{NS}:workloads"])["items"]
     for branch in items["oneOf"]:
         model = _resolve(branch)
         if (model.get("properties", {}).get("type") or {}).get("const") == workload.get("type"):
@@ -220,7 +225,7 @@ def _set(config: dict[str, Any], where: list[Any], new: Any) -> dict[str, Any]:
 
 def field_changes(config: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(kind, changed config) for every field change the schema allows on `config` (module docstring)."""
-    keys = _schema()["properties"]["config"]["properties"]
+    keys = _regional()
     for key, node in keys.items():
         if not key.startswith(f"{NS}:") or key in SKIPPED_KEYS:
             continue
