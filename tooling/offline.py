@@ -2,7 +2,7 @@
 
 Used by the tests and by `python -m tooling.render`. Pulumi's own mock API hides resource options, so the
 monitor is subclassed to keep, per registration: type, name, inputs, parent, provider, dependencies,
-protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace.
+protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace, custom_timeouts.
 
 Two modes:
 - `preview=False`: a first `pulumi up`: every resource gets fake computed outputs (ids, emails, endpoints).
@@ -54,6 +54,7 @@ class Registration:
     additional_secret_outputs: list[str] = field(default_factory=list)
     remote: bool = False  # a multi-language component (e.g. kubernetes:yaml/v2:ConfigFile)
     replace_on_changes: list[str] = field(default_factory=list)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete as given ("60m")
 
 
 @dataclass
@@ -198,6 +199,11 @@ def _monitor(mocks, recording: Recording):
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 remote=bool(request.remote),
                 replace_on_changes=list(request.replaceOnChanges),
+                custom_timeouts={
+                    k: getattr(request.customTimeouts, k)
+                    for k in ("create", "update", "delete")
+                    if request.HasField("customTimeouts") and getattr(request.customTimeouts, k)
+                },
             )
             with lock:
                 if any(r.urn == urn for r in recording.resources):
