@@ -72,7 +72,9 @@ def _runs() -> dict[str, Recording]:
 
 def _server(rec: Recording) -> Registration:
     (server,) = [
-        r for r in rec.resources if (r.type, r.name) in {(DEPLOYMENT, "workload-llama70b-deployment"), (LWS, "workload-llama70b-lws")}
+        r
+        for r in rec.resources
+        if (r.type, r.name) in {(DEPLOYMENT, "workload-llama70b-deployment"), (LWS, "workload-llama70b-lws")}
     ]
     return server
 
@@ -163,11 +165,14 @@ def test_every_vllm_server_and_service_is_awaited_exactly_where_up_waits_for_its
         servers = [
             r
             for r in rec.resources
-            if r.type in (DEPLOYMENT, LWS) and r.inputs["metadata"]["name"] == workload.name
+            if r.type in (DEPLOYMENT, LWS)
+            and r.inputs["metadata"]["name"] == workload.name
             and r.inputs["metadata"]["namespace"] == workload.namespace
         ]
         (svc,) = [
-            r for r in rec.of_type(SERVICE) if r.inputs["metadata"]["namespace"] == workload.namespace
+            r
+            for r in rec.of_type(SERVICE)
+            if r.inputs["metadata"]["namespace"] == workload.namespace
             and r.inputs["metadata"]["name"] == workload.service_name
         ]
         for obj in (*servers, svc):

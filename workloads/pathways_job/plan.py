@@ -175,11 +175,17 @@ class PathwaysJobPlan(WorkloadPlan):
         return controller_pods(self)
 
     def disruption_units(self) -> list[disruption.Unit]:
-        """None: no budget. The job cannot lose a pod and go on (v0.1.4 without elastic slices): a head eviction
-        fails the job, restarted whole by maxRestarts; an evicted worker's Job recreates only that pod, which waits
-        for a node while the job has lost a host. A budget (an integer minAvailable: Jobs have no scale) would not
-        keep the job alive, only refuse every further eviction once a pod is gone and pending, holding the drain of
-        the slice's other nodes until GKE stops waiting (docs/workloads/pathways-job.md)."""
+        """The JobSet the controller makes, named after the job (its pods carry JOBSET_NAME_LABEL, as `commands`
+        select them): one head pod and `hosts` workers per slice (its pods, for the alerts and dashboard)."""
+        pods = 1 + self.shape.hosts * self.pool.slices
+        return [disruption.Unit("JobSet", self.name, {JOBSET_NAME_LABEL: self.name}, self.labels, pods)]
+
+    def disruption_budgets(self) -> list[dict[str, Any]]:
+        """None. The job cannot lose a pod and go on (v0.1.4 without elastic slices): a head eviction fails the job,
+        restarted whole by maxRestarts; an evicted worker's Job recreates only that pod, which waits for a node while
+        the job has lost a host. A budget (an integer minAvailable: Jobs have no scale) would not keep the job alive,
+        only refuse every further eviction once a pod is gone and pending, holding the drain of the slice's other
+        nodes until GKE stops waiting (docs/workloads/pathways-job.md)."""
         return []
 
     @property
