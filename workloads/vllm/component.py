@@ -43,7 +43,8 @@ class Vllm(ServingWorkload):
         # The server is awaited ready (where `up` waits for capacity: WorkloadPlan.tpu_metadata) for as long as a
         # cold start may take; a workload moved between a single-host and a multi-host pool gets the other kind of
         # server under its own resource name, awaited before Pulumi deletes the old one, last (its pods carry the
-        # same serving labels, so both serve meanwhile: docs/workloads/vllm.md "Moving between ...").
+        # same serving labels, so both serve meanwhile: docs/workloads/vllm.md "Moving between a single-host and a
+        # multi-host pool").
         timeout = f"{SERVER_AWAIT_MINUTES}m"
         awaited = pulumi.CustomTimeouts(create=timeout, update=timeout)
         if plan.multi_host:
