@@ -15,11 +15,7 @@ kustomization.yaml patches them in, webhook_in_*.yaml), so the chart's own CRDs 
 
 from __future__ import annotations
 
-import ast
 import copy
-import importlib.util
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +24,7 @@ import pytest
 from stacks import addons as addon_registry
 from stacks.addons.addon import KEEP_CRDS, CrdPolicy
 from tests.conftest import make_config, session_run
-from tests.helm_charts import render_release
+from tests.helm_charts import assert_standalone_script, post_renderer, render_release
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / KEEP_CRDS
@@ -43,11 +39,7 @@ def _every_addon_on() -> dict[str, Any]:
 
 
 def _post_render(text: str) -> str:
-    spec = importlib.util.spec_from_file_location("helm_postrender_keep_crds", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out: str = module.post_render(text)
+    out: str = post_renderer(SCRIPT).post_render(text)
     return out
 
 
@@ -118,10 +110,7 @@ def test_the_post_renderer_annotates_each_crds_own_metadata():
 
 
 def test_the_post_renderer_refuses_what_it_cannot_read():
-    spec = importlib.util.spec_from_file_location("helm_postrender_keep_crds", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = post_renderer(SCRIPT)
     head = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
     for body in (
         "metadata:\n  annotations: {a: b}\n  name: x\n",  # a flow mapping
@@ -133,14 +122,4 @@ def test_the_post_renderer_refuses_what_it_cannot_read():
 
 
 def test_the_post_renderer_is_an_executable_on_the_standard_library():
-    """Helm executes it with the deployer's python3 (no virtualenv)."""
-    assert os.access(SCRIPT, os.X_OK)
-    text = SCRIPT.read_text()
-    assert text.startswith("#!/usr/bin/env python3\n")
-    imported = {
-        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
-        for node in ast.walk(ast.parse(text))
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    assert_standalone_script(SCRIPT)
