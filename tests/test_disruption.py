@@ -18,7 +18,6 @@ from tests.conftest import EXAMPLES, ROOT, make_config, recorded, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401  (a fixture)
 from tooling.harness.offline import Recording, Registration
 from workloads import registry
-from workloads.pathways_job.plan import controller_workers
 
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
@@ -40,9 +39,9 @@ def children(rec: Recording, parent: Registration, *types: str) -> list[Registra
     return [r for r in rec.resources if r.parent == parent.urn and r.type in types]
 
 
-def expected_budget(server: Registration) -> tuple[dict[str, str], dict[str, int]]:
+def expected_budget(server: Registration) -> tuple[dict[str, str], dict[str, int]] | None:
     """(selector, limit) the budget of a server object must have, worked out from the object itself and the
-    controllers' own rules, not from stacks/serving/disruption.py."""
+    controllers' own rules, not from stacks/serving/disruption.py; None: it has none."""
     name, spec = server.inputs["metadata"]["name"], server.inputs["spec"]
     if server.type == DEPLOYMENT:
         # the disruption controller reads a Deployment's scale: maxUnavailable works with any replica count
@@ -56,11 +55,11 @@ def expected_budget(server: Registration) -> tuple[dict[str, str], dict[str, int
         # "Arbitrary workloads and arbitrary selectors"); pods counted as the JobSet controller creates them
         pods = sum(int(j["replicas"]) * int(j["template"]["spec"]["parallelism"]) for j in spec["replicatedJobs"])
         return {"jobset.sigs.k8s.io/jobset-name": name}, {"minAvailable": pods - 1}
-    # a PathwaysJob: the controller's JobSet of the same name, one head and its workers per slice
-    # (google/pathways-job calculateVMsFromMachineTypeAndTopology, tested in tests/test_pathways_job.py)
-    worker = spec["workers"][0]
-    per_slice, _ = controller_workers(worker["type"], worker["topology"])
-    return {"jobset.sigs.k8s.io/jobset-name": name}, {"minAvailable": int(worker["numSlices"]) * per_slice}
+    # a PathwaysJob: none. Its JobSet cannot lose a pod and go on (google/pathways-job@v0.1.4: the head Job's
+    # backoffLimit is 0; a worker Job recreates only its pod), so a budget over its pods (an integer minAvailable)
+    # would only refuse every eviction after the first, holding the drain while the evicted pod waits for a node
+    assert server.type == PATHWAYS_JOB, server.type
+    return None
 
 
 @functools.cache
@@ -86,9 +85,12 @@ def assert_budgets(rec: Recording) -> int:
         budgets = children(rec, workload, PDB)
         servers = children(rec, workload, *SERVERS)
         assert servers, workload.name
-        assert len(budgets) == len(servers), (workload.name, [b.name for b in budgets])
+        expected = {s.urn: e for s in servers if (e := expected_budget(s)) is not None}
+        assert len(budgets) == len(expected), (workload.name, [b.name for b in budgets])
         for server in servers:
-            selector, limit = expected_budget(server)
+            if server.urn not in expected:
+                continue
+            selector, limit = expected[server.urn]
             (budget,) = [b for b in budgets if b.inputs["spec"]["selector"] == {"matchLabels": selector}]
             spec = budget.inputs["spec"]
             assert {k: spec[k] for k in ("minAvailable", "maxUnavailable") if k in spec} == limit, budget.name
@@ -104,7 +106,8 @@ def test_every_server_of_every_workload_has_its_budget(path):
     rec = recorded(path, False)
     if not workloads(rec):
         pytest.skip("no workload")
-    assert assert_budgets(rec) > 0
+    # every workload has its budgets, but a PathwaysJob has none (expected_budget)
+    assert assert_budgets(rec) > 0 or all(w.type.endswith(":PathwaysJob") for w in workloads(rec))
 
 
 def test_a_type_added_to_the_registry_gets_its_budget(run, echo_registered):  # noqa: F811

@@ -309,6 +309,8 @@ def _bad_outputs() -> dict[str, Any]:
     eu["exports"][0].update(
         model="google/gemma-2b", servedName="gemma", hostsPerReplica=2, ports=list(range(8000, 8009))
     )
+    # a multi-host replica selected by `app` alone (its workers carry it too)
+    eu["exports"][0].update(selector={"app": "llama8b"}, metricSelector={"app": "llama8b"})
     return outputs
 
 

@@ -460,7 +460,9 @@ def test_single_host_pool_selects_the_deployment_pods(run):
     rec = run(cfg, stack="vllm-single-host")
     servers = _pool_values(rec, "llama70b")["values"]["router"]["modelServers"]
     deployment = rec.one(DEPLOYMENT, "workload-llama70b-deployment").inputs["spec"]
-    assert servers["matchLabels"] == deployment["selector"]["matchLabels"]
+    # the Deployment's pods by their serving labels (VllmPlan.serving_selector), within its own selector's pods
+    assert servers["matchLabels"] == {"app": "llama70b", "role": "leader"}
+    assert deployment["selector"]["matchLabels"].items() <= servers["matchLabels"].items()
     assert servers["matchLabels"].items() <= deployment["template"]["metadata"]["labels"].items()
     container = deployment["template"]["spec"]["containers"][0]  # the server (then the compile-cache push)
     assert servers["targetPorts"] == [{"number": container["ports"][0]["containerPort"]}]
@@ -535,7 +537,7 @@ def test_network_policies_open_the_served_pods_and_the_picker_to_the_load_balanc
     }
     assert "default-deny-ingress" in policies
     serving = policies["allow-llama70b-gateway-clients"]
-    assert serving["podSelector"] == {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "llama70b", "role": "leader"}}
+    assert serving["podSelector"] == {"matchLabels": {"app": "llama70b", "role": "leader"}}
     assert serving["ingress"] == [{"ports": [{"protocol": "TCP", "port": 8000}]}]
     picker = policies["allow-llama70b-epp-clients"]
     # the picker's pod labels (routerlib selectorLabels, gateway mode) and its ext-proc and gRPC health ports

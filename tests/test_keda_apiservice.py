@@ -10,17 +10,13 @@ switches with every release expanded into what it installs.
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from stacks.monitoring.adapters import keda
 from stacks.monitoring.adapters.entry import DROP_API_SERVICES, EXTERNAL_METRICS_API, Chart
-from tests.helm_charts import render
+from tests.helm_charts import assert_standalone_script, post_renderer, render
 from tests.test_metrics_adapters import context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +30,7 @@ def _keda_chart() -> Chart:
 
 def _post_render(text: str) -> str:
     """The post-renderer's function, loaded from the script (Helm runs the script itself in the test above)."""
-    spec = importlib.util.spec_from_file_location("helm_postrender", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out: str = module.post_render(text)
+    out: str = post_renderer(SCRIPT).post_render(text)
     return out
 
 
@@ -70,16 +62,7 @@ def test_the_post_renderer_reads_documents_not_nested_text():
 def test_the_post_renderer_is_an_executable_on_the_standard_library():
     """Helm executes it with the deployer's python3 (no virtualenv): executable, a python3 shebang, and imports of
     the standard library only."""
-    assert os.access(SCRIPT, os.X_OK)
-    text = SCRIPT.read_text()
-    assert text.startswith("#!/usr/bin/env python3\n")
-    imported = {
-        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
-        for node in ast.walk(ast.parse(text))
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    assert_standalone_script(SCRIPT)
 
 
 def test_the_stacks_apiservice_is_the_charts_and_the_operator_leaves_it_alone():

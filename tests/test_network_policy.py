@@ -89,7 +89,7 @@ def test_saxml_http_and_admin_ports():
 @pytest.mark.parametrize(
     "example,namespace,serving,workers",
     [
-        ("vllm-single-host", "llama70b", {"app": "llama70b"}, None),
+        ("vllm-single-host", "llama70b", {"app": "llama70b", "role": "leader"}, None),
         (
             "vllm-multi-host",
             "llama70b",

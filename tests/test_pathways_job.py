@@ -101,7 +101,8 @@ def test_minimal_workload_renders_an_interactive_pathways_job():
     assert spec["pathwaysVersion"] == pj.default_pathways_version() == "jax-0.5.3"
     # CTRL isUserPodProvided: no controller.template = headless (interactive) mode
     assert "template" not in spec["controller"] and spec["controller"]["deploymentMode"] == "default"
-    assert spec["maxRestarts"] == 0 and "customComponents" not in spec
+    # restarts for a head eviction (google/pathways-job@v0.1.4: head backoffLimit 0, JobSet maxRestarts the spec's)
+    assert spec["maxRestarts"] == 3 and "customComponents" not in spec
 
 
 def test_matrix_pins_one_pathways_version_for_server_and_proxy():

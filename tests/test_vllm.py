@@ -123,13 +123,14 @@ def test_service_podmonitoring_and_hpa_match_tutorial():
     objects = objects_of(recorded(SINGLE, False))
     svc, ref_svc = objects[("Service", "llama70b")], tutorial("vllm-llama3-70b.yaml", "Service")
     assert svc["spec"]["ports"] == ref_svc["spec"]["ports"]
-    assert svc["spec"]["selector"] == {"app": "llama70b"}
+    # the tutorial's `app`, and the serving label a LeaderWorkerSet's leaders carry too (test_vllm_move.py)
+    assert svc["spec"]["selector"] == {"app": "llama70b", "role": "leader"}
     assert (svc["spec"]["type"], ref_svc["spec"]["type"]) == ("ClusterIP", "LoadBalancer")  # no public endpoint
     podmon, ref_podmon = objects[("PodMonitoring", "llama70b-vllm")], tutorial("vllm_pod_monitor.yaml", "PodMonitoring")
     (endpoint,), (ref_endpoint,) = podmon["spec"]["endpoints"], ref_podmon["spec"]["endpoints"]
     assert (endpoint["path"], endpoint["interval"]) == (ref_endpoint["path"], ref_endpoint["interval"])
     assert endpoint["port"] == "http" and ref_endpoint["port"] == 8000  # the named container port 8000
-    assert podmon["spec"]["selector"] == {"matchLabels": {"app": "llama70b"}}
+    assert podmon["spec"]["selector"] == {"matchLabels": {"app": "llama70b", "role": "leader"}}
     hpa, ref_hpa = (
         objects[("HorizontalPodAutoscaler", "llama70b")],
         tutorial("vllm-hpa.yaml", "HorizontalPodAutoscaler"),
@@ -185,7 +186,12 @@ def test_leader_worker_set_matches_lws_example():
     ref_worker = ref_tmpl["workerTemplate"]["spec"]["containers"][0]["command"][2]
     assert ref_worker.replace("examples/online_serving/", "examples/ray_serving/") == worker
     svc, ref_svc = objects[("Service", "llama70b")], lws_example("Service")
-    assert svc["spec"]["selector"] == {**ref_svc["spec"]["selector"], "leaderworkerset.sigs.k8s.io/name": "llama70b"}
+    # the example's leader-only `role: leader`, with the workload's `app` (on the leader template) in place of the
+    # LWS name label, which a single-host Deployment's pods lack (test_vllm_move.py)
+    assert ref_svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "vllm", "role": "leader"}
+    assert svc["spec"]["selector"] == {"app": "llama70b", "role": "leader"}
+    assert svc["spec"]["selector"].items() <= tmpl["leaderTemplate"]["metadata"]["labels"].items()
+    assert not svc["spec"]["selector"].items() <= tmpl["workerTemplate"]["metadata"]["labels"].items()
     assert svc["spec"]["type"] == ref_svc["spec"]["type"] == "ClusterIP"
     assert [p["targetPort"] for p in svc["spec"]["ports"]] == [8000]  # vLLM's default port, not the example's 8080
 
@@ -203,10 +209,7 @@ def test_hpa_scales_whole_slices_through_the_lws_scale_subresource():
     assert waiting["pods"]["metric"]["name"] == "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
     assert kv["pods"]["target"] == {"type": "AverageValue", "averageValue": "800m"}
     podmon = objects[("PodMonitoring", "llama70b-vllm")]
-    assert podmon["spec"]["selector"]["matchLabels"] == {
-        "leaderworkerset.sigs.k8s.io/name": "llama70b",
-        "role": "leader",
-    }
+    assert podmon["spec"]["selector"]["matchLabels"] == {"app": "llama70b", "role": "leader"}
 
 
 @pytest.mark.skipif(crd_dir() is None, reason="no CRDs")
@@ -218,7 +221,7 @@ def test_objects_validate(path):
 
 def test_outputs_for_clients_and_gateways():
     out = recorded(MULTI, False).outputs["workloads"]["llama70b"]
-    assert out["servingSelector"] == {"leaderworkerset.sigs.k8s.io/name": "llama70b", "role": "leader"}
+    assert out["servingSelector"] == {"app": "llama70b", "role": "leader"}
     assert (out["namespace"], out["service"], out["httpPort"]) == ("llama70b", "llama70b", 8000)
     assert out["portForward"] == "kubectl -n llama70b port-forward svc/llama70b 8000:8000"
     assert out["curl"].startswith("curl -s localhost:8000/v1/completions -H 'Content-Type: application/json' -d ")
@@ -228,7 +231,7 @@ def test_outputs_for_clients_and_gateways():
     assert out["loadTest"].startswith("kubectl -n llama70b exec pod/llama70b-0 -c vllm-leader -- vllm bench serve ")
     assert out["watchHpa"] == "kubectl -n llama70b get hpa llama70b --watch"
     single = recorded(SINGLE, False).outputs["workloads"]["llama70b"]
-    assert single["servingSelector"] == {"app": "llama70b"}
+    assert single["servingSelector"] == {"app": "llama70b", "role": "leader"}
     assert "exec deploy/llama70b -c vllm-tpu" in single["loadTest"]
 
 

@@ -47,6 +47,11 @@ class OptionalChartAddonConfig(ChartAddonConfig):
     enabled: bool = Field(False, description="Install it (off by default).")
 
 
+# The Helm post-renderer (a path from the project root, where Pulumi runs its providers, as
+# stacks/monitoring/adapters/entry.py DROP_API_SERVICES) that puts Helm's keep policy on every CRD a chart templates.
+KEEP_CRDS = "scripts/helm_postrender_keep_crds.py"
+
+
 class CrdPolicy(enum.Enum):
     """How the stack applies an add-on's CRDs at a release (components/addons.py `AddonCrds`)."""
 
@@ -59,7 +64,9 @@ class CrdPolicy(enum.Enum):
     # under crds/, whose CRDs the stack applied) instead of refusing an object it does not own.
     ADOPTED = "applied by the stack as the release's, then adopted by the chart's templates"
     # Helm's, with the release (the chart's crds/ or templates): only for a chart with one supported version, since
-    # Helm never upgrades crds/ and deletes a templated CRD that leaves the templates (a test checks).
+    # Helm never upgrades crds/ and deletes a templated CRD that leaves the templates (a test checks). The release
+    # runs KEEP_CRDS, so neither its uninstall (the add-on disabled) nor an upgrade deletes a templated CRD, which
+    # would take every object of its kind with it.
     HELM = "managed by Helm with the release"
     # The upstream release manifest carries them; server-side apply updates them with it.
     MANIFEST = "in the upstream release manifest"

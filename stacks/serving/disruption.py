@@ -14,7 +14,7 @@ Budgets (one per set of pods a controller owns; `units`):
   uses up the budget, so no pod of another group is evicted until the group is back. A multi-host replica is
   thereby one unit. A budget per group is impossible (the group count changes), and one over the leaders alone
   would let a drain take the workers of several groups at once.
-- A JobSet (and the JobSet a PathwaysJob becomes): its pods are owned by Jobs, which have no scale subresource, so
+- A JobSet (not the JobSet a PathwaysJob becomes, which gets none: workloads/pathways_job/plan.py): its pods are owned by Jobs, which have no scale subresource, so
   only an integer `minAvailable` is allowed (the Kubernetes page above: "only an integer value can be used with
   .spec.minAvailable"); the stack sets every pod of the set but one, which again makes one slice the unit.
 - `unhealthyPodEvictionPolicy: AlwaysAllow` (policy/v1, GA in Kubernetes 1.31): a pod that is not Ready (starting,

@@ -29,6 +29,7 @@ SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 # Server-side apply with conflicts forced for one object (pulumi/pulumi-kubernetes provider/pkg/await/await.go
 # patchForce: the annotation, else the provider's enablePatchForce, else a conflict fails the apply).
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -371,18 +372,35 @@ class WorkloadPlan:
             return []
         return [disruption.budget(u, self.namespace) for u in self.disruption_units()]
 
+    @property
+    def awaits_servers(self) -> bool:
+        """Whether `pulumi up` waits for the workload's TPU servers to be ready: only where it waits for the pool's
+        capacity too (stacks/serving/pool_sizing.py waits_for_capacity)."""
+        return waits_for_capacity(self.pool)
+
     def tpu_metadata(
-        self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+        self,
+        name: str,
+        labels: dict[str, str],
+        annotations: dict[str, str] | None = None,
+        *,
+        wait_for: str | None = None,
     ) -> dict[str, Any]:
-        """Metadata of a Deployment whose pods run on the workload's TPU pool.
+        """Metadata of a Deployment (or, with `wait_for`, a custom resource) whose pods run on the TPU pool.
 
         A pool that starts empty gets its slices from the autoscaler when these pods are pending, which takes
         minutes and waits out a stockout: `pulumi up` must not wait for the rollout (pulumi-kubernetes awaits
-        Deployments unless annotated `pulumi.com/skipAwait`, pulumi/pulumi-kubernetes#417).
+        Deployments unless annotated `pulumi.com/skipAwait`, pulumi/pulumi-kubernetes#417). Elsewhere it waits:
+        a Deployment by the provider's own rollout check, a custom resource by `wait_for`, the provider's
+        `pulumi.com/waitFor` annotation (`condition=<type>` waits for that status condition to be True; without
+        it a custom resource is not awaited; `skipAwait` wins over it: pulumi-kubernetes provider/pkg/metadata
+        overrides.go ReadyCondition).
         """
         extra = dict(annotations or {})
-        if not waits_for_capacity(self.pool):
+        if not self.awaits_servers:
             extra[SKIP_AWAIT_ANNOTATION] = "true"
+        elif wait_for:
+            extra[WAIT_FOR_ANNOTATION] = wait_for
         return self.metadata(name, labels, **({"annotations": extra} if extra else {}))
 
     def ingress_allows(self) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 Used by the tests and by `python -m tooling.review.render`. Pulumi's own mock API hides resource options, so the
 monitor is subclassed to keep, per registration: type, name, inputs, parent, provider, dependencies,
-protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace.
+protect, retain_on_delete, deleted_with, ignore_changes, delete_before_replace, custom_timeouts.
 
 Two modes:
 - `preview=False`: a first `pulumi up`: every resource gets fake computed outputs (ids, emails, endpoints).
@@ -57,6 +57,7 @@ class Registration:
     replace_on_changes: list[str] = field(default_factory=list)
     alias_types: list[str] = field(default_factory=list)
     """The type of each alias spec it carries (`aliases=[pulumi.Alias(type_=...)]`): the types its URN had before."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete as given ("60m")
 
 
 @dataclass
@@ -202,6 +203,11 @@ def _monitor(mocks, recording: Recording):
                 remote=bool(request.remote),
                 replace_on_changes=list(request.replaceOnChanges),
                 alias_types=[a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type],
+                custom_timeouts={
+                    k: getattr(request.customTimeouts, k)
+                    for k in ("create", "update", "delete")
+                    if request.HasField("customTimeouts") and getattr(request.customTimeouts, k)
+                },
             )
             with lock:
                 if any(r.urn == urn for r in recording.resources):

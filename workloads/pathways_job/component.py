@@ -59,6 +59,14 @@ class PathwaysJob(ServingWorkload):
                         machine_type=machine.name,
                         disk_type=cpu_machines.BOOT_DISK_TYPE,
                         labels=plan.head_selector,
+                        # a batch job's head pool is its head's alone (PathwaysJobPlan.head_taint); in place
+                        taints=[
+                            gcp.container.NodePoolNodeConfigTaintArgs(
+                                key=taint["key"], value=taint["value"], effect=pj.GKE_TAINT_EFFECTS[taint["effect"]]
+                            )
+                        ]
+                        if (taint := plan.head_taint)
+                        else None,
                         resource_labels={**deps.labels, "workload": plan.name},
                         **node_pool_security(node_service_account),
                         gcfs_config=gcfs_config(plan.pool),  # streams the head's images, as its TPU pool's nodes do

@@ -31,6 +31,14 @@ class PathwaysJobContainer(CamelModel):
     )
 
 
+# A head eviction (a drain or upgrade of its node, a preemption) fails the head Job at once (backoffLimit 0,
+# google/pathways-job@v0.1.4 MakePathwaysHeadReplicatedJob), and the JobSet then fails unless it has a restart left
+# (failurePolicy.maxRestarts = spec.maxRestarts, its only restart setting the CRD exposes): room for a node upgrade
+# of the head pool, a host maintenance event and a preemption in one job's life (JobSet never gives a restart back).
+# A program that fails on its own runs this many times more: set 0 for one that cannot resume.
+DEFAULT_MAX_RESTARTS = 3
+
+
 class PathwaysJobWorkload(WorkloadConfig):
     """A PathwaysJob (google/pathways-job): Pathways resource manager and proxy in a head pod, one Pathways worker
     per TPU host of every slice of a multi-host pool. With `job` it runs that program to completion (batch);
@@ -38,7 +46,12 @@ class PathwaysJobWorkload(WorkloadConfig):
 
     type: Literal["pathways-job"]
     max_restarts: int = Field(
-        0, ge=0, le=2**31 - 1, description="Restarts of the whole job (JobSet failurePolicy.maxRestarts)."
+        DEFAULT_MAX_RESTARTS,
+        ge=0,
+        le=2**31 - 1,
+        description="Restarts of the whole job (JobSet failurePolicy.maxRestarts), after any of its Jobs fails: the "
+        "head's (backoffLimit 0: its eviction, or the program's own failure), or a worker's past its retries. 0: the "
+        "first failure ends the job.",
     )
     deployment_mode: Literal["default", "colocate_head_with_workers"] = Field(
         "default",

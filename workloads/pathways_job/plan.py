@@ -91,6 +91,9 @@ def controller_workers(machine_type: str, topology: str) -> tuple[int, int]:
 IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 HEAD_POOL_ROLE = "pathways-head"
+# A Kubernetes taint effect as GKE's node pool API spells it (container.v1 NodeTaint.effect: NO_SCHEDULE,
+# PREFER_NO_SCHEDULE, NO_EXECUTE), which GKE puts on the nodes as the Kubernetes one.
+GKE_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
 
 
@@ -178,9 +181,27 @@ class PathwaysJobPlan(WorkloadPlan):
 
     def disruption_units(self) -> list[disruption.Unit]:
         """The JobSet the controller makes, named after the job (its pods carry JOBSET_NAME_LABEL, as `commands`
-        select them): one head pod and `hosts` workers per slice."""
+        select them): one head pod and `hosts` workers per slice (its pods, for the alerts and dashboard)."""
         pods = 1 + self.shape.hosts * self.pool.slices
         return [disruption.Unit("JobSet", self.name, {JOBSET_NAME_LABEL: self.name}, self.labels, pods)]
+
+    def disruption_budgets(self) -> list[dict[str, Any]]:
+        """None. The job cannot lose a pod and go on (v0.1.4 without elastic slices): a head eviction fails the job,
+        restarted whole by maxRestarts; an evicted worker's Job recreates only that pod, which waits for a node while
+        the job has lost a host. A budget (an integer minAvailable: Jobs have no scale) would not keep the job alive,
+        only refuse every further eviction once a pod is gone and pending, holding the drain of the slice's other
+        nodes until GKE stops waiting (docs/workloads/pathways-job.md)."""
+        return []
+
+    @property
+    def head_taint(self) -> dict[str, str] | None:
+        """The taint of a batch job's own head pool, which only its head tolerates (`_template`), so no other pod
+        (another job's head: an interactive head has no selector) takes the node its head needs; None for an
+        interactive job, whose head the controller builds without tolerations (MakePathwaysHeadPodSpec, headless
+        mode), and in colocated mode (no head pool)."""
+        if not self.head_on_cpu or self.interactive:
+            return None
+        return {"key": naming.WORKLOAD_LABEL, "value": self.name, "effect": "NoSchedule"}
 
     @property
     def serves_requests(self) -> bool:
@@ -315,6 +336,9 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [container]}
     if plan.head_on_cpu:
         spec["nodeSelector"] = plan.head_selector
+        taint = plan.head_taint
+        assert taint is not None  # a batch job's head pool
+        spec["tolerations"] = [{**taint, "operator": "Equal"}]
     else:
         # beside a worker on a TPU host (the controller sets the TPU node selector); TPU nodes are tainted
         spec["tolerations"] = [dict(TPU_TOLERATION)]

@@ -17,6 +17,7 @@ from stacks.serving.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
     LWS_EXCLUSIVE,
+    SKIP_AWAIT_ANNOTATION,
     SLICE_TOPOLOGY_KEY,
     autoscaler_manifest,
     tpu_resources,
@@ -169,10 +170,15 @@ def deployment(plan: VllmPlan) -> dict[str, Any]:
         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
         "args": plan.serve_args(),
     }
+    # The selector stays `app` (a Deployment's selector is immutable); the pods carry the serving labels, which a
+    # LeaderWorkerSet's leaders carry too (VllmPlan.serving_selector).
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
         "strategy": plan.deployment_strategy(),
-        "template": {"metadata": _pod_metadata(plan, plan.labels), "spec": _pod_spec(plan, container, serving=True)},
+        "template": {
+            "metadata": _pod_metadata(plan, plan.leader_labels),
+            "spec": _pod_spec(plan, container, serving=True),
+        },
     }
     spec = {**plan.replicas(plan.workload.replicas), **spec}
     return {
@@ -214,6 +220,13 @@ def leader_command(plan: VllmPlan) -> str:
     return f"bash {RAY_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec {server}"
 
 
+# A LeaderWorkerSet is ready when every group is: its `Available` condition is True once all `spec.replicas` groups
+# are ready and updated (kubernetes-sigs/lws@v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go
+# LeaderWorkerSetAvailable; pkg/controllers/leaderworkerset_controller.go updateConditions), the condition
+# `pulumi.com/waitFor` waits for (stacks.serving.workload_plan.WorkloadPlan.tpu_metadata).
+LWS_READY = "condition=Available"
+
+
 def worker_command() -> str:
     return f"bash {RAY_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"
 
@@ -246,8 +259,9 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        # one group per slice: a group's pods share a node pool, and no two groups share one
-        "metadata": plan.metadata(
+        # one group per slice: a group's pods share a node pool, and no two groups share one; awaited until every
+        # group is ready where `up` waits for the pool's capacity (LWS_READY)
+        "metadata": plan.tpu_metadata(
             plan.name,
             plan.labels,
             annotations={
@@ -255,6 +269,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
                 **scan_exceptions.skip_annotations(SKIPS),
                 **plan.replicas_annotations(),
             },
+            wait_for=LWS_READY,
         ),
         "spec": spec,
     }
@@ -263,9 +278,12 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
 def service(plan: VllmPlan) -> dict[str, Any]:
     """The OpenAI-compatible API, on the serving pods only (leaders of a LeaderWorkerSet)."""
     svc = plan.workload.service
-    metadata = plan.metadata(plan.service_name, plan.labels)
-    if svc.type == "LoadBalancer":
-        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
+    annotations = dict(INTERNAL_LB_ANNOTATION) if svc.type == "LoadBalancer" else {}
+    if not plan.awaits_servers:
+        # pulumi-kubernetes awaits a Service with a selector until it has a ready endpoint (provider/pkg/await
+        # service.go shouldWaitForPods, 10 minutes by default): not where the servers wait for capacity unawaited
+        annotations[SKIP_AWAIT_ANNOTATION] = "true"
+    metadata = plan.metadata(plan.service_name, plan.labels, **({"annotations": annotations} if annotations else {}))
     return {
         "apiVersion": "v1",
         "kind": "Service",

@@ -32,7 +32,6 @@ from stacks.monitoring import adapters as metrics_adapters
 from stacks.monitoring.metrics import HpaMetric
 from stacks.security import network_policy
 from stacks.security.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
-from stacks.serving import disruption
 from stacks.serving.gateway import GatewayBackend
 from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.serving.workload_plan import (
@@ -59,7 +58,6 @@ HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
 # docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
-LWS_NAME_LABEL = disruption.LWS_NAME_LABEL
 MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face models: models/<id>/<revision>/
 # Run:ai streamer concurrency (OS threads reading tensors, and object-store clients, per host: vllm 0.27.0
 # docs/models/extensions/runai_model_streamer.md, its tunable parameters) is one per vCPU the server requests, at
@@ -70,6 +68,12 @@ STREAM_CONCURRENCY_MIN = 16
 # (failureThreshold 360 x periodSeconds 10), which covered a hub download and a full compile; weights are now staged
 # before the server starts, so it is compile from scratch with margin (stacks/serving/startup.py startup_probe).
 COLD_START_S = 3600
+# How long `pulumi up` waits for a server it awaits (a Deployment's rollout, a LeaderWorkerSet's Available): the
+# cold start the startup probe allows, plus the image and compile-cache pulls before the probe starts counting (an
+# assumption a real deploy calibrates). Past it the `up` fails and deletes nothing (Pulumi stops at a failed step;
+# the old server of a move keeps serving), and the next `up` waits again. pulumi-kubernetes's own default is 10
+# minutes (provider/pkg/await deployment.go DefaultDeploymentTimeoutMins; await.go Creation for `waitFor`).
+SERVER_AWAIT_MINUTES = COLD_START_S // 60 + 20
 SIZE_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z0-9])")
 
 
@@ -109,16 +113,18 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def leader_labels(self) -> dict[str, str]:
-        """The labels of a LeaderWorkerSet's leader pod template (simple keys: a custom-metric selector takes them)."""
+        """The labels of the pods that serve HTTP: a LeaderWorkerSet's leader pod template, and a single-host
+        Deployment's pod template too (its one pod is its replica's leader); simple keys, as a custom-metric selector
+        takes them. A LeaderWorkerSet's workers carry `role: worker` instead."""
         return {**self.labels, "role": "leader"}
 
     @property
     def serving_selector(self) -> dict[str, str]:
-        """Labels of the pods that serve HTTP (the leaders of a LeaderWorkerSet): for Services, PodMonitoring and
-        an InferencePool."""
-        if self.multi_host:
-            return {LWS_NAME_LABEL: self.name, "role": "leader"}
-        return dict(self.labels)
+        """Labels of the pods that serve HTTP, for the Service, PodMonitoring, NetworkPolicies and InferencePool:
+        the same on a single-host pool (the Deployment's pods) and a multi-host one (the LeaderWorkerSet's leaders,
+        never its Ray workers), so a workload moved between the two keeps every selector, and the old server's pods,
+        which carry it too, serve until `pulumi up` deletes that server, last (docs/workloads/vllm.md)."""
+        return dict(self.leader_labels)
 
     @property
     def service_name(self) -> str:
@@ -146,7 +152,6 @@ class VllmPlan(WorkloadPlan):
             HTTP_PORT,
             served_model_name(self),
             exec_in=f"kubectl -n {self.namespace} exec {pod} -c {container}",
-            metric_selector=self.leader_labels if self.multi_host else None,
             model_server_type=ROUTER_TYPE,
             kv_cache_metric=KV_CACHE_METRIC,
         )
