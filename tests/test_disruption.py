@@ -107,7 +107,7 @@ def test_every_server_of_every_workload_has_its_budget(path):
     if not workloads(rec):
         pytest.skip("no workload")
     # every workload has its budgets, but a PathwaysJob has none (expected_budget)
-    assert assert_budgets(rec) > 0 or all(w.type.endswith(":PathwaysJob") for w in workloads(rec))
+    assert assert_budgets(rec) > 0 or all(w.inputs.get("workloadType") == "PathwaysJob" for w in workloads(rec))
 
 
 def test_a_type_added_to_the_registry_gets_its_budget(run, echo_registered):  # noqa: F811
