@@ -29,6 +29,7 @@ from stacks.model.config_model import (
     MonitoringConfig,
     TpuPoolConfig,
 )
+from stacks.model import pulumi_path
 from stacks.model.local_target import LocalConfig
 from stacks.model.profiles import PROFILES
 from stacks.pieces.environment import GCP_PROJECT_RE
@@ -40,7 +41,10 @@ REF = "#/$defs/{model}"
 
 
 def _model_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """The model's schema, taking beside each number and plain string what `pulumi config set --path` writes for it,
+    as the program does (stacks/model/pulumi_path.py)."""
     schema = TypeAdapter(tp).json_schema(by_alias=True, ref_template=REF, mode="validation")
+    schema = pulumi_path.with_path_alternatives(schema)
     defs.update(schema.pop("$defs", {}))
     return schema
 
