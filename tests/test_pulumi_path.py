@@ -138,7 +138,7 @@ def test_the_schema_takes_what_the_program_reads():
     """The alternatives the schema adds are exactly where the program converts: the same predicates."""
     schema = json.loads(fuzz_schema_text())
     target = schema["$defs"]["VllmHpaMetricConfig"]["properties"]["target"]
-    assert {"type": "string", "pattern": pulumi_path.UNSIGNED} in target["anyOf"]
+    assert {"type": "string", "pattern": pulumi_path.UNSIGNED, "$comment": pulumi_path.PATH_COMMENT} in target["anyOf"]
     assert copy.deepcopy(pulumi_path.INTEGER_TEXT) in schema["$defs"]["VllmWorkload"]["properties"]["image"]["anyOf"]
 
 

@@ -124,7 +124,10 @@ def with_path_alternatives(schema: dict[str, Any]) -> dict[str, Any]:
     return _alternatives(schema, schema.get("$defs", {}), in_union=False)
 
 
-INTEGER_TEXT = {"type": "integer", "minimum": -FLOAT64_EXACT, "maximum": FLOAT64_EXACT}
+# Each alternative says what it is: the reference (tooling/generate/docs.py) lists the field's own type, not these.
+PATH_COMMENT = "what `pulumi config set --path` writes for this field (stacks/model/pulumi_path.py)"
+INTEGER_TEXT = {"type": "integer", "minimum": -FLOAT64_EXACT, "maximum": FLOAT64_EXACT, "$comment": PATH_COMMENT}
+ANNOTATIONS = ("title", "description", "default", "examples", "deprecated")
 
 
 def _alternatives(node: Any, defs: dict[str, Any], *, in_union: bool) -> Any:
@@ -148,7 +151,8 @@ def _alternatives(node: Any, defs: dict[str, Any], *, in_union: bool) -> Any:
         return out
     if union == "anyOf":
         return {**out, "anyOf": [*out["anyOf"], *extra]}
-    return {"anyOf": [out, *extra]}
+    notes = {k: v for k, v in out.items() if k in ANNOTATIONS}
+    return {**notes, "anyOf": [{k: v for k, v in out.items() if k not in ANNOTATIONS}, *extra]}
 
 
 def _extra(branches: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -156,7 +160,7 @@ def _extra(branches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if not any(_takes(b, "string") for b in branches):
         patterns = dict.fromkeys(number_text_pattern(b) for b in branches if takes_number_text(b))
-        out += [{"type": "string", "pattern": p} for p in patterns]
+        out += [{"type": "string", "pattern": p, "$comment": PATH_COMMENT} for p in patterns]
     if not any(_takes(b, "integer") for b in branches) and any(takes_integer(b) for b in branches):
         out.append(dict(INTEGER_TEXT))
     return out
