@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 FUNCTIONS = {
     # promql/parser/functions.go (the ones any stack query might use, with their argument counts)
@@ -340,7 +341,7 @@ class _Evaluator(_Parser):
             (tuple(sorted({**labels, "__name__": name}.items())), float(value)) for name, labels, value in series
         ]
 
-    def expression(self, level: int = 0):  # type: ignore[override]
+    def expression(self, level: int = 0):
         levels = [["or"], ["and", "unless"], sorted(COMPARISONS), ["+", "-"], ["*", "/", "%"], ["^"]]
         if level == len(levels):
             return self.unary()
@@ -355,7 +356,7 @@ class _Evaluator(_Parser):
             left = self.binary(tok[1], left, right, on, is_bool)
         return left
 
-    def matching(self):  # type: ignore[override]
+    def matching(self):
         on = None
         if self.at("on"):
             self.take("on")
@@ -401,7 +402,7 @@ class _Evaluator(_Parser):
             ]
         return [s for s in out if s is not None]
 
-    def unary(self):  # type: ignore[override]
+    def unary(self):
         if self.at("-"):
             self.i += 1
             value = self.primary()
@@ -410,7 +411,7 @@ class _Evaluator(_Parser):
             self.i += 1
         return self.primary()
 
-    def primary(self):  # type: ignore[override]
+    def primary(self):
         tok = self.peek()
         if tok is None:
             raise SyntaxError(f"unexpected end of {self.query!r}")
@@ -428,17 +429,22 @@ class _Evaluator(_Parser):
             return self.range_suffix(inner)
         if kind == "ident" and value in AGGREGATIONS:
             return self.aggregation()
-        if kind == "ident" and value in FUNCTIONS and self.tokens[self.i + 1 : self.i + 2] and self.tokens[self.i + 1][1] == "(":
+        if (
+            kind == "ident"
+            and value in FUNCTIONS
+            and self.tokens[self.i + 1 : self.i + 2]
+            and self.tokens[self.i + 1][1] == "("
+        ):
             return self.call()
         return self.range_suffix(self.selector())
 
-    def range_suffix(self, value):  # type: ignore[override]
+    def range_suffix(self, value):
         tok = self.peek()
         if tok is not None and tok[0] == "duration":
             self.i += 1
         return value
 
-    def selector(self):  # type: ignore[override]
+    def selector(self):
         super().selector()
         wanted = self.selectors[-1]
         out = []
@@ -450,7 +456,7 @@ class _Evaluator(_Parser):
                 out.append((labels, value))
         return out
 
-    def call(self):  # type: ignore[override]
+    def call(self):
         name = self.take(kind="ident")[1]
         self.take("(")
         args = []
@@ -467,7 +473,7 @@ class _Evaluator(_Parser):
             return [] if args[0] else [((), 1.0)]
         raise NotImplementedError(f"{name} in {self.query!r}")
 
-    def aggregation(self):  # type: ignore[override]
+    def aggregation(self):
         op = self.take(kind="ident")[1]
         by: list[str] | None = None
         without: list[str] | None = None
@@ -495,7 +501,7 @@ class _Evaluator(_Parser):
             else:
                 key = ()
             groups.setdefault(key, []).append(value)
-        fold = {"sum": sum, "min": min, "max": max, "count": len, "avg": lambda v: sum(v) / len(v)}
+        fold: dict[str, Any] = {"sum": sum, "min": min, "max": max, "count": len, "avg": lambda v: sum(v) / len(v)}
         if op not in fold:
             raise NotImplementedError(f"{op} in {self.query!r}")
         return [(key, float(fold[op](values))) for key, values in groups.items()]

@@ -324,7 +324,10 @@ def test_no_readiness_query_of_an_alert_or_tile_counts_a_sidecar():
 # LeaderWorkerSet's leader StatefulSet `<lws>` (kubernetes/kube-state-metrics docs/metrics/workload/
 # deployment-metrics.md, statefulset-metrics.md; kubernetes-sigs/lws@v0.7.0 pkg/controllers/
 # leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration). KEDA's HPA stays, its maximum set.
-SCALING_KINDS = {"Deployment": ("kube_deployment_spec_replicas", "deployment"), "LeaderWorkerSet": ("kube_statefulset_replicas", "statefulset")}
+SCALING_KINDS = {
+    "Deployment": ("kube_deployment_spec_replicas", "deployment"),
+    "LeaderWorkerSet": ("kube_statefulset_replicas", "statefulset"),
+}
 
 
 def world(plan: Any, cluster: str, replicas: int) -> list[tuple[str, dict[str, str], float]]:

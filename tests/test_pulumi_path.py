@@ -96,7 +96,11 @@ def _vllm(target: Any = 8, **workload: Any) -> dict[str, Any]:
                 "name": "chat",
                 "pool": "p",
                 "model": "gs://bucket/model",
-                "autoscaling": {"minReplicas": 1, "maxReplicas": 1, "metrics": [{"name": "vllm:num_requests_waiting", "target": target}]},
+                "autoscaling": {
+                    "minReplicas": 1,
+                    "maxReplicas": 1,
+                    "metrics": [{"name": "vllm:num_requests_waiting", "target": target}],
+                },
                 **workload,
             }
         ],

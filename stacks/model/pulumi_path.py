@@ -45,9 +45,7 @@ def takes_number_text(node: dict[str, Any]) -> bool:
 
 def takes_integer(node: dict[str, Any]) -> bool:
     """A plain string field: any integer's digits are a value it accepts (module docstring)."""
-    return (
-        node.get("type") == "string" and not _STRING_KEYWORDS & set(node) and int(node.get("minLength", 0) or 0) <= 1
-    )
+    return node.get("type") == "string" and not _STRING_KEYWORDS & set(node) and int(node.get("minLength", 0) or 0) <= 1
 
 
 def _branches(node: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,8 +72,9 @@ def _takes(branch: dict[str, Any], kind: str) -> bool:
 def _object_branch(node: dict[str, Any], raw: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any] | None:
     node = _resolve(node, defs)
     found = node.get("discriminator") or {}
-    if found.get("mapping") and raw.get(found.get("propertyName")) in found["mapping"]:
-        return _resolve({"$ref": found["mapping"][raw[found["propertyName"]]]}, defs)
+    tag = raw.get(str(found.get("propertyName")))
+    if isinstance(tag, str) and tag in (found.get("mapping") or {}):
+        return _resolve({"$ref": found["mapping"][tag]}, defs)
     objects = [b for b in _branches(node, defs) if b.get("type") == "object" or "properties" in b]
     return objects[0] if len(objects) == 1 else None
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stacks.model import pulumi_path
 from stacks.config import NS
+from stacks.model import pulumi_path
 from tooling.generate import json_schema
 from tooling.generate.package_map import stacks_map, tooling_map
 from tooling.generate.readme_tables import (

@@ -20,6 +20,7 @@ from stacks import addons
 from stacks.config import KNOWN_KEYS, NS
 from stacks.fleets.fleet import PATH as FLEET_KEY
 from stacks.fleets.fleet import FleetConfig
+from stacks.model import pulumi_path
 from stacks.model.config_model import (
     AlertsConfig,
     BucketConfig,
@@ -29,7 +30,6 @@ from stacks.model.config_model import (
     MonitoringConfig,
     TpuPoolConfig,
 )
-from stacks.model import pulumi_path
 from stacks.model.local_target import LocalConfig
 from stacks.model.profiles import PROFILES
 from stacks.pieces.environment import GCP_PROJECT_RE

@@ -438,7 +438,10 @@ def _conditional(constraint: str, rules: list[dict[str, Any]], status: str, said
     conditions = [str((rule.get("condition") or {}).get("expression", "?")) for rule in rules if rule.get("condition")]
     if not conditions or status == FAIL:
         return status, said
-    return WARN, f"{said}; {constraint} also has a rule under a condition ({'; '.join(conditions)}) preflight cannot evaluate"
+    return (
+        WARN,
+        f"{said}; {constraint} also has a rule under a condition ({'; '.join(conditions)}) preflight cannot evaluate",
+    )
 
 
 def restriction(policy: dict[str, Any]) -> tuple[str, str]:
