@@ -164,12 +164,9 @@ class _Parser:
         if tok is None:
             raise SyntaxError(f"unexpected end of {self.query!r}")
         kind, value, _ = tok
-        if kind == "number":
+        if kind in ("number", "string"):
             self.i += 1
-            return "scalar"
-        if kind == "string":
-            self.i += 1
-            return "string"
+            return self.literal(kind, value)
         if value == "(":
             self.take("(")
             inner = self.expression()
@@ -187,6 +184,10 @@ class _Parser:
         if kind == "ident" or value == "{":
             return self.range_suffix(self.selector())
         raise SyntaxError(f"unexpected {value!r} at {tok[2]} in {self.query!r}")
+
+    def literal(self, kind: str, value: str) -> str:
+        """A number or string literal: its kind (the evaluator: its value)."""
+        return "scalar" if kind == "number" else "string"
 
     def range_suffix(self, kind: str) -> str:
         tok = self.peek()
@@ -224,6 +225,9 @@ class _Parser:
 
     def call(self) -> str:
         name = self.take(kind="ident")[1]
+        return self.apply(name, self.arguments())
+
+    def arguments(self) -> list[Any]:
         self.take("(")
         args = []
         while not self.at(")"):
@@ -231,6 +235,10 @@ class _Parser:
             if not self.at(")"):
                 self.take(",")
         self.take(")")
+        return args
+
+    def apply(self, name: str, args: list[Any]) -> str:
+        """A function call's kind from its arguments' (the evaluator: its value from theirs)."""
         low, high = FUNCTIONS[name]
         if not low <= len(args) <= high:
             raise SyntaxError(f"{name} takes {low}-{high} arguments, got {len(args)} in {self.query!r}")
@@ -341,7 +349,7 @@ class _Evaluator(_Parser):
             (tuple(sorted({**labels, "__name__": name}.items())), float(value)) for name, labels, value in series
         ]
 
-    def expression(self, level: int = 0):
+    def expression(self, level: int = 0) -> Any:
         levels = [["or"], ["and", "unless"], sorted(COMPARISONS), ["+", "-"], ["*", "/", "%"], ["^"]]
         if level == len(levels):
             return self.unary()
@@ -356,7 +364,7 @@ class _Evaluator(_Parser):
             left = self.binary(tok[1], left, right, on, is_bool)
         return left
 
-    def matching(self):
+    def matching(self) -> Any:
         on = None
         if self.at("on"):
             self.take("on")
@@ -365,7 +373,7 @@ class _Evaluator(_Parser):
             raise NotImplementedError(f"ignoring/group_* in {self.query!r}")
         return on
 
-    def binary(self, op: str, left, right, on: list[str] | None, is_bool: bool):
+    def binary(self, op: str, left, right, on: list[str] | None, is_bool: bool) -> Any:
         scalar = (int, float)
         if op in ("and", "or", "unless"):
             sigs = {_signature(labels, on) for labels, _ in right}
@@ -402,49 +410,25 @@ class _Evaluator(_Parser):
             ]
         return [s for s in out if s is not None]
 
-    def unary(self):
+    def unary(self) -> Any:
         if self.at("-"):
             self.i += 1
-            value = self.primary()
+            value: Any = self.primary()
             return -value if isinstance(value, float) else [(labels, -v) for labels, v in value]
         if self.at("+"):
             self.i += 1
         return self.primary()
 
-    def primary(self):
-        tok = self.peek()
-        if tok is None:
-            raise SyntaxError(f"unexpected end of {self.query!r}")
-        kind, value, _ = tok
-        if kind == "number":
-            self.i += 1
-            return float(value)
-        if kind == "string":
-            self.i += 1
-            return value[1:-1]
-        if value == "(":
-            self.take("(")
-            inner = self.expression()
-            self.take(")")
-            return self.range_suffix(inner)
-        if kind == "ident" and value in AGGREGATIONS:
-            return self.aggregation()
-        if (
-            kind == "ident"
-            and value in FUNCTIONS
-            and self.tokens[self.i + 1 : self.i + 2]
-            and self.tokens[self.i + 1][1] == "("
-        ):
-            return self.call()
-        return self.range_suffix(self.selector())
+    def literal(self, kind: str, value: str) -> Any:
+        return float(value) if kind == "number" else value[1:-1]
 
-    def range_suffix(self, value):
+    def range_suffix(self, value) -> Any:
         tok = self.peek()
         if tok is not None and tok[0] == "duration":
             self.i += 1
         return value
 
-    def selector(self):
+    def selector(self) -> Any:
         super().selector()
         wanted = self.selectors[-1]
         out = []
@@ -456,15 +440,7 @@ class _Evaluator(_Parser):
                 out.append((labels, value))
         return out
 
-    def call(self):
-        name = self.take(kind="ident")[1]
-        self.take("(")
-        args = []
-        while not self.at(")"):
-            args.append(self.expression())
-            if not self.at(")"):
-                self.take(",")
-        self.take(")")
+    def apply(self, name: str, args: list[Any]) -> Any:
         if name == "vector":
             return [((), float(args[0]))]
         if name in ("rate", "irate", "increase", "delta"):
@@ -473,7 +449,7 @@ class _Evaluator(_Parser):
             return [] if args[0] else [((), 1.0)]
         raise NotImplementedError(f"{name} in {self.query!r}")
 
-    def aggregation(self):
+    def aggregation(self) -> Any:
         op = self.take(kind="ident")[1]
         by: list[str] | None = None
         without: list[str] | None = None
