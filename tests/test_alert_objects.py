@@ -18,7 +18,9 @@ Rendered objects: every Kubernetes object the stack registers, what each Helm re
 tooling/data/chart_objects.json), and what a controller makes from one by a rule its source states: KEDA's HPA for
 each ScaledObject (kedacore/keda@v2.20.2:controllers/keda/hpa.go getHPAName: `advanced.horizontalPodAutoscalerConfig
 .name`, else `keda-hpa-<ScaledObject name>`). Namespaces GKE itself runs (stacks/workload_checks.py
-FORBIDDEN_NAMESPACES) exist in every cluster. Checked over every shipped stack, with its alerts on.
+FORBIDDEN_NAMESPACES) exist in every cluster. LWS makes a LeaderWorkerSet's leader StatefulSet, named after it
+(kubernetes-sigs/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration).
+Checked over every shipped stack, with its alerts on.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def rendered(rec: Recording) -> set[Obj]:
         meta, spec = so.inputs["metadata"], so.inputs["spec"]
         config = (spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}
         found.add(("HorizontalPodAutoscaler", meta["namespace"], config.get("name") or f"keda-hpa-{meta['name']}"))
+    # LWS's leader StatefulSet, named after its LeaderWorkerSet (kubernetes-sigs/lws@v0.7.0
+    # pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration)
+    found |= {("StatefulSet", ns, name) for kind, ns, name in found if kind == "LeaderWorkerSet"}
     found |= {("Namespace", "", ns) for ns in FORBIDDEN_NAMESPACES}
     found |= {("Cluster", "", reg.inputs["name"]) for reg in rec.of_type(CLUSTER)}
     return found

@@ -317,6 +317,99 @@ def test_no_readiness_query_of_an_alert_or_tile_counts_a_sidecar():
             check_reads_readiness_per_serving_container(plan, old)
 
 
+# ---- at zero replicas nothing is down ----------------------------------------------------------------------------
+# KEDA scales a `minReplicas: 0` workload to zero when idle (docs/autoscaling.md "Scale to zero"): no pod, so no
+# readiness series and the picker counts 0 ready endpoints (llm_d_epp_ready_endpoints, a gauge of the pool). The
+# controller then asks for 0 replicas: kube_deployment_spec_replicas of a Deployment, kube_statefulset_replicas of a
+# LeaderWorkerSet's leader StatefulSet `<lws>` (kubernetes/kube-state-metrics docs/metrics/workload/
+# deployment-metrics.md, statefulset-metrics.md; kubernetes-sigs/lws@v0.7.0 pkg/controllers/
+# leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration). KEDA's HPA stays, its maximum set.
+SCALING_KINDS = {
+    "Deployment": ("kube_deployment_spec_replicas", "deployment"),
+    "LeaderWorkerSet": ("kube_statefulset_replicas", "statefulset"),
+}
+
+
+def world(plan: Any, cluster: str, replicas: int) -> list[tuple[str, dict[str, str], float]]:
+    """The series GKE's kube-state-metrics and the picker report for `plan` while its controllers ask for `replicas`
+    and no pod of it is ready (none runs at 0; at 1, one is starting)."""
+    where = {"cluster": cluster, "namespace": plan.namespace}
+    out = [
+        (metric, {**where, label: unit.name}, float(replicas))
+        for unit in plan.disruption_units()
+        for metric, label in [SCALING_KINDS[unit.kind]]
+    ]
+    out.append(("llm_d_epp_ready_endpoints", {**where, "name": plan.name}, 0.0))
+    out.append(("llm_d_epp_flow_control_queue_size", {**where, "inference_pool": plan.name}, 0.0))
+    hpa = {**where, "horizontalpodautoscaler": plan.hpa_name}
+    out += [
+        ("kube_horizontalpodautoscaler_status_current_replicas", hpa, float(replicas)),
+        ("kube_horizontalpodautoscaler_spec_max_replicas", hpa, 2.0),
+    ]
+    if replicas:
+        out += [
+            ("kube_pod_container_status_ready", {**where, "pod": pod, "container": c}, 0.0)
+            for pod in pod_names(plan)[0][:1]
+            for c in plan.serving_containers()
+        ]
+    return out
+
+
+def check_idle_at_zero(plan: Any, rules: Any, cluster: str) -> None:
+    """No condition of the workload's policies holds at zero replicas; "no ready replica" does at one wanted and
+    none ready (the gate does not silence the outage)."""
+    for rule in rules:
+        fired = promql.evaluate(rule.query, world(plan, cluster, 0))
+        assert not fired, (plan.workload.type, rule.key, "fires at zero replicas", rule.query)
+    down = {r.key: promql.evaluate(r.query, world(plan, cluster, 1)) for r in rules}
+    for key in (f"{plan.name}-no-ready-replica", f"{plan.name}-gateway-no-endpoint"):
+        if key in down:
+            assert down[key], (plan.workload.type, key, "silent while a replica is wanted and none is ready")
+
+
+def test_at_zero_replicas_no_alert_fires_for_any_type_that_scales(echo_registered):  # noqa: F811
+    """Every registry type whose controllers scale (a Deployment, a LeaderWorkerSet), and one a test adds at
+    `replicas: 0`: at zero replicas no policy's condition holds, evaluated over the series the cluster then has
+    (tests/promql.py evaluate). The old "no ready replica" and "gateway sees no endpoint", `(... or vector(0)) < 1`,
+    were true there: a page every idle period of a scale-to-zero workload. A type with a JobSet has no scale: its pod
+    count is fixed while it runs (and a paused stack disables its policies), so it never autoscales."""
+    checked = set()
+    for cfg in example_configs():
+        rules = {w.name: w.rules for w in cfg.alerts_plan.workloads}
+        for plan in cfg.workloads:
+            kinds = {u.kind for u in plan.disruption_units()}
+            if not kinds <= set(SCALING_KINDS):
+                assert getattr(plan.workload, "autoscaling", None) is None, plan.workload.type
+                continue
+            check_idle_at_zero(plan, rules[plan.name], cfg.alerts_plan.cluster_name)
+            checked.add((plan.workload.type, *sorted(kinds)))
+    assert {("vllm", "Deployment"), ("jetstream", "Deployment")} <= checked, checked
+    assert any("LeaderWorkerSet" in kinds for kinds in checked), checked
+    echo = parse_config(
+        make_config(
+            tpu_serving__environment="staging",
+            tpu_serving__alerts={"enabled": True},
+            tpu_serving__workloads=[{**ECHO_CONFIG, "replicas": 0}],
+        ),
+        "staging",
+    )
+    assert echo.workloads[0].min_replicas == 0
+    check_idle_at_zero(echo.workloads[0], echo.alerts_plan.workloads[0].rules, echo.alerts_plan.cluster_name)
+
+
+def test_the_scale_to_zero_example_with_alerts_on_pages_nobody_while_idle():
+    """examples/vllm-single-host/Pulumi.vllm-single-host-keda.yaml (KEDA, minReplicas 0, behind the gateway) with the
+    alerts on: neither "no ready replica" nor "gateway sees no endpoint" holds while it sits at zero."""
+    raw = load_stack_file(ROOT / "examples/vllm-single-host/Pulumi.vllm-single-host-keda.yaml")
+    raw["tpu-serving:alerts"] = {"enabled": True}
+    cfg = parse_config(raw, "vllm-single-host-keda")
+    (plan,) = cfg.workloads
+    assert plan.keda and plan.min_replicas == 0
+    (mine,) = cfg.alerts_plan.workloads
+    assert {f"{plan.name}-no-ready-replica", f"{plan.name}-gateway-no-endpoint"} <= {r.key for r in mine.rules}
+    check_idle_at_zero(plan, mine.rules, cfg.alerts_plan.cluster_name)
+
+
 # ---- defaults, pause, routing -----------------------------------------------------------------------------------
 
 

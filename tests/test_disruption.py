@@ -178,6 +178,67 @@ def test_every_serving_pod_sleeps_before_sigterm_within_its_grace(path):
         assert checked
 
 
+SERVICE = "kubernetes:core/v1:Service"
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"  # LWS puts it on every pod of the set (lws@v0.7.0 SetNameLabelKey)
+
+
+def _sleeps(template: dict[str, Any]) -> bool:
+    return any("sleep" in (c.get("lifecycle", {}).get("preStop") or {}) for c in template["spec"]["containers"])
+
+
+def sleep_problems(rec: Recording) -> list[str]:
+    """Every pod template with a preStop sleep must be worth its wait: the sleep is the drain, the time routing takes
+    to stop and the requests in flight take to finish (stacks/serving/disruption.py). So it is on
+    - a routed endpoint: a pod a Service of its namespace selects (its labels, with the set-name label LWS adds);
+    - or a pod a routed endpoint's requests run on: a LeaderWorkerSet worker of a group whose leader is routed (a
+      multi-host replica computes on every host of its slice, vLLM through its Ray workers, JetStream through the
+      Pathways workers: a worker that stopped at once would cut the leader's requests while it drains);
+    - or a Saxml model server: its admin server "helps clients locate model servers serving specific published
+      models" (google/saxml README.md), and the sax-http server behind the Service is such a client.
+    A pod that is none of these would sleep for nothing, and hold its TPU node 5 minutes longer on every stop."""
+    found = []
+    services = [r for r in rec.resources if r.type == SERVICE]
+    for workload in workloads(rec):
+        for server in children(rec, workload, *SERVERS):
+            name, ns = server.inputs["metadata"]["name"], server.inputs["metadata"].get("namespace", "")
+
+            def routed(template: dict[str, Any], extra: dict[str, str]) -> bool:
+                labels = {**(template.get("metadata") or {}).get("labels", {}), **extra}  # noqa: B023
+                return any(
+                    svc.inputs["metadata"].get("namespace", "") == ns  # noqa: B023
+                    and (selector := svc.inputs["spec"].get("selector"))
+                    and selector.items() <= labels.items()
+                    for svc in services
+                )
+
+            if server.type == LWS:
+                t = server.inputs["spec"]["leaderWorkerTemplate"]
+                leader = routed(t["leaderTemplate"], {LWS_NAME: name})
+                for role, template in (("leader", t["leaderTemplate"]), ("worker", t["workerTemplate"])):
+                    if _sleeps(template) and not leader:
+                        found.append(f"{server.name} {role}: sleeps, and its group's leader is no routed endpoint")
+                continue
+            for template in pod_templates(server):
+                saxml_model_server = server.type == JOBSET and workload.type.endswith(":Saxml")
+                if _sleeps(template) and not (routed(template, {}) or saxml_model_server):
+                    found.append(f"{server.name}: sleeps, and is no routed endpoint")
+    return found
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name)
+def test_every_prestop_sleep_is_on_a_routed_pod_or_one_its_requests_run_on(path):
+    assert sleep_problems(recorded(path, False)) == []
+
+
+def test_the_sleep_check_finds_a_sleep_on_a_pod_nothing_routes_to():
+    """The check fails where a sleeping pod is no endpoint: the vLLM multi-host example with its Service taken away."""
+    (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-multi-host"]
+    rec = recorded(path, False)
+    assert sleep_problems(rec) == []
+    bare = Recording(resources=[r for r in rec.resources if r.type != SERVICE])
+    assert sleep_problems(bare)
+
+
 def test_the_delays_outlast_routing_and_fit_the_limits():
     # The API server refuses a sleep longer than the grace period (kubernetes pkg/apis/core/validation
     # validateSleepAction: the seconds must be "less than terminationGracePeriodSeconds"), and SIGTERM must leave time to exit.
@@ -373,6 +434,10 @@ def test_the_operations_page_states_the_delays_the_code_sets():
         disruption.SHUTDOWN_SECONDS,
     ):
         assert f"{seconds} s" in section, seconds
+    # what a fault costs on a LeaderWorkerSet, and why (lws@v0.7.0 pod_controller.go handleRestartPolicy deletes the
+    # leader with the pod's grace: every pod of the group sleeps)
+    fault = section[section.index("### What a fault costs on a LeaderWorkerSet") :]
+    assert f"about {disruption.GRACE_SECONDS} s" in fault and "handleRestartPolicy" in fault
 
 
 # ---- rollouts fit the pool ---------------------------------------------------------------------------------------

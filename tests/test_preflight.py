@@ -68,6 +68,8 @@ def recorded_runner(scenario: str, calls: list[list[str]] | None = None) -> pref
             "projects": "iam-policy",
             "org-policies": "org-policy",
         }
+        if args[:3] == ["org-policies", "describe", preflight.MANAGED_CONSTRAINT]:
+            return "org-policy-managed.json"
         return f"{names[args[0]]}.json"
 
     def run(args: list[str]) -> Any:
@@ -590,18 +592,43 @@ def test_access_logs_off_grants_nothing_outside_and_the_fix_says_so():
     assert not [c for c in calls if c[0] == "org-policies"]
 
 
+def test_the_managed_constraint_and_conditional_rules_are_read():
+    """iam.managed.allowedPolicyMembers (https://cloud.google.com/organization-policy/restrict-domains: an enforced
+    rule's parameters allowedMemberSubjects and allowedPrincipalSets) is read beside the legacy constraint, each
+    principal getting the worse verdict: with the legacy one allowing every domain, a managed rule that lists
+    neither the principal nor a principal set FAILs it, one that lists principal sets WARNs (membership is not
+    preflight's to tell), one that lists it PASSes. A rule under a `condition` (tags) is a WARN: preflight does not
+    evaluate it. Before, the managed constraint was never asked for and a conditional rule beside `allowAll` PASSed."""
+    resources = registered(ALL_IN_ONE)
+    log_writer = "group:cloud-storage-analytics@google.com"
+    calls: list[list[str]] = []
+    rows = by(preflight.project_rows("my-tpu-project", recorded_runner("managed", calls), resources), "org policy")
+    assert [c[2] for c in calls if c[0] == "org-policies"] == list(preflight.DOMAIN_CONSTRAINTS)
+    assert rows[log_writer].status == preflight.FAIL
+    assert "iam.managed.allowedPolicyMembers allows only group:platform-admins@example.com" in rows[log_writer].detail
+    assert "allowedMemberSubjects" in rows[log_writer].fix or rows[log_writer].fix.startswith("tpu-serving:bucket")
+    sets = by(preflight.project_rows("my-tpu-project", recorded_runner("managed-sets"), resources), "org policy")
+    assert sets[log_writer].status == preflight.PASS  # listed by name
+    agents = [m for m in sets if m.endswith("gserviceaccount.com")]
+    for member in agents:
+        assert sets[member].status == preflight.WARN and "check it belongs" in sets[member].detail
+    conditional = by(preflight.project_rows("my-tpu-project", recorded_runner("conditional"), resources), "org policy")
+    assert conditional[log_writer].status == preflight.WARN
+    assert "resource.matchTag('123456789012/environment', 'prod')" in conditional[log_writer].detail
+
+
 def test_an_unreadable_org_policy_is_a_warning_with_the_command():
     def run(args: list[str]) -> Any:
         if args[0] == "org-policies":
             raise preflight.GcloudError("ERROR: (gcloud.org-policies.describe) PERMISSION_DENIED")
         return recorded_runner("ready")(args)
 
-    (row,) = [
-        r for r in preflight.project_rows("my-tpu-project", run, registered(ALL_IN_ONE)) if r.check == "org policy"
-    ]
-    assert row.status == preflight.WARN and "PERMISSION_DENIED" in row.detail
-    assert row.fix == "gcloud " + " ".join(preflight.org_policy_command("my-tpu-project"))
-    assert row.fix.endswith("org-policies describe iam.allowedPolicyMemberDomains --effective --project=my-tpu-project")
+    rows = [r for r in preflight.project_rows("my-tpu-project", run, registered(ALL_IN_ONE)) if r.check == "org policy"]
+    assert [r.subject for r in rows] == list(preflight.DOMAIN_CONSTRAINTS)
+    for row, constraint in zip(rows, preflight.DOMAIN_CONSTRAINTS, strict=True):
+        assert row.status == preflight.WARN and "PERMISSION_DENIED" in row.detail
+        assert row.fix == "gcloud " + " ".join(preflight.org_policy_command("my-tpu-project", constraint))
+        assert row.fix.endswith(f"org-policies describe {constraint} --effective --project=my-tpu-project")
 
 
 def test_a_fleet_stack_gets_its_projects_checks(tmp_path, capsys):

@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 from stacks.config import ConfigError
 from stacks.facts import storage_locations
 from stacks.fleets import fleet
+from stacks.model import pulumi_path
 from tooling.generate.json_schema import stack_config_schema
 from tooling.harness.offline import ROOT, load_stack_file, parse_config, recorded_outputs
 
@@ -83,7 +84,9 @@ def location_keys() -> set[str]:
             walk(node["items"], f"{path}[]", defs)
         for key, sub in (node.get("properties") or {}).items():
             here = f"{path}.{key}" if path else key
-            kinds = {sub.get("type"), *(alt.get("type") for alt in sub.get("anyOf", []))}
+            # a number's text as `pulumi config set --path` writes it is no string key (stacks/model/pulumi_path.py)
+            own = [alt for alt in sub.get("anyOf", []) if alt.get("$comment") != pulumi_path.PATH_COMMENT]
+            kinds = {sub.get("type"), *(alt.get("type") for alt in own)}
             if "string" in kinds and MENTIONS.search(f"{key} {sub.get('description', '')}"):
                 found.add(here.removeprefix("config."))
             walk(sub, here, defs)

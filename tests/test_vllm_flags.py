@@ -5,6 +5,8 @@ and the wheel's sha256)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from stacks.problems import ConfigError
@@ -88,6 +90,29 @@ def test_what_vllm_accepts_passes_and_an_image_of_another_version_is_not_held_to
     cfg = _parse({"enforce-eager": True, "enable-prefix-caching": False, "max_num_seqs": 64, "disable-log-stats": True})
     assert "--no-enable-prefix-caching" in cfg.workloads[0].serve_args()
     assert _parse({"max-num-seq": 1}, image="docker.io/vllm/vllm-tpu:nightly").workloads
+
+
+def test_the_no_form_of_a_boolean_optional_flag_is_accepted_and_only_that():
+    """vLLM registers its true/false flags with argparse.BooleanOptionalAction, which adds `--no-<flag>` (CPython
+    Lib/argparse.py BooleanOptionalAction.__init__): `no-enable-prefix-caching: true` renders exactly what vLLM
+    accepts. A `no-` form of a store_true switch, of a flag taking a value, or of a misspelt one is refused, and so is
+    `no-<flag>: false` (it would render --no-no-<flag>)."""
+    recorded = flags.serve_flags()["flags"]  # extracted from vLLM's parser at the pinned tag
+    assert recorded["enable-prefix-caching"] == "boolean" and recorded["headless"] == "switch"
+    cfg = _parse({"no-enable-prefix-caching": True, "no_enable_chunked_prefill": None})
+    args = cfg.workloads[0].serve_args()
+    assert "--no-enable-prefix-caching" in args and not [a for a in args if "chunked" in a]
+    for flag, kind in recorded.items():  # every boolean flag's no- form passes the check, no other flag's does
+        assert (flags.arg_problem(f"no-{flag}", True) is None) == (kind == "boolean"), flag
+    for bad, fragment in [
+        ({"no-headless": True}, "--headless has no --no-headless form"),
+        ({"no-max-num-seqs": True}, "--max-num-seqs has no --no-max-num-seqs form"),
+        ({"no-enable-prefix-cachng": True}, "close matches: --enable-prefix-caching"),
+        ({"no-enable-prefix-caching": False}, "false renders --no-no-enable-prefix-caching"),
+        ({"no-enable-prefix-caching": 1}, "1 is not allowed: --no-enable-prefix-caching takes no value"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(fragment)):
+            _parse(bad)
 
 
 # ---- the same for JetStream's MaxText keys ------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core.core_schema import ErrorType
 
+from stacks.model import pulumi_path
 from stacks.problems import Problem, fmt
 
 
@@ -138,11 +139,13 @@ def parse(base: str, tp: Any, raw: Any, problems: list[Problem]) -> Any:
     Strictly, as the JSON Schema generated from the same models (tooling/generate/json_schema.py) reads a value: a boolean
     is `true` or `false` (never 1, 0.0, "on" or "false"), a whole number is not `true` nor "2", a string is not a
     number. pydantic's default (lax) mode would convert each of those (docs.pydantic.dev, "Conversion Table"), so
-    the program would deploy a config an editor marks invalid."""
+    the program would deploy a config an editor marks invalid. Besides, each field takes what `pulumi config set
+    --path` writes for it (stacks/model/pulumi_path.py: "0.8" for a number, 123 for a plain string), as the schema
+    does."""
     if _too_large(base, raw, problems):
         return None
     try:
-        return TypeAdapter(tp).validate_python(as_json_numbers(raw), strict=True)
+        return TypeAdapter(tp).validate_python(pulumi_path.as_written(tp, as_json_numbers(raw)), strict=True)
     except ValidationError as err:
         found: dict[str, list[str]] = {}
         branches: dict[str, list[str]] = {}  # a union reports one type error per branch: say them as one

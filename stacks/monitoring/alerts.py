@@ -134,6 +134,22 @@ POD_NAMES = {
 }
 
 
+# The replicas each controller kind that scales asks for, as kube-state-metrics reports it (GKE's managed package,
+# cluster monitoring components DEPLOYMENT and STATEFULSET, components/cluster.py MONITORING_COMPONENTS):
+# - Deployment: kube_deployment_spec_replicas, labelled `deployment` (kubernetes/kube-state-metrics
+#   docs/metrics/workload/deployment-metrics.md: the number of desired pods);
+# - LeaderWorkerSet: no series of its own; its leader StatefulSet is named after it and asks for its replicas (more
+#   during a surge): kube_statefulset_replicas, labelled `statefulset` (docs/metrics/workload/statefulset-metrics.md;
+#   kubernetes-sigs/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration
+#   `StatefulSet(lws.Name, lws.Namespace).WithReplicas(replicas)`, replicas from rollingUpdateParameters: the set's
+#   `spec.replicas`, plus surge).
+# A JobSet has no scale (its pod count is fixed while it runs; a paused stack suspends it and disables its policies).
+DESIRED_REPLICAS = {
+    "Deployment": ("kube_deployment_spec_replicas", "deployment"),
+    "LeaderWorkerSet": ("kube_statefulset_replicas", "statefulset"),
+}
+
+
 class PodSet(Protocol):
     """A set of pods one controller owns (stacks.serving.disruption.Unit)."""
 
@@ -149,6 +165,26 @@ def pods_of(units: Sequence[PodSet]) -> str:
     its controllers owns (its disruption units, stacks/serving/disruption.py Unit): not the endpoint picker in its namespace,
     not a staging Job. A test checks it over every registry type."""
     return "~" + "|".join(f"({POD_NAMES[u.kind].format(u.name)})" for u in units)
+
+
+def wants_replicas(units: Sequence[PodSet], **matchers: str) -> str | None:
+    """A condition that holds while the workload's controllers ask for at least one replica (DESIRED_REPLICAS), to
+    gate an alert on the absence of ready pods or endpoints: at zero replicas (KEDA's scale to zero, `minReplicas:
+    0`) nothing is ready because nothing should be, and `or vector(0)` would otherwise read that as an outage. None
+    when some controller has no scale (a JobSet): the workload then always asks for pods while it runs."""
+    if not units or any(u.kind not in DESIRED_REPLICAS for u in units):
+        return None
+    series = " or ".join(
+        f"{DESIRED_REPLICAS[u.kind][0]}{{{selector(**matchers, **{DESIRED_REPLICAS[u.kind][1]: u.name})}}}"
+        for u in units
+    )
+    return f"sum({series}) > 0"
+
+
+def while_wanted(condition: str, units: Sequence[PodSet], **matchers: str) -> str:
+    """`condition` (an absence: `(... or vector(0)) < 1`) only while the workload asks for replicas (wants_replicas)."""
+    wanted = wants_replicas(units, **matchers)
+    return condition if wanted is None else f"({condition}) and on() ({wanted})"
 
 
 def monitoring_filter(metric_type: str, cluster: str, namespace: str, **labels: str) -> str:

@@ -56,6 +56,10 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
     },
     **{name: frozenset(_DEVICE_PLUGIN_LABELS) for name in ("memory_used", "memory_total", "duty_cycle")},
     "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
+    # the replicas a Deployment, and a LeaderWorkerSet's leader StatefulSet, ask for
+    # (kubernetes/kube-state-metrics docs/metrics/workload/deployment-metrics.md, statefulset-metrics.md)
+    "kube_deployment_spec_replicas": frozenset(_KSM_LABELS | {"deployment"}),
+    "kube_statefulset_replicas": frozenset(_KSM_LABELS | {"statefulset"}),
     # kube-state-metrics' own labels (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md,
     # horizontalpodautoscaler-metrics.md)
     "kube_pod_container_status_ready": frozenset(_KSM_LABELS | {"pod", "container", "uid"}),

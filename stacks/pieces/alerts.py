@@ -14,7 +14,7 @@ from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfi
 from stacks.model.config_parse import parse
 from stacks.model.profiles import Profile
 from stacks.monitoring import alerts
-from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
+from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector, while_wanted
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 from stacks.serving import gateway
@@ -157,6 +157,12 @@ def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
     return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.disruption_units()), **more)
 
 
+def _while_wanted(condition: str, w: WorkloadPlan, cluster: str) -> str:
+    """`condition`, an absence of ready pods or endpoints, only while `w`'s controllers ask for replicas
+    (stacks.monitoring.alerts.while_wanted): a workload at zero replicas (KEDA's scale to zero) is idle, not down."""
+    return while_wanted(condition, w.disruption_units(), cluster=cluster, namespace=w.namespace)
+
+
 def ready_replicas(w: WorkloadPlan, cluster: str) -> str:
     """The number of the workload's pods whose every serving container (WorkloadPlan.serving_containers) is ready:
     kube-state-metrics' kube_pod_container_status_ready, one series per container labelled `container`
@@ -179,11 +185,11 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
             Rule(
                 f"{name}-no-ready-replica",
                 f"{name}: no ready replica",
-                f"({ready_replicas(w, cluster)} or vector(0)) < 1",
+                _while_wanted(f"({ready_replicas(w, cluster)} or vector(0)) < 1", w, cluster),
                 alerts.NO_READY_MINUTES,
                 PAGE,
                 f"no pod with every serving container ready for {alerts.NO_READY_MINUTES} min (sidecars without a "
-                "readiness probe not counted)",
+                "readiness probe not counted) while it asks for replicas",
                 f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
             ),
         ]
@@ -284,10 +290,15 @@ def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[
         Rule(
             f"{name}-gateway-no-endpoint",
             f"{name}: gateway sees no ready endpoint",
-            f"(sum(llm_d_epp_ready_endpoints{{{selector(cluster=cluster, namespace=ns, name=name)}}}) or vector(0)) < 1",
+            _while_wanted(
+                f"(sum(llm_d_epp_ready_endpoints{{{selector(cluster=cluster, namespace=ns, name=name)}}}) or vector(0)) < 1",
+                w,
+                cluster,
+            ),
             alerts.NO_READY_MINUTES,
             TICKET,
-            f"the endpoint picker counts no ready pod in its pool for {alerts.NO_READY_MINUTES} min",
+            f"the endpoint picker counts no ready pod in its pool for {alerts.NO_READY_MINUTES} min while the "
+            "workload asks for replicas",
             status,
         ),
         Rule(

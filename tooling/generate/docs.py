@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stacks.config import NS
+from stacks.model import pulumi_path
 from tooling.generate import json_schema, transition_matrix
 from tooling.generate.package_map import stacks_map, tooling_map
 from tooling.generate.readme_tables import (
@@ -76,7 +77,11 @@ class Reference:
 
     def _variants(self, node: dict[str, Any]) -> list[dict[str, Any]]:
         """The non-null alternatives of an anyOf (a field that may be unset), else the node itself."""
-        options = [self.resolve(o) for o in node.get("anyOf", [node]) if o.get("type") != "null"]
+        options = [
+            self.resolve(o)
+            for o in node.get("anyOf", [node])
+            if o.get("type") != "null" and o.get("$comment") != pulumi_path.PATH_COMMENT
+        ]
         return options or [node]
 
     def type_of(self, node: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from stacks import addons
 from stacks.config import KNOWN_KEYS, NS
 from stacks.fleets.fleet import PATH as FLEET_KEY
 from stacks.fleets.fleet import FleetConfig
+from stacks.model import pulumi_path
 from stacks.model.config_model import (
     AlertsConfig,
     BucketConfig,
@@ -40,7 +41,10 @@ REF = "#/$defs/{model}"
 
 
 def _model_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """The model's schema, taking beside each number and plain string what `pulumi config set --path` writes for it,
+    as the program does (stacks/model/pulumi_path.py)."""
     schema = TypeAdapter(tp).json_schema(by_alias=True, ref_template=REF, mode="validation")
+    schema = pulumi_path.with_path_alternatives(schema)
     defs.update(schema.pop("$defs", {}))
     return schema
 

@@ -389,12 +389,20 @@ def role_rows(project: str, needs: gcp_requirements.Requirements, account: str, 
 # ---- domain restricted sharing --------------------------------------------------------------------------------
 
 DOMAIN_CONSTRAINT = "iam.allowedPolicyMemberDomains"
+# The managed constraint that replaces it, with per-principal exceptions: an enforced rule's `parameters` list the
+# principals (allowedMemberSubjects, e.g. `group:x@example.com`) and principal sets (allowedPrincipalSets, e.g.
+# `//cloudresourcemanager.googleapis.com/organizations/<id>`) that may be granted a role
+# (https://cloud.google.com/organization-policy/restrict-domains, "Use the iam.managed.allowedPolicyMembers
+# constraint"; a rule's `enforce`, `parameters` and `condition`: the Org Policy v2 discovery document,
+# GoogleCloudOrgpolicyV2PolicySpecPolicyRule).
+MANAGED_CONSTRAINT = "iam.managed.allowedPolicyMembers"
+DOMAIN_CONSTRAINTS = (DOMAIN_CONSTRAINT, MANAGED_CONSTRAINT)
 # A principal outside the project that the stack grants only when a setting asks for it: the setting that drops it.
 DROPPED_BY = {ACCESS_LOG_WRITER: "tpu-serving:bucket.accessLogs: false (no usage and storage logs)"}
 
 
-def org_policy_command(project: str) -> list[str]:
-    return ["org-policies", "describe", DOMAIN_CONSTRAINT, "--effective", f"--project={project}"]
+def org_policy_command(project: str, constraint: str = DOMAIN_CONSTRAINT) -> list[str]:
+    return ["org-policies", "describe", constraint, "--effective", f"--project={project}"]
 
 
 def granted_members(resources: Resources) -> dict[str, list[str]]:
@@ -424,10 +432,27 @@ def in_project(member: str, project: str) -> bool:
     return kind == "serviceAccount" and (who.endswith(f"@{project}.iam.gserviceaccount.com") or who.startswith(pool))
 
 
+def _conditional(constraint: str, rules: list[dict[str, Any]], status: str, said: str) -> tuple[str, str]:
+    """A rule with a `condition` (on tags) applies only where it holds, which preflight does not evaluate: at least
+    a WARN naming it, unless the unconditional rules already refuse."""
+    conditions = [str((rule.get("condition") or {}).get("expression", "?")) for rule in rules if rule.get("condition")]
+    if not conditions or status == FAIL:
+        return status, said
+    return (
+        WARN,
+        f"{said}; {constraint} also has a rule under a condition ({'; '.join(conditions)}) preflight cannot evaluate",
+    )
+
+
 def restriction(policy: dict[str, Any]) -> tuple[str, str]:
-    """(status an outside principal gets, what the effective policy says): PASS when it allows every domain."""
-    spec = policy.get("spec") or {}
-    rules = spec.get("rules") or []
+    """(status an outside principal gets, what the effective policy of the legacy constraint says): PASS when it
+    allows every domain; a rule under a condition is at least a WARN."""
+    rules = (policy.get("spec") or {}).get("rules") or []
+    status, said = _unconditional_restriction([rule for rule in rules if not rule.get("condition")])
+    return _conditional(DOMAIN_CONSTRAINT, rules, status, said)
+
+
+def _unconditional_restriction(rules: list[dict[str, Any]]) -> tuple[str, str]:
     if not rules or any(rule.get("allowAll") for rule in rules):
         return PASS, f"{DOMAIN_CONSTRAINT} allows every domain"
     if any(rule.get("denyAll") for rule in rules):
@@ -439,26 +464,62 @@ def restriction(policy: dict[str, Any]) -> tuple[str, str]:
     return WARN, f"{DOMAIN_CONSTRAINT} denies {', '.join(denied) or 'some values'}: check they are not its domain"
 
 
+def managed_restriction(policy: dict[str, Any], member: str) -> tuple[str, str]:
+    """(status of `member`, what the effective policy of iam.managed.allowedPolicyMembers says): PASS when no rule
+    enforces it or an enforced rule lists the member; WARN when it lists principal sets (whether a principal of
+    another organization is in one, preflight cannot tell) or a rule has a condition; else FAIL."""
+    rules = (policy.get("spec") or {}).get("rules") or []
+    enforced = [rule for rule in rules if rule.get("enforce") and not rule.get("condition")]
+    if not enforced:
+        status, said = PASS, f"{MANAGED_CONSTRAINT} is not enforced"
+    else:
+        params = [rule.get("parameters") or {} for rule in enforced]
+        subjects = [s for p in params for s in p.get("allowedMemberSubjects") or []]
+        sets = [s for p in params for s in p.get("allowedPrincipalSets") or []]
+        if member in subjects:
+            status, said = PASS, f"{MANAGED_CONSTRAINT} lists it in allowedMemberSubjects"
+        elif sets:
+            status = WARN
+            said = f"{MANAGED_CONSTRAINT} allows {', '.join(subjects + sets)}: check it belongs to one of the sets"
+        else:
+            status, said = FAIL, f"{MANAGED_CONSTRAINT} allows only {', '.join(subjects) or 'no principal'}"
+    return _conditional(MANAGED_CONSTRAINT, rules, status, said)
+
+
+SEVERITY = {PASS: 0, WARN: 1, FAIL: 2}
+
+
 def domain_rows(project: str, resources: Resources, run: Runner) -> list[Row]:
-    """Each principal outside the project the stack grants a role, against domain restricted sharing."""
+    """Each principal outside the project the stack grants a role, against domain restricted sharing: the legacy
+    constraint and the managed one, each as its effective policy says; the worse of the two per principal."""
     outside = {m: r for m, r in granted_members(resources).items() if not in_project(m, project)}
     if not outside:
         return [Row("org policy", DOMAIN_CONSTRAINT, PASS, "the stack grants no principal outside the project")]
-    command = org_policy_command(project)
-    try:
-        status, said = restriction(run(command) or {})
-    except GcloudError as err:
-        detail = f"cannot read it ({err}); needs roles/orgpolicy.policyViewer"
-        return [Row("org policy", DOMAIN_CONSTRAINT, WARN, detail, "gcloud " + " ".join(command))]
+    policies: dict[str, dict[str, Any]] = {}
     rows = []
+    for constraint in DOMAIN_CONSTRAINTS:
+        command = org_policy_command(project, constraint)
+        try:
+            policies[constraint] = run(command) or {}
+        except GcloudError as err:
+            detail = f"cannot read it ({err}); needs roles/orgpolicy.policyViewer"
+            rows.append(Row("org policy", constraint, WARN, detail, "gcloud " + " ".join(command)))
     for member, roles in outside.items():
-        detail = f"granted {', '.join(roles)}, not one of the project's own principals; {said}"
+        verdicts = [restriction(policies[DOMAIN_CONSTRAINT])] if DOMAIN_CONSTRAINT in policies else []
+        if MANAGED_CONSTRAINT in policies:
+            verdicts.append(managed_restriction(policies[MANAGED_CONSTRAINT], member))
+        if not verdicts:
+            continue
+        status = max((v[0] for v in verdicts), key=SEVERITY.__getitem__)
+        detail = f"granted {', '.join(roles)}, not one of the project's own principals; " + "; ".join(
+            v[1] for v in verdicts
+        )
         if status == FAIL:
             detail += ": the grant is refused and the `pulumi up` stops there"
         fix = DROPPED_BY.get(
             member,
-            "an organization policy administrator lifts the constraint for the first `pulumi up` and restores it "
-            "(Google: it has no per-principal exception), or moves to iam.managed.allowedPolicyMembers listing it",
+            f"an organization policy administrator lists {member} in {MANAGED_CONSTRAINT}'s allowedMemberSubjects "
+            f"and lifts {DOMAIN_CONSTRAINT} for the first `pulumi up` (it has no per-principal exception)",
         )
         rows.append(Row("org policy", member, status, detail, "" if status == PASS else fix))
     return rows

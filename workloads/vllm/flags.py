@@ -28,6 +28,8 @@ def arg_problem(name: str, value: Any) -> str | None:
     flags, where = data["flags"], f"vLLM {data['version']} ({data['source']}, the pinned image)"
     base, _, key = name.partition(".")  # --json-arg.key value (vllm/utils/argparse_utils.py FlexibleArgumentParser)
     kind = flags.get(base)
+    if kind is None and base.startswith(NEGATION):
+        return negated_problem(base.removeprefix(NEGATION), key, value, flags.get(base.removeprefix(NEGATION)), where)
     if kind is None:
         return f"--{base} is not a `vllm serve` flag of {where}; {close_matches(base, flags, '--')}"
     if value is None:
@@ -42,6 +44,28 @@ def arg_problem(name: str, value: Any) -> str | None:
         allowed = "true or false" if kind == "boolean" else "true"
         return f"{fmt(value)} is not allowed: --{base} takes no value in {where}; allowed: {allowed}"
     return None
+
+
+# argparse.BooleanOptionalAction registers `--no-<flag>` beside every `--<flag>` it is given (CPython
+# Lib/argparse.py BooleanOptionalAction.__init__: `'--no-' + option_string[2:]` for each option starting with `--`),
+# the flags serve_flags.json records as `boolean` (tooling/oracles/vllm_flags.py); a store_true switch has none.
+NEGATION = "no-"
+
+
+def negated_problem(flag: str, key: str, value: Any, kind: str | None, where: str) -> str | None:
+    """Why `no-<flag>` with `value` is refused, or None: it exists only for a boolean-optional flag, and renders
+    `--no-<flag>` from true (null: nothing)."""
+    if kind is None:
+        return f"--{NEGATION}{flag} is not a `vllm serve` flag of {where}; {close_matches(flag, serve_flags()['flags'], '--')}"
+    if kind != "boolean":
+        return f"--{flag} has no --{NEGATION}{flag} form in {where} (only a true/false flag has): leave it out"
+    if key:
+        return f"--{NEGATION}{flag} takes no keys (`{NEGATION}{flag}.{key}`)"
+    if value is None or value is True:
+        return None
+    if value is False:
+        return f"false renders --{NEGATION}{NEGATION}{flag}, which {where} does not have: write `{flag}: true`"
+    return f"{fmt(value)} is not allowed: --{NEGATION}{flag} takes no value in {where}; allowed: true"
 
 
 def problems(path: str, args: dict[str, Any], normalize: Any) -> list[Problem]:
