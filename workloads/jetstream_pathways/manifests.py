@@ -257,15 +257,6 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     }
 
 
-def service(plan: PathwaysPlan) -> dict[str, Any]:
-    return jetstream_service(plan, plan.service_name, plan.labels)
-
-
-def pod_monitoring(plan: PathwaysPlan) -> dict[str, Any]:
-    """The leader's JetStream server metrics."""
-    return jetstream_pod_monitoring(plan, plan.labels)
-
-
 @dataclass(frozen=True)
 class ServedPathwaysPlan(PathwaysPlan):
     """The plan `check` returns: PathwaysPlan's values with the pod manifests this module makes of them (the plan's
@@ -273,3 +264,12 @@ class ServedPathwaysPlan(PathwaysPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         return [leader_worker_set(self)]
+
+
+def service(plan: PathwaysPlan) -> dict[str, Any]:
+    return jetstream_service(plan, plan.service_name, plan.labels)
+
+
+def pod_monitoring(plan: PathwaysPlan) -> dict[str, Any]:
+    """The leader's JetStream server metrics."""
+    return jetstream_pod_monitoring(plan, plan.labels)
