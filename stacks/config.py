@@ -8,6 +8,7 @@ from a plain dict, without Pulumi, so the rules are tested directly.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -132,9 +133,10 @@ def _workload_context(
     where: tuple[str | None, str, str],
     hf_token: str | None,
     image_mirror: ImageMirror | None,
+    workload_types: WorkloadRegistry,
 ) -> WorkloadContext:
     """What a workload type reads of the platform: `names` are the cluster's and the bucket's, `where` is (gcp
-    project, pulumi project, stack)."""
+    project, pulumi project, stack); the time-to-serve estimate of a wait from zero, with the stack's types."""
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
     (cluster_name, bucket_name), (project, pulumi_project, stack) = names, where
     return WorkloadContext(
@@ -151,6 +153,7 @@ def _workload_context(
         image_mirror=image_mirror,
         project=project or "",
         gateway_enabled=sections.gateway is not None and sections.gateway.enabled,
+        from_zero=functools.partial(time_to_serve.from_zero, workload_types),
     )
 
 
@@ -187,7 +190,7 @@ def parse_stack_config(
     warnings = environment_piece.placeholder_warnings(gcp_project) + tpu_pools.warnings(sections.pools, pools)
     mirror = cluster_piece.image_mirror(sections.cluster, gcp_project, region)
     context = _workload_context(
-        sections, (cluster_name, bucket_name), (gcp_project, pulumi_project, stack), hf_token, mirror
+        sections, (cluster_name, bucket_name), (gcp_project, pulumi_project, stack), hf_token, mirror, workload_types
     )
     workload_plans = workload_checks.check(
         sections.workloads,
@@ -200,7 +203,6 @@ def parse_stack_config(
         warnings,
         pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
     )
-    workload_plans = [_with_from_zero(p, workload_types) for p in workload_plans]
     index = {w.name: i for i, w in sections.workloads}
     problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
     local = parse(f"{NS}:local", LocalConfig, raw["local"], problems) if raw.get("local") is not None else None
@@ -221,15 +223,6 @@ def parse_stack_config(
         image_mirror=mirror,
     )
     return replace(config, local=local) if local is not None else config
-
-
-def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> WorkloadPlan:
-    """A workload KEDA scales to zero (WorkloadPlan.activation_seconds) with its time-to-serve estimate's wait from
-    zero, which its ScaledObject's cooldowns and its picker's queue TTL cover (WorkloadPlan.from_zero_budget_s)."""
-    if not plan.activation_seconds:
-        return plan
-    found = time_to_serve.estimate(plan, time_to_serve.type_images(plan, workload_types))
-    return replace(plan, from_zero_s=found.from_zero)
 
 
 def _stack_config(

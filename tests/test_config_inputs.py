@@ -2,7 +2,7 @@
 the bad value and what is allowed (before anything is registered). Each rule's source is cited where it is declared:
 stacks/pieces/ (network.py subnet ranges and range names, bucket.py location, each piece's namespaces),
 stacks/workload_checks.py (workload namespaces), stacks/monitoring/metrics.py (HPA target),
-stacks/naming.py (JobSet's derived names), workloads/saxml/plan.py (models), stacks/facts/storage_locations.py."""
+stacks/naming.py (JobSet's derived names), workloads/saxml/checks.py (models), stacks/facts/storage_locations.py."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.test_addon_registry import FAKE
 from tooling.harness.k8s_objects import kubernetes_objects
 from tooling.harness.offline import Recording, load_stack_file, parse_config
 from tooling.oracles import api_rules
-from workloads.saxml import plan as saxml_plan
+from workloads.saxml import checks as saxml_checks
 from workloads.vllm.metrics import VLLM_METRICS
 
 ALL_IN_ONE = load_stack_file(ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml")
@@ -213,7 +213,7 @@ def test_jobset_names_as_its_webhook_checks_them():
     """kubernetes-sigs/jobset@v0.10.1 pkg/webhooks/jobset_webhook.go: GenJobName(js, rj, replicas-1) and
     GenPodName(js, rj, replicas-1, completions-1) + "-abcde" (pkg/util/placement/placement.go)."""
     assert naming.jobset_longest_names("js", "rj", 3, 8) == ("js-rj-2", "js-rj-2-7-abcde")
-    assert saxml_plan.longest_pod_name("sax", 2, 8) == "sax-model-server-sax-model-server-1-7-abcde"
+    assert saxml_checks.longest_pod_name("sax", 2, 8) == "sax-model-server-sax-model-server-1-7-abcde"
 
 
 @pytest.mark.parametrize("length", [24, 29])
@@ -342,5 +342,5 @@ def test_unquoted_maintenance_times_are_read_as_the_strings_the_cli_passes(tmp_p
 
 def test_a_saxml_cell_starts_with_a_letter():
     """google/saxml@v1.1.0:saxml/common/naming.go validates cell names with ^[a-z]+[a-z0-9-_]*$."""
-    assert not saxml_plan.CELL_RE.fullmatch("/sax/1test")
-    assert saxml_plan.CELL_RE.fullmatch("/sax/test-1")
+    assert not saxml_checks.CELL_RE.fullmatch("/sax/1test")
+    assert saxml_checks.CELL_RE.fullmatch("/sax/test-1")

@@ -163,7 +163,7 @@ def test_leader_requests_fit_half_the_host(tpu, topology):
     first), at most the PathwaysJob controller's figures (google/pathways-job@v0.1.4 pathwaysjob_controller.go:
     RM 8 CPU / 32 GB, proxy 16 CPU / 100 GB) and together at most half the host (catalog host_resources)."""
     from stacks.facts import catalog
-    from workloads.jetstream_pathways import plan as jp
+    from workloads.jetstream_pathways import manifests as jp
 
     shape = catalog.slice_shape(tpu, topology)
     requests = jp.leader_requests(shape)

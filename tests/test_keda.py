@@ -321,6 +321,22 @@ def test_the_time_to_serve_estimate_sees_the_scale_from_zero_wait():
     assert kept.from_zero is None
 
 
+def test_the_wait_from_zero_is_derived_from_the_plan_it_is_read_on():
+    """WorkloadPlan.from_zero_s is the estimate of the plan it is read on, never a value stored when the plan was
+    made (issue 33): a plan changed afterwards (paused, on another pool) reads its own wait, and the ScaledObject's
+    cooldowns and the picker's queue TTL follow (WorkloadPlan.from_zero_budget_s)."""
+    from dataclasses import replace
+
+    from stacks.facts import catalog
+
+    (plan,) = parsed_example().workloads
+    assert plan.from_zero_s == time_to_serve.estimate(plan).from_zero is not None
+    assert replace(plan, paused=True).from_zero_s is None  # a paused workload never runs at zero
+    larger = replace(plan, pool=replace(plan.pool, shape=catalog.slice_shape("v5e", "4x8")))
+    assert larger.from_zero_s == time_to_serve.estimate(larger).from_zero != plan.from_zero_s
+    assert larger.from_zero_budget_s == keda.from_zero_budget(larger.from_zero_s)
+
+
 def test_a_scale_from_zero_is_not_scaled_away_nor_its_first_request_shed(run):
     """KEDA scales the target to zero once LastActiveTime + cooldownPeriod has passed, or, before any trigger was
     active, creationTimestamp + initialCooldownPeriod (default 0) (kedacore/keda@v2.20.2:

@@ -24,6 +24,7 @@ from tooling.harness.k8s_objects import kubernetes_objects
 from tooling.harness.offline import ROOT
 from tooling.oracles.schemas import crd_dir, validate_objects
 from workloads.saxml import plan as saxml
+from workloads.saxml.publication import PUBLISH_SCRIPT
 
 
 def pool(**fields):
@@ -280,9 +281,9 @@ def test_model_publication_job(run):
     for dependency in ("workload-sax-model-servers", "workload-sax-http", "workload-sax-http-svc"):
         assert any(d.endswith(f"::{dependency}") for d in job_reg.dependencies), dependency
     # the script is valid Python that publishes, unpublishes what is no longer wanted, and waits for loading
-    compile(saxml.PUBLISH_SCRIPT, "publish", "exec")
+    compile(PUBLISH_SCRIPT, "publish", "exec")
     for path in ("/publish", "/unpublish", "/listall", "/listcell"):
-        assert path in saxml.PUBLISH_SCRIPT
+        assert path in PUBLISH_SCRIPT
     # a different model list is a different Job (it runs again); the same list is the same Job
     other = run(
         make_config(
@@ -457,7 +458,7 @@ def test_publish_script_retries_every_call(tmp_path):
             "POLL_SECONDS": "0.01",
         }
         done = subprocess.run(
-            [sys.executable, "-c", saxml.PUBLISH_SCRIPT], env=env, capture_output=True, text=True, timeout=30
+            [sys.executable, "-c", PUBLISH_SCRIPT], env=env, capture_output=True, text=True, timeout=30
         )
     finally:
         server.shutdown()

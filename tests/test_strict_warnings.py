@@ -72,9 +72,9 @@ FORWARDS = {
     "stacks/serving/workload_type.py:resolver": "passes a warnings list to the type's check",
     "stacks/serving/workload_type.py:resolve": "passes a warnings list to the type's check",
     "stacks/config.py:parse_stack_config": "collects _first_run_warnings and passes the list on",
-    "workloads/jetstream_pathways/plan.py:check": "only catalog.sizing_warning's text (cases below)",
-    "workloads/saxml/plan.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
-    "workloads/saxml/plan.py:check": "passes the warnings list to _check_models_fit",
+    "workloads/jetstream_pathways/checks.py:check": "only catalog.sizing_warning's text (cases below)",
+    "workloads/saxml/checks.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
+    "workloads/saxml/checks.py:check": "passes the warnings list to _check_models_fit",
     "workloads/pathways_job/plan.py:check": "passes the warnings list to _check_job",
     "stacks/pieces/tpu_pools.py:warnings": "joins zone_warnings and warm_slice_warnings (cases below)",
     "stacks/pieces/tpu_pools.py:_zone_warning": "catalog.zone_warning's text (cases below)",
@@ -280,7 +280,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "needs about 140 GB of HBM",
     ),
     (
-        "workloads/jetstream/plan.py:check",
+        "workloads/jetstream/checks.py:check",
         "disputed-metric-series",
         {
             "tpu-serving:workloads": [
@@ -309,7 +309,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "sources conflict on whether",
     ),
     (
-        "workloads/jetstream/plan.py:check",
+        "workloads/jetstream/checks.py:check",
         "jetstream-image-outside-the-matrix",
         {"tpu-serving:workloads": [{**JETSTREAM, "images": {"server": "example.com/maxengine:mine"}}]},
         {"tpu-serving:workloads": [JETSTREAM]},

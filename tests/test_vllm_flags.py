@@ -128,7 +128,7 @@ def test_maxtext_keys_are_of_the_pinned_server_and_a_misspelt_one_is_refused():
 
     from stacks.facts.versions import IMAGE_RECORDS
     from tooling.oracles import maxtext_keys
-    from workloads.jetstream.plan import maxtext_keys as keys
+    from workloads.jetstream.maxtext_keys import maxtext_keys as keys
 
     data = keys()
     assert data["source"] == "AI-Hypercomputer/maxtext@jetstream-v0.2.2:MaxText/configs/base.yml"
@@ -159,7 +159,7 @@ def test_maxtext_keys_are_of_the_pinned_server_and_a_misspelt_one_is_refused():
 
 
 def test_every_maxtext_key_the_stack_passes_is_one_maxtext_has():
-    from workloads.jetstream.plan import maxtext_keys as keys
+    from workloads.jetstream.maxtext_keys import maxtext_keys as keys
 
     passed = {
         k

@@ -333,6 +333,12 @@ def type_images(plan: WorkloadPlan, workload_types: Mapping[str, WorkloadType]) 
     return tuple(versions.IMAGES[key] for key in kind.tpu_images) if kind else ()
 
 
+def from_zero(workload_types: Mapping[str, WorkloadType], plan: WorkloadPlan) -> float | None:
+    """What the plan's first request waits at zero replicas (Estimate.from_zero), with its type's pinned TPU images
+    as the fallback: the function the orchestrator hands the plans (WorkloadContext.from_zero)."""
+    return estimate(plan, type_images(plan, workload_types)).from_zero
+
+
 def estimates(cfg: StackConfig) -> list[Estimate]:
     """One estimate per workload of the stack, with each type's pinned TPU images as the fallback."""
     return [estimate(plan, type_images(plan, cfg.workload_types)) for plan in cfg.workloads]

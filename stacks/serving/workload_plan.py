@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -115,9 +115,11 @@ class WorkloadPlan:
     project: str = field(default="", kw_only=True)  # gcp:project
     # tpu-serving:gateway.enabled: with `gateway_backend()`, whether the gateway serves the workload
     gateway_enabled: bool = field(default=False, kw_only=True)
-    # The time-to-serve estimate's wait from zero (stacks.reports.time_to_serve Estimate.from_zero) of a workload KEDA
-    # scales to zero, set once the plan is made (stacks/config.py): the estimate reads the plan itself.
-    from_zero_s: float | None = field(default=None, kw_only=True)
+    # The time-to-serve estimate of its wait from zero (WorkloadContext.from_zero): the estimate (stacks/reports/, above
+    # the plans) reads the plan itself, so the plan holds the function, not its value (`from_zero_s`).
+    from_zero_estimate: Callable[[WorkloadPlan], float | None] | None = field(
+        default=None, kw_only=True, compare=False, repr=False
+    )
     # Whether its pool keeps TPU hosts free for one more replica while its Deployment or LeaderWorkerSet rolls out,
     # set once every workload's plan is made (stacks/workload_checks.py rollout_room): `rolling_update`.
     rollout_surge: bool = field(default=False, kw_only=True)
@@ -138,6 +140,7 @@ class WorkloadPlan:
             environment=ctx.environment,
             project=ctx.project,
             gateway_enabled=ctx.gateway_enabled,
+            from_zero_estimate=ctx.from_zero,
             **extra,
         )
 
@@ -263,6 +266,15 @@ class WorkloadPlan:
 
         at_zero = self.autoscaled and self.keda and self.min_replicas == 0 and not self.paused
         return keda.POLLING_SECONDS if at_zero else 0
+
+    @property
+    def from_zero_s(self) -> float | None:
+        """What its first request waits at zero replicas, a workload KEDA scales to zero (activation_seconds): the
+        time-to-serve estimate's wait from zero (stacks.reports.time_to_serve Estimate.from_zero); None when the
+        workload never runs at zero, or when nothing estimates it (a plan made without the stack's context)."""
+        if not self.activation_seconds or self.from_zero_estimate is None:
+            return None
+        return self.from_zero_estimate(self)
 
     @property
     def from_zero_budget_s(self) -> int | None:

@@ -35,6 +35,10 @@ class WorkloadContext:
     image_mirror: ImageMirror | None = None  # cluster.images.mirror: the stack's remote repositories
     project: str = ""  # gcp:project (KEDA's triggers query its Managed Prometheus API)
     gateway_enabled: bool = False  # tpu-serving:gateway.enabled
+    # A plan's time-to-serve wait from zero (stacks.reports.time_to_serve.from_zero with the stack's registry), handed
+    # down by the orchestrator (stacks/config.py), which sits above the estimate: the plans read it through it
+    # (WorkloadPlan.from_zero_s); None: nothing estimates it.
+    from_zero: Callable[[Any], float | None] | None = None
 
 
 @dataclass(frozen=True)

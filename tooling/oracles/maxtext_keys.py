@@ -1,6 +1,6 @@
 """The MaxText config keys the pinned single-host JetStream server accepts, extracted from MaxText's base config at
 the tag its image is built from, into workloads/jetstream/maxtext_keys.json (the `jetstream` workload's `maxtext`
-keys are checked against it: workloads/jetstream/plan.py).
+keys are checked against it: workloads/jetstream/maxtext_keys.py).
 
     python -m tooling.oracles.maxtext_keys --repo <git dir of AI-Hypercomputer/maxtext>          # rewrite the file
     python -m tooling.oracles.maxtext_keys --repo <git dir> --check                               # exit 1 if it differs

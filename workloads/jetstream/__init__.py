@@ -1,9 +1,10 @@
 """`jetstream`: single-host JetStream (MaxText) on a Deployment, autoscaled by an HPA on JetStream/TPU metrics."""
 
 from stacks.serving.workload_type import WorkloadType, resolver
+from workloads.jetstream.checks import check
 from workloads.jetstream.component import JetStream
 from workloads.jetstream.config import JetStreamWorkload
-from workloads.jetstream.plan import TPU_IMAGES, check
+from workloads.jetstream.plan import TPU_IMAGES
 
 TYPE = WorkloadType(
     config=JetStreamWorkload,

@@ -1,4 +1,5 @@
-"""A single-host JetStream workload with an optional HPA (manifests from workloads.jetstream.plan)."""
+"""A single-host JetStream workload with an optional HPA (workloads/jetstream/manifests.py, its commands
+workloads/jetstream/commands.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.serving import ServingWorkload, WorkloadDeps
-from workloads.jetstream import plan as js
+from workloads.jetstream import manifests
+from workloads.jetstream.commands import commands
+from workloads.jetstream.plan import JetStreamPlan
 
 
 class JetStream(ServingWorkload):
@@ -14,24 +17,24 @@ class JetStream(ServingWorkload):
         self,
         name: str,
         *,
-        plan: js.JetStreamPlan,
+        plan: JetStreamPlan,
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:workloads:JetStream", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
-        self.commands = js.commands(plan, deps.local_ports)
+        self.commands = commands(plan, deps.local_ports)
 
         # The engine reads the checkpoint: objectViewer on its prefix, nothing else (JetStreamPlan.grants).
         identity = self.identity(grants=plan.grants())
-        manifest = js.deployment(plan)
+        manifest = manifests.deployment(plan)
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
             opts=self.k8s_opts(identity.ksa, *deps.node_pools),
         )
-        svc = js.service(plan)
+        svc = manifests.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
-        self.monitor_and_autoscale(js.pod_monitoring(plan), js.hpa(plan), deployment, deps.adapter)
+        self.monitor_and_autoscale(manifests.pod_monitoring(plan), manifests.hpa(plan), deployment, deps.adapter)
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

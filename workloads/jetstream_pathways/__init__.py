@@ -1,9 +1,10 @@
 """`jetstream-pathways`: JetStream + MaxText + Pathways on a LeaderWorkerSet (interleaved or disaggregated)."""
 
 from stacks.serving.workload_type import WorkloadType, resolver
+from workloads.jetstream_pathways.checks import check
 from workloads.jetstream_pathways.component import JetStreamPathways
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
-from workloads.jetstream_pathways.plan import TPU_IMAGES, check
+from workloads.jetstream_pathways.plan import TPU_IMAGES
 
 TYPE = WorkloadType(
     config=JetStreamPathwaysWorkload,

@@ -1,4 +1,5 @@
-"""A JetStream + MaxText + Pathways serving workload (manifests from workloads.jetstream_pathways.plan)."""
+"""A JetStream + MaxText + Pathways serving workload (workloads/jetstream_pathways/manifests.py, its commands
+workloads/jetstream_pathways/commands.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pulumi_kubernetes as k8s
 from components.manifests import register_manifest
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload, WorkloadDeps
-from workloads.jetstream_pathways import plan as jp
+from workloads.jetstream_pathways import manifests
+from workloads.jetstream_pathways.commands import commands
+from workloads.jetstream_pathways.plan import PathwaysPlan
 
 
 class JetStreamPathways(ServingWorkload):
@@ -16,13 +19,13 @@ class JetStreamPathways(ServingWorkload):
         self,
         name: str,
         *,
-        plan: jp.PathwaysPlan,
+        plan: PathwaysPlan,
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:workloads:JetStreamPathways", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
-        self.commands = jp.commands(plan, deps.local_ports)
+        self.commands = commands(plan, deps.local_ports)
 
         # Leader and workers write Pathways scratch under the workload's prefix and read the checkpoint.
         grants = plan.grants()
@@ -33,18 +36,18 @@ class JetStreamPathways(ServingWorkload):
             name, [g for g in grants if not g.prefix], identity.email.apply(lambda e: f"serviceAccount:{e}")
         )
 
-        lws = jp.leader_worker_set(plan)
+        lws = manifests.leader_worker_set(plan)
         register_manifest(
             f"{name}-lws",
             lws,
             # never before the LWS CRD/webhook, the slices it needs, and its identity
             opts=self.k8s_opts(*deps.addon("lws"), *deps.node_pools, identity.ksa),
         )
-        svc = jp.service(plan)
+        svc = manifests.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
         create_pod_monitoring(
             f"{name}-podmonitoring",
-            jp.pod_monitoring(plan),
+            manifests.pod_monitoring(plan),
             provider=deps.provider,
             parent=self,
             depends_on=self._namespace_deps,

@@ -1,4 +1,4 @@
-"""A Saxml multi-host serving workload (manifests from workloads.saxml.plan)."""
+"""A Saxml multi-host serving workload (workloads/saxml/manifests.py, its examples workloads/saxml/commands.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
-from workloads.saxml import plan as saxml
+from workloads.saxml import manifests
+from workloads.saxml.commands import curl_examples
+from workloads.saxml.plan import HTTP_PORT, SaxmlPlan
+from workloads.saxml.publication import LOAD_TIMEOUT_MINUTES, models_hash
 
 
 def _address(status: Any, fallback: str) -> str:
     """The load balancer's IP from a Service status, once it has one."""
     try:
         ingress = status.load_balancer.ingress or []
-        return f"{ingress[0].ip}:{saxml.HTTP_PORT}" if ingress and ingress[0].ip else fallback
+        return f"{ingress[0].ip}:{HTTP_PORT}" if ingress and ingress[0].ip else fallback
     except AttributeError:
         return fallback
 
@@ -27,14 +30,14 @@ class Saxml(ServingWorkload):
         self,
         name: str,
         *,
-        plan: saxml.SaxmlPlan,
+        plan: SaxmlPlan,
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:workloads:Saxml", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.http_service
 
-        # Each server its own identity with the least it needs of the cell's prefixes (workloads.saxml.plan):
+        # Each server its own identity with the least it needs of the cell's prefixes (SaxmlPlan's grants):
         # the admin server writes the cell and its state, the HTTP server only reads the cell. The model servers
         # (host network) act as their pool's own node service account: read-only on the cell and the checkpoints.
         identity = self.identity(grants=plan.admin_grants())
@@ -45,11 +48,11 @@ class Saxml(ServingWorkload):
         )
         node_grants = self.node_grants(plan.node_grants())
 
-        admin = saxml.admin_deployment(plan)
+        admin = manifests.admin_deployment(plan)
         admin_server = k8s.apps.v1.Deployment(
             f"{name}-admin", metadata=admin["metadata"], spec=admin["spec"], opts=self.k8s_opts(identity.ksa)
         )
-        jobset = saxml.model_server_jobset(plan)
+        jobset = manifests.model_server_jobset(plan)
         model_servers = register_manifest(
             f"{name}-model-servers",
             jobset,
@@ -68,15 +71,15 @@ class Saxml(ServingWorkload):
                 delete_before_replace=True,
             ),
         )
-        policy = saxml.model_server_network_policy(plan)
+        policy = manifests.model_server_network_policy(plan)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-model-server-policy", metadata=policy["metadata"], spec=policy["spec"], opts=self.k8s_opts()
         )
-        http = saxml.http_deployment(plan)
+        http = manifests.http_deployment(plan)
         http_server = k8s.apps.v1.Deployment(
             f"{name}-http", metadata=http["metadata"], spec=http["spec"], opts=self.k8s_opts(http_identity.ksa)
         )
-        svc = saxml.http_service(plan)
+        svc = manifests.http_service(plan)
         service = k8s.core.v1.Service(
             f"{name}-http-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts()
         )
@@ -89,16 +92,16 @@ class Saxml(ServingWorkload):
     def _publish_models(
         self,
         name: str,
-        plan: saxml.SaxmlPlan,
+        plan: SaxmlPlan,
         model_servers: pulumi.Resource,
         http_server: pulumi.Resource,
         service: pulumi.Resource,
     ) -> None:
         """The Job that publishes the configured models through the HTTP server, named after their hash so a
         change runs a new one; `pulumi up` ends when the models are loaded (a large model takes many minutes)."""
-        job = saxml.publish_job(plan)
+        job = manifests.publish_job(plan)
         k8s.batch.v1.Job(
-            f"{name}-models-{saxml.models_hash(plan)}",
+            f"{name}-models-{models_hash(plan)}",
             metadata=job["metadata"],
             spec=job["spec"],
             opts=self.k8s_opts(
@@ -106,24 +109,24 @@ class Saxml(ServingWorkload):
                 http_server,
                 service,
                 custom_timeouts=pulumi.CustomTimeouts(
-                    create=f"{saxml.LOAD_TIMEOUT_MINUTES}m", update=f"{saxml.LOAD_TIMEOUT_MINUTES}m"
+                    create=f"{LOAD_TIMEOUT_MINUTES}m", update=f"{LOAD_TIMEOUT_MINUTES}m"
                 ),
             ),
         )
 
 
-def commands(plan: saxml.SaxmlPlan, service: k8s.core.v1.Service, local_ports: Mapping[int, int]) -> dict[str, Any]:
+def commands(plan: SaxmlPlan, service: k8s.core.v1.Service, local_ports: Mapping[int, int]) -> dict[str, Any]:
     """The workload's outputs: its port-forward, the HTTP address (the load balancer's once it has one) and curl
     examples against it."""
-    local_port = local_ports.get(saxml.HTTP_PORT, saxml.HTTP_PORT)
-    port_forward = f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{saxml.HTTP_PORT}"
+    local_port = local_ports.get(HTTP_PORT, HTTP_PORT)
+    port_forward = f"kubectl -n {plan.namespace} port-forward svc/{plan.http_service} {local_port}:{HTTP_PORT}"
     local = f"localhost:{local_port}"
     if plan.workload.http.exposure == "cluster":
         address: pulumi.Input[str] = local
-        examples: Any = saxml.curl_examples(plan, local)
+        examples: Any = curl_examples(plan, local)
     else:
         address = service.status.apply(lambda s: _address(s, "(pending)"))
         examples = pulumi.Output.from_input(address).apply(
-            lambda a: saxml.curl_examples(plan, a if a != "(pending)" else local)
+            lambda a: curl_examples(plan, a if a != "(pending)" else local)
         )
     return {"portForward": port_forward, "address": address, "cell": plan.cell, "examples": examples}

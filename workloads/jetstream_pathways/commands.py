@@ -1,0 +1,17 @@
+"""The commands a JetStream + Pathways workload's outputs print for its users: port-forward and curl."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stacks.serving.workload_plan import generate_curl
+from workloads.jetstream_pathways.plan import PathwaysPlan
+
+
+def commands(plan: PathwaysPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
+    port = plan.workload.service.port
+    local = local_ports.get(port, port)
+    return {
+        "portForward": f"kubectl -n {plan.namespace} port-forward svc/{plan.service_name} {local}:{port}",
+        "curl": generate_curl(local),
+    }
