@@ -123,5 +123,27 @@ leak-audit: venv
 smoke: venv
 	$(PY) scripts/smoke.py $(STACK)
 
+# ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
+# The Go binaries of the matrix (stacks/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built
+# under nice with progress shown; what is present is not rebuilt (a second run starts no go command). Needs Go 1.26.
+# TOOLS="kubernetes etcd" builds only those.
+.PHONY: toolchain local-cluster local-cluster-down local-cluster-check
+toolchain: venv
+	$(PY) -m tooling.toolchain $(TOOLS)
+
+# etcd, kube-apiserver, controller-manager and scheduler on 127.0.0.1, kwok nodes mirroring STACK's node pools, in
+# .cache/local/<stack>/ (its kubeconfig there). STACK: a stack name, an example's stack, or a stack file.
+local-cluster: venv
+	$(PY) -m tooling.toolchain kubernetes etcd kwok
+	$(PY) -m tooling.local_cluster up $(STACK)
+
+local-cluster-down: venv
+	$(PY) -m tooling.local_cluster down $(STACK)
+
+# Up (if not yet), then: the control plane answers, every mirrored node is Ready with its pool's labels, a pod
+# requesting google.com/tpu runs on a node of its pool.
+local-cluster-check: local-cluster
+	$(PY) -m tooling.local_cluster check $(STACK)
+
 clean:
 	rm -rf build .pytest_cache
