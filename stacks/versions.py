@@ -676,6 +676,8 @@ class GoTool:
     siblings: str = ""
     # `-X` linker settings: the version the binary reports (upstream's release builds set them the same way)
     x_flags: tuple[tuple[str, str], ...] = ()
+    # files of the module (paths in its zip) copied beside the binaries: configuration the binaries read
+    data: tuple[str, ...] = ()
     note: str = ""
 
 
@@ -737,6 +739,15 @@ TOOLCHAIN: tuple[GoTool, ...] = (
         "v0.8.0",
         (("kwok", "sigs.k8s.io/kwok/cmd/kwok"),),
         "fake nodes and pod lifecycles without a kubelet",
+        # kwok's own stage configurations (kwokctl's defaults: pkg/kwokctl/runtime/cluster.go): nodes become Ready
+        # and keep a lease, pods Running and Ready, completed pods Succeeded, deleted pods go
+        data=(
+            "kustomize/stage/node/fast/node-initialize.yaml",
+            "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+            "kustomize/stage/pod/fast/pod-ready.yaml",
+            "kustomize/stage/pod/fast/pod-complete.yaml",
+            "kustomize/stage/pod/fast/pod-delete.yaml",
+        ),
     ),
     GoTool(
         "pulumi",

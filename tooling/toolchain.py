@@ -163,7 +163,33 @@ def binary_path(binary: str, cache: Path = CACHE) -> Path:
 
 
 def is_built(tool: GoTool, cache: Path = CACHE) -> bool:
-    return all(os.access(cache_dir(tool, cache) / name, os.X_OK) for name, _ in tool.binaries)
+    folder = cache_dir(tool, cache)
+    return all(os.access(folder / name, os.X_OK) for name, _ in tool.binaries) and all(
+        (folder / "data" / path).is_file() for path in tool.data
+    )
+
+
+def data_path(tool: GoTool, path: str, cache: Path = CACHE) -> Path:
+    """Where a module file the tool names in `data` is kept beside its binaries."""
+    return cache_dir(tool, cache) / "data" / path
+
+
+def copy_data(tool: GoTool, cache: Path = CACHE) -> None:
+    """The module's `data` files from the module cache (where the build put the module) beside the binaries."""
+    if not tool.data:
+        return
+    listed = subprocess.run(
+        [_go(), "list", "-m", "-json", tool.module],
+        cwd=MODULES / tool.name,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    source = Path(json.loads(listed.stdout)["Dir"])
+    for path in tool.data:
+        target = data_path(tool, path, cache)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / path, target)
 
 
 def tool_named(name: str) -> GoTool:
@@ -229,6 +255,8 @@ def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
                 print(f"    {tool.name}: {compiled} packages, {now - started:.0f} s", flush=True)
                 last = now
         code = process.wait()
+    if code == 0:
+        copy_data(tool, cache)
     seconds = time.monotonic() - started
     if code != 0 or not is_built(tool, cache):
         tail = log_path.read_text().splitlines()[-40:]
