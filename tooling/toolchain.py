@@ -232,11 +232,9 @@ def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
     print(
         f"[{index}/{total}] building {tool.name} {tool.version} ({names}) under nice -n 10; log {log_path}", flush=True
     )
-    env = {
-        **os.environ,
-        "GOFLAGS": "-trimpath -mod=readonly -buildvcs=false",
-        "CGO_ENABLED": os.environ.get("CGO_ENABLED", "0"),
-    }
+    # GOPATH and GOCACHE as go defaults them (~/go, ~/.cache/go-build): CI on the same machine reuses both, a clean
+    # machine fills them
+    env = {**os.environ, "GOFLAGS": "-trimpath -mod=readonly -buildvcs=false"}
     command = ["nice", "-n", "10", _go(), "build", "-v", f"-ldflags={ldflags(tool)}", "-o", str(out) + "/"]
     command += [package for _, package in tool.binaries]
     started = time.monotonic()
