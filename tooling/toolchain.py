@@ -279,12 +279,16 @@ def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
     return True
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def build_missing(names: list[str], cache: Path = CACHE) -> int:
     tools = [tool_named(name) for name in names] if names else list(TOOLCHAIN)
     missing = [tool for tool in tools if not is_built(tool, cache)]
     for tool in tools:
         if tool not in missing:
-            print(f"  {tool.name} {tool.version}: present ({cache_dir(tool, cache).relative_to(ROOT)})")
+            print(f"  {tool.name} {tool.version}: present ({_shown(cache_dir(tool, cache))})")
     for item in TOOLCHAIN_UNBUILDABLE:
         if not names or item.name in names:
             print(f"  {item.name} {item.version}: not buildable from the registries: {item.error}")
@@ -293,7 +297,7 @@ def build_missing(names: list[str], cache: Path = CACHE) -> int:
     if failed:
         print(f"toolchain: {', '.join(failed)} failed (go's output in .cache/toolchain/<name>-<version>/FAILED.txt)")
         return 1
-    print(f"toolchain: ready in {BIN.relative_to(ROOT) if cache == CACHE else cache / 'bin'}")
+    print(f"toolchain: ready in {_shown(cache / 'bin')}")
     return 0
 
 
@@ -350,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for tool in TOOLCHAIN:
             status = "built" if is_built(tool) else "missing"
-            print(f"{tool.name:20} {tool.version:38} {status:8} {cache_dir(tool).relative_to(ROOT)}")
+            print(f"{tool.name:20} {tool.version:38} {status:8} {_shown(cache_dir(tool))}")
         for item in TOOLCHAIN_UNBUILDABLE:
             print(f"{item.name:20} {item.version:38} unbuildable: {item.error}")
         return 0
