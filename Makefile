@@ -131,19 +131,21 @@ smoke: venv
 toolchain: venv
 	$(PY) -m tooling.toolchain $(TOOLS)
 
-# etcd, kube-apiserver, controller-manager and scheduler on 127.0.0.1, kwok nodes mirroring STACK's node pools, in
-# .cache/local/<stack>/ (its kubeconfig there). STACK: a stack name, an example's stack, or a stack file.
+# etcd, kube-apiserver, controller-manager, scheduler and kwok in a network namespace of the stack's own (loopback
+# only), kwok nodes mirroring STACK's node pools; state and kubeconfig in .cache/local/<stack>/ (docs/local-cluster.md).
+# STACK: a stack name here or an example's; STACK_FILE: its file, when STACK does not name one.
+LOCAL_STACK_ARGS = $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE))
 local-cluster: venv
 	$(PY) -m tooling.toolchain kubernetes etcd kwok
-	$(PY) -m tooling.local_cluster up $(STACK)
+	$(PY) -m tooling.local_cluster up $(LOCAL_STACK_ARGS)
 
 local-cluster-down: venv
 	$(PY) -m tooling.local_cluster down $(STACK)
 
-# Up (if not yet), then: the control plane answers, every mirrored node is Ready with its pool's labels, a pod
-# requesting google.com/tpu runs on a node of its pool.
+# Up (if not yet), then: the control plane answers at the matrix's version, every mirrored node is Ready with its
+# pool's labels, taints and chips, a pod requesting google.com/tpu runs on a node of its pool.
 local-cluster-check: local-cluster
-	$(PY) -m tooling.local_cluster check $(STACK)
+	$(PY) -m tooling.local_cluster check $(LOCAL_STACK_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

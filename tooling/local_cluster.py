@@ -26,9 +26,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -330,7 +332,22 @@ class Paths:
 
     @property
     def kubeconfig(self) -> Path:
+        """For you and the e2e, from this machine's loopback: through the forwarder into the namespace."""
         return self.root / "kubeconfig"
+
+    @property
+    def inner_kubeconfig(self) -> Path:
+        """For the processes in the namespace: the API server's own port there."""
+        return self.root / "kubeconfig-netns"
+
+    @property
+    def forward_port(self) -> Path:
+        return self.root / "forward-port"
+
+    @property
+    def controllers(self) -> Path:
+        """The controllers running for the stack: [{"name", "pid", "log", "started"}] (the e2e reads it)."""
+        return self.root / "controllers.json"
 
     @property
     def logs(self) -> Path:
@@ -346,7 +363,7 @@ class Paths:
 
 
 def paths(stack: str) -> Paths:
-    return Paths(STATE / naming.slug(stack))
+    return Paths(STATE / stack)
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -394,7 +411,7 @@ def make_pki(pki: Path) -> None:
     (pki / "done").write_text("")
 
 
-def write_kubeconfig(p: Paths, stack: str) -> None:
+def write_kubeconfig(path: Path, p: Paths, stack: str, port: int) -> None:
     name = f"tpu-serving-local-{naming.slug(stack)}"
     config = {
         "apiVersion": "v1",
@@ -403,7 +420,7 @@ def write_kubeconfig(p: Paths, stack: str) -> None:
             {
                 "name": name,
                 "cluster": {
-                    "server": f"https://127.0.0.1:{APISERVER_PORT}",
+                    "server": f"https://127.0.0.1:{port}",
                     "certificate-authority": str(p.pki / "ca.crt"),
                 },
             }
@@ -417,7 +434,7 @@ def write_kubeconfig(p: Paths, stack: str) -> None:
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
         "current-context": name,
     }
-    p.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 # ---- the network namespace ----------------------------------------------------------------------------------------
@@ -547,7 +564,7 @@ def _kwok_stages() -> list[str]:
 
 def commands(p: Paths) -> list[tuple[str, list[str]]]:
     """Each process of the control plane and its command line, in start order."""
-    pki, kubeconfig = p.pki, str(p.kubeconfig)
+    pki, kubeconfig = p.pki, str(p.inner_kubeconfig)
     return [
         ("etcd", [
             _binary("etcd"), "--name=local", f"--data-dir={p.etcd_data}",
@@ -615,16 +632,22 @@ def _pid(p: Paths, name: str) -> int | None:
     return pid
 
 
-def start(p: Paths, name: str, command: list[str]) -> int:
+def start(p: Paths, name: str, command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
     """Start one process (in this process's network namespace), detached, logging to logs/<name>.log."""
     running = _pid(p, name)
     if running:
         return running
     p.logs.mkdir(parents=True, exist_ok=True)
     p.pids.mkdir(parents=True, exist_ok=True)
-    with open(p.logs / f"{name}.log", "ab") as log:
+    with open(p.logs / f"{name}.log", "wb") as log:
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
         )
     (p.pids / f"{name}.pid").write_text(str(process.pid))
     return process.pid
@@ -660,28 +683,40 @@ def _alive(p: Paths, name: str) -> bool:
 # ---- up / down / check -----------------------------------------------------------------------------------------
 
 
-def up(stack_arg: str) -> Paths:
+def target(stack_arg: str, stack_file_arg: str | None = None) -> tuple[str, Path]:
+    """The stack's name and its stack file: STACK, and STACK_FILE when given (the e2e names both), else the file
+    STACK resolves to."""
+    if stack_file_arg:
+        return stack_arg, Path(stack_file_arg).resolve()
     path = stack_file(stack_arg)
-    stack = stack_name(path)
+    return stack_name(path), path
+
+
+def up(stack_arg: str, stack_file_arg: str | None = None) -> Paths:
+    stack, path = target(stack_arg, stack_file_arg)
     config = load_config(path)
     nodes = nodes_for(config)
     p = paths(stack)
     p.root.mkdir(parents=True, exist_ok=True)
     (p.root / "stack").write_text(str(path) + "\n")
     make_pki(p.pki)
-    write_kubeconfig(p, stack)
+    write_kubeconfig(p.inner_kubeconfig, p, stack, APISERVER_PORT)
     create_netns(netns_name(stack))
+    started = time.monotonic()
+    # the forwarder first, from this machine's namespace: it listens here and connects into the cluster's
+    start(p, "forwarder", [sys.executable, "-m", "tooling.local_cluster", "_forward", stack], cwd=ROOT)
+    port = int(wait_for("the forwarder's port", lambda: _alive(p, "forwarder") or _read(p.forward_port), 30))
+    write_kubeconfig(p.kubeconfig, p, stack, port)
     if not in_netns(stack):
         enter(stack)
-    started = time.monotonic()
     api = Api(p)
     for name, command in commands(p):
         start(p, name, command)
         if name == "etcd":
-            wait_for("etcd", lambda: _etcd_healthy() or _alive(p, "etcd"), 60)
+            wait_for("etcd", lambda: _alive(p, "etcd") or _etcd_healthy(), 60)
         if name == "kube-apiserver":
             wait_for("the API server's /readyz", lambda: _alive(p, "kube-apiserver") or api.get("/readyz") == "ok", 120)
-    print(f"control plane ready in {time.monotonic() - started:.0f} s ({netns_name(stack)}, {p.kubeconfig})")
+    print(f"control plane ready in {time.monotonic() - started:.0f} s (network namespace {netns_name(stack)})")
     for node in nodes:
         api.apply("/api/v1/nodes", node)
     names = {node["metadata"]["name"] for node in nodes}
@@ -696,9 +731,19 @@ def up(stack_arg: str) -> Paths:
     for name in ("kube-controller-manager", "kube-scheduler"):
         _alive(p, name)
     wait_for("the default ServiceAccount", lambda: api.exists("/api/v1/namespaces/default/serviceaccounts/default"), 60)
-    print(f"{len(nodes)} nodes Ready in {time.monotonic() - started:.0f} s; kubeconfig {p.kubeconfig}")
-    print(f"run commands in the cluster's network namespace: python -m tooling.local_cluster exec {stack} -- CMD")
+    if not p.controllers.exists():
+        p.controllers.write_text("[]\n")
+    print(
+        f"{len(nodes)} nodes Ready in {time.monotonic() - started:.0f} s; kubeconfig {p.kubeconfig} (127.0.0.1:{port})"
+    )
     return p
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        return None
 
 
 def _etcd_healthy() -> bool:
@@ -715,13 +760,13 @@ def ready_nodes(api: Api) -> set[str]:
     return out
 
 
-PROCESS_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+PROCESS_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "forwarder")
 
 
-def down(stack_arg: str) -> None:
-    """Stop every process of the stack's cluster (its pid files: also the controllers'), remove the namespace and
-    the state folder. Safe to run twice."""
-    stack = _stack_for_down(stack_arg)
+def down(stack: str) -> None:
+    """Stop every process of the stack's cluster (its pid files: the controllers' too), remove its network namespace,
+    certificates, etcd data and kubeconfigs (other files in .cache/local/<stack>/, the e2e's, stay). Safe to run
+    twice."""
     p = paths(stack)
     if p.pids.is_dir():
         others = sorted(f.stem for f in p.pids.glob("*.pid") if f.stem not in PROCESS_ORDER)
@@ -730,28 +775,22 @@ def down(stack_arg: str) -> None:
     name = netns_name(stack)
     if Path(f"/run/netns/{name}").exists():
         _ip("netns", "delete", name)
-    if p.root.is_dir():
-        shutil.rmtree(p.root)
-    print(f"local cluster of {stack} stopped and removed")
-
-
-def _stack_for_down(stack_arg: str) -> str:
-    try:
-        return stack_name(stack_file(stack_arg))
-    except LocalClusterError:
-        return stack_arg  # the stack file may be gone; its state is named after the stack
+    for item in (p.pki, p.etcd_data, p.pids):
+        shutil.rmtree(item, ignore_errors=True)
+    for item in (p.kubeconfig, p.inner_kubeconfig, p.forward_port, p.controllers, p.root / "stack"):
+        item.unlink(missing_ok=True)
+    print(f"local cluster of {stack} stopped and removed (its logs stay in {p.logs})")
 
 
 def _pods_of(api: Api, namespace: str) -> list[dict[str, Any]]:
     return list(api.get(f"/api/v1/namespaces/{namespace}/pods")["items"])
 
 
-def check(stack_arg: str) -> int:
+def check(stack_arg: str, stack_file_arg: str | None = None) -> int:
     """The smoke test: the control plane answers at the matrix's version, every mirrored node is Ready with its pool's
     labels and taints, and per TPU pool a pod requesting google.com/tpu (the pool's own placement) runs on one of
     its nodes. Prints one line per check; non-zero on any failure."""
-    path = stack_file(stack_arg)
-    stack = stack_name(path)
+    stack, path = target(stack_arg, stack_file_arg)
     config = load_config(path)
     p = paths(stack)
     if not in_netns(stack):
@@ -841,11 +880,51 @@ def _tpu_pod(plan: PoolPlan) -> dict[str, Any]:
     }
 
 
-def exec_in(stack_arg: str, argv: list[str]) -> int:
-    stack = _stack_for_down(stack_arg)
+def exec_in(stack: str, argv: list[str]) -> int:
+    """Run a command in the cluster's namespace (KUBECONFIG set: the kubeconfig of the processes there)."""
     enter(stack)
-    env = {**os.environ, "KUBECONFIG": str(paths(stack).kubeconfig)}
+    env = {**os.environ, "KUBECONFIG": str(paths(stack).inner_kubeconfig)}
     return subprocess.run(argv, env=env).returncode
+
+
+def forward(stack: str) -> None:
+    """The forwarder process: listens on a free port of this machine's 127.0.0.1 (the socket is made before
+    entering), then enters the cluster's namespace, where every connection it makes goes to the API server's port.
+    Bytes are copied both ways untouched (TLS end to end)."""
+    p = paths(stack)
+    listener = socket.create_server(("127.0.0.1", 0))
+    enter(stack)
+    p.forward_port.write_text(f"{listener.getsockname()[1]}\n")
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=_relay, args=(client,), daemon=True).start()
+
+
+def _relay(client: socket.socket) -> None:
+    try:
+        upstream = socket.create_connection(("127.0.0.1", APISERVER_PORT), timeout=10)
+    except OSError:
+        client.close()
+        return
+    upstream.settimeout(None)
+
+    def copy(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    threading.Thread(target=copy, args=(upstream, client), daemon=True).start()
+    copy(client, upstream)
+    client.close()
+    upstream.close()
 
 
 def _print_nodes(stack_arg: str) -> None:
@@ -855,20 +934,23 @@ def _print_nodes(stack_arg: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tooling.local_cluster", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=("up", "down", "check", "exec", "nodes"))
+    parser.add_argument("action", choices=("up", "down", "check", "exec", "nodes", "_forward"))
     parser.add_argument("stack", nargs="?", default="dev")
+    parser.add_argument("--stack-file", help="the stack file, when STACK is not a stack name it resolves to")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
         if args.action == "up":
-            up(args.stack)
+            up(args.stack, args.stack_file)
         elif args.action == "down":
             down(args.stack)
         elif args.action == "check":
-            return check(args.stack)
+            return check(args.stack, args.stack_file)
         elif args.action == "exec":
             command = args.command[1:] if args.command[:1] == ["--"] else args.command
             return exec_in(args.stack, command or [os.environ.get("SHELL", "/bin/bash")])
+        elif args.action == "_forward":
+            forward(args.stack)
         else:
             _print_nodes(args.stack)
     except LocalClusterError as err:
