@@ -235,24 +235,34 @@ def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
     # GOPATH and GOCACHE as go defaults them (~/go, ~/.cache/go-build): CI on the same machine reuses both, a clean
     # machine fills them
     env = {**os.environ, "GOFLAGS": "-trimpath -mod=readonly -buildvcs=false"}
-    command = ["nice", "-n", "10", _go(), "build", "-v", f"-ldflags={ldflags(tool)}", "-o", str(out) + "/"]
-    command += [package for _, package in tool.binaries]
     started = time.monotonic()
     compiled = 0
+    code = 0
     with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            command, cwd=MODULES / tool.name, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        assert process.stdout is not None
-        last = started
-        for line in process.stdout:
-            log.write(line)
-            compiled += 1
-            now = time.monotonic()
-            if now - last >= HEARTBEAT_SECONDS:
-                print(f"    {tool.name}: {compiled} packages, {now - started:.0f} s", flush=True)
-                last = now
-        code = process.wait()
+        # one go build per binary, each named by `-o` (go would name a main package after its import path's last
+        # element: go.etcd.io/etcd/server/v3 -> server); the second shares the first's compiled packages
+        for name, package in tool.binaries:
+            command = ["nice", "-n", "10", _go(), "build", "-v", f"-ldflags={ldflags(tool)}", "-o", str(out / name)]
+            process = subprocess.Popen(
+                [*command, package],
+                cwd=MODULES / tool.name,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert process.stdout is not None
+            last = time.monotonic()
+            for line in process.stdout:
+                log.write(line)
+                compiled += 1
+                now = time.monotonic()
+                if now - last >= HEARTBEAT_SECONDS:
+                    print(f"    {tool.name} ({name}): {compiled} packages, {now - started:.0f} s", flush=True)
+                    last = now
+            code = process.wait()
+            if code != 0:
+                break
     if code == 0:
         copy_data(tool, cache)
     seconds = time.monotonic() - started
