@@ -733,6 +733,8 @@ def up(stack_arg: str, stack_file_arg: str | None = None) -> Paths:
     wait_for("the default ServiceAccount", lambda: api.exists("/api/v1/namespaces/default/serviceaccounts/default"), 60)
     if not p.controllers.exists():
         p.controllers.write_text("[]\n")
+    # the chart controllers, started as the stack installs their Deployments (tooling/local_controllers.py)
+    start(p, "supervisor", [sys.executable, "-m", "tooling.local_controllers", stack], cwd=ROOT)
     print(
         f"{len(nodes)} nodes Ready in {time.monotonic() - started:.0f} s; kubeconfig {p.kubeconfig} (127.0.0.1:{port})"
     )
@@ -769,12 +771,14 @@ def down(stack: str) -> None:
     twice."""
     p = paths(stack)
     if p.pids.is_dir():
+        stop(p, "supervisor")  # first: it starts controllers
         others = sorted(f.stem for f in p.pids.glob("*.pid") if f.stem not in PROCESS_ORDER)
         for name in (*others, *PROCESS_ORDER):
             stop(p, name)
     name = netns_name(stack)
     if Path(f"/run/netns/{name}").exists():
         _ip("netns", "delete", name)
+    shutil.rmtree(Path("/etc/netns") / name, ignore_errors=True)  # its /etc/hosts (tooling/local_controllers.py)
     for item in (p.pki, p.etcd_data, p.pids):
         shutil.rmtree(item, ignore_errors=True)
     for item in (p.kubeconfig, p.inner_kubeconfig, p.forward_port, p.controllers, p.root / "stack"):
