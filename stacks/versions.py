@@ -707,8 +707,8 @@ def _k8s_version_flags(version: str) -> tuple[tuple[str, str], ...]:
 # minMasterVersion "1.35"; a 1.35 API server also serves every API a 1.34 stack uses).
 LOCAL_KUBERNETES = "v1.35.4"
 # The Pulumi CLI the e2e runs: the proxy refuses pkg/v3@v3.272.0 (the SDK pin, requirements.txt); v3.274.1 is the
-# nearest newer release it serves. A CLI newer than the SDK is supported ("The Pulumi CLI is backward compatible with
-# older SDKs", pulumi.com/docs/iac/download-install/versions — see docs/toolchain.md).
+# nearest newer release it serves. The SDK accepts a newer CLI of its major (pulumi==3.272.0
+# pulumi/automation/_cmd.py _parse_and_validate_pulumi_version; docs/toolchain.md).
 LOCAL_PULUMI_CLI = "v3.274.1"
 
 TOOLCHAIN: tuple[GoTool, ...] = (

@@ -220,3 +220,16 @@ def test_the_report_quotes_each_build_record(tmp_path) -> None:
     table = toolchain.report(tmp_path)
     assert f"| etcd | {etcd.module}@{etcd.version} | etcd | 61 | 321 |" in table
     assert "| pulumi-language-python |" in table and "not buildable" in table
+
+
+def test_the_sdk_accepts_the_cli_the_toolchain_builds() -> None:
+    """The oracle: pulumi==3.272.0's Automation API checks the CLI it drives (pulumi/automation/_cmd.py
+    _parse_and_validate_pulumi_version: a CLI of the SDK's major at or above the minimum passes; a newer major or
+    an older CLI is refused), the check the e2e's run goes through."""
+    from pulumi.automation._cmd import _parse_and_validate_pulumi_version
+    from pulumi.automation._minimum_version import _MINIMUM_VERSION
+    from pulumi.automation.errors import InvalidVersionError
+
+    _parse_and_validate_pulumi_version(_MINIMUM_VERSION, LOCAL_PULUMI_CLI.removeprefix("v"), False)
+    with pytest.raises(InvalidVersionError):  # the check is real: a CLI of the next major is refused
+        _parse_and_validate_pulumi_version(_MINIMUM_VERSION, "4.0.0", False)
