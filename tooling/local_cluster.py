@@ -509,7 +509,7 @@ class Api:
             raise
 
     def apply(self, collection: str, obj: dict[str, Any]) -> None:
-        """Create `obj` with its status; if it exists, merge its labels and spec, then its status."""
+        """Create `obj` (with its status); if it exists, merge everything but its status, then its status."""
         name = obj["metadata"]["name"]
         try:
             self.request("POST", collection, obj)
@@ -518,7 +518,8 @@ class Api:
             if err.code != 409:
                 raise
         merge = "application/merge-patch+json"
-        self.request("PATCH", f"{collection}/{name}", {"metadata": obj["metadata"], "spec": obj["spec"]}, merge)
+        body = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "status")}
+        self.request("PATCH", f"{collection}/{name}", body, merge)
         if "status" in obj:
             self.request("PATCH", f"{collection}/{name}/status", {"status": obj["status"]}, merge)
 
