@@ -200,3 +200,13 @@ def test_every_process_listens_and_connects_on_loopback_only(tmp_path, monkeypat
             if any(word in flag for word in address_flags):
                 hosts = {part.split("//")[-1].rsplit(":", 1)[0] for part in value.replace("local=", "").split(",")}
                 assert hosts <= allowed, arg
+
+
+def test_a_fleet_stack_or_a_broken_one_is_a_clear_error(tmp_path: Path) -> None:
+    fleet = next(p for p in (local_cluster.ROOT / "examples" / "fleet").glob("Pulumi.fleet.yaml"))
+    with pytest.raises(local_cluster.LocalClusterError, match="fleet stack"):
+        local_cluster.load_config(fleet)
+    broken = tmp_path / "Pulumi.broken.yaml"
+    broken.write_text("config:\n  gcp:project: p-123456\n  gcp:region: us-east5\n  tpu-serving:tpuPools: 3\n")
+    with pytest.raises(local_cluster.LocalClusterError, match="tpuPools"):
+        local_cluster.load_config(broken)

@@ -307,12 +307,18 @@ def stack_name(path: Path) -> str:
 
 
 def load_config(path: Path) -> StackConfig:
-    from tooling.offline import parse_stack_file
+    """The stack's validated config, as the program validates it; a stack without a cluster of its own (a fleet
+    stack) or with problems is a LocalClusterError saying so."""
+    from stacks.problems import ConfigError
+    from tooling.fleet_render import is_fleet
+    from tooling.offline import load_stack_file, parse_stack_file
 
-    config = parse_stack_file(path)
-    if not isinstance(config, StackConfig):  # pragma: no cover - parse_stack_file returns StackConfig
-        raise LocalClusterError(f"{path} is not a regional stack")
-    return config
+    if is_fleet(load_stack_file(path)):
+        raise LocalClusterError(f"{path.name} is a fleet stack: it has no cluster of its own (docs/fleet.md)")
+    try:
+        return parse_stack_file(path)
+    except ConfigError as err:
+        raise LocalClusterError(str(err)) from None
 
 
 def netns_name(stack: str) -> str:
