@@ -189,6 +189,7 @@ def test_stack_names_resolve_to_stack_files(tmp_path: Path) -> None:
 def test_every_process_listens_and_connects_on_loopback_only(tmp_path, monkeypatch) -> None:
     """The issue's rule: traffic stays on 127.0.0.1 (and the namespace's own address, on its loopback device)."""
     monkeypatch.setattr(toolchain, "binary_path", lambda name, cache=None: tmp_path / name)
+    monkeypatch.setattr(local_cluster, "_kwok_stages", lambda p: [])
     for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
         (tmp_path / name).write_text("")
         (tmp_path / name).chmod(0o755)
@@ -210,3 +211,18 @@ def test_a_fleet_stack_or_a_broken_one_is_a_clear_error(tmp_path: Path) -> None:
     broken.write_text("config:\n  gcp:project: p-123456\n  gcp:region: us-east5\n  tpu-serving:tpuPools: 3\n")
     with pytest.raises(local_cluster.LocalClusterError, match="tpuPools"):
         local_cluster.load_config(broken)
+
+
+def test_a_jobsets_pods_serve_until_deleted_and_a_plain_jobs_complete() -> None:
+    """kwok's pod-complete stage (a Job's Running pod becomes Succeeded) narrowed to pods no JobSet created."""
+    kwok_stage = {
+        "kind": "Stage",
+        "metadata": {"name": "pod-complete"},
+        "spec": {"selector": {"matchExpressions": [{"key": ".status.phase", "operator": "In", "values": ["Running"]}]}},
+    }
+    stage = local_cluster.completion_stage(kwok_stage)
+    assert stage["spec"]["selector"]["matchExpressions"] == [
+        {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+        {"key": '.metadata.labels.["jobset.sigs.k8s.io/jobset-name"]', "operator": "DoesNotExist"},
+    ]
+    assert len(kwok_stage["spec"]["selector"]["matchExpressions"]) == 1  # kwok's own is not changed

@@ -564,9 +564,32 @@ def _binary(name: str) -> str:
     return str(path)
 
 
-def _kwok_stages() -> list[str]:
+# A JobSet's pods (Saxml's model servers, Pathways) are Job pods that serve until deleted; only a plain Job's pods
+# (the stack's one-off staging Jobs, which Pulumi awaits) complete. JobSet labels every pod it creates with its name
+# (jobset.sigs.k8s.io/jobset-name, sigs.k8s.io/jobset@v0.10.1 api/jobset/v1alpha2 JobSetNameKey).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def completion_stage(kwok_stage: dict[str, Any]) -> dict[str, Any]:
+    """kwok's pod-complete stage, for pods that are not a JobSet's."""
+    stage = json.loads(json.dumps(kwok_stage))
+    expressions = stage["spec"]["selector"]["matchExpressions"]
+    expressions.append({"key": f'.metadata.labels.["{JOBSET_NAME_LABEL}"]', "operator": "DoesNotExist"})
+    return stage
+
+
+def _kwok_stages(p: Paths) -> list[str]:
+    """kwok's own stage files (kept beside its binary by the toolchain), pod-complete narrowed by completion_stage."""
     kwok = next(tool for tool in TOOLCHAIN if tool.name == "kwok")
-    return [str(toolchain.data_path(kwok, path)) for path in kwok.data]
+    out = []
+    for path in kwok.data:
+        source = toolchain.data_path(kwok, path)
+        if source.name == "pod-complete.yaml":
+            target = p.root / "kwok-pod-complete.yaml"
+            target.write_text(yaml.safe_dump(completion_stage(yaml.safe_load(source.read_text())), sort_keys=False))
+            source = target
+        out.append(str(source))
+    return out
 
 
 def commands(p: Paths) -> list[tuple[str, list[str]]]:
@@ -622,7 +645,7 @@ def commands(p: Paths) -> list[tuple[str, list[str]]]:
             _binary("kwok"), f"--kubeconfig={kubeconfig}", "--manage-all-nodes=true",
             f"--cidr={POD_CIDR}", "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{KWOK_PORT}",
-            *(f"--config={stage}" for stage in _kwok_stages()),
+            *(f"--config={stage}" for stage in _kwok_stages(p)),
         ]),
     ]  # fmt: skip
 
