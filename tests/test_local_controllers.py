@@ -110,3 +110,19 @@ def test_services_selecting_the_pods_get_endpoints_at_the_controllers_address() 
     assert local_controllers.hosts_lines([service], "198.18.1.1") == [
         "198.18.1.1 lws-webhook-service.lws-system.svc lws-webhook-service.lws-system.svc.cluster.local"
     ]
+
+
+def test_restarts_back_off_as_the_kubelet_does() -> None:
+    assert [local_controllers.backoff(n) for n in range(7)] == [10, 20, 40, 80, 160, 300, 300]
+
+
+def test_a_controller_waits_for_the_secrets_it_mounts() -> None:
+    spec = {
+        "volumes": [
+            {"name": "c", "secret": {"secretName": "kedaorg-certs"}},
+            {"name": "o", "secret": {"secretName": "extra", "optional": True}},
+            {"name": "m", "configMap": {"name": "cfg"}},
+        ]
+    }
+    assert local_controllers.missing_secrets(spec, set()) == ["kedaorg-certs"]
+    assert local_controllers.missing_secrets(spec, {"kedaorg-certs"}) == []

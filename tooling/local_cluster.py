@@ -662,14 +662,21 @@ def _pid(p: Paths, name: str) -> int | None:
     return pid
 
 
-def start(p: Paths, name: str, command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> int:
+def start(
+    p: Paths,
+    name: str,
+    command: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    append: bool = False,
+) -> int:
     """Start one process (in this process's network namespace), detached, logging to logs/<name>.log."""
     running = _pid(p, name)
     if running:
         return running
     p.logs.mkdir(parents=True, exist_ok=True)
     p.pids.mkdir(parents=True, exist_ok=True)
-    with open(p.logs / f"{name}.log", "wb") as log:
+    with open(p.logs / f"{name}.log", "ab" if append else "wb") as log:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

@@ -10,8 +10,10 @@ the TokenRequest API, so the chart's RBAC is what the controller has). Each cont
 the cluster's network namespace (CONTROLLER_NET), binds its webhook, probe and metrics ports there, and the Services
 selecting its pods get Endpoints at that address: the API server reaches webhooks and APIServices through them
 (--enable-aggregator-routing), with the TLS names the controllers' certificates carry. Leader election is off (one
-replica). A controller that exits stays exited (no restart hides a crash); a Deployment that is deleted stops its
-controller. What runs is recorded in .cache/local/<stack>/controllers.json for the e2e.
+replica). As the kubelet does, a controller starts once the Secrets it mounts exist, and one that exits is started
+again after a back-off (10 s doubling to 5 minutes), its log appended to; every restart is counted in
+.cache/local/<stack>/controllers.json (`restarts`), which the e2e reads. A Deployment that is deleted stops its
+controller.
 
     python -m tooling.local_controllers STACK     the supervisor (started by `make local-cluster`, in the namespace)
 """
@@ -228,6 +230,10 @@ def hosts_lines(services: list[dict[str, Any]], address: str) -> list[str]:
 # ---- the supervisor (runs in the namespace) ---------------------------------------------------------------------
 
 
+BACKOFF_FIRST = 10.0  # the kubelet's container restart back-off: 10 s, doubled, at most 5 minutes
+BACKOFF_MAX = 300.0
+
+
 @dataclass
 class Running:
     controller: Controller
@@ -236,6 +242,24 @@ class Running:
     started: float
     folder: Path
     secrets: dict[str, Path]  # Secret name -> local folder
+    command: list[str]
+    env: dict[str, str]
+    restarts: int = 0
+    exited_at: float | None = None
+
+
+def backoff(restarts: int) -> float:
+    """Seconds before the next start after `restarts` restarts (the kubelet's CrashLoopBackOff)."""
+    return min(BACKOFF_FIRST * 2**restarts, BACKOFF_MAX)
+
+
+def missing_secrets(spec: dict[str, Any], existing: set[str]) -> list[str]:
+    """The Secrets a pod mounts (not marked optional) that do not exist: the kubelet starts no container before."""
+    return [
+        v["secret"]["secretName"]
+        for v in spec.get("volumes") or []
+        if "secret" in v and not v["secret"].get("optional") and v["secret"]["secretName"] not in existing
+    ]
 
 
 def _get(api: Api, path: str) -> Any:
@@ -270,12 +294,12 @@ class Supervisor:
         self.p: Paths = local_cluster.paths(stack)
         self.api = Api(self.p)
         self.running: dict[str, Running] = {}
-        self.exited: set[str] = set()
+        self.waiting: dict[str, list[str]] = {}
         self.hosts: dict[str, list[str]] = {}
 
     def record(self) -> None:
         entries = [
-            {"name": r.controller.name, "pid": r.pid, "log": str(r.log), "started": r.started}
+            {"name": r.controller.name, "pid": r.pid, "log": str(r.log), "started": r.started, "restarts": r.restarts}
             for r in self.running.values()
         ]
         _write(self.p.controllers, (json.dumps(entries, indent=2) + "\n").encode())
@@ -362,7 +386,7 @@ class Supervisor:
         (folder / "command.json").write_text(json.dumps(command, indent=2) + "\n")
         log = self.p.logs / f"{controller.name}.log"
         pid = local_cluster.start(self.p, controller.name, command, cwd=folder, env=env)
-        self.running[controller.name] = Running(controller, pid, log, time.time(), folder, secrets)
+        self.running[controller.name] = Running(controller, pid, log, time.time(), folder, secrets, command, env)
         self.record()
         print(f"started {controller.name} (pid {pid}) at {address} for {namespace}/{controller.deployment}", flush=True)
 
@@ -384,18 +408,44 @@ class Supervisor:
             if deployment is None:
                 if running:
                     self.stop(controller.name)
-                self.exited.discard(controller.name)
                 continue
             if running is None:
-                if controller.name not in self.exited:
-                    self.start(controller, deployment)
+                secrets = self.api.get(f"/api/v1/namespaces/{controller.namespace}/secrets")["items"]
+                missing = missing_secrets(
+                    deployment["spec"]["template"]["spec"], {s["metadata"]["name"] for s in secrets}
+                )
+                if missing:
+                    if self.waiting.get(controller.name) != missing:
+                        print(f"{controller.name} waits for Secret {', '.join(missing)} (its volumes)", flush=True)
+                    self.waiting[controller.name] = missing
+                    continue
+                self.waiting.pop(controller.name, None)
+                self.start(controller, deployment)
                 continue
-            if local_cluster._pid(self.p, controller.name) is None:
-                print(f"{controller.name} exited (log {running.log}); not restarted", flush=True)
-                self.exited.add(controller.name)
-                continue  # stays in controllers.json: the e2e sees it is not alive
             for secret, folder in running.secrets.items():
                 sync_secret(self.api, controller.namespace, secret, folder)
+            if local_cluster._pid(self.p, controller.name) is None:
+                self.restart(running)
+
+    def restart(self, running: Running) -> None:
+        now = time.time()
+        if running.exited_at is None:
+            running.exited_at = now
+            print(
+                f"{running.controller.name} exited (log {running.log}); restart in {backoff(running.restarts):.0f} s",
+                flush=True,
+            )
+            return
+        if now - running.exited_at < backoff(running.restarts):
+            return
+        running.restarts += 1
+        running.exited_at = None
+        running.pid = local_cluster.start(
+            self.p, running.controller.name, running.command, cwd=running.folder, env=running.env, append=True
+        )
+        running.started = now
+        self.record()
+        print(f"restarted {running.controller.name} (restart {running.restarts}, pid {running.pid})", flush=True)
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
