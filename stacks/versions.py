@@ -678,6 +678,11 @@ class GoTool:
     x_flags: tuple[tuple[str, str], ...] = ()
     # files of the module (paths in its zip) copied beside the binaries: configuration the binaries read
     data: tuple[str, ...] = ()
+    # (upstream package folder, our main package folder): the upstream main embeds files its `go generate` makes
+    # (absent from the module zip), so our module has its own main package (the same calls) beside which the
+    # upstream folder's other files are copied and its generator run before the build (git-ignored)
+    generate: tuple[str, str] | None = None
+    generate_env: tuple[tuple[str, str], ...] = ()
     note: str = ""
 
 
@@ -763,14 +768,14 @@ TOOLCHAIN: tuple[GoTool, ...] = (
         "github.com/pulumi/pulumi-kubernetes/provider/v4",
         # the proxy serves provider/v4 only as this pseudo-version: the commit of tag v4.25.0 (f47bc2d6f199)
         "v4.0.0-20260115033456-f47bc2d6f199",
-        (
-            (
-                "pulumi-resource-kubernetes",
-                "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes",
-            ),
-        ),
+        (("pulumi-resource-kubernetes", "tpu-serving/toolchain/pulumi-kubernetes/cmd/pulumi-resource-kubernetes"),),
         "the Kubernetes provider plugin",
         siblings="v4.25.0",
+        # cmd/pulumi-resource-kubernetes/main.go embeds schema-embed.json and terraform-mapping-embed.json, which its
+        # generate.go (`//go:generate go run ./generate.go`, VERSION set) writes from schema.json and
+        # terraform-mapping.json; go build of the module's own main: "pattern schema-embed.json: no matching files"
+        generate=("cmd/pulumi-resource-kubernetes", "cmd/pulumi-resource-kubernetes"),
+        generate_env=(("VERSION", "4.25.0"),),
         x_flags=(("github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version", "4.25.0"),),
         note='requirements.txt pins pulumi-kubernetes==4.34.2; provider/v4@v4.34.2 answers 403 "This module version '
         'is not available" (the repository tags v4.x, not provider/v4.x, so the proxy serves the provider only as '

@@ -134,7 +134,10 @@ def render_go_mod(tool: GoTool, upstream: GoMod) -> str:
 
 
 def render_tools_go(tool: GoTool) -> str:
-    imports = "\n".join(f'\t_ "{package}"' for _, package in tool.binaries)
+    """tools.go: the main packages to build (for a tool with its own main, the upstream one it stands for), so
+    `go mod tidy` keeps what they need."""
+    packages = [f"{tool.module}/{tool.generate[0]}"] if tool.generate else [package for _, package in tool.binaries]
+    imports = "\n".join(f'\t_ "{package}"' for package in packages)
     return (
         "//go:build tools\n\n"
         f"// The commands `make toolchain` builds from {tool.module}@{tool.version} (tooling/toolchain.py).\n"
@@ -178,14 +181,7 @@ def copy_data(tool: GoTool, cache: Path = CACHE) -> None:
     """The module's `data` files from the module cache (where the build put the module) beside the binaries."""
     if not tool.data:
         return
-    listed = subprocess.run(
-        [_go(), "list", "-m", "-json", tool.module],
-        cwd=MODULES / tool.name,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    source = Path(json.loads(listed.stdout)["Dir"])
+    source = _module_dir(tool)
     for path in tool.data:
         target = data_path(tool, path, cache)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +217,31 @@ def _go() -> str:
     return go
 
 
+def _module_dir(tool: GoTool) -> Path:
+    listed = subprocess.run(
+        [_go(), "list", "-m", "-json", tool.module], cwd=MODULES / tool.name, capture_output=True, text=True, check=True
+    )
+    return Path(json.loads(listed.stdout)["Dir"])
+
+
+def run_generator(tool: GoTool, log) -> int:
+    """Copy the upstream package folder's files but its main.go beside our main package and run its `go generate`
+    there (tool.generate); go's exit code."""
+    if tool.generate is None:
+        return 0
+    upstream, ours = tool.generate
+    source, target = _module_dir(tool) / upstream, MODULES / tool.name / ours
+    for path in source.iterdir():
+        if path.is_file() and path.name != "main.go":
+            shutil.copyfile(path, target / path.name)
+            (target / path.name).chmod(0o644)
+    env = {**os.environ, "GOFLAGS": "-mod=readonly", **dict(tool.generate_env)}
+    command = ["nice", "-n", "10", _go(), "generate", "-x", "./..."]
+    log.write(f"# in {target}: {' '.join(command)}\n")
+    log.flush()
+    return subprocess.run(command, cwd=target, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
 def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
     """Build one component's binaries into its cache folder, printing progress; False (and FAILED.txt with go's
     output) when go fails."""
@@ -239,9 +260,10 @@ def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
     compiled = 0
     code = 0
     with open(log_path, "w") as log:
+        code = run_generator(tool, log)
         # one go build per binary, each named by `-o` (go would name a main package after its import path's last
         # element: go.etcd.io/etcd/server/v3 -> server); the second shares the first's compiled packages
-        for name, package in tool.binaries:
+        for name, package in tool.binaries if code == 0 else ():
             command = ["nice", "-n", "10", _go(), "build", "-v", f"-ldflags={ldflags(tool)}", "-o", str(out / name)]
             process = subprocess.Popen(
                 [*command, package],
