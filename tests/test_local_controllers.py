@@ -126,3 +126,21 @@ def test_a_controller_waits_for_the_secrets_it_mounts() -> None:
     }
     assert local_controllers.missing_secrets(spec, set()) == ["kedaorg-certs"]
     assert local_controllers.missing_secrets(spec, {"kedaorg-certs"}) == []
+
+
+def test_volumes_under_tmp_are_bind_mounted_in_the_processs_own_mount_namespace(tmp_path: Path) -> None:
+    certs = tmp_path / "mnt/tmp/k8s-webhook-server/serving-certs"
+    certs.mkdir(parents=True)
+    config = tmp_path / "mnt/controller_manager_config.yaml"
+    config.write_text("")
+    mounts = {"/tmp/k8s-webhook-server/serving-certs": certs, "/controller_manager_config.yaml": config}
+    command = local_controllers.launch_command("tpu-local-x", "/bin/ctl", ["--a=1"], mounts)
+    assert command[:6] == ["ip", "netns", "exec", "tpu-local-x", "sh", "-c"]
+    assert command[6] == (
+        f"mkdir -p '/tmp/k8s-webhook-server/serving-certs' && mount --bind '{certs}' "
+        "'/tmp/k8s-webhook-server/serving-certs' && exec \"$@\""
+    )
+    assert command[7:] == ["sh", "/bin/ctl", "--a=1"]
+    assert local_controllers.launch_command("n", "/bin/ctl", [], {"/certs": certs}) == [
+        "ip", "netns", "exec", "n", "/bin/ctl"
+    ]  # fmt: skip

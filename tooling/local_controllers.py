@@ -151,6 +151,20 @@ def rewrite_config(text: str, mounts: dict[str, Path], address: str) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def launch_command(netns: str, binary: str, args: list[str], mounts: dict[str, Path]) -> list[str]:
+    """The process as `ip netns exec` starts it (the namespace's network and /etc/hosts, a mount namespace of its
+    own), with each volume mounted under /tmp bind-mounted at its path there, as the container runtime mounts it:
+    some controllers do not take their certificate folder from their configuration (sigs.k8s.io/jobset@v0.10.1
+    pkg/util/cert/cert.go certDir = "/tmp/k8s-webhook-server/serving-certs"). Mounts outside /tmp are reached
+    through the rewritten arguments only (nothing is made outside /tmp on this machine)."""
+    binds = sorted((path, local) for path, local in mounts.items() if path.startswith("/tmp/") and local.is_dir())
+    if not binds:
+        return ["ip", "netns", "exec", netns, binary, *args]
+    steps = [f"mkdir -p '{path}' && mount --bind '{local}' '{path}'" for path, local in binds]
+    script = " && ".join([*steps, 'exec "$@"'])
+    return ["ip", "netns", "exec", netns, "sh", "-c", script, "sh", binary, *args]
+
+
 def env_of(container: dict[str, Any], namespace: str, pod: str, address: str) -> dict[str, str]:
     """The container's environment as the kubelet would give it (values; the pod's namespace, name and IP)."""
     out = {}
@@ -381,8 +395,7 @@ class Supervisor:
             **env_of(container, namespace, f"{controller.deployment}-local", address),
         }
         binary = str(toolchain.binary_path(controller.name))
-        # `ip netns exec` gives the process the namespace's /etc/hosts (/etc/netns/<namespace>/hosts)
-        command = ["ip", "netns", "exec", local_cluster.netns_name(self.stack), binary, *args]
+        command = launch_command(local_cluster.netns_name(self.stack), binary, args, mounts)
         (folder / "command.json").write_text(json.dumps(command, indent=2) + "\n")
         log = self.p.logs / f"{controller.name}.log"
         pid = local_cluster.start(self.p, controller.name, command, cwd=folder, env=env)
