@@ -651,13 +651,20 @@ def commands(p: Paths) -> list[tuple[str, list[str]]]:
 
 
 def _pid(p: Paths, name: str) -> int | None:
+    """The running process of a pid file; None if there is none, or it exited (a zombie child is reaped)."""
     try:
         pid = int((p.pids / f"{name}.pid").read_text())
     except (FileNotFoundError, ValueError):
         return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    if state == "Z":
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
         return None
     return pid
 
@@ -808,7 +815,7 @@ def down(stack: str) -> None:
     twice."""
     p = paths(stack)
     if p.pids.is_dir():
-        stop(p, "supervisor")  # first: it starts controllers
+        stop(p, "supervisor", grace=20)  # first: it starts controllers (and stops them, 10 s at most)
         others = sorted(f.stem for f in p.pids.glob("*.pid") if f.stem not in PROCESS_ORDER)
         for name in (*others, *PROCESS_ORDER):
             stop(p, name)

@@ -462,6 +462,8 @@ class Supervisor:
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
+        for controller in CONTROLLERS:  # left by a supervisor that did not stop cleanly: started afresh
+            local_cluster.stop(self.p, controller.name)
         self.record()
         while True:
             try:
@@ -471,8 +473,16 @@ class Supervisor:
             time.sleep(POLL_SECONDS)
 
     def shutdown(self) -> None:
-        for name in list(self.running):
-            local_cluster.stop(self.p, name)
+        """Every controller stopped together: SIGTERM, then SIGKILL after 10 s."""
+        pids = {name: local_cluster._pid(self.p, name) for name in self.running}
+        for pid in pids.values():
+            if pid:
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(local_cluster._pid(self.p, name) for name in pids):
+            time.sleep(0.2)
+        for name in pids:
+            local_cluster.stop(self.p, name, grace=0)
         sys.exit(0)
 
 
