@@ -79,12 +79,14 @@ def test_environment_as_the_kubelet_gives_it() -> None:
             {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
             {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "S", "valueFrom": {"secretKeyRef": {"name": "x", "key": "y"}}},
+            {"name": "WATCH_NAMESPACE"},  # `value: ""` as the API server serves it
         ]
     }
     assert local_controllers.env_of(container, "lws-system", "pod", "198.18.1.1") == {
         "A": "1",
         "NS": "lws-system",
         "IP": "198.18.1.1",
+        "WATCH_NAMESPACE": "",
     }
 
 

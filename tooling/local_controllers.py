@@ -170,8 +170,8 @@ def env_of(container: dict[str, Any], namespace: str, pod: str, address: str) ->
     out = {}
     fields = {"metadata.namespace": namespace, "metadata.name": pod, "status.podIP": address}
     for item in container.get("env") or []:
-        if "value" in item:
-            out[item["name"]] = str(item["value"])
+        if "valueFrom" not in item:  # `value: ""` is omitted when served: the variable is set, empty
+            out[item["name"]] = str(item.get("value", ""))
         else:
             field = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
             if field in fields:
@@ -411,9 +411,14 @@ class Supervisor:
         self.record()
         print(f"stopped {name}: its Deployment is gone", flush=True)
 
+    def built(self, controller: Controller) -> bool:
+        """The controller's toolchain component is built whole (not a binary go is still writing)."""
+        tool = next(t for t in versions.TOOLCHAIN if controller.name in dict(t.binaries))
+        return toolchain.is_built(tool) and (toolchain.cache_dir(tool) / "BUILD.json").exists()
+
     def step(self) -> None:
         for controller in CONTROLLERS:
-            if not os.access(toolchain.binary_path(controller.name), os.X_OK):
+            if not self.built(controller):
                 continue
             path = f"/apis/apps/v1/namespaces/{controller.namespace}/deployments/{controller.deployment}"
             deployment = _get(self.api, path)
