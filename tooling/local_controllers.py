@@ -43,6 +43,9 @@ CONTROLLER_NET = "198.18.1."
 POLL_SECONDS = 2.0
 TOKEN_SECONDS = 24 * 3600
 MANAGED_BY = "tpu-serving-local"
+# Where the kubelet mounts a pod's ServiceAccount token, CA and namespace (automountServiceAccountToken); KEDA reads
+# the namespace there (kedacore/keda@v2.20.2 cmd/operator: "Unable to get cluster object namespace").
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass(frozen=True)
@@ -155,9 +158,14 @@ def launch_command(netns: str, binary: str, args: list[str], mounts: dict[str, P
     """The process as `ip netns exec` starts it (the namespace's network and /etc/hosts, a mount namespace of its
     own), with each volume mounted under /tmp bind-mounted at its path there, as the container runtime mounts it:
     some controllers do not take their certificate folder from their configuration (sigs.k8s.io/jobset@v0.10.1
-    pkg/util/cert/cert.go certDir = "/tmp/k8s-webhook-server/serving-certs"). Mounts outside /tmp are reached
-    through the rewritten arguments only (nothing is made outside /tmp on this machine)."""
-    binds = sorted((path, local) for path, local in mounts.items() if path.startswith("/tmp/") and local.is_dir())
+    pkg/util/cert/cert.go certDir = "/tmp/k8s-webhook-server/serving-certs"), and the ServiceAccount folder
+    (SERVICE_ACCOUNT_DIR, an empty folder made on this machine's /run). Other mounts are reached through the
+    rewritten arguments only."""
+    binds = sorted(
+        (path, local)
+        for path, local in mounts.items()
+        if (path.startswith("/tmp/") or path == SERVICE_ACCOUNT_DIR) and local.is_dir()
+    )
     if not binds:
         return ["ip", "netns", "exec", netns, binary, *args]
     steps = [f"mkdir -p '{path}' && mount --bind '{local}' '{path}'" for path, local in binds]
@@ -324,6 +332,7 @@ class Supervisor:
         _write(folder / "hosts", ("\n".join(lines) + "\n").encode())
 
     def token_kubeconfig(self, folder: Path, namespace: str, account: str) -> Path:
+        """A kubeconfig with a token of the ServiceAccount, and the folder the kubelet would mount for it."""
         request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
             "expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
         token = self.api.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request)
@@ -339,6 +348,10 @@ class Supervisor:
             "current-context": "local",
         }  # fmt: skip
         _write(path, yaml.safe_dump(config).encode())
+        account_dir = local_path(folder, SERVICE_ACCOUNT_DIR)
+        _write(account_dir / "token", token["status"]["token"].encode())
+        _write(account_dir / "ca.crt", (self.p.pki / "ca.crt").read_bytes())
+        _write(account_dir / "namespace", namespace.encode())
         return path
 
     def start(self, controller: Controller, deployment: dict[str, Any]) -> None:
@@ -380,6 +393,8 @@ class Supervisor:
                     local = mounts[mount["mountPath"]]
                     _write(local, rewrite_config(local.read_text(), mounts, address).encode())
         kubeconfig = self.token_kubeconfig(folder, namespace, spec.get("serviceAccountName") or "default")
+        if spec.get("automountServiceAccountToken", True):
+            mounts[SERVICE_ACCOUNT_DIR] = local_path(folder, SERVICE_ACCOUNT_DIR)
         args = rewrite_args(list(container.get("args") or []), mounts, address)
         args += [arg.format(address=address, kubeconfig=kubeconfig) for arg in controller.extra_args]
         services = [s for s in self.api.get(f"/api/v1/namespaces/{namespace}/services")["items"] if selects(s, labels)]
