@@ -80,7 +80,8 @@ CONTROLLERS: tuple[Controller, ...] = (
         extra_args=("--health-probe-bind-address={address}:8081", "--metrics-service-bind-address={address}:9666"),
     ),
     # an aggregated API server (k8s.io/apiserver options): --bind-address, and kubeconfigs for delegated
-    # authentication and authorization outside a pod
+    # authentication and authorization and its own reads (sigs.k8s.io/custom-metrics-apiserver pkg/cmd/builder.go
+    # --lister-kubeconfig) outside a pod
     Controller(
         "keda-metrics-apiserver",
         "keda",
@@ -89,6 +90,7 @@ CONTROLLERS: tuple[Controller, ...] = (
             "--bind-address={address}",
             "--authentication-kubeconfig={kubeconfig}",
             "--authorization-kubeconfig={kubeconfig}",
+            "--lister-kubeconfig={kubeconfig}",
         ),
     ),
     Controller(
@@ -99,6 +101,7 @@ CONTROLLERS: tuple[Controller, ...] = (
             "--bind-address={address}",
             "--authentication-kubeconfig={kubeconfig}",
             "--authorization-kubeconfig={kubeconfig}",
+            "--lister-kubeconfig={kubeconfig}",
         ),
     ),
 )
