@@ -1,4 +1,4 @@
-"""The controllers the stack installs, run for real beside the local cluster (docs/local-cluster.md "Controllers").
+"""The controllers the stack installs, run for real beside the local cluster (docs/local-cluster.md "The controllers the stack installs").
 
 On GKE a chart's Deployment runs the controller in a pod. On the local cluster kwok "runs" that pod (it becomes
 Running, no container starts), so a supervisor does what the kubelet would: when the stack has installed a chart's
