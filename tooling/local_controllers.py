@@ -410,6 +410,10 @@ class Supervisor:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(folder),
             "KUBECONFIG": str(kubeconfig),
+            # the kubelet sets these in every container: with the ServiceAccount folder they are the in-cluster
+            # configuration (k8s.io/client-go rest.InClusterConfig), which Kueue's visibility server requires
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(local_cluster.APISERVER_PORT),
             **env_of(container, namespace, f"{controller.deployment}-local", address),
         }
         binary = str(toolchain.binary_path(controller.name))
