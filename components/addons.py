@@ -1,7 +1,7 @@
 """Cluster add-ons the serving workloads stand on, as the registry in stacks/addons describes them (LeaderWorkerSet
 and JobSet on by default, Kueue and the PathwaysJob controller off).
 
-Charts are installed as `helm.v3.Release` from their OCI registries at the versions pinned in stacks/versions.py.
+Charts are installed as `helm.v3.Release` from their OCI registries at the versions pinned in stacks/facts/versions.py.
 A Release is one resource that the first preview can plan before the cluster exists. Controllers run on the CPU
 system pool. Custom resources of a kind depend on that kind's release and CRDs (`Addons.dependency`), so no
 LeaderWorkerSet or JobSet is ever applied before its CRD and webhook exist.
@@ -21,10 +21,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks import addons as addon_registry
-from stacks import naming, pod_security
+from stacks import naming
 from stacks.addons import Addon, CrdPolicy
+from stacks.facts.versions import ChartCrds, ChartVersion, ManifestVersion
+from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
-from stacks.versions import ChartCrds, ChartVersion, ManifestVersion
+from stacks.security import pod_security
 
 # Helm skips deleting an object whose LIVE annotations carry this when it leaves a release's manifest
 # (helm/helm@v3.16.0 pkg/kube/client.go `Update`: info.Get(), then ResourcePolicyIsKeep(annotations)).
@@ -42,19 +44,29 @@ def helm_ownership(chart: ChartVersion) -> tuple[dict[str, str], dict[str, str]]
 
 
 def release_args(
-    chart: ChartVersion, values: dict[str, Any], *, create_namespace: bool = True
+    chart: ChartVersion,
+    values: dict[str, Any],
+    *,
+    create_namespace: bool = True,
+    sources: Sources = REGISTRY,
+    postrender: str | None = None,
 ) -> k8s.helm.v3.ReleaseArgs:
+    """The release of `chart` from `sources`: its registry at the pinned version (GKE), or its source folder at that
+    version (local mode, stacks/model/local_target.py)."""
+    ref, version, repository = sources.chart_ref(chart)
     return k8s.helm.v3.ReleaseArgs(
         name=chart.release_name,
-        chart=chart.chart,
-        version=chart.version,
+        chart=ref,
+        version=version,
         # a chart served from an HTTP chart repository rather than an OCI registry (ChartVersion.repository)
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
         namespace=chart.namespace,
         create_namespace=create_namespace,
         values=values,
         # The stack applies the CRDs of charts that pin them (AddonCrds); Helm would install `crds/` only once.
         skip_crds=True if chart.crds is not None else None,
+        # a post-renderer over the chart's manifests (stacks/monitoring/adapters/entry.py Chart.postrender)
+        postrender=postrender,
         # Roll back a failed upgrade instead of leaving a half-applied controller; keep a short history.
         atomic=True,
         cleanup_on_fail=True,
@@ -94,12 +106,13 @@ class AddonCrds(pulumi.ComponentResource):
         crd_provider: k8s.Provider,
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
+        sources: Sources = REGISTRY,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:addons:AddonCrds", name, None, opts)
         self.group = k8s.yaml.v2.ConfigGroup(
             name,
-            files=list(crds.urls),
+            files=list(sources.crd_files(crds, chart)),
             opts=pulumi.ResourceOptions(parent=self, provider=crd_provider, depends_on=depends_on),
         )
         labels, annotations = helm_ownership(chart)
@@ -124,6 +137,8 @@ class AddonsDeps:
     provider: k8s.Provider
     kubeconfig: pulumi.Input[str]
     after: Sequence[pulumi.Resource] = ()
+    sources: Sources = REGISTRY
+    """Where charts, CRD files and manifests come from (stacks/model/local_target.py)."""
 
 
 class Addons(pulumi.ComponentResource):
@@ -147,6 +162,7 @@ class Addons(pulumi.ComponentResource):
         """The add-ons `plan` enables (stacks/pieces/addons.py), in the cluster of `deps`."""
         super().__init__("tpu-serving:addons:Addons", name, None, opts)
         self._stem, self._k8s_provider, self._kubeconfig = name, deps.provider, deps.kubeconfig
+        self._sources = deps.sources
         # Controllers need somewhere to run: wait for the system pool, not just the control plane.
         self._after = list(deps.after)
         self._crd_provider: k8s.Provider | None = None
@@ -187,7 +203,7 @@ class Addons(pulumi.ComponentResource):
             before += [self.crds[key].group, *self.crds[key].keep]
         self.releases[key] = k8s.helm.v3.Release(
             stem,
-            release_args(chart, values, create_namespace=False),
+            release_args(chart, values, create_namespace=False, sources=self._sources),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=before)),
         )
 
@@ -206,6 +222,7 @@ class Addons(pulumi.ComponentResource):
             crd_provider=self._crd_provider,
             provider=self._k8s_provider,
             depends_on=after,
+            sources=self._sources,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -213,7 +230,7 @@ class Addons(pulumi.ComponentResource):
         # The upstream release manifest, applied server-side as its README says, after the add-ons it needs.
         self.manifests[entry.key] = k8s.yaml.v2.ConfigFile(
             f"{self._stem}-{entry.resource_name}",
-            file=manifest.url,
+            file=self._sources.manifest_file(manifest),
             opts=pulumi.ResourceOptions(parent=self, provider=self._k8s_provider, depends_on=[*needed, *self._after]),
         )
 

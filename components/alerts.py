@@ -12,8 +12,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import alerts
-from stacks.alerts import LogSignal, Objective, Rule
+from stacks.monitoring import alerts
+from stacks.monitoring.alerts import LogSignal, Objective, Rule
 from stacks.pieces.alerts import AlertsPlan
 
 # The policy's own label naming the stack's alerts (user_labels), so `make smoke` finds them.

@@ -3,7 +3,8 @@
 Private by construction (uniform bucket-level access, public access prevention enforced), versioned with
 noncurrent versions expired, Pathways scratch expired, optionally encrypted with a customer-managed key (CMEK), and
 protected or torn down by the environment profile. Its usage and storage logs go to a log bucket of its own
-(`<bucket>-logs`), private the same way, expiring them after `bucket.accessLogDays`, with the same profile.
+(`<bucket>-logs`), private the same way, expiring them after `bucket.accessLogDays`, with the same profile; none of
+that with `bucket.accessLogs: false` (the writer is a principal outside the project's domain).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks import bucket_access, kms, naming
-from stacks.config_model import BucketConfig
+from stacks import naming
+from stacks.facts import kms
+from stacks.model.config_model import BucketConfig
 from stacks.pieces.bucket import BucketPlan
+from stacks.security import bucket_access
 
 
 def lifecycle_rules(config: BucketConfig) -> list[gcp.storage.BucketLifecycleRuleArgs]:
@@ -108,7 +111,8 @@ class Bucket(pulumi.ComponentResource):
     bucket_get_role: pulumi.Output[str]
     """`projects/<project>/roles/<id>` of the stack's custom role holding storage.buckets.get only."""
     bucket: gcp.storage.Bucket
-    log_bucket: gcp.storage.Bucket
+    log_bucket: gcp.storage.Bucket | None
+    """None without bucket.accessLogs."""
 
     def __init__(
         self,
@@ -124,39 +128,46 @@ class Bucket(pulumi.ComponentResource):
         # the bucket names the key only once the agent may use it (else writes fail until the grant lands)
         grant = [key_access(f"{name}-kms-encrypter", key, plan.project, self)] if key else []
         # The log bucket keeps the logs `accessLogDays`; it logs nothing itself (its writes are Cloud Storage's own).
-        self.log_bucket = _private_bucket(
-            f"{name}-logs",
-            naming.access_log_bucket_name(bucket_name),
-            plan,
-            self,
-            grant,
-            versioning=gcp.storage.BucketVersioningArgs(enabled=False),
-            lifecycle_rules=[
-                gcp.storage.BucketLifecycleRuleArgs(
-                    action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                    condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=config.access_log_days),
+        # Without accessLogs none of it: no log bucket, no grant outside the project's domain, no logging.
+        self.log_bucket = None
+        logging, writer = None, []
+        if config.access_logs:
+            self.log_bucket = _private_bucket(
+                f"{name}-logs",
+                naming.access_log_bucket_name(bucket_name),
+                plan,
+                self,
+                grant,
+                versioning=gcp.storage.BucketVersioningArgs(enabled=False),
+                lifecycle_rules=[
+                    gcp.storage.BucketLifecycleRuleArgs(
+                        action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                        condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=config.access_log_days),
+                    )
+                ],
+            )
+            writer = [
+                gcp.storage.BucketIAMMember(
+                    f"{name}-logs-writer",
+                    gcp.storage.BucketIAMMemberArgs(
+                        bucket=self.log_bucket.name, role=ACCESS_LOG_ROLE, member=ACCESS_LOG_WRITER
+                    ),
+                    opts=pulumi.ResourceOptions(parent=self),
                 )
-            ],
-        )
-        writer = gcp.storage.BucketIAMMember(
-            f"{name}-logs-writer",
-            gcp.storage.BucketIAMMemberArgs(
-                bucket=self.log_bucket.name, role=ACCESS_LOG_ROLE, member=ACCESS_LOG_WRITER
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+            ]
+            # usage (hourly) and storage (daily) logs, once their writer may write them
+            logging = gcp.storage.BucketLoggingArgs(log_bucket=self.log_bucket.name)
         self.bucket = _private_bucket(
             f"{name}-gcs",
             bucket_name,
             plan,
             self,
-            [*grant, writer],
+            [*grant, *writer],
             versioning=gcp.storage.BucketVersioningArgs(enabled=config.versioning),
             lifecycle_rules=lifecycle_rules(config),
-            # usage (hourly) and storage (daily) logs, once their writer may write them
-            logging=gcp.storage.BucketLoggingArgs(log_bucket=self.log_bucket.name),
+            logging=logging,
         )
-        # storage.buckets.get alone, for every workload identity on the bucket it reads (stacks/bucket_access.py)
+        # storage.buckets.get alone, for every workload identity on the bucket it reads (stacks/security/bucket_access.py)
         role = gcp.projects.IAMCustomRole(
             f"{name}-bucket-get",
             gcp.projects.IAMCustomRoleArgs(

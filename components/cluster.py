@@ -16,10 +16,11 @@ import pulumi_kubernetes as k8s
 
 from components.network import Network
 from components.node_identity import NodeAccountDeps, NodeServiceAccount
-from stacks import cpu_machines, kms, naming
-from stacks.config_model import ClusterConfig
-from stacks.kubeconfig import gke_kubeconfig
+from stacks import naming
+from stacks.facts import cpu_machines, kms
+from stacks.model.config_model import ClusterConfig
 from stacks.pieces.cluster import ClusterPlan
+from stacks.security.kubeconfig import gke_kubeconfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 LOGGING_COMPONENTS = ["SYSTEM_COMPONENTS", "WORKLOADS"]
@@ -94,9 +95,8 @@ def control_plane_access(plan: ClusterPlan) -> dict:
 
 
 # cluster-toolkit's blueprints hold minor and node upgrades the same way (exclusion "no-minor-or-node-upgrades-
-# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT). Where every TPU pool holds
-# its own upgrades (ClusterPlan.hold_scope), the scope narrows to NO_MINOR_UPGRADES; the name stays, so the exclusion
-# is updated in place.
+# indefinite", scope NO_MINOR_OR_NODE_UPGRADES, end_time_behavior UNTIL_END_OF_SUPPORT; ClusterPlan.hold_scope says why
+# no narrower scope). The name stays, so a stack that had the narrower scope is updated in place.
 HOLD_EXCLUSION = "tpu-serving-hold-minor-and-node-upgrades"
 
 
@@ -257,7 +257,7 @@ def autoscaling_and_images_args(plan: ClusterPlan) -> dict:
       cluster and faster metrics collection for workload autoscaling"). Null leaves the block out (GKE's default).
     - `node_pool_defaults.node_config_defaults.gcfs_config` (same file: the cluster's DesiredGcfsConfig, updated in
       place): image streaming for node pools created later, which GKE creates for a ComputeClass pool (none of the
-      ComputeClass fields the stack relies on, stacks/compute_class.py C1, is about image streaming; that GKE's
+      ComputeClass fields the stack relies on, stacks/serving/compute_class.py C1, is about image streaming; that GKE's
       auto-created pools take this default only a real deploy shows). The stack's own node pools set it themselves
       (components/tpu_pool.py gcfs_config)."""
     config = plan.config

@@ -1,4 +1,4 @@
-"""The fleet stack (tpu-serving:fleet; stacks/fleet.py, docs/fleet.md): one model served from two or more regional
+"""The fleet stack (tpu-serving:fleet; stacks/fleets/fleet.py, docs/fleet.md): one model served from two or more regional
 stacks through GKE's multi-cluster Inference Gateway (Preview).
 
 It reads each regional stack's `fleet` and `kubeconfig` outputs through `pulumi.StackReference`, checks every rule
@@ -19,21 +19,28 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
-from stacks import fleet
-from stacks.config_parse import parse
+from stacks.fleets import fleet
+from stacks.pieces import environment as environment_piece
 from stacks.problems import ConfigError, Problem
+from stacks.pulumi_config import all_config_keys
 
 
-def load_fleet_config(raw: Any) -> fleet.FleetConfig:
-    """tpu-serving:fleet as the model; a ConfigError lists every problem."""
-    problems: list[Problem] = []
-    cfg = parse(fleet.PATH, fleet.FleetConfig, raw, problems)
+def fleet_config(raw: Any, project: str | None, other_keys: tuple[str, ...] = ()) -> tuple[Any, list[Problem]]:
+    """(tpu-serving:fleet as the model or None, every problem of it and of gcp:project, the fleet's host project)."""
+    cfg, problems = fleet.parse_config(raw, other_keys)
+    problems = environment_piece.project_problems(project) + problems
+    return (None if problems else cfg), problems
+
+
+def load_fleet_config(raw: Any, project: str | None, other_keys: tuple[str, ...] = ()) -> fleet.FleetConfig:
+    """tpu-serving:fleet and gcp:project, before anything is registered; a RunError lists every problem."""
+    cfg, problems = fleet_config(raw, project, other_keys)
     if cfg is None:
         raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
     return cfg
 
 
-def build_fleet(cfg: fleet.FleetConfig, project: str | None) -> None:
+def build_fleet(cfg: fleet.FleetConfig, project: str) -> None:
     """Reference every regional stack, then (once their outputs are read) check and build the fleet."""
     refs = {r.stack: pulumi.StackReference(f"region-{i}", stack_name=r.stack) for i, r in enumerate(cfg.regions)}
     outputs = pulumi.Output.all(*[ref.get_output(fleet.OUTPUT) for ref in refs.values()])
@@ -42,12 +49,10 @@ def build_fleet(cfg: fleet.FleetConfig, project: str | None) -> None:
     pulumi.export("fleet", planned.apply(fleet.routing_summary))
 
 
-def _checked_plan(cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str | None) -> fleet.FleetPlan:
+def _checked_plan(cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str) -> fleet.FleetPlan:
     members, problems = fleet.members(cfg, outputs)
     problems += fleet.problems(cfg, members, project)
-    if project is None:
-        problems.append(Problem("gcp:project", "required: the fleet's host project (its memberships' project)"))
-    if problems or project is None:
+    if problems:
         raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
     return fleet.plan(cfg, members, project)
 
@@ -172,7 +177,12 @@ def fleet_config_text() -> str | None:
 
 def build_fleet_stack() -> None:
     """The fleet stack's program: its config, then the fleet."""
-    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text())), pulumi.Config("gcp").get("project"))
+    from pulumi.runtime import config as runtime_config
+
+    present = sorted(k.split(":", 1)[1] for k in all_config_keys(runtime_config) if k.startswith(f"{fleet.NS}:"))
+    others = tuple(k for k in present if k != "fleet")
+    project = pulumi.Config("gcp").get("project")
+    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text()), project, others), project or "")
 
 
 def raw_fleet_config(text: str | None) -> Any:

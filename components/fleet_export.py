@@ -1,4 +1,4 @@
-"""A regional stack's side of a fleet (tpu-serving:gateway.fleetExport; stacks/fleet.py, docs/fleet.md): each
+"""A regional stack's side of a fleet (tpu-serving:gateway.fleetExport; stacks/fleets/fleet.py, docs/fleet.md): each
 gateway-served workload's InferencePool (the endpoint picker chart's) gets the export annotation, and its pods'
 KV-cache gauge is exported as the custom metric the fleet's backend policy balances on. GKE's multi-cluster
 Inference Gateway is in Preview."""
@@ -9,8 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
-from stacks import fleet
-from stacks.gateway import INFERENCE_API, GatewayBackend
+from stacks.fleets import fleet
+from stacks.serving.gateway import INFERENCE_API, GatewayBackend
 
 
 def export(

@@ -1,8 +1,8 @@
 """The stack's GKE Inference Gateway: its namespace and one Gateway, and per served workload its route.
 
-The objects are built by stacks/gateway.py; this component registers them in order: the Gateway waits for the
+The objects are built by stacks/serving/gateway.py; this component registers them in order: the Gateway waits for the
 cluster's system pool (GKE installs the Gateway API CRDs, its GatewayClasses and, from the version the config
-requires, the InferencePool CRD with the cluster: stacks/gke_managed.py; the stack applies none of them) and for the
+requires, the InferencePool CRD with the cluster: stacks/facts/gke_managed.py; the stack applies none of them) and for the
 proxy-only subnet its regional load balancer takes proxy addresses from.
 """
 
@@ -19,10 +19,13 @@ import pulumi_kubernetes as k8s
 from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
-from stacks import gateway, naming, network_policy, pod_security
-from stacks.gateway import GatewayBackend
+from stacks import naming
+from stacks.facts.versions import LLM_D_ROUTER
+from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
-from stacks.versions import LLM_D_ROUTER
+from stacks.security import network_policy, pod_security
+from stacks.serving import gateway
+from stacks.serving.gateway import GatewayBackend
 
 # Cloud Armor: at most 10 source IP ranges per rule (basic match condition, srcIpRanges),
 # https://cloud.google.com/armor/docs/security-policy-overview#match_conditions ; the default rule has the lowest
@@ -39,6 +42,10 @@ class GatewayDeps:
     provider: k8s.Provider
     after: Sequence[pulumi.Resource]
     namespace: Callable[[str], pulumi.Resource]
+    cloud: bool = True
+    """False in local mode (stacks/model/local_target.py): no Cloud Armor policy; its name stands in."""
+    sources: Sources = REGISTRY
+    """Where the endpoint picker's chart comes from."""
 
 
 class InferenceGateway(pulumi.ComponentResource):
@@ -59,6 +66,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self._name = name
         self._provider = provider
         self._after = after
+        self._sources = deps.sources
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
@@ -99,7 +107,9 @@ class InferenceGateway(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         self.security_policy = config.cloud_armor_policy
-        if config.source_ranges:
+        if config.source_ranges and not deps.cloud:
+            self.security_policy = f"{plan.resource_prefix}-gateway"  # the name the policy would have
+        elif config.source_ranges:
             self.security_policy = self._allow_only(
                 f"{plan.resource_prefix}-gateway",
                 project=plan.project,
@@ -159,9 +169,14 @@ class InferenceGateway(pulumi.ComponentResource):
         chart = dataclasses.replace(LLM_D_ROUTER, namespace=backend.namespace, release_name=backend.name)
         release = k8s.helm.v3.Release(
             f"{prefix}-router",
-            release_args(chart, gateway.router_values(backend, self._system_selector), create_namespace=False),
+            release_args(
+                chart,
+                gateway.router_values(backend, self._system_selector),
+                create_namespace=False,
+                sources=self._sources,
+            ),
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
-            # GKE's, installed with the control plane (stacks/gke_managed.py)
+            # GKE's, installed with the control plane (stacks/facts/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after])),
         )
         if self._fleet_metrics is not None:

@@ -1,4 +1,4 @@
-"""The stack's Artifact Registry remote repositories (stacks/images.py): one per public registry the version
+"""The stack's Artifact Registry remote repositories (stacks/facts/images.py): one per public registry the version
 matrix's images come from, in the stack's project and region, so GKE can stream those images and caches them near
 the nodes. Node identities get reader access on each (repository-level IAM, components/node_identity.py)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.images import ImageMirror, Remote
+from stacks.facts.images import ImageMirror, Remote
 
 
 def repository_args(mirror: ImageMirror, remote: Remote) -> gcp.artifactregistry.RepositoryArgs:
-    """A Docker remote repository of `remote`'s public registry (stacks/images.py I3: format DOCKER, mode
+    """A Docker remote repository of `remote`'s public registry (stacks/facts/images.py I3: format DOCKER, mode
     REMOTE_REPOSITORY, remote_repository_config.docker_repository.public_repository)."""
     return gcp.artifactregistry.RepositoryArgs(
         project=mirror.project,

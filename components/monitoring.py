@@ -20,11 +20,15 @@ import pulumi_kubernetes as k8s
 
 from components.addons import AddonCrds, release_args
 from components.manifests import register_manifest
-from stacks import dashboard, metrics, metrics_adapters, naming, network_policy, pod_security
-from stacks.metrics_adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL
+from stacks import naming
+from stacks.model.local_target import REGISTRY, Sources
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import dashboard, metrics
+from stacks.monitoring.adapters import AdapterContext, Chart, Grant, MetricsAdapter, Part
+from stacks.monitoring.adapters.entry import NAMESPACE, SYSTEM_POOL
 from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces.monitoring import MonitoringPlan
+from stacks.security import network_policy, pod_security
 
 
 def create_pod_monitoring(
@@ -35,7 +39,7 @@ def create_pod_monitoring(
     parent: pulumi.Resource,
     depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.apiextensions.CustomResource:
-    """Register a PodMonitoring built with `stacks.metrics.pod_monitoring` (for workloads and add-ons alike)."""
+    """Register a PodMonitoring built with `stacks.monitoring.metrics.pod_monitoring` (for workloads and add-ons alike)."""
     return k8s.apiextensions.CustomResource(
         resource_name,
         api_version=manifest["apiVersion"],
@@ -53,6 +57,10 @@ class MonitoringDeps:
 
     provider: k8s.Provider
     system_pool: pulumi.Resource
+    cloud: bool = True
+    """False in local mode (stacks/model/local_target.py): no dashboard and no IAM grants, only the in-cluster objects."""
+    sources: Sources = REGISTRY
+    """Where the adapter's chart and CRD files come from."""
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -76,6 +84,7 @@ class Monitoring(pulumi.ComponentResource):
         self._plan = plan
         self._k8s_provider = provider = deps.provider
         self._system_pool = system_pool = deps.system_pool
+        self._cloud, self._sources = deps.cloud, deps.sources
         monitoring = plan.config
         self.adapter = monitoring.adapter
         self.adapter_resources = []
@@ -95,7 +104,7 @@ class Monitoring(pulumi.ComponentResource):
             self._metrics_adapter(entry)
 
         self.dashboard_url = None
-        if monitoring.dashboard:
+        if monitoring.dashboard and deps.cloud:
             board = gcp.monitoring.Dashboard(
                 f"{name}-dashboard",
                 gcp.monitoring.DashboardArgs(
@@ -128,19 +137,22 @@ class Monitoring(pulumi.ComponentResource):
             chart=monitoring_piece.pinned_chart,
             namespace=entry.namespace,
             hpa_namespaces=plan.hpa_namespaces,
-            vllm_namespaces=plan.vllm_namespaces,
+            server_metrics=plan.server_metrics,
         )
 
     def _metrics_adapter(self, entry: MetricsAdapter) -> None:
         build = entry.build(self._context(entry))
         namespace = self._adapter_namespace(entry, build.namespace_level())
-        project_number = gcp.organizations.get_project_output(project_id=self._plan.project).number
         done: dict[str, pulumi.Resource] = {
             NAMESPACE: namespace,
             SYSTEM_POOL: self._system_pool,
         }
-        for grant in build.grants:
-            done[grant.key] = self._grant(entry, grant, project_number)
+        if self._cloud:
+            project_number = gcp.organizations.get_project_output(project_id=self._plan.project).number
+            for grant in build.grants:
+                done[grant.key] = self._grant(entry, grant, project_number)
+        else:  # local mode: no IAM; what waits for a grant waits for the namespace
+            done.update({grant.key: namespace for grant in build.grants})
         for part in build.parts:
             done[part.key] = self._part(part, [done[key] for key in part.after])
             if part.serves_api:
@@ -202,10 +214,13 @@ class Monitoring(pulumi.ComponentResource):
                     crd_provider=self._k8s_provider,
                     provider=self._k8s_provider,
                     depends_on=[self._system_pool],
+                    sources=self._sources,
                     opts=pulumi.ResourceOptions(parent=self),
                 )
                 after = [*after, crds.group, *crds.keep]
             # create_namespace off: the adapter namespace is the stack's (it may hold more than the chart).
-            args = release_args(chart, part.body.values, create_namespace=False)
+            args = release_args(
+                chart, part.body.values, create_namespace=False, sources=self._sources, postrender=part.body.postrender
+            )
             return k8s.helm.v3.Release(name, args, opts=self._k8s(*after))
         return register_manifest(name, part.body, self._k8s(*after))

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks import naming, pod_security
+from stacks import naming
 from stacks.pieces.namespaces import NamespacesPlan
+from stacks.security import pod_security
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from stacks.images import READER_ROLE
+from stacks.facts.images import READER_ROLE
 from stacks.pieces.node_identity import NodeAccountPlan
 
 NODE_ROLE = "roles/container.defaultNodeServiceAccount"  # logging, monitoring, metadata for GKE nodes

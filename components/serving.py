@@ -13,15 +13,15 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from components.workload_identity import WorkloadIdentity, register_grants
-from stacks.bucket_access import Grant, gcs_location
-from stacks.workload_plan import WorkloadPlan
+from stacks.security.bucket_access import Grant, gcs_location
+from stacks.serving.workload_plan import WorkloadPlan
 
 CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
 
 
 @dataclass(frozen=True)
 class WorkloadDeps:
-    """What the platform hands a workload type's component (stacks.workload_type.WorkloadType.component)."""
+    """What the platform hands a workload type's component (stacks.serving.workload_type.WorkloadType.component)."""
 
     project: str
     stack: str
@@ -47,6 +47,9 @@ class WorkloadDeps:
     local_ports: Mapping[int, int] = field(default_factory=dict)
     """The local port of each Service port its port-forward commands forward: unique across the stack
     (StackConfig.local_ports); a port not in it is forwarded to itself."""
+    cloud: bool = True
+    """False in local mode (stacks/model/local_target.py): the workload's Kubernetes objects only; its Google identities,
+    grants, bucket objects and node pools are stood in by their names."""
 
 
 class ServingWorkload(pulumi.ComponentResource):
@@ -86,7 +89,7 @@ class ServingWorkload(pulumi.ComponentResource):
         checks the bucket, which bucket_access.BUCKET_GET_PERMISSION covers). With an object under the cache's own
         prefix, that first check is a listing inside the identity's grant, never one of a parent it may not list."""
         startup = plan.startup
-        if startup is None or startup.compile_cache != "gcs" or not startup.compile_cache_url:
+        if startup is None or startup.compile_cache != "gcs" or not startup.compile_cache_url or not self._deps.cloud:
             return
         bucket, prefix = gcs_location(startup.compile_cache_url)
         gcp.storage.BucketObject(
@@ -165,6 +168,7 @@ class ServingWorkload(pulumi.ComponentResource):
             grants=grants,
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
+            cloud=self._deps.cloud,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -173,9 +177,16 @@ class ServingWorkload(pulumi.ComponentResource):
         GKE applies no Workload Identity (they act as their node)."""
         assert self._deps.node_service_account is not None, "a workload whose pool serves it alone has its own"
         member = self._deps.node_service_account.apply(lambda e: f"serviceAccount:{e}")
+        return self.bucket_grants(f"{self._prefix}-nodes", grants, member)
+
+    def bucket_grants(self, name: str, grants: Sequence[Grant], member: pulumi.Input[str]) -> list[pulumi.Resource]:
+        """`grants` for `member` (components.workload_identity.register_grants, named `<name>-<key>`); none in local
+        mode, where no Google identity exists."""
+        if not self._deps.cloud:
+            return []
         return list(
             register_grants(
-                f"{self._prefix}-nodes",
+                name,
                 grants,
                 member,
                 stack_bucket_name=self._plan.bucket,

@@ -17,8 +17,8 @@ from components.cluster import node_pool_security
 from stacks import naming
 from stacks.pieces import tpu_pools
 from stacks.pieces.cluster import ClusterPlan
-from stacks.pool_plan import PoolPlan
-from stacks.pool_sizing import Sizing, sizing
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.pool_sizing import Sizing, sizing
 
 POOL_LABEL = naming.POOL_LABEL
 SLICE_LABEL = naming.SLICE_LABEL
@@ -73,16 +73,17 @@ def upgrade_settings(plan: PoolPlan) -> gcp.container.NodePoolUpgradeSettingsArg
     return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
 
 
-def pool_hold(hold: bool) -> list[gcp.container.NodePoolMaintenancePolicyArgs] | None:
-    """With the stack's upgrade hold on, the node pool's own exclusion: GKE does not upgrade it automatically until
-    its version's end of support (GKE API NodePool.NodePoolMaintenancePolicy.ExclusionUntilEndOfSupport; provider
-    google-beta v7.45.0 resource_container_node_pool.go `maintenance_policy.exclusion_until_end_of_support.enabled`,
-    start and end times computed by GKE). It holds the serving slice, so the cluster's own exclusion can let patch
-    upgrades through to the control plane and the system pool (ClusterPlan.hold_scope)."""
-    if not hold:
-        return None
-    exclusion = gcp.container.NodePoolMaintenancePolicyExclusionUntilEndOfSupportArgs(enabled=True)
-    return [gcp.container.NodePoolMaintenancePolicyArgs(exclusion_until_end_of_supports=[exclusion])]
+# The node pool's own upgrade exclusion (maintenance_policy.exclusion_until_end_of_support) is create-only in the
+# provider: hashicorp/terraform-provider-google-beta@v7.45.0 (and @93c65b2d60, after the 8.0.0 merge):
+# google-beta/services/container/resource_container_node_pool.go reads maintenance_policy only in expandNodePool
+# (create); nodePoolUpdate has no HasChange for it, and resourceContainerNodePoolUpdate ends with a read of GKE's
+# value. A change to it would plan as an update that does nothing and diff again on every preview. The stack no longer
+# sends it (the cluster's exclusion holds every node pool, components/cluster.py, ClusterPlan.hold_scope); a pool
+# created with it by an earlier version keeps it (the GKE API can update it, UpdateNodePoolRequest.maintenancePolicy,
+# the provider does not), so the field is ignored rather than diffed forever (docs/operations.md "GKE upgrades").
+CREATE_ONLY = ("maintenancePolicies",)
+# The slice's shape: what the provider would update in place on a live pool (see TpuSlicePool), replaced instead.
+REPLACED_ON = ("nodeConfig.machineType",)
 
 
 # What GKE stores for a pool placed by a workload policy differs from what the stack sends, and the sources do not
@@ -99,8 +100,9 @@ WORKLOAD_POLICY_DRIFT = ("placementPolicy.type", "placementPolicy.tpuTopology")
 
 
 def ignored_changes(plan: PoolPlan, autoscaled: bool) -> list[str]:
-    """Fields GKE owns after creation, so a preview never proposes to change them back."""
-    out = []
+    """Fields GKE owns after creation, or the provider never updates (CREATE_ONLY), so a preview never proposes to
+    change them back."""
+    out = list(CREATE_ONLY)
     if autoscaled:
         out.append("initialNodeCount")  # create-only; the autoscaler owns the size afterwards
     if gke_sets_upgrade_strategy(plan):
@@ -157,7 +159,6 @@ def node_pool_args(
     policy_name: pulumi.Input[str] | None,
     node_service_account: pulumi.Input[str],
     labels: dict[str, str],
-    hold: bool = False,
 ) -> gcp.container.NodePoolArgs:
     """The GKE node pool of slice `index` of the pool: sized (`pool_sizing.sizing`), placed and secured."""
     shape = plan.shape
@@ -189,7 +190,6 @@ def node_pool_args(
             auto_repair=plan.config.capacity != "flex-start", auto_upgrade=True
         ),
         upgrade_settings=upgrade_settings(plan),
-        maintenance_policies=pool_hold(hold),
     )
 
 
@@ -206,6 +206,9 @@ class TpuPoolDeps:
     paused: bool = False
     resource_labels: dict[str, str] = field(default_factory=dict)
     """The pool's own resource labels on its node pools: the workloads on it (stacks/pieces/cost.py)."""
+    cloud: bool = True
+    """False in local mode (stacks/model/local_target.py): no node pools or workload policy (the local cluster's nodes
+    stand in for them), only the pool's in-cluster objects (its ComputeClass)."""
 
 
 class TpuSlicePool(pulumi.ComponentResource):
@@ -230,7 +233,10 @@ class TpuSlicePool(pulumi.ComponentResource):
         protect, project = plan.protect, cluster.project
         self.node_pool_names = list(plan.node_pool_names)
         self.workload_policy = None
-        if plan.shape.uses_workload_policy:
+        policy_name: pulumi.Input[str] | None = None
+        if plan.shape.uses_workload_policy and not deps.cloud:  # the name the policy would have
+            policy_name = naming.workload_policy_name(cluster.name, plan.name, plan.shape.topology)
+        elif plan.shape.uses_workload_policy:
             self.workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-placement",
                 workload_policy_args(
@@ -238,7 +244,7 @@ class TpuSlicePool(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self, protect=protect),
             )
-        policy_name = self.workload_policy.name if self.workload_policy is not None else None
+            policy_name = self.workload_policy.name
         self.compute_class = None
         if plan.compute_class:
             self.compute_class = self._compute_class(
@@ -246,7 +252,11 @@ class TpuSlicePool(pulumi.ComponentResource):
             )
         # Pulumi names follow the GKE names' rule (naming.slice_node_pool_names), from the component's name; a
         # pool with a ComputeClass has no node pools of its own.
-        own = naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host) if plan.node_pool_names else []
+        own = (
+            naming.slice_node_pool_names(name, plan.slices, plan.shape.multi_host)
+            if plan.node_pool_names and deps.cloud
+            else []
+        )
         sizes = [sizing(plan, deps.paused, index) for index in range(len(own))]  # warm slices: a higher minimum
         self.node_pools = [
             gcp.container.NodePool(
@@ -261,13 +271,12 @@ class TpuSlicePool(pulumi.ComponentResource):
                     policy_name=policy_name,
                     node_service_account=node_service_account,
                     labels={**cluster.labels, **deps.resource_labels},
-                    hold=cluster.hold_minor_and_node_upgrades,
                 ),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     protect=protect,
                     delete_before_replace=True,
-                    ignore_changes=ignored_changes(plan, sizes[index].autoscaled) or None,
+                    ignore_changes=ignored_changes(plan, sizes[index].autoscaled),
                     # not ForceNew, and never updated in place: without this a new topology on a pool that keeps
                     # its name would resize the slice and keep its old placement (google-beta v7.45.0
                     # resource_container_node_pool.go reads placement_policy only on create).
@@ -278,7 +287,13 @@ class TpuSlicePool(pulumi.ComponentResource):
                     # serving hosts, and a slice lives in one zone with its own capacity there, so the stack treats
                     # a zone change as a new pool: a replacement, which `protect` refuses in staging and prod and
                     # the review explains (docs/operations.md "Moving a serving TPU pool").
-                    replace_on_changes=["placementPolicy", "nodeLocations"],
+                    # nodeConfig.machineType is not ForceNew either (Optional, Computed): nodePoolNodeConfigUpdate
+                    # sends it (with the disk fields) as one UpdateNodePool (google-beta v7.45.0 and 93c65b2d60
+                    # node_config.go, "updating GKE node pool disk_size_gb/disk_type/machine_type/..."), a machine
+                    # type migration GKE runs node by node on the live pool. A single-host pool's new generation,
+                    # topology or machine type would be that, not the replacement docs/operations.md describes,
+                    # the review would count no recreation and `protect` would not stop it. So it is a replacement.
+                    replace_on_changes=[*REPLACED_ON, "placementPolicy", "nodeLocations"],
                 ),
             )
             for index, resource_name in enumerate(own)

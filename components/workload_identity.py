@@ -13,7 +13,9 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from stacks import bucket_access, naming
+from stacks import naming
+from stacks.model import local_target
+from stacks.security import bucket_access
 
 BUCKET_ROLES = (bucket_access.OBJECT_USER, bucket_access.OBJECT_VIEWER)
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
@@ -40,7 +42,7 @@ def register_grants(
     parent: pulumi.Resource,
 ) -> list[gcp.storage.BucketIAMMember]:
     """One non-authoritative bucket IAM member per grant, `<name>-<key>`: limited to its prefix by an IAM condition
-    (stacks.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
+    (stacks.security.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
     names the bucket resource's output, so it waits for the bucket. Then, once per bucket, storage.buckets.get
     (bucket_access.BUCKET_GET_PERMISSION): `bucket_get_role` (the stack's custom role) on the stack bucket,
     roles/storage.legacyBucketReader on another."""
@@ -98,14 +100,61 @@ class WorkloadIdentity(pulumi.ComponentResource):
         grants: Sequence[bucket_access.Grant],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] | None = None,
+        cloud: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`cloud` False (local mode, stacks/model/local_target.py): the KSA only, annotated with the email its Google
+        service account would have."""
         check_grants(grants, stack_bucket_name)
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
         self.namespace = namespace
         self.service_account_name = service_account_name
 
         account_id = naming.workload_service_account_id(stack, namespace, service_account_name)
+        if cloud:
+            self.email = self._google_identity(
+                name,
+                account_id,
+                namespace,
+                service_account_name,
+                project,
+                stack,
+                grants,
+                provider,
+                stack_bucket_name=stack_bucket_name,
+                stack_bucket=stack_bucket,
+                bucket_get_role=bucket_get_role,
+            )
+        else:
+            self.email = pulumi.Output.from_input(local_target.service_account_email(account_id, project))
+        self.ksa = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=service_account_name,
+                namespace=namespace,
+                annotations={GSA_ANNOTATION: self.email},
+                labels=naming.MANAGED_BY_LABELS,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
+        )
+        self.register_outputs({"email": self.email, "serviceAccountName": service_account_name})
+
+    def _google_identity(
+        self,
+        name: str,
+        account_id: str,
+        namespace: str,
+        service_account_name: str,
+        project: str,
+        stack: str,
+        grants: Sequence[bucket_access.Grant],
+        provider: k8s.Provider,
+        *,
+        stack_bucket_name: str,
+        stack_bucket: pulumi.Input[str],
+        bucket_get_role: pulumi.Input[str],
+    ) -> pulumi.Output[str]:
+        """The GSA, its Workload Identity user binding for the KSA, and its bucket grants; returns its email."""
         gsa = gcp.serviceaccount.Account(
             f"{name}-gsa",
             gcp.serviceaccount.AccountArgs(
@@ -138,15 +187,4 @@ class WorkloadIdentity(pulumi.ComponentResource):
             bucket_get_role=bucket_get_role,
             parent=self,
         )
-        self.ksa = k8s.core.v1.ServiceAccount(
-            f"{name}-ksa",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=service_account_name,
-                namespace=namespace,
-                annotations={GSA_ANNOTATION: gsa.email},
-                labels=naming.MANAGED_BY_LABELS,
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or [])),
-        )
-        self.email = gsa.email
-        self.register_outputs({"email": self.email, "serviceAccountName": service_account_name})
+        return gsa.email

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from stacks import naming  # noqa: E402
-from tooling.offline import parse_stack_file  # noqa: E402
+from tooling.harness.offline import parse_stack_file  # noqa: E402
 
 # kind -> gcloud command (without --project/--format)
 KINDS: dict[str, list[str]] = {

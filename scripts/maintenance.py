@@ -1,4 +1,4 @@
-"""Upcoming host maintenance on each TPU slice of a stack (tooling/host_maintenance.py).
+"""Upcoming host maintenance on each TPU slice of a stack (tooling/operations/host_maintenance.py).
 
     make maintenance STACK=dev
     python scripts/maintenance.py dev
@@ -21,9 +21,9 @@ sys.path.insert(0, str(ROOT))
 from preflight import gcloud, stack_argument  # noqa: E402  the one gcloud runner
 
 from stacks.problems import ConfigError  # noqa: E402
-from tooling import host_maintenance  # noqa: E402
-from tooling.offline import parse_stack_file  # noqa: E402
-from tooling.preflight import GcloudError  # noqa: E402
+from tooling.harness.offline import parse_stack_file  # noqa: E402
+from tooling.operations import host_maintenance  # noqa: E402
+from tooling.operations.preflight import GcloudError  # noqa: E402
 
 
 def main(

@@ -17,7 +17,7 @@ checked from its last `up`'s `fleet` output: in its config cluster each routed p
 and the Gateway is Programmed; in every region's cluster the pool carries the export annotation.
 
 Then, per workload, the measured time to serve of its slowest TPU pod (from pod, node and event timestamps,
-tooling/rollout.py) beside the model's estimate (stacks/time_to_serve.py), as `measured / modelled`: a deploy
+tooling/operations/rollout.py) beside the model's estimate (stacks/reports/time_to_serve.py), as `measured / modelled`: a deploy
 calibrates the model's assumptions with it (docs/time-to-serve.md).
 
 The kubeconfig is the stack's `kubeconfig` output (`pulumi stack output kubeconfig --show-secrets`, written to a
@@ -47,12 +47,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stacks import addons, fleet, time_to_serve  # noqa: E402
-from stacks import workload_plan as common  # noqa: E402
-from tooling import rollout  # noqa: E402
-from tooling.fleet_render import is_fleet  # noqa: E402
-from tooling.k8s_objects import kubernetes_objects, plain  # noqa: E402
-from tooling.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
+from stacks import addons  # noqa: E402
+from stacks.fleets import fleet  # noqa: E402
+from stacks.reports import time_to_serve  # noqa: E402
+from stacks.serving import workload_plan as common  # noqa: E402
+from tooling.harness.k8s_objects import kubernetes_objects, plain  # noqa: E402
+from tooling.harness.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
+from tooling.operations import rollout  # noqa: E402
+from tooling.review.fleet_render import is_fleet  # noqa: E402
 
 
 class KubectlError(RuntimeError):
@@ -435,7 +437,7 @@ def smoke(
 
 
 def time_to_serve_report(want: Expected, kubectl: Kubectl) -> str:
-    """The measured phases of each workload's slowest TPU pod beside the model's (tooling/rollout.py); what kubectl
+    """The measured phases of each workload's slowest TPU pod beside the model's (tooling/operations/rollout.py); what kubectl
     could not read is said, never a failure: the serving checks above decide the exit status."""
     try:
         nodes = kubectl.get("get", "nodes", "-o", "json")

@@ -1,1 +1,1 @@
-"""Stack-level code: typed config, profiles, the composition of the one stack, offline runs."""
+"""Stack-level code, pure (no Pulumi resources): config, rules, plans and facts, in subpackages by concern whose order pyproject.toml's `stacks-layers` contract enforces (docs/architecture.md "The map")."""

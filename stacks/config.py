@@ -1,6 +1,6 @@
 """Load and validate the stack config before any resource is registered.
 
-`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.config_model`, applies
+`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.model.config_model`, applies
 the cross-field rules below, and raises one `pulumi.RunError` that lists every problem with its key path
 (`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed. `parse_stack_config()` does the same
 from a plain dict, without Pulumi, so the rules are tested directly.
@@ -11,17 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stacks import addons as addon_registry
-from stacks import (
-    cost,
-    images,
-    naming,
-    time_to_serve,
-    versions,
-    workload_checks,
-)
+from stacks import naming, workload_checks
 from stacks.addons import AddonsConfig
-from stacks.config_model import (
+from stacks.facts.images import ImageMirror
+from stacks.model.config_model import (
     AlertsConfig,
     BucketConfig,
     ClusterConfig,
@@ -31,8 +24,9 @@ from stacks.config_model import (
     TpuPoolConfig,
     WorkloadConfig,
 )
-from stacks.config_parse import parse
-from stacks.images import ImageMirror
+from stacks.model.config_parse import parse, section
+from stacks.model.local_target import LocalConfig
+from stacks.model.profiles import Profile
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -46,28 +40,16 @@ from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
 from stacks.pieces.rules import NS
-from stacks.pool_plan import PoolPlan
 from stacks.problems import ConfigError, Problem
-from stacks.profiles import Profile
+from stacks.reports import cost, time_to_serve
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry
 from stacks.stack_config import StackConfig
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry
 
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
-KNOWN_KEYS = (
-    "environment",
-    "cluster",
-    "bucket",
-    "tpuPools",
-    "addons",
-    "monitoring",
-    "gateway",
-    "cost",
-    "alerts",
-    "workloads",
-    "paused",
-    "decommission",
-    "hfToken",
+KNOWN_KEYS = tuple(
+    "environment cluster bucket tpuPools addons monitoring gateway cost alerts workloads paused decommission hfToken local".split()
 )
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
@@ -92,29 +74,20 @@ class _Sections:
 
 
 def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
+    """Each section in one visit, in key order: parsed by its model, and a piece whose rules read only its own
+    section (environment, add-ons, alerts) checks it there; the rules that need other sections run after."""
     environment = raw.get("environment")
     problems.extend(environment_piece.problems(environment))
-    cluster = parse(f"{NS}:cluster", ClusterConfig, raw.get("cluster") or {}, problems)
-    bucket = parse(f"{NS}:bucket", BucketConfig, raw.get("bucket") or {}, problems)
-    pools = tpu_pools.parse(raw.get("tpuPools"), problems)
-    addons = parse(f"{NS}:addons", addon_registry.settings_model(), raw.get("addons") or {}, problems)
-    monitoring = parse(f"{NS}:monitoring", MonitoringConfig, raw.get("monitoring") or {}, problems)
-    gateway = parse(f"{NS}:gateway", GatewayConfig, raw.get("gateway") or {}, problems)
-    alerts = parse(f"{NS}:alerts", AlertsConfig, raw.get("alerts") or {}, problems)
-    if alerts is not None:
-        problems.extend(alerts_piece.problems(alerts))
-    if addons is not None:
-        problems.extend(addons_piece.problems(addons))
-    return _Sections(
+    return _Sections(  # keyword arguments run in order: the problems come in key order
         environment=environment,
-        cluster=cluster,
-        bucket=bucket,
-        pools=pools,
-        addons=addons,
-        monitoring=monitoring,
-        gateway=gateway,
-        cost=parse(f"{NS}:cost", CostConfig, raw.get("cost") or {}, problems),
-        alerts=alerts,
+        cluster=parse(f"{NS}:cluster", ClusterConfig, section(raw, "cluster"), problems),
+        bucket=parse(f"{NS}:bucket", BucketConfig, section(raw, "bucket"), problems),
+        pools=tpu_pools.parse(raw.get("tpuPools"), problems),
+        addons=addons_piece.section(raw.get("addons"), problems),
+        monitoring=parse(f"{NS}:monitoring", MonitoringConfig, section(raw, "monitoring"), problems),
+        gateway=parse(f"{NS}:gateway", GatewayConfig, section(raw, "gateway"), problems),
+        alerts=alerts_piece.section(raw.get("alerts"), problems),
+        cost=parse(f"{NS}:cost", CostConfig, section(raw, "cost"), problems),
         workloads=workload_checks.parse(raw.get("workloads"), types, problems),
         paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
         decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
@@ -140,7 +113,6 @@ def _check_pieces(
             cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
         )
         if gateway is not None:
-            problems.extend(gateway_piece.network_problems(gateway, cluster.network))
             problems.extend(gateway_piece.cluster_problems(gateway, cluster))
     if sections.bucket is not None:
         problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
@@ -156,14 +128,15 @@ def _check_pieces(
 
 def _workload_context(
     sections: _Sections,
-    cluster_name: str | None,
-    bucket_name: str | None,
-    identity_suffix: str,
+    names: tuple[str | None, str | None],
+    where: tuple[str | None, str, str],
     hf_token: str | None,
-    project: str | None,
-    image_mirror: ImageMirror | None = None,
+    image_mirror: ImageMirror | None,
 ) -> WorkloadContext:
+    """What a workload type reads of the platform: `names` are the cluster's and the bucket's, `where` is (gcp
+    project, pulumi project, stack)."""
     cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
+    (cluster_name, bucket_name), (project, pulumi_project, stack) = names, where
     return WorkloadContext(
         adapter=monitoring.adapter if monitoring is not None else "none",
         min_master_version=cluster.min_master_version if cluster is not None else None,
@@ -171,7 +144,7 @@ def _workload_context(
         bucket=bucket_name or "",
         paused=sections.paused,
         cluster_name=cluster_name or "",
-        identity_suffix=identity_suffix,
+        identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
         lws_enabled=addons.of("lws").enabled if addons is not None else False,
         hf_token=hf_token == "secret",
         environment=sections.environment if isinstance(sections.environment, str) else "",
@@ -203,8 +176,7 @@ def parse_stack_config(
     region = environment_piece.invocation_problems(gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, problems)
     sections = _parse_sections(raw, workload_types, problems)
     environment_piece.name_problems(sections.environment, stack, gcp_project, problems)
-    placeholder = environment_piece.placeholder_project_problem(gcp_project) if refuse_placeholder else None
-    problems.extend([placeholder] if placeholder else [])
+    problems.extend(environment_piece.placeholder_problems(gcp_project) if refuse_placeholder else [])
     cluster_name = cluster_piece.name(sections.cluster, pulumi_project, stack) if sections.cluster else None
     bucket_name = (
         bucket_piece.name(sections.bucket, gcp_project, pulumi_project, stack)
@@ -212,16 +184,10 @@ def parse_stack_config(
         else None
     )
     pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
-    warnings: list[str] = _first_run_warnings(gcp_project, sections, pools)
-    mirror = _image_mirror(sections, gcp_project, region)
+    warnings = environment_piece.placeholder_warnings(gcp_project) + tpu_pools.warnings(sections.pools, pools)
+    mirror = cluster_piece.image_mirror(sections.cluster, gcp_project, region)
     context = _workload_context(
-        sections,
-        cluster_name,
-        bucket_name,
-        naming.stack_identity_suffix(pulumi_project, stack),
-        hf_token,
-        gcp_project,
-        mirror,
+        sections, (cluster_name, bucket_name), (gcp_project, pulumi_project, stack), hf_token, mirror
     )
     workload_plans = workload_checks.check(
         sections.workloads,
@@ -237,10 +203,11 @@ def parse_stack_config(
     workload_plans = [_with_from_zero(p, workload_types) for p in workload_plans]
     index = {w.name: i for i, w in sections.workloads}
     problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
+    local = parse(f"{NS}:local", LocalConfig, raw["local"], problems) if raw.get("local") is not None else None
     if problems:
         raise ConfigError(stack, problems)
     assert gcp_project and region and cluster_name and bucket_name
-    return _stack_config(
+    config = _stack_config(
         sections,
         stack=stack,
         pulumi_project=pulumi_project,
@@ -253,6 +220,7 @@ def parse_stack_config(
         warnings=warnings,
         image_mirror=mirror,
     )
+    return replace(config, local=local) if local is not None else config
 
 
 def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> WorkloadPlan:
@@ -262,15 +230,6 @@ def _with_from_zero(plan: WorkloadPlan, workload_types: WorkloadRegistry) -> Wor
         return plan
     found = time_to_serve.estimate(plan, time_to_serve.type_images(plan, workload_types))
     return replace(plan, from_zero_s=found.from_zero)
-
-
-def _image_mirror(sections: _Sections, gcp_project: str | None, region: str | None) -> ImageMirror | None:
-    """cluster.images.mirror: a remote repository for each public registry the version matrix's images come from
-    (None without a project or region, reported elsewhere)."""
-    if not gcp_project or not region:
-        return None
-    enabled = sections.cluster is not None and sections.cluster.images.mirror
-    return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
 
 
 def _stack_config(
@@ -299,12 +258,7 @@ def _stack_config(
         warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
     labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
     plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
-    warnings.extend(gateway_piece.from_zero_warnings(gateway, workloads))
-    if gateway.enabled and not plans.gateway.backends:
-        warnings.append(
-            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
-            "opt out): the Gateway routes nothing"
-        )
+    warnings.extend(gateway_piece.warnings(gateway, plans.gateway, workloads))
     return StackConfig(
         stack=stack,
         pulumi_project=pulumi_project,
@@ -394,7 +348,6 @@ def _plans(
             labels=labels,
             gateway_api=gateway.enabled,
             cost_allocation=sections.cost.allocation if sections.cost else True,
-            pools_hold_themselves=all(p.compute_class is None for p in pools),
         ),
         network=network_piece.plan(
             cluster.network,
@@ -434,12 +387,3 @@ def _plans(
             gateway_workloads=[b.name for b in gateway_plan.backends],
         ),
     )
-
-
-def _first_run_warnings(gcp_project: str | None, sections: _Sections, pools: list[PoolPlan]) -> list[str]:
-    """The placeholder project (refused by a real preview/up) and TPU zones the catalog's source does not list."""
-    out = []
-    placeholder = environment_piece.placeholder_project_problem(gcp_project)
-    if placeholder is not None:
-        out.append(f"{placeholder}; `pulumi preview` and `pulumi up` refuse it")
-    return out + tpu_pools.zone_warnings(sections.pools, pools) + tpu_pools.warm_slice_warnings(sections.pools, pools)

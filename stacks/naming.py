@@ -86,12 +86,13 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def fit(name: str, max_len: int) -> str:
-    """`name` when it fits, else its start and a hash of the whole, `max_len` characters at most."""
+def fit(name: str, max_len: int, *, sep: str = "-", hashed: str | None = None, digest: int = 6) -> str:
+    """`name` when it fits, else its start (no trailing hyphen), `sep` and a hash (`digest` characters) of `hashed`,
+    by default of the whole name: `max_len` characters at most."""
     if len(name) <= max_len:
         return name
-    head = name[: max_len - 7].rstrip("-")
-    return f"{head}-{short_hash(name)}"
+    head = name[: max_len - digest - len(sep)].rstrip("-")
+    return f"{head}{sep}{short_hash(name if hashed is None else hashed, digest)}"
 
 
 def image_reference_problem(image: str) -> str | None:

@@ -10,8 +10,8 @@ from typing import Any
 
 from stacks.config import KNOWN_KEYS, NS, SECRET_KEYS, parse_stack_config
 from stacks.problems import ConfigError
+from stacks.serving.workload_type import WorkloadRegistry
 from stacks.stack_config import StackConfig
-from stacks.workload_type import WorkloadRegistry
 
 
 def raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
@@ -78,7 +78,8 @@ def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
             workload_types=workload_types,
             extra_keys=extra,
             hf_token=secret_state(runtime_config, "hfToken"),
-            refuse_placeholder=not under_mocks(),
+            # a local run (tpu-serving:local) creates nothing in Google Cloud: the examples' project may stay
+            refuse_placeholder=not under_mocks() and raw.get("local") is None,
         )
     except ConfigError as err:
         raise pulumi.RunError(str(err)) from None

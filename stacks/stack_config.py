@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import AddonsConfig
-from stacks.config_model import BucketConfig, ClusterConfig, CostConfig, GatewayConfig, MonitoringConfig
-from stacks.images import ImageMirror
+from stacks.facts.images import ImageMirror
+from stacks.model.config_model import BucketConfig, ClusterConfig, CostConfig, GatewayConfig, MonitoringConfig
+from stacks.model.local_target import LocalConfig
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -20,9 +21,9 @@ from stacks.pieces import monitoring as monitoring_piece
 from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity as node_identity_piece
-from stacks.pool_plan import PoolPlan
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadRegistry
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadRegistry
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,14 @@ class StackConfig:
     """Protection lifted on purpose so that `pulumi destroy` can run on a staging/prod stack."""
     image_mirror: ImageMirror | None = None
     """cluster.images.mirror: the remote repositories pods pull the pinned public images through."""
+    local: LocalConfig | None = None
+    """tpu-serving:local: only the Kubernetes layer, applied to a cluster of the user's own, Google Cloud stood in
+    (stacks/model/local_target.py); None: the whole stack on GKE."""
+
+    @property
+    def on_local_cluster(self) -> bool:
+        """Local mode (tpu-serving:local): only the Kubernetes layer, on the user's own cluster."""
+        return self.local is not None
 
     @property
     def local_ports(self) -> dict[str, dict[int, int]]:

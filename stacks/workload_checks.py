@@ -4,17 +4,23 @@ pool capacity and exclusive pools. Every registered type gets them, one a test a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import bucket_access, catalog, config_parse, gateway, gke_managed, metrics_adapters, naming, versions
+from stacks import naming
 from stacks.addons import AddonsConfig
-from stacks.config_model import WorkloadConfig
+from stacks.facts import catalog, gke_managed, versions
+from stacks.model import config_parse
+from stacks.model.config_model import WorkloadConfig
+from stacks.monitoring import adapters as metrics_adapters
 from stacks.pieces.rules import NS, check_name
-from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem, fmt
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
+from stacks.security import bucket_access
+from stacks.serving import gateway
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
 
 
 def declared_pool_names(raw: Any) -> set[str]:
@@ -201,7 +207,7 @@ def check(
     _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
     _check_pool_capacity(plans, problems)
-    return [plan for _, plan in plans]
+    return rollout_room([plan for _, plan in plans])
 
 
 def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
@@ -255,6 +261,26 @@ def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[P
                     "give them separate pools or lower their replicas",
                 )
             )
+
+
+def rollout_room(plans: list[WorkloadPlan]) -> list[WorkloadPlan]:
+    """Each plan with `rollout_surge` set where its pool keeps hosts free for one more of its replicas: the pool's
+    capacity less every workload's hosts at their maximum (`hosts_needed`), handed out in config order, since one
+    `pulumi up` may roll out every workload of the pool at once (WorkloadPlan.rolling_update). Without that room a
+    rollout stops a replica before its replacement starts: while the workload runs one replica, it serves nothing
+    until the new one is ready (docs/operations.md "Disruption-safe serving")."""
+    room: dict[str, int] = {}
+    for plan in plans:
+        if plan.hosts_needed is not None:
+            room[plan.pool.name] = room.get(plan.pool.name, plan.pool.capacity_hosts) - plan.hosts_needed
+    out = []
+    for plan in plans:
+        need = plan.rollout_hosts
+        if need is not None and room.get(plan.pool.name, 0) >= need:
+            room[plan.pool.name] -= need
+            plan = replace(plan, rollout_surge=True)  # the type's own plan otherwise, not a copy
+        out.append(plan)
+    return out
 
 
 def _check_exclusive_pools(

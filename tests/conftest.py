@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tooling import crds
-from tooling.fleet_render import is_fleet
-from tooling.offline import ROOT, Recording, load_stack_file, recorded_outputs, run_program
-from tooling.render import stack_name
+from tooling.harness.offline import ROOT, Recording, load_stack_file, recorded_outputs, run_program
+from tooling.oracles import crds
+from tooling.review.fleet_render import is_fleet
+from tooling.review.render import stack_name
 
 ALL_EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*/Pulumi.*.yaml"))
 # Fleet stacks (tpu-serving:fleet; docs/fleet.md) build no platform of their own: tests/test_fleet.py covers them,
@@ -33,7 +33,7 @@ def load_large_yaml(path: Path) -> Any:
 
 
 def reference_dir() -> Path:
-    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE (tooling/crds.py reference_dir: the
+    """`../shared/reference`, or the directory named by TPU_SERVING_REFERENCE (tooling/oracles/crds.py reference_dir: the
     CRD lookup uses the same folder). A user's clone has none: read a file in it through `reference_file`."""
     return crds.reference_dir()
 
@@ -84,7 +84,7 @@ def is_bucket_get(member: Any) -> bool:
 
 
 def without_scan_skips(annotations: dict[str, str]) -> dict[str, str]:
-    """An object's annotations less the checkov findings it accepts (stacks/scan_exceptions.py)."""
+    """An object's annotations less the checkov findings it accepts (stacks/security/scan_exceptions.py)."""
     return {k: v for k, v in annotations.items() if not k.startswith("checkov.io/skip")}
 
 
@@ -109,7 +109,7 @@ def make_config(**changes: Any) -> dict[str, Any]:
 
 def on_pool(selector: dict[str, str], pool: str) -> dict[str, str]:
     """An upstream manifest's TPU node selector as the stack renders it: the same, plus the label of the workload's
-    own pool (stacks/pool_plan.py PoolPlan.pool_selector), which no upstream manifest has."""
+    own pool (stacks/serving/pool_plan.py PoolPlan.pool_selector), which no upstream manifest has."""
     from stacks import naming
 
     return {**selector, naming.POOL_LABEL: pool}
@@ -173,9 +173,9 @@ def recorded(path: Path, preview: bool) -> Recording:
 
 @pytest.fixture(autouse=True)
 def _render_reuses_session_runs(request):
-    """`tooling.render` (render_stack, main) runs stack files through session_run too, as a copy: the render tests
+    """`tooling.review.render` (render_stack, main) runs stack files through session_run too, as a copy: the render tests
     evaluate the same shipped stacks the recordings did. Not under `monkeypatch` (see `run`)."""
-    from tooling import render
+    from tooling.review import render
 
     if "monkeypatch" in request.fixturenames:
         yield

@@ -13,31 +13,58 @@ from typing import Any
 
 import pytest
 
-from stacks.versions import ChartVersion
-from tooling import chart_objects
+from stacks.facts.versions import ChartVersion
+from tooling.harness.offline import Recording
+from tooling.oracles import chart_objects
 
 
 def helm() -> str | None:
-    """TPU_SERVING_HELM, else the pinned Helm `make helm` fetched (tooling/chart_objects.py find_helm: $HELM,
+    """TPU_SERVING_HELM, else the pinned Helm `make helm` fetched (tooling/oracles/chart_objects.py find_helm: $HELM,
     .cache/helm/helm, PATH)."""
     return os.environ.get("TPU_SERVING_HELM") or chart_objects.find_helm()
 
 
 def chart_dir(chart: ChartVersion) -> Path:
-    """The chart's source at its tag in the reference folder (tooling/chart_objects.py chart_dir: the upstream
+    """The chart's source at its tag in the reference folder (tooling/oracles/chart_objects.py chart_dir: the upstream
     repo's layout)."""
     return chart_objects.chart_dir(chart_objects.charts_root(), chart.chart, chart.version)
 
 
-def render(chart: ChartVersion, values: dict[str, Any]) -> list[dict[str, Any]]:
+def render(
+    chart: ChartVersion, values: dict[str, Any], *, crds: bool = False, postrender: str | None = None
+) -> list[dict[str, Any]]:
     """The objects `helm template` renders for `chart` with `values`, as `helm install` would apply them (the
-    chart's crds/ left out, as `helm template` does by default): tooling/chart_objects.py helm_template."""
-    binary, folder = helm(), chart_dir(chart)
-    if binary is None:
-        pytest.skip("no helm binary (`make helm`, helm on PATH, or TPU_SERVING_HELM)")
+    chart's crds/ left out, as `helm template` does by default; `crds`: included), through the release's
+    post-renderer if it has one: tooling/oracles/chart_objects.py helm_template."""
+    release = chart_objects.Release(
+        chart.chart, chart.version, chart.release_name, chart.namespace, values, not crds, postrender
+    )
+    return _template(release)
+
+
+def render_release(registration: Any) -> list[dict[str, Any]]:
+    """The objects a registered `helm.v3.Release` installs: its chart at its tag rendered by the pinned Helm with the
+    release's own inputs (values, skipCrds, post-renderer), as tooling/oracles/chart_objects.py records them."""
+    (release,) = chart_objects.releases_of(Recording([registration]))
+    return _template(release)
+
+
+def unavailable(chart: str, version: str) -> str | None:
+    """Why a chart release cannot be rendered here (no helm, no source at its tag), or None."""
+    folder = chart_objects.chart_dir(chart_objects.charts_root(), chart, version)
+    if helm() is None:
+        return "no helm binary (`make helm`, helm on PATH, or TPU_SERVING_HELM)"
     if not (folder / "Chart.yaml").exists():
-        pytest.skip(f"no chart source at {folder} (../shared/reference/charts)")
-    release = chart_objects.Release(chart.chart, chart.version, chart.release_name, chart.namespace, values, True)
+        return f"no chart source at {folder} (../shared/reference/charts or charts-staged)"
+    return None
+
+
+def _template(release: chart_objects.Release) -> list[dict[str, Any]]:
+    reason = unavailable(release.chart, release.version)
+    if reason is not None:
+        pytest.skip(reason)
+    binary = helm()
+    assert binary is not None
     return chart_objects.helm_template(binary, chart_objects.charts_root(), release)
 
 

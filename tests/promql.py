@@ -272,7 +272,7 @@ def groupings(query: str) -> set[str]:
 
 def check_scraped(query: str, series_labels: dict[str, frozenset[str]]) -> None:
     """The query parses, every series it reads is one the stack's scraping produces, and every label it filters or
-    groups by is on every series it reads (`series_labels`: stacks.metrics.SERIES_LABELS)."""
+    groups by is on every series it reads (`series_labels`: stacks.monitoring.metrics.SERIES_LABELS)."""
     selectors = parse(query)
     assert selectors, query
     for s in selectors:

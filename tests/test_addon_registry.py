@@ -10,11 +10,13 @@ import pulumi
 import pytest
 from pydantic.alias_generators import to_camel, to_snake
 
-from stacks import addons, pod_security, versions
+from stacks import addons
 from stacks.addons import Addon, ChartAddonConfig, CrdPolicy
-from stacks.catalog import version_tuple
+from stacks.facts import versions
+from stacks.facts.catalog import version_tuple
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.problems import Problem
+from stacks.security import pod_security
 from tests.conftest import make_config
 from workloads.registry import WORKLOAD_TYPES
 
@@ -29,7 +31,7 @@ def test_every_entry_is_complete(entry: Addon):
     # the key is a camelCase config key that round-trips through the model's field name
     assert re.fullmatch(r"[a-z][a-zA-Z0-9]*", entry.key) and to_camel(to_snake(entry.key)) == entry.key
     assert DNS_LABEL.fullmatch(entry.resource_name) and entry.title
-    assert entry.releases, "at least one supported release (stacks/versions.py)"
+    assert entry.releases, "at least one supported release (stacks/facts/versions.py)"
     assert set(addons.settings_model().model_fields[to_snake(entry.key)].annotation.model_fields) >= {
         "enabled",
         "version",
@@ -192,9 +194,9 @@ def test_a_fake_entry_is_validated(run, fake_registered):
 
 
 def test_a_fake_entry_is_in_the_json_schema(fake_registered):
-    from tooling.json_schema import stack_config_schema
+    from tooling.generate.json_schema import regional_key, stack_config_schema
 
-    schema = stack_config_schema()["properties"]["config"]["properties"]["tpu-serving:addons"]
+    schema = regional_key(stack_config_schema(), "tpu-serving:addons")
     assert schema["properties"]["fakeThing"] == {"$ref": "#/$defs/ChartAddonConfig", "description": "A fake add-on."}
 
 

@@ -5,7 +5,7 @@ import re
 import pulumi
 import pytest
 
-from stacks import versions
+from stacks.facts import versions
 from tests.conftest import make_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -36,15 +36,20 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import alerts, cost, dashboard, gateway, metrics
 from stacks.config import ConfigError
+from stacks.monitoring import alerts, dashboard, metrics
+from stacks.reports import cost
+from stacks.security import pod_security
+from stacks.serving import gateway
 from tests import promql
 from tests.conftest import STACK_FILES, make_config, pool, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
-from tooling import chart_objects, readme_tables
-from tooling.offline import load_stack_file, parse_config
+from tooling.generate import readme_tables
+from tooling.harness.offline import load_stack_file, parse_config
+from tooling.oracles import chart_objects
 from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
+from workloads.vllm import metrics as vllm_metrics
 
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 VLLM = {
@@ -92,7 +97,7 @@ def example_configs(enabled: bool = True) -> list[Any]:
 
 
 def check_query(query: str) -> None:
-    promql.check_scraped(query, metrics.SERIES_LABELS)
+    promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
 
 
 def every_rule_query() -> list[str]:
@@ -124,15 +129,15 @@ def test_the_query_check_fails_on_a_label_nothing_produces_and_on_bad_syntax():
 
 def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
     """Each metric the KEDA adapter can trigger on (every HPA metric of an origin it serves: the server's, the TPU
-    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/metrics_adapters/keda.py
+    device plugin's and the endpoint picker's), as the query its ScaledObject sends (stacks/monitoring/adapters/keda.py
     query), and the example's rendered triggers: every series and label is one the stack's scraping produces. The
     picker's series come from its chart's PodMonitoring (test_the_endpoint_picker_is_scraped_and_runs_with_flow_control);
     `llm_d_epp_average_running_requests` is labelled `name` (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/
     llm_d_router_metrics.go llmdInferencePoolAvgRunningRequests, poolLabels = ["name"] in metrics.go)."""
-    from stacks.metrics_adapters import keda
+    from stacks.monitoring.adapters import keda
 
     scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
-    served = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
     served = {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
     assert {"epp_flow_control_queue_size", "epp_running_requests", "vllm:num_requests_waiting"} <= set(served)
     for metric in served.values():
@@ -160,7 +165,7 @@ def replicated_jobs(plan: Any, name: str) -> list[str]:
 
 def pod_names(plan: Any) -> tuple[list[str], list[str]]:
     """Pod names a cluster would have in the workload's namespace: its serving pods (named as each controller kind
-    names them, stacks.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
+    names them, stacks.monitoring.alerts.POD_NAMES' sources), and the pods that are not (the endpoint picker's Deployment
     `<name>-epp`, llm-d-router's chart; each Job of the workload, a weights staging Job among them)."""
     serving = []
     for unit in plan.disruption_units():
@@ -171,7 +176,7 @@ def pod_names(plan: Any) -> tuple[list[str], list[str]]:
         elif unit.kind == "JobSet":
             serving += [f"{unit.name}-{r}-0-1-q8z2m" for r in replicated_jobs(plan, unit.name)]
         else:
-            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.alerts.POD_NAMES")
+            raise AssertionError(f"no pod naming for a {unit.kind}: add it to stacks.monitoring.alerts.POD_NAMES")
     other = [f"{gateway.epp_name(plan.name)}-6c8f9d7b4-abcde", f"{plan.name}-weights-299216fe-k2j9d"]
     other += [
         f"{m['metadata']['name']}-{suffix}"
@@ -191,6 +196,59 @@ def check_selects_exactly_the_serving_pods(plan: Any, query: str) -> None:
         assert not re.fullmatch(pattern, pod), (plan.workload.type, pod, pattern)
 
 
+# kube-state-metrics' container readiness series, app containers and init containers apart
+# (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md: both labelled `container`, `pod`, `namespace`).
+READINESS_SERIES = ("kube_pod_container_status_ready", "kube_pod_init_container_status_ready")
+
+
+def serving_pod_containers(plan: Any) -> tuple[set[str], set[str], set[str]]:
+    """(app containers with a readiness probe, app containers without one, init containers) of the workload's
+    controllers' pods, read from its rendered pod manifests (not from the plan's own answer); a Job's pods (staging,
+    publishing) run to completion and are never a replica."""
+    probed: set[str] = set()
+    unprobed: set[str] = set()
+    init: set[str] = set()
+    for manifest in plan.pod_manifests():
+        if manifest.get("kind") == "Job":
+            continue
+        for spec in pod_security.pod_specs(manifest):
+            for c in spec.get("containers", []):
+                (probed if "readinessProbe" in c else unprobed).add(c["name"])
+            init |= {c["name"] for c in spec.get("initContainers", [])}
+    return probed, unprobed, init
+
+
+def check_reads_readiness_per_serving_container(plan: Any, query: str) -> None:
+    """Every readiness series the query reads names the workload's serving containers (`container`), taken per pod
+    at its lowest (`min by (pod)`): a container without a readiness probe is ready while it runs ("If a container does
+    not provide a readiness probe, the default state is Success",
+    https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-probes), so summing a pod's containers
+    counts a sidecar (a compile-cache push, a Pathways proxy or resource manager) as a ready replica. Where some
+    container of the pods has a readiness probe, exactly the probed ones are named; never an init container (those
+    are another series); and a type whose pods probe none names containers its pods have."""
+    selectors = [s for s in promql.parse(query) if s.metric in READINESS_SERIES]
+    assert selectors, query
+    probed, unprobed, init = serving_pod_containers(plan)
+    for sel in selectors:
+        assert sel.metric == "kube_pod_container_status_ready", (plan.name, "init containers are not the server")
+        matchers = {label: (op, value) for label, op, value in sel.matchers}
+        assert "container" in matchers, (plan.workload.type, "reads every container of the pod", query)
+        op, value = matchers["container"]
+        assert op in ("=", "=~"), query
+        named = set(value.split("|")) if op == "=~" else {value}
+        assert named, query
+        assert not named & init, (plan.workload.type, named & init)
+        if probed:
+            assert named == probed, (plan.workload.type, named, probed)
+        else:
+            assert named <= unprobed, (plan.workload.type, named, unprobed)
+    assert re.search(r"min by \(pod\) \(kube_pod_container_status_ready\{", query), query
+
+
+def readiness_queries(rules: dict[str, Any]) -> list[str]:
+    return [r.query for r in rules.values() if any(series in r.query for series in READINESS_SERIES)]
+
+
 def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_serving_pods():
     """The pod selectors match each controller's pods and neither the endpoint picker's nor a Job's (the old
     `<name>-.+` matched both: the picker's ready container masked "no ready replica")."""
@@ -205,6 +263,9 @@ def test_every_registry_type_gets_its_policies_and_they_select_exactly_its_servi
             for key in ("no-ready-replica", "pods-pending", "requests-waiting"):
                 if f"{plan.name}-{key}" in mine:
                     check_selects_exactly_the_serving_pods(plan, mine[f"{plan.name}-{key}"].query)
+            assert bool(readiness_queries(mine)) == plan.serves_requests
+            for query in readiness_queries(mine):
+                check_reads_readiness_per_serving_container(plan, query)
             if getattr(plan.workload, "autoscaling", None) is not None:
                 assert f"{plan.name}-autoscaler-at-max" in mine
     # every type of the registry is in some shipped stack, so the loop above covered it
@@ -225,6 +286,35 @@ def test_a_type_added_to_the_registry_gets_the_policies(run, echo_registered):  
     for key in ("no-ready-replica", "pods-pending"):
         query = rec.one(POLICY, f"alerts-echo-{key}").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
         check_selects_exactly_the_serving_pods(plan, query["query"])
+    ready = rec.one(POLICY, "alerts-echo-no-ready-replica").inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+    check_reads_readiness_per_serving_container(plan, ready["query"])  # no probe: its one container
+
+
+def test_no_readiness_query_of_an_alert_or_tile_counts_a_sidecar():
+    """Over every shipped stack's policies and dashboard tiles: a readiness series is only ever read per serving
+    container. The old query, the sum of every container of the pod, fails the check (a vLLM pod's compile-cache push
+    and a Pathways leader's proxy and resource manager have no readiness probe)."""
+    checked = set()
+    for cfg in example_configs():
+        rules = {w.name: {r.key: r for r in w.rules} for w in cfg.alerts_plan.workloads}
+        panels = [q for _, q, _ in dashboard.panels("c1", head=cfg.monitoring_plan.dashboard_panels)]
+        assert not [q for q in panels if any(series in q for series in READINESS_SERIES)], "a tile reads readiness"
+        for plan in cfg.workloads:
+            for query in readiness_queries(rules[plan.name]):
+                check_reads_readiness_per_serving_container(plan, query)
+                checked.add(plan.workload.type)
+    assert checked == set(WORKLOAD_TYPES)  # every type has a serving workload in some shipped stack
+    sidecars = {
+        plan.workload.type: plan
+        for cfg in example_configs()
+        for plan in cfg.workloads
+        if plan.serves_requests and serving_pod_containers(plan)[0] and serving_pod_containers(plan)[1]
+    }
+    assert {"vllm", "jetstream-pathways"} <= set(sidecars)
+    for plan in sidecars.values():
+        old = f'(sum(kube_pod_container_status_ready{{pod=~"{plan.name}-.+"}}) or vector(0)) < 1'
+        with pytest.raises(AssertionError):
+            check_reads_readiness_per_serving_container(plan, old)
 
 
 # ---- defaults, pause, routing -----------------------------------------------------------------------------------
@@ -329,8 +419,8 @@ def test_slos_are_request_based_on_the_scraped_series_with_multi_window_burn_rat
     assert ratio["totalServiceFilter"].endswith('metric.labels.finished_reason=one_of("stop", "length", "error")')
     assert "abort" not in ratio["totalServiceFilter"]
     # the series each SLI reads is one the scraping produces, with the label it filters by
-    assert "vllm:time_to_first_token_seconds_bucket" in metrics.SERIES_LABELS
-    assert "finished_reason" in metrics.SERIES_LABELS["vllm:request_success_total"]
+    assert "vllm:time_to_first_token_seconds_bucket" in vllm_metrics.SERIES_LABELS
+    assert "finished_reason" in vllm_metrics.SERIES_LABELS["vllm:request_success_total"]
     for key in ("ttft", "availability"):
         for window in alerts.BURN_WINDOWS:
             policy = rec.one(POLICY, f"alerts-chat-{key}-{window.name}-burn").inputs
@@ -387,7 +477,7 @@ def test_capacity_signals_are_log_match_policies_with_a_rate_limit_and_no_log_ba
 # ---- the gateway's own signals ----------------------------------------------------------------------------------
 
 
-BACKEND = gateway.GatewayBackend("chat", "chat", {"app": "chat"}, 8000, "m")
+BACKEND = gateway.GatewayBackend("chat", "chat", {"app": "chat"}, 8000, "m", model_server_type="vllm")
 
 
 def test_the_endpoint_picker_is_scraped_and_runs_with_flow_control():
@@ -402,7 +492,7 @@ def test_the_endpoint_picker_is_scraped_and_runs_with_flow_control():
     assert {(o["kind"], o["name"]) for o in record["objects"]} >= {
         ("PodMonitoring", "{release}"),
         ("Secret", "{release}-metrics-reader-secret"),
-        ("RoleBinding", "gmp-system:collector:{release}-{release}-metrics-reader-secret-read"),
+        ("RoleBinding", "gmp-system:collector:{namespace}-{release}-metrics-reader-secret-read"),
     }
 
 
@@ -514,7 +604,7 @@ def test_the_cost_tile_prices_a_replicas_chips_over_its_generated_tokens():
 
 
 def test_the_docs_list_every_alert_with_its_command():
-    """docs/operations.md "Alerts" holds the generated table (tooling/readme_tables.py alerts_table), which names
+    """docs/operations.md "Alerts" holds the generated table (tooling/generate/readme_tables.py alerts_table), which names
     every policy a workload and the cluster can get."""
     text = (ROOT / "docs/operations.md").read_text()
     assert readme_tables.alerts_table() in text

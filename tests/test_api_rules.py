@@ -1,4 +1,4 @@
-"""The offline API rules (tooling/api_rules.py): every shipped stack meets them, the longest names the config
+"""The offline API rules (tooling/oracles/api_rules.py): every shipped stack meets them, the longest names the config
 allows stay within them (issue 11 item 10), and each rule catches what its API refuses."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from stacks import naming
 from tests.conftest import STACK_FILES, recorded
-from tooling import api_rules
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import load_stack_file
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import load_stack_file
+from tooling.oracles import api_rules
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)

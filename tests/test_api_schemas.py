@@ -1,4 +1,4 @@
-"""Google's API schemas (tooling/api_schemas.py, tooling/data/api_schemas.json from google-api-python-client's
+"""Google's API schemas (tooling/oracles/api_schemas.py, tooling/data/api_schemas.json from google-api-python-client's
 discovery documents): every shipped stack's dashboard JSON is a valid monitoring v1 Dashboard, strictly; its alert
 policies, notification channels, custom services, SLOs and budget valid monitoring v3 / billingbudgets v1 bodies; and every
 enum-valued input of the cluster, node pools, network, subnetworks, router NAT and bucket is one of its API field's
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from stacks import dashboard
+from stacks.monitoring import dashboard
 from tests.conftest import STACK_FILES, recorded
-from tooling import api_schemas as api
-from tooling import provider_schema
-from tooling.k8s_objects import plain
-from tooling.offline import UNKNOWN
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import UNKNOWN
+from tooling.oracles import api_schemas as api
+from tooling.oracles import provider_schema
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 

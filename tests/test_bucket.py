@@ -62,6 +62,30 @@ def test_access_logs_go_to_a_private_log_bucket_that_expires_them(run):
     assert writer.urn in bucket.dependencies  # logging starts once the writer may write
 
 
+def test_access_logs_off_creates_no_log_bucket_and_grants_nothing_outside_the_project(run):
+    """bucket.accessLogs: false (an organization whose domain restricted sharing refuses Cloud Storage's log writer,
+    tooling/operations/preflight.py): no log bucket, no grant to group:cloud-storage-analytics@google.com, no `logging` on the
+    bucket, so nothing the stack bucket waits for; the warning says what is lost, and in a protected profile how to
+    turn it off on a live stack."""
+    rec = run(make_config(tpu_serving__bucket={"accessLogs": False}))
+    assert [b.name for b in rec.of_type(BUCKET)] == ["bucket-gcs"]
+    members = [m.inputs["member"] for m in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
+    assert "group:cloud-storage-analytics@google.com" not in members
+    assert "logging" not in rec.one(BUCKET, "bucket-gcs").inputs
+    assert any("bucket.accessLogs=false: the bucket keeps no usage or storage logs" in w for w in rec.warnings)
+    prod = run(make_config(tpu_serving__environment="prod", tpu_serving__bucket={"accessLogs": False}), stack="prod")
+    assert any("`pulumi state unprotect` its bucket-logs resource first" in w for w in prod.warnings), prod.warnings
+
+
+def test_turning_access_logs_off_and_on_is_a_clean_up(run):
+    """Either way on a live (dev) stack: no object under two URNs, no replacement, nothing deleted out of order
+    (tooling/review/transition.py); the bucket's `logging` changes in place."""
+    from tooling.review import transition
+
+    on, off = run(make_config()), run(make_config(tpu_serving__bucket={"accessLogs": False}))
+    assert list(transition.problems(on, off)) == [] and list(transition.problems(off, on)) == []
+
+
 def test_log_bucket_name_fits_63_characters():
     from stacks import naming
 

@@ -16,11 +16,11 @@ from typing import Any
 import pulumi
 import pytest
 
-from stacks import bucket_access
-from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, gcs_location, prefix_expression
+from stacks.security import bucket_access
+from stacks.security.bucket_access import OBJECT_USER, OBJECT_VIEWER, gcs_location, prefix_expression
 from tests.conftest import EXAMPLES, is_bucket_get, make_config, pool, recorded
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import load_stack_file
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import load_stack_file
 
 MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 # The Saxml admin image's entrypoint: admin_config/admin_server --sax_root=gs://$GSBUCKET/sax-root and

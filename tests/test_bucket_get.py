@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import pytest
 
-from stacks import bucket_access
+from stacks.security import bucket_access
 from tests.conftest import session_run
 from tests.test_pod_placement import stacks_with, tpu_pods, workload_objects
 from tests.test_startup import _containers, _flags

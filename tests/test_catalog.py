@@ -2,8 +2,8 @@
 
 import pytest
 
-from stacks import catalog
-from stacks.catalog import CatalogError, slice_shape
+from stacks.facts import catalog
+from stacks.facts.catalog import CatalogError, slice_shape
 
 
 @pytest.mark.parametrize(

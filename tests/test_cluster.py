@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -308,9 +308,9 @@ def test_gateway_api_asks_for_the_standard_channel_and_http_load_balancing():
 
 def test_system_pool_sizes_are_totals_over_the_cluster_zones():
     from components.cluster import system_pool_args
-    from stacks.config_model import ClusterConfig
+    from stacks.model.config_model import ClusterConfig
+    from stacks.model.profiles import PROFILES
     from stacks.pieces import cluster as cluster_piece
-    from stacks.profiles import PROFILES
 
     def args(location: str):
         config = ClusterConfig.model_validate({"systemPool": {"minNodes": 1, "maxNodes": 3}, "location": location})
@@ -379,9 +379,9 @@ def test_every_shipped_stack_sends_a_policy_the_provider_accepts(path):
 )
 def test_a_hold_always_comes_with_a_window_the_default_or_the_configured_one(environment, hold, window):
     from components.cluster import maintenance_policy
-    from stacks.config_model import ClusterConfig
+    from stacks.model.config_model import ClusterConfig
+    from stacks.model.profiles import PROFILES
     from stacks.pieces import cluster as cluster_piece
-    from stacks.profiles import PROFILES
 
     maintenance: dict = {"window": window} if window else {}
     if hold is not None:

@@ -1,4 +1,4 @@
-"""The vLLM compile cache's pull and push scripts (workloads/vllm/plan.py), run here against a fake bucket.
+"""The vLLM compile cache's pull and push scripts (workloads/vllm/compile_cache.py), run here against a fake bucket.
 
 JAX writes a cache entry in place (jax-ml/jax@1e79d0a jax/_src/lru_cache.py LRUCache.put: `file.write_bytes(val)`,
 no temporary file and rename), so the push may see a half-written file: it uploads a file only once its size is the
@@ -15,7 +15,7 @@ import time
 import types
 from pathlib import Path
 
-from workloads.vllm import plan as vllm
+from workloads.vllm import compile_cache
 
 
 class FakeBlob:
@@ -55,7 +55,7 @@ class FakeBucket:
 
 def _push():
     scope: dict = {"__name__": "not-main"}
-    exec(vllm.CACHE_PUSH_SCRIPT, scope)  # the rendered script's body, its loop left out
+    exec(compile_cache.CACHE_PUSH_SCRIPT, scope)  # the rendered script's body, its loop left out
     return scope["push"]
 
 
@@ -95,6 +95,6 @@ def test_the_pull_keeps_several_downloads_in_flight(tmp_path, monkeypatch):
     env = {"CACHE_BUCKET": "b", "CACHE_PREFIX": prefix, "CACHE_DIR": str(tmp_path), "CACHE_PULL_WORKERS": "8"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    exec(vllm.CACHE_PULL_SCRIPT, {"__name__": "__main__"})
+    exec(compile_cache.CACHE_PULL_SCRIPT, {"__name__": "__main__"})
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"e{i}" for i in range(32))
     assert bucket.peak > 1  # downloads overlapped, not one blob at a time

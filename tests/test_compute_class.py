@@ -1,15 +1,15 @@
-"""Capacity that falls back: a pool whose capacity is a list becomes a GKE ComputeClass (stacks/compute_class.py).
+"""Capacity that falls back: a pool whose capacity is a list becomes a GKE ComputeClass (stacks/serving/compute_class.py).
 
 Field names are checked against the strict schema of the documented ComputeClass fields in
-tooling/documented_schemas.py (sources C1-C2), since GKE publishes the CRD only as a reference page.
+tooling/oracles/documented_schemas.py (sources C1-C2), since GKE publishes the CRD only as a reference page.
 """
 
 import pytest
 
-from stacks import cost
+from stacks.reports import cost
 from tests.conftest import make_config, pool
-from tooling.k8s_objects import kubernetes_objects
-from tooling.schemas import validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.oracles.schemas import validate_objects
 
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -22,7 +22,7 @@ def assert_valid(obj):
 
 
 def test_documented_schema_rejects_misspelt_fields():
-    """The ComputeClass is checked against tooling/documented_schemas.py (fields from GKE's CRD reference)."""
+    """The ComputeClass is checked against tooling/oracles/documented_schemas.py (fields from GKE's CRD reference)."""
     bad = {
         "apiVersion": "cloud.google.com/v1",
         "kind": "ComputeClass",
@@ -177,7 +177,7 @@ def test_cost_prices_every_priority_and_says_which_it_assumes(run, paused):
     )
     item = rec.outputs["estimatedHourlyCost"]["items"]["TPU pool p"]
     chips = 2 * 16  # two 4x4 slices; GKE creates them only for pending pods, so the baseline is 0
-    from stacks import catalog
+    from stacks.facts import catalog
 
     price = catalog.generation("v6e").list_price
     assert item["baseline"] == 0

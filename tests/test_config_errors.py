@@ -4,7 +4,7 @@ import pulumi
 import pytest
 
 from tests.conftest import make_config, pool
-from tooling.offline import Recording
+from tooling.harness.offline import Recording
 
 CASES = {
     "unknown generation": (
@@ -313,7 +313,7 @@ def test_unknown_key_from_the_cli_config_bag_is_reported(run, monkeypatch):
 
 def test_duplicate_resource_names_are_detected(tmp_path):
     """The recorder catches what Pulumi's mocks do not: two resources with one URN."""
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     program = tmp_path / "dup.py"
     program.write_text("import pulumi_gcp as gcp\nfor _ in range(2):\n    gcp.storage.Bucket('same', location='US')\n")
@@ -324,7 +324,7 @@ def test_duplicate_resource_names_are_detected(tmp_path):
 def test_a_broken_pool_is_reported_once_not_again_by_every_workload_naming_it(run):
     """Issue 14: a misspelt key in a pool used to add "'v5e-2x4' is not a TPU pool ...; available: none" per workload."""
     from tests.conftest import EXAMPLES
-    from tooling.offline import load_stack_file
+    from tooling.harness.offline import load_stack_file
 
     config = load_stack_file(next(p for p in EXAMPLES if p.name == "Pulumi.all-in-one.yaml"))
     pools = config["tpu-serving:tpuPools"]

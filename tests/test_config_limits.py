@@ -10,8 +10,8 @@ import pytest
 
 from stacks.config import ConfigError
 from tests.conftest import ROOT, STACK_FILES
-from tooling.fuzz import parse
-from tooling.offline import load_stack_file
+from tooling.harness.offline import load_stack_file
+from tooling.scans.fuzz import parse
 
 ALL_IN_ONE = load_stack_file(ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml")
 NS = "tpu-serving:"
@@ -84,7 +84,7 @@ CASES = {
     ),
     "unknown region": (
         changed(**{"gcp:region": "mars-north1"}),
-        "gcp:region: 'mars-north1' is not a region name",
+        "gcp:region: 'mars-north1' is not a Google Cloud region",
     ),
     "zone letter that does not exist": (
         changed(tpuPools=pools((0, {"zone": "us-central1-z"}))),

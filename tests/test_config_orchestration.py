@@ -11,11 +11,11 @@ from typing import Any, Literal
 import pytest
 
 from stacks.config import ConfigError, parse_stack_config
-from stacks.config_model import WorkloadConfig
-from stacks.pool_plan import PoolPlan
+from stacks.model.config_model import WorkloadConfig
 from stacks.problems import Problem
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
 from tests.conftest import pool
 from workloads import registry
 
@@ -59,7 +59,7 @@ def check_ports(
 
 
 def registry_with(**extra: Any) -> WorkloadRegistry:
-    # "saxModelServer": a pinned image recorded to serve v4 and v5e only (stacks/versions.py IMAGE_RECORDS)
+    # "saxModelServer": a pinned image recorded to serve v4 and v5e only (stacks/facts/versions.py IMAGE_RECORDS)
     kind = WorkloadType(
         config=PortsWorkload, resolve=resolver(check_ports), component=object, tpu_images=("saxModelServer",), **extra
     )

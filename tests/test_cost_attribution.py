@@ -21,8 +21,8 @@ import pytest
 from stacks import naming
 from stacks.pieces import cost as cost_piece
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling import gcp_requirements
-from tooling.offline import PROJECT_NUMBER, Recording, load_stack_file, parse_stack_file
+from tooling.harness.offline import PROJECT_NUMBER, Recording, load_stack_file, parse_stack_file
+from tooling.oracles import gcp_requirements
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -125,7 +125,7 @@ def test_a_project_budget_has_no_label_filter(run):
 
 def test_a_budget_needs_its_api_and_billing_role_in_the_preflight(run):
     """The budget's API and roles/billing.costsManager (on the billing account) come from the Budget resource the
-    stack registers (tooling/gcp_requirements.py); a stack without one needs neither."""
+    stack registers (tooling/oracles/gcp_requirements.py); a stack without one needs neither."""
     budget_api = "billingbudgets.googleapis.com"
     plain = gcp_requirements.requirements((r.type, r.inputs) for r in run(make_config()).resources)
     assert budget_api not in plain.apis

@@ -1,7 +1,7 @@
-"""The recorded CRD schemas (tooling/data/crd_schemas.json, tooling/crd_schemas.py): what CI validates KEDA's objects
+"""The recorded CRD schemas (tooling/data/crd_schemas.json, tooling/oracles/crd_schemas.py): what CI validates KEDA's objects
 against, since neither ../shared/reference nor CI holds kedacore/keda@v2.20.2:config/crd/bases.
 
-Sources: the pins (repo, tag, path, sha256) in stacks/versions.py CRDS["keda"]["2.20.2"], which `make crds`
+Sources: the pins (repo, tag, path, sha256) in stacks/facts/versions.py CRDS["keda"]["2.20.2"], which `make crds`
 checks on download; the files themselves where they are at hand (the `make crds` cache, $TPU_SERVING_CRDS).
 """
 
@@ -12,23 +12,31 @@ import json
 
 import pytest
 
-from stacks import versions
-from tooling import crd_schemas, schemas
-from tooling.crds import crd_source
+from stacks.facts import versions
+from tooling.oracles import crd_schemas, schemas
+from tooling.oracles.crds import crd_source
 
 
 def test_the_record_names_each_pinned_file_with_its_origin_and_sum():
     record = json.loads(crd_schemas.DATA.read_text())
-    assert record["origin"] and record["generatedBy"] == "python -m tooling.crd_schemas"
+    assert record["origin"] and record["generatedBy"] == "python -m tooling.oracles.crd_schemas"
     pinned = {c.file_name: c for c in versions.CRDS["keda"]["2.20.2"]}
     assert set(record["crds"]) == set(pinned)
     for name, entry in record["crds"].items():
         crd = pinned[name]
         assert entry["source"] == f"kedacore/keda@v2.20.2:config/crd/bases/{name}" == crd_schemas.origin(crd)
         assert entry["sha256"] == crd.sha256
-        assert entry["group"] == "keda.sh" and list(entry["versions"]) == ["v1alpha1"]
+        # <group>_<plural>.yaml: keda.sh and eventing.keda.sh
+        assert entry["group"] == name.split("_", 1)[0] and list(entry["versions"]) == ["v1alpha1"]
     kinds = {e["kind"] for e in record["crds"].values()}
-    assert kinds == {"ScaledObject", "TriggerAuthentication", "ClusterTriggerAuthentication"}
+    assert kinds == {
+        "ScaledObject",
+        "ScaledJob",
+        "TriggerAuthentication",
+        "ClusterTriggerAuthentication",
+        "CloudEventSource",
+        "ClusterCloudEventSource",
+    }
 
 
 def test_the_record_equals_the_upstream_files_where_they_are_at_hand():
@@ -42,7 +50,9 @@ def test_the_record_equals_the_upstream_files_where_they_are_at_hand():
     for crd in crd_schemas.recorded_files():
         assert hashlib.sha256((directory / crd.file_name).read_bytes()).hexdigest() == crd.sha256, crd.file_name
     entries, absent = crd_schemas.read(directory)
-    assert not absent and entries == crd_schemas.load(), "run `python -m tooling.crd_schemas` and commit the record"
+    assert not absent and entries == crd_schemas.load(), (
+        "run `python -m tooling.oracles.crd_schemas` and commit the record"
+    )
     # and validation reads the files, which say the same
     for (api_version, kind), schema in crd_schemas.schemas("keda.sh").items():
         files = schemas._crd_schemas(str(directory), "keda.sh")[(api_version, kind)]

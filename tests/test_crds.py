@@ -1,4 +1,4 @@
-"""`make crds` (tooling/crds.py): the CRDs of exactly the matrix's versions, checked against recorded sha256 sums,
+"""`make crds` (tooling/oracles/crds.py): the CRDs of exactly the matrix's versions, checked against recorded sha256 sums,
 downloaded offline here from a local mirror of the reference copies (byte-for-byte upstream files at the tags
 ../shared/reference/SOURCES.md names), and the order in which validation finds a CRD folder."""
 
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from stacks import addons, versions
+from stacks import addons
+from stacks.facts import versions
 from tests.conftest import STACK_FILES, recorded, reference_dir
-from tooling import crds, documented_schemas
-from tooling.k8s_objects import kubernetes_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.oracles import crds, documented_schemas
 
 REFERENCE_CRDS = reference_dir() / "crds"
 
@@ -79,7 +80,7 @@ def test_every_custom_resource_we_render_has_a_crd_in_the_table():
         for obj in kubernetes_objects(recorded(path, True))
         if "." in obj["apiVersion"].split("/")[0] and not obj["apiVersion"].split("/")[0].endswith("k8s.io")
     }
-    # GKE installs some CRDs itself and publishes them only as documentation: tooling/documented_schemas.py
+    # GKE installs some CRDs itself and publishes them only as documentation: tooling/oracles/documented_schemas.py
     documented = {api_version.split("/")[0] for api_version, _ in documented_schemas.SCHEMAS}
     assert groups and groups <= validated | documented, groups - validated - documented
 

@@ -1,20 +1,22 @@
-"""Disruption-safe serving (stacks/disruption.py): a PodDisruptionBudget over every set of serving pods of every
+"""Disruption-safe serving (stacks/serving/disruption.py): a PodDisruptionBudget over every set of serving pods of every
 workload type, a multi-host replica as one unit; and termination settings that outlast the load balancer's and the
 endpoint picker's view of a pod, so a drain or a rollout drops no request in flight. Sources are cited per test."""
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stacks import disruption
-from tests.conftest import EXAMPLES, make_config, recorded, reference_dir
+from stacks.facts import versions
+from stacks.serving import disruption
+from tests.conftest import EXAMPLES, ROOT, make_config, recorded, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401  (a fixture)
-from tooling.offline import Recording, Registration
+from tooling.harness.offline import Recording, Registration
 from workloads import registry
 from workloads.pathways_job.plan import controller_workers
 
@@ -24,6 +26,7 @@ JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 PATHWAYS_JOB = "kubernetes:pathways-job.pathways.domain/v1:PathwaysJob"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVERS = (DEPLOYMENT, LWS, JOBSET, PATHWAYS_JOB)
+RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def workloads(rec: Recording) -> list[Registration]:
@@ -39,7 +42,7 @@ def children(rec: Recording, parent: Registration, *types: str) -> list[Registra
 
 def expected_budget(server: Registration) -> tuple[dict[str, str], dict[str, int]]:
     """(selector, limit) the budget of a server object must have, worked out from the object itself and the
-    controllers' own rules, not from stacks/disruption.py."""
+    controllers' own rules, not from stacks/serving/disruption.py."""
     name, spec = server.inputs["metadata"]["name"], server.inputs["spec"]
     if server.type == DEPLOYMENT:
         # the disruption controller reads a Deployment's scale: maxUnavailable works with any replica count
@@ -188,16 +191,120 @@ def test_the_delays_outlast_routing_and_fit_the_limits():
     assert disruption.GRACE_SECONDS <= 600
 
 
+def default_pod_grace_seconds() -> int:
+    """The grace of a pod that sets none, from the Kubernetes API schema (kubernetes-validate's PodSpec at the matrix's
+    minor: terminationGracePeriodSeconds "Defaults to 30 seconds")."""
+    import kubernetes_validate.utils as kv_utils
+
+    from stacks.facts.versions import DEFAULT_KUBERNETES_MINOR
+
+    versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= DEFAULT_KUBERNETES_MINOR]
+    schema = kv_utils.schema_contents(
+        f"kubernetes-json-schema/v{versions[-1]}-local-strict/podspec-v1.json", DEFAULT_KUBERNETES_MINOR
+    )
+    found = re.search(
+        r"Defaults to (\d+) seconds", schema["properties"]["terminationGracePeriodSeconds"]["description"]
+    )
+    assert found, "the PodSpec schema no longer states the default grace"
+    return int(found.group(1))
+
+
+def probe_kill_problems(where: str, spec: dict[str, Any], default_grace: int) -> list[str]:
+    """What is wrong with how the probes of one PodSpec kill: on a pod whose grace is longer than the default, every
+    liveness and startup probe (a failure restarts the container, and the kubelet runs the preStop hook within the
+    kill's grace: kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go setTerminationGracePeriod,
+    killContainer) sets its own terminationGracePeriodSeconds, no longer than the default; a readiness probe sets none
+    (pkg/apis/core/validation validateReadinessProbe: "must not be set for readinessProbes")."""
+    out = []
+    long_grace = spec.get("terminationGracePeriodSeconds", default_grace) > default_grace
+    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        if "terminationGracePeriodSeconds" in c.get("readinessProbe", {}):
+            out.append(f"{where} {c['name']}: readinessProbe.terminationGracePeriodSeconds is refused by the API")
+        for probe in ("livenessProbe", "startupProbe"):
+            if long_grace and probe in c:
+                own = c[probe].get("terminationGracePeriodSeconds")
+                if own is None or own > default_grace:
+                    out.append(f"{where} {c['name']}: {probe} kills with grace {own or 'of the pod'}")
+    return out
+
+
+def every_workload_pod() -> list[tuple[str, dict[str, Any]]]:
+    """(where, PodSpec) of every pod of every workload of every shipped stack, and of every example's rendered
+    objects (charts' aside)."""
+    from stacks.security.pod_security import pod_templates
+    from tests.conftest import STACK_FILES
+    from tooling.harness.k8s_objects import kubernetes_objects
+    from tooling.harness.offline import load_stack_file, parse_config
+
+    out = []
+    for path in STACK_FILES:
+        cfg = parse_config(load_stack_file(path), path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+        for plan in getattr(cfg, "workloads", []):
+            for manifest in plan.pod_manifests():
+                out += [(f"{path.name} {plan.workload.type} {w}", s) for w, _, s in pod_templates(manifest)]
+    for path in EXAMPLES:
+        for obj in kubernetes_objects(recorded(path, False)):
+            where = f"{path.name} {obj['kind']} {obj['metadata'].get('name')}"
+            out += [(f"{where} {w}", s) for w, _, s in pod_templates(obj.get("spec", {}))]
+    return out
+
+
+def test_every_probe_that_kills_on_a_long_grace_pod_has_its_own_short_grace():
+    """The class of issue 34's finding 5: a liveness or startup kill of a server held its slice for the whole drain
+    (PRESTOP_SECONDS), and on a LeaderWorkerSet the group's restart waited for it. Over every pod of every workload
+    type in the shipped stacks and every example's rendered objects."""
+    default = default_pod_grace_seconds()
+    pods = every_workload_pod()
+    long_grace = [(w, s) for w, s in pods if s.get("terminationGracePeriodSeconds", default) > default]
+    assert long_grace and any("livenessProbe" in c for _, s in long_grace for c in s["containers"])
+    assert [p for w, s in pods for p in probe_kill_problems(w, s, default)] == []
+    assert disruption.PROBE_KILL_GRACE_SECONDS <= default < disruption.GRACE_SECONDS
+    # the old pods: a liveness probe on a drained pod without its own grace
+    old = {
+        "terminationGracePeriodSeconds": disruption.GRACE_SECONDS,
+        "containers": [{"name": "s", "livenessProbe": {}}],
+    }
+    assert probe_kill_problems("old", old, default)
+
+
+def test_a_type_added_to_the_registry_is_checked_and_drained_pods_get_short_probe_kills(echo_registered):  # noqa: F811
+    """A type a test adds is held to the same rule, and `drained` (what every type's serving pods go through) gives
+    each killing probe the short grace and leaves readiness alone."""
+    from stacks.security.pod_security import pod_specs
+    from tooling.harness.offline import parse_config
+
+    default = default_pod_grace_seconds()
+    (plan,) = parse_config(make_config(tpu_serving__workloads=[ECHO_CONFIG]), "dev").workloads
+    assert [
+        p for m in plan.pod_manifests() for s in pod_specs(m) for p in probe_kill_problems("echo", s, default)
+    ] == []
+    pod = disruption.drained(
+        {
+            "containers": [
+                {"name": "a", "livenessProbe": {"httpGet": {"path": "/", "port": 1}}, "readinessProbe": {"exec": {}}},
+                {"name": "b", "startupProbe": {"tcpSocket": {"port": 1}}},
+            ]
+        }
+    )
+    assert probe_kill_problems("drained", pod, default) == []
+    assert pod["containers"][0]["livenessProbe"]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+    assert pod["containers"][1]["startupProbe"]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+    assert "terminationGracePeriodSeconds" not in pod["containers"][0]["readinessProbe"]
+
+
 def _chart_gke_policies() -> dict[str, dict[str, int]]:
-    """The first HealthCheckPolicy's and GCPBackendPolicy's integer settings in the chart's GKE template."""
-    path = reference_dir() / "charts/llm-d-router-v0.10.0/config/charts/llm-d-router-gateway/templates/gke.yaml"
-    if not path.exists():
-        pytest.skip(f"needs the pinned llm-d-router chart at {path}")
+    """The first HealthCheckPolicy's and GCPBackendPolicy's integer settings (`spec.default`) the llm-d router chart
+    installs for the gateway-served workload of vllm-multi-host: the chart at its tag rendered by the pinned Helm
+    with the release's values, parsed (tests/helm_charts.py render_release), never its template read as text."""
+    from tests.helm_charts import render_release
+
+    (path,) = [p for p in EXAMPLES if p.name == "Pulumi.vllm-multi-host.yaml"]
+    (router,) = [r for r in recorded(path, False).of_type(RELEASE) if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
     out: dict[str, dict[str, int]] = {}
-    for block in re.split(r"^kind: ", path.read_text(), flags=re.M)[1:]:
-        kind = block.split(None, 1)[0]
-        if kind not in out:
-            out[kind] = {k: int(v) for k, v in re.findall(r"^ {4}(\w+Sec): (\d+)", block, flags=re.M)}
+    for obj in render_release(router):
+        if obj["kind"] in ("HealthCheckPolicy", "GCPBackendPolicy") and obj["kind"] not in out:
+            default = obj["spec"]["default"]
+            out[obj["kind"]] = {k: v for k, v in default.items() if k.endswith("Sec") and isinstance(v, int)}
     return out
 
 
@@ -223,21 +330,22 @@ def _scope(rec: Recording) -> str:
     return exclusion["exclusionOptions"]["scope"]
 
 
-def test_held_tpu_node_pools_hold_themselves_so_the_system_pool_gets_patches(run):
-    # GKE API: NodePool.NodePoolMaintenancePolicy.ExclusionUntilEndOfSupport (the node pool's own exclusion, its end
-    # the version's end of support) and MaintenanceExclusionOptions.Scope NO_MINOR_UPGRADES ("only patches are
-    # allowed") vs NO_MINOR_OR_NODE_UPGRADES ("Only control plane patches are allowed"),
-    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope
+def test_held_tpu_node_pools_are_held_by_the_cluster_exclusion_which_an_update_can_change(run):
+    # GKE API MaintenanceExclusionOptions.Scope NO_MINOR_OR_NODE_UPGRADES ("excludes all minor upgrades for the
+    # cluster, and also exclude all node pool upgrades. Only control plane patches are allowed"),
+    # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope. The node
+    # pool's own exclusion is create-only in the provider (google-beta resource_container_node_pool.go: nodePoolUpdate
+    # never sends maintenance_policy), so no node pool carries one and every TPU node pool ignores the field.
     rec = run(make_config(tpu_serving__cluster=HELD))
-    assert _scope(rec) == "NO_MINOR_UPGRADES"
-    pools = {r.name: r.inputs.get("maintenancePolicies") for r in rec.of_type(NODE_POOL)}
-    assert pools.pop("cluster-system") is None  # the system pool follows the cluster: patches flow
-    assert pools and all(p == [{"exclusionUntilEndOfSupports": [{"enabled": True}]}] for p in pools.values())
+    assert _scope(rec) == "NO_MINOR_OR_NODE_UPGRADES"
+    pools = {r.name: r for r in rec.of_type(NODE_POOL)}
+    assert pools and all("maintenancePolicies" not in r.inputs for r in pools.values())
+    assert all("maintenancePolicies" in r.ignore_changes for n, r in pools.items() if n != "cluster-system")
 
 
 def test_a_pool_gke_creates_node_pools_for_keeps_the_cluster_wide_hold(run):
-    # A ComputeClass pool (capacity a list) has no node pool of its own to carry the exclusion: only the cluster's
-    # can hold what GKE creates for it, at the cost of the system pool's patches (docs/operations.md).
+    # A ComputeClass pool (capacity a list) has no node pool of its own: the cluster's exclusion holds what GKE
+    # creates for it, with the same scope as any other stack (so leaving the list narrows nothing).
     listed = {
         "name": "v5e-2x4",
         "tpu": "v5e",
@@ -262,3 +370,185 @@ def test_the_operations_page_states_the_delays_the_code_sets():
         disruption.SHUTDOWN_SECONDS,
     ):
         assert f"{seconds} s" in section, seconds
+
+
+# ---- rollouts fit the pool ---------------------------------------------------------------------------------------
+
+
+def _builtin_schema(name: str) -> dict[str, Any]:
+    import kubernetes_validate.utils as kv_utils
+
+    from stacks.facts.versions import DEFAULT_KUBERNETES_MINOR
+
+    versions = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= DEFAULT_KUBERNETES_MINOR]
+    return kv_utils.schema_contents(f"kubernetes-json-schema/v{versions[-1]}-local-strict/{name}", "")
+
+
+@functools.cache
+def rollout_defaults() -> dict[str, dict[str, tuple[Any, bool]]]:
+    """(default, rounds up) of maxSurge and maxUnavailable, per kind, from the API's own schemas: a Deployment's from
+    kubernetes-validate's apps/v1 RollingUpdateDeployment ("Defaults to 25%", "calculated from percentage by rounding
+    up" / "down"), a LeaderWorkerSet's from its CRD at the pinned tag (kubernetes-sigs/lws@v0.7.0
+    config/crd/bases: rollingUpdateConfiguration maxSurge default 0, maxUnavailable default 1)."""
+    import yaml
+
+    out: dict[str, dict[str, tuple[Any, bool]]] = {"Deployment": {}, "LeaderWorkerSet": {}}
+    deployment = _builtin_schema("rollingupdatedeployment-apps-v1.json")["properties"]
+    lws_crd = yaml.safe_load(reference_file("crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml").read_text())
+    (version,) = [v for v in lws_crd["spec"]["versions"] if v["name"] == "v1"]
+    lws = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["rolloutStrategy"]["properties"][
+        "rollingUpdateConfiguration"
+    ]["properties"]
+    for key in ("maxSurge", "maxUnavailable"):
+        text = deployment[key]["description"]
+        default = re.search(r"Defaults to (\d+%)", text)
+        rounding = re.search(r"rounding (up|down)", text)
+        assert default and rounding, text
+        out["Deployment"][key] = (default.group(1), rounding.group(1) == "up")
+        lws_rounding = re.search(r"rounding (up|down)", lws[key]["description"])
+        assert lws_rounding, lws[key]["description"]
+        out["LeaderWorkerSet"][key] = (lws[key]["default"], lws_rounding.group(1) == "up")
+    return out
+
+
+def _absolute(value: Any, replicas: int, up: bool) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        share = int(value[:-1]) * replicas / 100
+        return math.ceil(share) if up else math.floor(share)
+    return int(value)
+
+
+def _tpu_pod(spec: dict[str, Any]) -> bool:
+    return any(
+        float(c.get("resources", {}).get("requests", {}).get("google.com/tpu", 0)) > 0 for c in spec["containers"]
+    )
+
+
+def rollout_demand(plan: Any, manifest: dict[str, Any]) -> tuple[int, int, int] | None:
+    """(TPU hosts at the workload's most replicas, hosts its surge takes, replicas it may stop) of one Deployment or
+    LeaderWorkerSet, read from the rendered manifest with the API's defaults for what it leaves unset; None for a
+    manifest that holds no TPU host or rolls out nothing (a Job, a JobSet)."""
+    kind, spec = manifest.get("kind"), manifest.get("spec", {})
+    auto = getattr(plan.workload, "autoscaling", None)
+    replicas = auto.max_replicas if auto is not None else int(spec.get("replicas", 1))
+    if kind == "Deployment":
+        pod = spec["template"]["spec"]
+        per_replica = 1 if _tpu_pod(pod) else 0
+        if per_replica:
+            assert pod["nodeSelector"].items() >= plan.pool.pool_selector.items(), manifest["metadata"]["name"]
+        strategy = spec.get("strategy", {})
+        if strategy.get("type", "RollingUpdate") == "Recreate":
+            return replicas * per_replica, 0, replicas
+        params = strategy.get("rollingUpdate", {})
+    elif kind == "LeaderWorkerSet":
+        template = spec["leaderWorkerTemplate"]
+        leader = template.get("leaderTemplate", template["workerTemplate"])["spec"]
+        per_replica = int(_tpu_pod(leader)) + (int(template["size"]) - 1) * int(
+            _tpu_pod(template["workerTemplate"]["spec"])
+        )
+        params = spec.get("rolloutStrategy", {}).get("rollingUpdateConfiguration", {})
+    else:
+        return None
+    if not per_replica:
+        return None
+    defaults = rollout_defaults()[kind]
+    surge = _absolute(params.get("maxSurge", defaults["maxSurge"][0]), replicas, defaults["maxSurge"][1])
+    stop = _absolute(
+        params.get("maxUnavailable", defaults["maxUnavailable"][0]), replicas, defaults["maxUnavailable"][1]
+    )
+    return replicas * per_replica, surge * per_replica, stop
+
+
+def rollout_problems(plans: list[Any]) -> list[str]:
+    """Where a rollout of the plans' Deployments and LeaderWorkerSets at their most replicas would never progress: a
+    controller that may stop no replica (maxUnavailable 0) waits for its surge pods to be Ready, and a surge pod on a
+    pool already holding every workload at its maximum finds no node (the pool's capacity, PoolPlan.capacity_hosts,
+    is the most the cluster autoscaler grows it to). One `pulumi up` may roll out every workload of a pool at once."""
+    held: dict[str, int] = {}
+    waiting: dict[str, list[tuple[str, int]]] = {}
+    pools = {}
+    for plan in plans:
+        for manifest in plan.pod_manifests():
+            demand = rollout_demand(plan, manifest)
+            if demand is None:
+                continue
+            hosts, surge, stop = demand
+            pools[plan.pool.name] = plan.pool
+            held[plan.pool.name] = held.get(plan.pool.name, 0) + hosts
+            if stop == 0:
+                waiting.setdefault(plan.pool.name, []).append((f"{manifest['kind']} {plan.name}", surge))
+    out = []
+    for name, rollouts in waiting.items():
+        free = pools[name].capacity_hosts - held[name]
+        if sum(s for _, s in rollouts) > free:
+            out.append(f"pool {name!r} ({free} host(s) free at the maximum) cannot take the surge of {rollouts}")
+    return out
+
+
+def test_every_rollout_fits_the_capacity_its_pool_plan_provides():
+    """Issue 34 finding 7's class: over every workload of every shipped stack (every registry type is in one), a
+    rollout at the most replicas progresses within its pool. The old Deployments (no strategy: Kubernetes' 25%, so
+    maxSurge 1 and maxUnavailable 0 below 4 replicas) on pools sized to their maximum stall; the check says so."""
+    from tests.conftest import STACK_FILES
+    from tooling.harness.offline import load_stack_file, parse_config
+
+    checked, surging = set(), 0
+    for path in STACK_FILES:
+        cfg = parse_config(load_stack_file(path), path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+        plans = list(getattr(cfg, "workloads", []))
+        assert rollout_problems(plans) == [], path.name
+        for plan in plans:
+            for manifest in plan.pod_manifests():
+                demand = rollout_demand(plan, manifest)
+                if demand is not None:
+                    checked.add(manifest["kind"])
+                    surging += demand[1] > 0
+        if path.name == "Pulumi.vllm-staging-slo.yaml":  # its pool keeps a node above maxReplicas: it surges
+            (plan,) = plans
+            assert plan.deployment_strategy()["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+            assert rollout_demand(plan, _without_strategy(plan.pod_manifests()[0])) == (3, 1, 0)  # the API's 25%
+    assert checked == {"Deployment", "LeaderWorkerSet"} and surging
+    # a pool sized exactly to the replicas' maximum, as the old Deployments met it: the check refuses the old render
+    cfg = parse_config(
+        load_stack_file(ROOT / "examples/vllm-single-host/Pulumi.vllm-single-host.yaml"), "vllm-single-host"
+    )
+    (plan,) = cfg.workloads
+    assert plan.pool.capacity_hosts == plan.hosts_needed
+    assert rollout_problems([plan]) == []
+    assert rollout_problems([_Rendered(plan, [_without_strategy(plan.pod_manifests()[0])])])
+
+
+def _without_strategy(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment as the stack rendered it before issue 34: no `strategy`, so Kubernetes' defaults."""
+    return {**manifest, "spec": {k: v for k, v in manifest["spec"].items() if k != "strategy"}}
+
+
+class _Rendered:
+    """A plan whose pod manifests are given (an old render)."""
+
+    def __init__(self, plan: Any, manifests: list[dict[str, Any]]):
+        self.plan, self.manifests = plan, manifests
+        self.pool, self.workload, self.name = plan.pool, plan.workload, plan.name
+
+    def pod_manifests(self) -> list[dict[str, Any]]:
+        return self.manifests
+
+
+def test_a_type_added_to_the_registry_is_held_to_its_pools_capacity(echo_registered):  # noqa: F811
+    """A type that sets no strategy keeps Kubernetes' (25%: one surge pod, none stopped below 4 replicas): if its pods
+    take a TPU host each (the echo type's Deployment with every chip of its host requested), on a pool sized to its
+    replicas its rollout would stall and the check says so; with a host to spare it fits."""
+    from stacks.serving.workload_plan import tpu_resources
+    from tests.conftest import pool
+    from tooling.harness.offline import parse_config
+
+    for max_nodes, fits in ((2, False), (3, True)):
+        v5e = pool(name="v5e-2x4", tpu="v5e", topology="2x4", zone="us-east5-a")
+        v5e["autoscaling"] = {"minNodes": 0, "maxNodes": max_nodes}
+        cfg = parse_config(make_config(tpu_serving__tpuPools=[v5e], tpu_serving__workloads=[ECHO_CONFIG]), "dev")
+        (plan,) = cfg.workloads
+        (deployment,) = plan.pod_manifests()
+        assert rollout_problems([plan]) == []  # its pods request no TPU: a surge pod shares a node
+        pod = deployment["spec"]["template"]["spec"]
+        pod["containers"][0]["resources"] = tpu_resources(plan.shape)
+        assert (rollout_problems([_Rendered(plan, [deployment])]) == []) == fits, max_nodes

@@ -11,18 +11,18 @@ import pytest
 from pydantic import BaseModel
 
 from stacks import addons
-from stacks.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
+from stacks.model.config_model import BucketConfig, ClusterConfig, GatewayConfig, MonitoringConfig, TpuPoolConfig
 from tests.test_workload_registry import echo_registered  # noqa: F401 (a fixture)
-from tooling import docs
-from tooling.offline import ROOT
+from tooling.generate import docs, package_map
+from tooling.harness.offline import ROOT
 from workloads import registry
 
 README = ROOT / "README.md"
 
 
 def test_generated_pages_and_tables_are_current():
-    """What `make lint` checks (`python -m tooling.docs --check`)."""
-    assert docs.stale() == [], "run `.venv/bin/python -m tooling.docs`"
+    """What `make lint` checks (`python -m tooling.generate.docs --check`)."""
+    assert docs.stale() == [], "run `.venv/bin/python -m tooling.generate.docs`"
 
 
 def test_every_relative_link_resolves_to_a_file_and_heading():
@@ -124,7 +124,7 @@ def test_a_generated_block_is_rewritten_from_its_source_and_an_unknown_one_refus
 
 def test_the_makefile_lint_runs_the_docs_check():
     lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
-    assert "$(PY) -m tooling.docs --check" in lint
+    assert "$(PY) -m tooling.generate.docs --check" in lint
 
 
 def test_no_page_is_named_after_another_subject(tmp_path: Path):
@@ -134,12 +134,12 @@ def test_no_page_is_named_after_another_subject(tmp_path: Path):
 
 
 def test_the_profiles_table_has_every_field_of_every_environment():
-    """docs/stack-config.md "Environment profiles" is generated from stacks/profiles.py PROFILES: a row per Profile
+    """docs/stack-config.md "Environment profiles" is generated from stacks/model/profiles.py PROFILES: a row per Profile
     field (the upgrade hold, flow logs and intranode visibility included), a column per environment, the field's
     documented meaning; a hand-written table once merged staging and prod and left three fields out."""
     import dataclasses
 
-    from stacks.profiles import PROFILES, Profile
+    from stacks.model.profiles import PROFILES, Profile
 
     page = (ROOT / "docs" / "stack-config.md").read_text()
     block = page.split("<!-- generated:profiles -->\n", 1)[1].split("<!-- /generated:profiles -->", 1)[0]
@@ -170,6 +170,9 @@ def test_every_quoted_section_reference_names_a_heading_of_its_page():
 def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
     texts = {
         ROOT / "Makefile": '# gcloud (see README "Deploying for real").\n# see README "Deploy" and docs/nope.md "X"\n',
+        # the parenthesised form a stack file used for a README section that never existed (issue 34 item 17); a
+        # list of titles in parentheses is not a reference
+        ROOT / "Pulumi.x.yaml": '# Every key is documented in README.md ("Stack config").\n# the README ("A", "B")\n',
         ROOT / "a.py": (
             'x = ("See docs/operations.md "\n    \'"What GKE manages"). And docs/operations.md "GKE \'\n'
             '    \'upgrades". And docs/operations.md "GKE\n# upgrades and more"\n'
@@ -180,6 +183,7 @@ def test_the_section_check_finds_a_missing_heading_and_skips_upstream_files():
     assert docs.broken_section_references(texts) == [
         'Makefile: README "Deploying for real"',
         'Makefile: docs/nope.md "X"',
+        'Pulumi.x.yaml: README.md "Stack config"',
         'a.py: docs/operations.md "GKE upgrades and more"',
     ]
 
@@ -194,3 +198,20 @@ def test_every_workload_page_says_how_it_differs_from_upstream(name):
     assert len(found) == 1, f"docs/workloads/{name}.md has no `## Differences from the upstream ...` section"
     body = found[0].split("\n", 1)[1].strip()
     assert len(body.split()) >= 20, body
+
+
+def test_the_package_map_draws_every_layer_member_and_only_arrows_no_longer_path_implies():
+    """docs/architecture.md "The map": generated from the contracts and grimp's imports (tooling/generate/package_map.py)."""
+    assert package_map.reduced({("a", "b"), ("b", "c"), ("a", "c"), ("a", "d")}) == {("a", "b"), ("b", "c"), ("a", "d")}
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for package in package_map.PACKAGES:
+        drawn = package_map.mermaid(package)
+        assert drawn in text
+        for layer in package_map.layers(package):
+            for name in layer:
+                assert f"    {name}[" in drawn, (package, name)
+        imports = package_map.member_imports(package)
+        for a, b in package_map.reduced(imports):
+            assert f"    {a} --> {b}" in drawn
+        if package == "stacks":
+            assert ("config", "pieces") in imports and "    config --> pieces" not in drawn  # implied by a longer path

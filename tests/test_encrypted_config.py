@@ -13,9 +13,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tooling import fuzz, render
-from tooling.k8s_objects import SECRET, plain
-from tooling.offline import ROOT, SECRET_PLACEHOLDER, config_values, load_stack_file, parse_stack_file, run_stack_file
+from tooling.harness.k8s_objects import SECRET, plain
+from tooling.harness.offline import (
+    ROOT,
+    SECRET_PLACEHOLDER,
+    config_values,
+    load_stack_file,
+    parse_stack_file,
+    run_stack_file,
+)
+from tooling.review import render
+from tooling.scans import fuzz
 
 EXAMPLE = ROOT / "examples" / "vllm-single-host" / "Pulumi.vllm-single-host.yaml"
 # the shape `pulumi config set --secret` writes with the passphrase provider (the ciphertext is never read)

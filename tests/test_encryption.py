@@ -15,9 +15,9 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from stacks import kms
+from stacks.facts import kms
 from tests.conftest import make_config
-from tooling.offline import PROJECT_NUMBER
+from tooling.harness.offline import PROJECT_NUMBER
 
 KEY_MEMBER = "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember"
 BUCKET = "gcp:storage/bucket:Bucket"

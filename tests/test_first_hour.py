@@ -13,13 +13,16 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from stacks import catalog, pulumi_config
+from stacks import pulumi_config
 from stacks.config import ConfigError
+from stacks.facts import catalog
 from stacks.pieces.environment import PLACEHOLDER_PROJECT
 from stacks.pieces.rules import ZONE_RE
 from tests.conftest import make_config, pool
-from tooling import example, fuzz, render
-from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.harness.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.operations import example
+from tooling.review import render
+from tooling.scans import fuzz
 
 OPEN_CONTROL_PLANE = (
     "config:\n  gcp:project: tpu-test-project\n  gcp:region: us-east5\n  tpu-serving:environment: {env}\n"
@@ -34,7 +37,7 @@ def stack_file(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def parse(raw_config: dict, *, stack: str = "dev"):
-    """The config as `load_stack_config()` validates it (tooling.fuzz.parse), without the Pulumi runtime."""
+    """The config as `load_stack_config()` validates it (tooling.scans.fuzz.parse), without the Pulumi runtime."""
     return fuzz.parse(raw_config, stack)
 
 
@@ -390,7 +393,7 @@ def test_a_malformed_environment_is_reported_once_not_crashing_the_name_check():
 
 
 def test_an_enabled_gateway_is_one_of_the_minimums_and_only_the_highest_is_named():
-    """The gateway's InferencePool CRD comes with GKE 1.34.0-gke.1626000 (stacks/gke_managed.py), tpu7x needs
+    """The gateway's InferencePool CRD comes with GKE 1.34.0-gke.1626000 (stacks/facts/gke_managed.py), tpu7x needs
     1.34.0-gke.2201000 (catalog, S7): one problem, naming the higher; with only a v6e capacity list (1.33.3), the
     gateway's is the higher and its own message names it."""
     gateway = {"enabled": True}

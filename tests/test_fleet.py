@@ -1,30 +1,35 @@
 """The fleet stack kind (issue 29; docs/fleet.md): regional stacks export their InferencePools, a fleet stack serves
-them through GKE's multi-cluster Inference Gateway (Preview). Sources: stacks/fleet.py F1-F5, which these tests
+them through GKE's multi-cluster Inference Gateway (Preview). Sources: stacks/fleets/fleet.py F1-F5, which these tests
 cite:
 - F1 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/setup-multicluster-inference-gateway
 - F2 https://docs.cloud.google.com/kubernetes-engine/docs/how-to/customize-backend-multicluster-inference-gateway
 - F4 https://cloud.google.com/compute/docs/reference/rest/beta/backendServices (Backend.capacityScaler)
+- G1, G2: GKE's pages on exporting a Pod's metric through an AutoscalingMetric (quoted in DOCUMENTED_EXPORT below)
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
+import typing
 from typing import Any
 
 import pulumi
 import pytest
 
-from stacks import fleet
+from stacks.facts import catalog
+from stacks.fleets import fleet
+from stacks.model.config_model import ClusterConfig
 from stacks.problems import ConfigError
 from tests import test_smoke
 from tests.conftest import make_config, recorded
-from tooling import fleet_render, render
-from tooling.documented_schemas import SCHEMAS
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, Recording, load_stack_file, parse_config, run_program
-from tooling.schemas import strict, validate_custom, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, Recording, load_stack_file, parse_config, run_program
+from tooling.oracles.documented_schemas import SCHEMAS
+from tooling.oracles.schemas import strict, validate_custom, validate_objects
+from tooling.review import fleet_render, render
 
 fake_kubectl = test_smoke.fake_kubectl  # the stand-in kubectl on PATH (tests/fixtures/kubectl/fake_kubectl.py)
 EXAMPLE = ROOT / "examples" / "fleet"
@@ -48,12 +53,12 @@ def _run_fleet(outputs: dict[str, Any], recording: Recording | None = None, **fl
 
 def test_the_recorded_outputs_are_what_the_regional_stacks_export():
     """The fleet example reads recordings, not hand-written fixtures: each equals what its regional stack file's
-    program exports after a first `up` (python -m tooling.fleet_render examples/fleet re-records them)."""
+    program exports after a first `up` (python -m tooling.review.fleet_render examples/fleet re-records them)."""
     assert len(REGIONAL_FILES) == 2
     for path in REGIONAL_FILES:
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
         assert fleet_render.record(path) == OUTPUTS[stack], (
-            f"re-record: .venv/bin/python -m tooling.fleet_render {EXAMPLE}"
+            f"re-record: .venv/bin/python -m tooling.review.fleet_render {EXAMPLE}"
         )
 
 
@@ -120,7 +125,7 @@ def test_the_config_cluster_routes_to_the_imported_pool_with_home_region_and_spi
 def test_every_multi_cluster_object_validates_against_its_schema():
     """The Gateway and HTTPRoute against the Gateway API CRDs (../shared/reference/crds, or the `make crds` cache),
     the GKE policies against the documented schemas (no published CRD has their multi-cluster fields)."""
-    from tooling.crds import crd_source
+    from tooling.oracles.crds import crd_source
 
     if crd_source()[0] is None:
         pytest.skip(crd_source()[1])
@@ -168,10 +173,17 @@ def test_an_exporting_stack_exports_every_gateway_served_workload_and_builds_no_
         assert "REGIONAL_MANAGED_PROXY" not in purposes and not rec.of_type("gcp:compute/network:Network")
 
 
-def test_every_kv_cache_metric_belongs_to_a_registered_workload_type():
-    from workloads.registry import WORKLOAD_TYPES
+def test_the_kv_cache_metric_a_vllm_backend_exports_is_one_its_pinned_image_serves():
+    """The gauge a fleet's spill-over balances on is the vLLM plan's own (workloads/vllm/metrics.py), and the
+    pinned image's record (stacks/facts/versions.py IMAGE_RECORDS, vllm-project/vllm@v0.27.0 loggers.py) lists it."""
+    from stacks.facts.versions import IMAGES, image_record
 
-    assert set(fleet.KV_CACHE_METRICS) <= set(WORKLOAD_TYPES)
+    cfg = parse_config(_multi_host_regional("vllm"), "fleet-us-east5")
+    (workload,) = cfg.gateway_workloads
+    backend = workload.gateway_backend()
+    assert backend is not None and backend.kv_cache_metric == "vllm:kv_cache_usage_perc"
+    record = image_record(IMAGES["vllmTpu"])
+    assert record is not None and backend.kv_cache_metric in record.serves.metrics
 
 
 def test_a_regional_stack_unfit_to_join_a_fleet_is_refused_with_every_reason():
@@ -192,7 +204,91 @@ def test_a_regional_stack_unfit_to_join_a_fleet_is_refused_with_every_reason():
     assert "own VPC" in problems["tpu-serving:cluster.network.create"]
     assert "GLOBAL_MANAGED_PROXY" in problems["tpu-serving:gateway.proxySubnet"]
     assert "internal" in problems["tpu-serving:gateway.exposure"]
-    assert fleet.MIN_GKE_VERSION in problems["tpu-serving:cluster.minMasterVersion"]
+    assert fleet.EXPORT_MIN_GKE_VERSION in problems["tpu-serving:cluster.minMasterVersion"]
+    assert "RAPID" in problems["tpu-serving:cluster.releaseChannel"]  # the default channel, REGULAR
+
+
+# Each page of GKE's that documents exporting a Pod's metric through an AutoscalingMetric, with its requirement for
+# the cluster as the page words it (the sentence under "Requirements for the Pods"); F1, the multi-cluster gateway's
+# own minimum, too.
+DOCUMENTED_EXPORT = {
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-load-balancer": (
+        "GKE 1.35.1-gke.1396000 or later."
+    ),
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics": (
+        "GKE 1.34.1-gke.1127000 or later with clusters in the Rapid channel."
+    ),
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics-autoscaling": (
+        "GKE 1.35.1-gke.1396000 or later with clusters in the Rapid channel."
+    ),
+    "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/setup-multicluster-inference-gateway": (
+        "GKE 1.34.1-gke.1127000 or later."
+    ),
+}
+REQUIREMENT = re.compile(
+    r"GKE (?P<version>\d+\.\d+\.\d+-gke\.\d+) or later(?: with clusters in the (?P<channel>\w+) channel)?\."
+)
+
+
+def documented(version: str, channel: str) -> bool:
+    """A cluster at `version` ('' unset) on `channel` meets every page's requirement (the export is used only where
+    all of GKE's statements about it hold)."""
+    for sentence in DOCUMENTED_EXPORT.values():
+        need = REQUIREMENT.fullmatch(sentence)
+        assert need, sentence
+        if not version or catalog.version_tuple(version) < catalog.version_tuple(need["version"]):
+            return False
+        if need["channel"] and channel != need["channel"].upper():
+            return False
+    return True
+
+
+def _regional_admits(version: str, channel: str) -> bool:
+    cluster = {
+        "releaseChannel": channel,
+        "hpaProfile": "PERFORMANCE",
+        **({"minMasterVersion": version} if version else {}),
+    }
+    config = load_stack_file(REGIONAL_FILES[0])
+    config["tpu-serving:cluster"] = {**config["tpu-serving:cluster"], **cluster}
+    if not version:
+        del config["tpu-serving:cluster"]["minMasterVersion"]
+    try:
+        parse_config(config, REGIONAL_FILES[0].name.removeprefix("Pulumi.").removesuffix(".yaml"))
+    except ConfigError as err:
+        paths = {p.path for p in err.problems}
+        assert paths <= {"tpu-serving:cluster.minMasterVersion", "tpu-serving:cluster.releaseChannel"}, paths
+        return False
+    return True
+
+
+def test_the_export_is_admitted_exactly_where_every_gke_page_documents_it():
+    """Issue 34 finding 6's class: a regional stack may export, and a fleet may take a region, only on a cluster every
+    one of GKE's pages on the export documents (a version and, where the page names one, a channel). Over every
+    release channel the config accepts (ClusterConfig.releaseChannel) and the versions around each page's minimum;
+    both sides: the regional stack's checks and the fleet's checks of its recorded output."""
+    channels = typing.get_args(ClusterConfig.model_fields["release_channel"].annotation)
+    assert set(channels) >= {"RAPID", "REGULAR", "STABLE"}
+    versions = {""}
+    for sentence in DOCUMENTED_EXPORT.values():
+        need = REQUIREMENT.fullmatch(sentence)
+        assert need, sentence
+        major_minor, _, build = need["version"].rpartition(".")
+        versions |= {need["version"], f"{major_minor}.{int(build) - 1}", f"{major_minor}.{int(build) + 1}"}
+        versions.add(".".join(need["version"].split(".")[:2]))  # a minor alone is only a floor of that minor
+    grid = [(version, channel) for version in sorted(versions) for channel in channels]
+    admitted = {(version, channel) for version, channel in grid if documented(version, channel)}
+    assert admitted and {c for _, c in admitted} == {"RAPID"}
+    assert {(v, c) for v, c in grid if _regional_admits(v, c)} == admitted
+    assert {(v, c) for v, c in grid if not fleet.export_problems(v, c)} == admitted
+    # the fleet reads the channel and version from each region's output
+    outputs = copy.deepcopy(OUTPUTS)
+    outputs["fleet-europe-west4"]["fleet"].update(releaseChannel="REGULAR", minMasterVersion="1.34.1-gke.1127000")
+    with pytest.raises(
+        pulumi.RunError, match=r"below 1\.35\.1-gke\.1396000[\s\S]*releaseChannel 'REGULAR' is not RAPID"
+    ):
+        _run_fleet(outputs)
+    _run_fleet(copy.deepcopy(OUTPUTS))  # the example's regions, recorded: admitted
 
 
 def test_the_export_switch_needs_the_gateway():
@@ -209,7 +305,7 @@ def _bad_outputs() -> dict[str, Any]:
     outputs = copy.deepcopy(OUTPUTS)
     eu = outputs["fleet-europe-west4"]["fleet"]
     eu.update(network="projects/my-tpu-project/global/networks/other", minMasterVersion="1.33.5-gke.1000000")
-    eu.update(networkCreated=True, regionalProxySubnet="create")
+    eu.update(networkCreated=True, regionalProxySubnet="create", releaseChannel="STABLE")
     eu["exports"][0].update(
         model="google/gemma-2b", servedName="gemma", hostsPerReplica=2, ports=list(range(8000, 8009))
     )
@@ -225,7 +321,8 @@ def test_a_fleet_of_unfit_regions_is_refused_with_every_reason_before_anything_i
         "own VPC",  # networkCreated
         "share one VPC",  # another network than the first region's
         "GLOBAL_MANAGED_PROXY",  # a regional proxy subnet
-        f"below {fleet.MIN_GKE_VERSION}",
+        f"below {fleet.EXPORT_MIN_GKE_VERSION}",
+        "releaseChannel 'STABLE' is not RAPID",
         "different models",
         "different served names",
         "also matches workers",  # multi-host without a leader-only selector
@@ -414,7 +511,7 @@ def test_docs_list_every_api_and_the_service_agent_role_the_fleet_needs():
 def test_the_ingress_service_agent_gets_container_admin_before_the_config_cluster_objects():
     """F3 "Grant IAM permissions required by the Gateway controller": service-<project number>@gcp-sa-
     multiclusteringress.iam.gserviceaccount.com gets roles/container.admin; the config cluster's objects wait."""
-    from tooling.offline import PROJECT_NUMBER
+    from tooling.harness.offline import PROJECT_NUMBER
 
     rec = recorded(FLEET_FILE, True)
     (grant,) = rec.of_type("gcp:projects/iAMMember:IAMMember")
@@ -451,14 +548,14 @@ def _multi_host_regional(workload_type: str, replicas: int = 2) -> dict[str, Any
     return config
 
 
-@pytest.mark.parametrize("workload_type", sorted(fleet.KV_CACHE_METRICS))
+@pytest.mark.parametrize("workload_type", ["vllm"])  # the types whose gateway backends name a KV-cache metric
 def test_every_exporting_type_selects_its_kv_cache_metric_pods_by_simple_leader_labels(workload_type):
     """G1 "Requirements": AutoscalingMetric pod label selector keys only of letters, digits, `-`, `_` (no
     `leaderworkerset.sigs.k8s.io/name`); the labels are on the leader template only (F1: leaders only), so every
     replica's leader (replicas 2) is selected and no worker."""
     import re
 
-    from stacks.fleet_output import regional_output
+    from stacks.reports.fleet_output import regional_output
 
     config = _multi_host_regional(workload_type)
     rec = run_program(config, stack="fleet-us-east5", preview=True)

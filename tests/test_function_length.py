@@ -7,7 +7,7 @@ a manifest builder that returns one 100-line dict literal is one statement. This
 
 import ast
 
-from tooling.program import ROOT, program_files
+from tooling.harness.program import ROOT, program_files
 
 LIMIT = 80
 

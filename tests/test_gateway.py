@@ -20,13 +20,14 @@ from typing import Any
 
 import pytest
 
-from stacks import gateway, gke_managed
 from stacks.config import ConfigError, parse_stack_config
-from stacks.versions import CRDS, LLM_D_ROUTER
+from stacks.facts import gke_managed
+from stacks.facts.versions import CRDS, LLM_D_ROUTER
+from stacks.serving import gateway
 from tests.conftest import make_config as base_config
-from tooling import chart_objects
-from tooling.k8s_objects import kubernetes_objects
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.oracles import chart_objects
+from tooling.oracles.schemas import crd_dir, validate_objects
 from workloads.registry import WORKLOAD_TYPES
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -158,7 +159,7 @@ def test_disabled_gateway_adds_nothing(run):
 
 @pytest.fixture(scope="module")
 def internal():
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     return run_program(make_config(tpu_serving__gateway={"enabled": True}), stack="dev")
 
@@ -300,6 +301,7 @@ BACKEND = gateway.GatewayBackend(
     namespace="serving",
     selector={"leaderworkerset.sigs.k8s.io/name": "llama", "role": "leader"},
     port=8000,
+    model_server_type="vllm",
     model="meta-llama/Llama-3.1-70B-Instruct",
 )
 
@@ -449,7 +451,7 @@ def test_multi_host_pool_selects_exactly_the_leaders_on_the_server_port():
 
 def test_single_host_pool_selects_the_deployment_pods(run):
     from tests.conftest import EXAMPLES
-    from tooling.offline import load_stack_file
+    from tooling.harness.offline import load_stack_file
 
     (path,) = [p for p in EXAMPLES if p.name == "Pulumi.vllm-single-host.yaml"]
     cfg = load_stack_file(path)
@@ -484,7 +486,7 @@ def test_route_and_release_order():
 
 def _example_config(**gateway_config: Any) -> dict[str, Any]:
     from tests.conftest import EXAMPLES
-    from tooling.offline import load_stack_file
+    from tooling.harness.offline import load_stack_file
 
     (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-multi-host"]
     cfg = load_stack_file(path)
@@ -577,7 +579,7 @@ def test_the_endpoint_picker_starts_without_the_inference_objective_crd():
     #   InferencePool reconciler, lines 126-132, always: GKE installs that CRD, version_needs requires it);
     # - pkg/epp/requestcontrol/director.go:222-233: a request with no objective gets the default priority (0).
     # So nothing may render an InferenceObjective (that would need the CRD at helm install) and nothing need apply
-    # its CRD; the stack applies neither, and GKE installs neither (stacks/gke_managed.py MANAGED, G3: GA only).
+    # its CRD; the stack applies neither, and GKE installs neither (stacks/facts/gke_managed.py MANAGED, G3: GA only).
     assert not {(gke_managed.CRD, name) for name in INFERENCE_OBJECTIVE_CRDS} & gke_managed.never_created()
     recs = _stacks_serving_through_the_gateway()
     assert recs, "no shipped stack serves a workload through the gateway"

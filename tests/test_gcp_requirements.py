@@ -1,4 +1,4 @@
-"""The one table of what each Google Cloud resource type needs (tooling/gcp_requirements.py): every `gcp:` type the
+"""The one table of what each Google Cloud resource type needs (tooling/oracles/gcp_requirements.py): every `gcp:` type the
 program registers has an entry, and `make preflight` checks for a stack exactly what its types need.
 
 Sources of the table's roles: Google's IAM roles reference, one page per service
@@ -9,6 +9,7 @@ holds `artifactregistry.*`, repositories.create and setIamPolicy among them), ci
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from pathlib import Path
 
@@ -16,10 +17,12 @@ import pulumi
 import pulumi_gcp as gcp
 import pytest
 
+from stacks.monitoring import adapters as metrics_adapters
 from tests.conftest import FLEET_FILES, STACK_FILES, make_config, recorded
-from tooling import gcp_requirements, preflight
-from tooling.offline import ROOT, parse_stack_file, run_program
-from tooling.offline import Recording as OfflineRecording
+from tooling.harness.offline import ROOT, parse_stack_file, run_program
+from tooling.harness.offline import Recording as OfflineRecording
+from tooling.operations import preflight
+from tooling.oracles import gcp_requirements
 
 SHIPPED = [*STACK_FILES, *FLEET_FILES]
 ALL_IN_ONE = ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml"
@@ -36,7 +39,9 @@ def test_every_registered_gcp_type_has_an_entry(path):
     new resource type without an entry fails here."""
     rec = recorded(path, False)
     missing = gcp_types(rec) - set(gcp_requirements.TYPES)
-    assert not missing, f"{path.name} registers types with no tooling/gcp_requirements.py entry: {sorted(missing)}"
+    assert not missing, (
+        f"{path.name} registers types with no tooling/oracles/gcp_requirements.py entry: {sorted(missing)}"
+    )
     gcp_requirements.requirements((r.type, r.inputs) for r in rec.resources)  # raises on none
 
 
@@ -134,7 +139,7 @@ def test_preflight_checks_exactly_the_stacks_needs(path):
 def test_a_role_granted_elsewhere_is_a_warn_with_where_to_grant_it():
     needs = gcp_requirements.requirements([("gcp:billing/budget:Budget", {})])
     cfg = parse_stack_file(DEV)
-    rows = {r.subject: r for r in preflight.role_rows(cfg, needs, "deployer@example.com", {"bindings": []})}
+    rows = {r.subject: r for r in preflight.role_rows(cfg.gcp_project, needs, "deployer@example.com", {"bindings": []})}
     row = rows["roles/billing.costsManager"]
     assert row.status == preflight.WARN
     assert "billing account" in row.detail and row.fix.endswith("on the billing account")
@@ -142,3 +147,30 @@ def test_a_role_granted_elsewhere_is_a_warn_with_where_to_grant_it():
     # from the project's policy: a WARN, as every role a group or folder may grant)
     consumer = rows["roles/serviceusage.serviceUsageConsumer"]
     assert consumer.status == preflight.WARN and "billing account" not in consumer.fix
+
+
+# ---- the deployer's least-privilege condition: every role the program grants on the project -----------------
+
+PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"
+
+
+def project_grants(rec: OfflineRecording) -> set[str]:
+    return {r.inputs["role"] for r in rec.resources if r.type == PROJECT_MEMBER}
+
+
+def test_the_deployers_condition_names_every_role_the_program_grants_on_the_project(run):
+    """Every shipped stack and fleet stack under mocks, and the settings that add a project grant (the image mirror
+    off: Artifact Registry reader on the project; each metrics adapter): the roles their gcp:projects/iAMMember
+    resources grant are exactly PROJECT_GRANTS, and exactly the roles of the `hasOnly([...])` condition
+    docs/deploying.md gives roles/resourcemanager.projectIamAdmin (a role granted but not listed there makes the
+    deployer's `pulumi up` fail on that grant)."""
+    granted: set[str] = set()
+    for path in SHIPPED:
+        granted |= project_grants(recorded(path, False))
+    granted |= project_grants(run(make_config(tpu_serving__cluster={"images": {"mirror": False}})))
+    for adapter in metrics_adapters.choices():  # the registry: an adapter added later is run too
+        granted |= project_grants(run(make_config(tpu_serving__monitoring={"adapter": adapter})))
+    assert granted == set(gcp_requirements.PROJECT_GRANTS)
+    page = (ROOT / "docs" / "deploying.md").read_text()
+    (condition,) = re.findall(r"modifiedGrantsByRole', \[\]\)\.hasOnly\(\[([^\]]*)\]\)", page)
+    assert set(re.findall(r"'([^']+)'", condition)) == granted

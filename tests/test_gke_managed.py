@@ -1,24 +1,25 @@
-"""Issue 22 part 2 item 3: no shipped stack creates an object GKE manages (stacks/gke_managed.py, sources there).
+"""Issue 22 part 2 item 3: no shipped stack creates an object GKE manages (stacks/facts/gke_managed.py, sources there).
 
 What a stack creates is read from its recording: every Kubernetes object and patch it registers, every CRD file a
-ConfigFile applies (the CRD files of stacks/versions.py), the objects of an upstream manifest it applies, and what
-each Helm release's chart at the pinned version contains (its crds/ and templates, from the reference copies).
+ConfigFile applies (the CRD files of stacks/facts/versions.py), the objects of an upstream manifest it applies, and what
+what each Helm release installs with the stack's values (the record of the pinned Helm's render of its chart at the
+pinned version, tooling/data/chart_objects.json).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from stacks import gke_managed, versions
+from stacks.facts import gke_managed, versions
 from stacks.workload_checks import FORBIDDEN_NAMESPACES
 from tests.conftest import STACK_FILES, recorded, reference_dir
-from tooling.k8s_objects import plain
-from tooling.offline import Recording, parse_stack_file
-from tooling.readme_tables import gke_managed_table
+from tooling.generate.readme_tables import gke_managed_table
+from tooling.harness.k8s_objects import plain
+from tooling.harness.offline import Recording, parse_stack_file
+from tooling.oracles import chart_objects
 
 ROOT = Path(__file__).resolve().parent.parent
 YAML_COMPONENTS = ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml/v2:ConfigGroup")
@@ -40,48 +41,32 @@ def _crd_name(url: str) -> str | None:
 
 
 def _objects_in_yaml(text: str) -> set[tuple[str, str]]:
-    """(kind, metadata.name) of the watched kinds in a manifest or chart file; Helm templating is tolerated (a
-    templated name is not one of GKE's fixed names)."""
-    found = set()
-    for doc in re.split(r"^---\s*$", text, flags=re.MULTILINE):
-        kind = re.search(r"^kind:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
-        name = re.search(r"^metadata:\s*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*(\S+)\s*$", doc, flags=re.MULTILINE)
-        if kind and name and kind.group(1) in WATCHED:
-            found.add((kind.group(1), name.group(1).strip("\"'")))
-    return found
+    """(kind, metadata.name) of the watched kinds in a manifest, parsed (libyaml's loader where PyYAML has it:
+    linear in the text, where a pattern over it backtracked without bound on a chart's templates, issue 34 #21)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict)]
+    return {(d["kind"], (d.get("metadata") or {}).get("name")) for d in docs if d.get("kind") in WATCHED}
 
 
 def _manifest_objects(url: str) -> set[tuple[str, str]]:
     """The objects of an upstream manifest the stack applies (the reference copy of each ManifestVersion)."""
     copies = {m.url: f"manifests/pathways-job-v{m.version}/install.yaml" for m in versions.PATHWAYS_JOB.values()}
     if url not in copies:
-        raise AssertionError(f"a ConfigFile applies {url}: record it here and in stacks/versions.py")
+        raise AssertionError(f"a ConfigFile applies {url}: record it here and in stacks/facts/versions.py")
     path = reference_dir() / copies[url]
     if not path.exists():
         pytest.skip(f"no reference copy of {url} ({path})")
     return _objects_in_yaml(path.read_text())
 
 
-def _chart_dir(chart: str, version: str) -> Path | None:
-    """The reference copy of a chart release: ../shared/reference/charts/<dir>-<version>/ holding a Chart.yaml of
-    that name (SOURCES.md "charts/": the sources at the pinned tag, with the charts they vendor)."""
-    name = chart.rsplit("/", 1)[-1]
-    for top in sorted((reference_dir() / "charts").glob(f"*-{version}")):
-        if any(yaml.safe_load(c.read_text())["name"] == name for c in top.rglob("Chart.yaml")):
-            return top
-    return None
-
-
-def _chart_objects(chart: str, version: str) -> set[tuple[str, str]]:
-    """What a chart release installs, at most: every object in its copy (crds/, templates, vendored charts)."""
-    top = _chart_dir(chart, version)
-    if top is None:
-        pytest.skip(f"no reference copy of chart {chart} {version} under {reference_dir() / 'charts'}")
-    found: set[tuple[str, str]] = set()
-    for path in top.rglob("*"):
-        if path.suffix in (".yaml", ".yml", ".tpl") and path.name not in ("Chart.yaml", "values.yaml"):
-            found |= _objects_in_yaml(path.read_text())
-    return found
+def _chart_objects(inputs: dict) -> set[tuple[str, str]]:
+    """What a chart release installs with the values the stack gives it: the record of the pinned Helm's render of
+    the chart at its tag (tooling/data/chart_objects.json, which tests/test_review_issue23.py compares with a fresh
+    render), never its templates read as text."""
+    objects = chart_objects.installed(inputs["chart"], inputs["version"], inputs["name"], inputs["namespace"])
+    if objects is None:
+        raise AssertionError(f"{inputs['chart']}@{inputs['version']} is not recorded: run `make chart-objects`")
+    return {(o["kind"], o["name"]) for o in objects}
 
 
 def created(recording: Recording) -> set[tuple[str, str]]:
@@ -96,7 +81,7 @@ def created(recording: Recording) -> set[tuple[str, str]]:
                 name = _crd_name(url)
                 found |= {(gke_managed.CRD, name)} if name else _manifest_objects(url)
         elif reg.type == RELEASE:
-            found |= _chart_objects(inputs["chart"], inputs["version"])
+            found |= _chart_objects(inputs)
         elif reg.custom and isinstance(inputs.get("metadata"), dict):
             kind = inputs.get("kind") or reg.type.rsplit(":", 1)[1].removesuffix("Patch")
             found.add((kind, inputs["metadata"].get("name")))
@@ -105,7 +90,7 @@ def created(recording: Recording) -> set[tuple[str, str]]:
 
 @stacks
 def test_no_stack_creates_an_object_gke_manages(path):
-    # GKE installs and owns these (stacks/gke_managed.py MANAGED, with sources); a stack that applies one fails
+    # GKE installs and owns these (stacks/facts/gke_managed.py MANAGED, with sources); a stack that applies one fails
     # with AlreadyExists or, adopting it, deletes it with every object of its kind on destroy (issue 22 item 2).
     # A cluster's version is only a floor that GKE raises by itself, so no version exempts an object.
     rec = recorded(path, False)
@@ -161,7 +146,7 @@ def test_installed_from_follows_the_settings():
 
 
 def test_the_gateway_classes_the_stack_uses_are_gkes():
-    from stacks.gateway import GATEWAY_CLASSES
+    from stacks.serving.gateway import GATEWAY_CLASSES
 
     managed = {name for kind, name in gke_managed.never_created() if kind == "GatewayClass"}
     assert set(GATEWAY_CLASSES.values()) <= managed
@@ -201,4 +186,6 @@ def test_workloads_never_take_a_namespace_gke_owns():
 
 def test_docs_hold_the_table():
     page = (ROOT / "docs" / "operations.md").read_text()
-    assert gke_managed_table() in page, "docs/operations.md 'What GKE manages' is stale: run `python -m tooling.docs`"
+    assert gke_managed_table() in page, (
+        "docs/operations.md 'What GKE manages' is stale: run `python -m tooling.generate.docs`"
+    )

@@ -1,4 +1,4 @@
-"""`make maintenance` (scripts/maintenance.py, tooling/host_maintenance.py) on recorded `gcloud compute instances
+"""`make maintenance` (scripts/maintenance.py, tooling/operations/host_maintenance.py) on recorded `gcloud compute instances
 list` JSON (tests/data/maintenance/instances.json).
 
 Sources: compute v1 `Instance.resourceStatus.upcomingMaintenance` = `UpcomingMaintenance` {type, maintenanceStatus,
@@ -16,9 +16,10 @@ import datetime
 import json
 import sys
 
-from tooling import api_schemas, host_maintenance
-from tooling.offline import ROOT, parse_stack_file
-from tooling.preflight import GcloudError
+from tooling.harness.offline import ROOT, parse_stack_file
+from tooling.operations import host_maintenance
+from tooling.operations.preflight import GcloudError
+from tooling.oracles import api_schemas
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import maintenance as script  # noqa: E402

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import metrics, metrics_adapters
-from stacks.metrics_adapters import keda
-from stacks.metrics_adapters.prometheus_adapter import rule as prometheus_adapter_rule
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
+from stacks.monitoring.adapters import keda
+from stacks.monitoring.adapters.prometheus_adapter import rule as prometheus_adapter_rule
 from tests import hpa_model
 from tests.hpa_model import World
+from workloads.vllm.metrics import VLLM_METRICS
 
 CLUSTER, NS = "tpu-serving-dev", "gemma"
 POOL = NS  # the workload's InferencePool is named after it
@@ -115,8 +117,8 @@ def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
 
 KEDA_SERVED = [
     name
-    for name in {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
-    if metrics_adapters.adapter_serves("keda", name, {**metrics.HPA_METRICS, **metrics.VLLM_METRICS})
+    for name in {**metrics.HPA_METRICS, **VLLM_METRICS}
+    if metrics_adapters.adapter_serves("keda", name, {**metrics.HPA_METRICS, **VLLM_METRICS})
 ]
 
 
@@ -125,7 +127,7 @@ def test_keda_hpa_proposes_ceil_of_total_load_over_target(name):
     """Through KEDA: the ScaledObject's trigger for the metric, the HPA KEDA makes of it (tests/hpa_model.py
     keda_hpa: `keda-hpa-<name>`, External `s0-prometheus`, AverageValue = threshold) and the one sample the query
     returns, over the same worlds as the adapters above (plus, for a gateway metric, another pool's series)."""
-    registry = {**metrics.HPA_METRICS, **metrics.VLLM_METRICS}
+    registry = {**metrics.HPA_METRICS, **VLLM_METRICS}
     metric = registry[name]
     scope = keda.Scope("p", CLUSTER, NS, {"app": NS}, POOL)
     for load, target in CASES[metric.unit.name]:

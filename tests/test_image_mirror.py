@@ -1,5 +1,5 @@
 """Issue 26 lever 1: the pinned public images are served from an Artifact Registry remote repository in the stack's
-project and region (stacks/images.py), derived from the version matrix; the node identities read it at repository
+project and region (stacks/facts/images.py), derived from the version matrix; the node identities read it at repository
 level.
 
 Sources: hashicorp/terraform-provider-google-beta@v7.45.0 google-beta/services/artifactregistry/
@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from stacks import images, versions
+from stacks.facts import images, versions
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling import provider_schema as ps
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import parse_stack_file
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import parse_stack_file
+from tooling.oracles import provider_schema as ps
 
 REPOSITORY = "gcp:artifactregistry/repository:Repository"
 REPOSITORY_READER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
@@ -145,8 +145,8 @@ def test_a_type_added_to_the_registry_serves_its_pinned_image_through_the_mirror
     """WorkloadPlan.served, which every type's default images go through, for a plan of a type the test makes."""
     from dataclasses import dataclass
 
-    from stacks.workload_plan import WorkloadPlan
-    from stacks.workload_type import WorkloadContext
+    from stacks.serving.workload_plan import WorkloadPlan
+    from stacks.serving.workload_type import WorkloadContext
     from tests.test_workload_registry import EchoPlan, EchoWorkload
 
     @dataclass(frozen=True)

@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from stacks import cost
-from stacks.workload_plan import MULTI_HOST_SCALE_DOWN_WINDOW_S
+from stacks.reports import cost
+from stacks.serving.workload_plan import MULTI_HOST_SCALE_DOWN_WINDOW_S
 from tests.conftest import STACK_FILES, make_config, pool, recorded
 from tests.test_gateway import parse_config as parse
-from tooling import provider_schema as ps
+from tooling.oracles import provider_schema as ps
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -17,10 +17,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from stacks import catalog
+from stacks.facts import catalog
 from tests.conftest import on_pool, recorded, reference_dir
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT
 
 IRONWOOD = ROOT / "examples/ironwood/Pulumi.ironwood.yaml"
 UPSTREAM = reference_dir() / "tpu-inference/examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml"

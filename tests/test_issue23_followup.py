@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import catalog, cost
 from stacks.config import ConfigError
+from stacks.facts import catalog
 from stacks.pieces.environment import named_environment
+from stacks.reports import cost
 from tests.conftest import STACK_FILES, make_config, pool
-from tooling import example, fuzz, render
-from tooling.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.harness.offline import ROOT, StackFileError, load_stack_file, parse_stack_file, read_stack_yaml
+from tooling.operations import example
+from tooling.review import render
+from tooling.scans import fuzz
 
 SHIPPED = STACK_FILES  # regional stacks (a fleet stack has no zones: tests/test_fleet.py)
 
@@ -113,9 +116,9 @@ def test_a_region_without_list_prices_is_a_note_and_passes_strict(tmp_path, caps
     out = capsys.readouterr().out
     assert "eu: note: cost estimate: no list prices for region 'europe-west4'" in out and "eu: no warnings" in out
     summary = (tmp_path / "build" / "eu" / "summary.md").read_text()
-    estimate = summary.split("## Estimated cost")[1].split("## Warnings")[0]
+    estimate = summary.split("\n## Estimated cost\n")[1].split("\n## ")[0]
     assert "- note: no list prices for region 'europe-west4'" in estimate
-    assert "no list prices" not in summary.split("## Warnings")[1]
+    assert "no list prices" not in summary.split("\n## Warnings\n")[1].split("\n## ")[0]
     est = cost.estimate(parse_stack_file(path))
     assert est.warnings == [] and cost.as_output(est)["notes"] == est.notes != []
 

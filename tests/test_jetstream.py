@@ -7,11 +7,12 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import metrics, versions
+from stacks.facts import versions
+from stacks.monitoring import metrics
 from tests.conftest import make_config, on_pool, pool, recorded, reference_dir, stack_ksa, workload_grants
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT
+from tooling.oracles.schemas import crd_dir, validate_objects
 
 AI_ON_GKE = reference_dir() / "ai-on-gke"
 KUBECTL = (
@@ -321,7 +322,7 @@ def test_a_metric_whose_export_the_sources_dispute_is_a_warning(run, adapter):
 
 
 def test_a_disputed_series_is_no_gap_but_a_provably_missing_one_is():
-    from stacks import versions
+    from stacks.facts import versions
 
     needs = versions.Serves(metrics=frozenset({"jetstream_slots_used_percentage", "jetstream_generate_backlog_size"}))
     (gap,) = versions.image_gaps(ENGINE, needs)
@@ -354,7 +355,7 @@ def test_autoscaling_without_adapter_is_an_error(run):
 
 def test_sizing_warning_follows_the_served_quantization(run):
     """llama2-13b: 26 GB of bfloat16 weights overflow one v5e chip (16 GB); served int8 (MaxText `quantization`),
-    13 GB fit. The HBM check reads the merged MaxText arguments (stacks/maxtext.py weight_bits)."""
+    13 GB fit. The HBM check reads the merged MaxText arguments (stacks/serving/maxtext.py weight_bits)."""
     small = [pool(name="single", tpu="v5e", topology="1x1", zone="us-east5-a")]
 
     def warnings(**fields):

@@ -9,6 +9,7 @@ import pulumi
 import pytest
 import yaml
 
+from stacks.serving import disruption
 from tests.conftest import (
     make_config,
     on_pool,
@@ -19,9 +20,9 @@ from tests.conftest import (
     without_scan_skips,
     workload_grants,
 )
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT
+from tooling.oracles.schemas import crd_dir, validate_objects
 
 PATHWAYS_REF = reference_dir() / "kubernetes-engine-samples/ai-ml/llm-serving-tpus-jetstream/pathways"
 needs_reference = pytest.mark.skipif(not PATHWAYS_REF.is_dir(), reason=f"reference manifests missing: {PATHWAYS_REF}")
@@ -112,14 +113,15 @@ def test_reference_deployment_reproduced_field_by_field(example):
                 assert mine["resources"]["limits"] == theirs["resources"]["limits"], mine["name"]
             else:  # the reference's leader requests nothing; ours requests CPU and memory (see below)
                 assert "resources" not in theirs and set(mine["resources"]) == {"requests"}, mine["name"]
-            # the reference's added capabilities kept, everything else hardened (stacks/pod_security.py)
+            # the reference's added capabilities kept, everything else hardened (stacks/security/pod_security.py)
             added = ((theirs.get("securityContext") or {}).get("capabilities") or {}).get("add", [])
             assert mine["securityContext"]["capabilities"] == {"drop": ["ALL"], **({"add": added} if added else {})}
             assert mine["securityContext"]["allowPrivilegeEscalation"] is False, mine["name"]
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-                if mine["name"] == "jetstream-http" and probe != "startupProbe":
+                if mine["name"] == "jetstream-http" and probe == "readinessProbe":
                     # the reference probes jetstream-http only through jax-tpu's /healthcheck; ours has its own
-                    # (tests/test_scan.py test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it)
+                    # readiness (tests/test_scan.py test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it)
+                    # and, as the reference, no liveness (a restart recreates the group: tests/test_change_safety.py)
                     assert theirs.get(probe) is None and mine[probe]["httpGet"]["path"] == "/"
                     continue
                 if probe == "startupProbe" and theirs.get(probe):
@@ -128,6 +130,12 @@ def test_reference_deployment_reproduced_field_by_field(example):
                     window = ref["initialDelaySeconds"] + ref["failureThreshold"] * ref["periodSeconds"]
                     assert mine[probe]["initialDelaySeconds"] == 0 and mine[probe]["httpGet"] == ref["httpGet"]
                     assert mine[probe]["periodSeconds"] * mine[probe]["failureThreshold"] == window
+                    continue
+                if probe != "readinessProbe" and theirs.get(probe):
+                    # a killing probe's own short grace (stacks/serving/disruption.py PROBE_KILL_GRACE_SECONDS), else as theirs
+                    own = {k: v for k, v in mine[probe].items() if k != "terminationGracePeriodSeconds"}
+                    assert mine[probe]["terminationGracePeriodSeconds"] == disruption.PROBE_KILL_GRACE_SECONDS
+                    assert own == theirs[probe], (mine["name"], probe)
                     continue
                 assert mine.get(probe) == theirs.get(probe), (mine["name"], probe)
             ref_ports = theirs["ports"]
@@ -154,7 +162,7 @@ def test_leader_requests_fit_half_the_host(tpu, topology):
     """The leader shares a TPU host with a worker: its containers request CPU and memory (else they are evicted
     first), at most the PathwaysJob controller's figures (google/pathways-job@v0.1.4 pathwaysjob_controller.go:
     RM 8 CPU / 32 GB, proxy 16 CPU / 100 GB) and together at most half the host (catalog host_resources)."""
-    from stacks import catalog
+    from stacks.facts import catalog
     from workloads.jetstream_pathways import plan as jp
 
     shape = catalog.slice_shape(tpu, topology)

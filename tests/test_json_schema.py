@@ -6,8 +6,8 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import STACK_FILES
-from tooling import json_schema
+from tests.conftest import FLEET_FILES, STACK_FILES
+from tooling.generate import json_schema
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def test_committed_schema_is_current():
     assert json_schema.main(["--check"]) == 0
 
 
-@pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*STACK_FILES, *FLEET_FILES], ids=lambda p: p.name)
 def test_shipped_stack_files_validate(validator, path):
     assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == []
     text = path.read_text()
@@ -33,6 +33,9 @@ def test_shipped_stack_files_validate(validator, path):
         ({"tpu-serving:tpuPool": []}, "False schema"),
         ({"tpu-serving:cluster": {"releaseChanel": "RAPID"}}, "releaseChanel"),
         ({"tpu-serving:environment": "qa"}, "'qa' is not one of"),
+        ({"tpu-serving:paused": 1}, "1 is not valid under any of the given schemas"),
+        ({"tpu-serving:fleet": {"regions": []}}, "[] is too short"),
+        ({"tpu-serving:fleet": {"regions": [{"stack": "a"}, {"stack": "b"}]}}, "False schema"),
         ({"tpu-serving:workloads": [{"type": "saxml", "name": "x"}]}, "is not valid under any of the given schemas"),
         (
             {
@@ -45,6 +48,6 @@ def test_shipped_stack_files_validate(validator, path):
     ],
 )
 def test_mistakes_are_rejected(validator, config, fragment):
-    doc = {"config": {"gcp:project": "p", "gcp:region": "r", "tpu-serving:environment": "dev", **config}}
+    doc = {"config": {"gcp:project": "my-project", "gcp:region": "r", "tpu-serving:environment": "dev", **config}}
     messages = [e.message for e in validator.iter_errors(doc)]
     assert any(fragment in m for m in messages), messages

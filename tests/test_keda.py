@@ -2,7 +2,7 @@
 rules of scale to zero and of the gateway's metrics, pause, and validation against KEDA's CRDs.
 
 Sources (kedacore/keda@v2.20.2 unless said): config/crd/bases/keda.sh_*.yaml (the CRDs, sha256 in
-stacks/versions.py CRDS); apis/keda/v1alpha1/scaledobject_types.go (PausedReplicasAnnotation
+stacks/facts/versions.py CRDS); apis/keda/v1alpha1/scaledobject_types.go (PausedReplicasAnnotation
 `autoscaling.keda.sh/paused-replicas`); apis/keda/v1alpha1/triggerauthentication_types.go (PodIdentityProviderGCP
 `gcp`); tests/scalers/gcp/gcp_prometheus_workload_identity (the Managed Prometheus address with `podIdentity:
 provider: gcp`); kedacore/charts@v2.20.2:keda/values.yaml (crds.install, serviceAccount.operator, webhooks.enabled,
@@ -20,12 +20,16 @@ from typing import Any
 import pulumi
 import pytest
 
-from stacks import gateway, naming, time_to_serve, versions, workload_plan
-from stacks.metrics_adapters import keda
+from stacks import naming
+from stacks.facts import versions
+from stacks.monitoring.adapters import keda
+from stacks.reports import time_to_serve
+from stacks.serving import gateway, workload_plan
 from tests.conftest import STACK_FILES, load_large_yaml, recorded, reference_dir, stack_ksa
-from tooling import schemas, summary
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, load_stack_file
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, load_stack_file
+from tooling.oracles import chart_objects, schemas
+from tooling.review import summary
 
 EXAMPLE = ROOT / "examples" / "vllm-single-host" / "Pulumi.vllm-single-host-keda.yaml"
 STACK = "vllm-single-host-keda"
@@ -69,7 +73,7 @@ def test_the_example_scales_its_vllm_workload_on_the_gateway_queue_through_keda(
         f"max(llm_d_epp_average_running_requests{{{where}}} * llm_d_epp_ready_endpoints{{{where}}})"
     )
     # the pool the queue is read for is the InferencePool the gateway routes the workload to: the endpoint picker
-    # release's, named after it (stacks/gateway.py inference_pool_manifest, from the release name)
+    # release's, named after it (stacks/serving/gateway.py inference_pool_manifest, from the release name)
     routers = [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
     assert [(r.inputs["name"], r.inputs["namespace"]) for r in routers] == [("llama70b", "llama70b")]
     # after what it scales, KEDA's release (CRDs before it) and the trigger authentication
@@ -112,7 +116,7 @@ def test_keda_release_crds_and_least_privilege_identity(run):
 
 def test_every_keda_object_validates_against_its_crd(run):
     """Against the CRD files where they are at hand, else their recorded schemas (tooling/data/crd_schemas.json,
-    kedacore/keda@v2.20.2:config/crd/bases, sha256 pinned in stacks/versions.py CRDS): never skipped."""
+    kedacore/keda@v2.20.2:config/crd/bases, sha256 pinned in stacks/facts/versions.py CRDS): never skipped."""
     rec = run(example(), stack=STACK)
     paused = run({**example(), "tpu-serving:paused": True}, stack=STACK)
     objects = [o for o in kubernetes_objects(rec) + kubernetes_objects(paused) if o["apiVersion"] == keda.API_VERSION]
@@ -190,7 +194,7 @@ def _keda_hpa_behaviors(rec) -> dict[str, Any]:
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.name)
 def test_kedas_hpa_gets_the_behavior_the_hpa_path_gives(run, path):
     """Every shipped stack's autoscaled workloads, through KEDA instead of their adapter: each ScaledObject carries
-    the behavior the HPA path gives the same workload (stacks/workload_plan.py hpa_behavior: on a multi-host pool
+    the behavior the HPA path gives the same workload (stacks/serving/workload_plan.py hpa_behavior: on a multi-host pool
     the scale-down window MULTI_HOST_SCALE_DOWN_WINDOW_S), and validates against KEDA's CRD."""
     config = load_stack_file(path)
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
@@ -354,13 +358,20 @@ def test_a_start_from_zero_beyond_the_load_balancer_timeout_is_a_warning():
     """The chart's GCPBackendPolicy fixes the load balancer's timeout at 300 s in its template, with no value
     (llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/gke.yaml `timeoutSec: 300`): a first
     request that waits longer for its replica is cut, so the stack warns that clients must retry."""
-    chart = reference_dir() / "charts" / "llm-d-router-v0.10.0" / "config" / "charts" / "llm-d-router-gateway"
-    if chart.is_dir():
-        template = (chart / "templates" / "gke.yaml").read_text()
-        assert re.findall(r"timeoutSec: (\d+)\s", template.split("kind: GCPBackendPolicy", 1)[1])[0] == str(
-            gateway.BACKEND_TIMEOUT_S
+    from tests.helm_charts import render_release, unavailable
+
+    router = versions.LLM_D_ROUTER
+    if unavailable(router.chart, router.version) is None:
+        # the chart rendered with the example's values and parsed (tests/helm_charts.py), never read as text
+        rec = recorded(ROOT / "examples" / "vllm-single-host" / f"Pulumi.{STACK}.yaml", False)
+        (release,) = [r for r in rec.of_type(RELEASE) if r.inputs["chart"] == router.chart]
+        objects = render_release(release)
+        policies = [o for o in objects if o["kind"] == "GCPBackendPolicy"]
+        assert policies and all(p["spec"]["default"]["timeoutSec"] == gateway.BACKEND_TIMEOUT_S for p in policies)
+        defaults = load_large_yaml(
+            chart_objects.chart_dir(chart_objects.charts_root(), router.chart, router.version) / "values.yaml"
         )
-        assert "timeoutSec" not in (chart / "values.yaml").read_text()
+        assert "timeoutSec" not in json.dumps(defaults)
     parsed = parsed_example()
     (plan,) = parsed.workloads
     assert plan.from_zero_s is not None and plan.from_zero_s > gateway.BACKEND_TIMEOUT_S

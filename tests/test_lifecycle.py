@@ -11,12 +11,16 @@ import sys
 import pulumi
 import pytest
 
-from stacks import addons, catalog, cost, metrics_adapters, versions
+from stacks import addons
+from stacks.facts import catalog, versions
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring.adapters.entry import DROP_API_SERVICES
+from stacks.reports import cost
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling import render
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, load_stack_file
-from tooling.recreate import recreations
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, load_stack_file
+from tooling.review import render
+from tooling.review.recreate import recreations
 
 ALL_IN_ONE = ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml"
 DATA_TYPES = {"gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool", "gcp:storage/bucket:Bucket"}
@@ -31,7 +35,7 @@ def paused(config: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def pause_pair(request):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     return run_program(config, stack="all-in-one"), run_program(paused(config), stack="all-in-one")
@@ -89,7 +93,7 @@ def test_paused_keeps_everything_that_holds_data_with_the_same_names(pause_pair)
     removed = {r.urn for r in running.resources} - {r.urn for r in stopped.resources}
     # a PathwaysJob has no suspend field (google/pathways-job@v0.1.4:api/v1/pathwaysjob_types.go PathwaysJobSpec):
     # pausing removes it, and the controller's JobSet goes with it (owner reference). No replicas, no disruption
-    # budget (stacks/disruption.py).
+    # budget (stacks/serving/disruption.py).
     gone = ("HorizontalPodAutoscaler", "batch/v1:Job", ":PathwaysJob::", ":PodDisruptionBudget::")
     assert all(any(kind in urn for kind in gone) for urn in removed), removed
     assert data_names(running) == data_names(stopped)
@@ -158,7 +162,7 @@ def infrastructure(rec) -> dict:
 
 
 def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatch):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     before = run_program(config, stack="all-in-one")
@@ -171,7 +175,7 @@ def test_addon_and_image_upgrades_never_touch_cluster_pools_or_bucket(monkeypatc
     earlier = {(r.type, r.name): r.inputs for r in before.resources}
     changed = {(r.type, r.name) for r in after.resources if earlier.get((r.type, r.name), r.inputs) != r.inputs}
     assert ("kubernetes:helm.sh/v3:Release", "addons-lws") in changed
-    # a new server image starts a new compile-cache directory (keyed by image tag, stacks/startup.py), so its
+    # a new server image starts a new compile-cache directory (keyed by image tag, stacks/serving/startup.py), so its
     # placeholder object moves with it (components/serving.py); nothing else outside Kubernetes changes
     keep = {
         (t, n) for t, n in changed if t == "gcp:storage/bucketObject:BucketObject" and n.endswith("-compile-cache-keep")
@@ -203,7 +207,7 @@ def test_every_supported_version_pair_is_checked():
 
 @functools.cache
 def all_in_one_at(key: str, version: str):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(ALL_IN_ONE)
     addons = config.get("tpu-serving:addons", {})
@@ -324,11 +328,11 @@ def test_the_charts_render_the_crds_their_chart_crds_say(version):
 
 
 def test_crd_names_match_the_upstream_crds():
-    from tooling.schemas import crd_dir
+    from tooling.oracles.schemas import crd_dir
 
     folder = crd_dir()
     if folder is None:
-        from tooling.crds import crd_source
+        from tooling.oracles.crds import crd_source
 
         pytest.skip(crd_source()[1])
     import yaml
@@ -350,11 +354,30 @@ def test_crd_names_match_the_upstream_crds():
 # ---- recreation review ----------------------------------------------------------------------------------
 
 
+# A dev stack with a multi-host slice (the shipped dev stack serves vLLM on a single-host pool).
+MULTI_HOST_DEV = """config:
+  gcp:project: my-tpu-project
+  gcp:region: us-central1
+  tpu-serving:environment: dev
+  tpu-serving:cluster:
+    location: us-central1
+  tpu-serving:tpuPools:
+    - name: v6e-4x4
+      tpu: v6e
+      topology: 4x4
+      zone: us-central1-b
+      capacity: spot
+"""
+
+
 def test_compare_names_fields_that_recreate(tmp_path):
-    old_files = render.render_stack(ROOT / "Pulumi.dev.yaml")[2]
+    old_config = tmp_path / "old-stack" / "Pulumi.dev.yaml"
+    old_config.parent.mkdir()
+    old_config.write_text(MULTI_HOST_DEV)
+    old_files = render.render_stack(old_config)[2]
     render.write(old_files, tmp_path / "old")
     new_config = tmp_path / "Pulumi.dev.yaml"
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    text = MULTI_HOST_DEV
     new_config.write_text(
         text.replace("topology: 4x4", "topology: 4x8").replace("location: us-central1\n", "location: us-central1-b\n")
     )
@@ -378,7 +401,7 @@ def test_compare_cli(tmp_path, capsys):
 def test_compare_reads_the_earlier_render_before_overwriting_it(tmp_path, capsys):
     """`make render`, edit the config, `--compare build dev`: build/dev is both the earlier render and the output."""
     config = tmp_path / "Pulumi.dev.yaml"
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    text = MULTI_HOST_DEV
     config.write_text(text)
     assert render.main(["--out", str(tmp_path / "build"), str(config)]) == 0
     config.write_text(text.replace("topology: 4x4", "topology: 4x8"))
@@ -486,26 +509,28 @@ APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
 
 @functools.cache
 def gemma_hpa_with(adapter: str):
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     config = load_stack_file(GEMMA_HPA)
     return run_program({**config, "tpu-serving:monitoring": {"adapter": adapter}}, stack="gemma-hpa")
 
 
-# the adapters whose APIServices the stack registers; KEDA's chart renders its own (api_from_chart), see below
-STACK_SERVED = [name for name, entry in metrics_adapters.ADAPTERS.items() if not entry.api_from_chart]
-ADAPTER_SWITCHES = [(a, b) for a in STACK_SERVED for b in STACK_SERVED if a != b]
+# every adapter: the stack registers every APIService, whichever adapter serves it (issue 34 #8)
+ADAPTER_SWITCHES = [(a, b) for a in metrics_adapters.ADAPTERS for b in metrics_adapters.ADAPTERS if a != b]
 
 
-@pytest.mark.parametrize("name", [n for n in metrics_adapters.ADAPTERS if n not in STACK_SERVED])
-def test_an_adapter_whose_chart_renders_the_apiservice_registers_none_itself(name):
+def test_kedas_release_post_renders_its_apiservice_away_and_the_stack_registers_it():
     """KEDA's chart renders `v1beta1.external.metrics.k8s.io` whatever its values (kedacore/charts@v2.20.2:
-    keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): its program registers no
-    APIService and no reader role of its own, so a switch to or from it goes through `none` (docs/autoscaling.md),
-    never one `up` in which Helm and the stack both claim the object."""
-    rec = gemma_hpa_with(name)
-    assert not rec.of_type(APISERVICE)
-    assert not [r for r in rec.resources if r.name == "monitoring-external-metrics-reader"]
+    keda/templates/metrics-server/apiservice.yaml, gated only on metricsServer.enabled): its release runs the
+    post-renderer that drops it (stacks/monitoring/adapters/entry.py DROP_API_SERVICES), and the stack registers it
+    under the resource every adapter uses, so a switch to or from KEDA is one `up` (tests/test_transitions.py)."""
+    rec = gemma_hpa_with("keda")
+    (release,) = [r for r in rec.of_type(RELEASE) if r.name == "monitoring-keda"]
+    assert release.inputs["postrender"] == DROP_API_SERVICES
+    (api,) = rec.of_type(APISERVICE)
+    assert api.name == "monitoring-apiservice-external-v1beta1"
+    assert api.inputs["spec"]["service"] == {"name": "keda-operator-metrics-apiserver", "namespace": "custom-metrics"}
+    assert release.urn in api.dependencies
 
 
 @pytest.mark.parametrize(("old", "new"), ADAPTER_SWITCHES, ids=lambda v: str(v))
@@ -536,15 +561,19 @@ def test_switching_the_adapter_updates_the_shared_apiservices_in_place(old, new)
         ]
         assert servers, service
         assert {r.urn for r in servers} <= set(now.dependencies), name
-    # Helm releases of either program never carry an APIService in their values-driven templates
+    # Helm releases of either program never carry an APIService in their values-driven templates (prometheus-adapter's
+    # rules) or post-render it away (KEDA's)
     for rec in (before, after):
         for release in rec.of_type(RELEASE):
-            if release.name.startswith("monitoring-"):
+            if release.name.startswith("monitoring-") and "rules" in release.inputs["values"]:
                 rules = release.inputs["values"]["rules"]
                 assert not rules["external"] and not rules["custom"] and not rules["default"]
-    # the HPA's reader role is shared the same way
+            elif release.name.startswith("monitoring-"):
+                assert release.inputs["postrender"] == DROP_API_SERVICES
+    # the HPA's reader role is shared the same way where both register it (KEDA's chart binds its own)
     role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
-    assert (
-        before.one(role, "monitoring-external-metrics-reader").urn
-        == after.one(role, "monitoring-external-metrics-reader").urn
-    )
+    roles = [
+        [r for r in rec.of_type(role) if r.name == "monitoring-external-metrics-reader"] for rec in (before, after)
+    ]
+    if all(roles):
+        assert roles[0][0].urn == roles[1][0].urn

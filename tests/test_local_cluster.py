@@ -1,4 +1,4 @@
-"""The local cluster's nodes (tooling/local_cluster.py nodes_for): every node pool of every stack mirrored as GKE
+"""The local cluster's nodes (tooling/local/local_cluster.py nodes_for): every node pool of every stack mirrored as GKE
 makes it, from the catalog and the pool plans; and every process of the local cluster bound to loopback. Pure: no
 cluster and no go."""
 
@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from stacks import catalog, compute_class, naming
-from stacks.pool_plan import PoolPlan
+from stacks import naming
+from stacks.facts import catalog
+from stacks.serving import compute_class
+from stacks.serving.pool_plan import PoolPlan
 from stacks.stack_config import StackConfig
 from tests.conftest import STACK_FILES, make_config
-from tooling import local_cluster, toolchain
-from tooling.local_cluster import nodes_for
-from tooling.offline import parse_config, parse_stack_file
+from tooling.harness.offline import parse_config, parse_stack_file
+from tooling.local import local_cluster, toolchain
+from tooling.local.local_cluster import nodes_for
 
 GIB = 2**30
 
@@ -72,7 +74,8 @@ def _generation_config(gen: catalog.Generation) -> StackConfig:
     config = make_config(
         gcp__region=zone.rsplit("-", 1)[0],
         tpu_serving__tpuPools=pools,
-        tpu_serving__cluster={"minMasterVersion": "1.35"},  # above every generation's and ComputeClass's minimum
+        tpu_serving__cluster={"minMasterVersion": "1.35"},
+        tpu_serving__bucket={"location": "US"},  # v4's us-central2 has no Cloud Storage location  # above every generation's and ComputeClass's minimum
     )
     return parse_config(config, "dev")
 

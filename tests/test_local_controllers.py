@@ -1,4 +1,4 @@
-"""The chart controllers as local processes (tooling/local_controllers.py): which Deployment each stands for, and
+"""The chart controllers as local processes (tooling/local/local_controllers.py): which Deployment each stands for, and
 how a chart's pod spec becomes a local process (arguments, configuration, environment, Endpoints). Pure: no cluster,
 no go."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from stacks import versions
-from tooling import local_cluster, local_controllers
-from tooling.local_controllers import CONTROLLERS
+from stacks.facts import versions
+from tooling.local import local_cluster, local_controllers
+from tooling.local.local_controllers import CONTROLLERS
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = json.loads((ROOT / "tooling" / "data" / "chart_objects.json").read_text())["charts"]

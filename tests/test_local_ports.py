@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from stacks import local_ports
-from stacks import workload_plan as common
+from stacks.serving import local_ports
+from stacks.serving import workload_plan as common
 from tests.conftest import EXAMPLES, recorded
 
 

@@ -1,5 +1,5 @@
 """GKE refuses a maintenance window that leaves too little time, or a recurrence it cannot read; the stack refuses
-them first, in its words (stacks/maintenance.py, stacks/pieces/cluster.py `_check_maintenance`).
+them first, in its words (stacks/facts/maintenance.py, stacks/pieces/cluster.py `_check_maintenance`).
 
 Sources: GKE "Configure maintenance windows and exclusions"
 (https://cloud.google.com/kubernetes-engine/docs/how-to/maintenance-window): "at least 48 hours of maintenance
@@ -15,12 +15,12 @@ import datetime
 
 import pytest
 
-from stacks import maintenance
 from stacks.config import ConfigError
-from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW
+from stacks.facts import maintenance
+from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW
 from tests.conftest import ROOT
-from tooling.fuzz import parse
-from tooling.offline import load_stack_file
+from tooling.harness.offline import load_stack_file
+from tooling.scans.fuzz import parse
 
 ALL_IN_ONE = load_stack_file(ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml")
 KEY = "tpu-serving:cluster"

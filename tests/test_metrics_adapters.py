@@ -12,8 +12,11 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import metrics, metrics_adapters, naming, pod_security
-from stacks.metrics_adapters import (
+from stacks import naming
+from stacks.facts.versions import IMAGES
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
+from stacks.monitoring.adapters import (
     API_OF_METRIC_TYPE,
     METRICS_APIS,
     AdapterBuild,
@@ -25,18 +28,28 @@ from stacks.metrics_adapters import (
     prometheus_adapter,
     stackdriver,
 )
-from stacks.metrics_adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
+from stacks.monitoring.adapters.entry import NAMESPACE, SYSTEM_POOL, api_service, meta
+from stacks.security import pod_security
 from tests.conftest import make_config, pool, reference_file, stack_ksa
-from tooling.readme_tables import _sample_context, metrics_adapters_table
+from tooling.generate import json_schema
+from tooling.generate.readme_tables import _sample_context, metrics_adapters_table
+from workloads.vllm.metrics import VLLM_HPA_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
-ALL_METRICS = {**metrics.HPA_METRICS, **metrics.VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
+ALL_METRICS = {**metrics.HPA_METRICS, **VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
 ENTRIES = list(metrics_adapters.ADAPTERS.values())
 
 
 def context(entry: MetricsAdapter, **changes) -> AdapterContext:
     ctx = _sample_context(entry)
-    return AdapterContext(**{**ctx.__dict__, "hpa_namespaces": ("a",), "vllm_namespaces": ("b",), **changes})
+    return AdapterContext(
+        **{
+            **ctx.__dict__,
+            "hpa_namespaces": ("a",),
+            "server_metrics": tuple((m, ("b",)) for m in VLLM_HPA_METRICS.values()),
+            **changes,
+        }
+    )
 
 
 # ---- every entry is complete ------------------------------------------------------------------------------
@@ -108,8 +121,47 @@ def test_stackdriver_apis_and_port_are_the_upstream_manifests():
     assert set(stackdriver.API_SERVICES) == upstream
     assert set(stackdriver.ADAPTER.apis) == {group for group, _, _ in upstream}
     service = next(d for d in docs if d["kind"] == "Service")
-    assert service["spec"]["ports"][0]["targetPort"] == stackdriver.ADAPTER.api_port == stackdriver.PORT
+    # the same Service port (an APIService's service port defaults to 443, apiregistration.k8s.io/v1
+    # ServiceReference.port); behind it, the adapter listens on an unprivileged --secure-port (upstream: 443 as root)
+    assert service["spec"]["ports"][0]["port"] == stackdriver.SERVICE_PORT == 443
     assert service["metadata"]["namespace"] == stackdriver.ADAPTER.namespace
+
+
+def test_stackdriver_adapter_listens_where_its_service_probe_and_network_policy_point():
+    """One port from the flag to every reader: the adapter's --secure-port is its containerPort, its readiness probe's
+    port, its Service's targetPort behind port 443, and the port the namespace admits the API server on."""
+    build = stackdriver.build(context(stackdriver.ADAPTER))
+    manifests = [p.body for p in build.parts if isinstance(p.body, dict)]
+    deployment = next(m for m in manifests if m["kind"] == "Deployment")
+    service = next(m for m in manifests if m["kind"] == "Service")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    flags = dict(a.removeprefix("--").split("=", 1) for a in container["command"][1:])
+    port = int(flags["secure-port"])
+    assert port >= 1024 and port == stackdriver.PORT == stackdriver.ADAPTER.api_port
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    assert container["readinessProbe"]["httpGet"]["port"] == port
+    assert service["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": port}]
+    assert flags["cert-dir"] == ""  # the self-signed certificate in memory: nothing written
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_pinned_stackdriver_adapter_takes_the_flags_and_serves_on_them_as_non_root():
+    """tests/data/stackdriver_adapter.json, recorded by scripts/record_adapter_run.py from the adapter built at the
+    pinned image's commit (its `source`): every flag the stack passes is one `adapter --help` lists; upstream's 443
+    is --secure-port's default and its certificate directory a relative path (why upstream ran as root); and with
+    the stack's flags, as the pod's UID from `/`, the adapter served /healthz over HTTPS on the port, its certificate
+    in memory. A change to the flags, the port or the pinned image needs a new recording."""
+    record = json.loads((ROOT / "tests/data/stackdriver_adapter.json").read_text())
+    assert record["image"] == IMAGES["customMetricsStackdriverAdapter"], "re-run scripts/record_adapter_run.py"
+    known = record["flags"]
+    for flag in stackdriver.FLAGS:
+        assert flag.removeprefix("--").split("=", 1)[0] in known, flag
+    assert known["secure-port"] == {"type": "int", "default": "443"}
+    assert known["cert-dir"]["default"] == '"apiserver.local.config/certificates"'
+    run = record["run"]
+    assert run["flags"] == list(stackdriver.FLAGS), "re-run scripts/record_adapter_run.py"
+    assert run["uid"] == pod_security.NON_ROOT_UID and run["workingDirectory"] == "/"
+    assert run["healthzStatus"] == 200 and run["certificateInMemory"] and not run["certificateDirectoryWritten"]
 
 
 def test_prometheus_adapter_port_and_apis_are_the_charts():
@@ -174,13 +226,13 @@ def test_docs_table_is_the_registrys():
     table = metrics_adapters_table()
     page = ROOT / "docs" / "addons-and-monitoring.md"
     assert table in page.read_text(), (
-        "docs/addons-and-monitoring.md's adapter table is stale: run `python -m tooling.docs`"
+        "docs/addons-and-monitoring.md's adapter table is stale: run `python -m tooling.generate.docs`"
     )
 
 
 def test_schema_enum_is_the_registrys():
     schema = json.loads((ROOT / "schema/stack-config.schema.json").read_text())
-    monitoring = schema["properties"]["config"]["properties"]["tpu-serving:monitoring"]
+    monitoring = json_schema.regional_key(schema, "tpu-serving:monitoring")
     assert monitoring["properties"]["adapter"]["enum"] == list(metrics_adapters.choices())
 
 
@@ -359,20 +411,20 @@ def test_readme_metric_tables_have_a_column_per_adapter_saying_what_it_serves():
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry: MetricsAdapter):
-    """Every chart an adapter installs, rendered by `helm template` with the stack's values: it renders no APIService
-    (the stack registers them, under one resource per APIService for every adapter, so a switch is an in-place
-    update), except a chart that always renders its own (`api_from_chart`: KEDA's, exactly its APIs), and every
-    container requests cpu and memory (a pod without requests is the first evicted)."""
+def test_no_adapter_chart_installs_an_apiservice_and_every_pod_has_requests(entry: MetricsAdapter):
+    """Every chart an adapter installs, rendered by `helm template` with the stack's values and the release's
+    post-renderer: it installs no APIService (the stack registers them, under one resource per APIService for every
+    adapter, so a switch is an in-place update; KEDA's chart renders one whatever its values and its release
+    post-renders it away, entry.DROP_API_SERVICES), and every container requests cpu and memory (a pod without
+    requests is the first evicted)."""
     from tests.helm_charts import containers, render
 
     build = entry.build(context(entry))
     for part in build.parts:
         if not isinstance(part.body, Chart):
             continue
-        objects = render(part.body.chart, part.body.values)
-        rendered = {o["spec"]["group"] for o in objects if o["kind"] == "APIService"}
-        assert rendered == (set(entry.apis) if entry.api_from_chart else set()), part.key
+        objects = render(part.body.chart, part.body.values, postrender=part.body.postrender)
+        assert not [o for o in objects if o["kind"] == "APIService"], part.key
         for where, container in containers(objects):
             assert container.get("resources", {}).get("requests", {}).keys() >= {"cpu", "memory"}, (part.key, where)
 
@@ -381,13 +433,13 @@ def test_no_adapter_chart_renders_an_apiservice_and_every_pod_has_requests(entry
 def test_every_apiservice_is_a_stack_resource_under_its_shared_key(entry):
     """Each APIService an adapter registers is a manifest part keyed by its group and version only
     (entry.api_service_key), so every adapter registers `v1beta1.external.metrics.k8s.io` as the same resource."""
-    from stacks.metrics_adapters.entry import api_service_key
+    from stacks.monitoring.adapters.entry import api_service_key
 
     entry = FAKE if entry == "fake" else entry
     build = entry.build(context(entry))
     apis = [p for p in build.parts if isinstance(p.body, dict) and p.body["kind"] == "APIService"]
-    # (an adapter whose chart renders them registers none: test_no_adapter_chart_renders_an_apiservice...)
-    assert {p.body["spec"]["group"] for p in apis} == (set() if entry.api_from_chart else set(entry.apis))  # type: ignore[index]
+    # every API it serves, whatever its charts render (test_no_adapter_chart_installs_an_apiservice...)
+    assert {p.body["spec"]["group"] for p in apis} == set(entry.apis)  # type: ignore[index]
     for part in apis:
         spec = part.body["spec"]  # type: ignore[index]
         assert part.key == api_service_key(spec["group"], spec["version"]) and part.serves_api

@@ -7,10 +7,11 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import dashboard, metrics
-from stacks.metrics_adapters.prometheus_adapter import rules as prometheus_adapter_rules
+from stacks.monitoring import dashboard, metrics
+from stacks.monitoring.adapters.prometheus_adapter import rules as prometheus_adapter_rules
 from tests import promql
 from tests.conftest import make_config, stack_ksa
+from workloads.vllm import metrics as vllm_metrics
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
 APISERVICE = "kubernetes:apiregistration.k8s.io/v1:APIService"
@@ -230,7 +231,7 @@ def test_pod_monitoring_helper_builds_valid_objects():
 
 
 def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
-    """Every label a dashboard query groups or filters by is on the series it reads (stacks.metrics.SERIES_LABELS,
+    """Every label a dashboard query groups or filters by is on the series it reads (stacks.monitoring.metrics.SERIES_LABELS,
     derived from the PodMonitorings' target labels: the PodMonitoring CRD's targetLabels.metadata,
     ../shared/reference/crds/monitoring.googleapis.com_podmonitorings.yaml)."""
     # every query parses (tests/promql.py) and reads only series and labels the scraping produces; the stack's own
@@ -239,7 +240,7 @@ def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
     head = [*dashboard.gateway_panels("c1"), cost]
     for title, query, _ in dashboard.panels("c1", head=head):
         assert promql.groupings(query), title
-        promql.check_scraped(query, metrics.SERIES_LABELS)
+        promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
     # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
     assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
     assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)
@@ -262,7 +263,7 @@ def test_dashboard_drops_tiles_the_engine_provably_lacks_and_reads_either_slots_
     (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/metrics/prometheus.py); its tutorial shows
     jetstream_slots_used_percentage (disputed). So its stack has no generate/transfer backlog tiles, and the slots
     tile reads used, or else 1 - available. An engine the matrix does not know keeps every tile."""
-    from tooling.offline import load_stack_file
+    from tooling.harness.offline import load_stack_file
 
     config = load_stack_file(GEMMA_HPA)
     queries = tile_queries(run(config, stack="gemma-hpa"))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from stacks import scan_exceptions
+from stacks.security import scan_exceptions
 from tests.conftest import EXAMPLES, ROOT, recorded
-from tooling.k8s_objects import kubernetes_objects
-from tooling.scan import Target, evaluate, parse_skips, report_failures
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.scans.scan import Target, evaluate, parse_skips, report_failures
 
 
 def _objects(example: str, stack: str | None = None) -> list[dict]:
@@ -110,7 +110,7 @@ def test_vllm_serving_pods_open_their_port_to_clients_and_metrics(example, names
         assert _allowed(objects, namespace, workers) == {("namespace", None)}
 
 
-@pytest.mark.parametrize("stack,port", [("gemma-hpa", 443), ("gemma-hpa-prometheus", 6443)])
+@pytest.mark.parametrize("stack,port", [("gemma-hpa", 6443), ("gemma-hpa-prometheus", 6443)])
 def test_adapter_namespace_admits_the_api_server_only_on_the_api_port(stack, port):
     objects = _objects("gemma-hpa", stack)
     assert _default_deny(objects, "custom-metrics")
@@ -145,7 +145,7 @@ def test_annotations_refuse_a_reason_checkov_would_split():
 
 
 def test_scan_fails_on_failures_and_on_skips_without_reason():
-    """The scan reads checkov's report of the files without their skips (tooling/scan.py report_failures) and
+    """The scan reads checkov's report of the files without their skips (tooling/scans/scan.py report_failures) and
     compares it with the skips: a value without "=<reason>" is a skip without a reason."""
     report = {
         "summary": {"passed": 3, "failed": 2, "skipped": 0, "parsing_errors": 0},

@@ -15,12 +15,14 @@ import functools
 import pulumi
 import pytest
 
-from stacks import bucket_access, catalog, cost, cpu_machines
 from stacks.config import ConfigError, parse_stack_config
+from stacks.facts import catalog, cpu_machines
+from stacks.reports import cost
+from stacks.security import bucket_access
 from tests.conftest import load_large_yaml, make_config, pool, recorded, reference_dir, workload_grants
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT
+from tooling.oracles.schemas import crd_dir, validate_objects
 from workloads.pathways_job import plan as pj
 from workloads.registry import WORKLOAD_TYPES
 
@@ -71,7 +73,7 @@ def config(**kw):
 
 @functools.cache
 def minimal_run():
-    from tooling.offline import run_program
+    from tooling.harness.offline import run_program
 
     return run_program(config(), stack="dev", preview=False)
 
@@ -104,7 +106,7 @@ def test_minimal_workload_renders_an_interactive_pathways_job():
 
 def test_matrix_pins_one_pathways_version_for_server_and_proxy():
     # CTRL MakeComponentImage: default images are <repo>/server:<pathwaysVersion> and <repo>/proxy_server:<same tag>
-    from stacks.versions import IMAGES
+    from stacks.facts.versions import IMAGES
 
     assert (
         IMAGES["pathwaysServer"]

@@ -26,7 +26,8 @@ from components.namespaces import Namespaces, NamespacesDeps
 from components.network import Network
 from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from components.tpu_pool import TpuPoolDeps, TpuSlicePool
-from stacks.config_model import ClusterConfig
+from stacks.model.config_model import ClusterConfig
+from stacks.model.profiles import Profile
 from stacks.pieces import (
     addons,
     alerts,
@@ -50,11 +51,10 @@ from stacks.pieces.monitoring import MonitoringPlan
 from stacks.pieces.namespaces import NamespacesPlan
 from stacks.pieces.network import NetworkPlan
 from stacks.pieces.node_identity import NodeAccountPlan
-from stacks.pool_plan import PoolPlan
-from stacks.profiles import Profile
+from stacks.serving.pool_plan import PoolPlan
 from stacks.stack_config import StackConfig
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,13 +110,13 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_environment_profile_is_resolved_in_the_pieces_plans_alone():
-    """No component reads the environment profile (stacks/profiles.py): what it decides (protection, flow logs,
+    """No component reads the environment profile (stacks/model/profiles.py): what it decides (protection, flow logs,
     upgrade hold, teardown) is in each piece's plan, resolved once in stacks/pieces/."""
     readers = sorted(
         str(p.relative_to(ROOT))
         for folder in ("components", "workloads")
         for p in (ROOT / folder).rglob("*.py")
-        if "stacks.profiles" in _imports(p)
+        if "stacks.model.profiles" in _imports(p)
     )
     assert readers == []
 
@@ -212,8 +212,8 @@ def test_the_namespaces_are_built_as_their_plan_says(path):
 
 
 def _config_fields() -> set[str]:
-    """Every field name of the platform pieces' config models (stacks/config_model.py), nested ones included."""
-    from stacks import config_model
+    """Every field name of the platform pieces' config models (stacks/model/config_model.py), nested ones included."""
+    from stacks.model import config_model
 
     models = [m for m in vars(config_model).values() if isinstance(m, type) and issubclass(m, config_model.CamelModel)]
     return {f for m in models for f in m.model_fields} - {"name"}  # `name`: every plan has a resolved one too
@@ -275,7 +275,7 @@ def test_the_config_default_check_finds_the_shapes_it_refuses():
 
 
 # The one change the "A platform resource" row of docs/architecture.md describes, made here end to end: a key on the
-# piece's config model (stacks/config_model.py), its default in each environment profile (stacks/profiles.py), the
+# piece's config model (stacks/model/config_model.py), its default in each environment profile (stacks/model/profiles.py), the
 # default resolved in the piece's plan() (stacks/pieces/cluster.py), and the resource its component builds from the
 # plan (components/cluster.py). The resource: a firewall rule letting Google's health checkers reach the nodes
 # (https://cloud.google.com/load-balancing/docs/health-check-concepts#ip-ranges), with firewall rules logging in prod
@@ -284,14 +284,14 @@ def test_the_config_default_check_finds_the_shapes_it_refuses():
 
 
 class ClusterConfigWithFirewallLogs(ClusterConfig):
-    """stacks/config_model.py: the new key, cluster.healthCheckFirewallLogs (unset: the profile decides)."""
+    """stacks/model/config_model.py: the new key, cluster.healthCheckFirewallLogs (unset: the profile decides)."""
 
     health_check_firewall_logs: bool | None = Field(default=None, description="Log the health-check firewall rule.")
 
 
 @dataclasses.dataclass(frozen=True)
 class ProfileWithFirewallLogs(Profile):
-    """stacks/profiles.py: the new profile default (one value per profile)."""
+    """stacks/model/profiles.py: the new profile default (one value per profile)."""
 
     health_check_firewall_logs: bool = False
 
@@ -341,7 +341,7 @@ class ClusterWithFirewall(Cluster):
 
 def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkeypatch):
     from stacks import config as config_module
-    from stacks.profiles import PROFILES
+    from stacks.model.profiles import PROFILES
 
     monkeypatch.setattr(config_module, "ClusterConfig", ClusterConfigWithFirewallLogs)
     for env, profile in list(PROFILES.items()):
@@ -381,10 +381,10 @@ def test_an_unknown_cluster_key_is_refused_without_the_model_change(run):
 
 
 def test_a_tpu_generation_added_to_the_catalog_alone_is_planned_built_and_priced(run, monkeypatch):
-    """One `Generation` entry in stacks/catalog.py GENERATIONS (here a copy of v6e under a new name and node label)
+    """One `Generation` entry in stacks/facts/catalog.py GENERATIONS (here a copy of v6e under a new name and node label)
     is accepted in tpuPools, planned, built and priced; no workload type runs on it until a pinned image's record
-    (stacks/versions.py IMAGE_RECORDS) says it serves it."""
-    from stacks import catalog
+    (stacks/facts/versions.py IMAGE_RECORDS) says it serves it."""
+    from stacks.facts import catalog
 
     new = dataclasses.replace(
         catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice", pathways_type="tpuv9x"

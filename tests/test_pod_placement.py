@@ -5,9 +5,9 @@ pool's capacity turned into a list.
 
 Outside rules relied on, each cited where it is checked:
 - GKE labels a node with its node pool's `node_config.labels` (components/tpu_pool.py puts `tpu-serving/pool`
-  there) and nodes it creates for a ComputeClass with `nodePoolConfig.nodeLabels` (stacks/compute_class.py C1);
+  there) and nodes it creates for a ComputeClass with `nodePoolConfig.nodeLabels` (stacks/serving/compute_class.py C1);
   GKE creates node pools for a ComputeClass only for pods that select `cloud.google.com/compute-class: <class>`,
-  and taints them for pods that also tolerate that key (stacks/compute_class.py C3).
+  and taints them for pods that also tolerate that key (stacks/serving/compute_class.py C3).
 - Exclusive placement: kubernetes-sigs/lws@v0.7.0 (and v0.10.0) reads `leaderworkerset.sigs.k8s.io/exclusive-
   topology` (and `subgroup-exclusive-topology` with a subGroupPolicy) from the LeaderWorkerSet's annotations
   (pkg/controllers/leaderworkerset_controller.go); kubernetes-sigs/jobset@v0.10.1 (and v0.12.0) reads
@@ -27,15 +27,17 @@ from typing import Any
 
 import pytest
 
-from stacks import catalog, compute_class, naming
-from stacks.pod_security import pod_specs
-from stacks.workload_plan import JOBSET_EXCLUSIVE, LWS_EXCLUSIVE, LWS_SUBGROUP_EXCLUSIVE
+from stacks import naming
+from stacks.facts import catalog
+from stacks.security.pod_security import pod_specs
+from stacks.serving import compute_class
+from stacks.serving.workload_plan import JOBSET_EXCLUSIVE, LWS_EXCLUSIVE, LWS_SUBGROUP_EXCLUSIVE
 from tests.conftest import STACK_FILES, make_config, pool, session_run
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401 (a fixture)
-from tooling.fuzz import parse
-from tooling.k8s_objects import is_object, to_object
-from tooling.offline import Recording, load_stack_file
-from tooling.render import stack_name
+from tooling.harness.k8s_objects import is_object, to_object
+from tooling.harness.offline import Recording, load_stack_file
+from tooling.review.render import stack_name
+from tooling.scans.fuzz import parse
 from workloads import registry
 
 NODE_POOL_KEY = catalog.NODE_POOL_LABEL

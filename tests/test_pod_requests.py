@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from stacks import pod_security
+from stacks.security import pod_security
 from tests.conftest import STACK_FILES, recorded
-from tooling.k8s_objects import kubernetes_objects
+from tooling.harness.k8s_objects import kubernetes_objects
 
 
 def effective_requests(container: dict) -> dict:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import addons, pod_security
-from stacks.pod_security import (
+from stacks import addons
+from stacks.security import pod_security
+from stacks.security.pod_security import (
     BASELINE,
     IMAGE_DEFAULTS,
     PRIVILEGED,
@@ -22,7 +23,7 @@ from stacks.pod_security import (
     secure_pod,
 )
 from tests.conftest import EXAMPLES, recorded
-from tooling.k8s_objects import kubernetes_objects
+from tooling.harness.k8s_objects import kubernetes_objects
 
 POD = {"containers": [{"name": "app", "image": "example"}]}
 
@@ -119,15 +120,15 @@ def test_namespace_labels():
 
 # ---- every example ---------------------------------------------------------------------------------------
 
-# The level each namespace of each example enforces, and why it is not `restricted` (stacks/pod_security.py and
+# The level each namespace of each example enforces, and why it is not `restricted` (stacks/security/pod_security.py and
 # the ContainerSecurity declarations name the sources).
 EXPECTED_LEVELS = {
     "all-in-one": {
-        "custom-metrics": BASELINE,  # stackdriver adapter: root image binding 443
+        "custom-metrics": RESTRICTED,  # the stackdriver adapter as non-root on an unprivileged --secure-port
         "lws-system": RESTRICTED,
         "jobset-system": RESTRICTED,
     },
-    "gemma-hpa": {"gemma": BASELINE, "custom-metrics": BASELINE},  # TPU images keep their (root) user
+    "gemma-hpa": {"gemma": BASELINE, "custom-metrics": RESTRICTED},  # TPU images keep their (root) user
     "gemma-hpa-prometheus": {"gemma": BASELINE, "custom-metrics": RESTRICTED},
     "llama2-70b-disaggregated": {"llama2-70b": PRIVILEGED},  # jax-tpu adds SYS_PTRACE, NET_ADMIN, SYS_TIME
     "llama3-405b-pathways": {"llama3-405b": BASELINE},
@@ -187,3 +188,78 @@ def test_namespaces_enforce_the_strictest_level_their_pods_pass(path):
 def test_expected_levels_name_real_examples():
     stacks = {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in EXAMPLES}
     assert set(EXPECTED_LEVELS) <= stacks
+
+
+# ---- no privilege a flag removes ------------------------------------------------------------------------------
+
+
+def _port_numbers(container: dict, named: dict[str, int]) -> list[int]:
+    """Every port a container listens on as its spec says: containerPorts, and its probes' ports (a name resolves to
+    the container's port of that name)."""
+    out = [int(p["containerPort"]) for p in container.get("ports", [])]
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        action = container.get(probe, {})
+        for kind in ("httpGet", "tcpSocket", "grpc"):
+            port = action.get(kind, {}).get("port")
+            if port is not None:
+                out.append(named[port] if isinstance(port, str) else int(port))
+    return out
+
+
+def privileged_port_problems(where: str, spec: dict) -> list[str]:
+    """A container that listens below 1024 or adds NET_BIND_SERVICE: binding a port below 1024 takes
+    CAP_NET_BIND_SERVICE (capabilities(7)), which is why Pod Security's restricted level lets a pod add it
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/, "Capabilities"); the servers the stack runs
+    itself all take their port from a flag (an adapter built on kubernetes-sigs/custom-metrics-apiserver: --secure-port),
+    so none needs it, nor the root user that upstream's port 443 came with."""
+    out = []
+    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        named = {p["name"]: int(p["containerPort"]) for p in c.get("ports", []) if "name" in p}
+        low = [p for p in _port_numbers(c, named) if p < 1024]
+        if low:
+            out.append(f"{where} {c['name']}: listens on {low}")
+        if "NET_BIND_SERVICE" in ((c.get("securityContext") or {}).get("capabilities") or {}).get("add", []):
+            out.append(f"{where} {c['name']}: adds NET_BIND_SERVICE")
+    return out
+
+
+def test_no_pod_of_the_stack_binds_a_privileged_port():
+    """Issue 34 finding 20's class: a namespace runs below restricted only for what its pods cannot do without. Over
+    every example's rendered objects and every metrics adapter of the registry (the namespace the stack creates for
+    it): no container listens below 1024 or adds NET_BIND_SERVICE, and every adapter's namespace is restricted. The
+    old Stackdriver adapter (port 443, NET_BIND_SERVICE, root) fails both."""
+    from stacks.monitoring import adapters as metrics_adapters
+    from tests.test_metrics_adapters import context
+
+    problems = []
+    for path in EXAMPLES:
+        for obj in _objects(path):
+            for spec in pod_specs(obj.get("spec", {})):
+                problems += privileged_port_problems(f"{path.name} {obj['kind']} {obj['metadata']['name']}", spec)
+    for entry in metrics_adapters.ADAPTERS.values():
+        build = entry.build(context(entry))
+        for part in build.parts:
+            for spec in pod_specs(part.body if isinstance(part.body, dict) else {}):
+                problems += privileged_port_problems(f"adapter {entry.name} {part.key}", spec)
+        assert build.namespace_level() == RESTRICTED, entry.name
+    assert problems == []
+    old = secure_pod(
+        {
+            "containers": [
+                {"name": "a", "ports": [{"containerPort": 443}], "readinessProbe": {"httpGet": {"port": 443}}}
+            ]
+        },
+        ContainerSecurity(non_root=False, read_only_root=False, writable=(), add_capabilities=("NET_BIND_SERVICE",)),
+    )
+    assert len(privileged_port_problems("old", old)) == 2 and pod_level(old) == BASELINE
+
+
+def test_a_metrics_adapter_added_to_the_registry_gets_a_restricted_namespace(monkeypatch):
+    """The registry's extension point holds a new adapter to the same rule (tests/test_metrics_adapters.py FAKE)."""
+    from stacks.monitoring import adapters as metrics_adapters
+    from tests.test_metrics_adapters import FAKE, context
+
+    monkeypatch.setitem(metrics_adapters.ADAPTERS, FAKE.name, FAKE)
+    build = FAKE.build(context(FAKE))
+    assert build.namespace_level() == RESTRICTED
+    assert [p for part in build.parts for s in pod_specs(part.body) for p in privileged_port_problems("fake", s)] == []

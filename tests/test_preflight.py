@@ -1,4 +1,4 @@
-"""`make preflight` (scripts/preflight.py, tooling/preflight.py) on recorded gcloud answers (tests/data/preflight/).
+"""`make preflight` (scripts/preflight.py, tooling/operations/preflight.py) on recorded gcloud answers (tests/data/preflight/).
 
 Sources of every field and name read:
 - google-api-python-client 2.202.0 googleapiclient/discovery_cache/documents/ (revisions in
@@ -7,7 +7,9 @@ Sources of every field and name read:
   GPUS_ALL_REGIONS, no TPU counterpart); compute.v1.json `Reservation` {status, specificReservation {count,
   inUseCount, instanceProperties.machineType}}; container.v1.json `ServerConfig.channels[]` {channel,
   validVersions} (projects.locations.getServerConfig); serviceusage.v1.json `GoogleApiServiceusageV1Service`
-  {config.name, state ENABLED}; cloudresourcemanager.v1.json `Policy.bindings[]` {role, members}.
+  {config.name, state ENABLED}; cloudresourcemanager.v1.json `Policy.bindings[]` {role, members}; orgpolicy.v2.json
+  `GoogleCloudOrgpolicyV2Policy` {spec.rules[] {allowAll, denyAll, values.allowedValues}}
+  (projects.policies.getEffectivePolicy, what `gcloud org-policies describe --effective` prints).
 - Cloud TPU quota types (https://cloud.google.com/tpu/docs/quota): on-demand and preemptible (Spot) quotas per TPU
   version; docs/deploying.md: Spot and flex-start draw on preemptible quota.
 Each fixture is validated strictly (unknown fields, types, enums) against those schemas below.
@@ -15,6 +17,7 @@ Each fixture is validated strictly (unknown fields, types, enums) against those 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -24,11 +27,12 @@ from typing import Any
 
 import pytest
 
-from stacks import capacity_words, catalog
-from stacks.cost import pool_nodes
+from stacks.facts import capacity_words, catalog
+from stacks.reports.cost import pool_nodes
 from tests.conftest import EXAMPLES, recorded
-from tooling import api_schemas, preflight
-from tooling.offline import ROOT, parse_stack_file
+from tooling.harness.offline import ROOT, load_stack_file, parse_stack_file, run_program
+from tooling.operations import preflight
+from tooling.oracles import api_schemas
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import preflight as script  # noqa: E402
@@ -44,6 +48,7 @@ SHAPES = {
     "server": ("container.v1", "ServerConfig"),
     "services": ("serviceusage.v1", "GoogleApiServiceusageV1Service"),
     "iam": ("cloudresourcemanager.v1", "Policy"),
+    "org": ("orgpolicy.v2", "GoogleCloudOrgpolicyV2Policy"),
 }
 
 
@@ -56,7 +61,13 @@ def recorded_runner(scenario: str, calls: list[list[str]] | None = None) -> pref
             return f"region-{args[3]}.json"
         if args[:3] == ["compute", "reservations", "describe"]:
             return f"reservation-{args[3]}.json"
-        names = {"container": "server-config", "services": "services", "config": "account", "projects": "iam-policy"}
+        names = {
+            "container": "server-config",
+            "services": "services",
+            "config": "account",
+            "projects": "iam-policy",
+            "org-policies": "org-policy",
+        }
         return f"{names[args[0]]}.json"
 
     def run(args: list[str]) -> Any:
@@ -170,13 +181,178 @@ def test_a_short_project_fails_with_the_fix_on_each_row():
 
 
 def test_reservation_rows():
+    """The ironwood recordings are aggregate reservations (TPU7x: vmFamily and chips), the gemma-fallback ones
+    specific (a machine type and VMs)."""
     ready = by(rows_of(IRONWOOD, "ready"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
     assert ready.status == preflight.PASS, ready
-    assert ready.detail == "tpu7x-standard-4t: needs 2 hosts at baseline, 2 at peak; 2 reserved, 0 in use"
+    assert ready.detail == (
+        "VM_FAMILY_CLOUD_TPU_POD_SLICE_TPU7X: needs 8 chips at baseline, 8 at peak; 8 reserved, 0 in use"
+    )
     short = by(rows_of(IRONWOOD, "short"), "reservation")["pool iw-2x2x2 (reservation ironwood-2x2x2)"]
     assert short.status == preflight.FAIL and capacity_words.RESERVATION_SHORT in short.detail
-    assert short.fix.startswith("gcloud compute reservations update ironwood-2x2x2 --zone=us-central1-c")
+    assert "4 reserved, 4 in use" in short.detail
+    assert short.fix.startswith("gcloud compute reservations list --project=my-tpu-project --filter=zone:us-central1-c")
     assert script.main([str(IRONWOOD)], run=recorded_runner("short")) == 1
+    specific = by(rows_of(FALLBACK, "ready"), "reservation")["pool v5e-2x4 (reservation v5e-serving)"]
+    assert specific.detail == "ct5lp-hightpu-8t: needs 0 hosts at baseline, 4 at peak; 4 reserved, 0 in use"
+
+
+# ---- every shape of Reservation the API returns ------------------------------------------------------------
+
+RESERVATION_ONEOF = api_schemas.ONEOFS[("compute.v1", "Reservation")]["type"]
+
+# Machine family -> `AllocationAggregateReservation.vmFamily`: gcloud's map of TPU versions (google-cloud-sdk
+# googlecloudsdk/command_lib/compute/future_reservations/util.py MakeAggregateReservationPropertiesMessage,
+# tpu_version_to_vm_family: V5E CT5LP, V5P CT5P, V6E CT6E, TPU7X TPU7X); v4 (ct4p machines), which gcloud's map
+# lacks, the enum's CT4P.
+VM_FAMILIES = {
+    "ct4p": "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT4P",
+    "ct5lp": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT5LP",
+    "ct5p": "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P",
+    "ct6e": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E",
+    "tpu7x": "VM_FAMILY_CLOUD_TPU_POD_SLICE_TPU7X",
+}
+
+
+def schema_sample(document: str, node: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """A value for every field of a discovery-document schema, by its declared type (the first enum value, "1" for
+    int64 strings, one item per array); a schema already on the path is left out (recursive types)."""
+    if "$ref" in node:
+        if node["$ref"] in seen:
+            return None
+        return schema_sample(document, api_schemas.schema(document, node["$ref"]), (*seen, node["$ref"]))
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties") or {}
+        out = {k: schema_sample(document, v, seen) for k, v in props.items()}
+        return {k: v for k, v in out.items() if v is not None}
+    if kind == "array":
+        item = schema_sample(document, node.get("items", {}), seen)
+        return [] if item is None else [item]
+    if kind == "string":
+        if "enum" in node:
+            return node["enum"][0]
+        if node.get("format") in ("int64", "uint64"):
+            return "1"
+        return "3600s" if node.get("format") == "google-duration" else "x"
+    return {"integer": 1, "number": 1.0, "boolean": False}.get(str(kind))
+
+
+def put(value: dict[str, Any], path: str, new: Any) -> None:
+    """Set `a.b[].c` (every item of a list) in a sample; a field the schema lacks raises KeyError."""
+    head, _, rest = path.partition(".")
+    key = head.removesuffix("[]")
+    if key not in value:
+        raise KeyError(f"{key} is not a field of the schema's sample")
+    if not rest:
+        value[key] = new
+    elif head.endswith("[]"):
+        for item in value[key]:
+            put(item, rest, new)
+    else:
+        put(value[key], rest, new)
+
+
+def reservation_of(kind: str, plan: Any, *, reserved: int, in_use: int, family_of: str | None = None) -> dict:
+    """A compute v1 `Reservation` of one oneof member, every field of the discovery document set, READY, holding
+    `reserved` and using `in_use` of the pool's unit (VMs of a specific reservation, chips of an aggregate one),
+    of the pool's machine type (or `family_of`'s)."""
+    machine = family_of or plan.shape.machine_type
+    value = schema_sample("compute.v1", {"$ref": "Reservation"})
+    for other in RESERVATION_ONEOF:
+        if other != kind:
+            del value[other]
+    put(value, "status", "READY")
+    if kind == "specificReservation":
+        put(value, "specificReservation.count", str(reserved))
+        put(value, "specificReservation.inUseCount", str(in_use))
+        put(value, "specificReservation.instanceProperties.machineType", machine)
+    else:
+        put(value, "aggregateReservation.vmFamily", VM_FAMILIES[machine.split("-")[0]])
+        put(value, "aggregateReservation.reservedResources[].accelerator.acceleratorCount", reserved)
+        put(value, "aggregateReservation.reservedResources[].accelerator.acceleratorType", "x/acceleratorTypes/y")
+        put(value, "aggregateReservation.inUseResources[].accelerator.acceleratorCount", in_use)
+    errors: list[str] = []
+    api_schemas.validate("compute.v1", {"$ref": "Reservation"}, value, "", errors)
+    assert errors == [], errors
+    return value
+
+
+def test_every_member_of_the_reservation_oneof_has_a_reader():
+    """compute v1 `Reservation`'s oneof `type` (api_schemas.ONEOFS, from the REST reference) names fields of the
+    discovery document's Reservation, and preflight reads each of them (a new member without a reader fails)."""
+    fields = api_schemas.schema("compute.v1", "Reservation")["properties"]
+    assert set(RESERVATION_ONEOF) <= set(fields)
+    assert set(preflight.RESERVATION_KINDS) == set(RESERVATION_ONEOF)
+
+
+def test_every_catalog_machine_type_has_its_vm_family():
+    """Every TPU machine type of the catalog maps to its `AllocationAggregateReservation.vmFamily` (gcloud's map),
+    a value of the discovery document's enum."""
+    enum = api_schemas.schema("compute.v1", "AllocationAggregateReservation")["properties"]["vmFamily"]["enum"]
+    assert set(VM_FAMILIES.values()) <= set(enum)
+    for gen in catalog.GENERATIONS.values():
+        for machine in catalog.machine_types(gen):
+            assert preflight.vm_family(machine) == VM_FAMILIES[machine.split("-")[0]], machine
+
+
+def catalog_pools() -> list[Any]:
+    """One reservation pool per catalog machine type (the smallest topology it runs), in a stack of its own."""
+    from tooling.harness.offline import parse_config
+
+    found = []
+    for gen in catalog.GENERATIONS.values():
+        for machine in catalog.machine_types(gen):
+            topology = next(
+                t for t in catalog.topologies(gen) for s in catalog.shapes(gen, t) if s.machine_type == machine
+            )
+            pool = {
+                "name": "p",
+                "tpu": gen.name,
+                "topology": topology,
+                "machineType": machine,
+                "zone": "us-central1-a",
+                "capacity": "reservation",
+                "reservation": "r",
+                "autoscaling": {"minNodes": 1, "maxNodes": 2},
+            }
+            config = {
+                "gcp:project": "my-tpu-project",
+                "gcp:region": "us-central1",
+                "tpu-serving:environment": "dev",
+                "tpu-serving:cluster": {"minMasterVersion": "1.34.0-gke.2201000"},  # tpu7x's minimum, the highest
+                "tpu-serving:tpuPools": [pool],
+            }
+            found.append(parse_config(config, "dev"))
+    return found
+
+
+@pytest.mark.parametrize("kind", RESERVATION_ONEOF)
+def test_preflight_reads_every_reservation_shape_of_every_catalog_machine_type(kind):
+    """For each member of the oneof and each catalog machine type: a reservation with room PASSes, one whose room is
+    partly in use WARNs, one short of the peak FAILs with the shortage, one of another machine type or TPU family FAILs naming both. The inputs are
+    built from the discovery document's Reservation (every field set) and validated against it."""
+    for cfg in catalog_pools():
+        plan = cfg.pools[0]
+        low, high = pool_nodes(plan)
+        per = 1 if kind == "specificReservation" else plan.shape.chips_per_host
+        unit = "hosts" if kind == "specificReservation" else "chips"
+        fits = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=high * per, in_use=0))
+        assert fits.status == preflight.PASS, (plan.shape.machine_type, fits)
+        assert f"needs {low * per} {unit} at baseline, {high * per} at peak" in fits.detail
+        busy = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=high * per, in_use=per))
+        assert busy.status == preflight.WARN and f"{high * per} reserved, {per} in use" in busy.detail, busy
+        short = reservation_of(kind, plan, reserved=high * per - 1, in_use=0)
+        row = preflight.reservation_row(cfg, plan, short)
+        assert row.status == preflight.FAIL and capacity_words.RESERVATION_SHORT in row.detail, row
+        other = next(
+            m
+            for g in catalog.GENERATIONS.values()
+            for m in catalog.machine_types(g)
+            if (m != plan.shape.machine_type if per == 1 else m.split("-")[0] != plan.shape.machine_type.split("-")[0])
+        )
+        row = preflight.reservation_row(cfg, plan, reservation_of(kind, plan, reserved=99, in_use=0, family_of=other))
+        assert row.status == preflight.FAIL and row.detail.startswith("reserves "), row
 
 
 def test_a_capacity_list_falls_back_but_a_wrong_reservation_fails():
@@ -256,9 +432,9 @@ def test_the_stockout_word_is_the_shared_one():
 
 
 def test_the_deploying_page_lists_every_api_and_role_the_table_names():
-    """docs/deploying.md "Prerequisites": the enable command names every API of tooling/gcp_requirements.py and the
+    """docs/deploying.md "Prerequisites": the enable command names every API of tooling/oracles/gcp_requirements.py and the
     roles table every role, each with where it is granted."""
-    from tooling import gcp_requirements
+    from tooling.oracles import gcp_requirements
 
     text = (ROOT / "docs" / "deploying.md").read_text()
     prerequisites = text.split("## Prerequisites", 1)[1].split("\n## ", 1)[0]
@@ -310,3 +486,138 @@ def test_every_workflow_up_runs_the_preflight_first():
                     stack = step["with"]["stack-name"]
                     assert steps[i - 1].get("run") == f"make preflight STACK={stack}", (path.name, stack)
     assert ups == 4
+
+
+# ---- domain restricted sharing: every principal outside the project the stack grants ------------------------
+
+KEYS = "projects/keys/locations/us-central1/keyRings/r/cryptoKeys/"  # all-in-one's region
+
+
+def granted(resources: list[tuple[str, Any]]) -> set[str]:
+    """Every principal a registered Google Cloud resource names in its `member` or `members` input."""
+    found = set()
+    for type_, inputs in resources:
+        if type_.startswith("gcp:"):
+            found |= {m for m in [inputs.get("member"), *(inputs.get("members") or [])] if isinstance(m, str) and m}
+    return found
+
+
+def own(member: str, project: str) -> bool:
+    """The project's own principals: its service accounts and its Workload Identity pool's (GKE's two forms)."""
+    pool = rf"{project}\.svc\.id\.goog"
+    return bool(
+        re.fullmatch(rf"serviceAccount:[a-z0-9-]+@{project}\.iam\.gserviceaccount\.com", member)
+        or re.fullmatch(rf"serviceAccount:{pool}\[[^/\]]+/[^\]]+\]", member)
+        or re.match(
+            rf"principal(Set)?://iam\.googleapis\.com/projects/\d+/locations/global/workloadIdentityPools/{pool}/",
+            member,
+        )
+    )
+
+
+def _granting_files() -> dict[str, Path]:
+    from tests.conftest import FLEET_FILES, STACK_FILES
+
+    return {p.stem.removeprefix("Pulumi."): p for p in [*STACK_FILES, *FLEET_FILES]}
+
+
+GRANTING = [*_granting_files(), "all-in-one-cmek"]
+
+
+@functools.cache
+def granting(name: str) -> tuple[str, list[tuple[str, Any]]]:
+    """(project, what it registers) of a shipped stack or fleet stack, or all-in-one with both customer-managed
+    keys (bucket.kmsKeyName, cluster.secretsEncryptionKey)."""
+    if name != "all-in-one-cmek":
+        path = _granting_files()[name]
+        return load_stack_file(path)["gcp:project"], registered(path)
+    config = load_stack_file(ALL_IN_ONE)
+    config["tpu-serving:bucket"] = {**(config.get("tpu-serving:bucket") or {}), "kmsKeyName": KEYS + "bucket"}
+    config["tpu-serving:cluster"] = {**(config.get("tpu-serving:cluster") or {}), "secretsEncryptionKey": KEYS + "s"}
+    rec = run_program(config, stack="all-in-one")
+    return config["gcp:project"], [(r.type, r.inputs) for r in rec.resources]
+
+
+@pytest.mark.parametrize("name", GRANTING)
+def test_every_principal_a_stack_grants_outside_its_project_is_checked_against_domain_restriction(name):
+    """Over every shipped stack (fleet stacks and customer-managed keys included): each principal a registered
+    resource grants that is not the project's own gets one org-policy row, FAIL with its fix where the recorded
+    effective policy of iam.allowedPolicyMemberDomains allows only a customer id (short), PASS where it allows
+    every domain (ready); the project's own principals get none."""
+    project, resources = granting(name)
+    outside = {m for m in granted(resources) if not own(m, project)}
+    short = by(preflight.project_rows(project, recorded_runner("short"), resources), "org policy")
+    ready = by(preflight.project_rows(project, recorded_runner("ready"), resources), "org policy")
+    if not outside:
+        assert list(short) == [preflight.DOMAIN_CONSTRAINT] and short[preflight.DOMAIN_CONSTRAINT].status == "PASS"
+        return
+    assert set(short) == outside and set(ready) == outside
+    for member in outside:
+        assert short[member].status == preflight.FAIL and short[member].fix, short[member]
+        assert "allows only C03xxxx4x" in short[member].detail
+        assert ready[member].status == preflight.PASS
+
+
+def test_the_principals_outside_the_project_are_googles():
+    """What the shipped stacks grant outside the project: Cloud Storage's access-log group on the log bucket, and
+    with customer-managed keys or a fleet, Google's service agents (domain-restricted-sharing page: not part of
+    your organization)."""
+    outside = set()
+    for name in GRANTING:
+        project, resources = granting(name)
+        outside |= {m for m in granted(resources) if not own(m, project)}
+    assert outside == {
+        "group:cloud-storage-analytics@google.com",
+        "serviceAccount:service-123456789012@gs-project-accounts.iam.gserviceaccount.com",
+        "serviceAccount:service-123456789012@container-engine-robot.iam.gserviceaccount.com",
+        "serviceAccount:service-123456789012@gcp-sa-multiclusteringress.iam.gserviceaccount.com",
+    }
+
+
+def test_access_logs_off_grants_nothing_outside_and_the_fix_says_so():
+    """The access-log writer's FAIL names the setting that drops it; with bucket.accessLogs false the stack grants
+    no principal outside the project, and preflight does not ask for the org policy at all."""
+    rows = by(rows_of(ALL_IN_ONE, "short"), "org policy")
+    assert rows["group:cloud-storage-analytics@google.com"].fix.startswith("tpu-serving:bucket.accessLogs: false")
+    config = load_stack_file(ALL_IN_ONE)
+    config["tpu-serving:bucket"] = {**(config.get("tpu-serving:bucket") or {}), "accessLogs": False}
+    resources = [(r.type, r.inputs) for r in run_program(config, stack="all-in-one").resources]
+    calls: list[list[str]] = []
+    rows = preflight.project_rows("my-tpu-project", recorded_runner("short", calls), resources)
+    assert [(r.subject, r.status) for r in rows if r.check == "org policy"] == [
+        (preflight.DOMAIN_CONSTRAINT, preflight.PASS)
+    ]
+    assert not [c for c in calls if c[0] == "org-policies"]
+
+
+def test_an_unreadable_org_policy_is_a_warning_with_the_command():
+    def run(args: list[str]) -> Any:
+        if args[0] == "org-policies":
+            raise preflight.GcloudError("ERROR: (gcloud.org-policies.describe) PERMISSION_DENIED")
+        return recorded_runner("ready")(args)
+
+    (row,) = [
+        r for r in preflight.project_rows("my-tpu-project", run, registered(ALL_IN_ONE)) if r.check == "org policy"
+    ]
+    assert row.status == preflight.WARN and "PERMISSION_DENIED" in row.detail
+    assert row.fix == "gcloud " + " ".join(preflight.org_policy_command("my-tpu-project"))
+    assert row.fix.endswith("org-policies describe iam.allowedPolicyMemberDomains --effective --project=my-tpu-project")
+
+
+def test_a_fleet_stack_gets_its_projects_checks(tmp_path, capsys):
+    """`make preflight` of a fleet stack: its APIs, roles and the Multi Cluster Ingress agent's grant, from the
+    regional stacks' outputs (recorded for the example; from `pulumi stack output` for a user's fleet file)."""
+    fleet_file = ROOT / "examples" / "fleet" / "Pulumi.fleet.yaml"
+    assert script.main([str(fleet_file)], run=recorded_runner("short")) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  org policy   serviceAccount:service-123456789012@gcp-sa-multiclusteringress" in out
+    copy = tmp_path / "Pulumi.fleet.yaml"
+    copy.write_text(fleet_file.read_text())
+    asked: list[str] = []
+
+    def outputs_of(stack: str) -> dict[str, Any]:
+        asked.append(stack)
+        return json.loads((fleet_file.parent / "outputs" / f"{stack.rsplit('/', 1)[-1]}.json").read_text())
+
+    assert script.main([str(copy)], run=recorded_runner("ready"), outputs_of=outputs_of) == 0
+    assert asked == ["my-org/tpu-serving/fleet-us-east5", "my-org/tpu-serving/fleet-europe-west4"]

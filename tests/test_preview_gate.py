@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tooling import preview_gate
+from tooling.review import preview_gate
 
 STACK = "urn:pulumi:prod::tpu-serving::"
 CLUSTER = STACK + "tpu-serving:cluster:Cluster$gcp:container/cluster:Cluster::cluster-gke"

@@ -1,4 +1,4 @@
-"""The Google provider's schema rules (tooling/provider_schema.py, tooling/data/provider_rules.json) hold for every
+"""The Google provider's schema rules (tooling/oracles/provider_schema.py, tooling/data/provider_rules.json) hold for every
 Google Cloud resource every shipped stack registers, and each rule catches what the provider refuses (issue 22).
 
 Source of the rules: hashicorp/terraform-provider-google-beta@v7.45.0 (commit in the data file), read from its
@@ -22,9 +22,9 @@ import pytest
 
 from tests.conftest import FLEET_FILES, STACK_FILES, make_config, recorded, session_run
 from tests.test_alerts import vllm_config
-from tooling import provider_schema as ps
-from tooling.offline import load_stack_file
-from tooling.requirements import pins as requirement_pins
+from tooling.harness.offline import load_stack_file
+from tooling.harness.requirements import pins as requirement_pins
+from tooling.oracles import provider_schema as ps
 
 # the regional stacks and the fleet stacks (the fleet's memberships, feature, subnets and grant are held to the
 # provider's schema too)
@@ -38,7 +38,7 @@ ALL_STACK_FILES = [*STACK_FILES, *FLEET_FILES]
 # delete this entry when that fix is merged.
 KNOWN_VIOLATIONS: dict[str, set[str]] = {}
 
-# Inputs the pulumi-gcp SDK (stacks/versions.py) has that google-beta v7.45.0 does not: added upstream after it.
+# Inputs the pulumi-gcp SDK (stacks/facts/versions.py) has that google-beta v7.45.0 does not: added upstream after it.
 NEWER_IN_SDK = {
     ("gcp:container/nodePool:NodePool", ""): {"bestEffortProvisioning"},
     ("gcp:container/nodePool:NodePool", "node_config.host_maintenance_policy"): {"opportunisticMaintenanceStrategy"},
@@ -492,18 +492,28 @@ def test_the_data_is_what_the_extractor_reads(tmp_path):
     out = tmp_path / "rules.json"
     source = os.environ["TPU_SERVING_GOOGLE_BETA_GIT"]
     subprocess.run(
-        [sys.executable, "-m", "tooling.provider_schema", "--git", source, "--ref", "v7.45.0", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "tooling.oracles.provider_schema",
+            "--git",
+            source,
+            "--ref",
+            "v7.45.0",
+            "--out",
+            str(out),
+        ],
         check=True,
         cwd=Path(__file__).parents[1],
     )
     assert json.loads(out.read_text()) == ps.rules()
 
 
-# ---- the review's "replaces it" (tooling/recreate.py) reads the same ForceNew data --------------------------------
+# ---- the review's "replaces it" (tooling/review/recreate.py) reads the same ForceNew data --------------------------------
 
 
 def _changes(type_, before, after, ignore=(), replace_on=()):
-    from tooling.recreate import field_changes
+    from tooling.review.recreate import field_changes
 
     return field_changes(type_, before, after, list(ignore), tuple(replace_on))
 
@@ -600,7 +610,7 @@ def test_replace_on_changes_replaces():
 def test_what_the_provider_never_updates_is_replaced_on_change(path):
     """Every node pool with a placement policy (TPU slices) replaces on its change: the provider never updates it
     in place (tooling/recreate.NOT_UPDATED), and a TPU topology may change while the pool keeps its name."""
-    from tooling.recreate import NOT_UPDATED
+    from tooling.review.recreate import NOT_UPDATED
 
     for reg in recorded(path, True).resources:
         for field in NOT_UPDATED.get(reg.type, ()):
@@ -609,7 +619,7 @@ def test_what_the_provider_never_updates_is_replaced_on_change(path):
 
 
 def test_the_review_reads_the_force_new_data_for_every_reviewed_type():
-    from tooling.recreate import REVIEWED_TYPES
+    from tooling.review.recreate import REVIEWED_TYPES
 
     for type_ in REVIEWED_TYPES:
         fields = ps.force_new_fields(type_)

@@ -26,8 +26,8 @@ import pytest
 
 from tests.conftest import reference_dir
 from tests.test_crds import MISSING, REFERENCE_CRDS, mirror_tree
-from tooling import render
-from tooling.offline import ROOT
+from tooling.harness.offline import ROOT
+from tooling.review import render
 
 DOCS = [
     ROOT / "README.md",
@@ -44,6 +44,7 @@ DRY_RUN = {
     "local-cluster",  # the toolchain's binaries, root (a network namespace)
     "local-cluster-check",
     "local-cluster-down",
+    "diff",  # renders twice, at a base revision (tests/test_render_diff.py: what it writes)
     "chart-objects",  # needs Helm and the chart sources
     "test",
     "lint",
@@ -60,6 +61,9 @@ DRY_RUN = {
     "maintenance",  # the same (tests/test_host_maintenance.py)
     "stack",
     "clean",
+    "local-up",  # needs a local cluster and the Pulumi CLI (docs/local.md; e2e/ runs them)
+    "local-preview",
+    "local-destroy",
 }
 
 
@@ -93,7 +97,7 @@ def test_extraction_finds_the_commands_a_user_types():
     found = all_commands()
     assert "make render" in found and "make test" in found
     assert "make example EXAMPLE=llama3-405b-pathways STACK=llama3" in found
-    assert ".venv/bin/python -m tooling.render --compare build dev" in found
+    assert ".venv/bin/python -m tooling.review.render --compare build dev" in found
 
 
 def test_no_command_needs_an_activated_virtualenv():
@@ -151,8 +155,8 @@ def _resolve_offline(command: str, copy: Path) -> None:
         target = argv[1]
         variables = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
         assert target == "render", command
-        argv = [".venv/bin/python", "-m", "tooling.render", variables.get("STACK", "dev")]
-        module = "tooling.render"
+        argv = [".venv/bin/python", "-m", "tooling.review.render", variables.get("STACK", "dev")]
+        module = "tooling.review.render"
     assert module, f"not an offline command this test knows: {command}"
     if module not in _HELPED:
         help_run = subprocess.run(
@@ -160,7 +164,7 @@ def _resolve_offline(command: str, copy: Path) -> None:
         )
         assert help_run.returncode == 0, f"{command}: --help failed:\n{help_run.stderr[-2000:]}"
         _HELPED.add(module)
-    if module == "tooling.render":
+    if module == "tooling.review.render":
         args = render.argument_parser().parse_args(argv[3:])
         cwd = Path.cwd()
         os.chdir(copy)
@@ -223,3 +227,66 @@ def test_render_takes_an_example_folder():
     ]
     with pytest.raises(SystemExit, match="no Pulumi.<stack>.yaml in the folder"):
         render.stack_files("tests")
+
+
+# ---- what `make` lists runs (issue 34 item 17) ----------------------------------------------------------------
+
+
+def listed_examples() -> list[str]:
+    """The examples `make example` lists (the Makefile's EXAMPLES), as a user reads them."""
+    done = subprocess.run(["make", "-s", "example"], cwd=ROOT, env=_fresh_shell_env(), capture_output=True, text=True)
+    line = next(line for line in done.stdout.splitlines() if line.startswith("examples: "))
+    return line.removeprefix("examples: ").split()
+
+
+def test_every_example_make_lists_starts_a_stack(tmp_path, monkeypatch, capsys):
+    """`make example EXAMPLE=fleet` was listed and failed: every listed name makes a stack file that validates as the
+    program would read it (a regional stack or a fleet stack)."""
+    from tooling.operations import example
+
+    names = listed_examples()
+    assert {"fleet", "vllm-single-host", "gemma-hpa-prometheus"} <= set(names)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.setattr(example, "ROOT", tmp_path)
+    failed = {}
+    for name in names:
+        if example.main([name, f"t-{name}"]) != 0:
+            failed[name] = capsys.readouterr()
+    assert failed == {}
+
+
+def test_make_crds_offline_fails_at_once_saying_it_is_optional(tmp_path, capsys):
+    from tooling.oracles import crds
+
+    # loopback, nothing listening: the answer a machine without network gets, at once
+    assert crds.main(["--mirror", "http://127.0.0.1:9/", "--cache", str(tmp_path / "crds")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("cannot download") == 1 and crds.UNREACHABLE in err
+    assert "`make crds` is optional" in err and not (tmp_path / "crds").exists()
+
+
+def test_the_default_output_of_the_suite_says_why_a_test_skipped(tmp_path):
+    """`make test` (pytest with pytest.ini's options, no others) prints each skip's reason."""
+    test = tmp_path / "test_skip.py"
+    test.write_text("import pytest\n\n\ndef test_x():\n    pytest.skip('upstream file missing: x.yaml')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(ROOT / "pytest.ini"), "--rootdir", str(tmp_path), str(test)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_fresh_shell_env(),
+        timeout=120,
+    )
+    assert "SKIPPED [1]" in done.stdout and "upstream file missing: x.yaml" in done.stdout, done.stdout
+
+
+def test_the_quick_start_fetches_helm_and_its_default_stack_serves():
+    """The quick start brings what the suite needs to run its chart tests (the pinned Helm), and the stack `make
+    render` renders with no STACK (Pulumi.dev.yaml, the Makefile's default) serves a model."""
+    quick = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```bash\n(.*?)```", quick, re.S)[0]
+    assert "make helm" in block and "make test" in block
+    assert block.index("make helm") < block.index("make test")
+    default = re.search(r"^STACK \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    cfg = render.parse_stack_file(ROOT / f"Pulumi.{default}.yaml")
+    assert [w.name for w in cfg.workloads], "the default stack serves nothing"

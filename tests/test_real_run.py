@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from components.tpu_pool import ignored_changes, upgrade_settings
-from stacks import cost, dashboard
 from stacks.config import StackConfig
-from stacks.pool_sizing import cluster_zones, sizing, system_pool_sizing, waits_for_capacity
+from stacks.monitoring import dashboard
+from stacks.reports import cost
+from stacks.serving.pool_sizing import cluster_zones, sizing, system_pool_sizing, waits_for_capacity
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling.offline import Recording, parse_stack_file
+from tooling.harness.offline import Recording, parse_stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -145,10 +146,11 @@ def test_upgrade_settings_per_capacity():
             self.shape = type("S", (), {"uses_workload_policy": False})()  # placement: tests/test_tpu_pools.py
 
     assert upgrade_settings(Plan("flex-start")) is None
-    assert ignored_changes(Plan("flex-start"), True) == ["initialNodeCount", "upgradeSettings"]
+    # maintenancePolicies: create-only in the provider, ignored on every TPU pool (tests/test_change_safety.py)
+    assert ignored_changes(Plan("flex-start"), True) == ["maintenancePolicies", "initialNodeCount", "upgradeSettings"]
     for capacity in ("on-demand", "spot", "reservation"):
         assert upgrade_settings(Plan(capacity)) is not None
-        assert ignored_changes(Plan(capacity), False) == []
+        assert ignored_changes(Plan(capacity), False) == ["maintenancePolicies"]
 
 
 # ---- item 7: nothing starts before what it needs --------------------------------------------------------------
@@ -246,7 +248,7 @@ def test_only_reserved_capacity_is_waited_for(path):
                 assert (created > 0) == reserved, name
             if not reserved and plan.config.autoscaling is None:
                 # a warm slice (warmSlices) keeps the whole slice as its minimum, but is still created empty: the
-                # minimum holds it once a scale-out brings it up (stacks/pool_sizing.py sizing)
+                # minimum holds it once a scale-out brings it up (stacks/serving/pool_sizing.py sizing)
                 low = plan.shape.hosts if index < plan.config.warm_slices else 0
                 assert inputs["autoscaling"] == {"minNodeCount": low, "maxNodeCount": plan.max_nodes_per_node_pool}
             assert waits_for_capacity(plan) == (created > 0), name
@@ -331,7 +333,7 @@ def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
     # https://cloud.google.com/kubernetes-engine/docs/concepts/workload-identity#identity_sameness); and a
     # member-level grant is keyed by (resource, role, member), so two stacks' identical grants are one binding,
     # removed by whichever stack is destroyed first.
-    from tooling.offline import load_stack_file, run_program
+    from tooling.harness.offline import load_stack_file, run_program
 
     first = recorded(path, False)
     name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
@@ -351,7 +353,7 @@ def test_two_stacks_of_one_project_share_no_grant_and_no_identity(path):
 # ---- item 6: GKE never takes a serving slice down by itself in staging and prod -------------------------------
 
 
-def hold(scope: str = "NO_MINOR_UPGRADES") -> dict[str, Any]:
+def hold(scope: str = "NO_MINOR_OR_NODE_UPGRADES") -> dict[str, Any]:
     return {
         "exclusionName": "tpu-serving-hold-minor-and-node-upgrades",
         "startTime": "2025-01-01T00:00:00Z",
@@ -360,23 +362,17 @@ def hold(scope: str = "NO_MINOR_UPGRADES") -> dict[str, Any]:
 
 
 HOLD = hold()
-# The node pool's own exclusion until its version's end of support (GKE API NodePool.NodePoolMaintenancePolicy
-# .ExclusionUntilEndOfSupport, "Optional. The exclusion until end of support for the node pool"; provider
-# google-beta v7.45.0 resource_container_node_pool.go maintenance_policy.exclusion_until_end_of_support, in
-# tooling/data/provider_rules.json).
-POOL_HOLD = [{"exclusionUntilEndOfSupports": [{"enabled": True}]}]
 
 
 @stacks
-def test_staging_and_prod_hold_serving_slices_and_let_patches_reach_the_rest(path):
+def test_staging_and_prod_hold_every_node_pool_through_the_cluster_exclusion(path):
     # Scopes (GKE API MaintenanceExclusionOptions.Scope,
     # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope):
-    # NO_MINOR_UPGRADES "excludes all minor upgrades for the cluster, only patches are allowed";
     # NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the cluster, and also exclude all node pool
-    # upgrades. Only control plane patches are allowed". A node upgrade recreates a multi-host slice whole, so every
-    # TPU node pool holds itself (its own exclusion until end of support), and the cluster's exclusion narrows to
-    # minor upgrades: the control plane and the system pool keep getting patches. A pool whose capacity is a list has
-    # GKE create its node pools, which only the cluster's exclusion holds: then the wide scope, as before.
+    # upgrades. Only control plane patches are allowed". A node upgrade recreates a multi-host slice whole; the node
+    # pool's own exclusion would hold only the TPU pools, but the provider sends it only on create (google-beta
+    # resource_container_node_pool.go: nodePoolUpdate has no HasChange for maintenance_policy), so turning the hold
+    # on for a live stack would leave them unheld. The cluster's exclusion is updated in place.
     # end_time_behavior UNTIL_END_OF_SUPPORT replaces end_time (pulumi_gcp container
     # ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs: exactly one of them). GoogleCloudPlatform/
     # cluster-toolkit blueprints hold upgrades with the wide scope (modules/scheduler/gke-cluster/main.tf).
@@ -385,12 +381,10 @@ def test_staging_and_prod_hold_serving_slices_and_let_patches_reach_the_rest(pat
     policy = rec.one(CLUSTER).inputs.get("maintenancePolicy") or {}
     configured = cfg.cluster.maintenance.hold_minor_and_node_upgrades
     held = cfg.environment in ("staging", "prod") if configured is None else configured
-    lists = any(len(p.capacities) > 1 for p in cfg.pools)
-    expected = [hold("NO_MINOR_OR_NODE_UPGRADES" if lists else "NO_MINOR_UPGRADES")] if held else None
+    expected = [HOLD] if held else None
     assert policy.get("maintenanceExclusions") == expected
     for node_pool in rec.of_type(NODE_POOL):
-        tpu = "tpu-pool" in node_pool.inputs["nodeConfig"].get("resourceLabels", {})
-        assert node_pool.inputs.get("maintenancePolicies") == (POOL_HOLD if held and tpu else None), node_pool.name
+        assert "maintenancePolicies" not in node_pool.inputs, node_pool.name
 
 
 def test_maintenance_window_and_explicit_hold(run):

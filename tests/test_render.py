@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 import pytest
 import yaml
 
 from tests.conftest import STACK_FILES, recorded
-from tooling import render
-from tooling.graph import LAYERS
-from tooling.offline import ROOT, Registration
-from tooling.schemas import crd_dir
+from tooling.harness.offline import ROOT, Registration
+from tooling.oracles.schemas import crd_dir
+from tooling.review import render, summary
+from tooling.review.graph import LAYERS
 
 EXAMPLES = render.example_files()
 
@@ -40,7 +41,7 @@ def test_gcp_resources_with_options(dev_files):
     assert cluster["options"]["parent"] == "tpu-serving:cluster:Cluster cluster"
     assert cluster["options"]["deleteBeforeReplace"] is True
     assert cluster["options"]["ignoreChanges"] == ["nodeConfig"]
-    pool = yaml.safe_load(dev_files["gcp/container.NodePool-tpu-v6e-4x4-s0.yaml"])
+    pool = yaml.safe_load(dev_files["gcp/container.NodePool-tpu-v5e-2x4.yaml"])
     assert "gcp:container/cluster:Cluster cluster-gke" in pool["options"]["dependsOn"]
     # values known only after apply say so
     assert cluster["inputs"]["nodeConfig"]["serviceAccount"] == "(known after apply)"
@@ -64,23 +65,19 @@ def test_graph_has_components_as_subgraphs_and_dependency_edges(dev_files):
 
 
 def test_summary(dev_files):
-    summary = dev_files["summary.md"]
-    for heading in (
-        "## Graph",
-        "## Stack outputs",
-        "## IAM grants",
-        "## Images",
-        "## Network exposure",
-        "## Protection",
-        "## Resources by type",
-        "## TPU pools",
-        "## Workloads",
-        "## Estimated cost",
-        "## Warnings",
-    ):
-        assert heading in summary
-    assert "| v6e-4x4 | v6e | 4x4 | ct6e-standard-4t | 4 | 4 | 16 | 1 | 16 | spot |" in summary
-    assert "estimate" in summary.lower() and "2025-06-01" in summary
+    """summary.md leads with what a reviewer checks first (warnings, cost, IAM, exposure) and ends with the graph
+    (issue 34 item 15): its headings are summary.SECTIONS, in that order."""
+    summary_page = dev_files["summary.md"]
+    headings = re.findall(r"^## (.+)$", summary_page, re.M)
+    assert headings == list(summary.SECTIONS)
+    assert headings[:4] == ["Warnings", "Estimated cost", "IAM grants", "Network exposure"]
+    assert headings[-1] == "Graph"
+    assert "| v5e-2x4 | v5e | 2x4 | ct5lp-hightpu-8t | 1 | 8 | 8 | 1 | 8 | on-demand |" in summary_page
+    assert "estimate" in summary_page.lower() and "2025-06-01" in summary_page
+
+
+def section(page: str, title: str) -> str:
+    return page.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_summary_lists_workloads_and_warnings():
@@ -90,8 +87,8 @@ def test_summary_lists_workloads_and_warnings():
     assert "| llama3-405b | jetstream-pathways | v6e-4x4 | llama3-405b |" in summary
     assert "| sax | saxml | v5e-4x8 | sax |" in summary
     # all-in-one lists its operators' range and puts every pool in a zone Google's TPU zone list names for its
-    # generation (stacks/catalog.py): what is left is what every example carries until its user edits it
-    warnings = summary.split("## Warnings")[1].strip().splitlines()
+    # generation (stacks/facts/catalog.py): what is left is what every example carries until its user edits it
+    warnings = section(summary, "Warnings").strip().splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("- gcp:project: 'my-tpu-project' is the examples' placeholder")
 
 
@@ -102,11 +99,11 @@ def test_summary_lists_every_warning(tmp_path):
         "  tpu-serving:cluster:\n    privateNodes: false\n"
     )
     summary = render.render_stack(path)[2]["summary.md"]
-    warnings = summary.split("## Warnings")[1]
+    warnings = section(summary, "Warnings")
     assert "- tpu-serving:cluster.privateNodes=false: nodes get public IP addresses" in warnings
     # the region is a note on the estimate, in the cost section, not a warning (it would fail --strict)
     assert "no list prices" not in warnings
-    cost = summary.split("## Estimated cost")[1].split("## Warnings")[0]
+    cost = section(summary, "Estimated cost")
     assert "- note: no list prices for region 'europe-west4'" in cost
 
 
@@ -143,7 +140,7 @@ def test_render_check_passes_for_every_shipped_stack(path, tmp_path, capsys):
 
 def test_check_reports_violations(capsys):
     from stacks.config import parse_stack_config
-    from tooling.offline import Recording
+    from tooling.harness.offline import Recording
     from workloads.registry import WORKLOAD_TYPES
 
     cfg = parse_stack_config(
@@ -236,10 +233,10 @@ def test_dropping_replace_on_changes_from_the_saxml_jobset_changes_its_render():
 
 
 def test_what_reads_a_kubernetes_render_as_a_manifest_gets_no_options_block():
-    """The review (tooling/recreate.py read_render) compares a ComputeClass's fields, and the scan hands checkov
+    """The review (tooling/review/recreate.py read_render) compares a ComputeClass's fields, and the scan hands checkov
     manifests: neither sees the options block as a field of the object; the review keeps the options apart."""
-    from tooling.recreate import COMPUTE_CLASS, read_render
-    from tooling.scan import scan_files
+    from tooling.review.recreate import COMPUTE_CLASS, read_render
+    from tooling.scans.scan import scan_files
 
     resources = read_render(render.GOLDEN / "gemma-fallback")
     compute_class = next(r for r in resources.values() if r["type"] == COMPUTE_CLASS)

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from tests.conftest import EXAMPLES, STACK_FILES, make_config, recorded, stack_ksa
-from tooling import graph, summary
-from tooling.k8s_objects import is_object, kubernetes_objects
-from tooling.offline import UNKNOWN, parse_stack_file
+from tooling.harness.k8s_objects import is_object, kubernetes_objects
+from tooling.harness.offline import UNKNOWN, parse_stack_file
+from tooling.review import graph, summary
 
 ALL_IN_ONE = next(p for p in EXAMPLES if p.name == "Pulumi.all-in-one.yaml")
 DEV = STACK_FILES[0]
@@ -63,7 +63,7 @@ def test_graphs_are_valid_readable_and_fit_github(path):
     # one node per top-level component or resource (and one subgraph per layer)
     layers = {layer_id for layer_id, _ in graph.LAYERS}
     assert len(nodes - layers) == len({graph.top_level(rec)[r.urn].urn for r in rec.resources})
-    # GitHub draws a Mermaid block only within Mermaid's default limits (see tooling/graph.py for the source)
+    # GitHub draws a Mermaid block only within Mermaid's default limits (see tooling/review/graph.py for the source)
     for text in (small, full):
         assert graph.fits_github(text), (len(text), graph.edge_count(text))
     assert not re.search(r"\bn[0-9a-f]{10}\b", full), "hash ids are unreadable in a diff"

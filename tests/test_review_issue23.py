@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from stacks import gke_managed, versions
+from stacks.facts import gke_managed, versions
 from tests.conftest import EXAMPLES, ROOT, STACK_FILES, recorded
-from tooling import chart_objects, graph, render, render_diff, summary
-from tooling.offline import load_stack_file
-from tooling.recreate import compute_class_changes, protected_needs, read_render, recreations, review
+from tooling.harness.offline import load_stack_file
+from tooling.oracles import chart_objects
+from tooling.review import graph, render, render_diff, summary
+from tooling.review.recreate import compute_class_changes, protected_needs, read_render, recreations, review
 from workloads.registry import WORKLOAD_TYPES
 
 ALL_IN_ONE = next(p for p in EXAMPLES if p.name == "Pulumi.all-in-one.yaml")
@@ -108,7 +109,7 @@ def test_every_chart_release_the_stacks_register_has_a_record():
 def _pinned_helm() -> str:
     helm = chart_objects.find_helm()
     if helm is None:
-        pytest.skip("no helm binary (HELM, PATH, or `python -m tooling.chart_objects --fetch-helm`)")
+        pytest.skip("no helm binary (HELM, PATH, or `python -m tooling.oracles.chart_objects --fetch-helm`)")
     version = subprocess.run([helm, "version", "--short"], capture_output=True, text=True).stdout
     if not version.startswith(versions.HELM.helm_version + "+"):
         pytest.skip(f"helm {version.strip()} is not the pinned {versions.HELM.helm_version} (make helm)")
@@ -117,23 +118,25 @@ def _pinned_helm() -> str:
 
 def test_the_record_holds_exactly_the_releases_the_stacks_register():
     recorded_ = json.loads(chart_objects.DATA.read_text())
-    assert set(recorded_["charts"]) == set(_stack_releases()), "run `python -m tooling.chart_objects` and commit it"
+    assert set(recorded_["charts"]) == set(_stack_releases()), (
+        "run `python -m tooling.oracles.chart_objects` and commit it"
+    )
 
 
 @pytest.mark.parametrize("key", sorted(chart_objects.load()))
 def test_the_record_matches_a_fresh_helm_render(key: str):
-    """Re-render each chart with the pinned Helm over its source at its tag (../shared/reference/charts) and the
-    values the program passes today; the committed record must be that render. A chart whose source is not at hand
-    (KEDA's: kedacore/charts is in no reference copy) skips, naming it."""
+    """Re-render each chart with the pinned Helm over its source at its tag (../shared/reference/charts, then
+    charts-staged: KEDA's) and the values the program passes today; the committed record must be that render. A
+    chart whose source is not at hand skips, naming it."""
     helm, charts = _pinned_helm(), chart_objects.charts_root()
     release = _stack_releases().get(key)
     if release is None:
-        pytest.fail(f"{key} is recorded but no stack registers it: run `python -m tooling.chart_objects`")
+        pytest.fail(f"{key} is recorded but no stack registers it: run `python -m tooling.oracles.chart_objects`")
     if not chart_objects.has_source(charts, release):
         where = chart_objects.chart_dir(charts, release.chart, release.version)
         pytest.skip(f"no chart source for {key} at {where} ({chart_objects.source(release.chart, release.version)})")
     fresh = chart_objects.render_all(helm, charts, {key: release})
-    assert fresh["charts"][key] == chart_objects.load()[key], "run `python -m tooling.chart_objects`"
+    assert fresh["charts"][key] == chart_objects.load()[key], "run `python -m tooling.oracles.chart_objects`"
 
 
 def test_the_generator_keeps_the_record_of_a_chart_whose_source_is_absent(tmp_path, monkeypatch, capsys):
@@ -155,7 +158,7 @@ def test_the_generator_keeps_the_record_of_a_chart_whose_source_is_absent(tmp_pa
 
 
 def test_the_summary_lists_what_each_release_installs_and_its_services():
-    from tooling.offline import parse_stack_file
+    from tooling.harness.offline import parse_stack_file
 
     rec = recorded(MULTI_HOST, True)
     page = summary.summary(parse_stack_file(MULTI_HOST), rec)
@@ -354,7 +357,7 @@ def test_the_in_cluster_request_runs_in_a_serving_container_the_stack_creates(ex
     (path,) = [p for p in EXAMPLES if p.name == f"Pulumi.{example}.yaml"]
     cfg = load_stack_file(path)
     cfg["tpu-serving:gateway"] = {"enabled": True}
-    # GKE installs the InferencePool CRD from this version on; an enabled gateway needs it (stacks/gke_managed.py)
+    # GKE installs the InferencePool CRD from this version on; an enabled gateway needs it (stacks/facts/gke_managed.py)
     minimum = gke_managed.installed_from(gke_managed.CRD, gke_managed.INFERENCE_POOL_CRD, frozenset())
     cfg["tpu-serving:cluster"] = {**cfg.get("tpu-serving:cluster", {}), "minMasterVersion": minimum}
     rec = run(cfg, stack=example, preview=True)
@@ -466,7 +469,7 @@ def test_all_in_one_no_longer_draws_the_cluster_to_each_workload():
 
 def test_every_workload_type_lands_in_the_workloads_layer():
     """Over the registry: each type's component, as the shipped stacks register it, is drawn in the last layer."""
-    from tooling.offline import parse_stack_file
+    from tooling.harness.offline import parse_stack_file
 
     seen = set()
     for path in STACK_FILES:

@@ -1,4 +1,4 @@
-"""`make scan` (tooling/scan.py) covers every pod (issue 25): checkov reads the pods of built-in kinds only, so the
+"""`make scan` (tooling/scans/scan.py) covers every pod (issue 25): checkov reads the pods of built-in kinds only, so the
 scan writes out the Pods each custom resource's controller creates from its pod templates, with the resource's
 checkov skips; and every container the stack builds requests CPU and memory unless its object says why not."""
 
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from stacks.pod_security import pod_templates
+from stacks.security.pod_security import pod_templates
 from tests.conftest import EXAMPLES
-from tooling.render import render_stack
-from tooling.scan import (
+from tooling.review.render import render_stack
+from tooling.scans.scan import (
     POD_KINDS,
     PODS_DIR,
     SKIP_PREFIX,
@@ -28,7 +28,7 @@ from tooling.scan import (
     terraform_inputs,
     terraform_json,
 )
-from tooling.scan_accepted import CHART_ACCEPTED, GCP_ACCEPTED
+from tooling.scans.scan_accepted import CHART_ACCEPTED, GCP_ACCEPTED
 
 # checkov 3.3.30 checks/resource/k8s: CPURequests.py CKV_K8S_10, MemoryRequests.py CKV_K8S_12
 CPU_REQUEST, MEMORY_REQUEST = "CKV_K8S_10", "CKV_K8S_12"
@@ -124,7 +124,7 @@ def test_every_container_requests_cpu_and_memory_or_its_object_says_why(path: Pa
 
 def test_the_security_page_lists_every_accepted_finding_and_nothing_else():
     """docs/security.md's exception table names exactly the check ids some example's objects skip."""
-    from tooling.offline import ROOT
+    from tooling.harness.offline import ROOT
 
     page = (ROOT / "docs" / "security.md").read_text()
     table = page.split("\n### Exceptions (accepted checkov findings)\n", 1)[1].split("\n#", 1)[0]
@@ -138,10 +138,13 @@ def test_the_security_page_lists_every_accepted_finding_and_nothing_else():
     for path in EXAMPLES:
         for obj in _rendered_objects(path)[1]:
             skipped |= set(_skipped(obj["metadata"].get("annotations")))
+            # a pod template's own skips (scan_exceptions.template_skip_annotations; tooling/scans/scan.py applies them)
+            for _, meta, _ in pod_templates(obj.get("spec") or {}):
+                skipped |= set(_skipped(meta.get("annotations")))
     assert listed == skipped
 
 
-# ---- skips are checked, not only read (tooling/scan.py evaluate; `make scan` runs checkov without them) -----------
+# ---- skips are checked, not only read (tooling/scans/scan.py evaluate; `make scan` runs checkov without them) -----------
 
 
 def test_the_scan_fails_on_an_unaccepted_failure_a_stale_skip_and_a_skip_without_reason():
@@ -243,7 +246,7 @@ def test_every_google_cloud_resource_is_written_under_its_terraform_type_and_fie
 
 
 def _table_rows(section: str) -> list[list[str]]:
-    from tooling.offline import ROOT
+    from tooling.harness.offline import ROOT
 
     page = (ROOT / "docs" / "security.md").read_text()
     text = page.split(f"\n{section}", 1)[1].split("\n#", 1)[0]
@@ -277,8 +280,8 @@ def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it
     its server answers itself (GoogleCloudPlatform/ai-on-gke@707c3e38:tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py
     `@app.get("/") def root()`, a static JSON; /healthcheck instead asks the engine over gRPC), and every
     jetstream-http image the matrix pins records that it serves `/`."""
-    from stacks.versions import IMAGE_RECORDS
-    from stacks.workload_plan import JETSTREAM_HTTP_PORT, JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_SERVES
+    from stacks.facts.versions import IMAGE_RECORDS
+    from stacks.serving.workload_plan import JETSTREAM_HTTP_PORT, JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_SERVES
 
     seen = set()
     for path in EXAMPLES:
@@ -288,7 +291,10 @@ def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it
                     if c["name"] != "jetstream-http":
                         continue
                     seen.add(obj["kind"])
-                    for probe in ("livenessProbe", "readinessProbe"):
+                    # no liveness probe in a LeaderWorkerSet: a restart there recreates the whole group
+                    # (tests/test_change_safety.py, issue 36 #12)
+                    probes = ("livenessProbe", "readinessProbe") if obj["kind"] == "Deployment" else ("readinessProbe",)
+                    for probe in probes:
                         get = c[probe]["httpGet"]
                         assert (get["path"], get["port"]) == (JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_PORT), (obj, probe)
     # JetStream (Deployment) and JetStream-Pathways (LeaderWorkerSet)
@@ -302,8 +308,8 @@ def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it
 
 
 def test_without_helm_or_chart_sources_the_scan_says_it_skipped_the_charts_and_why(monkeypatch, tmp_path):
-    from tooling import chart_objects
-    from tooling.scan import chart_renderer
+    from tooling.oracles import chart_objects
+    from tooling.scans.scan import chart_renderer
 
     monkeypatch.setattr(chart_objects, "find_helm", lambda: None)
     render, note = chart_renderer()
@@ -317,8 +323,8 @@ def test_without_helm_or_chart_sources_the_scan_says_it_skipped_the_charts_and_w
 def test_every_chart_release_of_an_example_is_rendered_with_its_values_and_scanned():
     """The chart Deployments (here vllm-multi-host's: the llm-d router's endpoint picker, the LWS and JobSet
     controllers) are scan targets, in the release's namespace as Helm installs them, accepting CHART_ACCEPTED."""
-    from tooling.chart_objects import chart_name, releases_of
-    from tooling.scan import chart_files, chart_renderer
+    from tooling.oracles.chart_objects import chart_name, releases_of
+    from tooling.scans.scan import chart_files, chart_renderer
 
     render, note = chart_renderer()
     if render is None:
@@ -337,15 +343,17 @@ def test_every_chart_release_of_an_example_is_rendered_with_its_values_and_scann
 
 
 def test_a_chart_release_without_its_source_is_named_unscanned_not_a_crash(tmp_path):
-    """The reference folder carries no KEDA chart (CI has no GitHub): its release renders nothing and the scan names
-    it, instead of failing on the missing source (tooling/chart_objects.py has_source)."""
-    from tooling import scan
-    from tooling.chart_objects import Release
+    """A chart release whose source the reference folder does not carry (here a KEDA version no folder holds)
+    renders nothing and the scan names it, instead of failing on the missing source (tooling/oracles/chart_objects.py
+    has_source)."""
+    from tooling.oracles.chart_objects import Release
+    from tooling.scans import scan
 
-    render, _ = scan.chart_renderer()
+    unscanned: set[str] = set()
+    render, _ = scan.chart_renderer(unscanned)
     if render is None:
         pytest.skip("no helm: chart_renderer renders nothing")
     release = Release("https://kedacore.github.io/charts/keda", "9.9.9", "r", "ns", {}, skip_crds=True)
-    scan.UNSCANNED.clear()
     assert render(release) == []
-    assert scan.UNSCANNED == {"keda@9.9.9"}
+    assert unscanned == {"keda@9.9.9"}
+    assert not hasattr(scan, "UNSCANNED")  # no module-level state: two scans in one process do not share it

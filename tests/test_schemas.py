@@ -4,10 +4,10 @@ against the upstream CRDs in ../shared/reference/crds. And the validator itself 
 import pytest
 
 from tests.conftest import STACK_FILES, make_config, recorded
-from tooling.crds import crd_source
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import parse_stack_file
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import parse_stack_file
+from tooling.oracles.crds import crd_source
+from tooling.oracles.schemas import crd_dir, validate_objects
 
 needs_crds = pytest.mark.skipif(crd_dir() is None, reason=crd_source()[1])
 
@@ -29,7 +29,7 @@ def test_every_shipped_object_is_valid(path, preview):
 
 
 def _groups_without_crds() -> set[str]:
-    from tooling import crds
+    from tooling.oracles import crds
 
     folder = crd_dir()
     return {

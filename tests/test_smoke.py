@@ -28,7 +28,7 @@ import sys
 import pytest
 
 from tests.conftest import recorded
-from tooling.offline import ROOT
+from tooling.harness.offline import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import smoke  # noqa: E402
@@ -156,7 +156,7 @@ def _recorded_json(path: str) -> dict:
 
 
 def test_measured_phases_come_from_pod_node_and_event_timestamps():
-    from tooling import rollout
+    from tooling.operations import rollout
 
     nodes = _recorded_json("nodes.json")
     warm = rollout.slowest(_recorded_json("llama8b/pods.json"), nodes, _recorded_json("llama8b/events.json"))
@@ -189,8 +189,8 @@ def test_measured_phases_come_from_pod_node_and_event_timestamps():
 
 
 def test_smoke_prints_the_measured_phases_beside_the_estimate(fake_kubectl):
-    from stacks import time_to_serve
-    from tooling.offline import parse_stack_file
+    from stacks.reports import time_to_serve
+    from tooling.harness.offline import parse_stack_file
 
     fake_kubectl("time-to-serve")
     want = smoke.expected(TIME_TO_SERVE, recorded(TIME_TO_SERVE, True))

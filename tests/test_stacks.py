@@ -5,7 +5,7 @@ import time
 import pytest
 
 from tests.conftest import STACK_FILES, recorded
-from tooling.offline import Recording, run_stack_file
+from tooling.harness.offline import Recording, run_stack_file
 
 MODES = {"up": False, "preview": True}
 COMPONENT_PREFIX = "tpu-serving:"

@@ -1,4 +1,4 @@
-"""How a replica starts (issue 26, stacks/startup.py): every workload type's plan says it (WorkloadPlan.startup), and
+"""How a replica starts (issue 26, stacks/serving/startup.py): every workload type's plan says it (WorkloadPlan.startup), and
 what it says is what the registered manifests do, checked over every workload registry entry on every shipped stack
 file that runs it, and on a type only this test adds.
 
@@ -25,15 +25,16 @@ from typing import Any
 
 import pytest
 
-from stacks import catalog, naming
-from stacks.startup import StartupPath, compile_cache_prefix, image_tag, startup_probe
+from stacks import naming
+from stacks.facts import catalog
+from stacks.serving.startup import StartupPath, compile_cache_prefix, image_tag, startup_probe
 from tests.conftest import make_config, session_run
 from tests.test_pod_placement import stacks_with, tpu_pods, workload_objects
 from tests.test_workload_registry import ECHO_CONFIG, EchoPlan, echo_registered  # noqa: F401 (a fixture)
-from tooling.fuzz import parse
-from tooling.offline import Recording
+from tooling.harness.offline import Recording
+from tooling.scans.fuzz import parse
 from workloads import registry
-from workloads.vllm import plan as vllm
+from workloads.vllm import staging
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -282,7 +283,7 @@ def test_vllm_weights_are_staged_per_model_and_revision_and_streamed(run):
     assert pod["serviceAccountName"] == plan.stage_service_account != plan.service_account
     # none of the server's selectors (Service, PodMonitoring, InferencePool: app=<name>) picks the staging pod
     assert not plan.labels.items() <= job["spec"]["template"]["metadata"]["labels"].items()
-    assert _env(pod["containers"][0])["MARKER"] == vllm.STAGED_MARKER
+    assert _env(pod["containers"][0])["MARKER"] == staging.STAGED_MARKER
     grants = {(g.bucket, g.role, g.prefix) for g in plan.stage_grants()}
     assert grants == {(plan.bucket, "roles/storage.objectUser", plan.staged_prefix)}
     assert ("roles/storage.objectViewer", plan.staged_prefix) in {(g.role, g.prefix) for g in plan.grants()}
@@ -291,7 +292,7 @@ def test_vllm_weights_are_staged_per_model_and_revision_and_streamed(run):
     (other,) = parse(make_config(tpu_serving__workloads=[{**wl, "revision": "def456"}]), "dev").workloads
     assert (other.staged_prefix, other.stage_job_name) != (plan.staged_prefix, plan.stage_job_name)
     # the Job gives up when `pulumi up` does (its customTimeouts, not recorded by the mocks)
-    assert job["spec"]["activeDeadlineSeconds"] == vllm.STAGE_TIMEOUT_MINUTES * 60
+    assert job["spec"]["activeDeadlineSeconds"] == staging.STAGE_TIMEOUT_MINUTES * 60
 
 
 def test_vllm_gs_model_is_streamed_without_staging(run):

@@ -1,4 +1,4 @@
-"""The time-to-serve estimate (stacks/time_to_serve.py): what summary.md shows per workload, that each input is read
+"""The time-to-serve estimate (stacks/reports/time_to_serve.py): what summary.md shows per workload, that each input is read
 from its one source (the catalog's network bandwidth, the version matrix's image sizes, the pool's image levers, the
 plan's startup path, the assumption table), and the goal of issue 26 on the three cases of examples/time-to-serve.
 
@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from stacks import catalog, time_to_serve, versions
-from stacks.pool_plan import PoolPlan
-from stacks.startup import StartupPath
-from stacks.time_to_serve import ASSUMPTIONS, PHASES, Assumption, duration, estimate, estimates
+from stacks.facts import catalog, versions
+from stacks.reports import time_to_serve
+from stacks.reports.time_to_serve import ASSUMPTIONS, PHASES, Assumption, duration, estimate, estimates
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
 from tests.conftest import EXAMPLES, recorded
-from tooling import summary
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
+from tooling.review import summary
 from workloads.registry import WORKLOAD_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def section(page: str, title: str) -> list[str]:
 
 def test_summary_shows_one_row_per_workload_beside_the_cost(cases):
     page = summary.summary(cases, recorded(CASES, True))
-    assert page.index("## Estimated cost") < page.index("## Time to serve") < page.index("## Warnings")
+    assert page.index("## Warnings") < page.index("## Estimated cost") < page.index("## Time to serve")
     lines = section(page, "Time to serve")
     header = next(line for line in lines if line.startswith("| workload"))
     assert header == (
@@ -136,7 +137,7 @@ def test_the_image_phase_reads_the_version_matrix_sizes_and_the_pools_levers(cas
     assert estimate(plan).phases["image"] == pytest.approx(9.0 / pull)
     monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: True))
     # Docker Hub's reference never streams (https://cloud.google.com/kubernetes-engine/docs/how-to/image-streaming
-    # "Requirements": images in Artifact Registry), nor is one from Google's own projects said to (stacks/images.py):
+    # "Requirements": images in Artifact Registry), nor is one from Google's own projects said to (stacks/facts/images.py):
     # pulled whole, noted; the floor counts it streamed
     e = estimate(plan)
     stream = ASSUMPTIONS["image_stream_start"].value
@@ -259,7 +260,7 @@ def test_each_startup_literal_has_its_own_figure(cases, monkeypatch):
 
 def test_every_image_of_every_workload_in_every_example_has_a_size(monkeypatch):
     """With image streaming off (every image pulled whole), no image of any workload in any example, pinned or
-    rewritten to the stack's Artifact Registry remote repository (stacks/images.py origin), lacks a size."""
+    rewritten to the stack's Artifact Registry remote repository (stacks/facts/images.py origin), lacks a size."""
     monkeypatch.setattr(PoolPlan, "image_streaming", property(lambda self: False))
     missing = [
         n for path in EXAMPLES for e in estimates(parse_stack_file(path)) for n in e.notes if "no recorded size" in n
@@ -291,3 +292,64 @@ def test_every_image_a_workload_type_runs_on_tpu_has_a_size_and_says_where_it_co
             record = versions.IMAGE_RECORDS[key]
             assert record.size_gb and record.size_gb > 0, (kind.name, key)
             assert record.size_source.startswith("assumption: ") or "http" in record.size_source, (kind.name, key)
+
+
+def every_catalog_shape() -> list[catalog.SliceShape]:
+    return [s for g in catalog.GENERATIONS.values() for t in catalog.topologies(g) for s in catalog.shapes(g, t)]
+
+
+def test_no_host_reads_faster_than_its_nic_or_the_bucket_on_any_catalog_shape():
+    """The model's per-host rates, over every catalog shape (each generation, topology and machine type), every
+    weights source and streamer or pull concurrency from one to thousands: a read from gs:// (Run:ai streams, a
+    checkpoint restored by the server, the compile-cache copy) never above `gcs_host_read_rate` nor the host's NIC,
+    any read never above the NIC, and the floor's per-host rate the lower of the two. The assumption once stated
+    beside gcs_host_read_rate, "below the node's NIC on every generation in the catalog", is false: v5e's 1-chip VM
+    has 25 Gbit/s (3.1 GB/s; https://cloud.google.com/tpu/docs/v5e "2 x 100 Gbps NIC" per 8-chip host)."""
+    import typing
+
+    from stacks.serving.startup import WeightsSource
+
+    gcs = ASSUMPTIONS["gcs_host_read_rate"].value * 1e9
+    nic_bound = set()
+    for shape in every_catalog_shape():
+        nic = shape.host_nic_gbps * 1e9 / 8 if shape.host_nic_gbps else math.inf
+        bound = min(gcs, nic)
+        assert time_to_serve.host_read_rate(shape) == pytest.approx(bound), shape
+        if nic < gcs:
+            nic_bound.add(shape.machine_type)
+        for streams in (1, 8, 10_000):
+            for weights in typing.get_args(WeightsSource):
+                startup = StartupPath(
+                    images=(), weights=weights, stream_concurrency=streams, compile_cache_pull_streams=streams
+                )
+                if weights == "job":
+                    continue
+                rate = time_to_serve.weights_rate(shape, startup)
+                assert rate <= nic, (shape, weights, streams)
+                if weights in ("gcs-stream", "checkpoint-gcs"):
+                    assert rate <= bound, (shape, weights, streams)
+                assert time_to_serve.copy_rate(shape, startup) <= bound, (shape, streams)
+    assert nic_bound == {"ct5lp-hightpu-1t"}
+
+
+def test_a_v5e_1x1_replica_reads_at_its_nic(cases, monkeypatch):
+    """On v5e 1x1 (25 Gbit/s) a streamed model and a parallel compile-cache pull go at the NIC, not at
+    gcs_host_read_rate; so does the floor."""
+    plan = plan_of(cases, "llama8b")
+    small = catalog.slice_shape("v5e", "1x1")
+    assert small.machine_type == "ct5lp-hightpu-1t" and small.host_nic_gbps == 25
+    plan = dataclasses.replace(plan, pool=dataclasses.replace(plan.pool, shape=small))
+    startup = StartupPath(
+        images=(VLLM,),
+        weights="gcs-stream",
+        stream_concurrency=1000,
+        compile_cache="local-copy",
+        compile_cache_pull_streams=1000,
+    )
+    _with_startup(monkeypatch, plan, startup)
+    e = estimate(plan)
+    nic = 25e9 / 8
+    assert e.phases["weights"] == pytest.approx(round(plan.weights_bytes / nic, 1))
+    assert e.compile_copy == pytest.approx(round(ASSUMPTIONS["compile_cache_size"].value * 1e9 / nic, 1))
+    fixed = sum(ASSUMPTIONS[a].value for a in ("runtime_start", "compile_warm_local", "image_stream_start"))
+    assert e.floor == pytest.approx(fixed + plan.weights_bytes / nic, abs=0.1)  # its one image streamed

@@ -1,5 +1,5 @@
-"""`make toolchain` (tooling/toolchain.py): the Go modules in toolchain/ require exactly the versions the matrix
-pins (stacks/versions.py TOOLCHAIN), the controllers are the charts' own releases, and a run with everything built
+"""`make toolchain` (tooling/local/toolchain.py): the Go modules in toolchain/ require exactly the versions the matrix
+pins (stacks/facts/versions.py TOOLCHAIN), the controllers are the charts' own releases, and a run with everything built
 starts no go command. Nothing here runs go: `make test` passes on a machine without it."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from stacks import versions
-from stacks.versions import LOCAL_KUBERNETES, LOCAL_PULUMI_CLI, TOOLCHAIN, TOOLCHAIN_UNBUILDABLE, GoTool
+from stacks.facts import versions
+from stacks.facts.versions import LOCAL_KUBERNETES, LOCAL_PULUMI_CLI, TOOLCHAIN, TOOLCHAIN_UNBUILDABLE, GoTool
 from tests.conftest import STACK_FILES
-from tooling import toolchain
-from tooling.offline import load_stack_file
+from tooling.harness.offline import load_stack_file
+from tooling.local import toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 

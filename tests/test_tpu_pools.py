@@ -2,9 +2,9 @@
 
 import pytest
 
-from stacks.catalog import GENERATIONS, WORKLOAD_POLICY
+from stacks.facts.catalog import GENERATIONS, WORKLOAD_POLICY
 from tests.conftest import STACK_FILES, make_config, pool, recorded
-from tooling.offline import parse_stack_file
+from tooling.harness.offline import parse_stack_file
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
@@ -24,7 +24,7 @@ def test_multi_host_pool_is_one_node_pool_per_slice(run):
         # on-demand capacity starts empty (brought up by pending pods; see test_stockout_safe_sizing)
         assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 8}
         assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
-        assert pools[name].ignore_changes == ["initialNodeCount"]
+        assert pools[name].ignore_changes == ["maintenancePolicies", "initialNodeCount"]  # CREATE_ONLY first
         assert inputs["nodeLocations"] == ["us-east5-b"]
         assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-4t"
         assert inputs["nodeConfig"]["labels"] == {"tpu-serving/pool": "sax", "tpu-serving/slice": str(index)}
@@ -77,7 +77,7 @@ def test_single_host_pool_has_no_placement_policy_and_autoscales(run):
     assert inputs["nodeConfig"]["machineType"] == "ct5lp-hightpu-8t"
     assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 3}
     assert inputs["initialNodeCount"] == 0 and "nodeCount" not in inputs
-    assert node_pool.ignore_changes == ["initialNodeCount"]
+    assert node_pool.ignore_changes == ["maintenancePolicies", "initialNodeCount"]  # CREATE_ONLY first
 
 
 def test_multi_host_scale_to_zero(run):
@@ -209,10 +209,11 @@ def test_node_pool_args_directly():
     """components.tpu_pool.node_pool_args without a Pulumi program: each slice's node pool is labelled with its
     pool and slice, and flex-start nodes are not repaired in place (a failed VM returns its capacity)."""
     from components.tpu_pool import node_pool_args
-    from stacks import catalog, naming
+    from stacks import naming
     from stacks.config import PoolPlan
-    from stacks.config_model import TpuPoolConfig
-    from stacks.pool_sizing import sizing
+    from stacks.facts import catalog
+    from stacks.model.config_model import TpuPoolConfig
+    from stacks.serving.pool_sizing import sizing
 
     def args(capacity: str, index: int):
         config = TpuPoolConfig.model_validate(pool(name="mh", slices=2, capacity=capacity))

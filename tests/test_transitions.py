@@ -1,7 +1,8 @@
 """Switching `monitoring.adapter`, an add-on version, the gateway or the pause on a live stack is a clean `up`: the
 program is run under the mocks with the old config and the new one, and the transition between the two runs
-(tooling/transition.py) has no object managed under two URNs, no replacement, no deletion out of order and no custom
-resource left without its CRD. Either direction is checked."""
+(tooling/review/transition.py, every Helm release expanded into what its chart installs) has no object managed under two
+URNs, no replacement, no deletion out of order and no custom resource left without its CRD. Either direction is
+checked."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from stacks import versions
-from tests.conftest import EXAMPLES
-from tooling import transition
-from tooling.offline import Recording, Registration, load_stack_file, run_program
-from tooling.render import stack_name
+from stacks.facts import versions
+from tests.conftest import EXAMPLES, session_run
+from tooling.harness.offline import Recording, Registration, load_stack_file
+from tooling.review import transition
+from tooling.review.render import stack_name
 
 
 def example(name: str) -> Path:
@@ -37,7 +38,7 @@ def _addon(config: dict[str, Any], addon: str, version: str) -> dict[str, Any]:
 
 
 def _other(chart: str) -> str:
-    """A supported version of `chart` other than its default (stacks/versions.py CHARTS)."""
+    """A supported version of `chart` other than its default (stacks/facts/versions.py CHARTS)."""
     return next(v for v in versions.CHARTS[chart] if v != versions.default_version(chart))
 
 
@@ -45,6 +46,9 @@ def cases() -> list[tuple[str, str, Any]]:
     return [
         # the HPA's metrics move from one adapter to the other
         ("gemma-hpa", "adapter", lambda c: _with(c, "tpu-serving:monitoring", adapter="prometheus-adapter")),
+        # to and from KEDA, whose chart renders the APIService the stack registers for the others (issue 34 #8)
+        ("gemma-hpa", "keda", lambda c: _with(c, "tpu-serving:monitoring", adapter="keda")),
+        ("gemma-hpa-prometheus", "keda", lambda c: _with(c, "tpu-serving:monitoring", adapter="keda")),
         # the Inference Gateway in front of a multi-host vLLM, on and off
         ("vllm-multi-host", "gateway", lambda c: _with(c, "tpu-serving:gateway", enabled=False)),
         # the other supported chart version of the add-ons the workloads' custom resources need
@@ -61,7 +65,8 @@ def cases() -> list[tuple[str, str, Any]]:
 
 
 def _run(config: dict[str, Any], stack: str) -> Recording:
-    return run_program(config, stack=stack)
+    # once per config for the session (both directions read the same two runs; the checker only reads them)
+    return session_run(config, stack=stack)
 
 
 @pytest.mark.parametrize(("name", "what", "change"), cases(), ids=[f"{n}-{w}" for n, w, _ in cases()])

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from tooling.offline import ROOT
-from tooling.program import program_files
+from tooling.harness.offline import ROOT
+from tooling.harness.program import program_files
 
 PROGRAM = program_files()
 ALIASES = {"pulumi_gcp": "gcp", "pulumi_kubernetes": "k8s"}

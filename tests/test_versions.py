@@ -5,10 +5,11 @@ from importlib import metadata
 
 import pytest
 
-from stacks import naming, versions
-from stacks.versions import PULUMI_CLI
-from tooling.program import ROOT
-from tooling.requirements import LoosePin, pins
+from stacks import naming
+from stacks.facts import versions
+from stacks.facts.versions import PULUMI_CLI
+from tooling.harness.program import ROOT
+from tooling.harness.requirements import LoosePin, pins
 
 
 @pytest.mark.parametrize("file", ["requirements.txt", "requirements-scan.txt"])
@@ -22,7 +23,7 @@ def test_the_environment_is_the_pinned_one():
 
 
 def test_the_pulumi_cli_is_the_sdks_release():
-    """The workflows' Pulumi CLI (stacks/versions.py) and the SDK come out of one pulumi/pulumi release."""
+    """The workflows' Pulumi CLI (stacks/facts/versions.py) and the SDK come out of one pulumi/pulumi release."""
     assert PULUMI_CLI == pins()["pulumi"]
 
 

@@ -30,11 +30,16 @@ import pulumi
 import pytest
 import yaml
 
-from stacks import catalog, cost, images, metrics, versions
+from stacks.facts import catalog, images, versions
+from stacks.problems import ConfigError
+from stacks.reports import cost
+from stacks.serving.workload_plan import LWS_API
 from tests.conftest import load_large_yaml, make_config, on_pool, pool, recorded, reference_dir, workload_grants
-from tooling.k8s_objects import kubernetes_objects
-from tooling.offline import ROOT, parse_stack_file
-from tooling.schemas import crd_dir, validate_objects
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import ROOT, parse_stack_file
+from tooling.oracles.schemas import crd_dir, validate_objects
+from workloads.vllm import compile_cache
+from workloads.vllm import metrics as vllm_metrics
 from workloads.vllm import plan as vllm
 
 TUTORIAL = reference_dir() / "kubernetes-engine-samples/ai-ml/vllm-tpu"
@@ -78,7 +83,7 @@ def test_deployment_matches_tutorial():
     (c, push), (ref_c,) = pod["containers"], ref_pod["containers"]
     assert push["name"] == "compile-cache-push"
     assert c["name"] == ref_c["name"] and c["command"] == ref_c["command"]
-    # pinned tag instead of :latest, pulled through the stack's Docker Hub remote repository (stacks/images.py)
+    # pinned tag instead of :latest, pulled through the stack's Docker Hub remote repository (stacks/facts/images.py)
     assert images.origin(c["image"]).removeprefix("docker.io/").split(":")[0] == ref_c["image"].split(":")[0]
     assert c["image"] == parse_stack_file(SINGLE).image_mirror.served(versions.IMAGES["vllmTpu"])
     ours_f, theirs_f = flags(c["args"]), flags(ref_c["args"])
@@ -99,7 +104,7 @@ def test_deployment_matches_tutorial():
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     # the compile cache on local disk; VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token in
     # the server (only the staging Job reads the Hub), which never calls the Hub
-    assert env["VLLM_XLA_CACHE_PATH"]["value"] == vllm.XLA_CACHE_DIR and "VLLM_XLA_CACHE_PATH" in ref_env
+    assert env["VLLM_XLA_CACHE_PATH"]["value"] == compile_cache.XLA_CACHE_DIR and "VLLM_XLA_CACHE_PATH" in ref_env
     assert set(env) == {"VLLM_XLA_CACHE_PATH", "HF_HUB_OFFLINE"} and "VLLM_USE_V1" in ref_env
     # the tutorial's shared memory; the cache an emptyDir (node disk) instead of its FUSE mount
     volumes, ref_volumes = {v["name"]: v for v in pod["volumes"]}, {v["name"]: v for v in ref_pod["volumes"]}
@@ -145,7 +150,13 @@ def test_leader_worker_set_matches_lws_example():
     objects = objects_of(recorded(MULTI, False))
     ours, theirs = objects[("LeaderWorkerSet", "llama70b")], lws_example("LeaderWorkerSet")
     assert ours["apiVersion"] == theirs["apiVersion"]
-    assert "replicas" not in ours["spec"] and "rolloutStrategy" not in ours["spec"]  # HPA; no surge slice
+    assert "replicas" not in ours["spec"]  # the HPA's
+    # the pool holds the HPA's maximum and no spare slice: a group stops before its replacement starts
+    # (stacks/workload_checks.py rollout_room; tests/test_disruption.py test_every_rollout_fits_...)
+    assert ours["spec"]["rolloutStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
+    }
     tmpl, ref_tmpl = ours["spec"]["leaderWorkerTemplate"], theirs["spec"]["leaderWorkerTemplate"]
     assert (
         (tmpl["size"], tmpl["restartPolicy"])
@@ -183,7 +194,7 @@ def test_leader_worker_set_matches_lws_example():
 def test_hpa_scales_whole_slices_through_the_lws_scale_subresource():
     objects = objects_of(recorded(MULTI, False))
     hpa = objects[("HorizontalPodAutoscaler", "llama70b")]
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": vllm.LWS_API, "kind": "LeaderWorkerSet", "name": "llama70b"}
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "name": "llama70b"}
     crd = load_large_yaml(LWS_CRD)
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     # the HPA reads leader pods only (lws docs/examples/hpa.md), the pods that export vLLM's metrics
@@ -222,7 +233,7 @@ def test_outputs_for_clients_and_gateways():
 
 
 def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
-    titles = [t for t, _, _ in vllm.vllm_panels("c")]
+    titles = [t for t, _, _ in vllm_metrics.vllm_panels("c")]
     assert titles == [
         "vLLM running requests",
         "vLLM waiting requests",
@@ -231,12 +242,12 @@ def test_dashboard_has_the_vllm_panels_with_the_image_metric_names():
         "vLLM time per output token (p90)",
     ]
     served = versions.IMAGE_RECORDS["vllmTpu"].serves.metrics
-    for title, query, _ in vllm.vllm_panels("c"):
+    for title, query, _ in vllm_metrics.vllm_panels("c"):
         names = [n for n in served if n in query]
         assert names, query
-        # every grouping label is on the series (stacks.metrics.SERIES_LABELS)
+        # every grouping label is on the series (workloads/vllm/metrics.py SERIES_LABELS)
         for grouping, series in re.findall(r"by \(([^)]*)\) \(?(?:rate\()?([\w:]+)\{", query):
-            assert {g.strip() for g in grouping.split(",")} <= metrics.SERIES_LABELS[series], (title, series)
+            assert {g.strip() for g in grouping.split(",")} <= vllm_metrics.SERIES_LABELS[series], (title, series)
     board = recorded(SINGLE, False).one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"]
     assert "vllm:num_requests_running" in board
     assert (
@@ -269,7 +280,7 @@ def test_tensor_parallel_size_counts_every_device_of_the_slice(tpu, topology, de
 def test_image_record_covers_what_the_stack_asks():
     record = versions.IMAGE_RECORDS["vllmTpu"]
     assert record.ref == versions.IMAGES["vllmTpu"] == "docker.io/vllm/vllm-tpu:v0.27.0"
-    assert {m.series for m in metrics.VLLM_HPA_METRICS.values()} <= record.serves.metrics
+    assert {m.series for m in vllm_metrics.VLLM_HPA_METRICS.values()} <= record.serves.metrics
     assert {vllm.HEALTH_PATH, vllm.METRICS_PATH, *vllm.API_PATHS} <= record.serves.endpoints
     assert record.serves.tpus <= set(catalog.GENERATIONS)
     # tpu-inference@v0.27.0 README: v7x recommended
@@ -323,7 +334,7 @@ def test_hf_token_is_a_secret_end_to_end(run):
     secret = rec.one("kubernetes:core/v1:Secret", "workload-llm-hf-token")
     assert secret.inputs["metadata"]["name"] == "llm-hf-token"
     # the value stays a Pulumi secret: masked in every render, never in an output
-    from tooling.k8s_objects import plain
+    from tooling.harness.k8s_objects import plain
 
     assert plain(secret.inputs["stringData"], mask_secrets=True) == "[secret]"
     assert plain(secret.inputs["stringData"]) == {"hf_token": TOKEN}
@@ -403,7 +414,7 @@ def test_prometheus_adapter_sums_per_workload_series(run):
     )
     rec = run(config)
     metric, hbm = objects_of(rec)[("HorizontalPodAutoscaler", "llm")]["spec"]["metrics"]
-    # the TPU metrics are the stack's shared ones (stacks.metrics.HPA_METRICS), summed per namespace
+    # the TPU metrics are the stack's shared ones (stacks.monitoring.metrics.HPA_METRICS), summed per namespace
     assert hbm["external"]["metric"] == {"name": "memory_used_percentage"}
     assert hbm["external"]["target"] == {"type": "AverageValue", "averageValue": "800m"}
     # External + AverageValue: the HPA divides the summed value by the replicas (replica_calculator.go)
@@ -588,3 +599,33 @@ def test_the_size_read_from_a_models_name_is_its_total_parameters(model, size):
 
     workload = VllmWorkload.model_validate({"type": "vllm", "name": "m", "pool": "p", "model": model})
     assert vllm.params_billion(workload) == size
+
+
+# ---- gated or public: the one fact a token warning asks for (issue 34 item 13) ------------------------------
+
+
+def _gated(gated, *, token: bool = False, model: str = "Qwen/Qwen3-8B"):
+    from tooling.scans import fuzz
+
+    config = make_config(
+        tpu_serving__environment="staging",
+        tpu_serving__tpuPools=POOLS,
+        tpu_serving__workloads=[wl(model=model, **({} if gated is None else {"gated": gated}))],
+    )
+    if token:
+        config["tpu-serving:hfToken"] = {"secure": "v1:abc"}
+    return fuzz.parse(config, "staging")
+
+
+def test_a_public_model_without_a_token_warns_of_nothing():
+    assert not [w for w in _gated(False).warnings if "token" in w]
+    assert any("for a public one set `gated: false` on this workload" in w for w in _gated(None).warnings)
+    assert not [w for w in _gated(None, token=True).warnings if "token" in w]
+
+
+def test_a_gated_model_without_a_token_is_refused_and_gated_is_only_for_hugging_face_ids():
+    with pytest.raises(ConfigError, match=r"workloads\[0\]\.gated: 'Qwen/Qwen3-8B' is gated: set the token first"):
+        _gated(True)
+    assert _gated(True, token=True).workloads
+    with pytest.raises(ConfigError, match=r"workloads\[0\]\.gated: only for a model named by its Hugging Face id"):
+        _gated(False, model="gs://weights/qwen3-8b")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stacks.kubeconfig import gke_kubeconfig
-from stacks.versions import GCLOUD_SDK, GITHUB_ACTIONS, PULUMI_CLI
-from tooling.offline import ROOT
+from stacks.facts.versions import GCLOUD_SDK, GITHUB_ACTIONS, PULUMI_CLI
+from stacks.security.kubeconfig import gke_kubeconfig
+from tooling.harness.offline import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
@@ -50,7 +50,7 @@ def test_actions_pinned_to_the_version_matrix(path):
         if "uses" not in step:
             continue
         action, _, ref = step["uses"].partition("@")
-        assert action in GITHUB_ACTIONS, f"{path.name}/{job}: {action} is not in stacks.versions.GITHUB_ACTIONS"
+        assert action in GITHUB_ACTIONS, f"{path.name}/{job}: {action} is not in stacks.facts.versions.GITHUB_ACTIONS"
         assert ref == GITHUB_ACTIONS[action], (
             f"{path.name}/{job}: {step['uses']} is not the pinned {GITHUB_ACTIONS[action]}"
         )
@@ -65,14 +65,19 @@ def test_pull_request_runs_tests_render_diff_and_gated_preview():
     assert wf["permissions"] == {"contents": "read"}
     runs = " ".join(s.get("run", "") for _, s in steps(wf))
     assert "make test" in runs and "make lint" in runs
-    assert "tooling.render_diff" in runs
+    assert "tooling.review.render_diff" in runs
     preview = wf["jobs"]["preview"]
     assert preview["if"] == "vars.GCP_WORKLOAD_IDENTITY_PROVIDER != ''"
     assert preview["permissions"]["id-token"] == "write"
     pulumi_steps = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions")]
     assert pulumi_steps[0]["with"]["command"] == "preview" and pulumi_steps[0]["with"]["comment-on-pr"] is True
     gate = preview["steps"][-1]["run"]
-    assert "pulumi preview" in gate and "--json" in gate and "tooling.preview_gate" in gate and "allow-replace" in gate
+    assert (
+        "pulumi preview" in gate
+        and "--json" in gate
+        and "tooling.review.preview_gate" in gate
+        and "allow-replace" in gate
+    )
 
 
 def test_deploy_goes_dev_staging_prod_with_approval():
@@ -122,7 +127,7 @@ def test_staging_and_prod_are_rendered_strictly_before_anything_changes():
     """Issue 23: a warning (open control plane, placeholder project, unlisted TPU zone, gated model without a token)
     fails CI for staging and prod stacks: `deploy.yml` renders each with --strict before its `pulumi up`, and
     every pull request renders every stack with --strict-for staging,prod before its preview."""
-    from tooling.render import argument_parser
+    from tooling.review.render import argument_parser
 
     jobs = load(ROOT / ".github/workflows/deploy.yml")["jobs"]
     for name in ("staging", "prod"):
@@ -133,7 +138,7 @@ def test_staging_and_prod_are_rendered_strictly_before_anything_changes():
     assert "$(if $(STRICT),--strict)" in (ROOT / "Makefile").read_text()
 
     pr = load(ROOT / ".github/workflows/pull-request.yml")["jobs"]
-    (render,) = [s["run"] for s in pr["render-strict"]["steps"] if "tooling.render" in s.get("run", "")]
+    (render,) = [s["run"] for s in pr["render-strict"]["steps"] if "tooling.review.render" in s.get("run", "")]
     argv = render.split()[3:]
     args = argument_parser().parse_args([a for a in argv if a != "Pulumi.*.yaml"])
     assert args.check and args.strict_for == {"staging", "prod"} and "Pulumi.*.yaml" in argv

@@ -3,9 +3,9 @@
 import pytest
 
 from components.workload_identity import WorkloadIdentity
-from stacks.bucket_access import Grant
+from stacks.security.bucket_access import Grant
 from tests.conftest import make_config, workload_grants
-from tooling.offline import ROOT, run_program
+from tooling.harness.offline import ROOT, run_program
 
 PROGRAM = ROOT / "tests" / "programs" / "workload_identity.py"
 

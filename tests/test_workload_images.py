@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import maxtext, versions, workload_checks
+from stacks import workload_checks
+from stacks.facts import versions
+from stacks.serving import maxtext
 from workloads.jetstream import plan as jetstream
 from workloads.jetstream_pathways import plan as jetstream_pathways
 from workloads.registry import WORKLOAD_TYPES
@@ -31,7 +33,7 @@ def test_every_images_key_has_one_pinned_default(workload_type):
 
 
 def test_generations_served_follow_the_tpu_images():
-    # JetStream's MaxEngine image is recorded for v4, v5e, v5p only (stacks/versions.py, with its source).
+    # JetStream's MaxEngine image is recorded for v4, v5e, v5p only (stacks/facts/versions.py, with its source).
     assert (
         workload_checks.generations_served(WORKLOAD_TYPES["jetstream"])
         == versions.IMAGE_RECORDS["maxengineServer"].serves.tpus

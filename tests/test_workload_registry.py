@@ -4,7 +4,9 @@ no other file touched."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import pulumi
@@ -12,12 +14,14 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.serving import ServingWorkload, WorkloadDeps
-from stacks.config_model import WorkloadConfig
-from stacks.pod_security import secure_pod
-from stacks.pool_plan import PoolPlan
+from stacks.model.config_model import WorkloadConfig
+from stacks.monitoring.metrics import HPA_METRICS, REQUESTS, HpaMetric
 from stacks.problems import Problem
-from stacks.workload_plan import WorkloadPlan
-from stacks.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
+from stacks.security.pod_security import secure_pod
+from stacks.serving.gateway import GatewayBackend
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, resolver
 from tests.conftest import make_config
 from workloads import registry
 
@@ -114,7 +118,7 @@ ECHO = WorkloadType(
 
 @pytest.fixture
 def echo_registered(monkeypatch):
-    from tooling import json_schema
+    from tooling.generate import json_schema
 
     with_echo = WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), ECHO)
     monkeypatch.setattr(registry, "WORKLOAD_TYPES", with_echo)
@@ -145,9 +149,120 @@ def test_a_type_in_the_registry_alone_is_validated(run, echo_registered):
 
 
 def test_a_type_in_the_registry_alone_is_in_the_json_schema(echo_registered):
-    from tooling.json_schema import stack_config_schema
+    from tooling.generate.json_schema import regional_key, stack_config_schema
 
     schema = stack_config_schema()
     assert "EchoWorkload" in schema["$defs"]
-    items = schema["properties"]["config"]["properties"]["tpu-serving:workloads"]["items"]
+    items = regional_key(schema, "tpu-serving:workloads")["items"]
     assert {"$ref": "#/$defs/EchoWorkload"} in items.get("oneOf", items.get("anyOf", []))
+
+
+# ---- a type the gateway serves, a fleet exports and the metrics adapter scales, known only to its entry ---------
+
+
+class RelayWorkload(WorkloadConfig):
+    type: Literal["relay"]
+    replicas: int = 1
+
+
+RELAY_QUEUE = HpaMetric(
+    "relay_queue", "relay_requests_waiting", REQUESTS, "server", "this test", labels=frozenset({"app", "namespace"})
+)
+
+
+@dataclass(frozen=True)
+class RelayPlan(EchoPlan):
+    """A server of another kind (sglang, to the router) with its own KV-cache gauge and queue metric, always
+    autoscaled: every fact shared code needs comes from this plan, none from a table in stacks/."""
+
+    workload: RelayWorkload  # type: ignore[assignment]
+
+    def gateway_backend(self) -> GatewayBackend | None:
+        return GatewayBackend(
+            self.name,
+            self.namespace,
+            {"app": self.name},
+            9000,
+            "relay-model",
+            model_server_type="sglang",
+            kv_cache_metric="relay:kv_cache_fraction",
+        )
+
+    @property
+    def autoscaled(self) -> bool:
+        return True
+
+    @property
+    def hpa_metrics(self) -> dict[str, HpaMetric]:
+        return {RELAY_QUEUE.name: RELAY_QUEUE, **{n: m for n, m in HPA_METRICS.items() if m.origin == "tpu"}}
+
+
+def check_relay(path, workload, pool, namespace, ctx, problems, warnings) -> RelayPlan | None:
+    return None if pool is None else RelayPlan.on(workload, pool, namespace, ctx)
+
+
+RELAY = WorkloadType(config=RelayWorkload, resolve=resolver(check_relay), component=Echo, tpu_images=("vllmTpu",))
+
+
+def test_a_type_added_to_the_registry_alone_flows_through_gateway_fleet_and_metrics(monkeypatch):
+    """The router's model-server type, the KV-cache gauge a fleet balances on and the server metrics the adapter
+    serves all come from the type's own plan: a type no file in stacks/ names is routed as its kind of server,
+    exported with its gauge and scaled on its metric (stacks/serving/gateway.py router_values, stacks/reports/fleet_output.py,
+    stacks/pieces/monitoring.py + prometheus_adapter.server_rules)."""
+    from stacks.monitoring.adapters import prometheus_adapter
+    from stacks.reports.fleet_output import regional_output
+    from stacks.serving import gateway
+    from tooling.harness.offline import ROOT, load_stack_file, parse_config
+
+    monkeypatch.setattr(registry, "WORKLOAD_TYPES", WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), RELAY))
+    config = load_stack_file(ROOT / "examples" / "fleet" / "Pulumi.fleet-us-east5.yaml")
+    config["tpu-serving:workloads"] = [{"type": "relay", "name": "relay", "pool": "v6e-2x2"}]
+    config["tpu-serving:monitoring"] = {"adapter": "prometheus-adapter"}
+    cfg = parse_config(config, "fleet-us-east5")
+
+    (backend,) = cfg.gateway_plan.backends
+    router = gateway.router_values(backend, {"tpu-serving/role": "system"})["router"]
+    assert router["modelServers"]["type"] == "sglang" and router["modelServers"]["targetPorts"] == [{"number": 9000}]
+    assert cfg.gateway_plan.fleet_metrics == {"relay": "relay:kv_cache_fraction"}
+    (export,) = regional_output(cfg)["exports"]
+    assert export["kvCacheMetric"] == "relay:kv_cache_fraction"
+
+    assert cfg.monitoring_plan.server_metrics == ((RELAY_QUEUE, ("relay",)),)
+    (rule,) = prometheus_adapter.server_rules("c", cfg.monitoring_plan.server_metrics)
+    assert rule["name"]["as"] == "relay_queue" and "relay_requests_waiting" in rule["seriesQuery"]
+    assert 'namespace=~"relay"' in rule["seriesQuery"] or "relay" in rule["seriesQuery"]
+
+
+# ---- a type's name is dispatched on in its own package only ----------------------------------------------------
+
+PROGRAM = [
+    *(registry_root := Path(registry.__file__).resolve().parents[1]).glob("stacks/**/*.py"),
+    *registry_root.glob("components/**/*.py"),
+    *registry_root.glob("workloads/**/*.py"),
+    registry_root / "__main__.py",
+]
+
+
+def _type_name_uses(path: Path, names: set[str]) -> set[str]:
+    """The type names written as a string literal in `path`, outside the `Literal[...]` that declares a type."""
+    tree = ast.parse(path.read_text())
+    declared = {
+        id(c)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal"
+        for c in ast.walk(node.slice)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in declared
+    }
+
+
+def test_a_workload_type_name_is_written_in_at_most_two_program_files_and_none_shared():
+    """Issue 33: a workload type's name is dispatched on in at most two program files (stacks/, components/,
+    workloads/, __main__.py), and never in shared code: a new type touches its package and its registry line."""
+    names = set(registry.WORKLOAD_TYPES)
+    found = {str(path.relative_to(registry_root)): used for path in PROGRAM if (used := _type_name_uses(path, names))}
+    assert len(found) <= 2, found
+    assert not [p for p in found if not p.startswith("workloads/")], found

@@ -1,1 +1,1 @@
-"""Offline tooling: harness, render, review gates, schema generation, validation. `pulumi up` never imports it."""
+"""Offline tooling (harness, oracles, render and review, generation, scans, operations), in subpackages whose order pyproject.toml's `tooling-layers` contract enforces. `pulumi up` never imports it."""

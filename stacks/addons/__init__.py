@@ -1,8 +1,10 @@
-"""The add-on registry: one line per cluster add-on; each entry (stacks/addons/<name>.py) carries everything about it.
+"""The add-on registry (LWS, JobSet, Kueue, PathwaysJob). May import: stacks.model and below.
+
+One line per cluster add-on; each entry (stacks/addons/<name>.py) carries everything about it.
 
 The `tpu-serving:addons` config model (and so the JSON Schema), its validation, the generic component
 (components/addons.py) and the stack's `addons` output are all derived from `ADDONS`. Adding an add-on = its
-pinned releases in stacks/versions.py, one module here, one line below.
+pinned releases in stacks/facts/versions.py, one module here, one line below.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pydantic.alias_generators import to_snake
 
 from stacks.addons import jobset, kueue, lws, pathways_job
 from stacks.addons.addon import Addon, AddonSettings, ChartAddonConfig, CrdPolicy, OptionalChartAddonConfig
-from stacks.catalog import version_tuple
-from stacks.config_model import CamelModel
+from stacks.facts.catalog import version_tuple
+from stacks.model.config_model import CamelModel
 from stacks.problems import Problem
 
 __all__ = [
@@ -97,7 +99,7 @@ def check(config: AddonsConfig, base: str) -> list[Problem]:
             found.append(
                 Problem(
                     f"{base}.{entry.key}.version",
-                    f"{settings.version!r} is not supported; supported: {supported} (stacks/versions.py)",
+                    f"{settings.version!r} is not supported; supported: {supported} (stacks/facts/versions.py)",
                 )
             )
         elif settings.enabled:

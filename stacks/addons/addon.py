@@ -2,7 +2,7 @@
 
 An add-on is installed either as a Helm chart (`ChartVersion`: a `helm.v3.Release` in a namespace the stack creates
 with the add-on's Pod Security level) or as an upstream release manifest (`ManifestVersion`: applied server-side,
-bringing its own namespace). Its pinned releases are the version matrix's (stacks/versions.py); the entry only
+bringing its own namespace). Its pinned releases are the version matrix's (stacks/facts/versions.py); the entry only
 points at them. components/addons.py registers what an entry describes, with no knowledge of any one add-on.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import Field
 
-from stacks.config_model import CamelModel
-from stacks.versions import ChartVersion, ManifestVersion
+from stacks.facts.versions import ChartVersion, ManifestVersion
+from stacks.model.config_model import CamelModel
 
 R = TypeVar("R", ChartVersion, ManifestVersion)
 # (the pinned chart release, the add-on's validated settings) -> Helm values, the user's `values` merged last
@@ -80,7 +80,7 @@ class Addon(Generic[R]):
     key: str
     title: str  # what it is, in messages and the README ("JobSet", "PathwaysJob controller")
     settings: type[AddonSettings]  # the model of `tpu-serving:addons.<key>` (its defaults: on or off)
-    releases: Mapping[str, R]  # supported releases from stacks/versions.py; the first is the default
+    releases: Mapping[str, R]  # supported releases from stacks/facts/versions.py; the first is the default
     description: str | None = None  # the key's description in the JSON Schema
     # Pod Security level the stack's namespace for a chart enforces: what the chart's pods pass with `values`.
     # None for a manifest, which brings its own namespace.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks import versions
-from stacks.addon_values import deep_merge, image_values
 from stacks.addons.addon import Addon, AddonSettings, ChartAddonConfig, user_values
+from stacks.facts import versions
+from stacks.facts.addon_values import deep_merge, image_values
 from stacks.naming import SYSTEM_POOL_SELECTOR
-from stacks.pod_security import RESTRICTED
+from stacks.security.pod_security import RESTRICTED
 
 
 def jobset_values(chart: versions.ChartVersion, settings: AddonSettings) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from stacks import versions
-from stacks.addon_values import deep_merge, image_values
 from stacks.addons.addon import Addon, AddonSettings, OptionalChartAddonConfig, user_values
+from stacks.facts import versions
+from stacks.facts.addon_values import deep_merge, image_values
 from stacks.naming import DNS1123_LABEL, SYSTEM_POOL_SELECTOR
-from stacks.pod_security import BASELINE
+from stacks.security.pod_security import BASELINE
 
 # Every namespace carries this label with its own name (Kubernetes 1.22+, "Well-Known Labels, Annotations and
 # Taints": kubernetes.io/metadata.name, set by the control plane).

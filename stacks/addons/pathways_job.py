@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from stacks import versions
 from stacks.addons.addon import Addon, AddonSettings
+from stacks.facts import versions
 
 
 class PathwaysJobAddonConfig(AddonSettings):

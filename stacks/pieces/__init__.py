@@ -1,4 +1,6 @@
-"""The platform pieces, each in the workload types' shape: its config model (`stacks/config_model.py`), its own
+"""The platform pieces (cluster, network, pools, bucket, add-ons, gateway, monitoring, ...). May import: stacks.addons, stacks.fleets and below.
+
+Each piece in the workload types' shape: its config model (`stacks/model/config_model.py`), its own
 rules (`problems`, every problem at once, each naming its key path), its plan (`plan`: every default resolved once,
 the environment profile included) and the component that builds it from the plan (`components/<piece>.py`, called
 as `(name, *, plan, deps)`).

@@ -4,9 +4,11 @@ add-on, with its settings model and rules). Its rules and its plan (components/a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stacks import addons as addon_registry
 from stacks.addons import AddonsConfig
+from stacks.model.config_parse import parse
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 
@@ -21,6 +23,15 @@ class AddonsPlan:
     """Each add-on's settings (enabled, version, ...), by its key."""
     kubernetes_minor: str
     """The minor version the Pod Security labels of their namespaces are pinned to."""
+
+
+def section(raw: Any, found: list[Problem]) -> AddonsConfig | None:
+    """tpu-serving:addons parsed with the registry's settings model, then every entry's own rules (None: it does
+    not parse, reported)."""
+    addons = parse(PATH, addon_registry.settings_model(), {} if raw is None else raw, found)
+    if addons is not None:
+        found.extend(problems(addons))
+    return addons
 
 
 def problems(addons: AddonsConfig) -> list[Problem]:

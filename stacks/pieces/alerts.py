@@ -1,24 +1,26 @@
 """The alerts piece (tpu-serving:alerts, and each workload's `slo`): Cloud Monitoring alert policies for every
 serving workload and the cluster's TPU capacity, the workloads' SLOs with burn-rate alerts, and where the alerts go.
 Its rules (channel addresses, objectives a server can be measured on) and its plan, resolved once with the
-environment's profile (components/alerts.py builds it). The queries themselves are stacks/alerts.py's."""
+environment's profile (components/alerts.py builds it). The queries themselves are stacks/monitoring/alerts.py's."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from stacks import alerts, gateway
-from stacks.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
-from stacks.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
+from stacks.model.config_parse import parse
+from stacks.model.profiles import Profile
+from stacks.monitoring import alerts
+from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
-from stacks.profiles import Profile
+from stacks.serving import gateway
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:alerts"
 # Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
@@ -34,12 +36,20 @@ ADDRESS_EXAMPLE = {
     "pubsub": ("a Pub/Sub topic path", "projects/my-project/topics/alerts"),
     "existing": ("a notification channel id", "projects/my-project/notificationChannels/1234567890"),
 }
-# What each objective needs of the server (stacks.workload_plan.ServingSignals).
+# What each objective needs of the server (stacks.serving.workload_plan.ServingSignals).
 SLO_SIGNALS = {
     "timeToFirstToken": "time_to_first_token",
     "timePerOutputToken": "time_per_output_token",
     "availability": "requests",
 }
+
+
+def section(raw: Any, found: list[Problem]) -> AlertsConfig | None:
+    """tpu-serving:alerts parsed, then its own rules (None: it does not parse, reported)."""
+    config = parse(f"{NS}:alerts", AlertsConfig, {} if raw is None else raw, found)
+    if config is not None:
+        found.extend(problems(config))
+    return config
 
 
 def problems(config: AlertsConfig) -> list[Problem]:
@@ -147,11 +157,21 @@ def _pods(w: WorkloadPlan, cluster: str, **more: str) -> str:
     return selector(cluster=cluster, namespace=w.namespace, pod=pods_of(w.disruption_units()), **more)
 
 
+def ready_replicas(w: WorkloadPlan, cluster: str) -> str:
+    """The number of the workload's pods whose every serving container (WorkloadPlan.serving_containers) is ready:
+    kube-state-metrics' kube_pod_container_status_ready, one series per container labelled `container`
+    (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md), of those containers only, at its lowest per
+    pod. A sidecar without a readiness probe is ready while it runs and would count a pod whose server is down."""
+    containers = "~" + "|".join(w.serving_containers())
+    return f"sum(min by (pod) (kube_pod_container_status_ready{{{_pods(w, cluster, container=containers)}}}))"
+
+
 def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_metrics: bool) -> tuple[Rule, ...]:
     """No ready replica, pods Pending (TPU capacity), the autoscaler at its maximum, requests waiting above the HPA's
     target, HBM near full: what every serving workload has (each where it applies)."""
     ns, name = w.namespace, w.name
-    hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=name)
+    # the HPA that scales it: its own, or the one KEDA makes for its ScaledObject (WorkloadPlan.hpa_name)
+    hpa = selector(cluster=cluster, namespace=ns, horizontalpodautoscaler=w.hpa_name)
     rules = (
         []
         if not w.serves_requests
@@ -159,10 +179,11 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
             Rule(
                 f"{name}-no-ready-replica",
                 f"{name}: no ready replica",
-                f"(sum(kube_pod_container_status_ready{{{_pods(w, cluster)}}}) or vector(0)) < 1",
+                f"({ready_replicas(w, cluster)} or vector(0)) < 1",
                 alerts.NO_READY_MINUTES,
                 PAGE,
-                f"no ready serving container for {alerts.NO_READY_MINUTES} min",
+                f"no pod with every serving container ready for {alerts.NO_READY_MINUTES} min (sidecars without a "
+                "readiness probe not counted)",
                 f"kubectl -n {ns} get pods -o wide; kubectl -n {ns} describe pods | tail -40",
             ),
         ]
@@ -189,7 +210,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                 alerts.AT_MAX_MINUTES,
                 TICKET,
                 f"current replicas at the HPA's maxReplicas for {alerts.AT_MAX_MINUTES} min",
-                f"kubectl -n {ns} describe hpa {name}",
+                f"kubectl -n {ns} describe hpa {w.hpa_name}",
             )
         )
         target = queue_target(w)
@@ -204,7 +225,7 @@ def workload_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str, *, tpu_m
                     config.queue_minutes,
                     TICKET,
                     f"{queue} per replica above the HPA target {target:g} for {config.queue_minutes} min",
-                    f"kubectl -n {ns} describe hpa {name}; kubectl -n {ns} get pods",
+                    f"kubectl -n {ns} describe hpa {w.hpa_name}; kubectl -n {ns} get pods",
                 )
             )
     if tpu_metrics:
@@ -242,7 +263,7 @@ def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[
     by pool `name`, flow_control_queue_size). The picker's error_code is never an HTTP status: it is
     `ModelServerError` when the model server answered anything but 200, 4xx included (pkg/epp/handlers/server.go),
     else the canonical code of the picker's own error (pkg/common/error/error.go CanonicalCode);
-    stacks.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
+    stacks.monitoring.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
     ns, name = w.namespace, w.name
     epp = selector(cluster=cluster, namespace=ns)
     errors = selector(cluster=cluster, namespace=ns, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))

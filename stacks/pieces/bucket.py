@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stacks import naming, storage_locations
-from stacks.config_model import BucketConfig
+from stacks import naming
+from stacks.facts import storage_locations
+from stacks.model.config_model import BucketConfig
+from stacks.model.profiles import Profile
 from stacks.pieces.rules import NS, check_key
 from stacks.problems import Problem
-from stacks.profiles import Profile
 
 PATH = f"{NS}:bucket"
 BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
@@ -59,19 +60,21 @@ def plan(
 
 
 def warnings(bucket: BucketConfig, profile: Profile) -> list[str]:
-    """An override of the profile is said, never applied silently; a location the list does not know, said."""
+    """An override of the profile is said, never applied silently; access logs off, said."""
     out = []
     if bucket.force_destroy is not None and bucket.force_destroy != profile.bucket_force_destroy:
         out.append(
             f"{PATH}.forceDestroy={str(bucket.force_destroy).lower()} overrides the {profile.name} profile "
             f"({str(profile.bucket_force_destroy).lower()})"
         )
-    if bucket.location is not None and storage_locations.may_be_new_region(bucket.location):
-        out.append(
-            f"{PATH}.location={bucket.location!r} is written like a region but is not in the list of Cloud "
-            f"Storage locations the stack knows ({storage_locations.SOURCE}); if it is a new region it works, else "
-            "`pulumi up` fails when the bucket is created"
-        )
+    if not bucket.access_logs:
+        said = f"{PATH}.accessLogs=false: the bucket keeps no usage or storage logs (checkov CKV_GCP_62 fails on it)"
+        if profile.protect:  # the log bucket of a live stack is protected: its delete fails until unprotected
+            said += (
+                f"; on a live {profile.name} stack `pulumi state unprotect` its bucket-logs resource first (then "
+                "removed from the stack, left in place with its logs)"
+            )
+        out.append(said)
     return out
 
 
@@ -89,25 +92,32 @@ def check_bucket_name(name: str) -> str | None:
 
 def problems(bucket: BucketConfig, *, bucket_name: str | None, region: str | None) -> list[Problem]:
     """The bucket's rules: its name (None: unknown while gcp:project has problems), its key in its location, and
-    a location Cloud Storage has (stacks/storage_locations.py, from Google's list)."""
+    a location Cloud Storage has (stacks/facts/storage_locations.py, from Google's list)."""
     found: list[Problem] = []
     why = check_bucket_name(bucket_name) if bucket_name is not None else None
     if why:
         found.append(Problem(f"{PATH}.name", why))
     if region:
         check_key(f"{PATH}.kmsKeyName", bucket.kms_key_name, location(bucket, region), "the bucket's location", found)
-    if (
-        bucket.location is not None
-        and not storage_locations.is_location(bucket.location)
-        and not storage_locations.may_be_new_region(bucket.location)
-    ):
-        s = storage_locations
+    s = storage_locations
+    if bucket.location is None and region and s.is_region(region) and not s.is_location(region):
+        near = [r for r in s.close_regions(region) if s.is_location(r)][:1] or ["us"]
         found.append(
             Problem(
                 f"{PATH}.location",
-                f"{bucket.location!r} is not a Cloud Storage location; allowed: one of its {len(s.REGIONS)} regions "
-                f"(e.g. us-east5, europe-west4; all at {s.SOURCE}), a dual-region ({', '.join(s.DUAL_REGIONS)}) or "
-                f"a multi-region ({', '.join(s.MULTI_REGIONS)})",
+                f"unset, so gcp:region {region!r}, where Cloud Storage has no location ({s.SOURCE}): set it, e.g. "
+                f"{near[0]} or a multi-region ({', '.join(s.MULTI_REGIONS)})",
+            )
+        )
+    if bucket.location is not None and not storage_locations.is_location(bucket.location):
+        close = [r for r in s.close_regions(bucket.location) if s.is_location(r)]
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        found.append(
+            Problem(
+                f"{PATH}.location",
+                f"{bucket.location!r} is not a Cloud Storage location; {hint}allowed: one of its {len(s.REGIONS)} "
+                f"regions (e.g. us-east5, europe-west4; all at {s.SOURCE}), a dual-region "
+                f"({', '.join(s.DUAL_REGIONS)}) or a multi-region ({', '.join(s.MULTI_REGIONS)})",
             )
         )
     return found

@@ -10,23 +10,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, naming, pool_sizing, versions
-from stacks import maintenance as maintenance_rules
-from stacks.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks import naming
+from stacks.facts import catalog, images, versions
+from stacks.facts import maintenance as maintenance_rules
+from stacks.facts.images import ImageMirror
+from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.model.profiles import Profile
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity
 from stacks.pieces.rules import (
     MACHINE_TYPE_RE,
     NS,
+    REGION_RE,
     ZONE_RE,
     check_cidr,
     check_key,
     check_labels,
     check_name,
+    check_region,
+    check_zone_region,
     rfc3339,
 )
 from stacks.problems import Problem, fmt
-from stacks.profiles import Profile
+from stacks.serving import pool_sizing
 
 PATH = f"{NS}:cluster"
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
@@ -57,18 +63,24 @@ class ClusterPlan:
     """The nodes' own service account, named after the cluster."""
     cost_allocation: bool
     """GKE cost allocation (tpu-serving:cost.allocation; stacks/pieces/cost.py)."""
-    pools_hold_themselves: bool
-    """Every TPU pool is a node pool the stack creates, which holds its own upgrades with the hold on
-    (components/tpu_pool.py pool_hold); a pool whose capacity is a list has GKE create its node pools, which only the
-    cluster's exclusion can hold."""
 
     @property
     def hold_scope(self) -> str:
-        """The scope of the cluster's exclusion with the hold on: only minor upgrades when every TPU pool holds its
-        own, so the control plane and the system pool keep getting patch (security) upgrades; else minor and node
-        upgrades, every node pool's included (GKE API MaintenanceExclusionOptions.Scope,
-        https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope)."""
-        return "NO_MINOR_UPGRADES" if self.pools_hold_themselves else "NO_MINOR_OR_NODE_UPGRADES"
+        """The scope of the cluster's exclusion with the hold on: minor and node upgrades, every node pool's included
+        (GKE API MaintenanceExclusionOptions.Scope NO_MINOR_OR_NODE_UPGRADES "excludes all minor upgrades for the
+        cluster, and also exclude all node pool upgrades. Only control plane patches are allowed",
+        https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#scope).
+
+        Always this scope, never NO_MINOR_UPGRADES with a per-node-pool exclusion: the node pool's own exclusion
+        (maintenance_policy.exclusion_until_end_of_support) is create-only in the provider (hashicorp/
+        terraform-provider-google-beta@v7.45.0 and @93c65b2d60 (8.x): resource_container_node_pool.go reads
+        maintenance_policy only in expandNodePool, nodePoolUpdate has no HasChange for it, and the update ends with
+        a read of GKE's value), so turning the hold on or off on a live stack (or dev to staging) would leave the
+        existing TPU pools unheld and diff forever. The cluster's exclusion is updated in place both ways, and holds
+        the node pools GKE creates for a capacity list too (so a pool going from a list to one capacity narrows
+        nothing). Cost: the system pool gets no automatic patch upgrade while the hold is on (docs/operations.md
+        "GKE upgrades", step 3)."""
+        return "NO_MINOR_OR_NODE_UPGRADES"
 
     @property
     def kubernetes_minor(self) -> str:
@@ -105,7 +117,6 @@ def plan(
     labels: dict[str, str],
     gateway_api: bool,
     cost_allocation: bool = True,
-    pools_hold_themselves: bool = False,
 ) -> ClusterPlan:
     hold = cluster.maintenance.hold_minor_and_node_upgrades
     hold = profile.hold_minor_and_node_upgrades if hold is None else hold
@@ -133,7 +144,6 @@ def plan(
         ),
         nodes=node_identity.cluster_nodes(name, project),
         cost_allocation=cost_allocation,
-        pools_hold_themselves=pools_hold_themselves,
     )
 
 
@@ -172,7 +182,13 @@ def _check_placement(cluster: ClusterConfig, region: str, found: list[Problem]) 
     """Its location in gcp:region, its Secrets key there, and a system pool with a node in each of its zones."""
     where = location(cluster, region)
     zone = ZONE_RE.fullmatch(where)
-    if where != region and not (zone and zone.group(1) == region):
+    given = cluster.location is not None  # (the default, gcp:region, is checked at its own key)
+    listed = not given or (
+        check_region(f"{PATH}.location", where, found)
+        if REGION_RE.fullmatch(where)
+        else check_zone_region(f"{PATH}.location", where, found)
+    )
+    if listed and where != region and not (zone and zone.group(1) == region):
         found.append(
             Problem(
                 f"{PATH}.location",
@@ -303,6 +319,15 @@ def version_problems(cluster: ClusterConfig, needs: list[VersionNeed]) -> list[P
             )
         ]
     return []
+
+
+def image_mirror(cluster: ClusterConfig | None, gcp_project: str | None, region: str | None) -> ImageMirror | None:
+    """cluster.images.mirror: a remote repository for each public registry the version matrix's images come from
+    (None without a project or region, reported elsewhere)."""
+    if not gcp_project or not region:
+        return None
+    enabled = cluster is not None and cluster.images.mirror
+    return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
 
 
 def warnings(cluster: ClusterConfig, environment: str) -> list[str]:

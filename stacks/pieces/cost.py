@@ -1,5 +1,5 @@
 """Cost attribution: GKE cost allocation on the cluster, the workloads' names on their TPU node pools' resource
-labels, and the optional monthly budget (tpu-serving:cost, stacks.config_model.CostConfig).
+labels, and the optional monthly budget (tpu-serving:cost, stacks.model.config_model.CostConfig).
 
 Sources:
 - GKE cost allocation: the cluster's `costManagementConfig.enabled` (container v1 `CostManagementConfig`; pulumi-gcp
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from stacks import naming
-from stacks.config_model import CostConfig
+from stacks.model.config_model import CostConfig
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 WORKLOAD_LABEL = "tpu-workload"  # on each TPU node pool: the workloads that run on it
 DISPLAY_NAME_MAX = 60

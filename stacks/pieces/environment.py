@@ -1,4 +1,4 @@
-"""The environment piece (tpu-serving:environment, tpu-serving:decommission): which profile (stacks/profiles.py)
+"""The environment piece (tpu-serving:environment, tpu-serving:decommission): which profile (stacks/model/profiles.py)
 the stack runs, checked against what its stack and project names say; the profile is resolved here once and
 handed to every piece's plan."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks.pieces.rules import NS, REGION_RE
+from stacks.facts import storage_locations
+from stacks.model.profiles import PROFILES, Profile
+from stacks.pieces.rules import NS, REGION_RE, check_region
 from stacks.problems import Problem, fmt
-from stacks.profiles import PROFILES, Profile
 
 # The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
@@ -99,6 +100,18 @@ def _protection(profile: Profile) -> str:
     return "no deletion protection"
 
 
+def placeholder_problems(gcp_project: str | None) -> list[Problem]:
+    """The placeholder project, refused (a real preview or up: load_stack_config)."""
+    placeholder = placeholder_project_problem(gcp_project)
+    return [placeholder] if placeholder is not None else []
+
+
+def placeholder_warnings(gcp_project: str | None) -> list[str]:
+    """The placeholder project, warned about where it is not refused (the offline render and tests)."""
+    placeholder = placeholder_project_problem(gcp_project)
+    return [f"{placeholder}; `pulumi preview` and `pulumi up` refuse it"] if placeholder is not None else []
+
+
 def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
     """gcp:project still the examples' placeholder: refused by a real preview/up (load_stack_config)."""
     if gcp_project != PLACEHOLDER_PROJECT:
@@ -108,6 +121,15 @@ def placeholder_project_problem(gcp_project: str | None) -> Problem | None:
         f"{PLACEHOLDER_PROJECT!r} is the examples' placeholder, not your project: pulumi config set gcp:project "
         "<your project id> (or edit the stack file)",
     )
+
+
+def project_problems(gcp_project: str | None) -> list[Problem]:
+    """gcp:project missing, or not a project id (GCP_PROJECT_RE, which the JSON Schema's pattern is)."""
+    if not gcp_project:
+        return [Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")]
+    if not GCP_PROJECT_RE.fullmatch(gcp_project):
+        return [Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")]
+    return []
 
 
 def invocation_problems(
@@ -130,17 +152,12 @@ def invocation_problems(
         )
     for key in extra_keys:
         problems.append(Problem(f"{NS}:{key}", f"unknown key; allowed: {', '.join(known_keys)}"))
-    if not gcp_project:
-        problems.append(
-            Problem("gcp:project", "required: the Google Cloud project id (pulumi config set gcp:project ...)")
-        )
-    elif not GCP_PROJECT_RE.fullmatch(gcp_project):
-        problems.append(
-            Problem("gcp:project", f"{gcp_project!r} is not a project id (6-30 lowercase letters, digits, '-')")
-        )
+    problems.extend(project_problems(gcp_project))
     if not region:
         problems.append(Problem("gcp:region", "required: the region of the cluster and TPUs, e.g. us-east5"))
     elif not REGION_RE.fullmatch(region):
-        problems.append(Problem("gcp:region", f"{region!r} is not a region name, e.g. us-east5"))
+        problems.append(Problem("gcp:region", storage_locations.region_problem(region) or "not a region name"))
         return None
+    else:  # well formed; one of the list, or reported with its close matches (the checks that need it still run)
+        check_region("gcp:region", region, problems)
     return region

@@ -9,17 +9,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from stacks import fleet, gke_managed, naming
-from stacks import fleet_export as fleet_piece
-from stacks.config_model import ClusterConfig, GatewayConfig, NetworkConfig
-from stacks.gateway import BACKEND_TIMEOUT_S, GatewayBackend
+from stacks import naming
+from stacks.facts import gke_managed
+from stacks.fleets import fleet_export as fleet_piece
+from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import NS, check_cidr
+from stacks.pieces.rules import NS, check_cidr, check_path_region
 from stacks.problems import Problem
+from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
@@ -59,6 +60,7 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
                     f"internet; allowed only in dev (environment is {environment!r}): list the CIDRs of its clients",
                 )
             )
+    check_path_region(f"{PATH}.cloudArmorPolicy", gateway.cloud_armor_policy, found)
     if gateway.cloud_armor_policy is not None and not SECURITY_POLICY_RE.fullmatch(gateway.cloud_armor_policy):
         found.append(
             Problem(
@@ -106,8 +108,8 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
 
 
 def cluster_problems(gateway: GatewayConfig, cluster: ClusterConfig) -> list[Problem]:
-    """The cross-check with the cluster beyond its network: an exporting stack's HPA profile."""
-    return fleet_piece.cluster_problems(gateway, cluster)
+    """The cross-checks with the cluster: the network the gateway runs in, then an exporting stack's HPA profile."""
+    return network_problems(gateway, cluster.network) + fleet_piece.cluster_problems(gateway, cluster)
 
 
 def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Problem]:
@@ -153,7 +155,7 @@ def network_problems(gateway: GatewayConfig, network: NetworkConfig) -> list[Pro
 
 
 def version_needs(gateway: GatewayConfig) -> list[VersionNeed]:
-    """An enabled gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/gke_managed.py)
+    """An enabled gateway's InferencePools need the InferencePool CRD, which GKE installs (stacks/facts/gke_managed.py)
     and the stack therefore never applies: the control plane must be at least the version GKE installs it from."""
     if not gateway.enabled:
         return []
@@ -228,9 +230,20 @@ def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[Wo
     return [w for w in workloads if w.gateway_backend() is not None]
 
 
+def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan]) -> list[str]:
+    """What a user should read about the gateway: waits from zero beyond its timeout, and a gateway routing nothing."""
+    found = from_zero_warnings(gateway, workloads)
+    if gateway.enabled and not plan.backends:
+        found.append(
+            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
+            "opt out): the Gateway routes nothing"
+        )
+    return found
+
+
 def from_zero_warnings(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[str]:
     """A workload KEDA scales to zero behind the gateway whose wait from zero outlasts the load balancer's timeout
-    (stacks.gateway.BACKEND_TIMEOUT_S, which no chart value sets): its first requests are cut, and clients retry."""
+    (stacks.serving.gateway.BACKEND_TIMEOUT_S, which no chart value sets): its first requests are cut, and clients retry."""
     return [
         f"{NS}:workloads {w.name}: scales to zero behind the gateway and its first request waits about "
         f"{round(w.from_zero_s / 60)} min for a replica (summary.md, Time to serve), beyond the load balancer's "
@@ -263,5 +276,7 @@ def plan(
             if (b := w.gateway_backend()) is not None
         ),
         paused=paused,
-        fleet_metrics={w.name: fleet.KV_CACHE_METRICS.get(w.workload.type, "") for w in served(gateway, workloads)},
+        fleet_metrics={
+            w.name: b.kv_cache_metric for w in served(gateway, workloads) if (b := w.gateway_backend()) is not None
+        },
     )

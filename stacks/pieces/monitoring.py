@@ -8,11 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stacks import alerts, dashboard, metrics, pod_security, versions
-from stacks.config_model import MonitoringConfig
+from stacks.facts import versions
+from stacks.model.config_model import MonitoringConfig
+from stacks.monitoring import alerts, dashboard, metrics
+from stacks.monitoring.metrics import HpaMetric
+from stacks.security import pod_security
 
 if TYPE_CHECKING:
-    from stacks.workload_plan import WorkloadPlan
+    from stacks.serving.workload_plan import WorkloadPlan
 
 Panel = tuple[str, str, str]
 
@@ -33,8 +36,9 @@ class MonitoringPlan:
     """The images of the containers the JetStream PodMonitorings scrape."""
     hpa_namespaces: tuple[str, ...]
     """Namespaces of autoscaled workloads: their HPAs read the metrics adapter."""
-    vllm_namespaces: tuple[str, ...]
-    """Namespaces of autoscaled vLLM workloads (their HPAs read vLLM's series)."""
+    server_metrics: tuple[tuple[HpaMetric, tuple[str, ...]], ...]
+    """The workload types' own server metrics (vLLM's, say), each with the namespaces of the autoscaled workloads
+    whose HPA may scale on it: the metrics adapter serves them there."""
 
 
 def plan(
@@ -50,7 +54,7 @@ def plan(
     chip_prices: Mapping[str, float | None] | None = None,
 ) -> MonitoringPlan:
     """`gateway`: an Inference Gateway serves some workload (its pickers' tiles join the dashboard); `chip_prices`:
-    by workload, the list price of one chip-hour of its pool (stacks/cost.py chip_price), for its cost tile."""
+    by workload, the list price of one chip-hour of its pool (stacks/reports/cost.py chip_price), for its cost tile."""
     prices = chip_prices or {}
     autoscaled = [w for w in workloads if w.autoscaled]
     panels = [p for w in workloads for p in w.dashboard_panels(cluster_name)]
@@ -66,8 +70,20 @@ def plan(
         dashboard_panels=tuple(dict.fromkeys(panels)),
         exporters=tuple(jetstream_exporters(workloads)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
-        vllm_namespaces=tuple(sorted({w.namespace for w in autoscaled if w.hpa_metrics is metrics.VLLM_METRICS})),
+        server_metrics=own_server_metrics(autoscaled),
     )
+
+
+def own_server_metrics(autoscaled: Sequence[WorkloadPlan]) -> tuple[tuple[HpaMetric, tuple[str, ...]], ...]:
+    """The server metrics the workloads' plans offer their HPAs (WorkloadPlan.hpa_metrics) beyond the shared ones
+    (stacks.monitoring.metrics.HPA_METRICS, served to every autoscaled workload), in the order the workloads and their
+    registries list them, each with the namespaces of the workloads that offer it."""
+    found: dict[str, tuple[HpaMetric, set[str]]] = {}
+    for w in autoscaled:
+        for m in (w.hpa_metrics or {}).values():
+            if m.origin == "server" and m.name not in metrics.HPA_METRICS:
+                found.setdefault(m.name, (m, set()))[1].add(w.namespace)
+    return tuple((m, tuple(sorted(namespaces))) for m, namespaces in found.values())
 
 
 def cost_panel(w: WorkloadPlan, cluster: str, price: float | None) -> Panel | None:
@@ -94,7 +110,7 @@ def pinned_chart(name: str) -> versions.ChartVersion:
 
 def jetstream_exporters(workloads: Sequence[WorkloadPlan]) -> list[str]:
     """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
-    (stacks.metrics.SERVER_METRICS_PORT)."""
+    (stacks.monitoring.metrics.SERVER_METRICS_PORT)."""
     return sorted(
         {
             container["image"]

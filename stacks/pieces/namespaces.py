@@ -1,6 +1,6 @@
 """The namespaces piece: the namespaces the stack's workloads live in (never the ones every cluster has), each with
-the Pod Security level of the strictest one all of its pods pass (stacks/pod_security.py) and its ingress
-NetworkPolicies (stacks/network_policy.py), and the local port each workload's port-forward commands use. It has no
+the Pod Security level of the strictest one all of its pods pass (stacks/security/pod_security.py) and its ingress
+NetworkPolicies (stacks/security/network_policy.py), and the local port each workload's port-forward commands use. It has no
 key of its own and no rules (a workload's namespace is checked with the workload, stacks/workload_checks.py): its
 plan is derived, once, from the workloads' plans and the gateway's (components/namespaces.py builds it)."""
 
@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import gateway, local_ports, naming, network_policy, pod_security
-from stacks.gateway import GatewayBackend
+from stacks import naming
 from stacks.pieces.gateway import GatewayPlan
 from stacks.problems import Problem
+from stacks.security import network_policy, pod_security
+from stacks.serving import gateway, local_ports
+from stacks.serving.gateway import GatewayBackend
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class NamespacesPlan:
     load balancer to the workloads it serves)."""
     local_ports: dict[str, dict[int, int]]
     """Per workload: the local port of each Service port its port-forward commands forward, of its own across the
-    stack (stacks/local_ports.py)."""
+    stack (stacks/serving/local_ports.py)."""
 
     @property
     def names(self) -> list[str]:
@@ -63,7 +65,7 @@ def plan(workloads: Sequence[Any], *, gateway_plan: GatewayPlan, kubernetes_mino
 
 def _gateway_allows(backend: GatewayBackend, gateway_plan: GatewayPlan) -> list[dict[str, Any]]:
     """The gateway's load balancer (its proxies and health checks are not pods of the cluster, so no `from`, as
-    stacks/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and gRPC
+    stacks/security/network_policy.py explains) to the serving pods' port and to the endpoint picker's ext-proc and gRPC
     health ports, and Managed Prometheus to the picker's metrics port; paused, nothing is routed and nothing is
     opened."""
     if gateway_plan.paused:

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 
 from stacks import naming
-from stacks.config_model import NetworkConfig
-from stacks.pieces.rules import NS, check_cidr, check_name
+from stacks.model.config_model import NetworkConfig
+from stacks.model.profiles import Profile
+from stacks.pieces.rules import NS, check_cidr, check_name, check_path_region
 from stacks.problems import Problem
-from stacks.profiles import Profile
 
 PATH = f"{NS}:cluster.network"
 # A VPC or subnet given by name, or by path (projects/p/global/networks/n, projects/p/regions/r/subnetworks/n).
@@ -85,6 +85,7 @@ def problems(network: NetworkConfig) -> list[Problem]:
         # (https://cloud.google.com/compute/docs/reference/rest/v1/subnetworks)
         check_name(f"{PATH}.{key}", range_name, naming.COMPUTE_NAME_MAX, "secondary range name", found)
     _check_range_names_distinct(network, found)
+    check_path_region(f"{PATH}.subnetwork", network.subnetwork, found)
     for key, given in (("network", network.network), ("subnetwork", network.subnetwork)):
         if given is not None and not NETWORK_REF_RE.fullmatch(given):
             found.append(

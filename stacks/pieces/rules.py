@@ -6,8 +6,9 @@ import datetime
 import ipaddress
 import re
 
-from stacks import kms, naming
-from stacks import maintenance as maintenance_rules
+from stacks import naming
+from stacks.facts import kms, storage_locations
+from stacks.facts import maintenance as maintenance_rules
 from stacks.problems import Problem
 
 NS = "tpu-serving"
@@ -19,6 +20,44 @@ REGION_RE = re.compile(r"(us|europe|asia|australia|northamerica|southamerica|me|
 ZONE_RE = re.compile(rf"({REGION_RE.pattern})-(?:[a-h]|ai[1-9][a-z]?)")
 # Compute Engine machine types: e2-standard-4, n2-custom-4-16384, ct6e-standard-4t.
 MACHINE_TYPE_RE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
+
+
+# The region of a regional resource's path: projects/<p>/regions/<region>/...
+PATH_REGION_RE = re.compile(r"(?:^|/)regions/([^/]+)/")
+
+
+def check_region(path: str, region: str, problems: list[Problem]) -> bool:
+    """A region of the list (stacks/facts/storage_locations.py), else a problem naming its close matches."""
+    why = storage_locations.region_problem(region)
+    if why:
+        problems.append(Problem(path, why))
+    return why is None
+
+
+def check_zone_region(path: str, zone: str, problems: list[Problem]) -> bool:
+    """A zone-shaped value's region is one of the list, else a problem naming the close zones; True when it is
+    (or the value is not zone-shaped: its shape is the caller's to report)."""
+    match = ZONE_RE.fullmatch(zone)
+    if match is None or storage_locations.is_region(match.group(1)):
+        return True
+    region, letter = match.group(1), zone[len(match.group(1)) :]
+    close = [f"{c}{letter}" for c in storage_locations.close_regions(region)]
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    problems.append(
+        Problem(
+            path,
+            f"{zone!r} is not a zone of a Google Cloud region ({region!r} is not one){hint} "
+            f"(the {len(storage_locations.REGIONS)} regions of {storage_locations.SOURCE})",
+        )
+    )
+    return False
+
+
+def check_path_region(path: str, value: str | None, problems: list[Problem]) -> None:
+    """The region a resource path names (projects/<p>/regions/<region>/...) is one of the list."""
+    match = PATH_REGION_RE.search(value or "")
+    if match:
+        check_region(path, match.group(1), problems)
 
 
 def check_cidr(path: str, value: str, problems: list[Problem]) -> ipaddress.IPv4Network | None:

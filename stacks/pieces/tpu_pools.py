@@ -1,5 +1,5 @@
 """The TPU pools piece (tpu-serving:tpuPools): each pool against the catalog, its region and GKE's rules, then what
-pools share (node pool names); its plan is `stacks.pool_plan.PoolPlan`, and the GKE versions the pools need
+pools share (node pool names); its plan is `stacks.serving.pool_plan.PoolPlan`, and the GKE versions the pools need
 (components/tpu_pool.py builds each pool)."""
 
 from __future__ import annotations
@@ -7,12 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stacks import catalog, compute_class, config_parse, naming
-from stacks.config_model import AutoscalingConfig, TpuPoolConfig
+from stacks import naming
+from stacks.facts import catalog
+from stacks.model import config_parse
+from stacks.model.config_model import AutoscalingConfig, TpuPoolConfig
 from stacks.pieces.cluster import VersionNeed
-from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name
-from stacks.pool_plan import PoolPlan
+from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, check_zone_region
 from stacks.problems import Problem, fmt
+from stacks.serving import compute_class
+from stacks.serving.pool_plan import PoolPlan
 
 PATH = f"{NS}:tpuPools"
 # A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
@@ -74,13 +77,18 @@ def version_needs(pools: list[PoolPlan]) -> list[VersionNeed]:
     return needs
 
 
+def warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
+    """TPU zones the catalog's source does not list, then warm slices' (zone_warnings, warm_slice_warnings)."""
+    return zone_warnings(pools, planned) + warm_slice_warnings(pools, planned)
+
+
 def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
     """TPU zones the catalog's source does not list (unless the pool's zoneConfirmed says the user checked) or marks
     single-tenant (unless the pool consumes a reservation), for the pools that have a plan."""
-    names = {plan.name for plan in planned}
+    planned_configs = {id(plan.config) for plan in planned}  # not by name: a repeated name is a problem of its own
     out = []
     for i, pool in enumerate(pools):
-        if pool is not None and pool.name in names:
+        if pool is not None and id(pool) in planned_configs:
             why = _zone_warning(pool)
             if why:
                 out.append(f"{PATH}[{i}].zone: {why}")
@@ -89,15 +97,15 @@ def zone_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) ->
 
 def warm_slice_warnings(pools: list[TpuPoolConfig | None], planned: list[PoolPlan]) -> list[str]:
     """warmSlices on capacity no reservation guarantees: `up` does not create those slices (it would wait for
-    capacity, and fail the run on a stockout: stacks/pool_sizing.py sizing); they are warm only once a scale-out
+    capacity, and fail the run on a stockout: stacks/serving/pool_sizing.py sizing); they are warm only once a scale-out
     has brought them up, from then on held by their node pools' minimum."""
-    names = {plan.name for plan in planned}
+    planned_configs = {id(plan.config) for plan in planned}
     return [
         f"{PATH}[{i}].warmSlices: {pool.warm_slices} on {pool.capacity} capacity: `pulumi up` creates no slice (it "
         "would wait for capacity and fail on a stockout); each warm slice is kept from the first scale-out that "
         "brings it up (its node pools' minimum then holds it); the cost estimate's baseline counts it as kept"
         for i, pool in enumerate(pools)
-        if pool is not None and pool.name in names and pool.warm_slices and pool.capacity != "reservation"
+        if pool is not None and id(pool) in planned_configs and pool.warm_slices and pool.capacity != "reservation"
     ]
 
 
@@ -153,6 +161,8 @@ def _check_pool_names(base: str, pool: TpuPoolConfig, region: str, problems: lis
         )
 
     zone = ZONE_RE.fullmatch(pool.zone)
+    if zone and not check_zone_region(f"{base}.zone", pool.zone, problems):
+        return
     if not zone or zone.group(1) != region:
         problems.append(
             Problem(f"{base}.zone", f"{pool.zone!r} is not a zone of gcp:region {region!r}, e.g. {region}-a")
@@ -302,7 +312,7 @@ def _check_node_pool_names(plans: list[tuple[int, PoolPlan]], problems: list[Pro
 
 def priority(plan: PoolPlan, capacity: str, policy_name: object | None) -> dict[str, Any]:
     """One priority of a pool's ComputeClass: the pool's TPU slice shape on one capacity (C1, C2: the sources in
-    stacks/compute_class.py)."""
+    stacks/serving/compute_class.py)."""
     shape = plan.shape
     rule: dict[str, Any] = {
         "machineType": shape.machine_type,  # C2

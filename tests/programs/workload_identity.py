@@ -5,8 +5,8 @@ import pulumi_kubernetes as k8s
 
 from components.platform import build_stack
 from components.workload_identity import WorkloadIdentity
-from stacks.bucket_access import OBJECT_VIEWER, Grant
 from stacks.pulumi_config import load_stack_config
+from stacks.security.bucket_access import OBJECT_VIEWER, Grant
 from workloads.registry import WORKLOAD_TYPES
 
 cfg = load_stack_config(WORKLOAD_TYPES)

@@ -1,6 +1,6 @@
 //go:build tools
 
-// The commands `make toolchain` builds from go.etcd.io/etcd/server/v3@v3.6.6 (tooling/toolchain.py).
+// The commands `make toolchain` builds from go.etcd.io/etcd/server/v3@v3.6.6 (tooling/local/toolchain.py).
 package tools
 
 import (

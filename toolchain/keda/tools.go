@@ -1,6 +1,6 @@
 //go:build tools
 
-// The commands `make toolchain` builds from github.com/kedacore/keda/v2@v2.20.2 (tooling/toolchain.py).
+// The commands `make toolchain` builds from github.com/kedacore/keda/v2@v2.20.2 (tooling/local/toolchain.py).
 package tools
 
 import (

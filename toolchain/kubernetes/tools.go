@@ -1,6 +1,6 @@
 //go:build tools
 
-// The commands `make toolchain` builds from k8s.io/kubernetes@v1.35.4 (tooling/toolchain.py).
+// The commands `make toolchain` builds from k8s.io/kubernetes@v1.35.4 (tooling/local/toolchain.py).
 package tools
 
 import (

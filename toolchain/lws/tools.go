@@ -1,6 +1,6 @@
 //go:build tools
 
-// The commands `make toolchain` builds from sigs.k8s.io/lws@v0.7.0 (tooling/toolchain.py).
+// The commands `make toolchain` builds from sigs.k8s.io/lws@v0.7.0 (tooling/local/toolchain.py).
 package tools
 
 import (

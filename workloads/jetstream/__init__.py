@@ -1,6 +1,6 @@
 """`jetstream`: single-host JetStream (MaxText) on a Deployment, autoscaled by an HPA on JetStream/TPU metrics."""
 
-from stacks.workload_type import WorkloadType, resolver
+from stacks.serving.workload_type import WorkloadType, resolver
 from workloads.jetstream.component import JetStream
 from workloads.jetstream.config import JetStreamWorkload
 from workloads.jetstream.plan import TPU_IMAGES, check

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from stacks.config_model import (
+from stacks.model.config_model import (
     PORT_MAX,
     REPLICAS_MAX,
     CamelModel,

@@ -12,19 +12,26 @@ than that. A cluster pinned below 1.28 gets `privileged: true`, as those version
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from stacks import catalog, disruption, maxtext, metrics, metrics_adapters, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, Grant, read_grant
-from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
-from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.pool_plan import PoolPlan
-from stacks.problems import Problem
-from stacks.startup import StartupPath, compile_cache_grant_prefix, startup_probe
-from stacks.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
-from stacks.workload_plan import (
+from stacks.facts import catalog
+from stacks.facts.versions import IMAGES, Serves, image_doubts, image_gaps, image_record
+from stacks.monitoring import adapters as metrics_adapters
+from stacks.monitoring import metrics
+from stacks.problems import Problem, close_matches
+from stacks.security import network_policy, scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, Grant, read_grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.serving import disruption, maxtext
+from stacks.serving.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
+from stacks.serving.workload_plan import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
@@ -42,7 +49,7 @@ from stacks.workload_plan import (
     jetstream_service,
     tpu_resources,
 )
-from stacks.workload_type import WorkloadContext
+from stacks.serving.workload_type import WorkloadContext
 from workloads.jetstream.config import JetStreamWorkload
 from workloads.jetstream.presets import PRESETS, JetStreamPreset
 
@@ -51,7 +58,7 @@ GRPC_PORT = JETSTREAM_GRPC_PORT
 ENGINE_CONTAINER = "maxengine-server"
 PRIVILEGED_BELOW = (1, 28)
 HEALTH_PATH = JETSTREAM_HEALTH_PATH
-# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+# images.<key> -> the version-matrix image it defaults to (stacks/facts/versions.py IMAGES)
 DEFAULT_IMAGES = {"server": "maxengineServer", "http": "jetstreamHttp"}
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = (DEFAULT_IMAGES["server"],)
@@ -62,7 +69,7 @@ RESERVED_MAXTEXT = {
     CACHE_ARG: "the stack keeps the compile cache under compile-cache/<workload>/ in its bucket",
 }
 # The cold case the engine's startup probe allows: the half hour the earlier probe allowed (failureThreshold 180 x
-# periodSeconds 10) for loading the checkpoint and compiling, now probed from the start (stacks/startup.py).
+# periodSeconds 10) for loading the checkpoint and compiling, now probed from the start (stacks/serving/startup.py).
 COLD_START_S = 1800
 
 
@@ -130,6 +137,11 @@ class JetStreamPlan(WorkloadPlan):
         return auto.max_replicas if auto is not None else self.workload.replicas
 
     @property
+    def rollout_hosts(self) -> int:
+        """A surge replica of its Deployment is one more single-host node."""
+        return 1
+
+    @property
     def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
         return metrics.HPA_METRICS
 
@@ -192,6 +204,29 @@ class JetStreamPlan(WorkloadPlan):
 # ---- validation ---------------------------------------------------------------------------------------
 
 
+@functools.cache
+def maxtext_keys() -> dict[str, Any]:
+    """maxtext_keys.json beside this file: the MaxText config keys of the pinned server image, extracted from MaxText's
+    base config at the tag the image is built from (tooling/oracles/maxtext_keys.py records the origin)."""
+    return json.loads((Path(__file__).with_name("maxtext_keys.json")).read_text())
+
+
+def maxtext_key_problems(path: str, overrides: Mapping[str, Any]) -> list[Problem]:
+    """Each `maxtext` key MaxText's base config does not have: MaxText refuses it at start (its pyconfig: "Key ... was
+    passed at the command line but isn't in config")."""
+    data = maxtext_keys()
+    keys = set(data["keys"])
+    return [
+        Problem(
+            f"{path}.maxtext.{key}",
+            f"{key} is not a MaxText config key of the pinned server ({data['source']}), which refuses it at start; "
+            f"{close_matches(key, keys)}",
+        )
+        for key in overrides
+        if key not in keys
+    ]
+
+
 def check(
     path: str,
     workload: JetStreamWorkload,
@@ -203,6 +238,8 @@ def check(
 ) -> JetStreamPlan | None:
     adapter = ctx.adapter
     check_model_inputs(path, workload, PRESETS, RESERVED_MAXTEXT, "gs://my-bucket/gemma-7b/items", problems)
+    if workload.images.server is None:  # the pinned server's MaxText; another image has its own keys
+        problems.extend(maxtext_key_problems(path, workload.maxtext))
     check_ports(f"{path}.prometheusPort", workload.prometheus_port, POD_PORTS, problems)
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
@@ -326,6 +363,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "selector": {"matchLabels": plan.labels},
+        "strategy": plan.deployment_strategy(),
         "template": {
             "metadata": {"labels": plan.labels},
             "spec": disruption.drained(
@@ -366,7 +404,7 @@ def service(plan: JetStreamPlan) -> dict[str, Any]:
 
 
 def hpa(plan: JetStreamPlan) -> dict[str, Any] | None:
-    """What scales the Deployment (stacks.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
+    """What scales the Deployment (stacks.serving.workload_plan.autoscaler_manifest): its HPA, or its KEDA ScaledObject,
     kept paused at 0 replicas while the stack is paused; None when nothing scales it."""
     auto = plan.workload.autoscaling
     if auto is None or not (plan.autoscaled or (plan.paused and plan.keda)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stacks.maxtext import CHECKPOINT_ARG, METRICS_ARG
+from stacks.serving.maxtext import CHECKPOINT_ARG, METRICS_ARG
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import pulumi_kubernetes as k8s
 from components.manifests import register_manifest
 from components.monitoring import create_pod_monitoring
 from components.serving import ServingWorkload, WorkloadDeps
-from components.workload_identity import register_grants
 from workloads.jetstream_pathways import plan as jp
 
 
@@ -29,15 +28,9 @@ class JetStreamPathways(ServingWorkload):
         grants = plan.grants()
         identity = self.identity(grants=[g for g in grants if g.prefix])
         # A checkpoint in another bucket: that whole bucket, under the name and parent this grant always had
-        # (stacks.bucket_access.read_grant `other_key`).
-        register_grants(
-            name,
-            [g for g in grants if not g.prefix],
-            identity.email.apply(lambda e: f"serviceAccount:{e}"),
-            stack_bucket_name=plan.bucket,
-            stack_bucket=deps.bucket,
-            bucket_get_role=deps.bucket_get_role,
-            parent=self,
+        # (stacks.security.bucket_access.read_grant `other_key`).
+        self.bucket_grants(
+            name, [g for g in grants if not g.prefix], identity.email.apply(lambda e: f"serviceAccount:{e}")
         )
 
         lws = jp.leader_worker_set(plan)

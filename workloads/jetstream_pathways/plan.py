@@ -12,15 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, disruption, maxtext, naming, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, Grant, read_grant
-from stacks.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
-from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.pool_plan import PoolPlan
+from stacks import naming
+from stacks.facts import catalog
+from stacks.facts.versions import IMAGES, image_gaps
 from stacks.problems import Problem
-from stacks.startup import StartupPath, startup_probe
-from stacks.versions import IMAGES, image_gaps
-from stacks.workload_plan import (
+from stacks.security import network_policy, scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, Grant, read_grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.serving import disruption, maxtext
+from stacks.serving.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath, startup_probe
+from stacks.serving.workload_plan import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
@@ -39,7 +42,7 @@ from stacks.workload_plan import (
     jetstream_pod_monitoring,
     jetstream_service,
 )
-from stacks.workload_type import WorkloadContext
+from stacks.serving.workload_type import WorkloadContext
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
@@ -47,7 +50,7 @@ RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
 PROXY_PORT = 38681
 HTTP_PORT = JETSTREAM_HTTP_PORT
-# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+# images.<key> -> the version-matrix image it defaults to (stacks/facts/versions.py IMAGES)
 DEFAULT_IMAGES = {
     "proxy": "pathwaysProxy",
     "server": "pathwaysServer",
@@ -117,6 +120,11 @@ class PathwaysPlan(WorkloadPlan):
     def hosts_needed(self) -> int:
         """Each replica (LeaderWorkerSet group) takes every slice of the pool."""
         return self.workload.replicas * self.pool.slices * self.shape.hosts
+
+    @property
+    def rollout_hosts(self) -> int:
+        """A surge group takes as many slices as any group."""
+        return self.pool.slices * self.shape.hosts
 
     @property
     def prefix(self) -> str:
@@ -251,7 +259,7 @@ def check(
             )
         )
     plan = PathwaysPlan.on(workload, pool, namespace, ctx)
-    # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/versions.py records which tags serve it)
+    # the jax-tpu probes ask jetstream-http for /healthcheck (stacks/facts/versions.py records which tags serve it)
     for gap in image_gaps(plan.image("http"), JETSTREAM_HTTP_SERVES):
         problems.append(Problem(f"{path}.images.http", f"{gap}: pin an image that does"))
     plan_pairs = plan.maxtext_pairs()
@@ -391,7 +399,8 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
         "image": plan.image("http"),
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": HTTP_PORT}],
-        **jetstream_http_probes(),
+        # readiness only: a restart of any leader container recreates the whole group (jetstream_http_probes)
+        **jetstream_http_probes(liveness=False),
     }
     containers = [proxy, resource_manager, jax, http]
     for container in containers:
@@ -420,14 +429,16 @@ def worker_container(plan: PathwaysPlan) -> dict[str, Any]:
 
 # The Pathways proxy, resource manager and workers serve gRPC only and no source documents a health endpoint of
 # theirs (the images are not open source; the GKE reference manifests probe only jax-tpu, kubernetes-engine-samples
-# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http has probes of its own (its root path). The group
-# restarts as one when a pod fails (restartPolicy's default RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0
-# config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
+# ai-ml/llm-serving-tpus-jetstream/pathways/*.yaml). jetstream-http has a readiness probe of its own (its root path)
+# and no liveness probe: the group restarts as one when any of its containers restarts, not only when a pod fails
+# (restartPolicy's default RecreateGroupOnPodRestart: kubernetes-sigs/lws@v0.7.0
+# config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml; pkg/controllers/pod_controller.go
+# handleRestartPolicy, pkg/utils/pod/pod_utils.go ContainerRestarted).
 NO_PROBE = "Pathways proxy, resource manager and workers serve gRPC with no documented health endpoint (upstream probes none); the group restarts as one"
 
 
 def scan_skips(plan: PathwaysPlan) -> tuple[scan_exceptions.Skip, ...]:
-    """The checkov findings both pod templates of the LeaderWorkerSet accept (stacks/scan_exceptions.py), with their
+    """The checkov findings both pod templates of the LeaderWorkerSet accept (stacks/security/scan_exceptions.py), with their
     reasons; the leader's own (jax-tpu's security) are on its template (leader_skips)."""
     return (
         *scan_exceptions.TAG_PINNED,
@@ -479,7 +490,11 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
         "metadata": plan.metadata(
             plan.name, plan.labels, annotations={**annotations, **scan_exceptions.skip_annotations(scan_skips(plan))}
         ),
-        "spec": {"replicas": 0 if plan.paused else plan.workload.replicas, "leaderWorkerTemplate": template},
+        "spec": {
+            "replicas": 0 if plan.paused else plan.workload.replicas,
+            "rolloutStrategy": plan.lws_rollout_strategy(),
+            "leaderWorkerTemplate": template,
+        },
     }
 
 

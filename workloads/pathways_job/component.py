@@ -17,8 +17,7 @@ from components.cluster import node_pool_security
 from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import gcfs_config
-from components.workload_identity import register_grants
-from stacks import cpu_machines
+from stacks.facts import cpu_machines
 from workloads.pathways_job import plan as pj
 
 
@@ -40,19 +39,11 @@ class PathwaysJob(ServingWorkload):
         node_service_account = deps.node_service_account
         assert node_service_account is not None, "its pool serves it alone, as an account of its own"
         member = node_service_account.apply(lambda e: f"serviceAccount:{e}")
-        grants = register_grants(
-            name,
-            plan.grants(),
-            member,
-            stack_bucket_name=plan.bucket,
-            stack_bucket=deps.bucket,
-            bucket_get_role=deps.bucket_get_role,
-            parent=self,
-        )
+        grants = self.bucket_grants(name, plan.grants(), member)
 
         self.head_pool = None
         machine = plan.head_machine
-        if machine is not None:
+        if machine is not None and deps.cloud:  # local mode: the local cluster's nodes stand in
             self.head_pool = gcp.container.NodePool(
                 f"{name}-head",
                 gcp.container.NodePoolArgs(

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from stacks.config_model import CamelModel, WorkloadConfig
+from stacks.model.config_model import CamelModel, WorkloadConfig
 
 
 class PathwaysJobImages(CamelModel):

@@ -16,15 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import catalog, cpu_machines, disruption, naming, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, Grant
-from stacks.pod_security import IMAGE_DEFAULTS, secure_pod
-from stacks.pool_plan import PoolPlan
+from stacks import naming
+from stacks.facts import catalog, cpu_machines
+from stacks.facts.versions import IMAGES
 from stacks.problems import Problem
-from stacks.startup import StartupPath
-from stacks.versions import IMAGES
-from stacks.workload_plan import TPU_TOLERATION, WorkloadPlan
-from stacks.workload_type import WorkloadContext
+from stacks.security import scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, Grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, secure_pod
+from stacks.serving import disruption
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
+from stacks.serving.workload_plan import TPU_TOLERATION, WorkloadPlan
+from stacks.serving.workload_type import WorkloadContext
 from workloads.pathways_job.config import PathwaysJobWorkload
 
 API_VERSION = "pathways-job.pathways.domain/v1"
@@ -36,6 +39,8 @@ RM_PORT = 29001  # PathwaysRMPort
 HEAD_JOB = "pathways-head"  # PathwaysHeadJobName
 WORKER_JOB = "worker"
 MAIN_CONTAINER = "main"  # ControllerSpec.MainContainerName default
+PROXY_CONTAINER = "pathways-proxy"  # MakeProxyContainer
+RM_CONTAINER = "pathways-rm"  # MakeResourceManagerContainer
 # The user's JAX client program requests this much, so its pod is never BestEffort (first evicted): the client
 # drives the Pathways workers over the network and needs little CPU (what a given program needs, only a run shows).
 MAIN_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
@@ -89,7 +94,7 @@ HEAD_POOL_ROLE = "pathways-head"
 COMPONENTS = {"server": "pathways_server", "proxy": "proxy_server", "worker": "worker"}
 
 
-# The version-matrix images (stacks/versions.py IMAGES) whose pinned tag is the default `pathwaysVersion`: the
+# The version-matrix images (stacks/facts/versions.py IMAGES) whose pinned tag is the default `pathwaysVersion`: the
 # controller runs its Pathways server and proxy at that tag unless `images.*` names others.
 TPU_IMAGES = ("pathwaysServer", "pathwaysProxy")
 
@@ -181,6 +186,13 @@ class PathwaysJobPlan(WorkloadPlan):
     def serves_requests(self) -> bool:
         """Interactive: a head that clients connect to; otherwise a batch job that ends."""
         return self.interactive
+
+    def serving_containers(self) -> tuple[str, ...]:
+        """The proxy clients connect to (`portForward`). No container the controller makes has a readiness probe
+        (google/pathways-job@v0.1.4:internal/controller/pathwaysjob_controller.go MakeProxyContainer,
+        MakeResourceManagerContainer, MakeWorkerJob; in headless mode the resource manager and the proxy are the head
+        pod's containers, MakePathwaysHeadPodSpec): the proxy's readiness is that it runs."""
+        return (PROXY_CONTAINER,)
 
     @property
     def chips_at_peak(self) -> int:
@@ -306,11 +318,11 @@ def _template(plan: PathwaysJobPlan) -> dict[str, Any]:
     else:
         # beside a worker on a TPU host (the controller sets the TPU node selector); TPU nodes are tainted
         spec["tolerations"] = [dict(TPU_TOLERATION)]
-    # The user's image: its user and writable paths are unknown, so it keeps them (stacks/pod_security.py).
+    # The user's image: its user and writable paths are unknown, so it keeps them (stacks/security/pod_security.py).
     return {"metadata": {"labels": dict(plan.labels)}, "spec": secure_pod(spec, IMAGE_DEFAULTS)}
 
 
-# The checkov findings a PathwaysJob accepts in its user template (stacks/scan_exceptions.py). The `main` container is
+# The checkov findings a PathwaysJob accepts in its user template (stacks/security/scan_exceptions.py). The `main` container is
 # the user's batch program: it requests MAIN_REQUESTS, but its memory peak is the program's own (no limit), and it
 # serves nothing to probe; a failure ends the job (maxRestarts).
 USER_PROGRAM = "the user's batch program (job.image): its memory peak is its own, so it requests but sets no limit"
@@ -362,7 +374,7 @@ def controller_pods(plan: PathwaysJobPlan) -> list[dict[str, Any]]:
     """The security-relevant part of the pod specs the controller builds from the PathwaysJob (CTRL
     MakePathwaysHeadPodSpec, MakeWorkerJob): every pod on the host network, the workers with a hostPath /tmp. They
     pass only the `privileged` Pod Security level, so the workload's namespace must allow it."""
-    head_containers: list[dict[str, Any]] = [{"name": "pathways-rm"}, {"name": "pathways-proxy"}]
+    head_containers: list[dict[str, Any]] = [{"name": RM_CONTAINER}, {"name": PROXY_CONTAINER}]
     if not plan.interactive:
         head_containers = [*_template(plan)["spec"]["containers"], *head_containers]
     head: dict[str, Any] = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "containers": head_containers}
@@ -389,7 +401,7 @@ def commands(plan: PathwaysJobPlan, local_ports: Mapping[int, int]) -> dict[str,
     out = {
         "status": f"kubectl -n {ns} get pathwaysjob {name} --watch",
         "pods": f"kubectl -n {ns} get pods -l {JOBSET_NAME_LABEL}={name} -o wide --watch",
-        "headLogs": f"kubectl -n {ns} logs -f -l {head} -c {'pathways-proxy' if plan.interactive else MAIN_CONTAINER}",
+        "headLogs": f"kubectl -n {ns} logs -f -l {head} -c {PROXY_CONTAINER if plan.interactive else MAIN_CONTAINER}",
         "workerLogs": (
             f"kubectl -n {ns} logs -f -l {JOBSET_NAME_LABEL}={name},{REPLICATED_JOB_LABEL}={WORKER_JOB} "
             f"--prefix --max-log-requests={workers}"

@@ -1,6 +1,6 @@
 """`saxml`: Saxml multi-host serving: an admin server, model servers on a JobSet (host network), an HTTP server."""
 
-from stacks.workload_type import WorkloadType, resolver
+from stacks.serving.workload_type import WorkloadType, resolver
 from workloads.saxml.component import Saxml
 from workloads.saxml.config import SaxmlWorkload
 from workloads.saxml.plan import TPU_IMAGES, check

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from stacks.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
+from stacks.model.config_model import REPLICAS_MAX, CamelModel, WorkloadConfig
 
 
 class SaxHttpConfig(CamelModel):
@@ -62,4 +62,11 @@ class SaxmlWorkload(WorkloadConfig):
     models: list[SaxModelConfig] | None = Field(
         None, description="Models to publish; when set, the stack owns the cell's model list (others are unpublished)."
     )
-    max_restarts: int = Field(4, ge=0, le=REPLICAS_MAX, description="JobSet failurePolicy.maxRestarts.")
+    max_restarts: int = Field(
+        4,
+        ge=0,
+        le=REPLICAS_MAX,
+        description="JobSet failurePolicy.maxRestarts: restarts after a model server fails, over the JobSet's life "
+        "(it never resets). A disruption (eviction, preemption, node drain or host maintenance) restarts the model "
+        "servers without counting.",
+    )

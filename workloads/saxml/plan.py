@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stacks import catalog, disruption, naming, network_policy, scan_exceptions
-from stacks.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
+from stacks import naming
+from stacks.facts import catalog
+from stacks.facts.versions import IMAGES, Serves, image_gaps
 from stacks.naming import SYSTEM_POOL_SELECTOR, stack_service_account
-from stacks.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
-from stacks.pool_plan import PoolPlan
 from stacks.problems import Problem
-from stacks.startup import StartupPath
-from stacks.versions import IMAGES, Serves, image_gaps
-from stacks.workload_plan import (
+from stacks.security import network_policy, scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, OBJECT_VIEWER, Grant, gcs_location, read_grant
+from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
+from stacks.serving import disruption
+from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.startup import StartupPath
+from stacks.serving.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     JOBSET_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
@@ -34,7 +37,7 @@ from stacks.workload_plan import (
     cpu_deployment,
     tpu_resources,
 )
-from stacks.workload_type import WorkloadContext
+from stacks.serving.workload_type import WorkloadContext
 from workloads.saxml.config import SaxHttpConfig, SaxmlWorkload
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
@@ -55,7 +58,7 @@ SAX_NAME_RE = re.compile(r"[a-z]+[a-z0-9_-]*")
 # joined by dots.
 MODEL_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 CELL_RE = re.compile(rf"{CELL_PREFIX}[a-z][a-z0-9_-]{{0,62}}")  # a Sax name (SAX_NAME_RE): a letter first
-# images.<key> -> the version-matrix image it defaults to (stacks/versions.py IMAGES)
+# images.<key> -> the version-matrix image it defaults to (stacks/facts/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}
 # The default images that run on the TPUs: the type serves the generations they all serve.
 TPU_IMAGES = (DEFAULT_IMAGES["model"],)
@@ -402,12 +405,19 @@ def admin_deployment(plan: SaxmlPlan) -> dict[str, Any]:
     replicas = 0 if plan.paused else 1
     no_probe = "the admin server serves gRPC only (no HTTP health endpoint); the upstream tutorial has no probe"
     skips = (("CKV_K8S_8", no_probe), ("CKV_K8S_9", no_probe))
-    return cpu_deployment(
+    deployment = cpu_deployment(
         plan, plan.component("admin"), plan.labels("admin"), replicas, container, ADMIN_SECURITY, skips
     )
+    # One admin server per cell, ever: its leader election is in-process only (google/saxml@v1.1.0:saxml/common/
+    # addr.go SetAddr takes env.Get().Lead, which saxml/common/platform/cloud.go implements as a process-local
+    # mutex), so a second admin pod would also write the cell's location file and assign models from its own state.
+    # A rolling update (Deployment default: maxSurge 25%, rounded up to 1) runs two during every rollout; Recreate
+    # stops the old one first (the model servers and the HTTP server find the new one through the location file).
+    deployment["spec"]["strategy"] = {"type": "Recreate"}
+    return deployment
 
 
-# The checkov findings the model-server JobSet accepts (stacks/scan_exceptions.py). The model server's one port is
+# The checkov findings the model-server JobSet accepts (stacks/security/scan_exceptions.py). The model server's one port is
 # its gRPC service (`--port`); no upstream source documents an HTTP health endpoint, and neither upstream manifest
 # probes it (kubernetes-engine-samples ai-ml/llm-multihost-tpus-saxml/sax-model-server-set.yaml, ai-on-gke
 # tools/saxml-on-gke/single-host-inference/gptj/model-server.yaml). A model server that dies fails its Job and the
@@ -422,9 +432,34 @@ MODEL_SERVER_SKIPS: tuple[scan_exceptions.Skip, ...] = (
 )
 
 
+# A disruption (eviction, preemption, a node drained for host maintenance or an upgrade) restarts the model servers
+# without using up failurePolicy.maxRestarts, which never resets: else the cell stops for good at the
+# (maxRestarts + 1)th disruption of its life. kubernetes-sigs/jobset@v0.10.1:site/static/examples/failure-policy/
+# host-maintenance-event-model.yaml and site/content/en/docs/tasks/failure_policy.md: the Job's podFailurePolicy fails
+# the Job (reason PodFailurePolicy) when a pod has the DisruptionTarget condition, and a JobSet rule on that reason
+# restarts the JobSet with RestartJobSetAndIgnoreMaxRestarts; every other failure counts as before. The pod condition
+# is Kubernetes' (https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-conditions:
+# preemption, the Eviction API, the taint manager, pod GC, and the kubelet's node-pressure or graceful node shutdown
+# termination); a Job's podFailurePolicy needs the pod's restartPolicy Never (the JobSet webhook's default is
+# OnFailure, kubernetes-sigs/jobset@v0.10.1:pkg/webhooks/jobset_webhook.go). Rule names: the webhook's
+# ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, 1-128 characters; reason: one of its validOnJobFailureReasons.
+DISRUPTION_RULE = {
+    "name": "restartOnDisruption",
+    "action": "RestartJobSetAndIgnoreMaxRestarts",
+    "onJobFailureReasons": ["PodFailurePolicy"],
+}
+
+
+def disruption_pod_failure_policy() -> dict[str, Any]:
+    """The model-server Job's podFailurePolicy: a disrupted pod fails its Job with reason PodFailurePolicy."""
+    return {"rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
+
+
 def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
     shape = plan.shape
     pod_spec = {
+        # a Job's podFailurePolicy needs Never (DISRUPTION_RULE)
+        "restartPolicy": "Never",
         "serviceAccountName": plan.service_account,
         # The Saxml model server's TPU runtime (multi-host ICI on port 8471) needs the host network and a
         # privileged container, as in the upstream tutorial (kubernetes-engine-samples
@@ -467,7 +502,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
         "spec": {
             # paused: the JobSet stays, its Jobs' pods are gone, and the idle slices scale to zero
             **({"suspend": True} if plan.paused else {}),
-            "failurePolicy": {"maxRestarts": plan.workload.max_restarts},
+            "failurePolicy": {"maxRestarts": plan.workload.max_restarts, "rules": [dict(DISRUPTION_RULE)]},
             "replicatedJobs": [
                 {
                     "name": MODEL_SERVER_JOB,
@@ -477,6 +512,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                             "parallelism": shape.hosts,
                             "completions": shape.hosts,
                             "backoffLimit": 0,
+                            "podFailurePolicy": disruption_pod_failure_policy(),
                             "template": {
                                 "metadata": {"labels": plan.labels("model-server")},
                                 "spec": disruption.drained(secure_pod(pod_spec, MODEL_SERVER_SECURITY)),
@@ -510,7 +546,7 @@ def http_deployment(plan: SaxmlPlan) -> dict[str, Any]:
         HTTP_SECURITY,
         service_account=plan.http_service_account,
     )
-    # it takes the clients' requests: drained like the servers behind it (stacks/disruption.py)
+    # it takes the clients' requests: drained like the servers behind it (stacks/serving/disruption.py)
     template = deployment["spec"]["template"]
     template["spec"] = disruption.drained(template["spec"])
     return deployment

@@ -3,9 +3,15 @@ has its replicas loaded.
 
 It runs in the sax-http image as `python3 -c <this file's text>` (plan.py `publish_job`), so it imports the Python
 standard library only, nothing of the project, and keeps to syntax an older Python 3 reads. It talks to the cell's
-Sax HTTP server (/, /listall, /publish, /unpublish, /listcell; GoogleCloudPlatform/ai-on-gke@e997f425:
+Sax HTTP server (/, /listall, /publish, /unpublish, /update, /listcell; GoogleCloudPlatform/ai-on-gke@e997f425:
 tools/saxml-on-gke/httpserver/README.md "Saxml HTTP Server APIs"). Every call is retried with exponential backoff
 until the Job's deadline, so a cell that is still starting does not fail the Job.
+
+A model already published is compared with what is wanted (/listcell: model_path, checkpoint, max_replicas). Sax
+updates a published model's replicas in place (google/saxml@v1.1.0:saxml/bin/saxutil_cmd_admin.go UpdateCmd sets
+RequestedNumReplicas and calls admin.Update) but refuses a new model path or checkpoint (saxml/admin/validator.go
+ValidateModelUpdate: "model path can't be changed", "checkpoint path can't be changed"), so those are unpublished
+and published again: the model serves nothing until it is loaded again.
 
 Environment: SAX_HTTP (the HTTP server's URL), SAX_CELL, MODELS (a JSON list of /publish bodies),
 LOAD_TIMEOUT_SECONDS (default 3300), RETRY_SECONDS (the first backoff, default 5), POLL_SECONDS (default 15).
@@ -95,19 +101,45 @@ class Publisher:
         body = {"model": name}
         log(f"unpublishing {name}: {self.retry('unpublish ' + name, lambda: self.call('POST', '/unpublish', body))}")
 
+    def update(self, model: dict[str, Any]) -> None:
+        """Sax's in-place change of a published model: its replicas (the same body as /publish)."""
+        name = model["model"]
+        log(f"updating {name}: {self.retry('update ' + name, lambda: self.call('POST', '/update', model))}")
+
+    def reconcile(self, model: dict[str, Any]) -> None:
+        """A published model made what `model` says: replicas in place; a new model path or checkpoint by
+        unpublishing and publishing it again (Sax changes neither in place)."""
+        name = model["model"]
+        state = self.retry("reading " + name, lambda: self.call("GET", "/listcell", {"model": name})) or {}
+        had = (state.get("model_path"), state.get("checkpoint"))
+        if had != (model["model_path"], model["checkpoint"]):
+            log(
+                f"{name}: model_path, checkpoint {had[0]}, {had[1]} -> {model['model_path']}, {model['checkpoint']}: "
+                "Sax changes neither in place, so it is unpublished and published again (it serves nothing until "
+                "it loads)"
+            )
+            self.unpublish(name)
+            self.publish(model)
+        elif int(state.get("max_replicas") or 0) != model["replicas"]:
+            log(f"{name}: replicas {state.get('max_replicas')} -> {model['replicas']}, in place")
+            self.update(model)
+        else:
+            log(f"{name}: already published as wanted")
+
     def loaded(self, model: dict[str, Any]) -> bool:
         state = self.call("GET", "/listcell", {"model": model["model"]}) or {}
         log(f"{model['model']}: {state.get('active_replicas', 0)}/{model['replicas']} replicas loaded")
         return int(state.get("active_replicas") or 0) >= model["replicas"]
 
     def sync(self, cell: str, desired: list[dict[str, Any]]) -> None:
-        """Publish what `desired` adds, unpublish what the cell has beyond it, wait until every model is loaded."""
+        """Publish what `desired` adds, bring what the cell has in line with it, unpublish what the cell has beyond
+        it, wait until every model is loaded."""
         self.until("the Sax HTTP server", lambda: self.call("GET", "/", None) is not None)
         listed = self.retry("listing the cell's models", lambda: self.call("GET", "/listall", {"sax_cell": cell}))
         current = set(listed or [])
         for model in desired:
             if model["model"] in current:
-                log(f"{model['model']}: already published")
+                self.reconcile(model)
             else:
                 self.publish(model)
         for name in sorted(current - {m["model"] for m in desired}):

@@ -1,9 +1,10 @@
 """`vllm`: vLLM on TPU, a Deployment (single-host pool) or a LeaderWorkerSet + Ray (multi-host pool)."""
 
-from stacks.workload_type import WorkloadType, resolver
+from stacks.serving.workload_type import WorkloadType, resolver
+from workloads.vllm.checks import check
 from workloads.vllm.component import Vllm
 from workloads.vllm.config import VllmWorkload
-from workloads.vllm.plan import TPU_IMAGES, check
+from workloads.vllm.plan import TPU_IMAGES
 
 TYPE = WorkloadType(
     config=VllmWorkload,

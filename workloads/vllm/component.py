@@ -1,5 +1,5 @@
 """A vLLM workload on TPU: a Deployment (single-host pool) or a LeaderWorkerSet + Ray (multi-host pool), its
-Service, PodMonitoring, optional HPA and Hugging Face token Secret (manifests from workloads.vllm.plan)."""
+Service, PodMonitoring, optional HPA and Hugging Face token Secret (workloads/vllm/manifests.py, its commands workloads/vllm/commands.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
-from workloads.vllm import plan as vllm
+from workloads.vllm import manifests
+from workloads.vllm.commands import commands
+from workloads.vllm.plan import HTTP_PORT, VllmPlan
+from workloads.vllm.staging import STAGE_TIMEOUT_MINUTES
 
 
 class Vllm(ServingWorkload):
@@ -21,15 +24,15 @@ class Vllm(ServingWorkload):
         self,
         name: str,
         *,
-        plan: vllm.VllmPlan,
+        plan: VllmPlan,
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("tpu-serving:workloads:Vllm", name, plan=plan, deps=deps, opts=opts)
         self.service_name = plan.service_name
         self.serving_selector = plan.serving_selector
-        self.http_port = vllm.HTTP_PORT
-        self.commands = vllm.commands(plan, deps.local_ports)
+        self.http_port = HTTP_PORT
+        self.commands = commands(plan, deps.local_ports)
 
         # Read-write on the workload's own prefix of the stack bucket, read-only on the weights (VllmPlan.grants).
         identity = self.identity(grants=plan.grants())
@@ -38,20 +41,20 @@ class Vllm(ServingWorkload):
         if plan.staged:
             after.append(self._stage_weights(name, plan))
         if plan.multi_host:
-            manifest = vllm.leader_worker_set(plan)
+            manifest = manifests.leader_worker_set(plan)
             server: pulumi.Resource = register_manifest(
                 f"{name}-lws",
                 manifest,
                 opts=self.k8s_opts(*after, *deps.addon("lws")),
             )
         else:
-            manifest = vllm.deployment(plan)
+            manifest = manifests.deployment(plan)
             server = k8s.apps.v1.Deployment(
                 f"{name}-deployment", metadata=manifest["metadata"], spec=manifest["spec"], opts=self.k8s_opts(*after)
             )
-        svc = vllm.service(plan)
+        svc = manifests.service(plan)
         k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
-        self.monitor_and_autoscale(vllm.pod_monitoring(plan), vllm.hpa(plan), server, deps.adapter)
+        self.monitor_and_autoscale(manifests.pod_monitoring(plan), manifests.hpa(plan), server, deps.adapter)
         self.register_outputs(
             {
                 "namespace": self.namespace,
@@ -62,7 +65,7 @@ class Vllm(ServingWorkload):
             }
         )
 
-    def _stage_weights(self, name: str, plan: vllm.VllmPlan) -> pulumi.Resource:
+    def _stage_weights(self, name: str, plan: VllmPlan) -> pulumi.Resource:
         """The Job that stages the Hugging Face model into the stack bucket, as its own identity (objectUser on the
         staged prefix only) with the stack's token when set. pulumi-kubernetes awaits a Job until its Complete
         condition (pulumi_kubernetes 4.34.2 batch/v1 Job: "waits until its status is ready", default timeout 10
@@ -74,7 +77,7 @@ class Vllm(ServingWorkload):
         after: list[pulumi.Resource] = [stage_identity.ksa]
         if plan.uses_token:
             token = pulumi.Config("tpu-serving").require_secret("hfToken")
-            secret = vllm.token_secret(plan, token)
+            secret = manifests.token_secret(plan, token)
             after.append(
                 k8s.core.v1.Secret(
                     f"{name}-hf-token",
@@ -84,8 +87,8 @@ class Vllm(ServingWorkload):
                     opts=self.k8s_opts(),
                 )
             )
-        job = vllm.stage_job(plan)
-        timeout = f"{vllm.STAGE_TIMEOUT_MINUTES}m"
+        job = manifests.stage_job(plan)
+        timeout = f"{STAGE_TIMEOUT_MINUTES}m"
         return k8s.batch.v1.Job(
             f"{name}-weights-{plan.stage_job_name.rsplit('-', 1)[1]}",
             metadata=job["metadata"],

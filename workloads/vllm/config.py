@@ -6,14 +6,20 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from stacks import metrics
-from stacks.config_model import REPLICAS_MAX, HpaMetricConfig, JetStreamAutoscalingConfig, ServiceConfig, WorkloadConfig
+from stacks.model.config_model import (
+    REPLICAS_MAX,
+    HpaMetricConfig,
+    JetStreamAutoscalingConfig,
+    ServiceConfig,
+    WorkloadConfig,
+)
+from workloads.vllm.metrics import VLLM_METRICS
 
-# The metric names a vLLM HPA may use: the keys of its metric registry (stacks/metrics.py), written there once.
+# The metric names a vLLM HPA may use: the keys of its metric registry (workloads/vllm/metrics.py), written there once.
 if TYPE_CHECKING:
     VllmMetricName = str
 else:
-    VllmMetricName = Literal[tuple(metrics.VLLM_METRICS)]
+    VllmMetricName = Literal[tuple(VLLM_METRICS)]
 
 
 class VllmHpaMetricConfig(HpaMetricConfig):
@@ -47,6 +53,14 @@ class VllmWorkload(WorkloadConfig):
     model: str = Field(
         description="A Hugging Face model id (org/name) or a gs:// path of safetensors weights (streamed, "
         "--load-format=runai_streamer)."
+    )
+    gated: bool | None = Field(
+        None,
+        description="Whether the Hugging Face model is gated (its page asks you to accept its terms before "
+        "downloading): true needs tpu-serving:hfToken (refused without it); false says it is public, so it is staged "
+        "without a token and without a warning (what lets a staging or prod stack pass `render --strict` with no "
+        "token); unset: a warning when no token is set, since the stack cannot tell. Only for a model named by its "
+        "Hugging Face id.",
     )
     revision: str = Field(
         "main",

@@ -1,0 +1,252 @@
+"""What a cluster operator looks at, read from the local cluster's API server (tooling/local/local_stack.py Kube), and the
+local cluster's life (the toolchain's `make local-cluster`), with a deadline on every wait."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stacks import naming
+from tooling.harness.offline import ROOT
+from tooling.local.local_stack import Kube, KubeError, LocalStack
+
+T = TypeVar("T")
+
+# How the local cluster of a stack is started and stopped: the toolchain's make targets (docs/local.md); override for
+# another harness. `{stack}` and `{stack_file}` are filled in.
+CLUSTER_UP = os.environ.get(
+    "E2E_CLUSTER_UP", "make --no-print-directory local-cluster STACK={stack} STACK_FILE={stack_file}"
+)
+CLUSTER_DOWN = os.environ.get("E2E_CLUSTER_DOWN", "make --no-print-directory local-cluster-down STACK={stack}")
+CLUSTER_TIMEOUT = float(os.environ.get("E2E_CLUSTER_TIMEOUT", "600"))
+# The controllers' cache-sync window: controller-runtime's default CacheSyncTimeout is 2 minutes
+# (sigs.k8s.io/controller-runtime pkg/config/controller.go: "Defaults to 2 minutes if not set"), after which a
+# manager whose informer cannot sync (a kind without its CRD) exits. KEDA's operator is such a manager.
+SYNC_WINDOW = float(os.environ.get("E2E_SYNC_WINDOW", "130"))
+# klog's error lines (`E0102 15:04:05.000000 ...`) and zap/logr JSON or console error levels.
+ERROR_LINE = re.compile(r'^E\d{4} |"level":"(error|dpanic|panic|fatal)"|\t(ERROR|DPANIC|PANIC|FATAL)\t')
+
+
+def run_process(argv: list[str] | str, timeout: float, shell: bool = False) -> tuple[int, str]:
+    """(exit code, output) of a command run in the repository; its whole process group killed past the timeout."""
+    proc = subprocess.Popen(
+        argv, shell=shell, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise TimeoutError(f"{argv!r} did not finish in {timeout:.0f} s:\n{out[-6000:]}") from None
+    return proc.returncode, out
+
+
+def run_command(command: str, timeout: float) -> str:
+    """A shell command in the repository; its output, or an error with it."""
+    code, out = run_process(command, timeout, shell=True)
+    if code != 0:
+        raise RuntimeError(f"{command!r} failed ({code}):\n{out[-3000:]}")
+    return out
+
+
+@contextmanager
+def local_cluster(stack: str, stack_file: Path) -> Iterator[None]:
+    """The stack's local cluster for the duration, always stopped after."""
+    try:
+        run_command(CLUSTER_UP.format(stack=stack, stack_file=stack_file), CLUSTER_TIMEOUT)
+        yield
+    finally:
+        run_command(CLUSTER_DOWN.format(stack=stack, stack_file=stack_file), CLUSTER_TIMEOUT)
+
+
+def _child_pids() -> list[int]:
+    """Every process this test process started (children, recursively), from /proc."""
+    out, todo = [], [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            out.extend(children)
+            todo.extend(children)
+    return out
+
+
+def with_deadline(what: str, seconds: float, fn: Callable[[], T]) -> T:
+    """fn() in a thread; past the deadline, the processes it started (the Pulumi CLI and its plugins) are killed by
+    their ids and the step fails naming itself."""
+    before = set(_child_pids())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        for pid in set(_child_pids()) - before:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        thread.join(30)
+        raise TimeoutError(f"{what}: no result in {seconds:.0f} s (its processes were stopped)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def wait_for(what: str, seconds: float, probe: Callable[[], T | None], every: float = 2.0) -> T:
+    """The first truthy probe() within the deadline, else an error naming what was awaited and the last answer."""
+    deadline, last = time.monotonic() + seconds, None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not so after {seconds:.0f} s")
+        time.sleep(every)
+
+
+# ---- the stack's footprint in the cluster -------------------------------------------------------------------------
+
+CLUSTER_SCOPED = {
+    "namespaces": "/api/v1/namespaces",
+    "crds": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "clusterroles": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "clusterrolebindings": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "validatingwebhooks": "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "mutatingwebhooks": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "apiservices": "/apis/apiregistration.k8s.io/v1/apiservices",
+    "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "computeclasses": "/apis/cloud.google.com/v1/computeclasses",
+}
+
+
+def snapshot(kube: Kube) -> dict[str, set[str]]:
+    """Names of every cluster-scoped object of the kinds a stack can leave behind, and every Helm release record."""
+    out = {kind: {o["metadata"]["name"] for o in kube.items(path)} for kind, path in CLUSTER_SCOPED.items()}
+    secrets = kube.items("/api/v1/secrets?labelSelector=owner%3Dhelm")
+    out["helm releases"] = {f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in secrets}
+    return out
+
+
+# ---- pods, nodes and what the stack says about them ----------------------------------------------------------------
+
+
+def pods(kube: Kube, namespace: str) -> list[dict[str, Any]]:
+    return [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods") if not p["metadata"].get("deletionTimestamp")]
+
+
+def node_pools(kube: Kube) -> dict[str, str]:
+    """node name -> the stack pool it belongs to (its `tpu-serving/pool` label, as GKE sets the node pool's labels)."""
+    return {
+        n["metadata"]["name"]: n["metadata"].get("labels", {}).get(naming.POOL_LABEL, "")
+        for n in kube.items("/api/v1/nodes")
+    }
+
+
+def pod_pool(pod: dict[str, Any]) -> str | None:
+    """The stack pool a pod asks for (its node selector's pool label), if any."""
+    return (pod["spec"].get("nodeSelector") or {}).get(naming.POOL_LABEL)
+
+
+def pending_reason(pod: dict[str, Any]) -> str:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] != "True":
+            return f"{condition.get('reason')}: {condition.get('message', '')}"
+    return f"phase {pod.get('status', {}).get('phase')}"
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    pod: str
+    pool: str
+    node: str | None
+    node_pool: str | None
+    why_pending: str | None
+
+
+def placements(kube: Kube, namespaces: list[str]) -> list[PodPlacement]:
+    nodes = node_pools(kube)
+    out = []
+    for ns in namespaces:
+        for pod in pods(kube, ns):
+            pool = pod_pool(pod)
+            if pool is None:
+                continue
+            node = pod["spec"].get("nodeName")
+            out.append(
+                PodPlacement(
+                    f"{ns}/{pod['metadata']['name']}",
+                    pool,
+                    node,
+                    nodes.get(node) if node else None,
+                    None if node else pending_reason(pod),
+                )
+            )
+    return out
+
+
+def errors_in(log: Path, since: int = 0) -> list[str]:
+    """Error lines of a controller's log after byte `since`."""
+    if not log.exists():
+        return [f"{log}: no log"]
+    with log.open(errors="replace") as f:
+        f.seek(since)
+        return [line.rstrip() for line in f if ERROR_LINE.search(line)]
+
+
+@dataclass(frozen=True)
+class Controller:
+    name: str
+    pid: int
+    log: Path
+    started: float
+
+
+def controllers(local: LocalStack) -> list[Controller]:
+    """The controllers the local cluster runs for the stack, as it records them (`controllers.json` beside the
+    kubeconfig: name, pid, log; see docs/local.md)."""
+    path = local.folder / "controllers.json"
+    if not path.exists():
+        raise AssertionError(f"the local cluster records no controllers ({path}; make local-cluster writes it)")
+    out = []
+    for entry in json.loads(path.read_text()):
+        pid = int(entry["pid"])
+        started = entry.get("started") or Path(f"/proc/{pid}").stat().st_ctime
+        out.append(Controller(entry["name"], pid, Path(entry["log"]), float(started)))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def get_or_none(kube: Kube, path: str) -> Any:
+    try:
+        return kube.get(path)
+    except KubeError as err:
+        if err.status == 404:
+            return None
+        raise

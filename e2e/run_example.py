@@ -1,0 +1,349 @@
+"""One example through the e2e's steps on its running local cluster, in a process of its own that has joined the
+cluster's network namespace (tooling/local/local_stack.py enter_cluster_network) before any thread starts:
+
+    python -m e2e.run_example examples/<name>/Pulumi.<stack>.yaml     exit 0, or 1 listing every problem found
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e import cluster as c
+from tooling.harness.offline import ROOT, load_stack_file, read_stack_yaml
+from tooling.local import local_stack
+from tooling.review.fleet_render import is_fleet
+from tooling.review.render import stack_name
+
+STACK_FILES = [
+    path
+    for path in [ROOT / "Pulumi.dev.yaml", *sorted((ROOT / "examples").glob("*/Pulumi.*.yaml"))]
+    if not is_fleet(load_stack_file(path))
+]
+ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
+UP_TIMEOUT = 1800.0
+PREVIEW_TIMEOUT = 600.0
+POD_TIMEOUT = 300.0
+REPLACING_OPS = {"replace", "create-replacement", "delete-replaced"}
+
+
+def selected() -> list[Path]:
+    return [p for p in STACK_FILES if not ONLY or stack_name(p) in ONLY]
+
+
+class Run:
+    """One example's local stack: its config as the stack file has it, changed step by step."""
+
+    def __init__(self, path: Path):
+        self.path, self.stack = path, stack_name(path)
+        self.local = local_stack.LocalStack(self.stack)
+        self.reference = local_stack.reference_dir()
+        self.file = read_stack_yaml(path)
+        self.outputs: dict[str, Any] = {}
+        self.log: list[str] = []
+
+    def config(self) -> dict[str, Any]:
+        return self.file["config"]
+
+    def write(self) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump(self.file, f)
+        local_stack.write_project(self.local, Path(f.name), [self.reference])
+
+    def pulumi(self, command: str, timeout: float, **kwargs: Any) -> Any:
+        events: list[Any] = []
+        result = c.with_deadline(
+            f"{self.stack}: pulumi {command}",
+            timeout,
+            lambda: local_stack.run(self.local, command, on_output=self.log.append, on_event=events.append, **kwargs),
+        )
+        if command == "up":
+            self.outputs = {k: v.value for k, v in result.outputs.items()}
+        return result, ops(events)
+
+    def local_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **config,
+            "tpu-serving:local": {"kubeconfig": str(self.local.kubeconfig), "sources": [str(self.reference)]},
+        }
+
+
+def ops(events: list[Any]) -> dict[str, str]:
+    """urn -> the engine's operation, from the engine events of a preview or an update."""
+    out = {}
+    for event in events:
+        pre = getattr(event, "resource_pre_event", None)
+        if pre is not None:
+            out[pre.metadata.urn] = str(getattr(pre.metadata.op, "value", pre.metadata.op))
+    return out
+
+
+def workloads(run: Run) -> dict[str, dict[str, Any]]:
+    return run.outputs.get("workloads") or {}
+
+
+def serving_namespaces(run: Run) -> list[str]:
+    return sorted({w["namespace"] for w in workloads(run).values()})
+
+
+# ---- the checks ------------------------------------------------------------------------------------------------------
+
+
+def check_controllers(run: Run) -> list[str]:
+    """Every controller the stack installs still runs once its cache-sync window has passed, and logged no error."""
+    running = c.controllers(run.local)
+    assert running, "the local cluster runs no controller for the stack"
+    wait = max(ctrl.started for ctrl in running) + c.SYNC_WINDOW - time.time()
+    if wait > 0:
+        time.sleep(wait)
+    problems = []
+    for ctrl in running:
+        if not c.alive(ctrl.pid):
+            problems.append(f"{ctrl.name} (pid {ctrl.pid}) exited within its cache-sync window; log {ctrl.log}")
+        problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log)[:5]]
+    return problems
+
+
+def pool_has_nodes(kube: local_stack.Kube, pool: str) -> bool:
+    return pool in set(c.node_pools(kube).values())
+
+
+def check_placement(run: Run, kube: local_stack.Kube) -> tuple[list[str], list[str]]:
+    """Every serving pod on a node of its own pool, or Pending for a named reason: its pool's nodes are GKE's to
+    create (a ComputeClass) or the pool has none yet (autoscaling from zero) and the scheduler says so."""
+    pools = run.outputs.get("tpuPools") or {}
+    problems, pending = [], []
+
+    def settled() -> list[c.PodPlacement] | None:
+        found = c.placements(kube, serving_namespaces(run))
+        return found if found and all(p.node or "Unschedulable" in (p.why_pending or "") for p in found) else None
+
+    try:
+        found = c.wait_for(f"{run.stack}: serving pods scheduled or unschedulable", POD_TIMEOUT, settled)
+    except TimeoutError as err:
+        return [str(err)], []
+    for p in found:
+        if p.node is not None:
+            if p.node_pool != p.pool:
+                problems.append(f"{p.pod} asks for pool {p.pool} but runs on {p.node} of pool {p.node_pool!r}")
+            continue
+        if "computeClass" in (pools.get(p.pool) or {}):
+            pending.append(
+                f"{p.pod}: Pending, pool {p.pool} is a ComputeClass (GKE creates its nodes): {p.why_pending}"
+            )
+        elif not pool_has_nodes(kube, p.pool):
+            pending.append(f"{p.pod}: Pending, pool {p.pool} has no node yet (autoscales from zero): {p.why_pending}")
+        else:
+            problems.append(f"{p.pod}: Pending although pool {p.pool} has nodes: {p.why_pending}")
+    return problems, pending
+
+
+def alert_hpa_names(run: Run, workload: str) -> set[str]:
+    """The HPA names the stack's alert policies read for a workload (stacks/pieces/alerts.py), from the plan."""
+    from stacks.config import parse_stack_config
+    from workloads.registry import WORKLOAD_TYPES
+
+    raw = {k.split(":", 1)[1]: v for k, v in run.config().items() if k.startswith("tpu-serving:")}
+    cfg = parse_stack_config(
+        raw,
+        stack=run.stack,
+        pulumi_project="tpu-serving",
+        gcp_project=run.config().get("gcp:project"),
+        region=run.config().get("gcp:region"),
+        workload_types=WORKLOAD_TYPES,
+    )
+    names = set()
+    for alerts in cfg.alerts_plan.workloads:
+        if alerts.name == workload:
+            for rule in alerts.rules:
+                names.update(re.findall(r'horizontalpodautoscaler="([^"]+)"', rule.query))
+    return names
+
+
+def check_scaled_objects(run: Run, kube: local_stack.Kube) -> list[str]:
+    """Every ScaledObject Ready with its HPA, under the name the alerts read."""
+    problems = []
+    for name, w in workloads(run).items():
+        ns = w["namespace"]
+        try:
+            scaled = kube.items(f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects")
+        except local_stack.KubeError:
+            continue  # no KEDA in this stack
+        for so in scaled:
+            so_name = so["metadata"]["name"]
+
+            def ready(ns: str = ns, so_name: str = so_name) -> dict[str, Any] | None:
+                obj = kube.get(f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/{so_name}")
+                conditions = {x["type"]: x for x in obj.get("status", {}).get("conditions") or []}
+                return obj if conditions.get("Ready", {}).get("status") == "True" else None
+
+            try:
+                obj = c.wait_for(f"ScaledObject {ns}/{so_name} Ready", POD_TIMEOUT, ready)
+            except TimeoutError:
+                obj = kube.get(f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/{so_name}")
+                problems.append(f"ScaledObject {ns}/{so_name} not Ready: {obj.get('status', {}).get('conditions')}")
+                continue
+            hpa = obj["status"].get("hpaName")
+            if (
+                not hpa
+                or c.get_or_none(kube, f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{hpa}") is None
+            ):
+                problems.append(f"ScaledObject {ns}/{so_name}: its HPA {hpa!r} does not exist")
+            if so_name == name:
+                read = alert_hpa_names(run, name)
+                if read and read != {hpa}:
+                    problems.append(f"alerts of {name} read HPA {sorted(read)}, KEDA made {hpa!r}")
+    return problems
+
+
+def check_pdbs(run: Run, kube: local_stack.Kube) -> list[str]:
+    """Every PodDisruptionBudget of the stack counts the pods it protects (status.expectedPods = its pods, > 0)."""
+    problems = []
+    for ns in serving_namespaces(run):
+        for pdb in kube.items(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"):
+            selector = pdb["spec"].get("selector", {}).get("matchLabels", {})
+            mine = [p for p in c.pods(kube, ns) if selector.items() <= (p["metadata"].get("labels") or {}).items()]
+
+            def counted(ns: str = ns, name: str = pdb["metadata"]["name"], n: int = len(mine)) -> bool:
+                got = kube.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{name}").get("status", {})
+                return n > 0 and got.get("expectedPods") == n
+
+            try:
+                c.wait_for(f"PDB {ns}/{pdb['metadata']['name']} counts its pods", 120, counted)
+            except TimeoutError:
+                status = kube.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{pdb['metadata']['name']}")
+                problems.append(
+                    f"PDB {ns}/{pdb['metadata']['name']}: expectedPods {status.get('status', {}).get('expectedPods')}, "
+                    f"pods matching its selector {len(mine)}"
+                )
+    return problems
+
+
+def reviewed(run: Run, old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
+    """The review's verdict on a config change (e2e/review.py, in its own process)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = Path(tmp) / "old.json", Path(tmp) / "new.json"
+        a.write_text(json.dumps(run.local_config(old)))
+        b.write_text(json.dumps(run.local_config(new)))
+        out = subprocess.run(
+            [sys.executable, "-m", "e2e.review", str(a), str(b), run.stack],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def check_change(run: Run, change: str, mutate) -> list[str]:
+    """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is."""
+    old = copy.deepcopy(run.config())
+    mutate(run.config())
+    verdict = reviewed(run, old, run.config())
+    run.write()
+    _, done = run.pulumi("up", UP_TIMEOUT)
+    problems = []
+    for urn in verdict["replaced"]:
+        if done.get(urn) not in REPLACING_OPS:
+            problems.append(f"{change}: the review replaces {urn}, the engine did {done.get(urn)!r}")
+    for urn, op in done.items():
+        if op in REPLACING_OPS and urn not in verdict["replaced"]:
+            problems.append(f"{change}: the engine replaced {urn}, which the review calls in place")
+    return problems
+
+
+def first_workload(run: Run) -> dict[str, Any] | None:
+    return next(iter(run.config().get("tpu-serving:workloads") or []), None)
+
+
+# ---- the test --------------------------------------------------------------------------------------------------------
+
+
+def check_example(path: Path) -> list[str]:
+    """Every step on the stack's running local cluster; the problems found (an `up` or `preview` that fails stops
+    the run there)."""
+    run = Run(path)
+    local_stack.enter_cluster_network(run.stack)
+    local_stack.prepare(run.stack, source=path, reference=run.reference)
+    kube = local_stack.Kube(run.local.kubeconfig)
+    before = c.snapshot(kube)
+    try:
+        run.pulumi("up", UP_TIMEOUT)
+    except Exception as err:
+        return [f"up: {err}\n" + "\n".join(run.log[-60:])]
+    try:
+        run.pulumi("preview", PREVIEW_TIMEOUT, expect_no_changes=True)
+    except Exception as err:
+        return [f"a second preview shows changes: {err}\n" + "\n".join(run.log[-60:])]
+
+    problems = check_controllers(run)
+    placement, pending = check_placement(run, kube)
+    problems += placement + check_scaled_objects(run, kube) + check_pdbs(run, kube)
+    for line in pending:
+        print(f"{run.stack}: {line}")
+
+    # an in-place change (every PodMonitoring's interval) and a replacing one (a workload's namespace)
+    interval = run.config().get("tpu-serving:monitoring", {}).get("scrapeInterval", "15s")
+    problems += check_change(
+        run,
+        "monitoring.scrapeInterval",
+        lambda cfg: cfg.setdefault("tpu-serving:monitoring", {}).update(
+            scrapeInterval="30s" if interval != "30s" else "20s"
+        ),
+    )
+    workload = first_workload(run)
+    if workload is not None:
+        moved = f"{workload['name']}-moved"[:63]
+        problems += check_change(run, "a workload's namespace", lambda cfg: workload.update(namespace=moved))
+
+    # pause: workloads at zero; unpause: back, placed as before
+    run.config()["tpu-serving:paused"] = True
+    run.write()
+    run.pulumi("up", UP_TIMEOUT)
+    try:
+        c.wait_for(
+            f"{run.stack}: no serving pod while paused",
+            POD_TIMEOUT,
+            lambda: not c.placements(kube, serving_namespaces(run)),
+        )
+    except TimeoutError as err:
+        problems.append(f"pause: {err}")
+    run.config()["tpu-serving:paused"] = False
+    run.write()
+    run.pulumi("up", UP_TIMEOUT)
+    problems += [f"after unpause: {p}" for p in check_placement(run, kube)[0]]
+
+    # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
+    run.config()["tpu-serving:decommission"] = True
+    run.write()
+    run.pulumi("up", UP_TIMEOUT)
+    run.pulumi("destroy", UP_TIMEOUT)
+    try:
+        c.wait_for(f"{run.stack}: the cluster as before the stack", 300, lambda: c.snapshot(kube) == before)
+    except TimeoutError:
+        after = c.snapshot(kube)
+        left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
+        problems.append(f"destroy left: {left}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    problems = check_example(Path(argv[0]).resolve())
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

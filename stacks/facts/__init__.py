@@ -1,0 +1,1 @@
+"""Facts about the world outside, each with its source: TPU catalog, version matrix, images, what GKE manages, machine types, locations, maintenance windows, KMS key forms. May import: stacks.naming, stacks.problems."""

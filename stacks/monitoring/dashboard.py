@@ -1,0 +1,157 @@
+"""The Cloud Monitoring dashboard of the serving stack: JetStream load, TPU HBM and duty cycle, replicas.
+
+PromQL over Managed Prometheus data, every query filtered to this cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from stacks.facts.versions import may_export
+from stacks.monitoring import metrics
+
+
+def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "xyChart": {
+            "chartOptions": {"mode": "COLOR"},
+            "dataSets": [
+                {
+                    "plotType": "LINE",
+                    "targetAxis": "Y1",
+                    "timeSeriesQuery": {"prometheusQuery": query},
+                }
+            ],
+            "yAxis": {"label": y_label, "scale": "LINEAR"},
+        },
+    }
+
+
+Panel = tuple[str, str, str]  # (title, PromQL, y-axis label)
+
+
+def jetstream_panels(cluster: str) -> list[tuple[Panel, tuple[str, ...]]]:
+    """The JetStream tiles, each with the series it reads (any one of them suffices)."""
+    c = f'cluster="{cluster}"'
+    slots = metrics.HPA_METRICS["jetstream_slots_used_percentage"]
+
+    def backlog(title: str, series: str) -> tuple[Panel, tuple[str, ...]]:
+        return (title, f"sum by (namespace, pod) ({series}{{{c}}})", "requests"), (series,)
+
+    return [
+        backlog("JetStream prefill backlog", "jetstream_prefill_backlog_size"),
+        # the series the engine exports, or else 1 - the older jetstream_slots_available_percentage
+        (
+            ("JetStream slots used", f"avg by (namespace, pod) ({slots.read(c)}) * 100", "% of decode slots"),
+            slots.all_series,
+        ),
+        backlog("JetStream generate backlog", "jetstream_generate_backlog_size"),
+        backlog("JetStream transfer backlog (disaggregated)", "jetstream_transfer_backlog_size"),
+    ]
+
+
+def panels(cluster: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> list[Panel]:
+    """(title, PromQL, y-axis label) of every tile; first the tiles the workloads ask for (`head`: their plans'
+    `dashboard_panels`, e.g. vLLM's), then the JetStream and TPU tiles.
+
+    `exporters`: the images of the containers the JetStream PodMonitorings scrape. A JetStream tile is dropped when
+    every one of them provably lacks every series it reads (its record in stacks/facts/versions.py, e.g. JetStream
+    0.2.2's engine has no generate or transfer backlog); without exporters every tile stays.
+
+    Grouping labels are ones the stack's PodMonitorings attach (stacks.monitoring.metrics.SERIES_LABELS; a test checks):
+    JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
+    and node. Fractions (JetStream's slots, HBM used/total) are drawn as percentages.
+    """
+    c = f'cluster="{cluster}"'
+    hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
+    jetstream = [
+        panel
+        for panel, series in jetstream_panels(cluster)
+        if not exporters or any(may_export(ref, name) for ref in exporters for name in series)
+    ]
+    return [
+        *head,
+        *jetstream,
+        ("TPU HBM used", f"{hbm} * 100", "% of HBM"),
+        ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "% busy"),
+        (
+            "Serving replicas (Deployments)",
+            f"sum by (namespace, deployment) (kube_deployment_status_replicas_available{{{c}}})",
+            "replicas",
+        ),
+        (
+            "HPA desired replicas",
+            f"sum by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas{{{c}}})",
+            "replicas",
+        ),
+    ]
+
+
+def gateway_panels(cluster: str) -> list[Panel]:
+    """The Inference Gateway's endpoint pickers (their chart's PodMonitoring, in each served workload's namespace):
+    requests held in the flow-control queue, and the ready endpoints each InferencePool (label `name`) has
+    (llm-d/llm-d-router@v0.10.0:pkg/epp/metrics/llm_d_router_metrics.go)."""
+    c = f'cluster="{cluster}"'
+    return [
+        (
+            "Gateway flow-control queue",
+            f"sum by (namespace) (llm_d_epp_flow_control_queue_size{{{c}}})",
+            "requests",
+        ),
+        ("Gateway ready endpoints", f"sum by (namespace, name) (llm_d_epp_ready_endpoints{{{c}}})", "endpoints"),
+    ]
+
+
+def cost_panel(cluster: str, namespace: str, pods: str, replica_hour: float, replicas: str, tokens: str) -> Panel:
+    """USD per million output tokens of one workload: the list price of its running replicas' chips
+    (`replica_hour` per replica; replicas counted as the serving pods `replicas` is scraped from, one per replica,
+    whatever its other labels)
+    over the tokens generated in the last hour (`tokens`, a counter)."""
+    sel = f'cluster="{cluster}", namespace="{namespace}", pod=~"{pods}"'
+    return (
+        f"Cost per million output tokens ({namespace})",
+        f"{replica_hour:g} * count by (namespace) (count by (namespace, pod) ({replicas}{{{sel}}})) / "
+        f"(sum by (namespace) (rate({tokens}_total{{{sel}}}[1h])) * 3600 / 1000000)",
+        "USD per 1M tokens (list price)",
+    )
+
+
+def dashboard(
+    cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()
+) -> dict[str, Any]:
+    tiles = []
+    for i, (title, query, label) in enumerate(panels(cluster, head, exporters)):
+        tile = {
+            "xPos": (i % 2) * 24,
+            "yPos": (i // 2) * 16,
+            "width": 24,
+            "height": 16,
+            "widget": _tile(title, query, label),
+        }
+        tiles.append(api_shape(tile))
+    return {"displayName": display_name, "mosaicLayout": {"columns": 48, "tiles": tiles}}
+
+
+def api_shape(value: Any) -> Any:
+    """`value` as the Monitoring API returns it: without zero numbers and empty strings, which the API drops.
+
+    The provider compares the JSON we send with what the API returns, so a dropped default (`xPos: 0`,
+    `unitOverride: ""`) shows as a change on every preview (terraform-provider-google#16173).
+    """
+    if isinstance(value, dict):
+        return {k: api_shape(v) for k, v in value.items() if v != "" and not (type(v) is int and v == 0)}
+    if isinstance(value, list):
+        return [api_shape(v) for v in value]
+    return value
+
+
+def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> str:
+    return json.dumps(dashboard(cluster, display_name, head, exporters), sort_keys=True)
+
+
+def dashboard_url(dashboard_id: str, project: str) -> str:
+    """Console URL from the resource id `projects/<number>/dashboards/<id>`."""
+    return f"https://console.cloud.google.com/monitoring/dashboards/builder/{dashboard_id.split('/')[-1]}?project={project}"

@@ -1,0 +1,1 @@
+"""What hardens every pod, namespace and grant: Pod Security, accepted scan findings, default-deny network policies, prefix-scoped bucket access, an auth-plugin kubeconfig. May import: stacks.naming, stacks.problems."""

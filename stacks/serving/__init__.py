@@ -1,0 +1,1 @@
+"""TPU pools and the workloads on them: a pool resolved and sized, a workload type's registry shape, the plan every type shares, startup, disruption, ports, the Inference Gateway's data. May import: stacks.model and below."""

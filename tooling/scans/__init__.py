@@ -1,0 +1,1 @@
+"""Scans over every example: checkov with its accepted findings, and the config fuzzer. May import: tooling.review and below."""
