@@ -75,7 +75,9 @@ def _generation_config(gen: catalog.Generation) -> StackConfig:
         gcp__region=zone.rsplit("-", 1)[0],
         tpu_serving__tpuPools=pools,
         tpu_serving__cluster={"minMasterVersion": "1.35"},
-        tpu_serving__bucket={"location": "US"},  # v4's us-central2 has no Cloud Storage location  # above every generation's and ComputeClass's minimum
+        tpu_serving__bucket={
+            "location": "US"
+        },  # v4's us-central2 has no Cloud Storage location  # above every generation's and ComputeClass's minimum
     )
     return parse_config(config, "dev")
 
@@ -229,3 +231,11 @@ def test_a_jobsets_pods_serve_until_deleted_and_a_plain_jobs_complete() -> None:
         {"key": '.metadata.labels.["jobset.sigs.k8s.io/jobset-name"]', "operator": "DoesNotExist"},
     ]
     assert len(kwok_stage["spec"]["selector"]["matchExpressions"]) == 1  # kwok's own is not changed
+
+
+def test_each_checkout_gets_its_own_network_namespace(tmp_path: Path) -> None:
+    """Network namespaces are the machine's: a developer's worktrees and CI's clone must not share one."""
+    here = local_cluster.netns_name("dev")
+    assert here.startswith("tpu-dev-") and here == local_cluster.netns_name("dev")
+    assert local_cluster.netns_name("dev", tmp_path) != here
+    assert local_cluster.netns_name("gemma-hpa") != here

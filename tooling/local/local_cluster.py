@@ -1,7 +1,7 @@
 """`make local-cluster STACK=...`: a real Kubernetes control plane for one stack, with kwok nodes mirroring the
 stack's node pools as GKE makes them (issue 35; the design is docs/local-cluster.md).
 
-Everything runs in a network namespace of its own, `tpu-local-<stack>`, whose only interface is its loopback
+Everything runs in a network namespace of its own, `tpu-<stack>-<checkout hash>`, whose only interface is its loopback
 (127.0.0.1, plus LOCAL_ADDRESS on the same loopback device for the API server's Endpoints): etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler and kwok listen there, and an address outside it is unreachable (the kernel
 answers "network is unreachable" at once, so nothing leaves the machine). Certificates, the kubeconfig, logs, pid
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -323,8 +324,11 @@ def load_config(path: Path) -> StackConfig:
         raise LocalClusterError(str(err)) from None
 
 
-def netns_name(stack: str) -> str:
-    return "tpu-local-" + naming.slug(stack)[:40]
+def netns_name(stack: str, root: Path = ROOT) -> str:
+    """`tpu-<stack>-<checkout>`: network namespaces are the machine's, so two checkouts (a developer's worktrees, CI's
+    clone) running a cluster for the same stack get their own (the checkout's path hashed)."""
+    checkout = hashlib.sha256(str(root).encode()).hexdigest()[:8]
+    return f"tpu-{naming.slug(stack)[:40]}-{checkout}"
 
 
 # ---- state: certificates, kubeconfig, processes -----------------------------------------------------------------
