@@ -131,6 +131,30 @@ leak-audit: venv
 smoke: venv
 	$(PY) scripts/smoke.py $(STACK)
 
+# ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
+# The Go binaries of the matrix (stacks/facts/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built
+# under nice with progress shown; what is present is not rebuilt (a second run starts no go command). Needs Go 1.26.
+# TOOLS="kubernetes etcd" builds only those.
+.PHONY: toolchain local-cluster local-cluster-down local-cluster-check
+toolchain: venv
+	$(PY) -m tooling.local.toolchain $(TOOLS)
+
+# etcd, kube-apiserver, controller-manager, scheduler and kwok in a network namespace of the stack's own (loopback
+# only), kwok nodes mirroring STACK's node pools; state and kubeconfig in .cache/local/<stack>/ (docs/local-cluster.md).
+# STACK: a stack name here or an example's; STACK_FILE: its file, when STACK does not name one.
+LOCAL_STACK_ARGS = $(STACK) $(if $(STACK_FILE),--stack-file $(STACK_FILE))
+local-cluster: venv
+	$(PY) -m tooling.local.toolchain kubernetes etcd kwok
+	$(PY) -m tooling.local.local_cluster up $(LOCAL_STACK_ARGS)
+
+local-cluster-down: venv
+	$(PY) -m tooling.local.local_cluster down $(STACK)
+
+# Up (if not yet), then: the control plane answers at the matrix's version, every mirrored node is Ready with its
+# pool's labels, taints and chips, a pod requesting google.com/tpu runs on a node of its pool.
+local-cluster-check: local-cluster
+	$(PY) -m tooling.local.local_cluster check $(LOCAL_STACK_ARGS)
+
 # Try a stack's Kubernetes layer before paying for TPUs (docs/local.md): `make local-cluster STACK=dev` starts a local
 # cluster mirroring the stack's pools, then `make local-up STACK=dev` applies the stack's in-cluster layer to it with
 # the real Pulumi engine (tpu-serving:local: Google Cloud stood in, nothing created there; its own file backend under

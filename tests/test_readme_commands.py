@@ -40,6 +40,10 @@ RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
 DRY_RUN = {
     "helm",  # downloads Helm from PyPI
+    "toolchain",  # builds with Go from the Go module proxy (docs/toolchain.md)
+    "local-cluster",  # the toolchain's binaries, root (a network namespace)
+    "local-cluster-check",
+    "local-cluster-down",
     "diff",  # renders twice, at a base revision (tests/test_render_diff.py: what it writes)
     "chart-objects",  # needs Helm and the chart sources
     "test",

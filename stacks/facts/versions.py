@@ -658,3 +658,186 @@ GITHUB_ACTIONS: dict[str, str] = {
 GCLOUD_SDK = "547.0.0"
 # The Pulumi CLI the workflows install (the SDK pinned in requirements.txt is the same release line).
 PULUMI_CLI = "3.272.0"
+
+
+# ---- toolchain (issue 35): binaries built from the Go module proxy for the local cluster and `make e2e` ----------
+# Built by `make toolchain` (tooling/local/toolchain.py) from toolchain/<name>/go.mod, which requires exactly `module` at
+# `version` (tests/test_toolchain.py checks), into .cache/toolchain/<name>-<version>/<binary>. Nothing here is used
+# by the program or `make test`.
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """One Go module version the toolchain builds commands from, and what they are for."""
+
+    name: str  # toolchain/<name>/ holds its go.mod; .cache/toolchain/<name>-<version>/ its binaries
+    module: str
+    version: str  # as go.mod requires it (a tag, or a pseudo-version of a tag's commit)
+    binaries: tuple[tuple[str, str], ...]  # (binary name, main package)
+    what: str
+    # what the local replace directives of the module's own go.mod (`=> ../x`, `=> ./staging/src/x`) stand for: the
+    # same release of those modules from the proxy, at this version
+    siblings: str = ""
+    # `-X` linker settings: the version the binary reports (upstream's release builds set them the same way)
+    x_flags: tuple[tuple[str, str], ...] = ()
+    # files of the module (paths in its zip) copied beside the binaries: configuration the binaries read
+    data: tuple[str, ...] = ()
+    # (upstream package folder, our main package folder): the upstream main embeds files its `go generate` makes
+    # (absent from the module zip), so our module has its own main package (the same calls) beside which the
+    # upstream folder's other files are copied and its generator run before the build (git-ignored)
+    generate: tuple[str, str] | None = None
+    generate_env: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Unbuildable:
+    """A component the registries cannot build, and the exact error they answered."""
+
+    name: str
+    module: str
+    version: str
+    what: str
+    error: str
+
+
+def _k8s_version_flags(version: str) -> tuple[tuple[str, str], ...]:
+    # kubernetes@v1.35.4 hack/lib/version.sh (kube::version::ldflags) sets these in both packages; without them
+    # /version reports v0.0.0-master and charts' kubeVersion constraints fail
+    major, minor = version.removeprefix("v").split(".")[:2]
+    return tuple(
+        (f"{package}.{var}", value)
+        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for var, value in (("gitVersion", version), ("gitMajor", major), ("gitMinor", minor), ("gitTreeState", "clean"))
+    )
+
+
+# The Kubernetes release the local control plane runs: the newest 1.35 patch the proxy serves (the examples pin
+# minMasterVersion "1.35"; a 1.35 API server also serves every API a 1.34 stack uses).
+LOCAL_KUBERNETES = "v1.35.4"
+# The Pulumi CLI the e2e runs: the proxy refuses pkg/v3@v3.272.0 (the SDK pin, requirements.txt); v3.274.1 is the
+# nearest newer release it serves. The SDK accepts a newer CLI of its major (pulumi==3.272.0
+# pulumi/automation/_cmd.py _parse_and_validate_pulumi_version; docs/toolchain.md).
+LOCAL_PULUMI_CLI = "v3.274.1"
+
+TOOLCHAIN: tuple[GoTool, ...] = (
+    GoTool(
+        "kubernetes",
+        "k8s.io/kubernetes",
+        LOCAL_KUBERNETES,
+        (
+            ("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
+            ("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"),
+            ("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"),
+        ),
+        "the control plane of the local cluster",
+        siblings="v0.35.4",
+        x_flags=_k8s_version_flags(LOCAL_KUBERNETES),
+    ),
+    GoTool(
+        "etcd",
+        "go.etcd.io/etcd/server/v3",
+        "v3.6.6",
+        (("etcd", "go.etcd.io/etcd/server/v3"),),
+        "the API server's store (kubernetes@v1.35.4 build/dependencies.yaml: etcd 3.6.6)",
+        siblings="v3.6.6",
+    ),
+    GoTool(
+        "kwok",
+        "sigs.k8s.io/kwok",
+        "v0.8.0",
+        (("kwok", "sigs.k8s.io/kwok/cmd/kwok"),),
+        "fake nodes and pod lifecycles without a kubelet",
+        # kwok's own stage configurations (kwokctl's defaults: pkg/kwokctl/runtime/cluster.go): nodes become Ready
+        # and keep a lease, pods Running and Ready, completed pods Succeeded, deleted pods go
+        data=(
+            "kustomize/stage/node/fast/node-initialize.yaml",
+            "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+            "kustomize/stage/pod/fast/pod-ready.yaml",
+            "kustomize/stage/pod/fast/pod-complete.yaml",
+            "kustomize/stage/pod/fast/pod-delete.yaml",
+        ),
+    ),
+    GoTool(
+        "pulumi",
+        "github.com/pulumi/pulumi/pkg/v3",
+        LOCAL_PULUMI_CLI,
+        (("pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"),),
+        "the Pulumi CLI (engine)",
+        siblings=LOCAL_PULUMI_CLI,
+        x_flags=(("github.com/pulumi/pulumi/sdk/v3/go/common/version.Version", LOCAL_PULUMI_CLI),),
+    ),
+    GoTool(
+        "pulumi-kubernetes",
+        "github.com/pulumi/pulumi-kubernetes/provider/v4",
+        # the proxy serves provider/v4 only as this pseudo-version: the commit of tag v4.25.0 (f47bc2d6f199)
+        "v4.0.0-20260115033456-f47bc2d6f199",
+        (("pulumi-resource-kubernetes", "tpu-serving/toolchain/pulumi-kubernetes/cmd/pulumi-resource-kubernetes"),),
+        "the Kubernetes provider plugin",
+        siblings="v4.25.0",
+        # cmd/pulumi-resource-kubernetes/main.go embeds schema-embed.json and terraform-mapping-embed.json, which its
+        # generate.go (`//go:generate go run ./generate.go`, VERSION set) writes from schema.json and
+        # terraform-mapping.json; go build of the module's own main: "pattern schema-embed.json: no matching files"
+        generate=("cmd/pulumi-resource-kubernetes", "cmd/pulumi-resource-kubernetes"),
+        generate_env=(("VERSION", "4.25.0"),),
+        x_flags=(("github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version", "4.25.0"),),
+        note='requirements.txt pins pulumi-kubernetes==4.34.2; provider/v4@v4.34.2 answers 403 "This module version '
+        'is not available" (the repository tags v4.x, not provider/v4.x, so the proxy serves the provider only as '
+        "pseudo-versions, and only this one): the provider is v4.25.0",
+    ),
+    GoTool(
+        "lws",
+        "sigs.k8s.io/lws",
+        f"v{default_version('lws')}",
+        (("lws-controller", "sigs.k8s.io/lws/cmd"),),
+        "LeaderWorkerSet controller and webhooks",
+        x_flags=(("sigs.k8s.io/lws/pkg/version.GitVersion", f"v{default_version('lws')}"),),
+    ),
+    GoTool(
+        "jobset",
+        "sigs.k8s.io/jobset",
+        f"v{default_version('jobset')}",
+        (("jobset-controller", "sigs.k8s.io/jobset"),),
+        "JobSet controller and webhooks",
+        x_flags=(("sigs.k8s.io/jobset/pkg/version.GitVersion", f"v{default_version('jobset')}"),),
+    ),
+    GoTool(
+        "keda",
+        "github.com/kedacore/keda/v2",
+        f"v{default_version('keda')}",
+        (
+            ("keda-operator", "github.com/kedacore/keda/v2/cmd/operator"),
+            ("keda-metrics-apiserver", "github.com/kedacore/keda/v2/cmd/adapter"),
+            ("keda-admission-webhooks", "github.com/kedacore/keda/v2/cmd/webhooks"),
+        ),
+        "KEDA operator, metrics API server and admission webhooks",
+        x_flags=(("github.com/kedacore/keda/v2/version.Version", default_version("keda")),),
+    ),
+    GoTool(
+        "kueue",
+        "sigs.k8s.io/kueue",
+        f"v{default_version('kueue')}",
+        (("kueue-controller", "sigs.k8s.io/kueue/cmd/kueue"),),
+        "Kueue controller and webhooks",
+        x_flags=(("sigs.k8s.io/kueue/pkg/version.GitVersion", f"v{default_version('kueue')}"),),
+    ),
+    GoTool(
+        "prometheus-adapter",
+        "sigs.k8s.io/prometheus-adapter",
+        CHARTS["prometheusAdapter"][default_version("prometheusAdapter")].image_tag,
+        (("prometheus-adapter", "sigs.k8s.io/prometheus-adapter/cmd/adapter"),),
+        "prometheus-adapter (custom metrics API)",
+    ),
+)
+
+TOOLCHAIN_UNBUILDABLE: tuple[Unbuildable, ...] = (
+    Unbuildable(
+        "pulumi-language-python",
+        "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3",
+        "v3.272.0",
+        "the Python language host (its own module in pulumi/pulumi, sdk/python/cmd/pulumi-language-python/go.mod)",
+        "reading https://proxy.golang.org/github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3/@v/"
+        "v3.272.0.info: 403 Forbidden, server response: This module version is not available. (the same for "
+        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list)",
+    ),
+)

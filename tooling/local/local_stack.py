@@ -463,7 +463,7 @@ def enter_cluster_network(stack: str) -> None:
     """Join the stack's local cluster in its network namespace (tooling/local/local_cluster.py runs each cluster in one of
     its own, whose loopback serves the API server), before any thread starts; nothing to do without one."""
     try:
-        from tooling.local import local_cluster  # type: ignore[attr-defined]
+        from tooling.local import local_cluster
     except ImportError:
         return
     if Path(f"/run/netns/{local_cluster.netns_name(stack)}").exists() and not local_cluster.in_netns(stack):

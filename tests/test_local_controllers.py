@@ -1,0 +1,148 @@
+"""The chart controllers as local processes (tooling/local/local_controllers.py): which Deployment each stands for, and
+how a chart's pod spec becomes a local process (arguments, configuration, environment, Endpoints). Pure: no cluster,
+no go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from stacks.facts import versions
+from tooling.local import local_cluster, local_controllers
+from tooling.local.local_controllers import CONTROLLERS
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = json.loads((ROOT / "tooling" / "data" / "chart_objects.json").read_text())["charts"]
+
+
+def test_every_controller_is_a_toolchain_binary_and_a_recorded_chart_deployment() -> None:
+    binaries = {name for tool in versions.TOOLCHAIN for name, _ in tool.binaries}
+    for controller in CONTROLLERS:
+        assert controller.name in binaries
+        chart = versions.CHARTS[controller.chart][versions.default_version(controller.chart)]
+        recorded = [v for k, v in RECORD.items() if k.endswith(f"@{chart.version}") and chart.chart.split("/")[-1] in k]
+        recorded += [v for k, v in RECORD.items() if k == f"{chart.chart}@{chart.version}"]
+        assert recorded, controller.chart
+        deployments = {o["name"] for o in recorded[0]["objects"] if o["kind"] == "Deployment"}
+        assert controller.deployment in deployments, (controller.name, deployments)
+        assert recorded[0]["namespace"] == controller.namespace
+
+
+def test_controller_addresses_are_distinct_and_in_the_namespace_only_range() -> None:
+    addresses = [local_controllers.address_of(c) for c in CONTROLLERS]
+    assert len(set(addresses)) == len(addresses)
+    assert all(a.startswith("198.18.") for a in addresses)  # RFC 2544, as LOCAL_ADDRESS
+
+
+def test_arguments_point_at_local_copies_and_the_controllers_own_address(tmp_path: Path) -> None:
+    mounts = {"/certs": tmp_path / "mnt/certs", "/controller_manager_config.yaml": tmp_path / "mnt/cfg.yaml"}
+    args = [
+        "--leader-elect",
+        "--config=/controller_manager_config.yaml",
+        "--cert-dir=/certs",
+        "--tls-cert-file=/certs/tls.crt",
+        "--metrics-bind-address=:8080",
+        "--zap-log-level=2",
+        "--certsx=/certsx",
+    ]
+    assert local_controllers.rewrite_args(args, mounts, "198.18.1.4") == [
+        "--leader-elect=false",
+        f"--config={tmp_path}/mnt/cfg.yaml",
+        f"--cert-dir={tmp_path}/mnt/certs",
+        f"--tls-cert-file={tmp_path}/mnt/certs/tls.crt",
+        "--metrics-bind-address=198.18.1.4:8080",
+        "--zap-log-level=2",
+        "--certsx=/certsx",  # only a mount path or a path under it
+    ]
+
+
+def test_a_controller_runtime_configuration_serves_on_the_controllers_address(tmp_path: Path) -> None:
+    chart_config = (
+        "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\nleaderElection:\n  leaderElect: true\n"
+        "internalCertManagement:\n  enable: true\n"
+    )
+    mounts = {"/tmp/k8s-webhook-server/serving-certs": tmp_path / "certs"}
+    config = yaml.safe_load(local_controllers.rewrite_config(chart_config, mounts, "198.18.1.1"))
+    assert config["webhook"] == {"host": "198.18.1.1", "certDir": str(tmp_path / "certs")}
+    assert config["health"]["healthProbeBindAddress"] == "198.18.1.1:8081"
+    assert config["metrics"]["bindAddress"] == "0"
+    assert config["leaderElection"]["leaderElect"] is False
+    assert config["internalCertManagement"] == {"enable": True}  # the chart's own settings stay
+
+
+def test_environment_as_the_kubelet_gives_it() -> None:
+    container = {
+        "env": [
+            {"name": "A", "value": 1},
+            {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "S", "valueFrom": {"secretKeyRef": {"name": "x", "key": "y"}}},
+            {"name": "WATCH_NAMESPACE"},  # `value: ""` as the API server serves it
+        ]
+    }
+    assert local_controllers.env_of(container, "lws-system", "pod", "198.18.1.1") == {
+        "A": "1",
+        "NS": "lws-system",
+        "IP": "198.18.1.1",
+        "WATCH_NAMESPACE": "",
+    }
+
+
+def test_services_selecting_the_pods_get_endpoints_at_the_controllers_address() -> None:
+    container = {"ports": [{"name": "webhook-server", "containerPort": 9443}, {"containerPort": 8443}]}
+    service = {
+        "metadata": {"name": "lws-webhook-service", "namespace": "lws-system"},
+        "spec": {
+            "selector": {"control-plane": "controller-manager"},
+            "ports": [{"port": 443, "targetPort": "webhook-server"}, {"name": "m", "port": 8443, "targetPort": 8443}],
+        },
+    }
+    assert local_controllers.selects(service, {"control-plane": "controller-manager", "x": "y"})
+    assert not local_controllers.selects(service, {"x": "y"})
+    assert not local_controllers.selects({"spec": {}}, {"x": "y"})  # a Service without a selector is not ours
+    ports = local_controllers.endpoint_ports(service, container)
+    assert ports == [{"port": 9443, "protocol": "TCP"}, {"port": 8443, "protocol": "TCP", "name": "m"}]
+    (_, endpoints), (_, slice_) = local_controllers.endpoints_objects(service, "198.18.1.1", ports)
+    assert endpoints["subsets"] == [{"addresses": [{"ip": "198.18.1.1"}], "ports": ports}]
+    assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "lws-webhook-service"
+    assert slice_["endpoints"][0]["addresses"] == ["198.18.1.1"]
+    assert endpoints["metadata"]["labels"] == {local_cluster.LOCAL_LABEL: "controller"}
+    assert local_controllers.hosts_lines([service], "198.18.1.1") == [
+        "198.18.1.1 lws-webhook-service.lws-system.svc lws-webhook-service.lws-system.svc.cluster.local"
+    ]
+
+
+def test_restarts_back_off_as_the_kubelet_does() -> None:
+    assert [local_controllers.backoff(n) for n in range(7)] == [10, 20, 40, 80, 160, 300, 300]
+
+
+def test_a_controller_waits_for_the_secrets_it_mounts() -> None:
+    spec = {
+        "volumes": [
+            {"name": "c", "secret": {"secretName": "kedaorg-certs"}},
+            {"name": "o", "secret": {"secretName": "extra", "optional": True}},
+            {"name": "m", "configMap": {"name": "cfg"}},
+        ]
+    }
+    assert local_controllers.missing_secrets(spec, set()) == ["kedaorg-certs"]
+    assert local_controllers.missing_secrets(spec, {"kedaorg-certs"}) == []
+
+
+def test_volumes_under_tmp_are_bind_mounted_in_the_processs_own_mount_namespace(tmp_path: Path) -> None:
+    certs = tmp_path / "mnt/tmp/k8s-webhook-server/serving-certs"
+    certs.mkdir(parents=True)
+    config = tmp_path / "mnt/controller_manager_config.yaml"
+    config.write_text("")
+    mounts = {"/tmp/k8s-webhook-server/serving-certs": certs, "/controller_manager_config.yaml": config}
+    command = local_controllers.launch_command("tpu-local-x", "/bin/ctl", ["--a=1"], mounts)
+    assert command[:6] == ["ip", "netns", "exec", "tpu-local-x", "sh", "-c"]
+    assert command[6] == (
+        f"mkdir -p '/tmp/k8s-webhook-server/serving-certs' && mount --bind '{certs}' "
+        "'/tmp/k8s-webhook-server/serving-certs' && exec \"$@\""
+    )
+    assert command[7:] == ["sh", "/bin/ctl", "--a=1"]
+    assert local_controllers.launch_command("n", "/bin/ctl", [], {"/certs": certs}) == [
+        "ip", "netns", "exec", "n", "/bin/ctl"
+    ]  # fmt: skip

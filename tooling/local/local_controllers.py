@@ -1,0 +1,529 @@
+"""The controllers the stack installs, run for real beside the local cluster (docs/local-cluster.md "The controllers the stack installs").
+
+On GKE a chart's Deployment runs the controller in a pod. On the local cluster kwok "runs" that pod (it becomes
+Running, no container starts), so a supervisor does what the kubelet would: when the stack has installed a chart's
+Deployment, it starts the toolchain's binary of that controller (built at the tag the matrix pins) as a local process
+with the Deployment's own arguments and environment, its ConfigMap and Secret volumes as local files (Secrets kept in
+sync, as the kubelet does: the controllers' own certificate managers write their serving certificate into a Secret
+and wait for it to appear in their certificate folder), and the API credentials of its ServiceAccount (a token from
+the TokenRequest API, so the chart's RBAC is what the controller has). Each controller gets an address of its own in
+the cluster's network namespace (CONTROLLER_NET), binds its webhook, probe and metrics ports there, and the Services
+selecting its pods get Endpoints at that address: the API server reaches webhooks and APIServices through them
+(--enable-aggregator-routing), with the TLS names the controllers' certificates carry. Leader election is off (one
+replica). As the kubelet does, a controller starts once the Secrets it mounts exist, and one that exits is started
+again after a back-off (10 s doubling to 5 minutes), its log appended to; every restart is counted in
+.cache/local/<stack>/controllers.json (`restarts`), which the e2e reads. A Deployment that is deleted stops its
+controller.
+
+    python -m tooling.local.local_controllers STACK     the supervisor (started by `make local-cluster`, in the namespace)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stacks.facts import versions
+from tooling.local import local_cluster, toolchain
+from tooling.local.local_cluster import Api, LocalClusterError, Paths
+
+# The controllers' own addresses: one /32 each on the namespace's loopback, never routed (RFC 2544 range, like
+# local_cluster.LOCAL_ADDRESS).
+CONTROLLER_NET = "198.18.1."
+POLL_SECONDS = 2.0
+TOKEN_SECONDS = 24 * 3600
+MANAGED_BY = "tpu-serving-local"
+# Where the kubelet mounts a pod's ServiceAccount token, CA and namespace (automountServiceAccountToken); KEDA reads
+# the namespace there (kedacore/keda@v2.20.2 cmd/operator: "Unable to get cluster object namespace").
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass(frozen=True)
+class Controller:
+    """One controller a chart runs, and how its local process differs from the pod."""
+
+    name: str  # the toolchain binary, and its name in controllers.json
+    chart: str  # versions.CHARTS key: the release namespace
+    deployment: str  # the chart's Deployment (tooling/data/chart_objects.json records it)
+    # the chart passes a controller-runtime Configuration file with --config (LWS, JobSet, Kueue): its webhook,
+    # probe and metrics listeners are set there
+    config_file: bool = False
+    # arguments added to the Deployment's, `{address}` filled in: listeners the chart leaves at their defaults
+    # (all addresses, which two controllers in one namespace cannot share)
+    extra_args: tuple[str, ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return versions.CHARTS[self.chart][versions.default_version(self.chart)].namespace
+
+
+CONTROLLERS: tuple[Controller, ...] = (
+    Controller("lws-controller", "lws", "lws-controller-manager", config_file=True),
+    Controller("jobset-controller", "jobset", "jobset-controller", config_file=True),
+    Controller("kueue-controller", "kueue", "kueue-controller-manager", config_file=True),
+    # kedacore/keda@v2.20.2 cmd/operator/main.go flags: --health-probe-bind-address (":8081"),
+    # --metrics-service-bind-address (":9666", the gRPC service the metrics API server reads)
+    Controller(
+        "keda-operator",
+        "keda",
+        "keda-operator",
+        extra_args=("--health-probe-bind-address={address}:8081", "--metrics-service-bind-address={address}:9666"),
+    ),
+    # an aggregated API server (k8s.io/apiserver options): --bind-address, and kubeconfigs for delegated
+    # authentication and authorization and its own reads (sigs.k8s.io/custom-metrics-apiserver pkg/cmd/builder.go
+    # --lister-kubeconfig) outside a pod
+    Controller(
+        "keda-metrics-apiserver",
+        "keda",
+        "keda-operator-metrics-apiserver",
+        extra_args=(
+            "--bind-address={address}",
+            "--authentication-kubeconfig={kubeconfig}",
+            "--authorization-kubeconfig={kubeconfig}",
+            "--lister-kubeconfig={kubeconfig}",
+        ),
+    ),
+    Controller(
+        "prometheus-adapter",
+        "prometheusAdapter",
+        "prometheus-adapter",
+        extra_args=(
+            "--bind-address={address}",
+            "--authentication-kubeconfig={kubeconfig}",
+            "--authorization-kubeconfig={kubeconfig}",
+            "--lister-kubeconfig={kubeconfig}",
+        ),
+    ),
+)
+
+
+def address_of(controller: Controller) -> str:
+    return f"{CONTROLLER_NET}{CONTROLLERS.index(controller) + 1}"
+
+
+# ---- pure: what the local process is, from the chart's Deployment --------------------------------------------------
+
+
+def local_path(folder: Path, mount_path: str) -> Path:
+    return folder / "mnt" / mount_path.lstrip("/")
+
+
+def rewrite_args(args: list[str], mounts: dict[str, Path], address: str) -> list[str]:
+    """The Deployment's arguments for a local process: paths under a volume mount point at its local copy, a
+    listener on every address (`:port`) at the controller's own, leader election off."""
+    out = []
+    for arg in args:
+        if arg in ("--leader-elect", "--leader-elect=true"):
+            out.append("--leader-elect=false")
+            continue
+        key, eq, value = arg.partition("=")
+        if eq:
+            for mount, local in sorted(mounts.items(), key=lambda item: -len(item[0])):
+                if value == mount or value.startswith(mount.rstrip("/") + "/"):
+                    value = str(local) + value[len(mount.rstrip("/")) :]
+                    break
+            if key.endswith("bind-address") and value.startswith(":"):
+                value = address + value
+            out.append(f"{key}={value}")
+        else:
+            out.append(arg)
+    return out
+
+
+def rewrite_config(text: str, mounts: dict[str, Path], address: str) -> str:
+    """A controller-runtime Configuration (LWS, JobSet, Kueue `--config`) for a local process: its webhook server
+    on the controller's address with its certificates from the local copy of their Secret, its probes there too,
+    the metrics listener off (nothing scrapes locally), leader election off."""
+    config = yaml.safe_load(text) or {}
+    cert_mount = next((m for m in mounts if "k8s-webhook-server" in m), "/tmp/k8s-webhook-server/serving-certs")
+    webhook = config.setdefault("webhook", {})
+    webhook["host"] = address
+    webhook["certDir"] = str(mounts.get(cert_mount, Path(cert_mount)))
+    config.setdefault("metrics", {})["bindAddress"] = "0"
+    health = config.setdefault("health", {})
+    port = str(health.get("healthProbeBindAddress", ":8081")).rsplit(":", 1)[-1]
+    health["healthProbeBindAddress"] = f"{address}:{port}"
+    config.setdefault("leaderElection", {})["leaderElect"] = False
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def launch_command(netns: str, binary: str, args: list[str], mounts: dict[str, Path]) -> list[str]:
+    """The process as `ip netns exec` starts it (the namespace's network and /etc/hosts, a mount namespace of its
+    own), with each volume mounted under /tmp bind-mounted at its path there, as the container runtime mounts it:
+    some controllers do not take their certificate folder from their configuration (sigs.k8s.io/jobset@v0.10.1
+    pkg/util/cert/cert.go certDir = "/tmp/k8s-webhook-server/serving-certs"), and the ServiceAccount folder
+    (SERVICE_ACCOUNT_DIR, an empty folder made on this machine's /run). Other mounts are reached through the
+    rewritten arguments only."""
+    binds = sorted(
+        (path, local)
+        for path, local in mounts.items()
+        if (path.startswith("/tmp/") or path == SERVICE_ACCOUNT_DIR) and local.is_dir()
+    )
+    if not binds:
+        return ["ip", "netns", "exec", netns, binary, *args]
+    steps = [f"mkdir -p '{path}' && mount --bind '{local}' '{path}'" for path, local in binds]
+    script = " && ".join([*steps, 'exec "$@"'])
+    return ["ip", "netns", "exec", netns, "sh", "-c", script, "sh", binary, *args]
+
+
+def env_of(container: dict[str, Any], namespace: str, pod: str, address: str) -> dict[str, str]:
+    """The container's environment as the kubelet would give it (values; the pod's namespace, name and IP)."""
+    out = {}
+    fields = {"metadata.namespace": namespace, "metadata.name": pod, "status.podIP": address}
+    for item in container.get("env") or []:
+        if "valueFrom" not in item:  # `value: ""` is omitted when served: the variable is set, empty
+            out[item["name"]] = str(item.get("value", ""))
+        else:
+            field = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            if field in fields:
+                out[item["name"]] = fields[field]
+    return out
+
+
+def selects(service: dict[str, Any], labels: dict[str, str]) -> bool:
+    selector = (service.get("spec") or {}).get("selector") or {}
+    return bool(selector) and selector.items() <= labels.items()
+
+
+def endpoint_ports(service: dict[str, Any], container: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each Service port at the container port it targets (a name resolved through the container's ports)."""
+    named = {p.get("name"): p["containerPort"] for p in container.get("ports") or [] if p.get("name")}
+    out = []
+    for port in service["spec"].get("ports") or []:
+        target = port.get("targetPort", port["port"])
+        number = named.get(target) if isinstance(target, str) else int(target)
+        if number is None:
+            continue
+        entry = {"port": number, "protocol": port.get("protocol", "TCP")}
+        if port.get("name"):
+            entry["name"] = port["name"]
+        out.append(entry)
+    return out
+
+
+def endpoints_objects(service: dict[str, Any], address: str, ports: list[dict[str, Any]]) -> list[tuple[str, dict]]:
+    """The Endpoints and EndpointSlice of a Service served by a local controller at `address`."""
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": name, "namespace": namespace, "labels": {local_cluster.LOCAL_LABEL: "controller"}},
+        "subsets": [{"addresses": [{"ip": address}], "ports": ports}],
+    }
+    slice_ = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{name}-local",
+            "namespace": namespace,
+            "labels": {
+                "kubernetes.io/service-name": name,
+                "endpointslice.kubernetes.io/managed-by": MANAGED_BY,
+                local_cluster.LOCAL_LABEL: "controller",
+            },
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "ports": ports,
+    }
+    return [
+        (f"/api/v1/namespaces/{namespace}/endpoints", endpoints),
+        (f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", slice_),
+    ]
+
+
+def hosts_lines(services: list[dict[str, Any]], address: str) -> list[str]:
+    """/etc/hosts lines of the namespace: each Service's cluster DNS names at the controller's address (the KEDA
+    metrics API server dials the operator by its Service name)."""
+    out = []
+    for service in services:
+        name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+        out.append(f"{address} {name}.{namespace}.svc {name}.{namespace}.svc.cluster.local")
+    return out
+
+
+# ---- the supervisor (runs in the namespace) ---------------------------------------------------------------------
+
+
+BACKOFF_FIRST = 10.0  # the kubelet's container restart back-off: 10 s, doubled, at most 5 minutes
+BACKOFF_MAX = 300.0
+
+
+@dataclass
+class Running:
+    controller: Controller
+    pid: int
+    log: Path
+    started: float
+    folder: Path
+    secrets: dict[str, Path]  # Secret name -> local folder
+    command: list[str]
+    env: dict[str, str]
+    restarts: int = 0
+    exited_at: float | None = None
+
+
+def backoff(restarts: int) -> float:
+    """Seconds before the next start after `restarts` restarts (the kubelet's CrashLoopBackOff)."""
+    return min(BACKOFF_FIRST * 2**restarts, BACKOFF_MAX)
+
+
+def missing_secrets(spec: dict[str, Any], existing: set[str]) -> list[str]:
+    """The Secrets a pod mounts (not marked optional) that do not exist: the kubelet starts no container before."""
+    return [
+        v["secret"]["secretName"]
+        for v in spec.get("volumes") or []
+        if "secret" in v and not v["secret"].get("optional") and v["secret"]["secretName"] not in existing
+    ]
+
+
+def _get(api: Api, path: str) -> Any:
+    try:
+        return api.get(path)
+    except urllib.error.HTTPError as err:
+        if err.code == 404:
+            return None
+        raise
+
+
+def _write(path: Path, data: bytes) -> None:
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def sync_secret(api: Api, namespace: str, name: str, folder: Path) -> None:
+    import base64
+
+    secret = _get(api, f"/api/v1/namespaces/{namespace}/secrets/{name}")
+    for key, value in ((secret or {}).get("data") or {}).items():
+        _write(folder / key, base64.b64decode(value))
+
+
+class Supervisor:
+    def __init__(self, stack: str) -> None:
+        self.stack = stack
+        self.p: Paths = local_cluster.paths(stack)
+        self.api = Api(self.p)
+        self.running: dict[str, Running] = {}
+        self.waiting: dict[str, list[str]] = {}
+        self.hosts: dict[str, list[str]] = {}
+
+    def record(self) -> None:
+        entries = [
+            {"name": r.controller.name, "pid": r.pid, "log": str(r.log), "started": r.started, "restarts": r.restarts}
+            for r in self.running.values()
+        ]
+        _write(self.p.controllers, (json.dumps(entries, indent=2) + "\n").encode())
+
+    def write_hosts(self) -> None:
+        folder = Path("/etc/netns") / local_cluster.netns_name(self.stack)
+        lines = ["127.0.0.1 localhost"] + [line for lines in self.hosts.values() for line in lines]
+        _write(folder / "hosts", ("\n".join(lines) + "\n").encode())
+
+    def token_kubeconfig(self, folder: Path, namespace: str, account: str) -> Path:
+        """A kubeconfig with a token of the ServiceAccount, and the folder the kubelet would mount for it."""
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
+            "expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
+        token = self.api.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", request)
+        path = folder / "kubeconfig"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {
+                "server": f"https://127.0.0.1:{local_cluster.APISERVER_PORT}",
+                "certificate-authority": str(self.p.pki / "ca.crt")}}],
+            "users": [{"name": account, "user": {"token": token["status"]["token"]}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": account, "namespace": namespace}}],
+            "current-context": "local",
+        }  # fmt: skip
+        _write(path, yaml.safe_dump(config).encode())
+        account_dir = local_path(folder, SERVICE_ACCOUNT_DIR)
+        _write(account_dir / "token", token["status"]["token"].encode())
+        _write(account_dir / "ca.crt", (self.p.pki / "ca.crt").read_bytes())
+        _write(account_dir / "namespace", namespace.encode())
+        return path
+
+    def start(self, controller: Controller, deployment: dict[str, Any]) -> None:
+        namespace = controller.namespace
+        address = address_of(controller)
+        folder = self.p.root / "controllers" / controller.name
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ip", "addr", "replace", f"{address}/32", "dev", "lo"], check=True, capture_output=True)
+        pod = deployment["spec"]["template"]
+        spec, labels = pod["spec"], pod["metadata"].get("labels") or {}
+        container = spec["containers"][0]
+        volumes = {v["name"]: v for v in spec.get("volumes") or []}
+        mounts: dict[str, Path] = {}
+        secrets: dict[str, Path] = {}
+        for mount in container.get("volumeMounts") or []:
+            volume = volumes.get(mount["name"], {})
+            local = local_path(folder, mount["mountPath"])
+            mounts[mount["mountPath"]] = local
+            if "configMap" in volume:
+                config_map = _get(self.api, f"/api/v1/namespaces/{namespace}/configmaps/{volume['configMap']['name']}")
+                data = (config_map or {}).get("data") or {}
+                if mount.get("subPath"):
+                    text = data.get(mount["subPath"], "")
+                    if controller.config_file:
+                        text = rewrite_config(text, mounts, address)
+                    _write(local, text.encode())
+                else:
+                    for key, text in data.items():
+                        _write(local / key, text.encode())
+            elif "secret" in volume:
+                local.mkdir(parents=True, exist_ok=True)
+                secrets[volume["secret"]["secretName"]] = local
+                sync_secret(self.api, namespace, volume["secret"]["secretName"], local)
+            else:
+                local.mkdir(parents=True, exist_ok=True)
+        if controller.config_file:  # the certificate folder's mount may follow the config's in the list
+            for mount in container.get("volumeMounts") or []:
+                if mount.get("subPath") and "configMap" in volumes.get(mount["name"], {}):
+                    local = mounts[mount["mountPath"]]
+                    _write(local, rewrite_config(local.read_text(), mounts, address).encode())
+        kubeconfig = self.token_kubeconfig(folder, namespace, spec.get("serviceAccountName") or "default")
+        if spec.get("automountServiceAccountToken", True):
+            mounts[SERVICE_ACCOUNT_DIR] = local_path(folder, SERVICE_ACCOUNT_DIR)
+        args = rewrite_args(list(container.get("args") or []), mounts, address)
+        args += [arg.format(address=address, kubeconfig=kubeconfig) for arg in controller.extra_args]
+        services = [s for s in self.api.get(f"/api/v1/namespaces/{namespace}/services")["items"] if selects(s, labels)]
+        for service in services:
+            for collection, obj in endpoints_objects(service, address, endpoint_ports(service, container)):
+                self.api.apply(collection, obj)
+        self.hosts[controller.name] = hosts_lines(services, address)
+        self.write_hosts()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(folder),
+            "KUBECONFIG": str(kubeconfig),
+            # the kubelet sets these in every container: with the ServiceAccount folder they are the in-cluster
+            # configuration (k8s.io/client-go rest.InClusterConfig), which Kueue's visibility server requires
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(local_cluster.APISERVER_PORT),
+            **env_of(container, namespace, f"{controller.deployment}-local", address),
+        }
+        binary = str(toolchain.binary_path(controller.name))
+        command = launch_command(local_cluster.netns_name(self.stack), binary, args, mounts)
+        (folder / "command.json").write_text(json.dumps(command, indent=2) + "\n")
+        log = self.p.logs / f"{controller.name}.log"
+        pid = local_cluster.start(self.p, controller.name, command, cwd=folder, env=env)
+        self.running[controller.name] = Running(controller, pid, log, time.time(), folder, secrets, command, env)
+        self.record()
+        print(f"started {controller.name} (pid {pid}) at {address} for {namespace}/{controller.deployment}", flush=True)
+
+    def stop(self, name: str) -> None:
+        local_cluster.stop(self.p, name)
+        self.running.pop(name, None)
+        self.hosts.pop(name, None)
+        self.write_hosts()
+        self.record()
+        print(f"stopped {name}: its Deployment is gone", flush=True)
+
+    def built(self, controller: Controller) -> bool:
+        """The controller's toolchain component is built whole (not a binary go is still writing)."""
+        tool = next(t for t in versions.TOOLCHAIN if controller.name in dict(t.binaries))
+        return toolchain.is_built(tool) and (toolchain.cache_dir(tool) / "BUILD.json").exists()
+
+    def step(self) -> None:
+        for controller in CONTROLLERS:
+            if not self.built(controller):
+                continue
+            path = f"/apis/apps/v1/namespaces/{controller.namespace}/deployments/{controller.deployment}"
+            deployment = _get(self.api, path)
+            running = self.running.get(controller.name)
+            if deployment is None:
+                if running:
+                    self.stop(controller.name)
+                continue
+            if running is None:
+                secrets = self.api.get(f"/api/v1/namespaces/{controller.namespace}/secrets")["items"]
+                missing = missing_secrets(
+                    deployment["spec"]["template"]["spec"], {s["metadata"]["name"] for s in secrets}
+                )
+                if missing:
+                    if self.waiting.get(controller.name) != missing:
+                        print(f"{controller.name} waits for Secret {', '.join(missing)} (its volumes)", flush=True)
+                    self.waiting[controller.name] = missing
+                    continue
+                self.waiting.pop(controller.name, None)
+                self.start(controller, deployment)
+                continue
+            for secret, folder in running.secrets.items():
+                sync_secret(self.api, controller.namespace, secret, folder)
+            if local_cluster._pid(self.p, controller.name) is None:
+                self.restart(running)
+
+    def restart(self, running: Running) -> None:
+        now = time.time()
+        if running.exited_at is None:
+            running.exited_at = now
+            print(
+                f"{running.controller.name} exited (log {running.log}); restart in {backoff(running.restarts):.0f} s",
+                flush=True,
+            )
+            return
+        if now - running.exited_at < backoff(running.restarts):
+            return
+        running.restarts += 1
+        running.exited_at = None
+        running.pid = local_cluster.start(
+            self.p, running.controller.name, running.command, cwd=running.folder, env=running.env, append=True
+        )
+        running.started = now
+        self.record()
+        print(f"restarted {running.controller.name} (restart {running.restarts}, pid {running.pid})", flush=True)
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
+        for controller in CONTROLLERS:  # left by a supervisor that did not stop cleanly: started afresh
+            local_cluster.stop(self.p, controller.name)
+        self.record()
+        while True:
+            try:
+                self.step()
+            except (OSError, urllib.error.URLError, LocalClusterError, KeyError) as err:
+                print(f"supervisor: {err}", flush=True)
+            time.sleep(POLL_SECONDS)
+
+    def shutdown(self) -> None:
+        """Every controller stopped together: SIGTERM, then SIGKILL after 10 s."""
+        pids = {name: local_cluster._pid(self.p, name) for name in self.running}
+        for pid in pids.values():
+            if pid:
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(local_cluster._pid(self.p, name) for name in pids):
+            time.sleep(0.2)
+        for name in pids:
+            local_cluster.stop(self.p, name, grace=0)
+        sys.exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m tooling.local.local_controllers STACK", file=sys.stderr)
+        return 2
+    stack = args[0]
+    if not local_cluster.in_netns(stack):
+        local_cluster.enter(stack)
+    Supervisor(stack).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

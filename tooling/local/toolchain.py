@@ -1,0 +1,404 @@
+"""`make toolchain`: the binaries of the local cluster and the e2e, built from the Go module proxy (issue 35).
+
+Each component of the version matrix (stacks/facts/versions.py TOOLCHAIN) has a small Go module of the project's own,
+toolchain/<name>/ (go.mod, go.sum, tools.go), requiring exactly the matrix's module version, with the replace
+directives of that module's own go.mod copied in (a local `=> ../x` or `=> ./staging/src/x` becomes the same release
+of x from the proxy). `make toolchain` builds what is missing into .cache/toolchain/<name>-<version>/ (a second run
+starts no go command), links every binary into .cache/toolchain/bin/, and records each build's time in BUILD.json
+beside it (`--report` prints the table docs/toolchain.md quotes).
+
+    python -m tooling.local.toolchain [NAME ...]        build what is missing (all by default), in the matrix's order
+    python -m tooling.local.toolchain --list            each component: version, status, path
+    python -m tooling.local.toolchain --report          the build record as a Markdown table
+    python -m tooling.local.toolchain --write-mod NAME  regenerate toolchain/NAME/ from the matrix (needs go and the proxy)
+
+Only the build and --write-mod run go; `make test` imports the pure functions here (parse_go_mod, render_go_mod).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from stacks.facts.versions import TOOLCHAIN, TOOLCHAIN_UNBUILDABLE, GoTool
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ROOT / "toolchain"
+CACHE = ROOT / ".cache" / "toolchain"
+BIN = CACHE / "bin"
+# The linker flags of every build: no symbol table or DWARF (upstream release builds strip the same way).
+LDFLAGS = "-s -w"
+HEARTBEAT_SECONDS = 15.0
+
+
+# ---- go.mod: pure functions (tested without go) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoMod:
+    module: str
+    go: str
+    requires: dict[str, str]
+    replaces: dict[str, str]  # old path -> "new path version" or a local path
+
+
+_DIRECTIVE = re.compile(r"^(module|go|toolchain|require|replace|exclude|retract|godebug|tool|ignore)\b\s*(.*)$")
+
+
+def parse_go_mod(text: str) -> GoMod:
+    """The module path, go version, requirements and replacements of a go.mod (the subset of its grammar go writes:
+    single-line directives and parenthesised blocks; `// comments` dropped)."""
+    module, go = "", ""
+    requires: dict[str, str] = {}
+    replaces: dict[str, str] = {}
+    block: str | None = None
+    for raw in text.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if not line:
+            continue
+        if block is not None:
+            if line == ")":
+                block = None
+                continue
+            entries = [(block, line)]
+        else:
+            match = _DIRECTIVE.match(line)
+            if not match:
+                raise ValueError(f"go.mod: cannot read line {raw!r}")
+            verb, rest = match.groups()
+            if rest == "(":
+                block = verb
+                continue
+            entries = [(verb, rest)]
+        for verb, rest in entries:
+            if verb == "module":
+                module = rest.strip('"')
+            elif verb == "go":
+                go = rest
+            elif verb == "require":
+                path, version = rest.split()[:2]
+                requires[path] = version
+            elif verb == "replace":
+                old, new = (side.strip() for side in rest.split("=>"))
+                replaces[old.split()[0]] = new
+    return GoMod(module, go, requires, replaces)
+
+
+def _is_local(target: str) -> bool:
+    return target.startswith(("./", "../", "/"))
+
+
+def copied_replaces(tool: GoTool, upstream: GoMod) -> dict[str, str]:
+    """The replace directives toolchain/<name>/go.mod copies from the upstream module's go.mod: a replacement by
+    another module version as it is; a local one (`./staging/src/k8s.io/api`, `../api`) by the same module at the
+    release the tool names (`tool.siblings`). `./FORBIDDEN_DEPENDENCY` guards (etcd) keep nothing out of a build and
+    point at a folder outside the module zip, so they are left out."""
+    copied: dict[str, str] = {}
+    for old, new in upstream.replaces.items():
+        if "FORBIDDEN_DEPENDENCY" in new:
+            continue
+        if _is_local(new):
+            if not tool.siblings:
+                raise ValueError(f"{tool.module}@{tool.version} replaces {old} by {new}: name its release (siblings)")
+            copied[old] = f"{old} {tool.siblings}"
+        else:
+            copied[old] = new
+    return copied
+
+
+def render_go_mod(tool: GoTool, upstream: GoMod) -> str:
+    """toolchain/<name>/go.mod before `go mod tidy` adds the indirect requirements."""
+    replaces = copied_replaces(tool, upstream)
+    lines = [
+        "// Generated by `python -m tooling.local.toolchain --write-mod "
+        + tool.name
+        + "` from stacks/facts/versions.py TOOLCHAIN;",
+        "// the replace block is copied from " + f"{tool.module}@{tool.version}'s go.mod.",
+        f"module tpu-serving/toolchain/{tool.name}",
+        "",
+        f"go {upstream.go or '1.22'}",
+        "",
+        f"require {tool.module} {tool.version}",
+    ]
+    if replaces:
+        lines += ["", "replace ("] + [f"\t{old} => {new}" for old, new in sorted(replaces.items())] + [")"]
+    return "\n".join(lines) + "\n"
+
+
+def render_tools_go(tool: GoTool) -> str:
+    """tools.go: the main packages to build (for a tool with its own main, the upstream one it stands for), so
+    `go mod tidy` keeps what they need."""
+    packages = [f"{tool.module}/{tool.generate[0]}"] if tool.generate else [package for _, package in tool.binaries]
+    imports = "\n".join(f'\t_ "{package}"' for package in packages)
+    return (
+        "//go:build tools\n\n"
+        f"// The commands `make toolchain` builds from {tool.module}@{tool.version} (tooling/local/toolchain.py).\n"
+        f"package tools\n\nimport (\n{imports}\n)\n"
+    )
+
+
+def ldflags(tool: GoTool) -> str:
+    return " ".join([LDFLAGS, *(f"-X {name}={value}" for name, value in tool.x_flags)])
+
+
+# ---- where things are ----------------------------------------------------------------------------------------
+
+
+def cache_dir(tool: GoTool, cache: Path = CACHE) -> Path:
+    return cache / f"{tool.name}-{tool.version}"
+
+
+def binary_path(binary: str, cache: Path = CACHE) -> Path:
+    """Where `make toolchain` puts a binary of the matrix (whether or not it is built yet)."""
+    for tool in TOOLCHAIN:
+        for name, _ in tool.binaries:
+            if name == binary:
+                return cache_dir(tool, cache) / name
+    raise KeyError(f"{binary} is not a toolchain binary (stacks/facts/versions.py TOOLCHAIN)")
+
+
+def is_built(tool: GoTool, cache: Path = CACHE) -> bool:
+    folder = cache_dir(tool, cache)
+    return all(os.access(folder / name, os.X_OK) for name, _ in tool.binaries) and all(
+        (folder / "data" / path).is_file() for path in tool.data
+    )
+
+
+def data_path(tool: GoTool, path: str, cache: Path = CACHE) -> Path:
+    """Where a module file the tool names in `data` is kept beside its binaries."""
+    return cache_dir(tool, cache) / "data" / path
+
+
+def copy_data(tool: GoTool, cache: Path = CACHE) -> None:
+    """The module's `data` files from the module cache (where the build put the module) beside the binaries."""
+    if not tool.data:
+        return
+    source = _module_dir(tool)
+    for path in tool.data:
+        target = data_path(tool, path, cache)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / path, target)
+
+
+def tool_named(name: str) -> GoTool:
+    for tool in TOOLCHAIN:
+        if tool.name == name:
+            return tool
+    raise SystemExit(f"no toolchain component {name!r}; the matrix has: {', '.join(t.name for t in TOOLCHAIN)}")
+
+
+def link_bin(cache: Path = CACHE) -> None:
+    """.cache/toolchain/bin/<binary> -> the built binary, for PATH."""
+    bin_dir = cache / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLCHAIN:
+        for name, _ in tool.binaries:
+            target, link = cache_dir(tool, cache) / name, bin_dir / name
+            if target.exists() and (not link.is_symlink() or link.resolve() != target.resolve()):
+                link.unlink(missing_ok=True)
+                link.symlink_to(os.path.relpath(target, bin_dir))
+
+
+# ---- building (runs go) ---------------------------------------------------------------------------------------
+
+
+def _go() -> str:
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    if go is None:
+        raise SystemExit("make toolchain needs Go 1.26 (`go` on PATH or /usr/local/go/bin/go)")
+    return go
+
+
+def _module_dir(tool: GoTool) -> Path:
+    listed = subprocess.run(
+        [_go(), "list", "-m", "-json", tool.module], cwd=MODULES / tool.name, capture_output=True, text=True, check=True
+    )
+    return Path(json.loads(listed.stdout)["Dir"])
+
+
+def run_generator(tool: GoTool, log) -> int:
+    """Copy the upstream package folder's files but its main.go beside our main package and run its `go generate`
+    there (tool.generate); go's exit code."""
+    if tool.generate is None:
+        return 0
+    upstream, ours = tool.generate
+    source, target = _module_dir(tool) / upstream, MODULES / tool.name / ours
+    for path in source.iterdir():
+        if path.is_file() and path.name != "main.go":
+            shutil.copyfile(path, target / path.name)
+            (target / path.name).chmod(0o644)
+    env = {**os.environ, "GOFLAGS": "-mod=readonly", **dict(tool.generate_env)}
+    command = ["nice", "-n", "10", _go(), "generate", "-x", "./..."]
+    log.write(f"# in {target}: {' '.join(command)}\n")
+    log.flush()
+    return subprocess.run(command, cwd=target, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def build(tool: GoTool, index: int, total: int, cache: Path = CACHE) -> bool:
+    """Build one component's binaries into its cache folder, printing progress; False (and FAILED.txt with go's
+    output) when go fails."""
+    out = cache_dir(tool, cache)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "FAILED.txt").unlink(missing_ok=True)
+    log_path = out / "build.log"
+    names = ", ".join(name for name, _ in tool.binaries)
+    print(
+        f"[{index}/{total}] building {tool.name} {tool.version} ({names}) under nice -n 10; log {log_path}", flush=True
+    )
+    # GOPATH and GOCACHE as go defaults them (~/go, ~/.cache/go-build): CI on the same machine reuses both, a clean
+    # machine fills them
+    env = {**os.environ, "GOFLAGS": "-trimpath -mod=readonly -buildvcs=false"}
+    started = time.monotonic()
+    compiled = 0
+    code = 0
+    with open(log_path, "w") as log:
+        code = run_generator(tool, log)
+        # one go build per binary, each named by `-o` (go would name a main package after its import path's last
+        # element: go.etcd.io/etcd/server/v3 -> server); the second shares the first's compiled packages
+        for name, package in tool.binaries if code == 0 else ():
+            command = ["nice", "-n", "10", _go(), "build", "-v", f"-ldflags={ldflags(tool)}", "-o", str(out / name)]
+            process = subprocess.Popen(
+                [*command, package],
+                cwd=MODULES / tool.name,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert process.stdout is not None
+            last = time.monotonic()
+            for line in process.stdout:
+                log.write(line)
+                compiled += 1
+                now = time.monotonic()
+                if now - last >= HEARTBEAT_SECONDS:
+                    print(f"    {tool.name} ({name}): {compiled} packages, {now - started:.0f} s", flush=True)
+                    last = now
+            code = process.wait()
+            if code != 0:
+                break
+    if code == 0:
+        copy_data(tool, cache)
+    seconds = time.monotonic() - started
+    if code != 0 or not is_built(tool, cache):
+        tail = log_path.read_text().splitlines()[-40:]
+        (out / "FAILED.txt").write_text("\n".join(tail) + "\n")
+        print(f"    {tool.name} FAILED after {seconds:.0f} s (exit {code}); go said:", file=sys.stderr)
+        print("\n".join("      " + line for line in tail[-15:]), file=sys.stderr)
+        return False
+    record = {
+        "name": tool.name,
+        "module": tool.module,
+        "version": tool.version,
+        "binaries": [name for name, _ in tool.binaries],
+        "seconds": round(seconds, 1),
+        "packages_compiled": compiled,
+        "go": subprocess.run([_go(), "env", "GOVERSION"], capture_output=True, text=True).stdout.strip(),
+        "cold": compiled > 0,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
+    sizes = ", ".join(f"{name} {(out / name).stat().st_size / 1e6:.0f} MB" for name, _ in tool.binaries)
+    print(f"    {tool.name} built in {seconds:.0f} s ({compiled} packages compiled): {sizes}", flush=True)
+    return True
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def build_missing(names: list[str], cache: Path = CACHE) -> int:
+    tools = [tool_named(name) for name in names] if names else list(TOOLCHAIN)
+    missing = [tool for tool in tools if not is_built(tool, cache)]
+    for tool in tools:
+        if tool not in missing:
+            print(f"  {tool.name} {tool.version}: present ({_shown(cache_dir(tool, cache))})")
+    for item in TOOLCHAIN_UNBUILDABLE:
+        if not names or item.name in names:
+            print(f"  {item.name} {item.version}: not buildable from the registries: {item.error}")
+    failed = [tool.name for index, tool in enumerate(missing, 1) if not build(tool, index, len(missing), cache)]
+    link_bin(cache)
+    if failed:
+        print(f"toolchain: {', '.join(failed)} failed (go's output in .cache/toolchain/<name>-<version>/FAILED.txt)")
+        return 1
+    print(f"toolchain: ready in {_shown(cache / 'bin')}")
+    return 0
+
+
+def write_module(tool: GoTool) -> None:
+    """Regenerate toolchain/<name>/ from the matrix: the upstream go.mod's replaces, tools.go, `go mod tidy`."""
+    go = _go()
+    info = subprocess.run(
+        [go, "mod", "download", "-json", f"{tool.module}@{tool.version}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    upstream = parse_go_mod(Path(json.loads(info.stdout)["GoMod"]).read_text())
+    folder = MODULES / tool.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "go.mod").write_text(render_go_mod(tool, upstream))
+    (folder / "tools.go").write_text(render_tools_go(tool))
+    (folder / "go.sum").unlink(missing_ok=True)
+    subprocess.run(["nice", "-n", "10", go, "mod", "tidy"], cwd=folder, check=True)
+
+
+# ---- report ---------------------------------------------------------------------------------------------------
+
+
+def report(cache: Path = CACHE) -> str:
+    rows = [
+        "| component | module @ version | binaries | cold build (s) | packages compiled |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for tool in TOOLCHAIN:
+        record_path = cache_dir(tool, cache) / "BUILD.json"
+        binaries = ", ".join(name for name, _ in tool.binaries)
+        if record_path.exists():
+            record = json.loads(record_path.read_text())
+            seconds, packages = f"{record['seconds']:.0f}", str(record["packages_compiled"])
+        elif (cache_dir(tool, cache) / "FAILED.txt").exists():
+            seconds, packages = "FAILED", "-"
+        else:
+            seconds, packages = "not built", "-"
+        rows.append(f"| {tool.name} | {tool.module}@{tool.version} | {binaries} | {seconds} | {packages} |")
+    for item in TOOLCHAIN_UNBUILDABLE:
+        rows.append(f"| {item.name} | {item.module}@{item.version} | - | not buildable | - |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tooling.local.toolchain", description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="components to build (default: all, in the matrix's order)")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--report", action="store_true")
+    parser.add_argument("--write-mod", action="store_true", help="regenerate toolchain/NAME/ (needs go)")
+    args = parser.parse_args(argv)
+    if args.list:
+        for tool in TOOLCHAIN:
+            status = "built" if is_built(tool) else "missing"
+            print(f"{tool.name:20} {tool.version:38} {status:8} {_shown(cache_dir(tool))}")
+        for item in TOOLCHAIN_UNBUILDABLE:
+            print(f"{item.name:20} {item.version:38} unbuildable: {item.error}")
+        return 0
+    if args.report:
+        print(report())
+        return 0
+    if args.write_mod:
+        for name in args.names or [tool.name for tool in TOOLCHAIN]:
+            write_module(tool_named(name))
+        return 0
+    return build_missing(args.names)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
