@@ -23,6 +23,9 @@ from tests.conftest import load_large_yaml, make_config, pool, recorded, referen
 from tooling.harness.k8s_objects import kubernetes_objects
 from tooling.harness.offline import ROOT
 from tooling.oracles.schemas import crd_dir, validate_objects
+from workloads.pathways_job import checks as pj_checks
+from workloads.pathways_job import commands as pj_commands
+from workloads.pathways_job import manifests as pj_manifests
 from workloads.pathways_job import plan as pj
 from workloads.registry import WORKLOAD_TYPES
 
@@ -136,9 +139,9 @@ def test_controller_derives_the_same_workers_as_the_catalog(tpu):
     gen = catalog.generation(tpu)
     for topology in gen.multi_host_topologies:
         shape = catalog.slice_shape(tpu, topology)
-        assert topology in pj.CONTROLLER_TOPOLOGIES[shape.machine_type]
-        assert pj.controller_workers(shape.machine_type, topology) == (shape.hosts, shape.chips_per_host)
-    assert pj.controller_workers("ct6e-standard-8t", "2x4") == (1, 8)
+        assert topology in pj_checks.CONTROLLER_TOPOLOGIES[shape.machine_type]
+        assert pj_checks.controller_workers(shape.machine_type, topology) == (shape.hosts, shape.chips_per_host)
+    assert pj_checks.controller_workers("ct6e-standard-8t", "2x4") == (1, 8)
 
 
 def test_head_is_sized_from_the_controller_requests():
@@ -176,7 +179,7 @@ def test_batch_job_template():
     parsed = parse(
         workloads=[workload(job={"image": "python:3.12", "command": ["python"], "args": ["x.py"], "env": env})]
     )
-    job = pj.pathways_job(parsed.workloads[0])
+    job = pj_manifests.pathways_job(parsed.workloads[0])
     template = job["spec"]["controller"]["template"]
     (main,) = template["spec"]["containers"]
     # CTRL injectJAXBackendTargetIntoMainContainer: the container named mainContainerName gets the proxy address
@@ -202,7 +205,7 @@ def test_colocated_batch_job_tolerates_tpu_nodes_and_has_no_head_pool(run):
 def test_image_overrides_become_custom_components():
     parsed = parse(workloads=[workload(images={"proxy": "example.com/proxy:1", "worker": "example.com/w:1"})])
     # TYPES PathwaysComponentType: pathways_server, proxy_server, worker
-    assert pj.pathways_job(parsed.workloads[0])["spec"]["customComponents"] == [
+    assert pj_manifests.pathways_job(parsed.workloads[0])["spec"]["customComponents"] == [
         {"componentType": "proxy_server", "image": "example.com/proxy:1"},
         {"componentType": "worker", "image": "example.com/w:1"},
     ]
@@ -268,7 +271,7 @@ def test_crd_makes_the_spec_immutable():
     for key in ("maxRestarts", "pathwaysDir", "pathwaysVersion", "workers", "customComponents"):
         assert [v["rule"] for v in spec[key]["x-kubernetes-validations"]] == ["self == oldSelf"], key
     enum = spec["workers"]["items"]["properties"]["type"]["enum"]
-    assert set(pj.CONTROLLER_TOPOLOGIES) <= set(enum)
+    assert set(pj_checks.CONTROLLER_TOPOLOGIES) <= set(enum)
 
 
 def test_prefix_condition_matches_only_the_prefix():
@@ -315,13 +318,13 @@ def test_outputs_say_how_to_follow_the_job():
     # CTRL PathwaysProxyPort 29000; the samples' client env JAX_PLATFORMS=proxy, JAX_BACKEND_TARGET=grpc://...:29000
     assert "JAX_PLATFORMS=proxy JAX_BACKEND_TARGET=grpc://localhost:29000" in out["connect"]
     assert out["workerLogs"].endswith("--max-log-requests=4")
-    batch = pj.commands(parse(workloads=[workload(job={"image": "python:3.12"})]).workloads[0], {})
+    batch = pj_commands.commands(parse(workloads=[workload(job={"image": "python:3.12"})]).workloads[0], {})
     assert "portForward" not in batch and batch["headLogs"].endswith("-c main")
 
 
 def test_two_interactive_jobs_forward_to_local_ports_of_their_own():
     parsed = parse(pools=[pool(), pool(name="q")], workloads=[workload(), workload(name="pw2", pool="q")])
-    first, second = (pj.commands(p, parsed.local_ports[p.name]) for p in parsed.workloads)
+    first, second = (pj_commands.commands(p, parsed.local_ports[p.name]) for p in parsed.workloads)
     assert first["portForward"].endswith(" 29000:29000") and "grpc://localhost:29000 " in first["connect"]
     assert second["portForward"].endswith(" 29001:29000") and "grpc://localhost:29001 " in second["connect"]
 

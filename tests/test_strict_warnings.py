@@ -75,7 +75,7 @@ FORWARDS = {
     "workloads/jetstream_pathways/checks.py:check": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:check": "passes the warnings list to _check_models_fit",
-    "workloads/pathways_job/plan.py:check": "passes the warnings list to _check_job",
+    "workloads/pathways_job/checks.py:check": "passes the warnings list to _check_job",
     "stacks/pieces/tpu_pools.py:warnings": "joins zone_warnings and warm_slice_warnings (cases below)",
     "stacks/pieces/tpu_pools.py:_zone_warning": "catalog.zone_warning's text (cases below)",
     "stacks/facts/catalog.py:_single_tenant_warning": "called by catalog.zone_warning (case below)",
@@ -316,7 +316,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "is not in the version matrix",
     ),
     (
-        "workloads/pathways_job/plan.py:_check_job",
+        "workloads/pathways_job/checks.py:_check_job",
         "interactive-head-colocated",
         {
             "tpu-serving:addons": {"pathwaysJob": {"enabled": True}},

@@ -1,9 +1,10 @@
 """`pathways-job`: batch and interactive Pathways jobs, run by the PathwaysJob controller."""
 
 from stacks.serving.workload_type import WorkloadType, resolver
+from workloads.pathways_job.checks import check
 from workloads.pathways_job.component import PathwaysJob
 from workloads.pathways_job.config import PathwaysJobWorkload
-from workloads.pathways_job.plan import TPU_IMAGES, check, head_pool_name
+from workloads.pathways_job.plan import TPU_IMAGES, head_pool_name
 
 TYPE = WorkloadType(
     config=PathwaysJobWorkload,

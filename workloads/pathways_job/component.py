@@ -1,4 +1,4 @@
-"""A PathwaysJob workload (manifest from workloads.pathways_job.plan): the job, the CPU node pool its head needs
+"""A PathwaysJob workload (manifest from workloads.pathways_job.manifests): the job, the CPU node pool its head needs
 in `default` mode, and its identity's access to its prefix of the stack bucket.
 
 The controller runs every pod of the job on the host network, and GKE does not apply Workload Identity to
@@ -19,6 +19,8 @@ from components.serving import ServingWorkload, WorkloadDeps
 from components.tpu_pool import gcfs_config
 from stacks.facts import cpu_machines
 from workloads.pathways_job import plan as pj
+from workloads.pathways_job.commands import commands
+from workloads.pathways_job.manifests import pathways_job
 
 
 class PathwaysJob(ServingWorkload):
@@ -35,7 +37,7 @@ class PathwaysJob(ServingWorkload):
     ):
         super().__init__("tpu-serving:workloads:PathwaysJob", name, plan=plan, deps=deps, opts=opts)
         self.service_name = None
-        self.commands = pj.commands(plan, deps.local_ports)
+        self.commands = commands(plan, deps.local_ports)
         node_service_account = deps.node_service_account
         assert node_service_account is not None, "its pool serves it alone, as an account of its own"
         member = node_service_account.apply(lambda e: f"serviceAccount:{e}")
@@ -84,7 +86,7 @@ class PathwaysJob(ServingWorkload):
 
         if not plan.paused:
             # Paused: no PathwaysJob, so its JobSet and pods are garbage-collected and the pools drain.
-            job = pj.pathways_job(plan)
+            job = pathways_job(plan)
             nodes = [*deps.node_pools, *([self.head_pool] if self.head_pool is not None else [])]
             register_manifest(
                 f"{name}-job",
