@@ -1,4 +1,4 @@
-"""Cost attribution (tpu-serving:cost; stacks/pieces/cost.py, components/budget.py): GKE cost allocation on the
+"""Cost attribution (tpu-serving:cost; stacks/pieces/cost.py, components/cost.py): GKE cost allocation on the
 cluster, the workloads' names on their TPU node pools' resource labels, an optional monthly budget.
 
 Sources:

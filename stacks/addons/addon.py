@@ -32,7 +32,7 @@ class AddonSettings(CamelModel):
 
 
 class ChartAddonConfig(AddonSettings):
-    """A Helm chart the stack installs (pinned in stacks/versions.py)."""
+    """A Helm chart the stack installs (pinned in stacks/facts/versions.py)."""
 
     values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over the stack's own.")
 

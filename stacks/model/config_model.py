@@ -126,7 +126,7 @@ class MaintenanceConfig(CamelModel):
 
 
 class ImagesConfig(CamelModel):
-    """How nodes get the images the version matrix pins (stacks/images.py)."""
+    """How nodes get the images the version matrix pins (stacks/facts/images.py)."""
 
     streaming: bool = Field(
         True,
@@ -194,7 +194,7 @@ class ClusterConfig(CamelModel):
     binary_authorization: bool = Field(
         False,
         description="Enforce the project's Binary Authorization policy (PROJECT_SINGLETON_POLICY_ENFORCE); the policy "
-        "must admit every pinned image (stacks/versions.py) or their pods are refused.",
+        "must admit every pinned image (stacks/facts/versions.py) or their pods are refused.",
     )
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     secrets_encryption_key: str | None = Field(
@@ -227,7 +227,7 @@ class BucketConfig(CamelModel):
     location: str | None = Field(
         None,
         description="Bucket location: a Cloud Storage region, predefined dual-region or multi-region, any case "
-        "(stacks/storage_locations.py, from https://cloud.google.com/storage/docs/locations); default gcp:region "
+        "(stacks/facts/storage_locations.py, from https://cloud.google.com/storage/docs/locations); default gcp:region "
         "(same as the TPUs).",
     )
     force_destroy: bool | None = Field(
@@ -281,7 +281,7 @@ class TpuPoolConfig(CamelModel):
         description="Pool name; node pools are `<name>` (single-host) or `<name>-s0` ... `<name>-s<N-1>` (one per "
         "slice, even for one slice, so adding slices never renames one)."
     )
-    tpu: str = Field(description=f"TPU generation (stacks/catalog.py): {', '.join(catalog.GENERATIONS)}.")
+    tpu: str = Field(description=f"TPU generation (stacks/facts/catalog.py): {', '.join(catalog.GENERATIONS)}.")
     topology: str = Field(
         description="Slice topology, e.g. 1x1, 2x2, 2x4, 4x4, 4x8 (v5e/v6e), 2x2x1, 2x2x4 (v4/v5p); tpu7x: 1x1x1, "
         "2x2x1 (one VM), 2x2x2, 2x2x4, 2x4x4, then every AxBxC with 4 <= A <= B <= C, each a multiple of 4, up to 144 "
@@ -289,7 +289,7 @@ class TpuPoolConfig(CamelModel):
     )
     zone: str = Field(
         description="Zone of the slices; must be in gcp:region (refused otherwise). A zone Google's TPU zone list "
-        "does not name for the generation is a warning naming that list (stacks/catalog.py); so is a zone it marks "
+        "does not name for the generation is a warning naming that list (stacks/facts/catalog.py); so is a zone it marks "
         "single-tenant, unless the pool consumes a reservation (or takes the zone's named exception, e.g. spot)."
     )
     slices: int = Field(

@@ -186,7 +186,7 @@ def _image_seconds(plan: WorkloadPlan, startup: StartupPath, notes: list[str]) -
     if plan.pool.image_streaming and pulled:
         notes.append(
             f"{plan.name}: {', '.join(pulled)} counted pulled whole: no source says GKE streams an image from "
-            "outside the cluster's project's Artifact Registry (stacks/images.py)"
+            "outside the cluster's project's Artifact Registry (stacks/facts/images.py)"
         )
     total = 0.0
     for ref in pulled:
@@ -361,7 +361,7 @@ def summary_lines(found: list[Estimate]) -> list[str]:
     header = ["workload", *PHASES, "warm capacity", "from no capacity", "from zero", "floor", "ratio"]
     lines = [
         "A new replica from its pod's creation to Ready, modelled from the config, the TPU catalog, the version "
-        "matrix and the named assumptions of `stacks/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
+        "matrix and the named assumptions of `stacks/reports/time_to_serve.py` (docs/time-to-serve.md; `make smoke` "
         "measures a real rollout). `capacity` is node provisioning, paid only from no capacity; the floor is the "
         "weights at what each host reads from the bucket at most (`gcs_host_read_rate`, or its network bandwidth "
         "where lower), the runtime start, a warm local compile cache and each image "

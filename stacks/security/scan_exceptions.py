@@ -19,7 +19,7 @@ Skip = tuple[str, str]
 
 IMAGE_DIGEST: Skip = (
     "CKV_K8S_43",
-    "images are pinned by tag in the version matrix stacks/versions.py: no upstream release note or manifest "
+    "images are pinned by tag in the version matrix stacks/facts/versions.py: no upstream release note or manifest "
     "states their digests (Image.digest_source)",
 )
 PULL_POLICY: Skip = (
@@ -29,8 +29,8 @@ PULL_POLICY: Skip = (
 CPU_LIMIT: Skip = ("CKV_K8S_11", "no CPU limit on purpose: CFS throttling stalls serving; the request reserves CPU")
 # A container that keeps its image's user and a writable root filesystem (stacks/pod_security.IMAGE_DEFAULTS).
 IMAGE_USER: tuple[Skip, ...] = (
-    ("CKV_K8S_23", "the image's user is kept: not verified to run as non-root (stacks/pod_security.py)"),
-    ("CKV_K8S_40", "the image's user is kept: not verified to run as another UID (stacks/pod_security.py)"),
+    ("CKV_K8S_23", "the image's user is kept: not verified to run as non-root (stacks/security/pod_security.py)"),
+    ("CKV_K8S_40", "the image's user is kept: not verified to run as another UID (stacks/security/pod_security.py)"),
     ("CKV_K8S_22", "the image's writable paths are not verified: root filesystem left writable"),
 )
 # A server on a TPU host: it requests a share of the host's CPU and memory (stacks.serving.workload_plan.host_requests), so
@@ -38,7 +38,7 @@ IMAGE_USER: tuple[Skip, ...] = (
 HOST_MEMORY_LIMIT: Skip = (
     "CKV_K8S_13",
     "no memory limit on a TPU host's server: its host-memory peak (loading the checkpoint) is not published and an "
-    "OOM kill stops the whole slice; it requests a share of the host (stacks/workload_plan.py host_requests)",
+    "OOM kill stops the whole slice; it requests a share of the host (stacks/serving/workload_plan.py host_requests)",
 )
 HOST_NETWORK: Skip = ("CKV_K8S_19", "the TPU runtime's multi-host traffic needs the host network, as upstream")
 TAG_PINNED: tuple[Skip, ...] = (IMAGE_DIGEST, PULL_POLICY)

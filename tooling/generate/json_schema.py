@@ -77,7 +77,7 @@ def regional_properties(defs: dict[str, Any]) -> dict[str, Any]:
         "gcp:region": {"type": "string", "description": "Region of the cluster, TPU pools and bucket"},
         f"{NS}:environment": {
             "enum": list(PROFILES),
-            "description": "Safety profile: dev, staging or prod (stacks/profiles.py; docs/stack-config.md)",
+            "description": "Safety profile: dev, staging or prod (stacks/model/profiles.py; docs/stack-config.md)",
         },
         f"{NS}:cluster": _or_unset(_model_schema(ClusterConfig, defs)),
         f"{NS}:bucket": _or_unset(_model_schema(BucketConfig, defs)),

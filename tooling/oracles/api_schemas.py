@@ -43,7 +43,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "container.v1beta1": ("Cluster", "NodePool"),
     "compute.beta": ("Network", "Subnetwork", "Router", "RouterNat"),
     "storage.v1": ("Bucket",),
-    # what `make preflight` and `make maintenance` read back from gcloud (tooling/operations/preflight.py, tooling/maintenance.py)
+    # what `make preflight` and `make maintenance` read back from gcloud (tooling/operations/preflight.py, tooling/operations/host_maintenance.py)
     "compute.v1": ("Region", "Reservation", "Instance"),
     "container.v1": ("ServerConfig",),
     "serviceusage.v1": ("GoogleApiServiceusageV1Service",),

@@ -1,1 +1,1 @@
-"""Scans over every example: checkov with its accepted findings, and the config fuzzer. May import: tooling.review and below."""
+"""Scans over every example: checkov with its accepted findings, and the config fuzzer. May import: tooling.generate, tooling.review and below."""

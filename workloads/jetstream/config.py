@@ -44,7 +44,7 @@ class JetStreamWorkload(WorkloadConfig):
     )
     images: JetStreamImages = Field(
         default_factory=JetStreamImages,
-        description="{server, http}: overrides of the pinned images (stacks/versions.py).",
+        description="{server, http}: overrides of the pinned images (stacks/facts/versions.py).",
     )
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     grant_checkpoint_read: bool = Field(

@@ -10,7 +10,7 @@ from stacks.model.config_model import PORT_MAX, REPLICAS_MAX, CamelModel, Servic
 
 
 class PathwaysImages(CamelModel):
-    """Overrides of the pinned images (stacks/versions.py); leave unset to use the matrix."""
+    """Overrides of the pinned images (stacks/facts/versions.py); leave unset to use the matrix."""
 
     proxy: str | None = Field(None, description="Pathways proxy image.")
     server: str | None = Field(None, description="Pathways resource manager and worker image.")
@@ -44,7 +44,7 @@ class JetStreamPathwaysWorkload(WorkloadConfig):
     )
     images: PathwaysImages = Field(
         default_factory=PathwaysImages,
-        description="{proxy, server, jetstream, http}: overrides of the pinned images (stacks/versions.py).",
+        description="{proxy, server, jetstream, http}: overrides of the pinned images (stacks/facts/versions.py).",
     )
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     metrics_port: int = Field(

@@ -56,7 +56,7 @@ class SaxmlWorkload(WorkloadConfig):
     cell: str | None = Field(None, description="Sax cell, /sax/<name>; default /sax/<workload name>.")
     images: SaxImages = Field(
         default_factory=SaxImages,
-        description="{admin, model, http}: overrides of the pinned images (stacks/versions.py).",
+        description="{admin, model, http}: overrides of the pinned images (stacks/facts/versions.py).",
     )
     http: SaxHttpConfig = Field(default_factory=SaxHttpConfig)
     models: list[SaxModelConfig] | None = Field(

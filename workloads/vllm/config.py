@@ -82,7 +82,9 @@ class VllmWorkload(WorkloadConfig):
         1, ge=1, le=REPLICAS_MAX, description="Replicas when autoscaling is off (slices, on a multi-host pool)."
     )
     autoscaling: VllmAutoscalingConfig | None = Field(None, description="An HPA on vLLM/TPU metrics.")
-    image: str | None = Field(None, description="Override of the pinned vllm/vllm-tpu image (stacks/versions.py).")
+    image: str | None = Field(
+        None, description="Override of the pinned vllm/vllm-tpu image (stacks/facts/versions.py)."
+    )
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     grant_model_read: bool = Field(
         True,

@@ -1,4 +1,4 @@
-"""vLLM on TPU (the pinned `vllm/vllm-tpu` image): validation and manifests.
+"""vLLM on TPU (the pinned `vllm/vllm-tpu` image): the plan's values (its rules are in checks.py, its objects in manifests.py).
 
 A single-host pool runs a Deployment, one pod per node taking all its chips (the GKE `serve-vllm-tpu` tutorial).
 A multi-host pool runs a LeaderWorkerSet, one group per slice: the leader starts the Ray head and the
