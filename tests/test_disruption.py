@@ -219,7 +219,7 @@ def sleep_problems(rec: Recording) -> list[str]:
                         found.append(f"{server.name} {role}: sleeps, and its group's leader is no routed endpoint")
                 continue
             for template in pod_templates(server):
-                saxml_model_server = server.type == JOBSET and workload.type.endswith(":Saxml")
+                saxml_model_server = server.type == JOBSET and workload.inputs.get("workloadType") == "Saxml"
                 if _sleeps(template) and not (routed(template, {}) or saxml_model_server):
                     found.append(f"{server.name}: sleeps, and is no routed endpoint")
     return found
