@@ -113,7 +113,6 @@ class Monitoring(pulumi.ComponentResource):
                         plan.cluster_name,
                         f"tpu-serving: {plan.cluster_name}",
                         head=list(plan.dashboard_panels),
-                        exporters=list(plan.exporters),
                     ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),

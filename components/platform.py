@@ -289,6 +289,7 @@ class _WorkloadDepsFactory:
             location=self.cfg.cluster_location,
             labels=self.cfg.labels,
             local_ports=self.cfg.local_ports[plan.name],
+            legacy_types=self.cfg.workload_types.legacy_components,
             cloud=self.layer.cloud,
         )
 

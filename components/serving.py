@@ -26,13 +26,10 @@ CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache direc
 # exist, and the creates run first (AlreadyExists). With one token a child of the same name keeps its URN and is
 # updated in place; the workload's type is data (the `workloadType` output).
 SERVING_TYPE = "tpu-serving:workloads:Serving"
-# The tokens components had when each type had its own (until issue 36): aliases, so a stack created then keeps its
+# The tokens components had when each type had its own (until issue 36) are aliases, so a stack created then keeps its
 # resources (the engine matches a child through its parent's alias, pulumi/pulumi sdk/python/lib/pulumi/resource.py
 # inherited child aliases). Every one of them on every workload: the code update and a type change may come in one
-# `pulumi up`. Fixed history: a type added later never had a token of its own.
-LEGACY_TYPES = tuple(
-    f"tpu-serving:workloads:{t}" for t in ("JetStream", "JetStreamPathways", "Saxml", "Vllm", "PathwaysJob")
-)
+# `pulumi up`. Each type's registry entry names its own (WorkloadType.legacy_component; WorkloadDeps.legacy_types).
 
 
 @dataclass(frozen=True)
@@ -63,6 +60,9 @@ class WorkloadDeps:
     local_ports: Mapping[int, int] = field(default_factory=dict)
     """The local port of each Service port its port-forward commands forward: unique across the stack
     (StackConfig.local_ports); a port not in it is forwarded to itself."""
+    legacy_types: Sequence[str] = ()
+    """The component type tokens the registry's types once had (WorkloadRegistry.legacy_components): every workload's
+    component is aliased to each."""
     cloud: bool = True
     """False in local mode (stacks/model/local_target.py): the workload's Kubernetes objects only; its Google identities,
     grants, bucket objects and node pools are stood in by their names."""
@@ -85,7 +85,7 @@ class ServingWorkload(pulumi.ComponentResource):
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        aliases = [pulumi.Alias(type_=t) for t in dict.fromkeys((*LEGACY_TYPES, type_)) if t != SERVING_TYPE]
+        aliases = [pulumi.Alias(type_=t) for t in dict.fromkeys((*deps.legacy_types, type_)) if t != SERVING_TYPE]
         self.workload_type = type_.rsplit(":", 1)[-1]
         """The component's own kind (the `type_` a workload type's component passes), as data: the component's
         `workloadType` property."""

@@ -50,11 +50,11 @@ sys.path.insert(0, str(ROOT))
 from stacks import addons  # noqa: E402
 from stacks.fleets import fleet  # noqa: E402
 from stacks.reports import time_to_serve  # noqa: E402
-from stacks.serving import workload_plan as common  # noqa: E402
 from tooling.harness.k8s_objects import kubernetes_objects, plain  # noqa: E402
 from tooling.harness.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
 from tooling.operations import rollout  # noqa: E402
 from tooling.review.fleet_render import is_fleet  # noqa: E402
+from workloads.jetstream import server as common  # noqa: E402
 
 
 class KubectlError(RuntimeError):

@@ -47,6 +47,8 @@ from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F
 from tooling.generate import readme_tables
 from tooling.harness.offline import load_stack_file, parse_config
 from tooling.oracles import chart_objects
+from workloads.jetstream import server as jetstream_server
+from workloads.jetstream.server import JETSTREAM_METRICS
 from workloads.pathways_job.plan import HEAD_JOB, WORKER_JOB
 from workloads.registry import WORKLOAD_TYPES
 from workloads.vllm import metrics as vllm_metrics
@@ -97,7 +99,9 @@ def example_configs(enabled: bool = True) -> list[Any]:
 
 
 def check_query(query: str) -> None:
-    promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
+    promql.check_scraped(
+        query, {**metrics.SERIES_LABELS, **jetstream_server.SERIES_LABELS, **vllm_metrics.SERIES_LABELS}
+    )
 
 
 def every_rule_query() -> list[str]:
@@ -137,7 +141,7 @@ def test_every_keda_trigger_reads_a_series_the_scraping_produces(run):
     from stacks.monitoring.adapters import keda
 
     scope = keda.Scope("p", "tpu-serving-s", "w", {"app": "w"}, pool="w")
-    served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
+    served = {**JETSTREAM_METRICS, **vllm_metrics.VLLM_METRICS}
     served = {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
     assert {"epp_flow_control_queue_size", "epp_running_requests", "vllm:num_requests_waiting"} <= set(served)
     for metric in served.values():

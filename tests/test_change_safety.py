@@ -213,7 +213,7 @@ def test_no_lws_restarts_a_whole_slice_group_for_a_sidecar():
     jetstream-http's own liveness probe (its root path) restarted it alone in a Deployment, but in a leader it cost a
     cold start of the whole slice; the engine's probe (/healthcheck, answered through jetstream-http) still sees a
     hung jetstream-http."""
-    from stacks.serving.workload_plan import JETSTREAM_HTTP_ROOT
+    from workloads.jetstream.server import JETSTREAM_HTTP_ROOT
 
     seen = 0
     for path in STACK_FILES:

@@ -24,6 +24,7 @@ from tests.test_addon_registry import FAKE
 from tooling.harness.k8s_objects import kubernetes_objects
 from tooling.harness.offline import Recording, load_stack_file, parse_config
 from tooling.oracles import api_rules
+from workloads.jetstream.server import JETSTREAM_METRICS
 from workloads.saxml import checks as saxml_checks
 from workloads.vllm.metrics import VLLM_METRICS
 
@@ -147,7 +148,7 @@ def test_a_target_rounding_to_zero_is_refused(target):
 def test_every_metric_of_every_type_refuses_a_zero_quantity():
     """The rule is the unit's, so it holds for every HPA metric of every workload type that autoscales (JetStream
     and vLLM registries), including the bounded fractions."""
-    for registry in (metrics.HPA_METRICS, VLLM_METRICS):
+    for registry in (JETSTREAM_METRICS, VLLM_METRICS):
         for name, metric in registry.items():
             assert "'0m'" in (metric.unit.target_problem(0.0004) or ""), name
             assert metric.unit.target_problem(0.001) is None, name

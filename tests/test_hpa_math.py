@@ -11,6 +11,7 @@ from stacks.monitoring.adapters import keda
 from stacks.monitoring.adapters.prometheus_adapter import rule as prometheus_adapter_rule
 from tests import hpa_model
 from tests.hpa_model import World
+from workloads.jetstream.server import JETSTREAM_METRICS
 from workloads.vllm.metrics import VLLM_METRICS
 
 CLUSTER, NS = "tpu-serving-dev", "gemma"
@@ -99,15 +100,17 @@ def values(adapter: str, spec: dict, metric: metrics.HpaMetric, w: World) -> lis
 
 
 SERVED = [
-    (a, n) for a in ("custom-metrics-stackdriver", "prometheus-adapter") for n in metrics_adapters.served_metrics(a)
+    (a, n)
+    for a in ("custom-metrics-stackdriver", "prometheus-adapter")
+    for n in metrics_adapters.served_metrics(a, JETSTREAM_METRICS)
 ]
 
 
 @pytest.mark.parametrize("adapter,name", SERVED)
 def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
-    metric = metrics.HPA_METRICS[name]
+    metric = JETSTREAM_METRICS[name]
     for load, target in CASES[metric.unit.name]:
-        spec = metrics_adapters.hpa_metric(adapter, name, target, NS, CLUSTER)
+        spec = metrics_adapters.hpa_metric(adapter, name, target, NS, CLUSTER, registry=JETSTREAM_METRICS)
         for replicas in (1, 2, 3, 5):
             got = hpa_model.proposal(
                 spec, values(adapter, spec, metric, world(metric, replicas, load)), replicas, replicas
@@ -117,8 +120,8 @@ def test_hpa_proposes_ceil_of_total_load_over_target(adapter, name):
 
 KEDA_SERVED = [
     name
-    for name in {**metrics.HPA_METRICS, **VLLM_METRICS}
-    if metrics_adapters.adapter_serves("keda", name, {**metrics.HPA_METRICS, **VLLM_METRICS})
+    for name in {**JETSTREAM_METRICS, **VLLM_METRICS}
+    if metrics_adapters.adapter_serves("keda", name, {**JETSTREAM_METRICS, **VLLM_METRICS})
 ]
 
 
@@ -127,7 +130,7 @@ def test_keda_hpa_proposes_ceil_of_total_load_over_target(name):
     """Through KEDA: the ScaledObject's trigger for the metric, the HPA KEDA makes of it (tests/hpa_model.py
     keda_hpa: `keda-hpa-<name>`, External `s0-prometheus`, AverageValue = threshold) and the one sample the query
     returns, over the same worlds as the adapters above (plus, for a gateway metric, another pool's series)."""
-    registry = {**metrics.HPA_METRICS, **VLLM_METRICS}
+    registry = {**JETSTREAM_METRICS, **VLLM_METRICS}
     metric = registry[name]
     scope = keda.Scope("p", CLUSTER, NS, {"app": NS}, POOL)
     for load, target in CASES[metric.unit.name]:
@@ -159,7 +162,7 @@ def test_the_keda_model_catches_a_query_without_the_pool_or_cluster_filter():
         assert got != hpa_model.expected(2, 12, 4), label
 
 
-FALLBACKS = [name for name, m in metrics.HPA_METRICS.items() if m.fallback is not None]
+FALLBACKS = [name for name, m in JETSTREAM_METRICS.items() if m.fallback is not None]
 
 
 @pytest.mark.parametrize("name", FALLBACKS)
@@ -168,12 +171,12 @@ def test_a_metric_with_a_fallback_scales_the_same_whichever_series_the_image_exp
     """prometheus-adapter's rule reads the metric's series or else its fallback (JetStream 0.2.2's
     jetstream_slots_available_percentage = free/max slots, so used = 1 - available), each pod once: the HPA
     proposes ceil(N*L/target) for an image exporting either series, or both."""
-    metric = metrics.HPA_METRICS[name]
+    metric = JETSTREAM_METRICS[name]
     fallback = metric.fallback
     assert fallback is not None and fallback.expression == "1 - {}"
     assert "jetstream_slots_used_percentage" in FALLBACKS
     for load, target in CASES[metric.unit.name]:
-        spec = metrics_adapters.hpa_metric("prometheus-adapter", name, target, NS, CLUSTER)
+        spec = metrics_adapters.hpa_metric("prometheus-adapter", name, target, NS, CLUSTER, registry=JETSTREAM_METRICS)
         for replicas in (1, 3):
             own = world(metric, replicas, load)
             w = World([s for s in own.series if exports != "fallback"])
@@ -188,16 +191,16 @@ def test_a_metric_with_a_fallback_scales_the_same_whichever_series_the_image_exp
 
 def test_the_model_catches_an_averaging_rule():
     """The rule the tutorial and this stack used to render (avg) proposes ceil(L/target) whatever N is."""
-    metric = metrics.HPA_METRICS["jetstream_prefill_backlog_size"]
+    metric = JETSTREAM_METRICS["jetstream_prefill_backlog_size"]
     rule = prometheus_adapter_rule(metric, CLUSTER, [NS])
     averaging = {**rule, "metricsQuery": rule["metricsQuery"].replace("sum(", "avg(", 1)}
-    spec = metrics_adapters.hpa_metric("prometheus-adapter", metric.name, 10, NS, CLUSTER)
+    spec = metrics_adapters.hpa_metric("prometheus-adapter", metric.name, 10, NS, CLUSTER, registry=JETSTREAM_METRICS)
     got = hpa_model.proposal(spec, hpa_model.prometheus_adapter_values(averaging, NS, world(metric, 3, 20)), 3, 3)
     assert got == 2 != hpa_model.expected(3, 20, 10) == 6
 
 
 def test_the_model_catches_a_missing_cluster_filter():
-    metric = metrics.HPA_METRICS["tpu_memory_used"]
+    metric = JETSTREAM_METRICS["tpu_memory_used"]
     spec = metrics_adapters.hpa_metric("custom-metrics-stackdriver", metric.name, 100e9, NS, CLUSTER)
     del spec["external"]["metric"]["selector"]["matchLabels"]["resource.labels.cluster"]
     got = hpa_model.proposal(spec, values("custom-metrics-stackdriver", spec, metric, world(metric, 2, 60e9)), 2, 2)
@@ -205,14 +208,14 @@ def test_the_model_catches_a_missing_cluster_filter():
 
 
 def test_every_metric_has_a_unit_and_a_source():
-    for metric in metrics.HPA_METRICS.values():
+    for metric in JETSTREAM_METRICS.values():
         assert metric.unit.name in CASES and metric.source
     # JetStream sets jetstream_slots_used_percentage to 1 - free/max slots: a fraction
     # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py)
-    assert metrics.HPA_METRICS["jetstream_slots_used_percentage"].unit is metrics.FRACTION
+    assert JETSTREAM_METRICS["jetstream_slots_used_percentage"].unit is metrics.FRACTION
     # the tutorial's memory_used_percentage is avg(memory_used)/avg(memory_total), no *100
     # (ai-on-gke modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl)
-    assert metrics.HPA_METRICS["tpu_memory_used_percentage"].unit is metrics.FRACTION
+    assert JETSTREAM_METRICS["tpu_memory_used_percentage"].unit is metrics.FRACTION
 
 
 @pytest.mark.parametrize(
@@ -231,5 +234,5 @@ def test_every_metric_has_a_unit_and_a_source():
     ],
 )
 def test_targets_are_checked_against_the_unit(name, target, problem):
-    found = metrics.target_problem(name, target)
+    found = JETSTREAM_METRICS[name].unit.target_problem(target)
     assert (found is None) if problem is None else (problem in (found or ""))

@@ -24,6 +24,7 @@ from stacks.monitoring import metrics
 from stacks.monitoring.adapters import keda
 from tests.conftest import STACK_FILES, recorded
 from tooling.harness.offline import load_stack_file
+from workloads.jetstream.server import JETSTREAM_METRICS
 from workloads.vllm import metrics as vllm_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +114,7 @@ def test_the_model_reads_as_go_does(go_type: str, value: str, ok: bool):
 
 
 def _served() -> dict[str, metrics.HpaMetric]:
-    served = {**metrics.HPA_METRICS, **vllm_metrics.VLLM_METRICS}
+    served = {**JETSTREAM_METRICS, **vllm_metrics.VLLM_METRICS}
     return {n: m for n, m in served.items() if m.origin in keda.ADAPTER.origins}
 
 

@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from stacks.serving import local_ports
-from stacks.serving import workload_plan as common
 from tests.conftest import EXAMPLES, recorded
+from workloads.jetstream import server as common
 
 
 def test_allocation_keeps_the_port_when_free_and_moves_up_when_taken():

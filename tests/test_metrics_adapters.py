@@ -33,10 +33,11 @@ from stacks.security import pod_security
 from tests.conftest import make_config, pool, reference_file, stack_ksa
 from tooling.generate import json_schema
 from tooling.generate.readme_tables import _sample_context, metrics_adapters_table
+from workloads.jetstream.server import JETSTREAM_METRICS
 from workloads.vllm.metrics import VLLM_HPA_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
-ALL_METRICS = {**metrics.HPA_METRICS, **VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
+ALL_METRICS = {**JETSTREAM_METRICS, **VLLM_HPA_METRICS, **metrics.GATEWAY_HPA_METRICS}
 ENTRIES = list(metrics_adapters.ADAPTERS.values())
 
 

@@ -9,8 +9,10 @@ import yaml
 
 from stacks.monitoring import dashboard, metrics
 from stacks.monitoring.adapters.prometheus_adapter import rules as prometheus_adapter_rules
+from stacks.monitoring.adapters.prometheus_adapter import server_rules
 from tests import promql
 from tests.conftest import make_config, stack_ksa
+from workloads.jetstream import server as jetstream_server
 from workloads.vllm import metrics as vllm_metrics
 
 PODMON = "kubernetes:monitoring.googleapis.com/v1:PodMonitoring"
@@ -129,13 +131,10 @@ def test_prometheus_adapter_with_gmp_frontend(run):
     for rule in external:
         assert 'cluster="tpu-serving-dev"' in rule["metricsQuery"]
         assert 'namespace=~"' in rule["metricsQuery"]
+    # the shared TPU rules only: no workload here autoscales on a server metric of its type (a JetStream one's rules
+    # come with it, through its plan's hpa_metrics: test_adapter_rules_filter_by_cluster_and_namespaces)
     names = [r["name"]["as"] for r in external]
-    assert names == [
-        "jetstream_prefill_backlog_size",
-        "jetstream_slots_used_percentage",
-        "memory_used",
-        "memory_used_percentage",
-    ]
+    assert names == ["memory_used", "memory_used_percentage"]
     frontend = rec.one("kubernetes:apps/v1:Deployment", "monitoring-gmp-frontend").inputs["spec"]["template"]["spec"]
     container = frontend["containers"][0]
     assert "--query.project-id=tpu-test-project" in container["args"]
@@ -175,7 +174,10 @@ def test_unknown_adapter_is_an_error(run):
 
 
 def test_adapter_rules_filter_by_cluster_and_namespaces():
-    rules = prometheus_adapter_rules("c1", ["b", "a"])
+    rules = [
+        *server_rules("c1", [(m, ["b", "a"]) for m in jetstream_server.JETSTREAM_HPA_METRICS.values()]),
+        *prometheus_adapter_rules("c1", ["b", "a"]),
+    ]
     for rule in rules:
         assert 'cluster="c1"' in rule["seriesQuery"] and 'cluster="c1"' in rule["metricsQuery"]
         # the HPA's namespace arrives in <<.LabelMatchers>> (prometheus-adapter@v0.12.0 pkg/naming/metrics_query.go)
@@ -194,14 +196,10 @@ def test_dashboard(run):
     board = rec.one("gcp:monitoring/dashboard:Dashboard").inputs
     body = json.loads(board["dashboardJson"])
     titles = [t["widget"]["title"] for t in body["mosaicLayout"]["tiles"]]
-    for expected in (
-        "JetStream prefill backlog",
-        "JetStream slots used",
-        "TPU HBM used",
-        "TPU duty cycle",
-        "Serving replicas (Deployments)",
-    ):
+    for expected in ("TPU HBM used", "TPU duty cycle", "Serving replicas (Deployments)"):
         assert expected in titles
+    # no JetStream workload, no JetStream tile: a type's tiles come with its workloads' plans (dashboard_panels)
+    assert not [t for t in titles if t.startswith("JetStream")]
     for tile in body["mosaicLayout"]["tiles"]:
         query = tile["widget"]["xyChart"]["dataSets"][0]["timeSeriesQuery"]["prometheusQuery"]
         assert 'cluster="tpu-serving-dev"' in query
@@ -237,10 +235,12 @@ def test_dashboard_queries_use_only_labels_the_podmonitorings_produce():
     # every query parses (tests/promql.py) and reads only series and labels the scraping produces; the stack's own
     # tiles and those the workloads and the gateway add (the endpoint pickers', the cost per million tokens)
     cost = dashboard.cost_panel("c1", "ns", "w-.+", 1.0, "vllm:num_requests_waiting", "vllm:generation_tokens")
-    head = [*dashboard.gateway_panels("c1"), cost]
+    head = [*(p for p, _ in jetstream_server.all_panels("c1")), *dashboard.gateway_panels("c1"), cost]
     for title, query, _ in dashboard.panels("c1", head=head):
         assert promql.groupings(query), title
-        promql.check_scraped(query, {**metrics.SERIES_LABELS, **vllm_metrics.SERIES_LABELS})
+        promql.check_scraped(
+            query, {**metrics.SERIES_LABELS, **jetstream_server.SERIES_LABELS, **vllm_metrics.SERIES_LABELS}
+        )
     # the device plugin's PodMonitoring is what attaches `node` to memory_used/duty_cycle
     assert "node" in metrics.tpu_device_plugin_monitoring("15s")["spec"]["targetLabels"]["metadata"]
     assert "node" not in metrics.SERIES_LABELS["memory_used"] - set(metrics.TPU_DEVICE_PLUGIN_TARGET_LABELS)
@@ -279,7 +279,8 @@ def test_dashboard_drops_tiles_the_engine_provably_lacks_and_reads_either_slots_
 
 
 def test_dashboard_draws_fractions_as_percent():
-    queries = {title: (query, label) for title, query, label in dashboard.panels("c1")}
+    head = [p for p, _ in jetstream_server.all_panels("c1")]
+    queries = {title: (query, label) for title, query, label in dashboard.panels("c1", head=head)}
     for title in ("JetStream slots used", "TPU HBM used"):
         query, label = queries[title]
         assert query.endswith("* 100") and label.startswith("%")

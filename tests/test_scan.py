@@ -281,7 +281,7 @@ def test_jetstream_http_is_probed_on_its_own_root_in_every_workload_that_runs_it
     `@app.get("/") def root()`, a static JSON; /healthcheck instead asks the engine over gRPC), and every
     jetstream-http image the matrix pins records that it serves `/`."""
     from stacks.facts.versions import IMAGE_RECORDS
-    from stacks.serving.workload_plan import JETSTREAM_HTTP_PORT, JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_SERVES
+    from workloads.jetstream.server import JETSTREAM_HTTP_PORT, JETSTREAM_HTTP_ROOT, JETSTREAM_HTTP_SERVES
 
     seen = set()
     for path in EXAMPLES:

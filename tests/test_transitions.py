@@ -215,12 +215,18 @@ def test_every_custom_resource_is_replaced_on_its_immutable_fields():
 def test_a_stack_from_before_the_single_workload_type_keeps_its_resources():
     """A state written when each workload type had its own component token is matched through the component's
     aliases: nothing is created again (issue 36 #2)."""
-    from components.serving import LEGACY_TYPES, SERVING_TYPE
+    from components.serving import SERVING_TYPE
+    from workloads.registry import WORKLOAD_TYPES
+
+    legacy = WORKLOAD_TYPES.legacy_components
+    assert set(legacy) == {
+        f"tpu-serving:workloads:{t}" for t in ("JetStream", "JetStreamPathways", "Saxml", "Vllm", "PathwaysJob")
+    }
 
     path = example("all-in-one")
     new = _run(load_stack_file(path), stack_name(path))
     workloads = [r for r in new.resources if r.type == SERVING_TYPE]
-    assert workloads and all(set(LEGACY_TYPES) <= set(r.alias_types) for r in workloads)
+    assert workloads and all(set(legacy) <= set(r.alias_types) for r in workloads)
     old_type = "tpu-serving:workloads:JetStream"
     old = Recording(
         [

@@ -8,7 +8,7 @@ back to a default silently. Cross-field rules (catalog, region, names) live in e
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -625,21 +625,16 @@ class WorkloadConfig(CamelModel):
         return images is not None and any(v is not None for v in images.model_dump().values())
 
 
-# The metric names a JetStream HPA may use: the keys of its metric registry (stacks/monitoring/metrics.py), written there once.
-if TYPE_CHECKING:
-    HpaMetricName = str
-else:
-    HpaMetricName = Literal[tuple(metrics.HPA_METRICS)]
+class HpaTargetConfig(CamelModel):
+    """One metric an HPA scales on, and its per-replica target: each workload type narrows `name` to the metrics it
+    offers (its own registry's keys, e.g. workloads/jetstream/config.py HpaMetricConfig)."""
 
-
-class HpaMetricConfig(CamelModel):
-    name: HpaMetricName = Field(description="JetStream server metric or TPU HBM metric.")
+    name: str = Field(description="A metric the workload's type offers.")
     target: float = Field(
         gt=0,
         le=1e15,
         allow_inf_nan=False,
-        description="Value one replica should carry, in the metric's unit: *_percentage metrics are 0-1 fractions "
-        "(0.5 = half), tpu_memory_used is bytes, jetstream_prefill_backlog_size is queued requests.",
+        description="Value one replica should carry, in the metric's unit.",
     )
 
 
@@ -666,8 +661,11 @@ class HpaBehavior(CamelModel):
     scale_down: HpaScalingRules | None = None
 
 
-class JetStreamAutoscalingConfig(CamelModel):
+class HpaAutoscalingConfig(CamelModel):
+    """An HPA on a workload: each workload type narrows `metrics` to its own HpaTargetConfig (e.g.
+    workloads/jetstream/config.py JetStreamAutoscalingConfig)."""
+
     min_replicas: int = Field(1, le=REPLICAS_MAX, description="At least 1.")
     max_replicas: int = Field(le=REPLICAS_MAX, description="At most what the pool's nodes can hold.")
-    metrics: list[HpaMetricConfig] = Field(min_length=1, description="Combined in one HPA: the largest proposal wins.")
+    metrics: list[HpaTargetConfig] = Field(min_length=1, description="Combined in one HPA: the largest proposal wins.")
     behavior: HpaBehavior | None = Field(None, description="autoscaling/v2 HPA behavior (scaleUp/scaleDown).")

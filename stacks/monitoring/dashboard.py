@@ -1,4 +1,5 @@
-"""The Cloud Monitoring dashboard of the serving stack: JetStream load, TPU HBM and duty cycle, replicas.
+"""The Cloud Monitoring dashboard of the serving stack: the workloads' own tiles (their plans' `dashboard_panels`:
+vLLM's, JetStream's), TPU HBM and duty cycle, replicas.
 
 PromQL over Managed Prometheus data, every query filtered to this cluster.
 """
@@ -8,9 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
-
-from stacks.facts.versions import may_export
-from stacks.monitoring import metrics
 
 
 def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
@@ -33,48 +31,18 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
 Panel = tuple[str, str, str]  # (title, PromQL, y-axis label)
 
 
-def jetstream_panels(cluster: str) -> list[tuple[Panel, tuple[str, ...]]]:
-    """The JetStream tiles, each with the series it reads (any one of them suffices)."""
-    c = f'cluster="{cluster}"'
-    slots = metrics.HPA_METRICS["jetstream_slots_used_percentage"]
-
-    def backlog(title: str, series: str) -> tuple[Panel, tuple[str, ...]]:
-        return (title, f"sum by (namespace, pod) ({series}{{{c}}})", "requests"), (series,)
-
-    return [
-        backlog("JetStream prefill backlog", "jetstream_prefill_backlog_size"),
-        # the series the engine exports, or else 1 - the older jetstream_slots_available_percentage
-        (
-            ("JetStream slots used", f"avg by (namespace, pod) ({slots.read(c)}) * 100", "% of decode slots"),
-            slots.all_series,
-        ),
-        backlog("JetStream generate backlog", "jetstream_generate_backlog_size"),
-        backlog("JetStream transfer backlog (disaggregated)", "jetstream_transfer_backlog_size"),
-    ]
-
-
-def panels(cluster: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> list[Panel]:
+def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
     """(title, PromQL, y-axis label) of every tile; first the tiles the workloads ask for (`head`: their plans'
-    `dashboard_panels`, e.g. vLLM's), then the JetStream and TPU tiles.
-
-    `exporters`: the images of the containers the JetStream PodMonitorings scrape. A JetStream tile is dropped when
-    every one of them provably lacks every series it reads (its record in stacks/facts/versions.py, e.g. JetStream
-    0.2.2's engine has no generate or transfer backlog); without exporters every tile stays.
+    `dashboard_panels`, e.g. vLLM's and JetStream's, each type's own), then the TPU and replica tiles.
 
     Grouping labels are ones the stack's PodMonitorings attach (stacks.monitoring.metrics.SERIES_LABELS; a test checks):
-    JetStream series by namespace and pod, device-plugin series by the workload's namespace (exported_namespace)
-    and node. Fractions (JetStream's slots, HBM used/total) are drawn as percentages.
+    device-plugin series by the workload's namespace (exported_namespace) and node. HBM used/total is drawn as a
+    percentage.
     """
     c = f'cluster="{cluster}"'
     hbm = f"sum by (exported_namespace, node) (memory_used{{{c}}}) / sum by (exported_namespace, node) (memory_total{{{c}}})"
-    jetstream = [
-        panel
-        for panel, series in jetstream_panels(cluster)
-        if not exporters or any(may_export(ref, name) for ref in exporters for name in series)
-    ]
     return [
         *head,
-        *jetstream,
         ("TPU HBM used", f"{hbm} * 100", "% of HBM"),
         ("TPU duty cycle", f"avg by (exported_namespace, node) (duty_cycle{{{c}}})", "% busy"),
         (
@@ -119,11 +87,9 @@ def cost_panel(cluster: str, namespace: str, pods: str, replica_hour: float, rep
     )
 
 
-def dashboard(
-    cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()
-) -> dict[str, Any]:
+def dashboard(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> dict[str, Any]:
     tiles = []
-    for i, (title, query, label) in enumerate(panels(cluster, head, exporters)):
+    for i, (title, query, label) in enumerate(panels(cluster, head)):
         tile = {
             "xPos": (i % 2) * 24,
             "yPos": (i // 2) * 16,
@@ -148,8 +114,8 @@ def api_shape(value: Any) -> Any:
     return value
 
 
-def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = (), exporters: Sequence[str] = ()) -> str:
-    return json.dumps(dashboard(cluster, display_name, head, exporters), sort_keys=True)
+def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> str:
+    return json.dumps(dashboard(cluster, display_name, head), sort_keys=True)
 
 
 def dashboard_url(dashboard_id: str, project: str) -> str:

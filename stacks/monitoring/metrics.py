@@ -23,19 +23,17 @@ TPU_DEVICE_PLUGIN_PORT = 2112
 # namespace/job/instance: `node` (the device plugin is a DaemonSet, so it is the TPU node) for per-node
 # dashboards and per-replica HBM ratios; `pod` and `container` keep the CRD's defaults for the other keys.
 TPU_DEVICE_PLUGIN_TARGET_LABELS = ["pod", "container", "node"]
-# Target labels on the JetStream server's series (as ai-on-gke's jetstream PodMonitoring template).
+# Target labels the model servers' PodMonitorings attach to their series (as ai-on-gke's jetstream PodMonitoring
+# template); each type's own series and port: workloads/<type>/ (JetStream's workloads/jetstream/server.py).
 SERVER_TARGET_LABELS = ["pod", "container", "node"]
-# The container port a JetStream PodMonitoring scrapes (stacks.serving.workload_plan.jetstream_pod_monitoring).
-SERVER_METRICS_PORT = "metrics"
 # Labels Managed Prometheus puts on every scraped series (prometheus_target resource labels + job/instance).
 GMP_TARGET_LABELS = frozenset({"project_id", "location", "cluster", "namespace", "job", "instance"})
 
 
-# Labels each series the dashboard and the adapter rules read carries once Managed Prometheus stored it: the
-# target labels above plus the exporter's own. A metric label that collides with a target label is renamed
+# Labels each series the shared dashboard tiles and adapter rules read carries once Managed Prometheus stored it
+# (a workload type's own series: its package's SERIES_LABELS): the target labels above plus the exporter's own. A metric label that collides with a target label is renamed
 # `exported_<label>` (the device plugin's `namespace`, `pod` of the workload: ai-on-gke's rules filter on
 # `exported_namespace`, modules/jetstream-maxtext-deployment/templates/prometheus-adapter/values.yaml.tftpl).
-_JETSTREAM_LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"id", "idx"}  # JetStream@v0.3 prometheus.py
 _DEVICE_PLUGIN_LABELS = (
     GMP_TARGET_LABELS | set(TPU_DEVICE_PLUGIN_TARGET_LABELS) | {"exported_namespace", "exported_pod", "accelerator_id"}
 )
@@ -44,16 +42,6 @@ _DEVICE_PLUGIN_LABELS = (
 _KSM_LABELS = GMP_TARGET_LABELS
 _EPP_REQUEST_LABELS = {"model_name", "target_model_name", "fairness_id", "priority"}
 SERIES_LABELS: dict[str, frozenset[str]] = {
-    **{
-        name: frozenset(_JETSTREAM_LABELS)
-        for name in (
-            "jetstream_prefill_backlog_size",
-            "jetstream_slots_used_percentage",
-            "jetstream_slots_available_percentage",
-            "jetstream_generate_backlog_size",
-            "jetstream_transfer_backlog_size",
-        )
-    },
     **{name: frozenset(_DEVICE_PLUGIN_LABELS) for name in ("memory_used", "memory_total", "duty_cycle")},
     "kube_deployment_status_replicas_available": frozenset(_KSM_LABELS | {"deployment"}),
     # the replicas a Deployment, and a LeaderWorkerSet's leader StatefulSet, ask for
@@ -171,36 +159,11 @@ class HpaMetric:
         return (self.series, *((self.fallback.series,) if self.fallback else ()))
 
 
+# The TPU device plugin's metrics every workload type's HPA may scale on; a type's own server metrics are its
+# package's (workloads/jetstream/server.py, workloads/vllm/metrics.py), reached through its plan's hpa_metrics.
 HPA_METRICS: dict[str, HpaMetric] = {
     m.name: m
     for m in (
-        # JetStream orchestrator: the prefill queue's size (AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py)
-        HpaMetric(
-            "jetstream_prefill_backlog_size",
-            "jetstream_prefill_backlog_size",
-            REQUESTS,
-            "server",
-            "AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py",
-            labels=frozenset(_JETSTREAM_LABELS),
-        ),
-        # set to 1 - free_slots/max_concurrent_decodes: a 0-1 fraction despite its name
-        # (AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py, _generate_thread). Before its rename
-        # (JetStream 26872c3) JetStream exported free_slots/max_concurrent_decodes as
-        # jetstream_slots_available_percentage (AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/orchestrator.py,
-        # _generate_thread; jetstream/core/metrics/prometheus.py): used = 1 - available.
-        HpaMetric(
-            "jetstream_slots_used_percentage",
-            "jetstream_slots_used_percentage",
-            FRACTION,
-            "server",
-            "AI-Hypercomputer/JetStream@v0.3:jetstream/core/orchestrator.py",
-            fallback=Fallback(
-                "jetstream_slots_available_percentage",
-                "1 - {}",
-                "AI-Hypercomputer/JetStream@v0.2.2:jetstream/core/orchestrator.py",
-            ),
-            labels=frozenset(_JETSTREAM_LABELS),
-        ),
         # GKE TPU device plugin, per chip (ai-on-gke modules/jetstream-maxtext-deployment README)
         HpaMetric(
             "tpu_memory_used",
@@ -265,16 +228,6 @@ GATEWAY_HPA_METRICS: dict[str, HpaMetric] = {
         ),
     )
 }
-
-
-def target_problem(name: str, target: float) -> str | None:
-    """Why `target` is not a sensible per-replica target for metric `name`, naming the unit; None if it is."""
-    return HPA_METRICS[name].unit.target_problem(target)
-
-
-def describe(name: str) -> str:
-    metric = HPA_METRICS[name]
-    return f"{name} ({metric.unit.name}: {metric.unit.meaning})"
 
 
 # ---- PodMonitoring ---------------------------------------------------------------------------------------

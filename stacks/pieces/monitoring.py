@@ -1,6 +1,6 @@
 """The monitoring piece (tpu-serving:monitoring): TPU metrics scraping, the one metrics adapter for HPAs and the
-serving dashboard. Its plan gathers, once, what the workloads ask of it: the dashboard's panels, the exporters it
-charts, the namespaces whose HPAs read the adapter (components/monitoring.py builds it)."""
+serving dashboard. Its plan gathers, once, what the workloads ask of it: the dashboard's panels, the namespaces
+whose HPAs read the adapter (components/monitoring.py builds it)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from stacks.facts import versions
 from stacks.model.config_model import MonitoringConfig
 from stacks.monitoring import alerts, dashboard, metrics
 from stacks.monitoring.metrics import HpaMetric
-from stacks.security import pod_security
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
@@ -32,8 +31,6 @@ class MonitoringPlan:
     has_tpu_pools: bool
     dashboard_panels: tuple[Panel, ...]
     """The workloads' own panels, in order, each once, above the stack's."""
-    exporters: tuple[str, ...]
-    """The images of the containers the JetStream PodMonitorings scrape."""
     hpa_namespaces: tuple[str, ...]
     """Namespaces of autoscaled workloads: their HPAs read the metrics adapter."""
     server_metrics: tuple[tuple[HpaMetric, tuple[str, ...]], ...]
@@ -68,7 +65,6 @@ def plan(
         kubernetes_minor=kubernetes_minor,
         has_tpu_pools=has_tpu_pools,
         dashboard_panels=tuple(dict.fromkeys(panels)),
-        exporters=tuple(jetstream_exporters(workloads)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
         server_metrics=own_server_metrics(autoscaled),
     )
@@ -106,18 +102,3 @@ def pinned_chart(name: str) -> versions.ChartVersion:
     """The pinned release of a chart installed outside the add-on registry (prometheusAdapter): the matrix's
     default. An add-on's release is its registry entry's (`stacks.addons`), from its `version` setting."""
     return versions.CHARTS[name][versions.default_version(name)]
-
-
-def jetstream_exporters(workloads: Sequence[WorkloadPlan]) -> list[str]:
-    """The images of the containers the workloads' JetStream PodMonitorings scrape: those with the port they name
-    (stacks.monitoring.metrics.SERVER_METRICS_PORT)."""
-    return sorted(
-        {
-            container["image"]
-            for w in workloads
-            for manifest in w.pod_manifests()
-            for spec in pod_security.pod_specs(manifest)
-            for container in spec["containers"]
-            if any(port.get("name") == metrics.SERVER_METRICS_PORT for port in container.get("ports", []))
-        }
-    )

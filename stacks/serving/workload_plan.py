@@ -3,7 +3,6 @@ of pod specs that do not depend on the type."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -12,7 +11,6 @@ from typing import Any, Self
 
 from stacks.facts import catalog
 from stacks.facts.images import ImageMirror
-from stacks.facts.versions import Serves
 from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
 from stacks.problems import Problem
 from stacks.security import scan_exceptions
@@ -708,89 +706,3 @@ def check_ports(path: str, port: int, taken: Mapping[int, str], problems: list) 
     share one network namespace, and a Service's ports are unique (kubernetes pkg/apis/core/validation)."""
     if port in taken:
         problems.append(Problem(path, f"{port} is already the {taken[port]} port; choose another"))
-
-
-GENERATE_BODY = {"prompt": "What are the top 5 programming languages", "max_tokens": 200}
-
-
-def generate_curl(port: int) -> str:
-    """The tutorials' `/generate` request against a port-forwarded JetStream HTTP server."""
-    return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{json.dumps(GENERATE_BODY)}'"
-
-
-def generate_load(port: int, requests: int = 200, concurrency: int = 16) -> str:
-    """A load that runs as given (bash, curl, xargs) against a port-forwarded /generate: `requests` requests,
-    `concurrency` at a time, then a count of the HTTP status codes; enough to move an HPA on JetStream metrics."""
-    body = json.dumps(GENERATE_BODY)
-    return (
-        f"seq {requests} | xargs -P {concurrency} -I{{}} curl -s -o /dev/null -w '%{{http_code}}\\n' "
-        f"-X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{body}' | sort | uniq -c"
-    )
-
-
-# ---- JetStream objects both JetStream workload types expose ---------------------------------------------
-
-JETSTREAM_HTTP_PORT = 8000  # jetstream-http's server
-JETSTREAM_GRPC_PORT = 9000  # the JetStream engine's gRPC server (MaxEngine, and jax-tpu under Pathways)
-JETSTREAM_HEALTH_PATH = "/healthcheck"  # jetstream-http's health endpoint, which the probes call
-# jetstream-http's own root: a static JSON reply from the HTTP server itself, without calling the engine, in every
-# revision of the server (GoogleCloudPlatform/ai-on-gke@707c3e38, the /healthcheck revision the v0.2.3 probes rely on:
-# tutorials-and-examples/inference-servers/jetstream/http-server/http_server.py `@app.get("/") def root()`; likewise
-# at 4660bd06 through f73039dc), while its `/healthcheck` asks the engine over gRPC (Orchestrator.HealthCheck on
-# 127.0.0.1:9000). Hence jetstream-http's own liveness and readiness probe `/`.
-JETSTREAM_HTTP_ROOT = "/"
-# What both JetStream types ask of their jetstream-http image (stacks/facts/versions.py records which tags serve it).
-JETSTREAM_HTTP_SERVES = Serves(endpoints=frozenset({JETSTREAM_HEALTH_PATH, "/generate", JETSTREAM_HTTP_ROOT}))
-
-
-def jetstream_http_probes(*, liveness: bool = True) -> dict[str, Any]:
-    """jetstream-http's own readiness, and liveness where a restart costs only that container: its root path on its
-    port, so in a Deployment's pod a hung HTTP server restarts jetstream-http, not the TPU engine (whose probes call
-    /healthcheck, which asks the engine).
-
-    Not in a LeaderWorkerSet's leader (`liveness=False`): there any container's restart recreates the whole group,
-    every slice host included (kubernetes-sigs/lws@v0.7.0 pkg/controllers/pod_controller.go handleRestartPolicy under
-    RestartPolicy RecreateGroupOnPodRestart deletes the leader when pkg/utils/pod/pod_utils.go ContainerRestarted
-    finds any container or init container with restartCount > 0), a cold start of the slice for a restart of a CPU
-    sidecar. The engine's own liveness probe asks jetstream-http for /healthcheck, so a hung jetstream-http still
-    fails it, at the tolerance chosen for a group restart, and its readiness takes the replica out of service."""
-    probe = {
-        "httpGet": {"path": JETSTREAM_HTTP_ROOT, "port": JETSTREAM_HTTP_PORT, "scheme": "HTTP"},
-        "timeoutSeconds": 5,
-    }
-    probes = {"readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3}}
-    if liveness:
-        probes = {"livenessProbe": {**probe, "periodSeconds": 20, "failureThreshold": 3}, **probes}
-    return probes
-
-
-def jetstream_service(
-    plan: WorkloadPlan, name: str, labels: dict[str, str], extra_ports: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """The Service in front of jetstream-http (`service.type` LoadBalancer is always internal), plus `extra_ports`."""
-    service = plan.workload.service
-    metadata = plan.metadata(name, labels)
-    if service.type == "LoadBalancer":
-        metadata["annotations"] = dict(INTERNAL_LB_ANNOTATION)
-    ports = [{"protocol": "TCP", "name": "jetstream-http", "port": service.port, "targetPort": JETSTREAM_HTTP_PORT}]
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata,
-        "spec": {"type": service.type, "selector": labels, "ports": [*ports, *(extra_ports or [])]},
-    }
-
-
-def jetstream_pod_monitoring(plan: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
-    """Scrapes the JetStream server's Prometheus port, named `metrics` on its container."""
-    from stacks.monitoring import metrics
-
-    return metrics.pod_monitoring(
-        f"{plan.name}-jetstream",
-        plan.namespace,
-        labels,
-        metrics.SERVER_METRICS_PORT,
-        interval=plan.scrape_interval,
-        path="/",
-        target_labels=list(metrics.SERVER_TARGET_LABELS),
-    )

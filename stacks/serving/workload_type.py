@@ -99,6 +99,10 @@ class WorkloadType:
     """Why it cannot run on a pool whose capacity is a list (ComputeClass), if it cannot."""
     added_node_pools: Callable[[Any], tuple[str, ...]] = field(default=lambda workload: ())
     """Names of the node pools it adds next to its TPU pool (checked against every other node pool)."""
+    legacy_component: str | None = None
+    """The component type token it had when each type had its own (until issue 36), if it had one: every workload's
+    component is aliased to every such token (components.serving.ServingWorkload), so a stack created then keeps its
+    resources. Fixed history: a type added later never had one."""
 
     @property
     def name(self) -> str:
@@ -123,3 +127,8 @@ class WorkloadRegistry(Mapping[str, WorkloadType]):
 
     def __len__(self) -> int:
         return len(self._types)
+
+    @property
+    def legacy_components(self) -> tuple[str, ...]:
+        """The component type tokens its types once had (WorkloadType.legacy_component), in registry order."""
+        return tuple(t.legacy_component for t in self._types.values() if t.legacy_component)

@@ -10,6 +10,7 @@ TYPE = WorkloadType(
     config=JetStreamWorkload,
     resolve=resolver(check),
     component=JetStream,
+    legacy_component="tpu-serving:workloads:JetStream",
     tpu_images=TPU_IMAGES,
     checks_generation=True,
 )

@@ -6,7 +6,6 @@ from __future__ import annotations
 from stacks.facts import catalog
 from stacks.facts.versions import Serves, image_doubts, image_gaps, image_record
 from stacks.monitoring import adapters as metrics_adapters
-from stacks.monitoring import metrics
 from stacks.problems import Problem
 from stacks.serving import maxtext
 from stacks.serving.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
@@ -18,6 +17,7 @@ from workloads.jetstream.manifests import ServedJetStreamPlan
 from workloads.jetstream.maxtext_keys import maxtext_key_problems
 from workloads.jetstream.plan import GRPC_PORT, POD_PORTS, JetStreamPlan
 from workloads.jetstream.presets import PRESETS
+from workloads.jetstream.server import JETSTREAM_METRICS
 
 RESERVED_MAXTEXT = {
     CHECKPOINT_ARG: "set `checkpoint` instead",
@@ -43,7 +43,7 @@ def check(
     check_ports(f"{path}.service.port", workload.service.port, {GRPC_PORT: "Service's jetstream-grpc"}, problems)
     auto = workload.autoscaling
     if auto is not None:
-        check_autoscaling(path, auto, adapter, metrics.HPA_METRICS, problems, environment=ctx.environment)
+        check_autoscaling(path, auto, adapter, JETSTREAM_METRICS, problems, environment=ctx.environment)
     if pool is None or problems:
         return None
     shape = pool.shape
@@ -99,7 +99,7 @@ def check(
 
 def _reading(adapter: str, series: str) -> str:
     """How the configured adapter and the dashboard read a metric whose series the image's sources dispute."""
-    metric = next(m for m in metrics.HPA_METRICS.values() if m.series == series)
+    metric = next(m for m in JETSTREAM_METRICS.values() if m.series == series)
     entry = metrics_adapters.get(adapter)
     if metric.fallback is None:
         return "only a deploy can tell"

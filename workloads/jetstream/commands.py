@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stacks.serving.workload_plan import generate_curl, generate_load
 from workloads.jetstream.plan import GRPC_PORT, JetStreamPlan
+from workloads.jetstream.server import generate_curl, generate_load
 
 
 def commands(plan: JetStreamPlan, local_ports: Mapping[int, int]) -> dict[str, str]:

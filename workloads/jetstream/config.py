@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -10,10 +10,36 @@ from stacks.model.config_model import (
     PORT_MAX,
     REPLICAS_MAX,
     CamelModel,
-    JetStreamAutoscalingConfig,
+    HpaAutoscalingConfig,
+    HpaTargetConfig,
     ServiceConfig,
     WorkloadConfig,
 )
+from workloads.jetstream.server import JETSTREAM_METRICS
+
+# The metric names a JetStream HPA may use: the keys of its metric registry (workloads/jetstream/server.py), written
+# there once.
+if TYPE_CHECKING:
+    HpaMetricName = str
+else:
+    HpaMetricName = Literal[tuple(JETSTREAM_METRICS)]
+
+
+class HpaMetricConfig(HpaTargetConfig):
+    name: HpaMetricName = Field(description="JetStream server metric or TPU HBM metric.")
+    target: float = Field(
+        gt=0,
+        le=1e15,
+        allow_inf_nan=False,
+        description="Value one replica should carry, in the metric's unit: *_percentage metrics are 0-1 fractions "
+        "(0.5 = half), tpu_memory_used is bytes, jetstream_prefill_backlog_size is queued requests.",
+    )
+
+
+class JetStreamAutoscalingConfig(HpaAutoscalingConfig):
+    metrics: list[HpaMetricConfig] = Field(  # type: ignore[assignment]
+        min_length=1, description="Combined in one HPA: the largest proposal wins."
+    )
 
 
 class JetStreamImages(CamelModel):

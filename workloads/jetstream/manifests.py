@@ -11,19 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stacks.monitoring import metrics
 from stacks.security import scan_exceptions
 from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secure_pod
 from stacks.serving import disruption, maxtext
 from stacks.serving.startup import startup_probe
-from stacks.serving.workload_plan import (
-    autoscaler_manifest,
+from stacks.serving.workload_plan import autoscaler_manifest, tpu_resources
+from workloads.jetstream.plan import COLD_START_S, ENGINE_CONTAINER, GRPC_PORT, HEALTH_PATH, HTTP_PORT, JetStreamPlan
+from workloads.jetstream.server import (
+    JETSTREAM_METRICS,
+    METRICS_PORT,
     jetstream_http_probes,
     jetstream_pod_monitoring,
     jetstream_service,
-    tpu_resources,
 )
-from workloads.jetstream.plan import COLD_START_S, ENGINE_CONTAINER, GRPC_PORT, HEALTH_PATH, HTTP_PORT, JetStreamPlan
 
 
 def _http_probe(**timing: int) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def deployment(plan: JetStreamPlan) -> dict[str, Any]:
         "image": plan.image("server"),
         "imagePullPolicy": "IfNotPresent",
         "args": maxtext.render(None, plan.maxtext_pairs()),
-        "ports": [{"containerPort": GRPC_PORT}, {"containerPort": plan.workload.prometheus_port, "name": "metrics"}],
+        "ports": [{"containerPort": GRPC_PORT}, {"containerPort": plan.workload.prometheus_port, "name": METRICS_PORT}],
         "resources": tpu_resources(plan.shape),
         # Probed from the start for as long as a cold start takes (COLD_START_S), then liveness takes over.
         "startupProbe": startup_probe(_http_probe(), COLD_START_S),
@@ -112,7 +112,7 @@ def hpa(plan: JetStreamPlan) -> dict[str, Any] | None:
     if auto is None or not (plan.autoscaled or (plan.paused and plan.keda)):
         return None
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": plan.name}
-    return autoscaler_manifest(plan, plan.labels, target, metrics.HPA_METRICS)
+    return autoscaler_manifest(plan, plan.labels, target, JETSTREAM_METRICS)
 
 
 def pod_monitoring(plan: JetStreamPlan) -> dict[str, Any]:

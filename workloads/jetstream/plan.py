@@ -22,16 +22,18 @@ from stacks.security.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.serving import maxtext
 from stacks.serving.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
-from stacks.serving.workload_plan import (
+from stacks.serving.workload_plan import ServingSignals, WorkloadPlan
+from workloads.jetstream import server
+from workloads.jetstream.config import JetStreamWorkload
+from workloads.jetstream.presets import PRESETS, JetStreamPreset
+from workloads.jetstream.server import (
     JETSTREAM_GRPC_PORT,
     JETSTREAM_HEALTH_PATH,
     JETSTREAM_HTTP_PORT,
     JETSTREAM_HTTP_SERVES,
-    ServingSignals,
-    WorkloadPlan,
+    JETSTREAM_METRICS,
+    JETSTREAM_SIGNALS,
 )
-from workloads.jetstream.config import JetStreamWorkload
-from workloads.jetstream.presets import PRESETS, JetStreamPreset
 
 HTTP_PORT = JETSTREAM_HTTP_PORT
 GRPC_PORT = JETSTREAM_GRPC_PORT
@@ -118,12 +120,15 @@ class JetStreamPlan(WorkloadPlan):
 
     @property
     def hpa_metrics(self) -> dict[str, metrics.HpaMetric]:
-        return metrics.HPA_METRICS
+        return JETSTREAM_METRICS
 
     @property
     def signals(self) -> ServingSignals:
-        """The orchestrator's prefill queue (AI-Hypercomputer/JetStream@v0.3:jetstream/core/metrics/prometheus.py)."""
-        return ServingSignals(queue=metrics.HPA_METRICS["jetstream_prefill_backlog_size"].series)
+        """The orchestrator's prefill queue (workloads/jetstream/server.py JETSTREAM_SIGNALS)."""
+        return JETSTREAM_SIGNALS
+
+    def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
+        return server.panels(self, cluster)
 
     @property
     def chips_at_peak(self) -> int:
@@ -157,9 +162,9 @@ class JetStreamPlan(WorkloadPlan):
         TPUs; the HTTP server answers the probes and /generate."""
         auto = self.workload.autoscaling
         series = {
-            metrics.HPA_METRICS[m.name].series
+            JETSTREAM_METRICS[m.name].series
             for m in (auto.metrics if auto is not None else [])
-            if m.name in metrics.HPA_METRICS and metrics.HPA_METRICS[m.name].origin == "server"
+            if m.name in JETSTREAM_METRICS and JETSTREAM_METRICS[m.name].origin == "server"
         }
         return {
             "server": Serves(metrics=frozenset(series), tpus=frozenset({self.shape.generation.name})),

@@ -10,6 +10,7 @@ TYPE = WorkloadType(
     config=JetStreamPathwaysWorkload,
     resolve=resolver(check),
     component=JetStreamPathways,
+    legacy_component="tpu-serving:workloads:JetStreamPathways",
     addon="lws",
     tpu_images=TPU_IMAGES,
 )

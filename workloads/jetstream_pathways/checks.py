@@ -9,8 +9,9 @@ from stacks.problems import Problem
 from stacks.serving import maxtext
 from stacks.serving.maxtext import CACHE_ARG, CHECKPOINT_ARG, METRICS_ARG
 from stacks.serving.pool_plan import PoolPlan
-from stacks.serving.workload_plan import JETSTREAM_HTTP_SERVES, check_model_inputs, check_ports
+from stacks.serving.workload_plan import check_model_inputs, check_ports
 from stacks.serving.workload_type import WorkloadContext
+from workloads.jetstream.server import JETSTREAM_HTTP_SERVES
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.manifests import ServedPathwaysPlan
 from workloads.jetstream_pathways.plan import LEADER_PORTS, PERSISTENCE_ARGS, PathwaysPlan

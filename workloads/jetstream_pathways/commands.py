@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stacks.serving.workload_plan import generate_curl
+from workloads.jetstream.server import generate_curl
 from workloads.jetstream_pathways.plan import PathwaysPlan
 
 

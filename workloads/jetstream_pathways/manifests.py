@@ -13,14 +13,17 @@ from stacks.security.pod_security import IMAGE_DEFAULTS, ContainerSecurity, secu
 from stacks.serving import disruption, maxtext
 from stacks.serving.startup import startup_probe
 from stacks.serving.workload_plan import (
-    JETSTREAM_GRPC_PORT,
-    JETSTREAM_HEALTH_PATH,
     LWS_API,
     LWS_EXCLUSIVE,
     LWS_SUBGROUP_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
     cpu_quantity,
     host_requests,
+)
+from workloads.jetstream.server import (
+    JETSTREAM_GRPC_PORT,
+    JETSTREAM_HEALTH_PATH,
+    METRICS_PORT,
     jetstream_http_probes,
     jetstream_pod_monitoring,
     jetstream_service,
@@ -147,7 +150,7 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
     jax.update(
         ports=[
             {"containerPort": JETSTREAM_GRPC_PORT},
-            {"containerPort": plan.workload.metrics_port, "name": "metrics"},
+            {"containerPort": plan.workload.metrics_port, "name": METRICS_PORT},
         ],
         startupProbe=_probe(plan, startup=True),
         livenessProbe=_probe(plan, startup=False),

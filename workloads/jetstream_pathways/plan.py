@@ -21,7 +21,9 @@ from stacks.security.bucket_access import OBJECT_USER, Grant, read_grant
 from stacks.serving import maxtext
 from stacks.serving.maxtext import CHECKPOINT_ARG, METRICS_ARG
 from stacks.serving.startup import StartupPath, startup_probe
-from stacks.serving.workload_plan import JETSTREAM_GRPC_PORT, JETSTREAM_HTTP_PORT, WorkloadPlan
+from stacks.serving.workload_plan import WorkloadPlan
+from workloads.jetstream import server
+from workloads.jetstream.server import JETSTREAM_GRPC_PORT, JETSTREAM_HTTP_PORT
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
@@ -174,6 +176,10 @@ class PathwaysPlan(WorkloadPlan):
 
     def image(self, key: str) -> str:
         return getattr(self.workload.images, key) or self.served(IMAGES[DEFAULT_IMAGES[key]])
+
+    def dashboard_panels(self, cluster: str) -> list[tuple[str, str, str]]:
+        """The JetStream tiles (workloads/jetstream/server.py), as single-host JetStream's."""
+        return server.panels(self, cluster)
 
     def ingress_allows(self) -> list[dict[str, Any]]:
         """The leader's HTTP server to clients, its JetStream metrics to Managed Prometheus."""

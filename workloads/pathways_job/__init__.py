@@ -10,6 +10,7 @@ TYPE = WorkloadType(
     config=PathwaysJobWorkload,
     resolve=resolver(check),
     component=PathwaysJob,
+    legacy_component="tpu-serving:workloads:PathwaysJob",
     addon="pathwaysJob",
     exclusive_pool=True,
     tpu_images=TPU_IMAGES,

@@ -10,6 +10,7 @@ TYPE = WorkloadType(
     config=SaxmlWorkload,
     resolve=resolver(check),
     component=Saxml,
+    legacy_component="tpu-serving:workloads:Saxml",
     addon="jobset",
     exclusive_pool=True,
     tpu_images=TPU_IMAGES,

@@ -10,5 +10,6 @@ TYPE = WorkloadType(
     config=VllmWorkload,
     resolve=resolver(check),
     component=Vllm,
+    legacy_component="tpu-serving:workloads:Vllm",
     tpu_images=TPU_IMAGES,
 )

@@ -8,8 +8,8 @@ from pydantic import Field
 
 from stacks.model.config_model import (
     REPLICAS_MAX,
-    HpaMetricConfig,
-    JetStreamAutoscalingConfig,
+    HpaAutoscalingConfig,
+    HpaTargetConfig,
     ServiceConfig,
     WorkloadConfig,
 )
@@ -22,7 +22,7 @@ else:
     VllmMetricName = Literal[tuple(VLLM_METRICS)]
 
 
-class VllmHpaMetricConfig(HpaMetricConfig):
+class VllmHpaMetricConfig(HpaTargetConfig):
     name: VllmMetricName = Field(
         description="vLLM server metric (of the serving pods: the leaders on a multi-host pool) or TPU HBM metric."
     )
@@ -33,7 +33,7 @@ class VllmHpaMetricConfig(HpaMetricConfig):
     )
 
 
-class VllmAutoscalingConfig(JetStreamAutoscalingConfig):
+class VllmAutoscalingConfig(HpaAutoscalingConfig):
     max_replicas: int = Field(
         le=REPLICAS_MAX, description="At most what the pool holds (nodes, or slices for a multi-host pool)."
     )

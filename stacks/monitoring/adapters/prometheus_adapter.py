@@ -210,8 +210,9 @@ def _frontend(ctx: AdapterContext) -> list[Part]:
 
 
 def build(ctx: AdapterContext) -> AdapterBuild:
-    external = [*rules(ctx.cluster, ctx.hpa_namespaces)]
-    external += server_rules(ctx.cluster, ctx.server_metrics)
+    # the workload types' own server metrics first (JetStream's, vLLM's: their plans' hpa_metrics), then the shared
+    # TPU ones; each rule names its own metric, so the order only keeps the rendered ConfigMap stable
+    external = [*server_rules(ctx.cluster, ctx.server_metrics), *rules(ctx.cluster, ctx.hpa_namespaces)]
     chart = ctx.chart(CHART)
     config = rules_config(external)
     release = Chart(chart, values(chart, f"http://{GMP_FRONTEND_SERVICE}.{ctx.namespace}.svc", config))
