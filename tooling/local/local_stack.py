@@ -83,6 +83,13 @@ class LocalStack:
 
     @property
     def kubeconfig(self) -> Path:
+        """The cluster's kubeconfig as this process reaches it: from this machine, `kubeconfig` (its server is the
+        forwarder's port on this machine's loopback); from inside the cluster's network namespace (the e2e and
+        `make local-up` enter it, enter_cluster_network), `kubeconfig-netns` (the API server's own port there: the
+        forwarder's port does not exist in the namespace). tooling/local/local_cluster.py Paths writes both."""
+        inner = self.folder / "kubeconfig-netns"
+        if inner.exists() and _in_cluster_network(self.stack):
+            return inner
         return self.folder / "kubeconfig"
 
     @property
@@ -457,6 +464,12 @@ def run(local: LocalStack, command: str, *, on_output=print, **kwargs: Any) -> A
     if command == "preview":
         kwargs.setdefault("diff", True)
     return operation(on_output=on_output, color="never", **kwargs)
+
+
+def _in_cluster_network(stack: str) -> bool:
+    from tooling.local import local_cluster
+
+    return local_cluster.in_netns(stack)
 
 
 def enter_cluster_network(stack: str) -> None:
