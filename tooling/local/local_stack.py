@@ -30,6 +30,7 @@ import shutil
 import ssl
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -146,6 +147,17 @@ def write_project(local: LocalStack, source: Path, sources: Sequence[Path]) -> N
 # ---- a minimal Kubernetes API client (loopback only) ------------------------------------------------------------
 
 
+# How long a request answered 429 ("come back later") is retried, at the Retry-After the server gives (1 s if none).
+RETRY_429_SECONDS = 60.0
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return min(max(float(value or 1), 0.1), 10.0)
+    except ValueError:
+        return 1.0
+
+
 class KubeError(RuntimeError):
     def __init__(self, status: int, message: str):
         super().__init__(f"HTTP {status}: {message}")
@@ -202,18 +214,25 @@ class Kube:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
-        req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, context=self.context, timeout=self.timeout) as resp:
-                text = resp.read()
-        except urllib.error.HTTPError as err:
-            detail = err.read().decode(errors="replace")
+        deadline = time.monotonic() + RETRY_429_SECONDS
+        while True:
+            req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
             try:
-                detail = json.loads(detail).get("message", detail)
-            except ValueError:
-                pass
-            raise KubeError(err.code, detail) from None
-        return json.loads(text) if text else None
+                with urllib.request.urlopen(req, context=self.context, timeout=self.timeout) as resp:
+                    text = resp.read()
+                return json.loads(text) if text else None
+            except urllib.error.HTTPError as err:
+                detail = err.read().decode(errors="replace")
+                try:
+                    detail = json.loads(detail).get("message", detail)
+                except ValueError:
+                    pass
+                # 429 with Retry-After: the server asks to come back (a just-created CRD's storage
+                # "(re)initializing"); client-go retries these (k8s.io/client-go rest/request.go checkWait)
+                if err.code == 429 and time.monotonic() < deadline:
+                    time.sleep(_retry_after(err.headers.get("Retry-After")))
+                    continue
+                raise KubeError(err.code, detail) from None
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
