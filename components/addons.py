@@ -24,7 +24,7 @@ from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import Addon, CrdPolicy
 from stacks.addons.addon import KEEP_CRDS
-from stacks.facts.versions import ChartCrds, ChartVersion, ManifestVersion
+from stacks.facts.versions import CRD_KINDS, ChartCrds, ChartVersion, ManifestVersion
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
 from stacks.security import pod_security
@@ -122,6 +122,11 @@ class AddonCrds(pulumi.ComponentResource):
                 f"{name}-keep-{crd}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                     name=crd, labels=labels, annotations={**HELM_KEEP, **annotations}
+                ),
+                # the provider's Check caches every CRD by group and kind, a patch too (versions.CRD_KINDS)
+                spec=k8s.apiextensions.v1.CustomResourceDefinitionSpecPatchArgs(
+                    group=crd.split(".", 1)[1],
+                    names=k8s.apiextensions.v1.CustomResourceDefinitionNamesPatchArgs(kind=CRD_KINDS[crd]),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.group]),
             )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stacks import naming
+from stacks.serving.compute_class import COMPUTE_CLASS_LABEL
 from tooling.harness.offline import ROOT
 from tooling.local.local_stack import Kube, KubeError, LocalStack
 
@@ -162,9 +163,27 @@ def node_pools(kube: Kube) -> dict[str, str]:
     }
 
 
-def pod_pool(pod: dict[str, Any]) -> str | None:
-    """The stack pool a pod asks for (its node selector's pool label), if any."""
-    return (pod["spec"].get("nodeSelector") or {}).get(naming.POOL_LABEL)
+def pod_pool(pod: dict[str, Any], classes: dict[str, str] | None = None) -> str | None:
+    """The stack pool a pod asks for, if any: its node selector's pool label, or for a pool that is a ComputeClass
+    (the pod selects `cloud.google.com/compute-class`), the pool that class is labelled with (`classes`: class name ->
+    its `tpu-serving/pool` label, stacks/pieces/tpu_pools.py compute_class_manifest)."""
+    selector = pod["spec"].get("nodeSelector") or {}
+    if naming.POOL_LABEL in selector:
+        return selector[naming.POOL_LABEL]
+    return (classes or {}).get(selector.get(COMPUTE_CLASS_LABEL, ""))
+
+
+def compute_classes(kube: Kube) -> dict[str, str]:
+    """ComputeClass name -> the stack pool its label names."""
+    try:
+        items = kube.items("/apis/cloud.google.com/v1/computeclasses")
+    except KubeError:
+        return {}
+    return {
+        c["metadata"]["name"]: (c["metadata"].get("labels") or {})[naming.POOL_LABEL]
+        for c in items
+        if naming.POOL_LABEL in (c["metadata"].get("labels") or {})
+    }
 
 
 def pending_reason(pod: dict[str, Any]) -> str:
@@ -184,11 +203,11 @@ class PodPlacement:
 
 
 def placements(kube: Kube, namespaces: list[str]) -> list[PodPlacement]:
-    nodes = node_pools(kube)
+    nodes, classes = node_pools(kube), compute_classes(kube)
     out = []
     for ns in namespaces:
         for pod in pods(kube, ns):
-            pool = pod_pool(pod)
+            pool = pod_pool(pod, classes)
             if pool is None:
                 continue
             node = pod["spec"].get("nodeName")

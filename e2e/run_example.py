@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -274,6 +275,9 @@ def check_example(path: Path) -> list[str]:
     """Every step on the stack's running local cluster; the problems found (an `up` or `preview` that fails stops
     the run there)."""
     run = Run(path)
+    # the cluster is new (test_examples.py starts one per example): a state left by an earlier run describes objects
+    # of a cluster that is gone, and its pending operations would block the first `up`
+    shutil.rmtree(run.local.state, ignore_errors=True)
     local_stack.enter_cluster_network(run.stack)
     local_stack.prepare(run.stack, source=path, reference=run.reference)
     kube = local_stack.Kube(run.local.kubeconfig)

@@ -154,6 +154,9 @@ def test_the_system_pool_starts_as_gke_creates_it(name: str, config: StackConfig
         assert node["spec"]["taints"] == []  # system pods and the controllers run here
         labels = node["metadata"]["labels"]
         assert labels[local_cluster.INSTANCE_TYPE_LABEL] == cluster.config.system_pool.machine_type
+        # the program's node_config.labels of the system pool (components/cluster.py), which every add-on's
+        # nodeSelector names: without them the first `pulumi up` waited on a Pending metrics adapter
+        assert naming.SYSTEM_POOL_SELECTOR.items() <= labels.items()
         assert catalog.TPU_RESOURCE not in node["status"]["capacity"]
 
 

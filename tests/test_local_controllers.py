@@ -146,3 +146,37 @@ def test_volumes_under_tmp_are_bind_mounted_in_the_processs_own_mount_namespace(
     assert local_controllers.launch_command("n", "/bin/ctl", [], {"/certs": certs}) == [
         "ip", "netns", "exec", "n", "/bin/ctl"
     ]  # fmt: skip
+
+
+def _pod(name: str, labels: dict[str, str], ip: str | None, ready: str = "True") -> dict:
+    return {
+        "metadata": {"name": name, "namespace": "custom-metrics", "labels": labels},
+        "spec": {"containers": [{"ports": [{"name": "https", "containerPort": 443}]}]},
+        "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def test_services_no_local_controller_serves_get_their_ready_pods_as_endpoints():
+    # `pulumi up` waits for a Service with a selector to have a ready endpoint (pulumi-kubernetes
+    # provider/pkg/await/service.go); the local cluster runs no endpoints controller, so the first up waited 10
+    # minutes on the metrics adapter's Service, whose binary the local cluster does not run.
+    from tooling.local.local_controllers import pod_endpoints
+
+    service = {
+        "metadata": {"name": "adapter", "namespace": "custom-metrics"},
+        "spec": {"selector": {"run": "adapter"}, "ports": [{"name": "https", "port": 443, "targetPort": "https"}]},
+    }
+    pods = [
+        _pod("a", {"run": "adapter"}, "10.0.0.2"),
+        _pod("b", {"run": "adapter"}, "10.0.0.3", ready="False"),
+        _pod("c", {"run": "other"}, "10.0.0.4"),
+    ]
+    got = pod_endpoints(service, pods)
+    assert got["subsets"] == [
+        {
+            "addresses": [{"ip": "10.0.0.2", "targetRef": {"kind": "Pod", "name": "a", "namespace": "custom-metrics"}}],
+            "ports": [{"port": 443, "protocol": "TCP", "name": "https"}],
+        }
+    ]
+    assert pod_endpoints(service, pods[1:])["subsets"] == []
+    assert pod_endpoints({**service, "spec": {"ports": service["spec"]["ports"]}}, pods) is None

@@ -18,6 +18,24 @@ from stacks.facts import images
 DEFAULT_KUBERNETES_MINOR = "1.34"
 
 
+# spec.names.kind of every CRD a ChartCrds names (the upstream files at their tags; tests/test_crd_keep_patch.py reads
+# them back). The stack's keep patch of a CRD (components/addons.py) carries its spec.group and spec.names.kind: the
+# Kubernetes provider's Check of any CustomResourceDefinition, a patch included, adds it to its CRD cache and fails
+# without them (pulumi/pulumi-kubernetes provider/pkg/clients/cache.go groupKindFromCRD: "expected .spec.group").
+CRD_KINDS: dict[str, str] = {
+    "leaderworkersets.leaderworkerset.x-k8s.io": "LeaderWorkerSet",
+    "disaggregatedsets.disaggregatedset.x-k8s.io": "DisaggregatedSet",
+    "disaggregatedsetrolescalers.disaggregatedset.x-k8s.io": "DisaggregatedSetRoleScaler",
+    "jobsets.jobset.x-k8s.io": "JobSet",
+    "scaledobjects.keda.sh": "ScaledObject",
+    "scaledjobs.keda.sh": "ScaledJob",
+    "triggerauthentications.keda.sh": "TriggerAuthentication",
+    "clustertriggerauthentications.keda.sh": "ClusterTriggerAuthentication",
+    "cloudeventsources.eventing.keda.sh": "CloudEventSource",
+    "clustercloudeventsources.eventing.keda.sh": "ClusterCloudEventSource",
+}
+
+
 @dataclass(frozen=True)
 class ChartCrds:
     """The CRD files a chart release ships, in its repository at the release tag. The stack applies these itself

@@ -179,6 +179,9 @@ def mirrors(config: StackConfig) -> list[MirroredPool]:
     location = cluster.location
     zonal = pool_sizing.ZONE.fullmatch(location) is not None
     system_labels = {
+        # the labels the program gives the system pool's nodes (components/cluster.py node_config.labels): the
+        # add-ons' controllers and adapters select the pool by them
+        **naming.SYSTEM_POOL_SELECTOR,
         INSTANCE_TYPE_LABEL: system.machine_type,
         REGION_LABEL: config.region,
         catalog.NODE_POOL_LABEL: naming.SYSTEM_NODE_POOL,

@@ -242,6 +242,45 @@ def endpoints_objects(service: dict[str, Any], address: str, ports: list[dict[st
     ]
 
 
+def pod_endpoints(service: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Endpoints the endpoints controller would write for a Service whose pods no local controller serves: its
+    Ready pods' addresses (kwok's, where nothing listens), each Service port at the container port it targets. The
+    local cluster runs kube-controller-manager without that controller (its Endpoints for the local controllers
+    would be overwritten), and `pulumi up` waits for a Service to have a ready endpoint (pulumi-kubernetes
+    provider/pkg/await/service.go). None for a Service without a selector."""
+    selector = service["spec"].get("selector") or {}
+    if not selector:
+        return None
+    addresses, ports = [], []
+    for pod in pods:
+        if not selects(service, pod["metadata"].get("labels") or {}) or not pod["status"].get("podIP"):
+            continue
+        conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or []}
+        if conditions.get("Ready") != "True" or pod["metadata"].get("deletionTimestamp"):
+            continue
+        addresses.append(
+            {
+                "ip": pod["status"]["podIP"],
+                "targetRef": {
+                    "kind": "Pod",
+                    "name": pod["metadata"]["name"],
+                    "namespace": pod["metadata"]["namespace"],
+                },
+            }
+        )
+        if not ports:
+            ports = endpoint_ports(
+                service, {"ports": [p for c in pod["spec"]["containers"] for p in c.get("ports") or []]}
+            )
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": name, "namespace": namespace, "labels": {local_cluster.LOCAL_LABEL: "pods"}},
+        "subsets": [{"addresses": sorted(addresses, key=lambda a: a["ip"]), "ports": ports}] if addresses else [],
+    }
+
+
 def hosts_lines(services: list[dict[str, Any]], address: str) -> list[str]:
     """/etc/hosts lines of the namespace: each Service's cluster DNS names at the controller's address (the KEDA
     metrics API server dials the operator by its Service name)."""
@@ -438,7 +477,27 @@ class Supervisor:
         tool = next(t for t in versions.TOOLCHAIN if controller.name in dict(t.binaries))
         return toolchain.is_built(tool) and (toolchain.cache_dir(tool) / "BUILD.json").exists()
 
+    def pod_endpoints(self) -> None:
+        """Endpoints for the Services no local controller serves, from their Ready pods (pod_endpoints)."""
+        pods = self.api.get("/api/v1/pods")["items"]
+        current = {
+            (e["metadata"]["namespace"], e["metadata"]["name"]): e for e in self.api.get("/api/v1/endpoints")["items"]
+        }
+        for service in self.api.get("/api/v1/services")["items"]:
+            key = (service["metadata"]["namespace"], service["metadata"]["name"])
+            have = current.get(key)
+            if have and (have["metadata"].get("labels") or {}).get(local_cluster.LOCAL_LABEL) == "controller":
+                continue
+            want = pod_endpoints(service, [p for p in pods if p["metadata"]["namespace"] == key[0]])
+            if want is None or (have and have.get("subsets", []) == want["subsets"]):
+                continue
+            self.api.apply(f"/api/v1/namespaces/{key[0]}/endpoints", want)
+
     def step(self) -> None:
+        try:
+            self.pod_endpoints()
+        except (KeyError, LocalClusterError, urllib.error.URLError) as err:
+            print(f"supervisor: pod endpoints: {err}", flush=True)
         for controller in CONTROLLERS:
             if not self.built(controller):
                 continue

@@ -30,6 +30,7 @@ import shutil
 import ssl
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -83,6 +84,13 @@ class LocalStack:
 
     @property
     def kubeconfig(self) -> Path:
+        """The cluster's kubeconfig as this process reaches it: from this machine, `kubeconfig` (its server is the
+        forwarder's port on this machine's loopback); from inside the cluster's network namespace (the e2e and
+        `make local-up` enter it, enter_cluster_network), `kubeconfig-netns` (the API server's own port there: the
+        forwarder's port does not exist in the namespace). tooling/local/local_cluster.py Paths writes both."""
+        inner = self.folder / "kubeconfig-netns"
+        if inner.exists() and _in_cluster_network(self.stack):
+            return inner
         return self.folder / "kubeconfig"
 
     @property
@@ -137,6 +145,17 @@ def write_project(local: LocalStack, source: Path, sources: Sequence[Path]) -> N
 
 
 # ---- a minimal Kubernetes API client (loopback only) ------------------------------------------------------------
+
+
+# How long a request answered 429 ("come back later") is retried, at the Retry-After the server gives (1 s if none).
+RETRY_429_SECONDS = 60.0
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return min(max(float(value or 1), 0.1), 10.0)
+    except ValueError:
+        return 1.0
 
 
 class KubeError(RuntimeError):
@@ -195,18 +214,25 @@ class Kube:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
-        req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, context=self.context, timeout=self.timeout) as resp:
-                text = resp.read()
-        except urllib.error.HTTPError as err:
-            detail = err.read().decode(errors="replace")
+        deadline = time.monotonic() + RETRY_429_SECONDS
+        while True:
+            req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
             try:
-                detail = json.loads(detail).get("message", detail)
-            except ValueError:
-                pass
-            raise KubeError(err.code, detail) from None
-        return json.loads(text) if text else None
+                with urllib.request.urlopen(req, context=self.context, timeout=self.timeout) as resp:
+                    text = resp.read()
+                return json.loads(text) if text else None
+            except urllib.error.HTTPError as err:
+                detail = err.read().decode(errors="replace")
+                try:
+                    detail = json.loads(detail).get("message", detail)
+                except ValueError:
+                    pass
+                # 429 with Retry-After: the server asks to come back (a just-created CRD's storage
+                # "(re)initializing"); client-go retries these (k8s.io/client-go rest/request.go checkWait)
+                if err.code == 429 and time.monotonic() < deadline:
+                    time.sleep(_retry_after(err.headers.get("Retry-After")))
+                    continue
+                raise KubeError(err.code, detail) from None
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
@@ -457,6 +483,12 @@ def run(local: LocalStack, command: str, *, on_output=print, **kwargs: Any) -> A
     if command == "preview":
         kwargs.setdefault("diff", True)
     return operation(on_output=on_output, color="never", **kwargs)
+
+
+def _in_cluster_network(stack: str) -> bool:
+    from tooling.local import local_cluster
+
+    return local_cluster.in_netns(stack)
 
 
 def enter_cluster_network(stack: str) -> None:
