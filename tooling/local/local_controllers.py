@@ -251,7 +251,8 @@ def pod_endpoints(service: dict[str, Any], pods: list[dict[str, Any]]) -> dict[s
     selector = service["spec"].get("selector") or {}
     if not selector:
         return None
-    addresses, ports = [], []
+    addresses: list[dict[str, Any]] = []
+    ports: list[dict[str, Any]] = []
     for pod in pods:
         if not selects(service, pod["metadata"].get("labels") or {}) or not pod["status"].get("podIP"):
             continue
