@@ -44,8 +44,9 @@ import yaml
 from stacks.facts import gke_managed, versions
 from stacks.model.local_target import DEFAULT_SOURCES
 from tooling.harness.offline import ROOT, read_stack_yaml
+from tooling.local import local_cluster
 
-LOCAL = ROOT / ".cache" / "local"
+LOCAL = local_cluster.STATE  # one folder per stack, laid out by local_cluster.Paths
 TOOLCHAIN_BIN = ROOT / ".cache" / "toolchain" / "bin"
 # The passphrase of every local stack's secrets: they protect nothing but a throwaway local state (override with
 # PULUMI_CONFIG_PASSPHRASE).
@@ -88,10 +89,10 @@ class LocalStack:
         forwarder's port on this machine's loopback); from inside the cluster's network namespace (the e2e and
         `make local-up` enter it, enter_cluster_network), `kubeconfig-netns` (the API server's own port there: the
         forwarder's port does not exist in the namespace). tooling/local/local_cluster.py Paths writes both."""
-        inner = self.folder / "kubeconfig-netns"
-        if inner.exists() and _in_cluster_network(self.stack):
-            return inner
-        return self.folder / "kubeconfig"
+        files = local_cluster.Paths(self.folder)
+        if files.inner_kubeconfig.exists() and local_cluster.in_netns(self.stack):
+            return files.inner_kubeconfig
+        return files.kubeconfig
 
     @property
     def project(self) -> Path:
@@ -485,19 +486,9 @@ def run(local: LocalStack, command: str, *, on_output=print, **kwargs: Any) -> A
     return operation(on_output=on_output, color="never", **kwargs)
 
 
-def _in_cluster_network(stack: str) -> bool:
-    from tooling.local import local_cluster
-
-    return local_cluster.in_netns(stack)
-
-
 def enter_cluster_network(stack: str) -> None:
     """Join the stack's local cluster in its network namespace (tooling/local/local_cluster.py runs each cluster in one of
     its own, whose loopback serves the API server), before any thread starts; nothing to do without one."""
-    try:
-        from tooling.local import local_cluster
-    except ImportError:
-        return
     if Path(f"/run/netns/{local_cluster.netns_name(stack)}").exists() and not local_cluster.in_netns(stack):
         local_cluster.enter(stack)
 
