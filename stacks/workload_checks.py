@@ -1,6 +1,7 @@
 """The checks every workload shares, before and after its type's own rules (`WorkloadType.resolve`): its name,
 namespace, pool and add-on; the pool's TPU generation and capacity type; then what workloads share: namespaces,
-pool capacity and exclusive pools. Every registered type gets them, one a test adds included."""
+pool capacity and exclusive pools. Every registered type gets them, one a test adds included. `visit` is the
+workloads' one visit (stacks/config.py PIECES: after the pools, the add-ons, the cluster and the bucket)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import AddonsConfig
 from stacks.facts import catalog, gke_managed, versions
-from stacks.model import config_parse
-from stacks.model.config_model import WorkloadConfig
 from stacks.monitoring import adapters as metrics_adapters
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_name
-from stacks.problems import Problem, fmt
+from stacks.problems import Problem
 from stacks.security import bucket_access
 from stacks.serving import gateway
 from stacks.serving.pool_plan import PoolPlan
@@ -72,29 +72,51 @@ def _check_generation(
     )
 
 
+NAME = "workloads"
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 
 
-def parse(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, WorkloadConfig]]:
-    base = f"{NS}:workloads"
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        problems.append(Problem(base, f"must be a list of workloads (got {fmt(raw)})"))
-        return []
-    parsed: list[tuple[int, WorkloadConfig]] = []
-    for i, item in enumerate(raw):
-        kind = item.get("type") if isinstance(item, dict) else None
-        if not isinstance(kind, str) or kind not in types:
-            problems.append(
-                Problem(f"{base}[{i}].type", f"{fmt(kind)} is not a workload type; allowed: {', '.join(types)}")
-            )
-            continue
-        workload = config_parse.parse(f"{base}[{i}]", types[kind].config, item, problems)
-        if workload is not None:
-            parsed.append((i, workload))
-    return parsed
+def visit(ctx: Context, found: Findings) -> list[WorkloadPlan]:
+    """Every workload checked and planned against what the pieces visited before resolved (its pool's plan, the
+    add-ons, the monitoring adapter, the cluster's and the bucket's names, the gateway): their plans, also left in
+    `ctx.workloads` for the pieces that serve them."""
+    given, sections = ctx.invocation, ctx.sections
+    cluster, monitoring, addons, gateway_config = (
+        sections.cluster,
+        sections.monitoring,
+        sections.addons,
+        sections.gateway,
+    )
+    environment = sections.environment
+    context = WorkloadContext(
+        adapter=monitoring.adapter if monitoring is not None else "none",
+        min_master_version=cluster.min_master_version if cluster is not None else None,
+        scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
+        bucket=ctx.bucket_name or "",
+        paused=sections.paused,
+        cluster_name=ctx.cluster_name or "",
+        identity_suffix=naming.stack_identity_suffix(given.pulumi_project, given.stack),
+        lws_enabled=addons.of("lws").enabled if addons is not None else False,
+        hf_token=given.hf_token == "secret",
+        environment=environment if isinstance(environment, str) else "",
+        image_mirror=ctx.image_mirror,
+        project=given.gcp_project or "",
+        gateway_enabled=gateway_config is not None and gateway_config.enabled,
+        from_zero=ctx.from_zero,
+    )
+    ctx.workloads = check(
+        sections.workloads,
+        {p.name: p for p in ctx.pools},
+        declared_pool_names(ctx.raw.get("tpuPools")),
+        addons,
+        ctx.workload_types,
+        context,
+        found.problems_at("workloads.rules"),
+        found.warnings_at("workloads"),
+        pools_complete=isinstance(ctx.raw.get("tpuPools", []), list) and None not in sections.pools,
+    )
+    return ctx.workloads
 
 
 def _check_workload_keys(

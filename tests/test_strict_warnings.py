@@ -43,6 +43,7 @@ def _warns(fn: ast.FunctionDef) -> bool:
             for n in nodes
         )
         or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "warn" for n in nodes)
+        or any(isinstance(n, ast.Attribute) and n.attr == "warnings_at" for n in nodes)  # a piece's visit files one
         or any(
             isinstance(n, ast.Return)
             and isinstance(n.value, ast.Tuple)
@@ -71,7 +72,14 @@ FORWARDS = {
     "stacks/serving/workload_type.py:of": "wraps a type's plan with its warnings",
     "stacks/serving/workload_type.py:resolver": "passes a warnings list to the type's check",
     "stacks/serving/workload_type.py:resolve": "passes a warnings list to the type's check",
-    "stacks/config.py:parse_stack_config": "collects _first_run_warnings and passes the list on",
+    "stacks/config.py:_stack_config": "puts the warnings the pieces filed into the StackConfig",
+    "stacks/pieces/context.py:warnings_at": "where a piece's visit files a warning",
+    "stacks/pieces/context.py:warnings": "the filed warnings, in order",
+    "stacks/pieces/cluster.py:visit": "files cluster.py:warnings (cases below)",
+    "stacks/pieces/bucket.py:visit": "files bucket.py:warnings (cases below)",
+    "stacks/pieces/tpu_pools.py:visit": "files tpu_pools.py:warnings (cases below)",
+    "stacks/pieces/gateway.py:visit": "files gateway.py:warnings (cases below)",
+    "stacks/workload_checks.py:visit": "passes the warnings slot to check",
     "workloads/jetstream_pathways/checks.py:check": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:check": "passes the warnings list to _check_models_fit",
@@ -158,7 +166,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "decommission=true",
     ),
     (
-        "stacks/config.py:_stack_config",
+        "stacks/pieces/environment.py:visit",
         "paused",
         {"tpu-serving:paused": True},
         {"tpu-serving:paused": False},
