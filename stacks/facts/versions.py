@@ -676,6 +676,9 @@ GITHUB_ACTIONS: dict[str, str] = {
 GCLOUD_SDK = "547.0.0"
 # The Pulumi CLI the workflows install (the SDK pinned in requirements.txt is the same release line).
 PULUMI_CLI = "3.272.0"
+# Pulumi's Python policy SDK the policy pack runs on (policy/requirements.txt, requirements.txt; tests/test_policy_pack.py
+# holds the three equal): 1.21.0 requires pulumi>=3.204.0,<4 (its wheel's METADATA Requires-Dist).
+PULUMI_POLICY = "1.21.0"
 
 
 # ---- toolchain (issue 35): binaries built from the Go module proxy for the local cluster and `make e2e` ----------
