@@ -114,7 +114,7 @@ def on_configure_stack(policies: list[Any]) -> None:
         set_levels(policies, environment(dict(request.tags), dict(request.config), request.stack or None))
         return sdk_handler(self, request, context)
 
-    policy_sdk._PolicyAnalyzerServicer.ConfigureStack = configure_stack  # type: ignore[method-assign]
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack = configure_stack  # type: ignore[method-assign,assignment]
 
 
 def resource_policy(rule: str, env: str) -> ResourceValidationPolicy:

@@ -211,7 +211,7 @@ def cluster_endpoint_problem(resource: Resource) -> str | None:
         return None
     blocks = _get(authorized, "cidrBlocks") or []
     open_blocks = [
-        b.get("cidrBlock") for b in blocks if isinstance(b, Mapping) and whole_internet(str(b.get("cidrBlock")))
+        str(b.get("cidrBlock")) for b in blocks if isinstance(b, Mapping) and whole_internet(str(b.get("cidrBlock")))
     ]
     if isinstance(authorized, Mapping) and not open_blocks:
         return None

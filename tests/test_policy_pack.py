@@ -6,7 +6,6 @@ e2e/test_policy_pack.py runs it under the real Pulumi engine."""
 from __future__ import annotations
 
 import runpy
-import tomllib
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +20,7 @@ from stacks import guardrails as g
 from stacks.facts import versions
 from tooling.harness.offline import ROOT
 from tooling.harness.requirements import pins
+from tpu_serving.version import VERSION
 
 PACK = ROOT / "policy"
 
@@ -108,8 +108,7 @@ def test_public_endpoints_warn_in_dev_and_refuse_elsewhere():
 
 
 def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
-    release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == release
+    assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == VERSION
     assert pins(PACK / "requirements.txt")["pulumi-policy"] == versions.PULUMI_POLICY == pins()["pulumi-policy"]
     assert pins(PACK / "requirements.txt")["pulumi"] == pins()["pulumi"]
 
