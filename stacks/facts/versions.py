@@ -859,6 +859,8 @@ TOOLCHAIN_UNBUILDABLE: tuple[Unbuildable, ...] = (
         "the Python language host (its own module in pulumi/pulumi, sdk/python/cmd/pulumi-language-python/go.mod)",
         "reading https://proxy.golang.org/github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3/@v/"
         "v3.272.0.info: 403 Forbidden, server response: This module version is not available. (the same for "
-        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list)",
+        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list; and for a pseudo-version, "
+        "v3.0.0-20260821191800-1b5949891b3c, a pulumi/pulumi master commit: 403 the same). The policy pack runs "
+        "without it, as a binary analyzer plugin (policy/run-pack, docs/policy.md)",
     ),
 )
