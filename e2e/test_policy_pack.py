@@ -67,10 +67,11 @@ def unlabeled_namespace(provider: object) -> None:
     k8s.core.v1.Namespace("serve", metadata={"name": "serve"}, opts=opts(provider))
 
 
-def latest_image(provider: object) -> None:
+def deployment(provider: object, image: str) -> None:
+    """A Deployment in namespace serve whose pod is restricted (pod_security.secure_pod), running `image`."""
     import pulumi_kubernetes as k8s
 
-    pod = pod_security.secure_pod({"containers": [{"name": "server", "image": "vllm/vllm-tpu:latest"}]})
+    pod = pod_security.secure_pod({"containers": [{"name": "server", "image": image}]})
     k8s.apps.v1.Deployment(
         "server",
         metadata={"name": "server", "namespace": "serve"},
@@ -80,6 +81,11 @@ def latest_image(provider: object) -> None:
         },
         opts=opts(provider),
     )
+
+
+def latest_image(provider: object) -> None:
+
+    deployment(provider, "vllm/vllm-tpu:latest")
 
 
 def gke_crd(provider: object) -> None:
@@ -105,16 +111,7 @@ def looser_namespace(provider: object) -> None:
 
     labels = pod_security.namespace_labels("privileged", "1.35")
     k8s.core.v1.Namespace("serve", metadata={"name": "serve", "labels": labels}, opts=opts(provider))
-    pod = pod_security.secure_pod({"containers": [{"name": "server", "image": versions.IMAGES["vllmTpu"]}]})
-    k8s.apps.v1.Deployment(
-        "server",
-        metadata={"name": "server", "namespace": "serve"},
-        spec={
-            "selector": {"matchLabels": {"app": "s"}},
-            "template": {"metadata": {"labels": {"app": "s"}}, "spec": pod},
-        },
-        opts=opts(provider),
-    )
+    deployment(provider, versions.IMAGES["vllmTpu"])
 
 
 def compliant(provider: object) -> None:
