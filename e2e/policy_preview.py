@@ -63,8 +63,8 @@ def preview_program(
     try:
         st.preview(policy_packs=[str(PACK)], on_output=_collect(lines), color="never")
     except auto.errors.CommandError as err:
-        return False, "".join(lines) + str(err)
-    return True, "".join(lines)
+        return False, "\n".join(lines) + str(err)
+    return True, "\n".join(lines)
 
 
 def preview_example(path: Path) -> tuple[bool, str]:
@@ -76,8 +76,8 @@ def preview_example(path: Path) -> tuple[bool, str]:
     try:
         local_stack.run(local, "preview", on_output=_collect(lines), policy_packs=[str(PACK)])
     except auto.errors.CommandError as err:
-        return False, "".join(lines) + str(err)
-    return True, "".join(lines)
+        return False, "\n".join(lines) + str(err)
+    return True, "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:

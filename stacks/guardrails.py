@@ -253,24 +253,25 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 
 
 def namespace_label_problem(resource: Resource) -> str | None:
-    """The Pod Security Admission labels every namespace carries (namespace_labels: enforce a level pinned to a
-    version; warn and audit at restricted), https://kubernetes.io/docs/concepts/security/pod-security-admission/."""
+    """The Pod Security Admission labels every namespace carries, as the program writes them
+    (pod_security.namespace_labels: enforce a level pinned to the cluster's minor; warn and audit at restricted,
+    pinned the same), https://kubernetes.io/docs/concepts/security/pod-security-admission/."""
     if resource.type != NAMESPACE:
         return None
     labels = _get(resource.props, "metadata", "labels") or {}
     if is_unknown(labels) or not isinstance(labels, Mapping):
         return None
     p = pod_security.LABEL_PREFIX
+    enforce, version = labels.get(f"{p}enforce"), labels.get(f"{p}enforce-version")
+    minor = version[1:] if isinstance(version, str) and re.fullmatch(r"v1\.[0-9]+", version) else "1.<minor>"
+    expected = pod_security.namespace_labels(enforce if enforce in pod_security.LEVELS else "restricted", minor)
     wrong = []
-    if labels.get(f"{p}enforce") not in pod_security.LEVELS:
-        wrong.append(f"{p}enforce={labels.get(f'{p}enforce')!r} (allowed: {', '.join(pod_security.LEVELS)})")
-    for mode in ("warn", "audit"):
-        if labels.get(f"{p}{mode}") != pod_security.RESTRICTED:
-            wrong.append(f"{p}{mode}={labels.get(f'{p}{mode}')!r} (allowed: restricted)")
-    for mode in ("enforce", "warn", "audit"):
-        version = labels.get(f"{p}{mode}-version")
-        if not (isinstance(version, str) and re.fullmatch(r"v1\.[0-9]+", version)):
-            wrong.append(f"{p}{mode}-version={version!r} (allowed: the cluster's minor, v1.<minor>; not latest)")
+    if enforce not in pod_security.LEVELS:
+        wrong.append(f"{p}enforce={enforce!r} (allowed: {', '.join(pod_security.LEVELS)})")
+    for key, want in expected.items():
+        if key != f"{p}enforce" and labels.get(key) != want:
+            why = ": the cluster's minor, never latest" if key.endswith("-version") else ""
+            wrong.append(f"{key}={labels.get(key)!r} (allowed: {want}{why})")
     if not wrong:
         return None
     return f"{label(resource)}: metadata.labels " + "; ".join(wrong)

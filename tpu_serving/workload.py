@@ -24,7 +24,7 @@ from stacks.config import NS, parse_stack_config
 from stacks.problems import ConfigError
 from stacks.pulumi_config import raw_config
 from stacks.security import bucket_access
-from workloads.registry import WORKLOAD_TYPES
+from workloads import registry
 
 # The platform stack's outputs a workload reads (components/platform.py build_stack exports them).
 KUBECONFIG, BUCKET, CLUSTER = "kubeconfig", "bucketName", "clusterName"
@@ -77,7 +77,7 @@ def add_workload(
             pulumi_project=platform_project,
             gcp_project=config.get("gcp:project"),
             region=config.get("gcp:region"),
-            workload_types=WORKLOAD_TYPES,
+            workload_types=registry.WORKLOAD_TYPES,
         )
     except ConfigError as err:  # as the platform program says it (stacks/pulumi_config.py load_stack_config)
         raise pulumi.RunError(str(err)) from None
