@@ -171,3 +171,17 @@ def test_every_example_previews_with_the_pack_on_its_local_cluster(path: Path):
     print(out[-20000:])
     assert code == 0 and "POLICY PREVIEW PASSED" in out, out[-6000:]
     assert "[mandatory]" not in out and "[advisory]" not in out, out[-6000:]
+
+
+PACKAGE_STACKS = [p for p in STACK_FILES if stack_name(p) in (ONLY or ["gemma-fallback"])]
+
+
+@pytest.mark.parametrize("path", PACKAGE_STACKS, ids=stack_name)
+def test_the_package_example_adds_a_workload_to_a_platform_on_its_local_cluster(path: Path):
+    # examples/add-workload/, installed from this checkout's packages, against the platform's local stack
+    stack = stack_name(path)
+    with c.local_cluster(stack, path):
+        code, out = c.run_process([sys.executable, "-m", "e2e.package_run", str(path)], 2 * PREVIEW_TIMEOUT)
+    print(out[-20000:])
+    problems = [line.removeprefix("PROBLEM: ") for line in out.splitlines() if line.startswith("PROBLEM: ")]
+    assert code == 0 and not problems, "\n".join(problems) or out[-6000:]

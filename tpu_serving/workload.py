@@ -104,6 +104,8 @@ def add_workload(
         labels=cfg.labels,
         local_ports=cfg.local_ports[plan.name],
         legacy_types=cfg.workload_types.legacy_components,
+        # a platform stack on a local cluster (tpu-serving:local, docs/local.md): Google Cloud stood in there too
+        cloud=cfg.local is None,
     )
     component = cfg.workload_types[plan.workload.type].component(f"workload-{plan.name}", plan=plan, deps=deps)
     return AddedWorkload(namespaces=namespaces, workload=component)
