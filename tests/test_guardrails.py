@@ -1,6 +1,21 @@
 """stacks/guardrails.py, the rules the policy pack runs (policy/), as pure functions: every shipped stack's registered
 resources pass every rule, and a stack changed to break one fails it with a message naming the resource, the field
-and what is allowed."""
+and what is allowed.
+
+Sources of the outside rules:
+- Service type LoadBalancer, spec.loadBalancerSourceRanges: https://kubernetes.io/docs/reference/kubernetes-api/service-resources/service-v1/
+- GKE's internal load balancer annotation networking.gke.io/load-balancer-type: Internal:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing
+- GKE GatewayClasses (external vs rilb): https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities
+- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor): the CRD, ../shared/reference/gke-crds (tested below)
+- control plane endpoints: https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
+- Pod Security Admission labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
+- Cloud Storage roles and IAM conditions: https://cloud.google.com/storage/docs/access-control/iam-roles,
+  https://cloud.google.com/storage/docs/access-control/iam#conditions; the log writer group:
+  https://cloud.google.com/storage/docs/access-logs
+- `protect` as an analyzer sees it: pulumi-policy@v1.21.0 pulumi_policy/policy.py PolicyResourceOptions.protect
+  (tests/test_policy_pack.py)
+"""
 
 from __future__ import annotations
 
@@ -10,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from stacks import guardrails as g
 from stacks.facts import versions
 from stacks.model.profiles import PROFILES
 from stacks.security import bucket_access, pod_security
 from stacks.serving import gateway as serving_gateway
-from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded
+from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, reference_file
 from tooling.harness.offline import ROOT, Recording, load_stack_file
 
 SHIPPED = sorted({*STACK_FILES, *ALL_EXAMPLES})
@@ -318,6 +334,18 @@ def test_the_gateways_external_class_is_one_the_rule_calls_external_and_internal
     classes = serving_gateway.GATEWAY_CLASSES
     assert classes["external"] in g.EXTERNAL_GATEWAY_CLASSES
     assert classes["internal"] not in g.EXTERNAL_GATEWAY_CLASSES
+
+
+def test_the_cloud_armor_field_the_rule_reads_is_the_gcpbackendpolicy_crds():
+    # GKE's GCPBackendPolicy CRD (gke_managed G4): spec.default.securityPolicy, "a reference to a GCP Cloud Armor
+    # SecurityPolicy resource"
+    crd = yaml.safe_load(reference_file("gke-crds/networking.gke.io_gcpbackendpolicies.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        assert spec["default"]["properties"]["securityPolicy"]["type"] == "string"
+        assert "Cloud Armor" in spec["default"]["properties"]["securityPolicy"]["description"]
+    assert crd["spec"]["names"]["kind"] == g.BACKEND_POLICY.rsplit(":", 1)[1]
+    assert f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}" in g.BACKEND_POLICY
 
 
 def test_a_condition_is_a_prefix_only_as_the_program_writes_it():
