@@ -73,8 +73,15 @@ def main(argv: list[str]) -> int:
             problems.append(f"no Deployment of {workload['name']} in {NAMESPACE}")
     except auto.errors.CommandError as err:
         problems.append(f"add-workload up failed: {str(err)[-3000:]}")
-    finally:
+    try:
         program.destroy(on_output=lambda line: None, color="never")
+    except auto.errors.CommandError as err:
+        # what holds the namespace (its status conditions name the content or finalizers left)
+        left = c.get_or_none(local_stack.Kube(local.kubeconfig), f"/api/v1/namespaces/{NAMESPACE}")
+        conditions = (left or {}).get("status", {}).get("conditions", [])
+        problems.append(
+            f"add-workload destroy failed: {str(err)[-1500:]}; namespace {NAMESPACE}: {json.dumps(conditions)}"
+        )
     for problem in problems:
         print(f"PROBLEM: {problem}")
     return 1 if problems else 0

@@ -111,6 +111,7 @@ def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
     assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == VERSION
     assert pins(PACK / "requirements.txt")["pulumi-policy"] == versions.PULUMI_POLICY == pins()["pulumi-policy"]
     assert pins(PACK / "requirements.txt")["pulumi"] == pins()["pulumi"]
+    assert pins(PACK / "requirements.txt")["tpu-serving"] == VERSION  # the rules: the same release's wheel
 
 
 def test_the_launcher_runs_the_pack_as_the_language_host_would():
