@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ def main(argv: list[str]) -> int:
     stack = stack_name(path)
     local_stack.enter_cluster_network(stack)
     local = local_stack.prepare(stack, source=path)
+    # a fresh cluster each run: no state of an earlier one (the platform's and this program's share the backend)
+    shutil.rmtree(local.state, ignore_errors=True)
     local_stack.run(local, "up", on_output=lambda line: None)
     workload = added_workload(path)
     env = local_stack.pulumi_env(local)
