@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import naming
+from stacks import guardrails
 from stacks.addons import AddonsConfig
 from stacks.facts import catalog, gke_managed, versions
 from stacks.monitoring import adapters as metrics_adapters
@@ -233,10 +233,12 @@ def check(
 
 
 def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
-    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull."""
+    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull, pinned by
+    a tag other than latest or a digest (guardrails.image_problem, the policy pack's images-pinned; an override may
+    name another version of a matrix image: the pack warns about that one, at its level)."""
     images = getattr(workload, "images", None)
     for key, image in (images.model_dump() if images is not None else {}).items():
-        why = naming.image_reference_problem(image) if isinstance(image, str) else None
+        why = guardrails.image_problem(image, matrix={}) if isinstance(image, str) else None
         if why:
             problems.append(Problem(f"{path}.images.{_camel(key)}", why))
 

@@ -64,6 +64,8 @@ DRY_RUN = {
     "local-up",  # needs a local cluster and the Pulumi CLI (docs/local.md; e2e/ runs them)
     "local-preview",
     "local-destroy",
+    "package",  # builds the wheel with pip, setuptools from PyPI (docs/package.md)
+    "package-smoke",  # the same, then a clean virtualenv installing from PyPI (.ci/run runs it)
 }
 
 

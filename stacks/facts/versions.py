@@ -676,6 +676,9 @@ GITHUB_ACTIONS: dict[str, str] = {
 GCLOUD_SDK = "547.0.0"
 # The Pulumi CLI the workflows install (the SDK pinned in requirements.txt is the same release line).
 PULUMI_CLI = "3.272.0"
+# Pulumi's Python policy SDK the policy pack runs on (policy/requirements.txt, requirements.txt; tests/test_policy_pack.py
+# holds the three equal): 1.21.0 requires pulumi>=3.204.0,<4 (its wheel's METADATA Requires-Dist).
+PULUMI_POLICY = "1.21.0"
 
 
 # ---- toolchain (issue 35): binaries built from the Go module proxy for the local cluster and `make e2e` ----------
@@ -856,6 +859,8 @@ TOOLCHAIN_UNBUILDABLE: tuple[Unbuildable, ...] = (
         "the Python language host (its own module in pulumi/pulumi, sdk/python/cmd/pulumi-language-python/go.mod)",
         "reading https://proxy.golang.org/github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3/@v/"
         "v3.272.0.info: 403 Forbidden, server response: This module version is not available. (the same for "
-        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list)",
+        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list; and for a pseudo-version, "
+        "v3.0.0-20260821191800-1b5949891b3c, a pulumi/pulumi master commit: 403 the same). The policy pack runs "
+        "without it, as a binary analyzer plugin (policy/run-pack, docs/policy.md)",
     ),
 )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from stacks import naming
+from stacks import guardrails, naming
 from stacks.facts import gke_managed
 from stacks.fleets import fleet_export as fleet_piece
 from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfig
@@ -80,7 +80,13 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
     for i, cidr in enumerate(gateway.source_ranges):
         parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
         # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only in dev
-        if parsed is not None and parsed.prefixlen == 0 and gateway.exposure == "external" and environment != "dev":
+        # guardrails.whole_internet: the policy pack's no-public-endpoint reads source ranges the same way
+        if (
+            parsed is not None
+            and guardrails.whole_internet(cidr)
+            and gateway.exposure == "external"
+            and environment != "dev"
+        ):
             found.append(
                 Problem(
                     f"{PATH}.sourceRanges[{i}]",
