@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import guardrails
+from stacks import guardrails, naming
 from stacks.addons import AddonsConfig
 from stacks.facts import catalog, gke_managed, versions
 from stacks.monitoring import adapters as metrics_adapters
