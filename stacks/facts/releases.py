@@ -223,7 +223,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
     *(_vllm_tpu(v) for v in _VLLM_TPU_RELEASED),
     # ---- the other pinned engine images (stacks/facts/versions.py IMAGE_RECORDS): no advisory or breakage found ----
     EngineRelease(
-        "jetstream-maxtext",
+        "jetstream/maxengine-server",
         "0.2.2",
         "us-docker.pkg.dev/cloud-tpu-images/inference/maxengine-server:v0.2.2",
         "2024-06-05",
@@ -234,7 +234,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
         (),
     ),
     EngineRelease(
-        "jetstream-pathways",
+        "jetstream/jetstream-pathways",
         "0.2.0",
         "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-pathways:v0.2.0",
         "unknown",
@@ -244,7 +244,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
         (),
     ),
     EngineRelease(
-        "jetstream-http",
+        "jetstream/jetstream-http",
         "0.2.3",
         "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3",
         "unknown",
@@ -254,7 +254,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
         (),
     ),
     EngineRelease(
-        "saxml",
+        "saxml/sax-model-server",
         "1.1.0",
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-model-server:v1.1.0",
         "unknown",
@@ -264,7 +264,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
         (),
     ),
     EngineRelease(
-        "saxml-admin",
+        "saxml/sax-admin-server",
         "1.1.0",
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-admin-server:v1.1.0",
         "unknown",
@@ -274,7 +274,7 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
         (),
     ),
     EngineRelease(
-        "saxml-http",
+        "saxml/sax-http",
         "1.0.0",
         "us-docker.pkg.dev/cloud-tpu-images/inference/sax-http:v1.0.0",
         "unknown",
