@@ -420,6 +420,12 @@ PIN_NOTES: tuple[PinNote, ...] = (
 )
 
 
+# The dependency updater's release (npm `renovate`) whose config schema `make renovate-check` validates renovate.json
+# against (its package's renovate-schema.json), and whose validator it runs where Node.js 24 is installed (the
+# package's engines: node ^24.11.0).
+RENOVATE = "44.121.2"
+
+
 @dataclass(frozen=True)
 class HelmTool:
     """The Helm binary the review renders charts with (tooling/oracles/chart_objects.py), from the PyPI wheel that ships it
