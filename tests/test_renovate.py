@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from stacks.facts import versions
 from tooling.harness.offline import ROOT
@@ -175,7 +176,13 @@ def test_python_packages_and_workflow_actions_are_the_built_in_managers():
                 assert re.fullmatch(r"[A-Za-z0-9._-]+==[0-9][\w.]*", line), f"{name}: {line!r} is not an exact pin"
     workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
     assert workflows and all(re.search(ACTIONS_DEFAULT, str(p.relative_to(ROOT))) for p in workflows)
-    uses = {u for p in workflows for u in re.findall(r"uses: ([\w./-]+@v[\w.]+)", p.read_text())}
+    uses = {
+        step["uses"]
+        for p in workflows
+        for job in yaml.safe_load(p.read_text())["jobs"].values()
+        for step in job.get("steps", [])
+        if "uses" in step
+    }
     assert uses == {f"{a}@{v}" for a, v in versions.GITHUB_ACTIONS.items()}
     grouped = [r for r in CONFIG["packageRules"] if r.get("groupName") == "GitHub Actions"]
     assert grouped and set(grouped[0]["matchManagers"]) == {"github-actions", "custom.regex"}
