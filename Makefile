@@ -10,7 +10,7 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects renovate-check test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
+.PHONY: venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -41,6 +41,7 @@ chart-objects: venv
 # The updater's config (renovate.json) against the pinned Renovate's own schema (npm pack: the package only, no
 # install) and the matrix (tests/test_renovate.py); Renovate's own validator where Node.js 24 is there. Needs npm.
 RENOVATE_VERSION = $(shell sed -n 's/^RENOVATE = "\(.*\)"$$/\1/p' stacks/facts/versions.py)
+.PHONY: renovate-check
 renovate-check: venv
 	mkdir -p .cache/renovate
 	cd .cache/renovate && { [ -f renovate-$(RENOVATE_VERSION).tgz ] || npm pack --silent renovate@$(RENOVATE_VERSION); } \
