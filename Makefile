@@ -39,6 +39,19 @@ helm: venv
 chart-objects: venv
 	$(PY) -m tooling.oracles.chart_objects
 
+# The updater's config (renovate.json) against the pinned Renovate's own schema (npm pack: the package only, no
+# install) and the matrix (tests/test_renovate.py); Renovate's own validator where Node.js 24 is there. Needs npm.
+RENOVATE_VERSION = $(shell sed -n 's/^RENOVATE = "\(.*\)"$$/\1/p' stacks/facts/versions.py)
+.PHONY: renovate-check
+renovate-check: venv
+	mkdir -p .cache/renovate
+	cd .cache/renovate && { [ -f renovate-$(RENOVATE_VERSION).tgz ] || npm pack --silent renovate@$(RENOVATE_VERSION); } \
+		&& rm -rf package && tar xzf renovate-$(RENOVATE_VERSION).tgz
+	$(PY) -m pytest -q -p no:cacheprovider -n0 tests/test_renovate.py
+	@if [ "$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 24 ]; then \
+		npx --yes --package renovate@$(RENOVATE_VERSION) renovate-config-validator --strict renovate.json; \
+	else echo "renovate-config-validator skipped: Renovate $(RENOVATE_VERSION) needs Node.js 24 (node: $$(node --version 2>/dev/null || echo none))"; fi
+
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -17,7 +17,7 @@ from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_name
 from stacks.problems import Problem
 from stacks.security import bucket_access
-from stacks.serving import gateway
+from stacks.serving import gateway, version_guard
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
 from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
@@ -219,6 +219,10 @@ def check(
             _check_compute_class(path, kind, pool, problems)
         problems.extend(resolved.problems)
         _check_images(path, workload, problems)
+        images = version_guard.workload_images(workload, versions.IMAGES, kind.tpu_images)
+        version_guard.check_advisories(
+            path, images, workload.acknowledge_advisories, context.environment, problems, warnings
+        )
         if len(problems) == start and resolved.plan is not None:
             roots = [
                 (key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()

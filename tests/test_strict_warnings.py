@@ -130,8 +130,38 @@ def _queue_scaled(minimum: int) -> dict[str, Any]:
     return _vllm(autoscaling={"minReplicas": minimum, "maxReplicas": 2, "metrics": [metric]})
 
 
+OLD_VLLM = "docker.io/vllm/vllm-tpu:v0.27.0"  # open high advisories (stacks/facts/releases.py)
+VLLM_ACKS = [
+    {"id": "CVE-2026-93592", "reason": "no embedding or pooling model is served"},
+    {"id": "PYSEC-2026-4353", "reason": "no disaggregated endpoint is exposed"},
+]
+
 # (function, case id, trigger: changes to CLEAN, resolution: changes to the trigger, a fragment of the warning)
 CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "open-advisory-outside-prod",
+        {"tpu-serving:workloads": [_vllm(image=OLD_VLLM)]},
+        {"tpu-serving:workloads": [_vllm()]},
+        "prod refuses it unless acknowledged",
+    ),
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "acknowledged-advisory-in-prod",
+        {
+            "tpu-serving:environment": "prod",
+            "tpu-serving:workloads": [_vllm(image=OLD_VLLM, acknowledgeAdvisories=VLLM_ACKS)],
+        },
+        {"tpu-serving:workloads": [_vllm()]},
+        "acknowledged (no embedding or pooling model is served)",
+    ),
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "stale-acknowledgement",
+        {"tpu-serving:workloads": [_vllm(acknowledgeAdvisories=VLLM_ACKS[:1])]},
+        {"tpu-serving:workloads": [_vllm()]},
+        "is not an open advisory of the engine release this workload runs",
+    ),
     (
         "stacks/pieces/bucket.py:warnings",
         "force-destroy-override",
