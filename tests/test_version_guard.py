@@ -22,6 +22,7 @@ from stacks.problems import ConfigError, Problem
 from stacks.serving import version_guard
 from tests.conftest import STACK_FILES
 from tooling.harness.offline import load_stack_file
+from tooling.review import render
 from tooling.scans import fuzz
 from workloads.registry import WORKLOAD_TYPES
 
@@ -79,6 +80,20 @@ def test_an_acknowledged_advisory_passes_prod_with_a_warning():
         CVE in w and "acknowledged (embeddings and pooling are not served" in w and CVE_SOURCE in w for w in warned
     )
     assert all(w.startswith("tpu-serving:workloads[0].acknowledgeAdvisories: ") for w in warned)
+
+
+def test_render_strict_accepts_acknowledged_advisories_and_fails_on_any_other_warning(capsys):
+    """`render --strict` (staging and prod PR renders) fails on any warning, except an advisory the stack file
+    acknowledges: that warning is a reviewed decision, printed but not blocking (else it could never land)."""
+    acks = [{"id": CVE, "reason": "generative model only"}, {"id": PYSEC, "reason": "no disaggregated endpoint"}]
+    warned = _guard_warnings(_parse("prod", image=OLD_PIN, acknowledgeAdvisories=acks))
+    assert len(warned) == 2 and all(version_guard.is_acknowledged(w) for w in warned)
+    assert render.report_warnings({"prod": (warned, True)}) is False
+    assert "warning: " + warned[0] in capsys.readouterr().out
+    unacknowledged = _guard_warnings(_parse("staging", image=OLD_PIN))
+    assert unacknowledged and not any(version_guard.is_acknowledged(w) for w in unacknowledged)
+    assert render.report_warnings({"staging": (unacknowledged, True)}) is True
+    assert render.report_warnings({"prod": ([*warned, "another warning"], True)}) is True
 
 
 def test_acknowledging_one_of_two_still_refuses_the_other():

@@ -11,6 +11,7 @@ a type's own checks call `check_features` with the features its config turns on 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +22,18 @@ from stacks.problems import Problem
 
 GUARD_SEVERITY: releases.Severity = "high"
 ACK_KEY = "acknowledgeAdvisories"
+# The word of the warning an acknowledged advisory leaves: printed where the user looks (preview and render) but not
+# failing `render --strict`, which would otherwise refuse the reviewed decision the acknowledgement records.
+ACKNOWLEDGED = "acknowledged"
+_ACKNOWLEDGED_WARNING = re.compile(rf"\.{ACK_KEY}: runs with \S+, {ACKNOWLEDGED} \(")
+
+
+def is_acknowledged(warning: str) -> bool:
+    """Whether a warning is an acknowledged advisory's (a reviewed decision in the stack file, never failing
+    `render --strict`)."""
+    return _ACKNOWLEDGED_WARNING.search(warning) is not None
+
+
 PROD = "prod"
 
 
@@ -58,7 +71,7 @@ def check_advisories(
             ack = by_id.get(advisory.id)
             if ack is not None:
                 used.add(advisory.id)
-                warnings.append(f"{path}.{ACK_KEY}: runs with {advisory.id}, acknowledged ({ack.reason}): {text}")
+                warnings.append(f"{path}.{ACK_KEY}: runs with {advisory.id}, {ACKNOWLEDGED} ({ack.reason}): {text}")
             elif environment == PROD:
                 problems.append(
                     Problem(

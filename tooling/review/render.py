@@ -22,7 +22,8 @@ Runs the real program under Pulumi mocks in first-preview mode (values the cloud
                                        resources by type, TPU pools, workloads, estimated cost, warnings
 Output is sorted and stable, so `git diff` of two renders is a review. Secrets print as "[secret]".
 Every warning the program logs (what `pulumi preview` would print) is printed at the end of the run, per stack,
-after its notes on the cost estimate (e.g. US prices used for another region), which never fail --strict.
+after its notes on the cost estimate (e.g. US prices used for another region), which never fail --strict; an
+advisory the stack file acknowledges (acknowledgeAdvisories: a reviewed decision) warns but does not fail --strict either.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import yaml
 
 from stacks.config import ConfigError, StackConfig
 from stacks.reports import cost
+from stacks.serving import version_guard
 from tooling.harness.k8s_objects import OPTIONS, is_object, plain
 from tooling.harness.offline import ROOT, Recording, Registration, load_stack_file, parse_stack_file, run_stack_file
 from tooling.oracles.crds import crd_source
@@ -317,7 +319,10 @@ def report_warnings(warned: dict[str, tuple[list[str], bool]], notes: dict[str, 
         print(f"{name}: {len(warnings)} warning(s):")
         for line in warnings:
             print(f"  warning: {line}")
-        if strict:
+        blocking = [line for line in warnings if not version_guard.is_acknowledged(line)]
+        if strict and not blocking:
+            print(f"{name}: --strict: only acknowledged advisories (acknowledgeAdvisories, a reviewed decision) warn")
+        elif strict:
             print(f"{name}: error: --strict: a warning fails the render of this stack; resolve it", file=sys.stderr)
             failed = True
     return failed
