@@ -100,17 +100,19 @@ EFFECTS: tuple[Effect, ...] = (
     ),
     Effect(
         r"workloads\[\]\.type ",
-        "refused",
-        "refused",
-        "The Kubernetes objects are safe: the Service, PDB, PodMonitoring, HPA and identity keep their URNs (one "
-        "component type for every workload type) and are updated in place, or replaced where the types name them "
-        "differently (the Service `<name>-svc` or `<name>`: clients must use the new name); the new server is "
-        "created and the old one deleted at the end. But the types name their bucket grants differently (by what "
-        "each grant is for): the same IAM binding is created under a new name, a no-op, and the old resource's "
-        "delete at the end removes it, so the new server loses its checkpoint or bucket access. A PathwaysJob (which "
-        "takes a pool's node service account) also replaces the node pools of the pool it joins or leaves.",
-        "Add the workload of the new type under a new name (and pool where it needs one), `pulumi up`, move clients "
-        "to its Service, then remove the old workload and `pulumi up`.",
+        "replaces",
+        "replaces",
+        "The new server is created and the old one deleted at the end; everything else keeps its URN (one component "
+        "type for every workload type) and is updated in place, and the Google identity and each bucket grant are "
+        "named by what they bind (the workload's service account; role, bucket and prefix), so a grant both types "
+        "make stays and only the old type's own grants go. Replaced: the Service where the types name it "
+        "differently (vLLM `<name>`, the others `<name>-svc`: clients must use the new name) and the PodMonitoring "
+        "(`<name>-<type>`), each created before the old one is deleted; and, to or from a type whose pool serves it "
+        "alone under a node service account of its own (Saxml, PathwaysJob), that pool's node pools (the node "
+        "pool's service account is immutable): the pool's nodes are created again.",
+        "`pulumi up`; move clients to the new Service name where it changes. Without downtime: add the workload of "
+        "the new type under a new name (and pool where it needs one), `pulumi up`, move clients, then remove the old "
+        "workload.",
     ),
 )
 DEFAULT = Effect("", "clean", "clean", "Updated in place; serving continues.", "`pulumi up`.")

@@ -28,13 +28,9 @@ class JetStreamPathways(ServingWorkload):
         self.commands = commands(plan, deps.local_ports)
 
         # Leader and workers write Pathways scratch under the workload's prefix and read the checkpoint.
-        grants = plan.grants()
-        identity = self.identity(grants=[g for g in grants if g.prefix])
-        # A checkpoint in another bucket: that whole bucket, under the name and parent this grant always had
-        # (stacks.security.bucket_access.read_grant `other_key`).
-        self.bucket_grants(
-            name, [g for g in grants if not g.prefix], identity.email.apply(lambda e: f"serviceAccount:{e}")
-        )
+        # (a checkpoint in another bucket: the whole bucket, aliased to where the component itself registered it
+        # until issue 36 #2, PathwaysPlan.grants)
+        identity = self.identity(grants=plan.grants())
 
         lws = manifests.leader_worker_set(plan)
         register_manifest(
