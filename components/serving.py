@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,7 +116,7 @@ class ServingWorkload(pulumi.ComponentResource):
             name,
             (
                 self,
-                *(self.urn.apply(lambda u, t=t: _retyped(u, t)) for t in legacy_types),
+                *(self.urn.apply(functools.partial(_retyped, type_=t)) for t in legacy_types),
             ),
         )
         self.namespace = plan.namespace

@@ -269,8 +269,8 @@ def alias_urns(rec: Recording, reg: Registration) -> set[str]:
             return parent_types if whole else parent_types.rsplit("$", 1)[-1]
 
         parent_chains = {chain(u) for u in answers(parent)} if parent is not None else {""}
-        specs = [{}, *({"type": t} for t in node.alias_types), *node.aliases]
-        out = set()
+        specs: list[dict[str, str]] = [{}, *({"type": t} for t in node.alias_types), *node.aliases]
+        out: set[str] = set()
         for spec in specs:
             type_, name = spec.get("type") or own_type, spec.get("name") or node.name
             chains = {chain(spec["parentUrn"])} if spec.get("parentUrn") else parent_chains
