@@ -155,6 +155,15 @@ class ServingWorkload(pulumi.ComponentResource):
                 f"{self._prefix}{suffix}-pdb", metadata=pdb["metadata"], spec=pdb["spec"], opts=self.k8s_opts()
             )
 
+    def server_timeouts(self) -> pulumi.CustomTimeouts | None:
+        """The customTimeouts of what `up` awaits until the workload's TPU server serves (its Deployment or
+        LeaderWorkerSet, and the Service that follows it): WorkloadPlan.server_timeouts, from the time-to-serve model.
+        Past it the `up` fails and deletes nothing (Pulumi stops at a failed step: the old server of a type swap or
+        pool move keeps serving), and the next `up` waits again. pulumi-kubernetes's own default is 10 minutes
+        (provider/pkg/await deployment.go DefaultDeploymentTimeoutMins; await.go Creation for `waitFor`)."""
+        timeouts = self._plan.server_timeouts()
+        return pulumi.CustomTimeouts(**timeouts) if timeouts else None
+
     def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
         """Options of a Kubernetes child: the cluster's provider, after the namespace and `depends_on`."""
         return pulumi.ResourceOptions(

@@ -154,6 +154,7 @@ def _workload_context(
         project=project or "",
         gateway_enabled=sections.gateway is not None and sections.gateway.enabled,
         from_zero=functools.partial(time_to_serve.from_zero, workload_types),
+        server_await=functools.partial(time_to_serve.server_await, workload_types),
     )
 
 
