@@ -80,27 +80,18 @@ def _raw(config: dict[str, Any], workload: dict[str, Any], pool: dict[str, Any],
     raw["workloads"] = [{**{k: v for k, v in workload.items() if k != "autoscaling"}, "replicas": 1}]
     if workload["type"] in ("saxml", "pathways-job"):
         raw["workloads"] = [workload]
-    plans = parse_stack_config(
-        raw,
-        stack="s",
-        pulumi_project="p",
-        gcp_project=config["gcp:project"],
-        region=config["gcp:region"],
-        workload_types=WORKLOAD_TYPES,
-    )
+    plans = _parse(raw, config)
     if sizing is not None:
         (shape_plan,) = plans.pools
         hosts = shape_plan.shape.hosts if shape_plan.shape.multi_host else shape_plan.max_nodes_per_node_pool
         pool["autoscaling"] = {"minNodes": 0 if sizing == "from-zero" else hosts, "maxNodes": hosts}
-        plans = parse_stack_config(
-            raw,
-            stack="s",
-            pulumi_project="p",
-            gcp_project=config["gcp:project"],
-            region=config["gcp:region"],
-            workload_types=WORKLOAD_TYPES,
-        )
+        plans = _parse(raw, config)
     return plans
+
+
+def _parse(raw: dict[str, Any], config: dict[str, Any]) -> Any:
+    where = {"gcp_project": config["gcp:project"], "region": config["gcp:region"]}
+    return parse_stack_config(raw, stack="s", pulumi_project="p", workload_types=WORKLOAD_TYPES, **where)
 
 
 @pytest.mark.parametrize("kind", sorted(AWAITED))
