@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.manifests import register_manifest
-from components.workload_identity import WorkloadIdentity, register_grants
+from components.workload_identity import LegacyParent, WorkloadIdentity, register_grants
 from stacks.security.bucket_access import Grant, gcs_location
 from stacks.serving.workload_plan import WorkloadPlan
 
@@ -68,6 +69,13 @@ class WorkloadDeps:
     grants, bucket objects and node pools are stood in by their names."""
 
 
+def _retyped(urn: str, type_: str) -> str:
+    """`urn` (`urn:pulumi:<stack>::<project>::<type chain>::<name>`) with the last type of its chain `type_`."""
+    head, project, types, name = urn.split("::", 3)
+    chain = types.rsplit("$", 1)
+    return "::".join((head, project, "$".join([*chain[:-1], type_]), name))
+
+
 class ServingWorkload(pulumi.ComponentResource):
     namespace: str
     """Kubernetes namespace of the workload."""
@@ -85,7 +93,8 @@ class ServingWorkload(pulumi.ComponentResource):
         deps: WorkloadDeps,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        aliases = [pulumi.Alias(type_=t) for t in dict.fromkeys((*deps.legacy_types, type_)) if t != SERVING_TYPE]
+        legacy_types = [t for t in dict.fromkeys((*deps.legacy_types, type_)) if t != SERVING_TYPE]
+        aliases = [pulumi.Alias(type_=t) for t in legacy_types]
         self.workload_type = type_.rsplit(":", 1)[-1]
         """The component's own kind (the `type_` a workload type's component passes), as data: the component's
         `workloadType` property."""
@@ -101,6 +110,15 @@ class ServingWorkload(pulumi.ComponentResource):
         self._deps = deps
         self._k8s_provider = deps.provider
         self._namespace_deps: list[pulumi.Resource] = [deps.namespace] if deps.namespace is not None else []
+        # Where a grant registered by the component itself was, until issue 36 #2 (Grant.legacy_outside): here, and
+        # here under each type token the component once had.
+        self._legacy = LegacyParent(
+            name,
+            (
+                self,
+                *(self.urn.apply(functools.partial(_retyped, type_=t)) for t in legacy_types),
+            ),
+        )
         self.namespace = plan.namespace
         self._disruption_budgets(plan)
         self._compile_cache_placeholder(plan)
@@ -136,6 +154,15 @@ class ServingWorkload(pulumi.ComponentResource):
             k8s.policy.v1.PodDisruptionBudget(
                 f"{self._prefix}{suffix}-pdb", metadata=pdb["metadata"], spec=pdb["spec"], opts=self.k8s_opts()
             )
+
+    def server_timeouts(self) -> pulumi.CustomTimeouts | None:
+        """The customTimeouts of what `up` awaits until the workload's TPU server serves (its Deployment or
+        LeaderWorkerSet, and the Service that follows it): WorkloadPlan.server_timeouts, from the time-to-serve model.
+        Past it the `up` fails and deletes nothing (Pulumi stops at a failed step: the old server of a type swap or
+        pool move keeps serving), and the next `up` waits again. pulumi-kubernetes's own default is 10 minutes
+        (provider/pkg/await deployment.go DefaultDeploymentTimeoutMins; await.go Creation for `waitFor`)."""
+        timeouts = self._plan.server_timeouts()
+        return pulumi.CustomTimeouts(**timeouts) if timeouts else None
 
     def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
         """Options of a Kubernetes child: the cluster's provider, after the namespace and `depends_on`."""
@@ -194,6 +221,7 @@ class ServingWorkload(pulumi.ComponentResource):
             provider=self._k8s_provider,
             depends_on=self._namespace_deps,
             cloud=self._deps.cloud,
+            legacy=self._legacy,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -218,5 +246,6 @@ class ServingWorkload(pulumi.ComponentResource):
                 stack_bucket=self._deps.bucket,
                 bucket_get_role=self._deps.bucket_get_role,
                 parent=self,
+                legacy=self._legacy,
             )
         )

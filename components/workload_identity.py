@@ -8,6 +8,7 @@ GSA for exactly that KSA, and the bucket roles the workload needs, each limited 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
@@ -40,42 +41,73 @@ def register_grants(
     stack_bucket: pulumi.Input[str],
     bucket_get_role: pulumi.Input[str],
     parent: pulumi.Resource,
+    legacy: LegacyParent | None = None,
 ) -> list[gcp.storage.BucketIAMMember]:
-    """One non-authoritative bucket IAM member per grant, `<name>-<key>`: limited to its prefix by an IAM condition
-    (stacks.security.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on the stack bucket
-    names the bucket resource's output, so it waits for the bucket. Then, once per bucket, storage.buckets.get
-    (bucket_access.BUCKET_GET_PERMISSION): `bucket_get_role` (the stack's custom role) on the stack bucket,
-    roles/storage.legacyBucketReader on another."""
+    """One non-authoritative bucket IAM member per binding, `<name>-<binding>` (bucket_access.binding_suffix: the
+    same binding has the same name in every workload type, so a type swap keeps it): limited to its prefix by an IAM
+    condition (stacks.security.bucket_access), the whole bucket only for a bucket other than the stack's. A grant on
+    the stack bucket names the bucket resource's output, so it waits for the bucket. Then, once per bucket,
+    storage.buckets.get (bucket_access.BUCKET_GET_PERMISSION): `bucket_get_role` (the stack's custom role) on the
+    stack bucket, roles/storage.legacyBucketReader on another.
+
+    Each resource is aliased to the name it had before (`<name>-<key>`; a grant `legacy_outside`: `legacy`'s), so a
+    stack of the same type sees no change."""
     check_grants(grants, stack_bucket_name)
     members = []
-    for bucket in dict.fromkeys(g.bucket for g in grants):
+    by_bucket: dict[str, list[bucket_access.Grant]] = {}
+    for grant in grants:
+        by_bucket.setdefault(grant.bucket, []).append(grant)
+    for bucket, on_it in by_bucket.items():
         own = bucket == stack_bucket_name
+        suffix = "bucket-get" if own else f"bucket-get-{bucket}"
+        outside = legacy is not None and all(g.legacy_outside for g in on_it)
         members.append(
             gcp.storage.BucketIAMMember(
-                f"{name}-bucket-get" if own else f"{name}-bucket-get-{bucket}",
+                f"{name}-{suffix}",
                 gcp.storage.BucketIAMMemberArgs(
                     bucket=stack_bucket if own else bucket,
                     role=bucket_get_role if own else bucket_access.LEGACY_BUCKET_READER,
                     member=member,
                 ),
-                opts=pulumi.ResourceOptions(parent=parent),
+                opts=pulumi.ResourceOptions(
+                    parent=parent, aliases=legacy.aliases(suffix) if legacy is not None and outside else None
+                ),
             )
         )
-    for grant in grants:
+    for grant in dict((bucket_access.binding_suffix(g, stack_bucket_name), g) for g in grants).values():
         condition = bucket_access.prefix_condition(grant.bucket, grant.prefix) if grant.prefix else None
+        binding = bucket_access.binding_suffix(grant, stack_bucket_name)
+        if grant.legacy_outside and legacy is not None:
+            aliases: list[pulumi.Alias] = legacy.aliases(grant.key)
+        else:
+            aliases = [pulumi.Alias(name=f"{name}-{grant.key}")] if grant.key != binding else []
         members.append(
             gcp.storage.BucketIAMMember(
-                f"{name}-{grant.key}",
+                f"{name}-{binding}",
                 gcp.storage.BucketIAMMemberArgs(
                     bucket=stack_bucket if grant.bucket == stack_bucket_name else grant.bucket,
                     role=grant.role,
                     member=member,
                     condition=gcp.storage.BucketIAMMemberConditionArgs(**condition) if condition else None,
                 ),
-                opts=pulumi.ResourceOptions(parent=parent),
+                opts=pulumi.ResourceOptions(parent=parent, aliases=aliases or None),
             )
         )
     return members
+
+
+@dataclass(frozen=True)
+class LegacyParent:
+    """Where a grant `legacy_outside` was registered until issue 36 #2: `<name>-<key>` under the workload component
+    `parents` (the component itself, and its URN under each type token it once had: an alias with a parent other
+    than the resource's own is matched only under that parent's URN, pulumi/pulumi
+    pkg/resource/deploy/step_generator.go collapseAliasToUrn)."""
+
+    name: str
+    parents: tuple[pulumi.Input[str] | pulumi.Resource, ...]
+
+    def aliases(self, key: str) -> list[pulumi.Alias]:
+        return [pulumi.Alias(name=f"{self.name}-{key}", parent=p) for p in self.parents]
 
 
 class WorkloadIdentity(pulumi.ComponentResource):
@@ -101,9 +133,10 @@ class WorkloadIdentity(pulumi.ComponentResource):
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] | None = None,
         cloud: bool = True,
+        legacy: LegacyParent | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`cloud` False (local mode, stacks/model/local_target.py): the KSA only, annotated with the email its Google
+        """`legacy`: where its grants `legacy_outside` were registered before (register_grants). `cloud` False (local mode, stacks/model/local_target.py): the KSA only, annotated with the email its Google
         service account would have."""
         check_grants(grants, stack_bucket_name)
         super().__init__("tpu-serving:identity:WorkloadIdentity", name, None, opts)
@@ -124,6 +157,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 stack_bucket_name=stack_bucket_name,
                 stack_bucket=stack_bucket,
                 bucket_get_role=bucket_get_role,
+                legacy=legacy,
             )
         else:
             self.email = pulumi.Output.from_input(local_target.service_account_email(account_id, project))
@@ -153,6 +187,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         stack_bucket_name: str,
         stack_bucket: pulumi.Input[str],
         bucket_get_role: pulumi.Input[str],
+        legacy: LegacyParent | None,
     ) -> pulumi.Output[str]:
         """The GSA, its Workload Identity user binding for the KSA, and its bucket grants; returns its email."""
         gsa = gcp.serviceaccount.Account(
@@ -186,5 +221,6 @@ class WorkloadIdentity(pulumi.ComponentResource):
             stack_bucket=stack_bucket,
             bucket_get_role=bucket_get_role,
             parent=self,
+            legacy=legacy,
         )
         return gsa.email

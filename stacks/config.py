@@ -147,6 +147,7 @@ def parse_stack_config(
         sections=_parse_sections(raw, workload_types, found),
         workload_types=workload_types,
         from_zero=functools.partial(time_to_serve.from_zero, workload_types),
+        server_await=functools.partial(time_to_serve.server_await, workload_types),
         chip_price=cost.workload_chip_price,
     )
     visit_pieces(ctx, found, PIECES)

@@ -104,6 +104,7 @@ def visit(ctx: Context, found: Findings) -> list[WorkloadPlan]:
         project=given.gcp_project or "",
         gateway_enabled=gateway_config is not None and gateway_config.enabled,
         from_zero=ctx.from_zero,
+        server_await=ctx.server_await,
     )
     ctx.workloads = check(
         sections.workloads,

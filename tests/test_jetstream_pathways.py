@@ -74,7 +74,11 @@ def test_reference_deployment_reproduced_field_by_field(example):
     )
 
     assert lws["apiVersion"] == ref_lws["apiVersion"] and lws["kind"] == ref_lws["kind"]
-    assert without_scan_skips(lws["metadata"]["annotations"]) == ref_lws["metadata"]["annotations"]
+    # and `up` awaits it until every group is ready (tests/test_server_await.py)
+    assert without_scan_skips(lws["metadata"]["annotations"]) == {
+        **ref_lws["metadata"]["annotations"],
+        "pulumi.com/waitFor": "condition=Available",
+    }
     assert lws["spec"]["replicas"] == ref_lws["spec"]["replicas"]
     ours_t, ref_t = lws["spec"]["leaderWorkerTemplate"], ref_lws["spec"]["leaderWorkerTemplate"]
     assert ours_t["size"] == ref_t["size"]
@@ -244,7 +248,8 @@ def test_disaggregated_subgroups_follow_hosts_per_slice(run):
     )
     lws = lws_of(run(config))
     assert without_scan_skips(lws["metadata"]["annotations"]) == {
-        "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": "cloud.google.com/gke-nodepool"
+        "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": "cloud.google.com/gke-nodepool",
+        "pulumi.com/waitFor": "condition=Available",
     }
     assert lws["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] == {"subGroupSize": 4}
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 9

@@ -255,7 +255,11 @@ def test_job_depends_on_controller_nodes_and_grant_and_is_replaced_on_change():
         rec.one("kubernetes:yaml/v2:ConfigFile").urn,
         rec.one(NODE_POOL, "tpu-p-s0").urn,
         rec.one(NODE_POOL, "workload-pw-head").urn,
-        rec.one("gcp:storage/bucketIAMMember:BucketIAMMember", "workload-pw-prefix-objectuser").urn,
+        *(
+            g.urn
+            for g in rec.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")
+            if g.name.startswith("workload-pw-")
+        ),
         rec.one("kubernetes:core/v1:Namespace", "namespaces-pw").urn,
     ]
     assert set(needed) <= set(job.dependencies)

@@ -114,3 +114,54 @@ def test_no_budget_holds_a_drain_of_a_pathways_job():
     rec = recorded(_example("pathways-job"), False)
     namespaces = {r.inputs["metadata"]["namespace"] for r in rec.of_type(PATHWAYS_JOB)}
     assert not [r.name for r in rec.of_type(PDB) if r.inputs["metadata"]["namespace"] in namespaces]
+
+
+# What would make a worker's eviction restart the whole job: a JobSet failure-policy rule (jobset@v0.10.1
+# api/jobset/v1alpha2 FailurePolicyRule, e.g. onJobFailureReasons/onJobFailureMessagePatterns with
+# RestartJobSet, the Saxml fix), or a worker Job that fails at its first pod failure (backoffLimit 0, or a
+# podFailurePolicy FailJob on DisruptionTarget), so that the JobSet's maxRestarts applies.
+RESTART_KNOBS = {"rules", "failurePolicy", "podFailurePolicy", "backoffLimit", "onJobFailureReasons"}
+
+
+def _keys(schema: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in (schema.get("properties") or {}).items():
+            out |= {key} | _keys(value)
+        for key in ("items", "additionalProperties"):
+            out |= _keys(schema.get(key))
+    return out
+
+
+def test_a_worker_eviction_can_restart_nothing_the_stack_sets():
+    """Issue 36 #10, the worker: why a worker pod's eviction cannot restart the job from this stack.
+
+    google/pathways-job@v0.1.4 internal/controller/pathwaysjob_controller.go builds the JobSet once (Reconcile: "JobSet
+    exists, not creating"; it never updates it) with `FailurePolicy{MaxRestarts: pw.Spec.MaxRestarts}` and no rules
+    (createJobSet), and the worker Job with `BackoffLimit: NumVMs * 4` ("default for suspend resume", MakeWorkerJob;
+    `NumVMs * maxSliceRestarts` with elasticSlices) and no podFailurePolicy: an evicted worker pod is a pod failure its
+    Job counts and replaces, and the Job fails (restarting the JobSet) only after 4 per host. The CRD has no field
+    for either (checked here: the spec schema holds none of RESTART_KNOBS beyond the pod template the controller
+    copies into the head only), and the JobSet's failurePolicy is immutable once created (jobset@v0.10.1 CRD:
+    `self == oldSelf`), so the stack cannot add a rule after the controller made it. What the job does while a host is
+    gone is Pathways' (its state under `pathwaysDir`, "HBM state during interruptions", the CRD's own description);
+    docs/operations.md says so."""
+    spec = _spec_schema()
+    template = spec["properties"]["controller"]["properties"]["template"]
+    outside = {k: v for k, v in spec["properties"].items() if k != "controller"}
+    controller = {k: v for k, v in spec["properties"]["controller"]["properties"].items() if k != "template"}
+    found = _keys({"properties": outside}) | _keys({"properties": controller})
+    assert not found & RESTART_KNOBS, found & RESTART_KNOBS
+    assert "pathwaysDir" in spec["properties"] and "interruptions" in spec["properties"]["pathwaysDir"]["description"]
+    assert template is not None  # the head's pod template: a pod spec, no Job or JobSet policy
+
+    jobset = yaml.safe_load(reference_file("crds/jobset.x-k8s.io_jobsets.yaml").read_text())
+    (version,) = [v for v in jobset["spec"]["versions"] if v["name"] == "v1alpha2"]
+    policy = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["failurePolicy"]
+    assert {"rule": "self == oldSelf", "message": "Value is immutable"} in policy["x-kubernetes-validations"]
+    assert "rules" in policy["properties"]  # JobSet has the remedy; PathwaysJob does not pass it on
+
+    # what the stack renders is only what the CRD defines (nothing it would drop or refuse)
+    rec = recorded(_example("pathways-job"), False)
+    for job in rec.of_type(PATHWAYS_JOB):
+        assert set(job.inputs["spec"]) <= set(spec["properties"]), job.name

@@ -229,13 +229,14 @@ def test_regional_system_pool_needs_room_for_a_node_per_zone(run):
 
 
 @stacks
-def test_only_reserved_capacity_is_waited_for(path):
+def test_only_reserved_capacity_is_created_whole(path):
     # A multi-host slice is atomic: "if GKE cannot deploy one node in the slice, no node of the slice is deployed",
     # and GKE scales it "to 0 and creates new nodes" as a unit (About TPUs in GKE,
     # https://cloud.google.com/kubernetes-engine/docs/concepts/tpus, multi-host TPU slice node pools); a node pool
     # create that waits for hosts a zone does not have fails. So only a reservation's slices are created whole;
-    # every other pool starts at 0 with {min: 0, max: the slice}, and its pods' Deployments are not awaited
-    # (pulumi.com/skipAwait, pulumi/pulumi-kubernetes#417).
+    # every other pool starts at 0 with {min: 0, max: the slice}. The TPU servers are awaited on every pool, for as
+    # long as the time-to-serve model says a replica takes from no capacity (tests/test_server_await.py): a stockout
+    # fails the `up` only after that, with every other resource created.
     cfg = parse_stack_file(path)
     rec = recorded(path, False)
     pools = {r.inputs["name"]: r.inputs for r in rec.of_type(NODE_POOL) if r.name != "cluster-system"}
@@ -257,8 +258,8 @@ def test_only_reserved_capacity_is_waited_for(path):
             meta, pod = deployment.inputs["metadata"], deployment.inputs["spec"]["template"]["spec"]
             if meta.get("namespace") != workload.namespace or "google.com/tpu" not in json.dumps(pod["containers"]):
                 continue
-            skipped = meta.get("annotations", {}).get("pulumi.com/skipAwait") == "true"
-            assert skipped == (not waits_for_capacity(workload.pool)), deployment.name
+            assert "pulumi.com/skipAwait" not in meta.get("annotations", {}), deployment.name
+            assert deployment.custom_timeouts == workload.server_timeouts(), deployment.name
 
 
 @pytest.mark.parametrize(

@@ -130,10 +130,8 @@ def test_every_iam_grant_is_listed_with_a_readable_member():
     ] in [row[:2] for row in rows]
     # a prefix-scoped bucket grant says which prefix
     on = {row[3].split(" ", 1)[1]: row[2] for row in rows}
-    assert (
-        on["workload-sax-http-identity-cell"]
-        == "bucket `my-tpu-project-tpu-serving-all-in-one`, only sax-root/sax/sax/"
-    )
+    (http_cell,) = [n for n in on if n.startswith("workload-sax-http-identity-viewer-sax-root-sax-sax-")]
+    assert on[http_cell] == "bucket `my-tpu-project-tpu-serving-all-in-one`, only sax-root/sax/sax/"
 
 
 def test_every_image_is_listed_pinned_and_traced_to_the_matrix():

@@ -207,12 +207,12 @@ def test_admin_and_http_servers_have_identities_of_their_own_limited_to_the_cell
     bindings = {b.name: b.inputs for b in workload_grants(rec)}
     admin = {k.removeprefix("workload-sax-identity-"): v for k, v in bindings.items() if "-sax-identity-" in k}
     http = {k.removeprefix("workload-sax-http-identity-"): v for k, v in bindings.items() if "-http-identity-" in k}
-    assert {k: (v["role"], v["condition"]["title"]) for k, v in admin.items()} == {
-        "cell": ("roles/storage.objectUser", "only sax-root/sax/sax/"),
-        "state": ("roles/storage.objectUser", "only sax-fs-root/sax/sax/"),
+    assert {(v["role"], v["condition"]["title"]) for v in admin.values()} == {
+        ("roles/storage.objectUser", "only sax-root/sax/sax/"),
+        ("roles/storage.objectUser", "only sax-fs-root/sax/sax/"),
     }
-    assert {k: (v["role"], v["condition"]["title"]) for k, v in http.items()} == {
-        "cell": ("roles/storage.objectViewer", "only sax-root/sax/sax/")
+    assert {(v["role"], v["condition"]["title"]) for v in http.values()} == {
+        ("roles/storage.objectViewer", "only sax-root/sax/sax/")
     }
     assert all(v["bucket"] == "tpu-test-project-tpu-serving-dev" for v in bindings.values())
     project_roles = [m.inputs["role"] for m in rec.of_type("gcp:projects/iAMMember:IAMMember")]
@@ -483,8 +483,9 @@ def test_model_servers_get_a_node_identity_of_their_own_reading_the_cell(run):
     pools = {r.name: r for r in rec.of_type("gcp:container/nodePool:NodePool")}
     assert pools["tpu-p-s0"].inputs["nodeConfig"]["serviceAccount"] == email
     assert pools["cluster-system"].inputs["nodeConfig"]["serviceAccount"] != email
-    grants = {b.name: b for b in workload_grants(rec) if "-nodes-" in b.name}
-    cell = grants["workload-sax-nodes-cell"].inputs
+    # by what each binds (components/workload_identity.py names a grant by its binding)
+    grants = {b.inputs["condition"]["title"]: b for b in workload_grants(rec) if "-nodes-" in b.name}
+    cell = grants["only sax-root/sax/sax/"].inputs
     assert cell["role"] == "roles/storage.objectViewer"
     assert (
         'startsWith("projects/_/buckets/tpu-test-project-tpu-serving-dev/objects/sax-root/sax/sax/")'
@@ -492,7 +493,7 @@ def test_model_servers_get_a_node_identity_of_their_own_reading_the_cell(run):
     )
     args = objects_of(rec)[("JobSet", "sax-model-server")]["spec"]["replicatedJobs"][0]["template"]["spec"]
     assert "--sax_cell=/sax/sax" in args["template"]["spec"]["containers"][0]["args"]
-    checkpoint = grants["workload-sax-nodes-checkpoint0"].inputs
+    checkpoint = grants["only ckpt/m/"].inputs
     assert (
         checkpoint["role"] == "roles/storage.objectViewer"
         and "objects/ckpt/m/" in checkpoint["condition"]["expression"]

@@ -11,9 +11,9 @@ deletes of resources no longer in the program run last; tooling/review/transitio
 - the new server is awaited ready before the `up` goes on to the deletes: a Deployment by pulumi-kubernetes's
   rollout check unless `pulumi.com/skipAwait`, a LeaderWorkerSet by `pulumi.com/waitFor: condition=Available`
   (pulumi-kubernetes provider/pkg/metadata/overrides.go ReadyCondition; lws@v0.7.0 sets Available once every group
-  is ready and updated), for as long as a cold start takes (customTimeouts).
-Where `up` does not wait for the pool's capacity (a pool the autoscaler fills), nothing is awaited (a stockout must not
-fail `up`): there the move is not hitless, and docs/workloads/vllm.md gives the procedure."""
+  is ready and updated), on every kind of pool, for as long as the time-to-serve model says a replica takes from no
+  capacity (customTimeouts: WorkloadPlan.server_timeouts; tests/test_server_await.py covers every type and pool kind).
+A stockout longer than that fails the `up` before the deletes: the old server keeps serving."""
 
 from __future__ import annotations
 
@@ -22,12 +22,11 @@ from typing import Any
 
 import pytest
 
-from stacks.serving.pool_sizing import waits_for_capacity
 from tests.conftest import EXAMPLES, recorded, session_run
-from tooling.harness.offline import Recording, Registration, load_stack_file, parse_stack_file
+from tooling.harness.offline import Recording, Registration, load_stack_file, parse_config, parse_stack_file
 from tooling.review import transition
 from workloads.vllm.manifests import LWS_READY
-from workloads.vllm.plan import COLD_START_S, SERVER_AWAIT_MINUTES
+from workloads.vllm.plan import COLD_START_S
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
@@ -68,6 +67,10 @@ def _multi() -> dict[str, Any]:
 
 def _runs() -> dict[str, Recording]:
     return {"single": session_run(_single(), stack=STACK), "multi": session_run(_multi(), stack=STACK)}
+
+
+def _kind(which: str) -> str:
+    return "before" if which == "single" else "after"
 
 
 def _server(rec: Recording) -> Registration:
@@ -124,8 +127,10 @@ def test_the_move_creates_the_new_server_awaited_and_deletes_the_old_one_last(be
     annotations = new_server.inputs["metadata"].get("annotations", {})
     assert SKIP_AWAIT not in annotations
     assert annotations.get(WAIT_FOR) == (LWS_READY if new_server.type == LWS else None)
-    assert new_server.custom_timeouts == {"create": f"{SERVER_AWAIT_MINUTES}m", "update": f"{SERVER_AWAIT_MINUTES}m"}
-    assert SERVER_AWAIT_MINUTES * 60 > COLD_START_S
+    (plan,) = parse_config({"before": _single(), "after": _multi()}[_kind(after)], STACK).workloads
+    minutes = plan.server_await_minutes
+    assert minutes is not None and minutes * 60 > COLD_START_S
+    assert new_server.custom_timeouts == {"create": f"{minutes}m", "update": f"{minutes}m"}
     # nothing that depends on the old server stays: the old server's delete waits for no one
     assert not [r.name for r in new.resources if old_server.urn in r.dependencies]
 
@@ -152,16 +157,14 @@ def test_the_service_follows_the_server():
 
 
 @pytest.mark.parametrize("path", [p for p in EXAMPLES if "vllm" in p.read_text()], ids=lambda p: p.stem)
-def test_every_vllm_server_and_service_is_awaited_exactly_where_up_waits_for_its_pool(path):
-    """Awaited where `up` waits for the pool's capacity; elsewhere neither the server nor the Service (which the
-    provider awaits until a pod behind it is Ready, provider/pkg/await/service.go, 10 minutes by default): a pool
-    the autoscaler fills may take longer, and a stockout must not fail `up` (test_real_run.py)."""
+def test_every_vllm_server_and_service_is_awaited_on_every_pool(path):
+    """Awaited whatever the pool (the provider awaits a Service until a pod behind it is Ready,
+    provider/pkg/await/service.go): nothing carries skipAwait, a LeaderWorkerSet waits for Available."""
     cfg = parse_stack_file(path)
     rec = recorded(path, False)
     for workload in cfg.workloads:
         if workload.workload.type != "vllm":
             continue
-        awaited = waits_for_capacity(workload.pool)
         servers = [
             r
             for r in rec.resources
@@ -176,7 +179,6 @@ def test_every_vllm_server_and_service_is_awaited_exactly_where_up_waits_for_its
             and r.inputs["metadata"]["name"] == workload.service_name
         ]
         for obj in (*servers, svc):
-            annotations = obj.inputs["metadata"].get("annotations", {})
-            assert (annotations.get(SKIP_AWAIT) == "true") == (not awaited), obj.name
+            assert SKIP_AWAIT not in obj.inputs["metadata"].get("annotations", {}), obj.name
         for server in servers:
-            assert (WAIT_FOR in server.inputs["metadata"].get("annotations", {})) == (awaited and server.type == LWS)
+            assert (WAIT_FOR in server.inputs["metadata"].get("annotations", {})) == (server.type == LWS)

@@ -79,6 +79,8 @@ class Context:
     workload_types: WorkloadRegistry
     from_zero: Callable[[Any], float | None] | None = None
     """A workload plan's time-to-serve wait from zero (stacks/reports/time_to_serve.py, above the pieces)."""
+    server_await: Callable[[Any], float] | None = None
+    """How long `pulumi up` waits for a workload plan's new server (time_to_serve.server_await)."""
     chip_price: Callable[[WorkloadPlan], float | None] = lambda _: None
     """The list price of a chip-hour of a workload's pool (stacks/reports/cost.py, above the pieces)."""
     region: str | None = None  # environment: gcp:region, when it is a region

@@ -339,6 +339,22 @@ def from_zero(workload_types: Mapping[str, WorkloadType], plan: WorkloadPlan) ->
     return estimate(plan, type_images(plan, workload_types)).from_zero
 
 
+def server_await(workload_types: Mapping[str, WorkloadType], plan: WorkloadPlan) -> float:
+    """How long `pulumi up` waits for a new server at most (WorkloadPlan.server_await_minutes): a replica from no
+    capacity (Estimate.cold's scheduling, node provisioning, images and the compile-cache copy before the server
+    starts), then the longer of the modelled start (start, weights, compile, readiness) and the cold start its startup
+    probe allows before the kubelet restarts it (StartupPath.cold_start_s after its initial delay): a server slower
+    than that is failing, not slow. On an autoscaled pool that starts empty this covers the autoscaler's node
+    provisioning (the `capacity` phase, an assumption a real deploy calibrates); a stockout lasts longer."""
+    found = estimate(plan, type_images(plan, workload_types))
+    phases = found.phases
+    modelled = phases["start"] + phases["weights"] + phases["compile"] + phases["readiness"]
+    startup = plan.startup
+    allowed = startup.startup_initial_delay_s + startup.cold_start_s if startup and startup.cold_start_s else 0.0
+    head = assumed("schedule") + phases["capacity"] + phases["image"]
+    return head + max(modelled, found.compile_copy + allowed)
+
+
 def estimates(cfg: StackConfig) -> list[Estimate]:
     """One estimate per workload of the stack, with each type's pinned TPU images as the fallback."""
     return [estimate(plan, type_images(plan, cfg.workload_types)) for plan in cfg.workloads]

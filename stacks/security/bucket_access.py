@@ -85,10 +85,40 @@ class Grant:
     """A role on a bucket for one identity, limited to `prefix` by prefix_condition; prefix None: the whole bucket,
     only for a bucket other than the stack's (it may lack the uniform bucket-level access IAM conditions need)."""
 
-    key: str  # names the IAM member resource
+    key: str
+    """What the grant is for (`checkpoint`, `compile-cache`): the name its IAM member resource had until issue 36
+    #2, `<identity>-<key>`, kept as an alias (the resource is now named by its binding: binding_suffix)."""
     bucket: str
     role: str
     prefix: str | None
+    legacy_outside: bool = False
+    """Its resource was registered by the workload component itself until issue 36 #2 (`<workload>-<key>`, the
+    workload its parent), not by the identity whose member it binds: aliased there too."""
+
+
+def binding_suffix(grant: Grant, stack_bucket: str) -> str:
+    """What a grant's IAM member resource is named after (`<identity>-<this>`): the binding it makes, its role,
+    bucket and prefix, and nothing of the workload type that asks for it.
+
+    A bucket IAM member is identified by its binding, not by the Pulumi resource: the provider's ID is
+    `<bucket>/<role>/<member>[/<condition title>/<description>/<expression>]`, and its delete removes that member
+    from the binding of that role and condition whichever resource made it (hashicorp/terraform-provider-google-beta
+    @v7.45.0:google-beta/tpgiamresource/resource_iam_member.go resourceIamMemberCreate/resourceIamMemberDelete,
+    iam.go subtractFromBindings keyed by role and conditionKey; tests/test_grant_names.py). Two resources of one stack for one binding are one grant
+    that the first delete revokes: a type swap that named the same binding differently (`checkpoint` for JetStream,
+    `weights` for vLLM) created the new resource (a no-op) and deleted the old one at the end, revoking the new
+    server's access. Named by the binding, the same binding keeps its URN in every type and is never deleted under
+    a server that still uses it. The readable part is the bucket (another bucket than the stack's) and the prefix;
+    the hash of both makes the name unique however either is spelled."""
+    # roles/storage.objectViewer -> viewer (short: every name is in the review's graph, which GitHub draws only within
+    # 50000 characters, tooling/review/graph.py)
+    role = grant.role.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower().removeprefix("object")
+    where = (grant.prefix or "").rstrip("/")
+    if grant.bucket != stack_bucket:
+        where = f"{grant.bucket}/{where}" if where else grant.bucket
+    readable = naming.slug(where)[:24].strip("-")
+    digest = naming.short_hash(f"{grant.bucket}/{grant.prefix or ''}")
+    return f"{role}-{readable}-{digest}"
 
 
 def read_grant(

@@ -18,16 +18,19 @@ from stacks.security.pod_security import ContainerSecurity, pod_specs, secure_po
 from stacks.serving import disruption
 from stacks.serving.gateway import GatewayBackend
 from stacks.serving.pool_plan import PoolPlan
-from stacks.serving.pool_sizing import waits_for_capacity
 from stacks.serving.startup import StartupPath, compile_cache_prefix
 from stacks.serving.workload_type import WorkloadContext
 
 TPU_TOLERATION = catalog.TPU_TOLERATION
-SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 # Server-side apply with conflicts forced for one object (pulumi/pulumi-kubernetes provider/pkg/await/await.go
 # patchForce: the annotation, else the provider's enablePatchForce, else a conflict fails the apply).
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+# A LeaderWorkerSet is ready when every group is: its `Available` condition is True once all `spec.replicas` groups
+# are ready and updated (kubernetes-sigs/lws@v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go
+# LeaderWorkerSetAvailable; pkg/controllers/leaderworkerset_controller.go updateConditions), the condition
+# `pulumi.com/waitFor` waits for (WorkloadPlan.tpu_metadata).
+LWS_AVAILABLE = "condition=Available"
 INTERNAL_LB_ANNOTATION = {"networking.gke.io/load-balancer-type": "Internal"}
 # LeaderWorkerSet (the lws add-on), which the multi-host serving types run their groups on.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -118,6 +121,10 @@ class WorkloadPlan:
     from_zero_estimate: Callable[[WorkloadPlan], float | None] | None = field(
         default=None, kw_only=True, compare=False, repr=False
     )
+    # The time-to-serve model's wait for a new server (WorkloadContext.server_await), read as `server_await_minutes`.
+    server_await_estimate: Callable[[WorkloadPlan], float] | None = field(
+        default=None, kw_only=True, compare=False, repr=False
+    )
     # Whether its pool keeps TPU hosts free for one more replica while its Deployment or LeaderWorkerSet rolls out,
     # set once every workload's plan is made (stacks/workload_checks.py rollout_room): `rolling_update`.
     rollout_surge: bool = field(default=False, kw_only=True)
@@ -139,6 +146,7 @@ class WorkloadPlan:
             project=ctx.project,
             gateway_enabled=ctx.gateway_enabled,
             from_zero_estimate=ctx.from_zero,
+            server_await_estimate=ctx.server_await,
             **extra,
         )
 
@@ -383,10 +391,20 @@ class WorkloadPlan:
         return [disruption.budget(u, self.namespace) for u in self.disruption_units()]
 
     @property
-    def awaits_servers(self) -> bool:
-        """Whether `pulumi up` waits for the workload's TPU servers to be ready: only where it waits for the pool's
-        capacity too (stacks/serving/pool_sizing.py waits_for_capacity)."""
-        return waits_for_capacity(self.pool)
+    def server_await_minutes(self) -> int | None:
+        """How long `pulumi up` waits for a new TPU server to be ready (its Deployment's rollout, its LeaderWorkerSet's
+        Available): the time-to-serve model's wait from no capacity (stacks.reports.time_to_serve.server_await: node
+        provisioning, images, and the longer of the modelled start and the cold start its startup probe allows), in
+        whole minutes; None for a plan made without the stack's context."""
+        if self.server_await_estimate is None:
+            return None
+        return math.ceil(self.server_await_estimate(self) / 60)
+
+    def server_timeouts(self) -> dict[str, str]:
+        """The `customTimeouts` (create and update) of the resources `up` awaits until its TPU server serves; {}
+        without an estimate (the provider's default, 10 minutes)."""
+        minutes = self.server_await_minutes
+        return {"create": f"{minutes}m", "update": f"{minutes}m"} if minutes else {}
 
     def tpu_metadata(
         self,
@@ -398,18 +416,16 @@ class WorkloadPlan:
     ) -> dict[str, Any]:
         """Metadata of a Deployment (or, with `wait_for`, a custom resource) whose pods run on the TPU pool.
 
-        A pool that starts empty gets its slices from the autoscaler when these pods are pending, which takes
-        minutes and waits out a stockout: `pulumi up` must not wait for the rollout (pulumi-kubernetes awaits
-        Deployments unless annotated `pulumi.com/skipAwait`, pulumi/pulumi-kubernetes#417). Elsewhere it waits:
-        a Deployment by the provider's own rollout check, a custom resource by `wait_for`, the provider's
-        `pulumi.com/waitFor` annotation (`condition=<type>` waits for that status condition to be True; without
-        it a custom resource is not awaited; `skipAwait` wins over it: pulumi-kubernetes provider/pkg/metadata
-        overrides.go ReadyCondition).
+        `pulumi up` waits for it on every pool: a Deployment by the provider's own rollout check, a custom resource
+        by `wait_for`, the provider's `pulumi.com/waitFor` annotation (`condition=<type>` waits for that status
+        condition to be True; without it a custom resource is not awaited: pulumi-kubernetes provider/pkg/metadata
+        overrides.go ReadyCondition), for `server_await_minutes` (the component's customTimeouts). So a new server
+        (a type swap, a move to another kind of pool) serves before anything that `up` deletes at the end goes, and
+        on a pool that starts empty the wait covers the autoscaler's node provisioning; a stockout longer than that
+        fails the `up` with the old server still serving, and the next `up` waits again.
         """
         extra = dict(annotations or {})
-        if not self.awaits_servers:
-            extra[SKIP_AWAIT_ANNOTATION] = "true"
-        elif wait_for:
+        if wait_for:
             extra[WAIT_FOR_ANNOTATION] = wait_for
         return self.metadata(name, labels, **({"annotations": extra} if extra else {}))
 

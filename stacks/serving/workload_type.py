@@ -39,6 +39,9 @@ class WorkloadContext:
     # down by the orchestrator (stacks/config.py), which sits above the estimate: the plans read it through it
     # (WorkloadPlan.from_zero_s); None: nothing estimates it.
     from_zero: Callable[[Any], float | None] | None = None
+    # How long `pulumi up` waits for a plan's new server (stacks.reports.time_to_serve.server_await), handed down the
+    # same way (WorkloadPlan.server_await_minutes); None: nothing estimates it.
+    server_await: Callable[[Any], float] | None = None
 
 
 @dataclass(frozen=True)

@@ -60,10 +60,11 @@ class Effect:
 # What the kinds of change that are not a clean in-place update do, and their safe procedure. First match wins.
 EFFECTS: tuple[Effect, ...] = (
     Effect(
-        r"workloads\[[\w-]+\]\.autoscaling unset",
+        r"workloads\[[\w-]+\]\.autoscaling unset|^monitoring\.adapter -> none",
         "refused",
         "degrades",
-        "Removing `autoscaling` sets `spec.replicas` on a Deployment/LeaderWorkerSet whose replicas its HPA owns "
+        "Removing `autoscaling` (or the metrics adapter, which takes every workload's with it) sets `spec.replicas` "
+        "on a Deployment/LeaderWorkerSet whose replicas its HPA owns "
         "(kube-controller-manager, through the scale subresource): the preview fails on a server-side apply "
         "conflict, and forcing it would race the HPA, deleted only at the end. Adding it back leaves `spec.replicas` "
         "to the HPA: the field falls to 1 until the HPA's first scale-up.",
@@ -80,6 +81,24 @@ EFFECTS: tuple[Effect, ...] = (
         "The LeaderWorkerSet's subGroupPolicy is immutable (the LWS webhook): the LeaderWorkerSet is deleted and "
         "created again; the workload serves nothing until its new groups are ready.",
         "Without downtime: add a workload with the new mode under a new name, move clients, remove the old one.",
+    ),
+    Effect(
+        r"^addons\.pathwaysJob\.enabled toggled",
+        "replaces",
+        "replaces",
+        "Turning the add-on off takes its PathwaysJob workloads with it (companion change): the pool that served one "
+        "alone goes back to the stack's node service account, and the node pool's service account is immutable, so "
+        "its node pools are replaced; turning it on with a PathwaysJob replaces them the other way.",
+        "Between runs of the jobs; remove the PathwaysJob workloads and their pools in the same `up`.",
+    ),
+    Effect(
+        r"workloads\[saxml\]\.models\[\]\.replicas changed",
+        "replaces",
+        "replaces",
+        "Within the pool's slices the publication Job changes the replicas in place; above them the pool needs another "
+        "slice (companion change), one more model server, and the model servers' replicated jobs are immutable "
+        "(JobSet webhook): the JobSet is replaced, Saxml serves nothing until the models are loaded again.",
+        "Add the slice in a maintenance window, or run a second Saxml workload meanwhile.",
     ),
     Effect(
         r"workloads\[saxml\]\.maxRestarts changed",
@@ -100,17 +119,19 @@ EFFECTS: tuple[Effect, ...] = (
     ),
     Effect(
         r"workloads\[\]\.type ",
-        "refused",
-        "refused",
-        "The Kubernetes objects are safe: the Service, PDB, PodMonitoring, HPA and identity keep their URNs (one "
-        "component type for every workload type) and are updated in place, or replaced where the types name them "
-        "differently (the Service `<name>-svc` or `<name>`: clients must use the new name); the new server is "
-        "created and the old one deleted at the end. But the types name their bucket grants differently (by what "
-        "each grant is for): the same IAM binding is created under a new name, a no-op, and the old resource's "
-        "delete at the end removes it, so the new server loses its checkpoint or bucket access. A PathwaysJob (which "
-        "takes a pool's node service account) also replaces the node pools of the pool it joins or leaves.",
-        "Add the workload of the new type under a new name (and pool where it needs one), `pulumi up`, move clients "
-        "to its Service, then remove the old workload and `pulumi up`.",
+        "replaces",
+        "replaces",
+        "The new server is created and the old one deleted at the end; everything else keeps its URN (one component "
+        "type for every workload type) and is updated in place, and the Google identity and each bucket grant are "
+        "named by what they bind (the workload's service account; role, bucket and prefix), so a grant both types "
+        "make stays and only the old type's own grants go. Replaced: the Service where the types name it "
+        "differently (vLLM `<name>`, the others `<name>-svc`: clients must use the new name) and the PodMonitoring "
+        "(`<name>-<type>`), each created before the old one is deleted; and, to or from a type whose pool serves it "
+        "alone under a node service account of its own (Saxml, PathwaysJob), that pool's node pools (the node "
+        "pool's service account is immutable): the pool's nodes are created again.",
+        "`pulumi up`; move clients to the new Service name where it changes. Without downtime: add the workload of "
+        "the new type under a new name (and pool where it needs one), `pulumi up`, move clients, then remove the old "
+        "workload.",
     ),
 )
 DEFAULT = Effect("", "clean", "clean", "Updated in place; serving continues.", "`pulumi up`.")
@@ -302,31 +323,234 @@ def _swapped(
     if "namespace" in workload:
         swapped["namespace"] = workload["namespace"]
     new[f"{NS}:workloads"] = [swapped, *new[f"{NS}:workloads"][1:]]
+    version = (other.get(f"{NS}:cluster") or {}).get("minMasterVersion")
+    if version and _version(version) > _version((new.get(f"{NS}:cluster") or {}).get("minMasterVersion") or "0"):
+        new[f"{NS}:cluster"] = {**(new.get(f"{NS}:cluster") or {}), "minMasterVersion": version}  # its pool needs it
     addons = {**(other.get(f"{NS}:addons") or {}), **(new.get(f"{NS}:addons") or {})}
     if addons:
         new[f"{NS}:addons"] = addons
     return new
 
 
-# Changes that are only valid with a companion change: (kind pattern, the companion's keys under the same object).
-COMPANIONS: dict[str, dict[str, Any]] = {
-    # an external gateway needs its allowed clients (stacks/pieces/gateway.py)
-    "gateway.exposure -> external": {"sourceRanges": ["203.0.113.0/24", "198.51.100.0/24"]},
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+# Changes that are only valid with a companion change (the program refuses them alone, naming the key): each kind
+# pattern's companion makes the rest of the config agree, as the user would in the same `pulumi up`.
+def _workloads(config: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
+    return [w for w in config.get(f"{NS}:workloads", []) if kind is None or w["type"] == kind]
+
+
+def _pool(config: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in config.get(f"{NS}:tpuPools", []) if p["name"] == name)
+
+
+def _drop_pathways_jobs(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """The add-on off: its workloads go with it (a PathwaysJob needs its controller)."""
+    if not (config.get(f"{NS}:addons") or {}).get("pathwaysJob", {}).get("enabled", True):
+        config[f"{NS}:workloads"] = [w for w in _workloads(config) if w["type"] != "pathways-job"]
+
+
+def _channel_address(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """A notification channel's address in the form its type takes (stacks/pieces/alerts.py)."""
+    project = config.get("gcp:project", "my-project")
+    forms = {
+        "existing": f"projects/{project}/notificationChannels/1234567890",
+        "pubsub": f"projects/{project}/topics/alerts",
+    }
+    for channel in (config.get(f"{NS}:alerts") or {}).get("channels", []):
+        if channel.get("type") in forms:
+            channel["address"] = forms[channel["type"]]
+
+
+def _adapter_metrics(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """Another metrics adapter: each autoscaled workload keeps the metrics it serves (and scales to zero only on
+    KEDA); none: fixed replicas instead of autoscaling."""
+    from stacks.monitoring import adapters
+
+    adapter = (config.get(f"{NS}:monitoring") or {}).get("adapter", adapters.DEFAULT)
+    for workload in _workloads(config):
+        auto = workload.get("autoscaling")
+        if not auto:
+            continue
+        if adapter == "none":
+            del workload["autoscaling"]
+            workload["replicas"] = FIXED_REPLICAS
+            continue
+        registry = _metric_registry(workload["type"])
+        kept = [m for m in auto.get("metrics", []) if adapters.adapter_serves(adapter, m["name"], registry)]
+        if not kept:
+            name = next(n for n in adapters.served_metrics(adapter, registry) if n in registry)
+            kept = [{"name": name, "target": _target(registry[name])}]
+        auto["metrics"] = kept
+        if adapter != "keda" and auto.get("minReplicas") == 0:
+            auto["minReplicas"] = 1
+
+
+def _metric_registry(workload_type: str) -> dict[str, Any]:
+    """The HPA metrics a workload type scales on (its server's and the shared ones)."""
+    from stacks.monitoring import metrics
+    from workloads.jetstream.server import JETSTREAM_METRICS
+    from workloads.vllm.metrics import VLLM_METRICS
+
+    own = {"jetstream": JETSTREAM_METRICS, "vllm": {**VLLM_METRICS, **metrics.GATEWAY_HPA_METRICS}}
+    return own.get(workload_type, metrics.HPA_METRICS)
+
+
+def _target(metric: Any) -> float:
+    """A target within the metric's unit: half a replica's capacity for a bounded one, else 4."""
+    return metric.unit.maximum / 2 if metric.unit.maximum is not None else 4
+
+
+def _drop_orphans(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """A pool removed: the workloads on it go too."""
+    pools = {p["name"] for p in config.get(f"{NS}:tpuPools", [])}
+    config[f"{NS}:workloads"] = [w for w in _workloads(config) if w["pool"] in pools]
+
+
+def _two_slices(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """Disaggregated serving: a pool of two slices, prefill and decode."""
+    for workload in _workloads(config, "jetstream-pathways"):
+        if workload.get("mode") == "disaggregated":
+            pool = _pool(config, workload["pool"])
+            pool["slices"] = max(int(pool.get("slices", 1)), 2)
+
+
+def _room_for_replicas(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """More replicas (or a higher maximum, more Saxml model replicas): their pool grows to hold them."""
+    old = {w["name"]: w for w in _workloads(before)}
+    for workload in _workloads(config):
+        was = old.get(workload["name"])
+        if was is None:
+            continue
+        pool = _pool(config, workload["pool"])
+        grow = (workload.get("replicas", 1) > was.get("replicas", 1)) or (
+            (workload.get("autoscaling") or {}).get("maxReplicas", 0)
+            > (was.get("autoscaling") or {}).get("maxReplicas", 0)
+        )
+        models = [m.get("replicas", 1) for m in workload.get("models") or []]
+        if grow and "autoscaling" in pool:
+            pool["autoscaling"]["maxNodes"] += int(pool.get("slices", 1)) if "x" in str(pool.get("topology")) else 1
+        elif grow:
+            pool["slices"] = int(pool.get("slices", 1)) * 2
+        if models and max(models) > int(pool.get("slices", 1)):
+            pool["slices"] = max(models)
+
+
+def _metric_changed(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """Another metric: a target in its unit, an adapter that serves it (the first that does), and no scale to zero
+    unless a metric still counts the requests waiting at zero (KEDA's, the gateway's queue)."""
+    from stacks.monitoring import adapters
+
+    for workload in _workloads(config):
+        auto = workload.get("autoscaling") or {}
+        registry = _metric_registry(workload["type"])
+        for metric in auto.get("metrics", []):
+            found = registry.get(metric["name"])
+            if found is not None and found.unit.maximum is not None and metric.get("target", 0) > found.unit.maximum:
+                metric["target"] = _target(found)
+            adapter = (config.get(f"{NS}:monitoring") or {}).get("adapter", adapters.DEFAULT)
+            if not adapters.adapter_serves(adapter, metric["name"], registry):
+                serving = [a for a in adapters.choices() if adapters.adapter_serves(a, metric["name"], registry)]
+                if serving:
+                    config.setdefault(f"{NS}:monitoring", {})["adapter"] = serving[0]
+        if auto.get("minReplicas") == 0:  # scale to zero needs the gateway's queue among the metrics: one replica
+            auto["minReplicas"] = 1
+
+
+def _own_new_pool(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """A workload that runs as its pool's node identity (Saxml, PathwaysJob) moved to another pool: a new pool of
+    that shape, its own (a pool another workload uses is refused)."""
+    moved = {w["name"]: w["pool"] for w in _workloads(before)}
+    for workload in _workloads(config):
+        if workload["type"] in ("saxml", "pathways-job") and moved.get(workload["name"]) != workload["pool"]:
+            pool = copy.deepcopy(_pool(config, workload["pool"]))
+            pool["name"] = f"{pool['name']}-{workload['name']}"[:40]
+            models = [m.get("replicas", 1) for m in workload.get("models") or []]
+            pool["slices"] = max([int(pool.get("slices", 1)), *models])
+            config[f"{NS}:tpuPools"].append(pool)
+            workload["pool"] = pool["name"]
+
+
+def _sources(section: str) -> Any:
+    def add(config: dict[str, Any], before: dict[str, Any]) -> None:
+        for node in _sections(config, section):
+            if node.get("exposure") == "external" and not node.get("sourceRanges"):
+                node["sourceRanges"] = ["203.0.113.0/24", "198.51.100.0/24"]
+
+    return add
+
+
+def _sections(config: dict[str, Any], section: str) -> list[dict[str, Any]]:
+    if section == "gateway":
+        return [config[f"{NS}:gateway"]] if isinstance(config.get(f"{NS}:gateway"), dict) else []
+    return [w["http"] for w in _workloads(config, "saxml") if isinstance(w.get("http"), dict)]
+
+
+COMPANIONS: dict[str, Any] = {
+    # an external gateway or Saxml HTTP API needs its allowed clients (stacks/pieces/gateway.py, workloads/saxml)
+    r"^gateway\.exposure -> external$": _sources("gateway"),
+    r"^workloads\[saxml\]\.http\.exposure -> external$": _sources("saxml"),
+    r"^addons\.pathwaysJob\.enabled toggled$": _drop_pathways_jobs,
+    r"^alerts\.channels\[\]\.type -> ": _channel_address,
+    r"^monitoring\.adapter -> ": _adapter_metrics,
+    r"^tpuPools item removed$": _drop_orphans,
+    r"^workloads\[jetstream-pathways\]\.mode -> disaggregated$": _two_slices,
+    r"\.replicas changed$|\.maxReplicas changed$": _room_for_replicas,
+    r"\.metrics\[\]\.name -> ": _metric_changed,
+    r"^workloads\[(saxml|pathways-job)\]\.pool moved": _own_new_pool,
+}
+
+# Kinds no example can take even with a companion, and why (tests/test_transition_matrix.py holds every other kind to
+# at least one example the program accepts).
+UNEXERCISED: dict[str, str] = {
+    "cluster.network.create toggled": "only the fleet's regional stacks name a network, and a fleet member's cluster "
+    "is in the fleet's shared VPC (gateway.fleetExport refuses create: true)",
+    "cluster.network.flowLogs toggled": "flow logs apply to a subnet the stack creates; only fleet members name a "
+    "network, and theirs is the fleet's shared VPC",
+    "cluster.releaseChannel -> REGULAR": "only fleet members set RAPID, which gateway.fleetExport requires",
+    "gateway.fleetExport toggled": "joining a fleet also needs the fleet's shared VPC (cluster.network.create: false), "
+    "RAPID and a GKE version the examples outside the fleet do not have: a new stack, not a change (docs/fleet.md)",
+    "gateway.proxySubnet -> existing": "needs cluster.network.create: false (an existing VPC with its proxy-only "
+    "subnet), which only fleet members have, and a fleet member may not have a regional proxy subnet",
+    "workloads[jetstream].pool moved to another pool": "every other pool of the examples with JetStream is multi-host, "
+    "and single-host JetStream needs a single-host pool",
+    "workloads[jetstream-pathways].pool moved to another pool": "its model preset's MaxText axes fit the preset's slice "
+    "only, and every other pool of the examples is another slice",
+    "workloads[jetstream-pathways].replicas changed": "a replica is one group over every slice of its pool, whose "
+    "slices the model preset fixes: a second replica needs hosts the pool cannot have",
+    "workloads[saxml].pool moved to another pool": "the other pools of the examples with Saxml are v6e, which the "
+    "pinned Saxml model server does not serve (stacks/facts/versions.py)",
+    "workloads[vllm].gated toggled": "a gated model needs the hfToken secret, which the offline runs do not pass "
+    "(tests/test_vllm.py covers a gated model with the token)",
+    "workloads[vllm].pool moved to another pool": "the other pools of the examples with vLLM are full (their hosts "
+    "serve the workloads on them); tests/test_vllm_move.py moves vLLM between pool kinds on a pool made for it",
 }
 
 
-def _with_companion(kind: str, config: dict[str, Any]) -> dict[str, Any]:
-    for pattern, extra in COMPANIONS.items():
-        if kind == pattern:
-            section = kind.split(".", 1)[0]
-            return {**config, f"{NS}:{section}": {**config[f"{NS}:{section}"], **extra}}
+# The companions the suite's one run per kind exercises by default; the other kinds that need one run under
+# `pytest -m slow` (tests/test_transition_matrix.py: the default suite keeps its time).
+DEFAULT_SUITE_COMPANIONS = (r"^gateway\.exposure -> external$",)
+
+
+def needs_companion(kind: str) -> bool:
+    """Whether `kind` is made valid by a companion other than DEFAULT_SUITE_COMPANIONS'."""
+    return any(re.search(p, kind) for p in COMPANIONS if p not in DEFAULT_SUITE_COMPANIONS)
+
+
+def _with_companion(kind: str, config: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    for pattern, companion in COMPANIONS.items():
+        if re.search(pattern, kind):
+            config = copy.deepcopy(config)
+            companion(config, before)
     return config
 
 
 def changes(examples: dict[str, dict[str, Any]]) -> list[Change]:
     """Every change kind on every example it applies to (the full matrix)."""
     out = [
-        Change(kind, name, _with_companion(kind, new))
+        Change(kind, name, _with_companion(kind, new, config))
         for name, config in examples.items()
         for kind, new in field_changes(config)
     ]
@@ -385,5 +609,7 @@ def table(kinds: list[str] | None = None) -> str:
     for kind in sorted(set(kinds)):
         e = effect(kind)
         cells = [f"`{kind}`", e.forth, e.back, e.serving, e.procedure]
+        if kind in UNEXERCISED:
+            cells = [f"`{kind}`", "rejected", "rejected", f"Not valid on any example: {UNEXERCISED[kind]}.", "-"]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)

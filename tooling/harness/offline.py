@@ -57,6 +57,9 @@ class Registration:
     replace_on_changes: list[str] = field(default_factory=list)
     alias_types: list[str] = field(default_factory=list)
     """The type of each alias spec it carries (`aliases=[pulumi.Alias(type_=...)]`): the types its URN had before."""
+    aliases: list[dict[str, str]] = field(default_factory=list)
+    """Each alias spec it carries, as sent: its `name`, `type` and `parentUrn` where set (a renamed or moved resource:
+    `pulumi.Alias(name=..., parent=...)`)."""
     custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete as given ("60m")
 
 
@@ -203,6 +206,11 @@ def _monitor(mocks, recording: Recording):
                 remote=bool(request.remote),
                 replace_on_changes=list(request.replaceOnChanges),
                 alias_types=[a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type],
+                aliases=[
+                    {k: getattr(a.spec, k) for k in ("name", "type", "parentUrn") if getattr(a.spec, k)}
+                    for a in request.aliases
+                    if a.HasField("spec")
+                ],
                 custom_timeouts={
                     k: getattr(request.customTimeouts, k)
                     for k in ("create", "update", "delete")

@@ -12,7 +12,8 @@
 Runs the real program under Pulumi mocks in first-preview mode (values the cloud computes print as
 "(known after apply)") and writes build/<stack>/:
   k8s/<namespace>/<Kind>-<name>.yaml   every Kubernetes object as the provider sends it (cluster-scoped: _cluster/),
-                                       plus an `options:` block: parent, provider, dependsOn, replaceOnChanges, ...;
+                                       plus an `options:` block: parent, provider, dependsOn, replaceOnChanges,
+                                       customTimeouts, aliases (a name or parent it had), ...;
                                        Helm releases and upstream manifests (the PathwaysJob controller) as
                                        HelmRelease-/ConfigFile- entries: chart or manifest URL, pinned version
   gcp/<module.Type>-<name>.yaml        every Google Cloud resource: inputs and resource options
@@ -83,6 +84,12 @@ def _options(reg: Registration, names: dict[str, str], *, provider: bool = False
         "deleteBeforeReplace": reg.delete_before_replace,
         "ignoreChanges": sorted(reg.ignore_changes),
         "replaceOnChanges": sorted(reg.replace_on_changes),
+        "customTimeouts": dict(sorted(reg.custom_timeouts.items())) or None,
+        "aliases": [
+            {k: names.get(v, v) if k == "parentUrn" else v for k, v in sorted(a.items())}
+            for a in reg.aliases
+            if "type" not in a
+        ],
     }
     return {k: v for k, v in options.items() if v not in (None, [], False)}
 

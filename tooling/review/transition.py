@@ -32,8 +32,8 @@ modes checked:
   the stack owned the field alone, so the apply removes it and it falls to its default 1 until the HPA scales up
   (https://kubernetes.io/docs/reference/using-api/server-side-apply/#transferring-ownership).
 
-Old and new resources are matched by URN or by an alias: a resource whose ancestor carries `aliases` (a type it had
-before) also answers to the URN with that ancestor's old type, as the engine matches it.
+Old and new resources are matched by URN or by an alias: a resource carrying `aliases` (a name, type or parent it had
+before) answers to the URN it had, and so does each of its descendants, as the engine matches them.
 
 A Helm release is one resource to Pulumi but installs many objects, and an object it installs collides with a stack
 resource like any other: Helm refuses to install over an object it does not own ("invalid ownership metadata",
@@ -242,28 +242,46 @@ def _get(data: Any, dotted: str) -> Any:
 
 
 def alias_urns(rec: Recording, reg: Registration) -> set[str]:
-    """The URNs `reg` also answers to: its own with any ancestor's type swapped for one of that ancestor's aliases
-    (`urn:pulumi:<stack>::<project>::<type chain>::<name>`, the chain being each ancestor's type then its own)."""
+    """The URNs `reg` also answers to (`urn:pulumi:<stack>::<project>::<type chain>::<name>`, the chain being each
+    ancestor's type then its own): its own aliases (another name or type; another parent, by that parent's URN) and
+    each under any URN its parent answers to, as the engine multiplies out a parent's alias (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go generateAliases, collapseAliasToUrn, inheritedChildAlias)."""
     by_urn = {r.urn: r for r in rec.resources}
-    chain, node = [reg], reg
-    while node.parent and node.parent in by_urn:
-        node = by_urn[node.parent]
-        chain.append(node)
-    chain.reverse()
-    head, types, name = reg.urn.split("::", 2)[0], reg.urn.split("::")[2], reg.urn.split("::")[3]
-    project = reg.urn.split("::")[1]
-    parts = types.split("$")
-    if len(parts) != len(chain):
-        return set()
-    out: set[str] = set()
-    for i, ancestor in enumerate(chain):
-        for alias in ancestor.alias_types:
-            swapped = [*parts[:i], alias, *parts[i + 1 :]]
-            out.add(f"{head}::{project}::{'$'.join(swapped)}::{name}")
-    return out
+    memo: dict[str, set[str]] = {}
+
+    def split(urn: str) -> tuple[str, str, str]:
+        head, project, types, name = urn.split("::", 3)
+        return f"{head}::{project}", types, name
+
+    def answers(node: Registration) -> set[str]:
+        if node.urn in memo:
+            return memo[node.urn]
+        memo[node.urn] = {node.urn}
+        prefix, types, _ = split(node.urn)
+        own_type = types.rsplit("$", 1)[-1]
+        parent = by_urn.get(node.parent)
+        # the real engine's URN holds every ancestor's type; Pulumi's mocks hold the parent's own only
+        # (pulumi/runtime/mocks.py make_urn): a child's URN is built from its parent's as the recording built it
+        whole = parent is None or types == f"{split(parent.urn)[1]}${own_type}"
+
+        def chain(urn: str) -> str:
+            parent_types = split(urn)[1]
+            return parent_types if whole else parent_types.rsplit("$", 1)[-1]
+
+        parent_chains = {chain(u) for u in answers(parent)} if parent is not None else {""}
+        specs: list[dict[str, str]] = [{}, *({"type": t} for t in node.alias_types), *node.aliases]
+        out: set[str] = set()
+        for spec in specs:
+            type_, name = spec.get("type") or own_type, spec.get("name") or node.name
+            chains = {chain(spec["parentUrn"])} if spec.get("parentUrn") else parent_chains
+            out.update(f"{prefix}::{c + '$' if c else ''}{type_}::{name}" for c in chains)
+        memo[node.urn] = out
+        return out
+
+    return answers(reg) - {reg.urn}
 
 
-def _matched(old: Recording, new: Recording) -> dict[str, Registration]:
+def matched(old: Recording, new: Recording) -> dict[str, Registration]:
     """Old URN -> the new registration the engine relates it to (same URN, else an alias)."""
     out = {r.urn: r for r in new.resources}
     for reg in new.resources:
@@ -335,11 +353,11 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
     """Every problem of the transition from the run `old` to the run `new` (module docstring), each Helm release
     expanded into what it installs."""
     old, new = with_charts(old), with_charts(new)
-    matched = _matched(old, new)
+    related = matched(old, new)
     old_urns = {r.urn: r for r in old.resources}
     new_urns = {r.urn: r for r in new.resources}
-    kept = {r.urn for r in matched.values()}
-    removed = [r for u, r in old_urns.items() if u not in matched]
+    kept = {r.urn for r in related.values()}
+    removed = [r for u, r in old_urns.items() if u not in related]
     added = [r for u, r in new_urns.items() if u not in kept]
 
     gone = {i: r for r in removed if (i := identity(r)) is not None}
@@ -348,11 +366,11 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
             yield f"collision: {gone[i].name} (deleted) and {reg.name} (created) are the same object {i}"
 
     for urn, before in old_urns.items():
-        after = matched.get(urn)
+        after = related.get(urn)
         if after is not None:
             yield from (f"replaced: {after.name}: {line}" for line in _replaced(before, after))
             yield from _immutable(before, after)
-    yield from _replica_problems(old, new, matched)
+    yield from _replica_problems(old, new, related)
     yield from _in_use(old, removed)
 
     namespaces = {r.inputs["metadata"]["name"]: r for r in removed if r.type == NAMESPACE}

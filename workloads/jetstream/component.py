@@ -32,9 +32,16 @@ class JetStream(ServingWorkload):
             f"{name}-deployment",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=self.k8s_opts(identity.ksa, *deps.node_pools),
+            # awaited until it serves, for as long as a replica takes from no capacity (ServingWorkload.server_timeouts)
+            opts=self.k8s_opts(identity.ksa, *deps.node_pools, custom_timeouts=self.server_timeouts()),
         )
         svc = manifests.service(plan)
-        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
+        # after the server (the provider awaits a Service until an endpoint is ready, provider/pkg/await/service.go)
+        k8s.core.v1.Service(
+            f"{name}-svc",
+            metadata=svc["metadata"],
+            spec=svc["spec"],
+            opts=self.k8s_opts(deployment, custom_timeouts=self.server_timeouts()),
+        )
         self.monitor_and_autoscale(manifests.pod_monitoring(plan), manifests.hpa(plan), deployment, deps.adapter)
         self.register_outputs({"namespace": self.namespace, "service": self.service_name, **self.commands})

@@ -28,23 +28,27 @@ class JetStreamPathways(ServingWorkload):
         self.commands = commands(plan, deps.local_ports)
 
         # Leader and workers write Pathways scratch under the workload's prefix and read the checkpoint.
-        grants = plan.grants()
-        identity = self.identity(grants=[g for g in grants if g.prefix])
-        # A checkpoint in another bucket: that whole bucket, under the name and parent this grant always had
-        # (stacks.security.bucket_access.read_grant `other_key`).
-        self.bucket_grants(
-            name, [g for g in grants if not g.prefix], identity.email.apply(lambda e: f"serviceAccount:{e}")
-        )
+        # (a checkpoint in another bucket: the whole bucket, aliased to where the component itself registered it
+        # until issue 36 #2, PathwaysPlan.grants)
+        identity = self.identity(grants=plan.grants())
 
         lws = manifests.leader_worker_set(plan)
-        register_manifest(
+        lws_resource = register_manifest(
             f"{name}-lws",
             lws,
-            # never before the LWS CRD/webhook, the slices it needs, and its identity
-            opts=self.k8s_opts(*deps.addon("lws"), *deps.node_pools, identity.ksa),
+            # never before the LWS CRD/webhook, the slices it needs, and its identity; awaited until every group is
+            # ready (LWS_AVAILABLE), for as long as a group takes from no capacity (ServingWorkload.server_timeouts)
+            opts=self.k8s_opts(
+                *deps.addon("lws"), *deps.node_pools, identity.ksa, custom_timeouts=self.server_timeouts()
+            ),
         )
         svc = manifests.service(plan)
-        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts())
+        k8s.core.v1.Service(
+            f"{name}-svc",
+            metadata=svc["metadata"],
+            spec=svc["spec"],
+            opts=self.k8s_opts(lws_resource, custom_timeouts=self.server_timeouts()),
+        )
         create_pod_monitoring(
             f"{name}-podmonitoring",
             manifests.pod_monitoring(plan),

@@ -14,6 +14,7 @@ from stacks.serving import disruption, maxtext
 from stacks.serving.startup import startup_probe
 from stacks.serving.workload_plan import (
     LWS_API,
+    LWS_AVAILABLE,
     LWS_EXCLUSIVE,
     LWS_SUBGROUP_EXCLUSIVE,
     SLICE_TOPOLOGY_KEY,
@@ -249,8 +250,11 @@ def leader_worker_set(plan: PathwaysPlan) -> dict[str, Any]:
     return {
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
-        "metadata": plan.metadata(
-            plan.name, plan.labels, annotations={**annotations, **scan_exceptions.skip_annotations(scan_skips(plan))}
+        "metadata": plan.tpu_metadata(
+            plan.name,
+            plan.labels,
+            {**annotations, **scan_exceptions.skip_annotations(scan_skips(plan))},
+            wait_for=LWS_AVAILABLE,
         ),
         "spec": {
             "replicas": 0 if plan.paused else plan.workload.replicas,

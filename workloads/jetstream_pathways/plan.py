@@ -10,7 +10,7 @@ The type's rules are in checks.py, its Kubernetes objects in manifests.py, the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from stacks import naming
@@ -127,6 +127,8 @@ class PathwaysPlan(WorkloadPlan):
         checkpoint = read_grant(
             "checkpoint", self.workload.checkpoint, self.bucket, read, other_key="checkpoint-reader"
         )
+        if checkpoint is not None and checkpoint.prefix is None:
+            checkpoint = replace(checkpoint, legacy_outside=True)
         return [Grant("scratch", self.bucket, OBJECT_USER, self.prefix), *([checkpoint] if checkpoint else [])]
 
     @property

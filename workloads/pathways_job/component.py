@@ -40,8 +40,7 @@ class PathwaysJob(ServingWorkload):
         self.commands = commands(plan, deps.local_ports)
         node_service_account = deps.node_service_account
         assert node_service_account is not None, "its pool serves it alone, as an account of its own"
-        member = node_service_account.apply(lambda e: f"serviceAccount:{e}")
-        grants = self.bucket_grants(name, plan.grants(), member)
+        grants = self.node_grants(plan.grants())
 
         self.head_pool = None
         machine = plan.head_machine

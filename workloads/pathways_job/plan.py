@@ -69,7 +69,7 @@ class PathwaysJobPlan(WorkloadPlan):
     def grants(self) -> list[Grant]:
         """The Pathways components write their scratch (`pathwaysDir`, under `prefix`), the user's job its own files
         there: objectUser on the prefix, for the node identity every pod of the job runs as."""
-        return [Grant("prefix-objectuser", self.bucket, OBJECT_USER, self.prefix)]
+        return [Grant("prefix-objectuser", self.bucket, OBJECT_USER, self.prefix, legacy_outside=True)]
 
     @property
     def worker_image(self) -> str:

@@ -10,7 +10,7 @@ from components.manifests import register_manifest
 from components.serving import ServingWorkload, WorkloadDeps
 from workloads.vllm import manifests
 from workloads.vllm.commands import commands
-from workloads.vllm.plan import HTTP_PORT, SERVER_AWAIT_MINUTES, VllmPlan
+from workloads.vllm.plan import HTTP_PORT, VllmPlan
 from workloads.vllm.staging import STAGE_TIMEOUT_MINUTES
 
 
@@ -40,13 +40,12 @@ class Vllm(ServingWorkload):
         after: list[pulumi.Resource] = [identity.ksa, *deps.node_pools]
         if plan.staged:
             after.append(self._stage_weights(name, plan))
-        # The server is awaited ready (where `up` waits for capacity: WorkloadPlan.tpu_metadata) for as long as a
-        # cold start may take; a workload moved between a single-host and a multi-host pool gets the other kind of
-        # server under its own resource name, awaited before Pulumi deletes the old one, last (its pods carry the
-        # same serving labels, so both serve meanwhile: docs/workloads/vllm.md "Moving between a single-host and a
-        # multi-host pool").
-        timeout = f"{SERVER_AWAIT_MINUTES}m"
-        awaited = pulumi.CustomTimeouts(create=timeout, update=timeout)
+        # The server is awaited ready (WorkloadPlan.tpu_metadata) for as long as a replica takes from no capacity
+        # (WorkloadPlan.server_await_minutes); a workload moved between a single-host and a multi-host pool gets the
+        # other kind of server under its own resource name, awaited before Pulumi deletes the old one, last (its pods
+        # carry the same serving labels, so both serve meanwhile: docs/workloads/vllm.md "Moving between a
+        # single-host and a multi-host pool").
+        awaited = self.server_timeouts()
         if plan.multi_host:
             manifest = manifests.leader_worker_set(plan)
             server: pulumi.Resource = register_manifest(
@@ -64,7 +63,12 @@ class Vllm(ServingWorkload):
             )
         svc = manifests.service(plan)
         # after the server: a change of its selector follows the server's rollout where that is awaited
-        k8s.core.v1.Service(f"{name}-svc", metadata=svc["metadata"], spec=svc["spec"], opts=self.k8s_opts(server))
+        k8s.core.v1.Service(
+            f"{name}-svc",
+            metadata=svc["metadata"],
+            spec=svc["spec"],
+            opts=self.k8s_opts(server, custom_timeouts=awaited),
+        )
         self.monitor_and_autoscale(manifests.pod_monitoring(plan), manifests.hpa(plan), server, deps.adapter)
         self.register_outputs(
             {

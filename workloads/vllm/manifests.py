@@ -16,8 +16,8 @@ from stacks.serving.startup import startup_probe
 from stacks.serving.workload_plan import (
     INTERNAL_LB_ANNOTATION,
     LWS_API,
+    LWS_AVAILABLE,
     LWS_EXCLUSIVE,
-    SKIP_AWAIT_ANNOTATION,
     SLICE_TOPOLOGY_KEY,
     autoscaler_manifest,
     tpu_resources,
@@ -220,11 +220,7 @@ def leader_command(plan: VllmPlan) -> str:
     return f"bash {RAY_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec {server}"
 
 
-# A LeaderWorkerSet is ready when every group is: its `Available` condition is True once all `spec.replicas` groups
-# are ready and updated (kubernetes-sigs/lws@v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go
-# LeaderWorkerSetAvailable; pkg/controllers/leaderworkerset_controller.go updateConditions), the condition
-# `pulumi.com/waitFor` waits for (stacks.serving.workload_plan.WorkloadPlan.tpu_metadata).
-LWS_READY = "condition=Available"
+LWS_READY = LWS_AVAILABLE  # (stacks/serving/workload_plan.py)
 
 
 def worker_command() -> str:
@@ -260,7 +256,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
         "apiVersion": LWS_API,
         "kind": "LeaderWorkerSet",
         # one group per slice: a group's pods share a node pool, and no two groups share one; awaited until every
-        # group is ready where `up` waits for the pool's capacity (LWS_READY)
+        # group is ready (LWS_READY)
         "metadata": plan.tpu_metadata(
             plan.name,
             plan.labels,
@@ -279,10 +275,6 @@ def service(plan: VllmPlan) -> dict[str, Any]:
     """The OpenAI-compatible API, on the serving pods only (leaders of a LeaderWorkerSet)."""
     svc = plan.workload.service
     annotations = dict(INTERNAL_LB_ANNOTATION) if svc.type == "LoadBalancer" else {}
-    if not plan.awaits_servers:
-        # pulumi-kubernetes awaits a Service with a selector until it has a ready endpoint (provider/pkg/await
-        # service.go shouldWaitForPods, 10 minutes by default): not where the servers wait for capacity unawaited
-        annotations[SKIP_AWAIT_ANNOTATION] = "true"
     metadata = plan.metadata(plan.service_name, plan.labels, **({"annotations": annotations} if annotations else {}))
     return {
         "apiVersion": "v1",

@@ -68,12 +68,6 @@ STREAM_CONCURRENCY_MIN = 16
 # (failureThreshold 360 x periodSeconds 10), which covered a hub download and a full compile; weights are now staged
 # before the server starts, so it is compile from scratch with margin (stacks/serving/startup.py startup_probe).
 COLD_START_S = 3600
-# How long `pulumi up` waits for a server it awaits (a Deployment's rollout, a LeaderWorkerSet's Available): the
-# cold start the startup probe allows, plus the image and compile-cache pulls before the probe starts counting (an
-# assumption a real deploy calibrates). Past it the `up` fails and deletes nothing (Pulumi stops at a failed step;
-# the old server of a move keeps serving), and the next `up` waits again. pulumi-kubernetes's own default is 10
-# minutes (provider/pkg/await deployment.go DefaultDeploymentTimeoutMins; await.go Creation for `waitFor`).
-SERVER_AWAIT_MINUTES = COLD_START_S // 60 + 20
 SIZE_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z0-9])")
 
 
