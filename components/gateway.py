@@ -20,7 +20,7 @@ from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import naming
-from stacks.facts.versions import LLM_D_ROUTER
+from stacks.facts.versions import BODY_BASED_ROUTER, LLM_D_ROUTER
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
 from stacks.security import network_policy, pod_security
@@ -50,6 +50,7 @@ class GatewayDeps:
 
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource | None
+    body_router: pulumi.Resource | None = None
 
     def __init__(
         self,
@@ -88,13 +89,24 @@ class InferenceGateway(pulumi.ComponentResource):
                 name=gateway.GATEWAY_NAMESPACE,
                 labels={
                     **naming.MANAGED_BY_LABELS,
-                    **pod_security.namespace_labels("restricted", plan.kubernetes_minor),
+                    **pod_security.namespace_labels(plan.namespace_level, plan.kubernetes_minor),
                 },
             ),
             opts=child,
         )
-        # No pods live here; like every namespace of the stack it denies ingress by default.
-        for policy in network_policy.namespace_baseline(gateway.GATEWAY_NAMESPACE)[:1]:
+        # Like every namespace of the stack it denies ingress by default; the body-based router, its only pod, takes
+        # the load balancer's ext_proc calls and gRPC health checks (not pods of the cluster: no `from`).
+        policies = network_policy.namespace_baseline(gateway.GATEWAY_NAMESPACE)[:1]
+        if plan.body_router:
+            policies.append(
+                network_policy.allow_clients(
+                    gateway.BBR_NAME,
+                    gateway.GATEWAY_NAMESPACE,
+                    gateway.body_router_pod_labels(),
+                    [gateway.BBR_PORT, gateway.BBR_HEALTH_PORT],
+                )
+            )
+        for policy in policies:
             k8s.networking.v1.NetworkPolicy(
                 f"{name}-{policy['metadata']['name']}",
                 metadata=policy["metadata"],
@@ -123,6 +135,18 @@ class InferenceGateway(pulumi.ComponentResource):
             manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *self._armor])),
         )
+        self.body_router: pulumi.Resource | None = None
+        if plan.body_router:
+            # One per Gateway (the chart's README): the GCPRoutingExtension in front of every route of the Gateway
+            self.body_router = k8s.helm.v3.Release(
+                f"{name}-body-router",
+                release_args(
+                    BODY_BASED_ROUTER, gateway.body_router_values(), create_namespace=False, sources=deps.sources
+                ),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[namespace, self.gateway, *self._armor])
+                ),
+            )
         self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
@@ -210,9 +234,16 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec={"default": {"securityPolicy": self.security_policy}},
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release])),
             )
+        if self.body_router is not None:
+            # the names the body-based router maps to this workload's model (and so to its route)
+            register_manifest(
+                f"{prefix}-models",
+                gateway.model_config_map(backend),
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[self.body_router])),
+            )
         commands = {
             "gatewayCurl": gateway.curl_command(backend),
-            "modelHeader": f"{gateway.MODEL_HEADER}: {backend.model}",
+            "models": ", ".join(backend.model_names),
         }
         in_cluster = gateway.in_cluster_command(backend)
         if in_cluster is not None:
