@@ -9,7 +9,7 @@ from typing import Any
 
 from stacks import naming
 from stacks.facts import catalog
-from stacks.facts.versions import Serves, image_gaps, image_record
+from stacks.facts.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.problems import Problem
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import (
@@ -17,10 +17,11 @@ from stacks.serving.workload_plan import (
 )
 from stacks.serving.workload_type import WorkloadContext
 from workloads.vllm import flags as serve_flags
+from workloads.vllm import lora
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
-from workloads.vllm.plan import HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
+from workloads.vllm.plan import DEFAULT_IMAGE, HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
 
 HF_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 GS_PATH_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+")
@@ -71,6 +72,8 @@ def check(
         )
     if pool is not None:
         _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
+        image = workload.image or IMAGES[DEFAULT_IMAGE]
+        problems.extend(lora.problems(path, workload.loras, pool.shape.generation.name, image))
     if pool is None or problems:
         return None
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from stacks.model.config_model import (
     REPLICAS_MAX,
+    CamelModel,
     HpaAutoscalingConfig,
     HpaTargetConfig,
     ServiceConfig,
@@ -43,6 +44,29 @@ class VllmAutoscalingConfig(HpaAutoscalingConfig):
 
 
 VllmArg = str | int | float | bool | None
+
+# The ranks vLLM accepts for --max-lora-rank (vllm 0.27.0 vllm/config/lora.py MaxLoRARanks).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+if TYPE_CHECKING:
+    LoraRank = int
+else:
+    LoraRank = Literal[LORA_RANKS]
+
+
+class LoraConfig(CamelModel):
+    """One LoRA adapter served beside the base model: clients name it in `model`."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$",
+        description="The name clients put in `model` (vLLM --lora-modules name=path); unique behind the gateway.",
+    )
+    source: str = Field(
+        description="gs://<bucket>/<prefix> of the adapter's files (adapter_config.json, adapter_model.safetensors), "
+        "or a Hugging Face id at a revision, <org>/<name>@<revision>, staged into the stack bucket like the weights."
+    )
+    max_rank: LoraRank = Field(
+        description="The adapter's LoRA rank r (its adapter_config.json); the largest sets --max-lora-rank."
+    )
 
 
 class VllmWorkload(WorkloadConfig):
@@ -103,6 +127,12 @@ class VllmWorkload(WorkloadConfig):
         gt=0,
         le=1_000_000,
         description="Model size for the HBM check when the name does not tell it (e.g. 70 for 70B).",
+    )
+    loras: list[LoraConfig] = Field(
+        default_factory=list,
+        description="LoRA adapters served with the base model (--enable-lora, --lora-modules, --max-loras, "
+        "--max-lora-rank): each copied to the server's local disk before it starts; behind the gateway a request "
+        "naming one reaches this workload's pool. Adding or removing one restarts the replicas (docs/workloads/vllm.md).",
     )
     gateway: bool = Field(
         True,
