@@ -60,26 +60,32 @@ def test_adapters_are_served_from_local_copies_with_the_lora_flags():
         a for a in args if a.startswith(("--enable-lora", "--max-lora"))
     ]
     i = args.index("--lora-modules")
-    assert args[i + 1 :] == ["qwen-sql=/lora-adapters/0", "qwen-chat=/lora-adapters/1"]
+    assert args[i + 1 :] == ["qwen-sql=/model-files/lora/0", "qwen-chat=/model-files/lora/1"]
     # every flag-shaped argument is one vLLM parses (the oracle)
     for a in args:
         if a.startswith("--"):
             name, _, value = a[2:].partition("=")
             assert flags.arg_problem(name, value if value else True) is None or name == "lora-modules", a
-    assert flags.arg_problem("lora-modules", "qwen-sql=/lora-adapters/0") is None
+    assert flags.arg_problem("lora-modules", "qwen-sql=/model-files/lora/0") is None
     (server,) = [m for m in plan.pod_manifests() if m["kind"] == "Deployment"]
-    pull = next(c for c in server["spec"]["template"]["spec"]["initContainers"] if c["name"] == "lora-pull")
-    adapters = json.loads(pull["env"][0]["value"])
-    assert adapters == [
-        {"name": "qwen-sql", "url": "gs://adapters-bucket/qwen/sql/", "dir": "/lora-adapters/0"},
+    pull = next(c for c in server["spec"]["template"]["spec"]["initContainers"] if c["name"] == "model-files-pull")
+    copies = json.loads(pull["env"][0]["value"])
+    assert copies == [
         {
-            "name": "qwen-chat",
+            "name": "adapter qwen-sql",
+            "url": "gs://adapters-bucket/qwen/sql/",
+            "dir": "/model-files/lora/0",
+            "require": "adapter_config.json",
+        },
+        {
+            "name": "adapter qwen-chat",
             "url": f"gs://{plan.bucket}/models/some-org/qwen3-8b-chat-lora/0123abcd/",
-            "dir": "/lora-adapters/1",
+            "dir": "/model-files/lora/1",
+            "require": "adapter_config.json",
         },
     ]
     mounts = server["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
-    assert {"name": "lora-adapters", "mountPath": "/lora-adapters"} in mounts
+    assert {"name": "model-files", "mountPath": "/model-files"} in mounts
     # read-only on the adapters: the other bucket (grantModelRead) and the staged prefix of the stack bucket
     grants = {(g.bucket, g.role, g.prefix) for g in plan.grants()}
     assert ("adapters-bucket", "roles/storage.objectViewer", None) in grants

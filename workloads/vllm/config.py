@@ -69,6 +69,24 @@ class LoraConfig(CamelModel):
     )
 
 
+class SpeculativeConfig(CamelModel):
+    """Speculative decoding (vLLM --speculative-config): a proposer drafts tokens the model verifies in one step."""
+
+    method: Literal["ngram", "eagle3"] = Field(
+        description="ngram: drafts from n-grams of the prompt (no draft model); eagle3: an EAGLE-3 draft head "
+        "(`draftModel`). The methods tpu-inference v0.27.0's release support matrix passes on TPU."
+    )
+    draft_model: str | None = Field(
+        None,
+        description="eagle3 only: the draft head, gs://<bucket>/<prefix> or <org>/<name>@<revision> (staged like "
+        "the weights), copied to the server's local disk before it starts.",
+    )
+    num_tokens: int = Field(ge=1, le=16, description="Tokens drafted per step (num_speculative_tokens).")
+    prompt_lookup_max: int | None = Field(
+        None, ge=1, le=64, description="ngram only: the longest n-gram matched in the prompt (prompt_lookup_max)."
+    )
+
+
 class VllmWorkload(WorkloadConfig):
     """vLLM on TPU: a Deployment on a single-host pool, a LeaderWorkerSet + Ray (one slice per replica) on a
     multi-host pool. Parallelism, TPU requests and node selectors come from the pool."""
@@ -133,6 +151,15 @@ class VllmWorkload(WorkloadConfig):
         description="LoRA adapters served with the base model (--enable-lora, --lora-modules, --max-loras, "
         "--max-lora-rank): each copied to the server's local disk before it starts; behind the gateway a request "
         "naming one reaches this workload's pool. Adding or removing one restarts the replicas (docs/workloads/vllm.md).",
+    )
+    speculative: SpeculativeConfig | None = Field(
+        None, description="Speculative decoding (docs/workloads/vllm.md: what it buys and costs); unset: none."
+    )
+    routing: Literal["approximate-prefix", "precise-prefix", "predicted-latency"] = Field(
+        "approximate-prefix",
+        description="How the gateway's endpoint picker chooses a replica: approximate-prefix (queue, KV-cache use and "
+        "a prefix index the picker builds from the requests it routes). precise-prefix (the engine's KV events) and "
+        "predicted-latency (a trained latency model) are refused at the pinned router, saying why.",
     )
     gateway: bool = Field(
         True,

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from stacks.facts import releases
 from stacks.problems import Problem
 
-LORA_DIR = "/lora-adapters"  # a local emptyDir: one directory per adapter, by its index in `loras`
+LOCAL_FILES_DIR = "/model-files"  # a local emptyDir: what the server reads beside the streamed weights
+LORA_DIR = f"{LOCAL_FILES_DIR}/lora"  # one directory per adapter, by its index in `loras`
+DRAFT_DIR = f"{LOCAL_FILES_DIR}/draft"  # the speculative draft model
 HF_SOURCE_RE = re.compile(
     r"(?P<repo>[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)@(?P<rev>[A-Za-z0-9][A-Za-z0-9._-]{0,99})"
 )
@@ -124,21 +126,21 @@ def problems(path: str, loras: list, generation: str, image: str) -> list[Proble
     return found
 
 
-# Copies each adapter's files from gs:// to the local disk before the server starts, as the workload's identity
-# (read-only on the adapters' prefixes), with the image's google-cloud-storage (tpu-inference@v0.27.0
-# requirements.txt). Unlike the compile cache it fails the pod when an adapter is missing: vLLM would refuse to start
-# with a --lora-modules path that holds nothing.
-LORA_PULL_SCRIPT = """
+# Copies each adapter's (and a speculative draft model's) files from gs:// to the local disk before the server
+# starts, as the workload's identity (read-only on their prefixes), with the image's google-cloud-storage
+# (tpu-inference@v0.27.0 requirements.txt). Unlike the compile cache it fails the pod when a copy lacks the file that
+# makes it what it is (an adapter's adapter_config.json, a model's config.json): vLLM would refuse to start.
+PULL_SCRIPT = """
 import json, os, sys
 from google.cloud import storage
 client = storage.Client()
-for item in json.loads(os.environ["ADAPTERS"]):
+for item in json.loads(os.environ["ITEMS"]):
     bucket, _, prefix = item["url"].removeprefix("gs://").partition("/")
     blobs = [b for b in client.list_blobs(bucket, prefix=prefix) if not b.name.endswith("/") and "/" not in b.name[len(prefix):]]
-    if not any(b.name.endswith("adapter_config.json") for b in blobs):
-        sys.exit(f"{item['url']} has no adapter_config.json: not a LoRA adapter (adapter {item['name']!r})")
+    if not any(b.name[len(prefix):] == item["require"] for b in blobs):
+        sys.exit(f"{item['url']} has no {item['require']} ({item['name']})")
     os.makedirs(item["dir"], exist_ok=True)
     for blob in blobs:
         blob.download_to_filename(os.path.join(item["dir"], blob.name[len(prefix):]))
-    print(f"adapter {item['name']}: {len(blobs)} files from {item['url']}", flush=True)
+    print(f"{item['name']}: {len(blobs)} files from {item['url']}", flush=True)
 """

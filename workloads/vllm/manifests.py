@@ -32,7 +32,7 @@ from workloads.vllm.compile_cache import (
     CACHE_PUSH_SCRIPT,
     XLA_CACHE_DIR,
 )
-from workloads.vllm.lora import LORA_DIR, LORA_PULL_SCRIPT
+from workloads.vllm.lora import LOCAL_FILES_DIR, PULL_SCRIPT
 from workloads.vllm.metrics import VLLM_METRICS
 from workloads.vllm.plan import (
     COLD_START_S,
@@ -107,26 +107,26 @@ def _volumes(plan: VllmPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     if plan.workload.xla_cache:
         volumes.append({"name": "xla-cache", "emptyDir": {}})
         mounts.append(CACHE_MOUNT)
-    if plan.adapters:
-        volumes.append({"name": "lora-adapters", "emptyDir": {}})
-        mounts.append(LORA_MOUNT)
+    if plan.local_copies:
+        volumes.append({"name": "model-files", "emptyDir": {}})
+        mounts.append(LOCAL_FILES_MOUNT)
     return volumes, mounts
 
 
-LORA_MOUNT = {"name": "lora-adapters", "mountPath": LORA_DIR}
+LOCAL_FILES_MOUNT = {"name": "model-files", "mountPath": LOCAL_FILES_DIR}
 
 
-def lora_pull_container(plan: VllmPlan) -> dict[str, Any]:
-    """The init container that copies each LoRA adapter from gs:// to the local directory --lora-modules names."""
-    adapters = [{"name": name, "url": url, "dir": local} for name, url, local in plan.adapters]
+def local_copies_container(plan: VllmPlan) -> dict[str, Any]:
+    """The init container that copies the LoRA adapters and the draft model from gs:// to the local directories
+    the server's flags name (--lora-modules, --speculative-config)."""
     return {
-        "name": "lora-pull",
+        "name": "model-files-pull",
         "image": plan.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python3", "-c", LORA_PULL_SCRIPT],
-        "env": [{"name": "ADAPTERS", "value": json.dumps(adapters)}],
+        "command": ["python3", "-c", PULL_SCRIPT],
+        "env": [{"name": "ITEMS", "value": json.dumps(plan.local_copies)}],
         "resources": CACHE_HELPER_RESOURCES,
-        "volumeMounts": [LORA_MOUNT],
+        "volumeMounts": [LOCAL_FILES_MOUNT],
         "securityContext": container_security_context(VLLM_CONTAINER),
     }
 
@@ -163,9 +163,9 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> di
         spec["initContainers"] = [cache_pull_container(plan)]
         if serving:
             spec["containers"].append(cache_push_container(plan))
-    if plan.adapters:
-        # every host: on a multi-host slice each Ray worker's model runner loads the adapter from the same path
-        spec.setdefault("initContainers", []).append(lora_pull_container(plan))
+    if plan.local_copies:
+        # every host: on a multi-host slice each Ray worker's model runner loads adapters and draft from the same path
+        spec.setdefault("initContainers", []).append(local_copies_container(plan))
     return disruption.drained(secure_pod(spec, VLLM_CONTAINER))
 
 

@@ -40,6 +40,7 @@ from stacks.serving.workload_plan import (
     WorkloadPlan,
 )
 from workloads.vllm import lora as lora_rules
+from workloads.vllm import optimisations
 from workloads.vllm.compile_cache import CACHE_PULL_WORKERS
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.metrics import KV_CACHE_METRIC, VLLM_METRICS, VLLM_SIGNALS, vllm_panels
@@ -254,22 +255,53 @@ class VllmPlan(WorkloadPlan):
         """What the staging Job copies from the Hub into the stack bucket: (repo, revision, prefix) of the model
         (a Hugging Face id) and of each Hugging Face adapter, each under models/<id>/<revision>/."""
         items = [(self.workload.model, self.workload.revision, self.staged_prefix)] if self.staged else []
-        for lora in self.workload.loras:
-            src = lora_rules.parse_source(lora.source)
+        for source in self._extra_sources():
+            src = lora_rules.parse_source(source)
             if src is not None and src.repo and src.revision:
-                items.append((src.repo, src.revision, f"{MODELS_PREFIX}{src.repo}/{src.revision}/"))
+                item = (src.repo, src.revision, f"{MODELS_PREFIX}{src.repo}/{src.revision}/")
+                items += [item] if item not in items else []
         return items
+
+    def _extra_sources(self) -> list[str]:
+        """The sources of the adapters and the speculative draft model, in that order."""
+        spec = self.workload.speculative
+        draft = [spec.draft_model] if spec is not None and spec.draft_model else []
+        return [lora.source for lora in self.workload.loras] + draft
+
+    def _url(self, source: str) -> str | None:
+        src = lora_rules.parse_source(source)
+        if src is None:
+            return None
+        return src.url or f"gs://{self.bucket}/{MODELS_PREFIX}{src.repo}/{src.revision}/"
+
+    @property
+    def draft_dir(self) -> str | None:
+        """Where the server reads the speculative draft model from (a local copy), if it has one."""
+        spec = self.workload.speculative
+        return lora_rules.DRAFT_DIR if spec is not None and spec.draft_model else None
+
+    @property
+    def local_copies(self) -> list[dict[str, str]]:
+        """What the pull init container copies from gs:// to the local disk before the server starts: each LoRA
+        adapter, then the draft model; with the file that must be there (workloads/vllm/lora.py PULL_SCRIPT)."""
+        out = [
+            {"name": f"adapter {name}", "url": url, "dir": local, "require": "adapter_config.json"}
+            for name, url, local in self.adapters
+        ]
+        spec = self.workload.speculative
+        url = self._url(spec.draft_model) if spec is not None and spec.draft_model else None
+        if url and self.draft_dir:
+            out.append({"name": "draft model", "url": url, "dir": self.draft_dir, "require": "config.json"})
+        return out
 
     @property
     def adapters(self) -> list[tuple[str, str, str]]:
         """(name, gs:// url, local directory) of each LoRA adapter, in `loras` order."""
         out = []
         for i, lora in enumerate(self.workload.loras):
-            src = lora_rules.parse_source(lora.source)
-            if src is None:
-                continue
-            url = src.url or f"gs://{self.bucket}/{MODELS_PREFIX}{src.repo}/{src.revision}/"
-            out.append((lora.name, url, f"{lora_rules.LORA_DIR}/{i}"))
+            url = self._url(lora.source)
+            if url is not None:
+                out.append((lora.name, url, f"{lora_rules.LORA_DIR}/{i}"))
         return out
 
     @property
@@ -315,9 +347,13 @@ class VllmPlan(WorkloadPlan):
 
     def read_paths(self) -> list[tuple[str, str]]:
         paths = [("model", self.workload.model)] if is_gcs(self.workload.model) else []
-        return paths + [
+        paths += [
             (f"loras[{i}].source", lora.source) for i, lora in enumerate(self.workload.loras) if is_gcs(lora.source)
         ]
+        spec = self.workload.speculative
+        if spec is not None and spec.draft_model and is_gcs(spec.draft_model):
+            paths.append(("speculative.draftModel", spec.draft_model))
+        return paths
 
     def grants(self) -> list[Grant]:
         """Read-only on the weights: the staged prefix, or a gs:// model's prefix in the stack bucket, or (with
@@ -326,8 +362,10 @@ class VllmPlan(WorkloadPlan):
         own compile caches. Nothing else."""
         weights = read_grant("weights", self.weights_url, self.bucket, self.workload.grant_model_read)
         grants = [weights] if weights else []
-        for i, (_, url, _) in enumerate(self.adapters):
-            adapter = read_grant(f"lora-{i}", url, self.bucket, self.workload.grant_model_read)
+        reads = [(f"lora-{i}", url) for i, (_, url, _) in enumerate(self.adapters)]
+        reads += [("draft", c["url"]) for c in self.local_copies if c["name"] == "draft model"]
+        for key, url in reads:
+            adapter = read_grant(key, url, self.bucket, self.workload.grant_model_read)
             # one grant per role and scope: adapters in one other bucket share its bucket-wide grant
             if adapter and all(
                 (g.bucket, g.role, g.prefix) != (adapter.bucket, adapter.role, adapter.prefix) for g in grants
@@ -396,6 +434,8 @@ class VllmPlan(WorkloadPlan):
             derived.append(("enable-lora", True))
             derived.append(("max-loras", len(w.loras)))
             derived.append(("max-lora-rank", max(lora.max_rank for lora in w.loras)))
+        if w.speculative is not None:
+            derived.append(("speculative-config", optimisations.speculative_config(w.speculative, self.draft_dir)))
         extra = {normalize_flag(k): v for k, v in w.args.items()}
         out: list[str] = []
         for key, value in derived:
