@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import naming
-from stacks.facts.versions import BODY_BASED_ROUTER, LLM_D_ROUTER
+from stacks.facts.versions import BODY_BASED_ROUTER, LLM_D_ROUTER, ChartVersion
 
 # GatewayClass per exposure. Both are regional Application Load Balancers whose proxies live in a proxy-only subnet
 # (REGIONAL_MANAGED_PROXY) of the cluster's VPC and region:
@@ -215,6 +215,12 @@ def epp_config(queue_ttl_s: int | None = None) -> str:
     return json.dumps(config, indent=2)
 
 
+def chart_image(chart: ChartVersion) -> dict[str, str]:
+    """A chart's `image` values for its pinned image, which the chart joins as <registry>/<repository>:<tag>."""
+    registry, repository = chart.image_repository.rsplit("/", 1)
+    return {"registry": registry, "repository": repository, "tag": chart.image_tag, "pullPolicy": "IfNotPresent"}
+
+
 def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> dict[str, Any]:
     """Values of the llm-d-router-gateway chart for one workload (every key exists in the chart's values.yaml or
     its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the
@@ -241,13 +247,8 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
                 "replicas": 1,
                 "pluginsConfigFile": EPP_CONFIG_FILE,
                 "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s)},
-                "image": {
-                    # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
-                    "registry": LLM_D_ROUTER.image_repository.rsplit("/", 1)[0],
-                    "repository": LLM_D_ROUTER.image_repository.rsplit("/", 1)[1],
-                    "tag": LLM_D_ROUTER.image_tag,
-                    "pullPolicy": "IfNotPresent",
-                },
+                # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
+                "image": chart_image(LLM_D_ROUTER),
                 "resources": EPP_RESOURCES,
                 # the picker is a CPU pod: the system pool, never a TPU node
                 "affinity": {
@@ -386,12 +387,8 @@ def body_router_values() -> dict[str, Any]:
         "bbr": {
             "name": BBR_NAME,
             "replicas": 1,
-            "image": {
-                "registry": BODY_BASED_ROUTER.image_repository.split("/", 1)[0],
-                "repository": BODY_BASED_ROUTER.image_repository.split("/", 1)[1],
-                "tag": BODY_BASED_ROUTER.image_tag,
-                "pullPolicy": "IfNotPresent",
-            },
+            # templates/bbr.yaml joins <registry>/<repository>:<tag>
+            "image": chart_image(BODY_BASED_ROUTER),
             "port": BBR_PORT,
             "healthCheckPort": BBR_HEALTH_PORT,
             "multiNamespace": False,
