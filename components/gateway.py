@@ -20,7 +20,7 @@ from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import naming
-from stacks.facts.versions import BODY_BASED_ROUTER, LLM_D_ROUTER
+from stacks.facts.versions import BODY_BASED_ROUTER, INFERENCE_OBJECTIVE_CRDS, LLM_D_ROUTER
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
 from stacks.security import network_policy, pod_security
@@ -51,6 +51,7 @@ class GatewayDeps:
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource | None
     body_router: pulumi.Resource | None = None
+    _objective_crd: list[pulumi.Resource] = []
 
     def __init__(
         self,
@@ -147,6 +148,17 @@ class InferenceGateway(pulumi.ComponentResource):
                     child, pulumi.ResourceOptions(depends_on=[namespace, self.gateway, *self._armor])
                 ),
             )
+        # The InferenceObjective CRD, which GKE does not install, before any picker that has objectives starts
+        # (stacks/facts/versions.py INFERENCE_OBJECTIVE_CRDS)
+        self._objective_crd: list[pulumi.Resource] = []
+        if any(b.objectives for b in plan.backends) and not plan.paused:
+            self._objective_crd = [
+                k8s.yaml.v2.ConfigGroup(
+                    f"{name}-inference-objective-crd",
+                    files=list(deps.sources.crd_files(INFERENCE_OBJECTIVE_CRDS, LLM_D_ROUTER)),
+                    opts=child,
+                )
+            ]
         self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
@@ -209,7 +221,15 @@ class InferenceGateway(pulumi.ComponentResource):
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
             # GKE's, installed with the control plane (stacks/facts/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after, *self._armor])
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=[
+                        namespace,
+                        *self._after,
+                        *self._armor,
+                        *(self._objective_crd if backend.objectives else []),
+                    ]
+                ),
             ),
         )
         if self._fleet_metrics is not None:
@@ -245,6 +265,10 @@ class InferenceGateway(pulumi.ComponentResource):
             "gatewayCurl": gateway.curl_command(backend),
             "models": ", ".join(backend.model_names),
         }
+        if backend.objectives:
+            commands["objectives"] = ", ".join(
+                f"{gateway.OBJECTIVE_HEADER}: {n} (priority {p})" for n, p in backend.objectives
+            )
         in_cluster = gateway.in_cluster_command(backend)
         if in_cluster is not None:
             commands["gatewayRequestInCluster"] = in_cluster

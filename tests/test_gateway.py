@@ -586,8 +586,10 @@ def test_the_endpoint_picker_starts_without_the_inference_objective_crd():
     # - pkg/epp/server/runserver.go:134-144: the InferenceObjectiveReconciler is set up only then (the
     #   InferencePool reconciler, lines 126-132, always: GKE installs that CRD, version_needs requires it);
     # - pkg/epp/requestcontrol/director.go:222-233: a request with no objective gets the default priority (0).
-    # So nothing may render an InferenceObjective (that would need the CRD at helm install) and nothing need apply
-    # its CRD; the stack applies neither, and GKE installs neither (stacks/facts/gke_managed.py MANAGED, G3: GA only).
+    # So without `objectives` (none of the shipped stacks sets them) nothing may render an InferenceObjective (that
+    # would need the CRD at helm install) and nothing need apply its CRD; GKE installs neither
+    # (stacks/facts/gke_managed.py MANAGED, G3: GA only). With `objectives` the stack applies it first
+    # (tests/test_priorities.py).
     assert not {(gke_managed.CRD, name) for name in INFERENCE_OBJECTIVE_CRDS} & gke_managed.never_created()
     recs = _stacks_serving_through_the_gateway()
     assert recs, "no shipped stack serves a workload through the gateway"

@@ -378,6 +378,17 @@ LLM_D_ROUTER = ChartVersion(
 )
 
 
+# The InferenceObjective CRD (llm-d.ai/v1alpha2) of the pinned router: GKE does not install it (not GA: GKE installs
+# the Gateway API Inference Extension's GA CRDs only, stacks/facts/gke_managed.py), so a stack whose workloads set
+# `objectives` applies it before their pickers start (the picker watches the kind only if the API server serves it
+# when it starts: llm-d/llm-d-router@v0.10.0 pkg/epp/server/controller_config.go). sha256 of the file at the tag:
+# c1e763412fcbe2b55e9282850156269a10053be2d052547cb80a2ca639c09990 (= ../shared/reference/crds).
+INFERENCE_OBJECTIVE_CRDS = ChartCrds(
+    "llm-d/llm-d-router", "v0.10.0", ("config/crd/bases/llm-d.ai_inferenceobjectives.yaml",), False
+)
+INFERENCE_OBJECTIVE_SHA256 = "c1e763412fcbe2b55e9282850156269a10053be2d052547cb80a2ca639c09990"
+
+
 # The body-based router (one per stack, in the Gateway's namespace): reads `model` from each request's body and sets
 # X-Gateway-Model-Name and X-Gateway-Base-Model-Name (the base model of an adapter named in a ConfigMap), which the
 # HTTPRoutes match (GKE "Configure Body-Based Routing",

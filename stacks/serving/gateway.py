@@ -148,6 +148,9 @@ class GatewayBackend:
     # The LoRA adapters its servers serve beside `model` (the names clients put in `model`): the body-based router
     # maps each to `model`, so a request naming one reaches this workload's pool (`model_config_map`).
     adapters: tuple[str, ...] = field(default=(), kw_only=True)
+    # Its InferenceObjectives (name, priority): a request naming one in OBJECTIVE_HEADER is queued at that priority
+    # by the pool's picker (`router_values`).
+    objectives: tuple[tuple[str, int], ...] = field(default=(), kw_only=True)
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -226,7 +229,7 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
     its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the
     serving pods on their port, the endpoint picker for it, and with provider gke the HealthCheckPolicy (HTTP
     /health on the pods' port) and GCPBackendPolicy GKE's load balancer reads."""
-    return {
+    values: dict[str, Any] = {
         "provider": {"name": "gke"},
         "router": {
             "modelServers": {
@@ -268,6 +271,11 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             },
         },
     }
+    if backend.objectives:
+        # the chart renders one InferenceObjective per entry, poolRef the release's pool (routerlib
+        # templates/_inferenceobjective.yaml); its CRD is the stack's (versions.INFERENCE_OBJECTIVE_CRDS)
+        values["router"]["inferenceObjectives"] = [{"name": n, "priority": p} for n, p in backend.objectives]
+    return values
 
 
 def inference_pool_manifest(backend: GatewayBackend) -> dict[str, Any]:
@@ -346,6 +354,13 @@ def in_cluster_command(backend: GatewayBackend) -> str | None:
         "print(u.urlopen(r, timeout=300).read().decode())"
     )
     return f'ADDRESS=$({address_command()}) && {backend.exec_in} -- python3 -c {shlex.quote(script)} "$ADDRESS"'
+
+
+# The header naming a request's InferenceObjective (llm-d/llm-d-router@v0.10.0 pkg/epp/metadata/consts.go
+# ObjectiveKey; the picker gives a request without one, or naming none of the pool's, priority 0:
+# pkg/epp/requestcontrol/director.go getInferenceObjective). Flow control (FLOW_CONTROL_GATE, on) serves higher
+# priorities first while the pool is saturated (the CRD's spec.priority).
+OBJECTIVE_HEADER = "x-llm-d-inference-objective"
 
 
 # ---- body-based routing: one endpoint, the model read from the request body ------------------------------------

@@ -74,7 +74,7 @@ def check(
         _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
         image = workload.image or IMAGES[DEFAULT_IMAGE]
         problems.extend(lora.problems(path, workload.loras, pool.shape.generation.name, image))
-        problems.extend(optimisations.problems(path, workload, pool.shape.generation.name, image))
+        problems.extend(optimisations.problems(path, workload, pool.shape.generation.name, image, ctx.gateway_enabled))
     if pool is None or problems:
         return None
 

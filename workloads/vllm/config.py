@@ -69,6 +69,21 @@ class LoraConfig(CamelModel):
     )
 
 
+class ObjectiveConfig(CamelModel):
+    """A priority class of the workload's requests (the router's InferenceObjective)."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="The objective a client names in the x-llm-d-inference-objective header (a model's tier or a "
+        "tenant); an InferenceObjective of this name in the workload's namespace.",
+    )
+    priority: int = Field(
+        ge=-(2**31),
+        le=2**31 - 1,
+        description="Higher is served first while the pool is saturated; a request naming no objective has 0.",
+    )
+
+
 class SpeculativeConfig(CamelModel):
     """Speculative decoding (vLLM --speculative-config): a proposer drafts tokens the model verifies in one step."""
 
@@ -160,6 +175,12 @@ class VllmWorkload(WorkloadConfig):
         description="How the gateway's endpoint picker chooses a replica: approximate-prefix (queue, KV-cache use and "
         "a prefix index the picker builds from the requests it routes). precise-prefix (the engine's KV events) and "
         "predicted-latency (a trained latency model) are refused at the pinned router, saying why.",
+    )
+    objectives: list[ObjectiveConfig] = Field(
+        default_factory=list,
+        description="Request priorities behind the gateway (the router's InferenceObjectives, llm-d.ai/v1alpha2; "
+        "the stack applies their CRD, which GKE does not install): a request with the header "
+        "x-llm-d-inference-objective: <name> is queued at that priority.",
     )
     gateway: bool = Field(
         True,

@@ -49,7 +49,7 @@ def speculative_config(spec: Any, draft_dir: str | None) -> str:
     return json.dumps(config, separators=(",", ":"))
 
 
-def problems(path: str, workload: Any, generation: str, image: str) -> list[Problem]:
+def problems(path: str, workload: Any, generation: str, image: str, gateway_enabled: bool = True) -> list[Problem]:
     found: list[Problem] = []
     spec = workload.speculative
     if spec is not None:
@@ -86,6 +86,23 @@ def problems(path: str, workload: Any, generation: str, image: str) -> list[Prob
             found.append(
                 Problem(f"{path}.args", "speculative-config is the stack's with `speculative` set: give it there")
             )
+    seen: dict[str, int] = {}
+    for i, objective in enumerate(workload.objectives):
+        if objective.name in seen:
+            found.append(
+                Problem(
+                    f"{path}.objectives[{i}].name", f"{objective.name!r} is objectives[{seen[objective.name]}]'s too"
+                )
+            )
+        seen.setdefault(objective.name, i)
+    if workload.objectives and not (gateway_enabled and workload.gateway):
+        found.append(
+            Problem(
+                f"{path}.objectives",
+                "priorities are the gateway's endpoint picker's: they need tpu-serving:gateway.enabled and the "
+                "workload's gateway: true",
+            )
+        )
     if workload.routing in REFUSED_ROUTING:
         found.append(
             Problem(

@@ -157,6 +157,7 @@ class VllmPlan(WorkloadPlan):
             model_server_type=ROUTER_TYPE,
             kv_cache_metric=KV_CACHE_METRIC,
             adapters=tuple(lora.name for lora in self.workload.loras),
+            objectives=tuple((o.name, o.priority) for o in self.workload.objectives),
         )
 
     @property
