@@ -83,7 +83,42 @@ class InferenceGateway(pulumi.ComponentResource):
             self.register_outputs({"fleetExport": True})
             return
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=after)
-        # Holds only the Gateway (no pods): the strictest Pod Security level.
+        namespace = self._namespace(name, plan, child)
+        self.security_policy = config.cloud_armor_policy
+        # What uses the stack's Cloud Armor policy (the Gateway, each route, router release and backend policy
+        # patch: GKE builds the load balancer's backend services from them) depends on it, so a `pulumi up` that
+        # drops the policy deletes them, or updates them away from it, first: deletes run last, dependents before
+        # their dependencies (pulumi/pulumi pkg/resource/deploy step generation), and Compute refuses to delete a
+        # policy a backend service still uses (resourceInUseByAnotherResource).
+        if config.source_ranges and not deps.cloud:
+            self.security_policy = f"{plan.resource_prefix}-gateway"  # the name the policy would have
+        elif config.source_ranges:
+            policy = self._allow_only(
+                f"{plan.resource_prefix}-gateway",
+                project=plan.project,
+                region=plan.region,
+                ranges=list(config.source_ranges),
+            )
+            self.security_policy, self._armor = policy.name, [policy]
+        manifest = gateway.gateway_manifest(config.exposure, plan.route_namespaces)
+        self.gateway = register_manifest(
+            f"{name}-gateway",
+            manifest,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *self._armor])),
+        )
+        self._extensions(
+            name, plan, deps, pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        )
+        self.commands = {
+            backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
+            for backend in plan.backends
+        }
+        self.register_outputs(
+            {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
+        )
+
+    def _namespace(self, name: str, plan: GatewayPlan, child: pulumi.ResourceOptions) -> pulumi.Resource:
+        """The Gateway's namespace (Pod Security: GatewayPlan.namespace_level) and its ingress policies."""
         namespace = k8s.core.v1.Namespace(
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -114,29 +149,13 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec=policy["spec"],
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
-        self.security_policy = config.cloud_armor_policy
-        # What uses the stack's Cloud Armor policy (the Gateway, each route, router release and backend policy
-        # patch: GKE builds the load balancer's backend services from them) depends on it, so a `pulumi up` that
-        # drops the policy deletes them, or updates them away from it, first: deletes run last, dependents before
-        # their dependencies (pulumi/pulumi pkg/resource/deploy step generation), and Compute refuses to delete a
-        # policy a backend service still uses (resourceInUseByAnotherResource).
-        if config.source_ranges and not deps.cloud:
-            self.security_policy = f"{plan.resource_prefix}-gateway"  # the name the policy would have
-        elif config.source_ranges:
-            policy = self._allow_only(
-                f"{plan.resource_prefix}-gateway",
-                project=plan.project,
-                region=plan.region,
-                ranges=list(config.source_ranges),
-            )
-            self.security_policy, self._armor = policy.name, [policy]
-        manifest = gateway.gateway_manifest(config.exposure, plan.route_namespaces)
-        self.gateway = register_manifest(
-            f"{name}-gateway",
-            manifest,
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *self._armor])),
-        )
-        self.body_router: pulumi.Resource | None = None
+        return namespace
+
+    def _extensions(self, name: str, plan: GatewayPlan, deps: GatewayDeps, child: pulumi.ResourceOptions) -> None:
+        """The body-based router in front of the Gateway's routes, and the InferenceObjective CRD the pickers with
+        objectives need."""
+        assert self.gateway is not None
+        self.body_router = None
         if plan.body_router:
             # One per Gateway (the chart's README): the GCPRoutingExtension in front of every route of the Gateway
             self.body_router = k8s.helm.v3.Release(
@@ -145,12 +164,12 @@ class InferenceGateway(pulumi.ComponentResource):
                     BODY_BASED_ROUTER, gateway.body_router_values(), create_namespace=False, sources=deps.sources
                 ),
                 opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[namespace, self.gateway, *self._armor])
+                    child, pulumi.ResourceOptions(depends_on=[self.gateway, *self._armor])
                 ),
             )
         # The InferenceObjective CRD, which GKE does not install, before any picker that has objectives starts
         # (stacks/facts/versions.py INFERENCE_OBJECTIVE_CRDS)
-        self._objective_crd: list[pulumi.Resource] = []
+        self._objective_crd = []
         if any(b.objectives for b in plan.backends) and not plan.paused:
             self._objective_crd = [
                 k8s.yaml.v2.ConfigGroup(
@@ -159,13 +178,6 @@ class InferenceGateway(pulumi.ComponentResource):
                     opts=child,
                 )
             ]
-        self.commands = {
-            backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
-            for backend in plan.backends
-        }
-        self.register_outputs(
-            {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
-        )
 
     def _allow_only(self, policy_name: str, *, project: str, region: str, ranges: list[str]):
         """A regional Cloud Armor policy that lets `ranges` through and denies every other source (403)."""

@@ -41,6 +41,13 @@ _CONTROLLER = {
     "CKV_K8S_43": _TAG,
     "CKV_K8S_155": _WEBHOOKS,
 }
+# What a container without a securityContext fails (non-root, no privilege escalation, capabilities, read-only root,
+# seccomp, UID)
+_SECURITY_CONTEXT_CHECKS = ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_30") + (
+    "CKV_K8S_31",
+    "CKV_K8S_37",
+    "CKV_K8S_40",
+)
 _BBR = "gateway-api-inference-extension@v1.5.0 config/charts/body-based-routing/templates/bbr.yaml"
 _BBR_NO_SC = f"{_BBR} renders the bbr container without a securityContext and offers no value for one"
 _BBR_NO_RESOURCES = f"{_BBR} renders the bbr container without requests or limits and offers no value for them"
@@ -79,22 +86,14 @@ CHART_ACCEPTED: dict[str, dict[str, str]] = {
         "CKV_K8S_43": _TAG,
         **{check: _BBR_NO_RESOURCES for check in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13")},
         **{check: _BBR_NO_PROBES for check in ("CKV_K8S_8", "CKV_K8S_9")},
-        **{
-            check: _BBR_NO_SC
-            for check in ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_30")
-            + ("CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")
-        },
+        **dict.fromkeys(_SECURITY_CONTEXT_CHECKS, _BBR_NO_SC),
     },
     "llm-d-router-gateway": {
         "CKV_K8S_11": _NO_CPU_LIMIT,
         "CKV_K8S_15": _PULL,
         "CKV_K8S_38": "the endpoint picker watches the InferencePool and its pods through the API server",
         "CKV_K8S_43": _TAG,
-        **{
-            check: _EPP_NO_SC
-            for check in ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_30")
-            + ("CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")
-        },
+        **dict.fromkeys(_SECURITY_CONTEXT_CHECKS, _EPP_NO_SC),
     },
 }
 
