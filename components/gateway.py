@@ -20,7 +20,7 @@ from components import fleet_export
 from components.addons import release_args
 from components.manifests import register_manifest
 from stacks import naming
-from stacks.facts.versions import LLM_D_ROUTER
+from stacks.facts.versions import BODY_BASED_ROUTER, INFERENCE_OBJECTIVE_CRDS, LLM_D_ROUTER
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.gateway import GatewayPlan
 from stacks.security import network_policy, pod_security
@@ -50,6 +50,8 @@ class GatewayDeps:
 
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource | None
+    body_router: pulumi.Resource | None = None
+    _objective_crd: list[pulumi.Resource] = []
 
     def __init__(
         self,
@@ -81,26 +83,7 @@ class InferenceGateway(pulumi.ComponentResource):
             self.register_outputs({"fleetExport": True})
             return
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=after)
-        # Holds only the Gateway (no pods): the strictest Pod Security level.
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=gateway.GATEWAY_NAMESPACE,
-                labels={
-                    **naming.MANAGED_BY_LABELS,
-                    **pod_security.namespace_labels("restricted", plan.kubernetes_minor),
-                },
-            ),
-            opts=child,
-        )
-        # No pods live here; like every namespace of the stack it denies ingress by default.
-        for policy in network_policy.namespace_baseline(gateway.GATEWAY_NAMESPACE)[:1]:
-            k8s.networking.v1.NetworkPolicy(
-                f"{name}-{policy['metadata']['name']}",
-                metadata=policy["metadata"],
-                spec=policy["spec"],
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
-            )
+        namespace = self._namespace(name, plan, child)
         self.security_policy = config.cloud_armor_policy
         # What uses the stack's Cloud Armor policy (the Gateway, each route, router release and backend policy
         # patch: GKE builds the load balancer's backend services from them) depends on it, so a `pulumi up` that
@@ -123,6 +106,9 @@ class InferenceGateway(pulumi.ComponentResource):
             manifest,
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *self._armor])),
         )
+        self._extensions(
+            name, plan, deps, pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        )
         self.commands = {
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
@@ -130,6 +116,68 @@ class InferenceGateway(pulumi.ComponentResource):
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
+
+    def _namespace(self, name: str, plan: GatewayPlan, child: pulumi.ResourceOptions) -> pulumi.Resource:
+        """The Gateway's namespace (Pod Security: GatewayPlan.namespace_level) and its ingress policies."""
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=gateway.GATEWAY_NAMESPACE,
+                labels={
+                    **naming.MANAGED_BY_LABELS,
+                    **pod_security.namespace_labels(plan.namespace_level, plan.kubernetes_minor),
+                },
+            ),
+            opts=child,
+        )
+        # Like every namespace of the stack it denies ingress by default; the body-based router, its only pod, takes
+        # the load balancer's ext_proc calls and gRPC health checks (not pods of the cluster: no `from`).
+        policies = network_policy.namespace_baseline(gateway.GATEWAY_NAMESPACE)[:1]
+        if plan.body_router:
+            policies.append(
+                network_policy.allow_clients(
+                    gateway.BBR_NAME,
+                    gateway.GATEWAY_NAMESPACE,
+                    gateway.body_router_pod_labels(),
+                    [gateway.BBR_PORT, gateway.BBR_HEALTH_PORT],
+                )
+            )
+        for policy in policies:
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy['metadata']['name']}",
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
+            )
+        return namespace
+
+    def _extensions(self, name: str, plan: GatewayPlan, deps: GatewayDeps, child: pulumi.ResourceOptions) -> None:
+        """The body-based router in front of the Gateway's routes, and the InferenceObjective CRD the pickers with
+        objectives need."""
+        assert self.gateway is not None
+        self.body_router = None
+        if plan.body_router:
+            # One per Gateway (the chart's README): the GCPRoutingExtension in front of every route of the Gateway
+            self.body_router = k8s.helm.v3.Release(
+                f"{name}-body-router",
+                release_args(
+                    BODY_BASED_ROUTER, gateway.body_router_values(), create_namespace=False, sources=deps.sources
+                ),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[self.gateway, *self._armor])
+                ),
+            )
+        # The InferenceObjective CRD, which GKE does not install, before any picker that has objectives starts
+        # (stacks/facts/versions.py INFERENCE_OBJECTIVE_CRDS)
+        self._objective_crd = []
+        if any(b.objectives for b in plan.backends) and not plan.paused:
+            self._objective_crd = [
+                k8s.yaml.v2.ConfigGroup(
+                    f"{name}-inference-objective-crd",
+                    files=list(deps.sources.crd_files(INFERENCE_OBJECTIVE_CRDS, LLM_D_ROUTER)),
+                    opts=child,
+                )
+            ]
 
     def _allow_only(self, policy_name: str, *, project: str, region: str, ranges: list[str]):
         """A regional Cloud Armor policy that lets `ranges` through and denies every other source (403)."""
@@ -185,7 +233,15 @@ class InferenceGateway(pulumi.ComponentResource):
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
             # GKE's, installed with the control plane (stacks/facts/gke_managed.py)
             opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[namespace, *self._after, *self._armor])
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=[
+                        namespace,
+                        *self._after,
+                        *self._armor,
+                        *(self._objective_crd if backend.objectives else []),
+                    ]
+                ),
             ),
         )
         if self._fleet_metrics is not None:
@@ -210,10 +266,21 @@ class InferenceGateway(pulumi.ComponentResource):
                 spec={"default": {"securityPolicy": self.security_policy}},
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release])),
             )
+        if self.body_router is not None:
+            # the names the body-based router maps to this workload's model (and so to its route)
+            register_manifest(
+                f"{prefix}-models",
+                gateway.model_config_map(backend),
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[self.body_router])),
+            )
         commands = {
             "gatewayCurl": gateway.curl_command(backend),
-            "modelHeader": f"{gateway.MODEL_HEADER}: {backend.model}",
+            "models": ", ".join(backend.model_names),
         }
+        if backend.objectives:
+            commands["objectives"] = ", ".join(
+                f"{gateway.OBJECTIVE_HEADER}: {n} (priority {p})" for n, p in backend.objectives
+            )
         in_cluster = gateway.in_cluster_command(backend)
         if in_cluster is not None:
             commands["gatewayRequestInCluster"] = in_cluster

@@ -233,6 +233,7 @@ def check(
                 plans.append((i, resolved.plan))
     _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
+    _check_model_names(plans, context.gateway_enabled, problems)
     _check_pool_capacity(plans, problems)
     return rollout_room([plan for _, plan in plans])
 
@@ -267,6 +268,29 @@ def _check_shared_namespaces(plans: list[tuple[int, WorkloadPlan]], problems: li
                         f"in the same namespace {plan.namespace!r}; rename it or give it its own namespace",
                     )
                 )
+
+
+def _check_model_names(plans: list[tuple[int, WorkloadPlan]], gateway_enabled: bool, problems: list[Problem]) -> None:
+    """Behind the stack's one Gateway, the name in a request's `model` picks the pool (stacks/serving/gateway.py
+    BBR_NAME): every model and adapter name of the gateway-served workloads reaches exactly one of them. A name two
+    of them serve (two base models, an adapter named like another's model or adapter) would match two routes or
+    two ConfigMaps, and the router and Gateway would pick one of them silently."""
+    if not gateway_enabled:
+        return
+    owner: dict[str, int] = {}
+    for i, plan in plans:
+        backend = plan.gateway_backend()
+        for name in backend.model_names if backend is not None else ():
+            if name in owner and owner[name] != i:
+                problems.append(
+                    Problem(
+                        f"{NS}:workloads[{i}]",
+                        f"serves the model name {name!r} through the gateway, as workloads[{owner[name]}] does: a "
+                        "request names one pool by its `model`, so every model and adapter name behind the gateway "
+                        "is unique (rename the adapter, set --served-model-name, or opt one out with gateway: false)",
+                    )
+                )
+            owner.setdefault(name, i)
 
 
 def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:

@@ -79,8 +79,14 @@ def _container_uses(pod: dict[str, Any], bucket: str, cells: list[str]) -> set[t
                 uses.add((OBJECT_USER, _parent(value, bucket)))
         if "CACHE_PREFIX" in env and env["CACHE_BUCKET"] == bucket:  # vLLM's compile-cache pull and push
             uses.add((OBJECT_USER, _cache_root(env["CACHE_PREFIX"])))
-        if "MARKER" in env and env["BUCKET"] == bucket:  # vLLM's staging Job writes its model's prefix
-            uses.add((OBJECT_USER, env["PREFIX"]))
+        if (
+            "MARKER" in env and env["BUCKET"] == bucket
+        ):  # vLLM's staging Job writes its model's (and adapters') prefixes
+            uses |= {(OBJECT_USER, item["prefix"]) for item in json.loads(env["ITEMS"])}
+        if "ITEMS" in env and "MARKER" not in env:  # vLLM's adapter and draft copies read their prefixes
+            for item in json.loads(env["ITEMS"]):
+                if item["url"].startswith("gs://"):
+                    uses.add((OBJECT_VIEWER, _stack_dir(item["url"], bucket)))
         if "GSBUCKET" in env:  # the Saxml admin server writes both of its roots' cell directories
             cell = env["SAX_CELL"].strip("/")
             uses |= {(OBJECT_USER, f"{root}/{cell}/") for root in ADMIN_ROOTS if env["GSBUCKET"] == bucket}

@@ -397,7 +397,8 @@ def test_route_sends_the_model_header_to_the_pool_through_the_stack_gateway():
         {"type": "Exact", "name": "X-Gateway-Base-Model-Name", "value": "meta-llama/Llama-3.1-70B-Instruct"}
     ]
     curl = gateway.curl_command(BACKEND)
-    assert "/v1/completions" in curl and "'X-Gateway-Base-Model-Name: meta-llama/Llama-3.1-70B-Instruct'" in curl
+    # a plain OpenAI request: the body-based router sets the header from `model` (issue 38: clients send no header)
+    assert "/v1/completions" in curl and "X-Gateway" not in curl
     assert '"model": "meta-llama/Llama-3.1-70B-Instruct"' in curl
 
 
@@ -483,7 +484,12 @@ def test_route_and_release_order():
     gw = rec.one(GATEWAY).inputs["spec"]["listeners"][0]["allowedRoutes"]
     assert gw["namespaces"]["selector"]["matchExpressions"][0]["values"] == ["llama70b"]
     out = rec.outputs["gateway"]["routes"]["llama70b"]
-    assert "X-Gateway-Base-Model-Name: gs://my-tpu-project-models/Llama-3.3-70B-Instruct" in out["gatewayCurl"]
+    assert '"model": "gs://my-tpu-project-models/Llama-3.3-70B-Instruct"' in out["gatewayCurl"]
+    assert out["models"] == "gs://my-tpu-project-models/Llama-3.3-70B-Instruct"
+    # the body-based router comes after the Gateway it extends; each ConfigMap after the router that reads it
+    router = rec.one(RELEASE, "gateway-body-router")
+    assert rec.one(GATEWAY).urn in router.dependencies
+    assert router.urn in rec.one("kubernetes:core/v1:ConfigMap", "gateway-llama70b-models").dependencies
 
 
 def _example_config(**gateway_config: Any) -> dict[str, Any]:
@@ -580,8 +586,10 @@ def test_the_endpoint_picker_starts_without_the_inference_objective_crd():
     # - pkg/epp/server/runserver.go:134-144: the InferenceObjectiveReconciler is set up only then (the
     #   InferencePool reconciler, lines 126-132, always: GKE installs that CRD, version_needs requires it);
     # - pkg/epp/requestcontrol/director.go:222-233: a request with no objective gets the default priority (0).
-    # So nothing may render an InferenceObjective (that would need the CRD at helm install) and nothing need apply
-    # its CRD; the stack applies neither, and GKE installs neither (stacks/facts/gke_managed.py MANAGED, G3: GA only).
+    # So without `objectives` (none of the shipped stacks sets them) nothing may render an InferenceObjective (that
+    # would need the CRD at helm install) and nothing need apply its CRD; GKE installs neither
+    # (stacks/facts/gke_managed.py MANAGED, G3: GA only). With `objectives` the stack applies it first
+    # (tests/test_priorities.py).
     assert not {(gke_managed.CRD, name) for name in INFERENCE_OBJECTIVE_CRDS} & gke_managed.never_created()
     recs = _stacks_serving_through_the_gateway()
     assert recs, "no shipped stack serves a workload through the gateway"

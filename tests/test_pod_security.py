@@ -22,6 +22,7 @@ from stacks.security.pod_security import (
     pod_specs,
     secure_pod,
 )
+from stacks.serving import gateway
 from tests.conftest import EXAMPLES, recorded
 from tooling.harness.k8s_objects import kubernetes_objects
 
@@ -174,6 +175,14 @@ def test_namespaces_enforce_the_strictest_level_their_pods_pass(path):
             for a in addons.ADDONS
             if name in {r.namespace for r in a.releases.values()} and a.pod_security
         ]
+        # the body-based router's chart pod in the Gateway's namespace (no securityContext: baseline,
+        # stacks/pieces/gateway.py GatewayPlan.namespace_level), present with the router's ConfigMaps
+        if name == gateway.GATEWAY_NAMESPACE and any(
+            o["kind"] == "ConfigMap" and (o["metadata"].get("labels") or {}).get(gateway.BBR_MANAGED_LABEL) == "true"
+            for o in objects
+            if o["metadata"].get("namespace") == name
+        ):
+            chart_levels.append("baseline")
         # a PathwaysJob's controller generates host-network pods the stack does not render
         generated = [
             PRIVILEGED for o in objects if o["metadata"].get("namespace") == name and o["kind"] == "PathwaysJob"

@@ -56,6 +56,7 @@ NOT_LOCATIONS: dict[str, str] = {
     "tpu-serving:workloads[].models[].checkpoint": "a gs:// path: a bucket names no region",
     "tpu-serving:workloads[].models[].modelPath": "a path inside the Saxml model server",
     "tpu-serving:workloads[].model": "a Hugging Face repository or gs:// path",
+    "tpu-serving:workloads[].loras[].name": "the adapter's model name clients send (its description names vLLM's path)",
     "tpu-serving:workloads[].images.proxy": "an image reference; a registry host it names is the pull's to resolve",
     "tpu-serving:workloads[].images.server": "an image reference; a registry host it names is the pull's to resolve",
     "tpu-serving:workloads[].images.worker": "an image reference; a registry host it names is the pull's to resolve",

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from stacks.facts import gke_managed, versions
+from stacks.serving import gateway as gateway_module
 from tests.conftest import EXAMPLES, ROOT, STACK_FILES, recorded
+from tooling.harness.k8s_objects import kubernetes_objects
 from tooling.harness.offline import load_stack_file
 from tooling.oracles import chart_objects
-from tooling.review import graph, render, render_diff, summary
+from tooling.review import graph, model_routing, render, render_diff, summary
 from tooling.review.recreate import compute_class_changes, protected_needs, read_render, recreations, review
 from workloads.registry import WORKLOAD_TYPES
 
@@ -328,9 +330,11 @@ def _paste(command: str, tmp_path: Path, address: str) -> subprocess.CompletedPr
 
 @pytest.mark.parametrize("output", ["gatewayRequestInCluster", "gatewayCurl"])
 def test_the_gateway_request_works_as_pasted_and_carries_what_the_route_matches(output, tmp_path):
-    """The outputs' requests, run in bash as pasted: each reaches the Gateway's address with the header (name and
-    value) the HTTPRoute matches and a body naming the same model. gatewayRequestInCluster leaves from a serving
-    container (an internal gateway answers only inside the VPC); gatewayCurl from where the gateway is reachable."""
+    """The outputs' requests, run in bash as pasted: each reaches the Gateway's address as a plain OpenAI request
+    (no routing header: issue 38) whose body names a model for which the body-based router, replayed over the
+    recorded ConfigMaps (tooling/review/model_routing.py), sets the header (name and value) the HTTPRoute matches.
+    gatewayRequestInCluster leaves from a serving container (an internal gateway answers only inside the VPC);
+    gatewayCurl from where the gateway is reachable."""
     if output == "gatewayCurl" and shutil.which("curl") is None:
         pytest.skip("no curl on this machine")
     rec = recorded(MULTI_HOST, True)
@@ -346,8 +350,10 @@ def test_the_gateway_request_works_as_pasted_and_carries_what_the_route_matches(
     assert "a tensor chip" in done.stdout
     ((path, headers, body),) = gateway.requests
     assert path.startswith(match["path"]["value"]) and path == "/v1/completions"
-    assert {k.lower(): v for k, v in headers.items()}[header["name"].lower()] == header["value"]
-    assert body["model"] == header["value"]
+    assert not [k for k in headers if k.lower().startswith("x-gateway")]
+    adapters, bases = model_routing.adapters_store(kubernetes_objects(rec), summary.body_router_namespace(rec) or "")
+    assert header["name"] == gateway_module.MODEL_HEADER
+    assert model_routing.base_model_header(body["model"], adapters, bases) == header["value"]
 
 
 @pytest.mark.parametrize("example", ["vllm-multi-host", "vllm-single-host"])

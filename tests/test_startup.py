@@ -115,8 +115,10 @@ def _staging_problems(plan: Any, startup: StartupPath, rec: Recording, objects: 
         return [f"staged_weights={startup.staged_weights} but {len(jobs)} staging Jobs"]
     (job,) = jobs
     env = _env(job["spec"]["template"]["spec"]["containers"][0])
-    if f"gs://{env['BUCKET']}/{env['PREFIX']}" != startup.staged_weights:
-        return [f"the staging Job fills gs://{env['BUCKET']}/{env['PREFIX']}, not {startup.staged_weights}"]
+    # the model's prefix is the Job's first item (its Hugging Face adapters' follow: workloads/vllm/plan.py stage_items)
+    prefix = json.loads(env["ITEMS"])[0]["prefix"]
+    if f"gs://{env['BUCKET']}/{prefix}" != startup.staged_weights:
+        return [f"the staging Job fills gs://{env['BUCKET']}/{prefix}, not {startup.staged_weights}"]
     (job_reg,) = [
         r for r in rec.of_type("kubernetes:batch/v1:Job") if r.inputs["metadata"]["name"] == job["metadata"]["name"]
     ]
@@ -161,7 +163,12 @@ def _cache_problems(
             out.append("local-copy but a TPU pod does not pull the cache before its server starts")
         if set(pulled) != {startup.compile_cache_url}:
             out.append(f"compile cache {startup.compile_cache_url} but the pods copy {set(pulled)}")
-        workers = {int(_env(c).get("CACHE_PULL_WORKERS") or 1) for pod in pods for c in pod.get("initContainers", [])}
+        workers = {
+            int(_env(c).get("CACHE_PULL_WORKERS") or 1)
+            for pod in pods
+            for c in pod.get("initContainers", [])
+            if "CACHE_PREFIX" in _env(c)  # the compile-cache pull (not the adapters' and draft's copy)
+        }
         if workers != {startup.compile_cache_pull_streams}:
             out.append(f"compile_cache_pull_streams={startup.compile_cache_pull_streams} but the pulls keep {workers}")
         pushers = [pod for pod in pods if any("CACHE_PUSH_INTERVAL" in _env(c) for c in pod["containers"])]

@@ -55,7 +55,12 @@ def test_every_flag_the_stack_derives_is_one_vllm_has():
         config = load_stack_file(path)
         for plan in fuzz.parse(config, "s").workloads:
             if plan.workload.type == "vllm":
-                derived |= {a.split("=", 1)[0].removeprefix("--").removeprefix("no-") for a in plan.serve_args()}
+                # flags only: a list flag's values follow it as arguments of their own (--lora-modules a=/x b=/y)
+                derived |= {
+                    a.split("=", 1)[0].removeprefix("--").removeprefix("no-")
+                    for a in plan.serve_args()
+                    if a.startswith("--")
+                }
     assert {"host", "port", "model", "tensor-parallel-size", "load-format"} <= derived
     assert sorted(d for d in derived if d not in flags.serve_flags()["flags"]) == []
 

@@ -378,6 +378,37 @@ LLM_D_ROUTER = ChartVersion(
 )
 
 
+# The InferenceObjective CRD (llm-d.ai/v1alpha2) of the pinned router: GKE does not install it (not GA: GKE installs
+# the Gateway API Inference Extension's GA CRDs only, stacks/facts/gke_managed.py), so a stack whose workloads set
+# `objectives` applies it before their pickers start (the picker watches the kind only if the API server serves it
+# when it starts: llm-d/llm-d-router@v0.10.0 pkg/epp/server/controller_config.go). sha256 of the file at the tag:
+# c1e763412fcbe2b55e9282850156269a10053be2d052547cb80a2ca639c09990 (= ../shared/reference/crds).
+INFERENCE_OBJECTIVE_CRDS = ChartCrds(
+    "llm-d/llm-d-router", "v0.10.0", ("config/crd/bases/llm-d.ai_inferenceobjectives.yaml",), False
+)
+INFERENCE_OBJECTIVE_SHA256 = "c1e763412fcbe2b55e9282850156269a10053be2d052547cb80a2ca639c09990"
+
+
+# The body-based router (one per stack, in the Gateway's namespace): reads `model` from each request's body and sets
+# X-Gateway-Model-Name and X-Gateway-Base-Model-Name (the base model of an adapter named in a ConfigMap), which the
+# HTTPRoutes match (GKE "Configure Body-Based Routing",
+# https://cloud.google.com/kubernetes-engine/docs/how-to/configure-body-based-routing). Its chart and image ship with
+# gateway-api-inference-extension up to v1.5.0: v1.6.0 (the release the InferencePool CRD above is validated at)
+# removed them ("Cleanup BBR from main", kubernetes-sigs/gateway-api-inference-extension#2959, commit 24daf87c), and
+# their successor (llm-d/llm-d-inference-payload-processor) has no release tag to pin. The release pipeline pushes
+# the chart to registry.k8s.io/gateway-api-inference-extension/charts/<chart> at the release tag and sets the image
+# tag to it (@v1.5.0:hack/push-chart.sh, hack/release-quickstart.sh BBR_HELM); values.yaml bbr.image:
+# registry.k8s.io/gateway-api-inference-extension/bbr:v1.5.0.
+BODY_BASED_ROUTER = ChartVersion(
+    chart="oci://registry.k8s.io/gateway-api-inference-extension/charts/body-based-routing",
+    version="v1.5.0",
+    image_repository="registry.k8s.io/gateway-api-inference-extension/bbr",
+    image_tag="v1.5.0",
+    namespace="inference-gateway",
+    release_name="body-based-router",
+)
+
+
 @dataclass(frozen=True)
 class PinNote:
     """Where a pin stands against its newest public release (issue 37): moved to it, or held, and why."""

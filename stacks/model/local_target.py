@@ -44,6 +44,11 @@ CHART_SOURCES: dict[str, tuple[str, str, str]] = {
         "llm-d/llm-d-router@{version}",
         "config/charts/llm-d-router-gateway",
     ),
+    "body-based-routing": (
+        "gateway-api-inference-extension-{version}",
+        "kubernetes-sigs/gateway-api-inference-extension@{version}",
+        "config/charts/body-based-routing",
+    ),
 }
 # The folders of a sources folder that hold chart sources: pinned (charts/) and staged for review (charts-staged/).
 CHART_FOLDERS = ("charts", "charts-staged")

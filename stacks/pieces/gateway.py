@@ -255,6 +255,21 @@ class GatewayPlan:
     def route_namespaces(self) -> list[str]:
         return [b.namespace for b in self.backends]
 
+    @property
+    def body_router(self) -> bool:
+        """The stack's Gateway routes by the request body (stacks/serving/gateway.py BBR_NAME): whenever it serves a
+        workload and is not paused (an exporting stack has no Gateway: the fleet's routes)."""
+        return bool(self.backends) and not self.paused and not self.config.fleet_export
+
+    @property
+    def namespace_level(self) -> str:
+        """The Pod Security level of the Gateway's namespace: restricted while it holds no pod; baseline with the
+        body-based router, whose container the chart renders without a securityContext and offers no value for one
+        (gateway-api-inference-extension@v1.5.0:config/charts/body-based-routing/templates/bbr.yaml), which the
+        restricted level refuses (runAsNonRoot, allowPrivilegeEscalation, capabilities, seccompProfile unset) and
+        baseline admits."""
+        return "baseline" if self.body_router else "restricted"
+
 
 def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[WorkloadPlan]:
     """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks import naming
-from stacks.facts.versions import LLM_D_ROUTER
+from stacks.facts.versions import BODY_BASED_ROUTER, LLM_D_ROUTER, ChartVersion
 
 # GatewayClass per exposure. Both are regional Application Load Balancers whose proxies live in a proxy-only subnet
 # (REGIONAL_MANAGED_PROXY) of the cluster's VPC and region:
@@ -95,7 +95,7 @@ def gateway_summary(exposure: str, route_namespaces: list[str]) -> dict[str, Any
 # Model selection: each workload's HTTPRoute matches this header, exactly the served model name (the "model" of
 # the OpenAI request body). It is the header the llm-d gateway chart's own HTTPRoute matches for a base model
 # (llm-d/llm-d-router@v0.10.0:config/charts/llm-d-router-gateway/templates/httproute.yaml, httpRoute.baseModel),
-# the one a body-based router would set from the body; here the client sends it.
+# and the one the stack's body-based router sets from the body (BBR_NAME below): clients send no header.
 MODEL_HEADER = "X-Gateway-Base-Model-Name"
 INFERENCE_API = "inference.networking.k8s.io"
 # The endpoint picker's ext-proc gRPC port (routerlib values.yaml router.epp.extProcPort) and gRPC health port
@@ -145,6 +145,17 @@ class GatewayBackend:
     # F1); "" when they export none: such a workload cannot be exported to a fleet.
     model_server_type: str = field(kw_only=True)
     kv_cache_metric: str = field(default="", kw_only=True)
+    # The LoRA adapters its servers serve beside `model` (the names clients put in `model`): the body-based router
+    # maps each to `model`, so a request naming one reaches this workload's pool (`model_config_map`).
+    adapters: tuple[str, ...] = field(default=(), kw_only=True)
+    # Its InferenceObjectives (name, priority): a request naming one in OBJECTIVE_HEADER is queued at that priority
+    # by the pool's picker (`router_values`).
+    objectives: tuple[tuple[str, int], ...] = field(default=(), kw_only=True)
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """Every name a request's `model` may carry to reach this workload: its model, then its adapters."""
+        return (self.model, *self.adapters)
 
     @property
     def metric_labels(self) -> dict[str, str]:
@@ -207,12 +218,18 @@ def epp_config(queue_ttl_s: int | None = None) -> str:
     return json.dumps(config, indent=2)
 
 
+def chart_image(chart: ChartVersion) -> dict[str, str]:
+    """A chart's `image` values for its pinned image, which the chart joins as <registry>/<repository>:<tag>."""
+    registry, repository = chart.image_repository.rsplit("/", 1)
+    return {"registry": registry, "repository": repository, "tag": chart.image_tag, "pullPolicy": "IfNotPresent"}
+
+
 def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> dict[str, Any]:
     """Values of the llm-d-router-gateway chart for one workload (every key exists in the chart's values.yaml or
     its routerlib's, a test checks): the chart creates the InferencePool (named after the release) selecting the
     serving pods on their port, the endpoint picker for it, and with provider gke the HealthCheckPolicy (HTTP
     /health on the pods' port) and GCPBackendPolicy GKE's load balancer reads."""
-    return {
+    values: dict[str, Any] = {
         "provider": {"name": "gke"},
         "router": {
             "modelServers": {
@@ -233,13 +250,8 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
                 "replicas": 1,
                 "pluginsConfigFile": EPP_CONFIG_FILE,
                 "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s)},
-                "image": {
-                    # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
-                    "registry": LLM_D_ROUTER.image_repository.rsplit("/", 1)[0],
-                    "repository": LLM_D_ROUTER.image_repository.rsplit("/", 1)[1],
-                    "tag": LLM_D_ROUTER.image_tag,
-                    "pullPolicy": "IfNotPresent",
-                },
+                # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
+                "image": chart_image(LLM_D_ROUTER),
                 "resources": EPP_RESOURCES,
                 # the picker is a CPU pod: the system pool, never a TPU node
                 "affinity": {
@@ -259,6 +271,11 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             },
         },
     }
+    if backend.objectives:
+        # the chart renders one InferenceObjective per entry, poolRef the release's pool (routerlib
+        # templates/_inferenceobjective.yaml); its CRD is the stack's (versions.INFERENCE_OBJECTIVE_CRDS)
+        values["router"]["inferenceObjectives"] = [{"name": n, "priority": p} for n, p in backend.objectives]
+    return values
 
 
 def inference_pool_manifest(backend: GatewayBackend) -> dict[str, Any]:
@@ -314,11 +331,12 @@ def http_route_manifest(backend: GatewayBackend) -> dict[str, Any]:
 
 
 def curl_command(backend: GatewayBackend) -> str:
-    """One completion through the Gateway (from where the Gateway is reachable)."""
+    """One completion through the Gateway (from where the Gateway is reachable): a plain OpenAI request, the model
+    named in its body only (the body-based router sets the header the route matches)."""
     body = json.dumps({"model": backend.model, "prompt": "What is a TPU?", "max_tokens": 64})
     return (
         f'curl -s "http://$({address_command()})/v1/completions" -H "Content-Type: application/json" '
-        f"-H {shlex.quote(f'{MODEL_HEADER}: {backend.model}')} -d {shlex.quote(body)}"
+        f"-d {shlex.quote(body)}"
     )
 
 
@@ -332,8 +350,114 @@ def in_cluster_command(backend: GatewayBackend) -> str | None:
     # string literals written as JSON strings (valid Python), so the shell's single quotes hold the script whole
     script = (
         'import sys, urllib.request as u; r = u.Request("http://" + sys.argv[1] + "/v1/completions", '
-        f'data={json.dumps(body)}.encode(), headers={{"Content-Type": "application/json", '
-        f"{json.dumps(MODEL_HEADER)}: {json.dumps(backend.model)}}}); "
+        f'data={json.dumps(body)}.encode(), headers={{"Content-Type": "application/json"}}); '
         "print(u.urlopen(r, timeout=300).read().decode())"
     )
     return f'ADDRESS=$({address_command()}) && {backend.exec_in} -- python3 -c {shlex.quote(script)} "$ADDRESS"'
+
+
+# The header naming a request's InferenceObjective (llm-d/llm-d-router@v0.10.0 pkg/epp/metadata/consts.go
+# ObjectiveKey; the picker gives a request without one, or naming none of the pool's, priority 0:
+# pkg/epp/requestcontrol/director.go getInferenceObjective). Flow control (FLOW_CONTROL_GATE, on) serves higher
+# priorities first while the pool is saturated (the CRD's spec.priority).
+OBJECTIVE_HEADER = "x-llm-d-inference-objective"
+
+
+# ---- body-based routing: one endpoint, the model read from the request body ------------------------------------
+
+# The body-based router (BODY_BASED_ROUTER, gateway-api-inference-extension@v1.5.0:config/charts/body-based-routing),
+# one per stack in the Gateway's namespace: the chart's GCPRoutingExtension (templates/gke.yaml, with provider gke)
+# puts it in front of the Gateway's routing (targetRefs the Gateway `inferenceGateway.name`, a local reference, so
+# the release lives in the Gateway's namespace), sending it each request's headers and body (supportedEvents
+# RequestHeaders, RequestBody). Its two plugins (values.yaml bbr.plugins, the runner's defaults):
+# - body-field-to-header: the body's `model` into X-Gateway-Model-Name (pkg/bbr/plugins/bodyfieldtoheader);
+# - base-model-to-header: X-Gateway-Base-Model-Name set to the base model of that name: the name itself for a base
+#   model, the `baseModel` of the ConfigMap listing it under `adapters` for an adapter, "" for a name no ConfigMap
+#   names (pkg/bbr/plugins/basemodelextractor/base_model_to_header.go ProcessRequest, adapters_store.go
+#   getBaseModel). It reads the ConfigMaps labelled inference.networking.k8s.io/bbr-managed: "true"
+#   (configmap_reconciler.go bbrManagedLabel) in its own namespace (bbr.multiNamespace false: templates/bbr.yaml
+#   sets NAMESPACE and a namespaced Role).
+# The router overwrites X-Gateway-Base-Model-Name whatever the client sent, so each workload's HTTPRoute keeps
+# matching that header (http_route_manifest) and clients send no header at all.
+BBR_NAME = "body-based-router"  # values.yaml bbr.name: the Deployment, Service and GCPRoutingExtension
+BBR_PORT = 9004  # values.yaml bbr.port: ext_proc (gRPC)
+BBR_HEALTH_PORT = 9005  # values.yaml bbr.healthCheckPort: the chart's HealthCheckPolicy (GRPC, USE_FIXED_PORT)
+BBR_MANAGED_LABEL = "inference.networking.k8s.io/bbr-managed"
+MODEL_NAME_HEADER = "X-Gateway-Model-Name"
+BBR_PLUGINS = (
+    {
+        "type": "body-field-to-header",
+        "name": "model-extractor",
+        "json": {"fieldName": "model", "headerName": MODEL_NAME_HEADER},
+    },
+    {"type": "base-model-to-header", "name": "base-model-mapper"},
+)
+
+
+def body_router_values() -> dict[str, Any]:
+    """Values of the body-based-routing chart (every key exists in its values.yaml, a test checks)."""
+    return {
+        "provider": {"name": "gke"},
+        "inferenceGateway": {"name": GATEWAY_NAME},
+        "bbr": {
+            "name": BBR_NAME,
+            "replicas": 1,
+            # templates/bbr.yaml joins <registry>/<repository>:<tag>
+            "image": chart_image(BODY_BASED_ROUTER),
+            "port": BBR_PORT,
+            "healthCheckPort": BBR_HEALTH_PORT,
+            "multiNamespace": False,
+            "plugins": [dict(p) for p in BBR_PLUGINS],
+        },
+    }
+
+
+def body_router_pod_labels() -> dict[str, str]:
+    """The router's pod labels (templates/bbr.yaml: `app: <bbr.name>`)."""
+    return {"app": BBR_NAME}
+
+
+def model_config_map(backend: GatewayBackend) -> dict[str, Any]:
+    """The ConfigMap that tells the body-based router a workload's base model and its adapters (adapters_store.go
+    parseConfigMap: `baseModel`, and `adapters` a YAML list of names), in the router's namespace. Its name carries
+    the workload's namespace: two workloads of one name in two namespaces get two ConfigMaps."""
+    name = naming.fit(f"{backend.namespace}-{backend.name}-models", naming.LABEL_MAX)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": GATEWAY_NAMESPACE,
+            "labels": {**naming.MANAGED_BY_LABELS, BBR_MANAGED_LABEL: "true"},
+        },
+        "data": {"baseModel": backend.model, "adapters": json.dumps(list(backend.adapters))},
+    }
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """Where a request naming `name` in its body goes: the header the router sets, the route and pool."""
+
+    name: str
+    base_model: str
+    adapter: bool
+    route: str  # <namespace>/<HTTPRoute name>
+    pool: str  # <namespace>/<InferencePool name>
+
+
+def model_routes(backends: tuple[GatewayBackend, ...] | list[GatewayBackend]) -> list[ModelRoute]:
+    """Each model and adapter name of the served workloads, and the pool a request naming it reaches."""
+    return sorted(
+        (
+            ModelRoute(
+                name,
+                b.model,
+                name != b.model,
+                f"{b.namespace}/{b.name}",
+                f"{b.namespace}/{b.name}",
+            )
+            for b in backends
+            for name in b.model_names
+        ),
+        key=lambda r: r.name,
+    )

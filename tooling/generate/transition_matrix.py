@@ -109,6 +109,15 @@ EFFECTS: tuple[Effect, ...] = (
         "Change it in a maintenance window, or run a second Saxml workload meanwhile.",
     ),
     Effect(
+        r"tpuPools\[\]\.slices changed",
+        "replaces",
+        "replaces",
+        "A Saxml workload runs one model-server Job per slice of its pool: the JobSet's replicatedJobs change, which "
+        "the stack replaces rather than updates (replaceOnChanges, JobSet's immutable spec), so Saxml serves nothing "
+        "until the models are loaded again; every other workload is updated in place.",
+        "On a pool with a Saxml workload: change it in a maintenance window, or run a second Saxml workload meanwhile.",
+    ),
+    Effect(
         r"workloads\[pathways-job\]\.",
         "replaces",
         "replaces",

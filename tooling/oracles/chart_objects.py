@@ -153,9 +153,11 @@ def releases_of(recording: Recording) -> list[Release]:
 
 
 def pinned_charts() -> dict[str, versions.ChartVersion]:
-    """Every chart release the version matrix pins (add-ons, metrics adapters, the endpoint picker)."""
+    """Every chart release the version matrix pins (add-ons, metrics adapters, the endpoint picker, the body-based
+    router)."""
     out = {key(c.chart, c.version): c for releases in versions.CHARTS.values() for c in releases.values()}
     out[key(versions.LLM_D_ROUTER.chart, versions.LLM_D_ROUTER.version)] = versions.LLM_D_ROUTER
+    out[key(versions.BODY_BASED_ROUTER.chart, versions.BODY_BASED_ROUTER.version)] = versions.BODY_BASED_ROUTER
     return out
 
 

@@ -44,6 +44,8 @@ from tooling.harness.k8s_objects import OPTIONS, is_object, plain
 from tooling.harness.offline import ROOT, Recording, Registration, load_stack_file, parse_stack_file, run_stack_file
 from tooling.oracles.crds import crd_source
 from tooling.oracles.schemas import validate_objects
+from tooling.review import model_routing
+from tooling.review import summary as summary_module
 from tooling.review.fleet_render import FleetStack, is_fleet
 from tooling.review.fleet_render import summary as fleet_summary
 from tooling.review.graph import component_graph, full_graph, short_type
@@ -215,6 +217,9 @@ def check(cfg: StackConfig | FleetStack, recording: Recording) -> list[str]:
     report = validate_objects(objects, cfg.kubernetes_minor)
     # what the API servers enforce beyond the schemas: names, labels, ports, int32, images; and Google Cloud's rules
     report.errors += api_rules.kubernetes_errors(objects) + api_rules.gcp_errors(recording)
+    # every model and adapter name behind the gateway reaches exactly one pool (tooling/review/model_routing.py)
+    if isinstance(cfg, StackConfig):
+        report.errors += model_routing.problems(summary_module.model_routes(recording))
     directory, source = crd_source()
     if directory is None:
         print(f"  note: custom resources NOT checked: {source}")

@@ -14,9 +14,10 @@ from typing import Any
 
 from stacks.config import StackConfig
 from stacks.facts import gke_managed, versions
-from tooling.harness.k8s_objects import is_object, plain
+from tooling.harness.k8s_objects import is_object, kubernetes_objects, plain
 from tooling.harness.offline import UNKNOWN, Recording, Registration
 from tooling.oracles import chart_objects
+from tooling.review import model_routing
 from tooling.review.graph import (
     MERMAID_MAX_EDGES,
     MERMAID_MAX_TEXT,
@@ -282,6 +283,27 @@ def gateways(recording: Recording) -> list[list[str]]:
     return sorted(rows)
 
 
+def body_router_namespace(recording: Recording) -> str | None:
+    """The namespace of the stack's body-based router release, if it has one."""
+    return next(
+        (str(r.get("namespace")) for r in _releases(recording) if r.get("chart") == versions.BODY_BASED_ROUTER.chart),
+        None,
+    )
+
+
+def model_routes(recording: Recording) -> list[model_routing.Route]:
+    """Per model and adapter name: the pool a request naming it in its body reaches (tooling/review/model_routing.py)."""
+    return model_routing.routes(kubernetes_objects(recording), body_router_namespace(recording))
+
+
+def model_routing_lines(recording: Recording) -> list[str]:
+    found = model_routes(recording)
+    issues = model_routing.problems(found)
+    return model_routing.lines(found, body_router_namespace(recording)) + (
+        ["", *(f"- **{line}**" for line in issues)] if issues else []
+    )
+
+
 def _releases(recording: Recording) -> list[dict[str, Any]]:
     return sorted(
         (plain(r.inputs, mask_secrets=True) for r in recording.of_type(chart_objects.RELEASE_TYPE)),
@@ -499,6 +521,7 @@ SECTIONS = (
     "Estimated cost",
     "IAM grants",
     "Network exposure",
+    "Model routing",
     "Protection",
     "Workloads",
     "TPU pools",
@@ -544,6 +567,7 @@ def _sections(cfg: StackConfig, recording: Recording) -> dict[str, list[str]]:
         "Estimated cost": cost.summary_lines(cost.estimate(cfg)),
         "IAM grants": table(["member", "role", "on", "resource"], grants) if grants else ["None."],
         "Network exposure": table(["what", "type", "ports", "reachable from"], exposure(recording)),
+        "Model routing": model_routing_lines(recording),
         "Protection": [
             "Pulumi `protect` and `retainOnDelete`, and GCP's own `deletionProtection` / `forceDestroy`:",
             "",

@@ -19,6 +19,7 @@ from stacks.serving.workload_plan import (
 )
 from stacks.serving.workload_type import WorkloadContext
 from workloads.vllm import flags as serve_flags
+from workloads.vllm import lora, optimisations
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
@@ -75,6 +76,9 @@ def check(
         )
     if pool is not None:
         _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
+        image = workload.image or IMAGES[DEFAULT_IMAGE]
+        problems.extend(lora.problems(path, workload.loras, pool.shape.generation.name, image))
+        problems.extend(optimisations.problems(path, workload, pool.shape.generation.name, image, ctx.gateway_enabled))
     if pool is None or problems:
         return None
 

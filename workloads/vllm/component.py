@@ -38,7 +38,7 @@ class Vllm(ServingWorkload):
         identity = self.identity(grants=plan.grants())
 
         after: list[pulumi.Resource] = [identity.ksa, *deps.node_pools]
-        if plan.staged:
+        if plan.stage_items:
             after.append(self._stage_weights(name, plan))
         # The server is awaited ready (WorkloadPlan.tpu_metadata) for as long as a replica takes from no capacity
         # (WorkloadPlan.server_await_minutes); a workload moved between a single-host and a multi-host pool gets the

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from stacks.model.config_model import (
     REPLICAS_MAX,
+    CamelModel,
     HpaAutoscalingConfig,
     HpaTargetConfig,
     ServiceConfig,
@@ -43,6 +44,62 @@ class VllmAutoscalingConfig(HpaAutoscalingConfig):
 
 
 VllmArg = str | int | float | bool | None
+
+# The ranks vLLM accepts for --max-lora-rank (vllm 0.27.0 vllm/config/lora.py MaxLoRARanks).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+if TYPE_CHECKING:
+    LoraRank = int
+else:
+    LoraRank = Literal[LORA_RANKS]
+
+
+class LoraConfig(CamelModel):
+    """One LoRA adapter served beside the base model: clients name it in `model`."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$",
+        description="The name clients put in `model` (vLLM --lora-modules name=path); unique behind the gateway.",
+    )
+    source: str = Field(
+        description="gs://<bucket>/<prefix> of the adapter's files (adapter_config.json, adapter_model.safetensors), "
+        "or a Hugging Face id at a revision, <org>/<name>@<revision>, staged into the stack bucket like the weights."
+    )
+    max_rank: LoraRank = Field(
+        description="The adapter's LoRA rank r (its adapter_config.json); the largest sets --max-lora-rank."
+    )
+
+
+class ObjectiveConfig(CamelModel):
+    """A priority class of the workload's requests (the router's InferenceObjective)."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="The objective a client names in the x-llm-d-inference-objective header (a model's tier or a "
+        "tenant); an InferenceObjective of this name in the workload's namespace.",
+    )
+    priority: int = Field(
+        ge=-(2**31),
+        le=2**31 - 1,
+        description="Higher is served first while the pool is saturated; a request naming no objective has 0.",
+    )
+
+
+class SpeculativeConfig(CamelModel):
+    """Speculative decoding (vLLM --speculative-config): a proposer drafts tokens the model verifies in one step."""
+
+    method: Literal["ngram", "eagle3"] = Field(
+        description="ngram: drafts from n-grams of the prompt (no draft model); eagle3: an EAGLE-3 draft head "
+        "(`draftModel`). The methods tpu-inference v0.27.0's release support matrix passes on TPU."
+    )
+    draft_model: str | None = Field(
+        None,
+        description="eagle3 only: the draft head, gs://<bucket>/<prefix> or <org>/<name>@<revision> (staged like "
+        "the weights), copied to the server's local disk before it starts.",
+    )
+    num_tokens: int = Field(ge=1, le=16, description="Tokens drafted per step (num_speculative_tokens).")
+    prompt_lookup_max: int | None = Field(
+        None, ge=1, le=64, description="ngram only: the longest n-gram matched in the prompt (prompt_lookup_max)."
+    )
 
 
 class VllmWorkload(WorkloadConfig):
@@ -103,6 +160,27 @@ class VllmWorkload(WorkloadConfig):
         gt=0,
         le=1_000_000,
         description="Model size for the HBM check when the name does not tell it (e.g. 70 for 70B).",
+    )
+    loras: list[LoraConfig] = Field(
+        default_factory=list,
+        description="LoRA adapters served with the base model (--enable-lora, --lora-modules, --max-loras, "
+        "--max-lora-rank): each copied to the server's local disk before it starts; behind the gateway a request "
+        "naming one reaches this workload's pool. Adding or removing one restarts the replicas (docs/workloads/vllm.md).",
+    )
+    speculative: SpeculativeConfig | None = Field(
+        None, description="Speculative decoding (docs/workloads/vllm.md: what it buys and costs); unset: none."
+    )
+    routing: Literal["approximate-prefix", "precise-prefix", "predicted-latency"] = Field(
+        "approximate-prefix",
+        description="How the gateway's endpoint picker chooses a replica: approximate-prefix (queue, KV-cache use and "
+        "a prefix index the picker builds from the requests it routes). precise-prefix (the engine's KV events) and "
+        "predicted-latency (a trained latency model) are refused at the pinned router, saying why.",
+    )
+    objectives: list[ObjectiveConfig] = Field(
+        default_factory=list,
+        description="Request priorities behind the gateway (the router's InferenceObjectives, llm-d.ai/v1alpha2; "
+        "the stack applies their CRD, which GKE does not install): a request with the header "
+        "x-llm-d-inference-objective: <name> is queued at that priority.",
     )
     gateway: bool = Field(
         True,

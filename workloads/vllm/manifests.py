@@ -3,6 +3,7 @@ cache's containers), its Service, token Secret, PodMonitoring, autoscaler and we
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from workloads.vllm.compile_cache import (
     CACHE_PUSH_SCRIPT,
     XLA_CACHE_DIR,
 )
+from workloads.vllm.lora import LOCAL_FILES_DIR, PULL_SCRIPT
 from workloads.vllm.metrics import VLLM_METRICS
 from workloads.vllm.plan import (
     COLD_START_S,
@@ -105,7 +107,28 @@ def _volumes(plan: VllmPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     if plan.workload.xla_cache:
         volumes.append({"name": "xla-cache", "emptyDir": {}})
         mounts.append(CACHE_MOUNT)
+    if plan.local_copies:
+        volumes.append({"name": "model-files", "emptyDir": {}})
+        mounts.append(LOCAL_FILES_MOUNT)
     return volumes, mounts
+
+
+LOCAL_FILES_MOUNT = {"name": "model-files", "mountPath": LOCAL_FILES_DIR}
+
+
+def local_copies_container(plan: VllmPlan) -> dict[str, Any]:
+    """The init container that copies the LoRA adapters and the draft model from gs:// to the local directories
+    the server's flags name (--lora-modules, --speculative-config)."""
+    return {
+        "name": "model-files-pull",
+        "image": plan.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-c", PULL_SCRIPT],
+        "env": [{"name": "ITEMS", "value": json.dumps(plan.local_copies)}],
+        "resources": CACHE_HELPER_RESOURCES,
+        "volumeMounts": [LOCAL_FILES_MOUNT],
+        "securityContext": container_security_context(VLLM_CONTAINER),
+    }
 
 
 # The image runs as root (tpu-inference@v0.27.0 docker/Dockerfile has no USER) and writes under /root/.cache
@@ -140,6 +163,9 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> di
         spec["initContainers"] = [cache_pull_container(plan)]
         if serving:
             spec["containers"].append(cache_push_container(plan))
+    if plan.local_copies:
+        # every host: on a multi-host slice each Ray worker's model runner loads adapters and draft from the same path
+        spec.setdefault("initContainers", []).append(local_copies_container(plan))
     return disruption.drained(secure_pod(spec, VLLM_CONTAINER))
 
 
@@ -332,11 +358,10 @@ def hpa(plan: VllmPlan) -> dict[str, Any] | None:
 def stage_job(plan: VllmPlan) -> dict[str, Any]:
     """The Job that copies a Hugging Face model into the stack bucket once (per model and revision), on the
     system pool; the server is registered after it completes."""
+    items = [{"repo": repo, "revision": rev, "prefix": prefix} for repo, rev, prefix in plan.stage_items]
     env: list[dict[str, Any]] = [
-        {"name": "MODEL", "value": plan.workload.model},
-        {"name": "REVISION", "value": plan.workload.revision},
+        {"name": "ITEMS", "value": json.dumps(items)},
         {"name": "BUCKET", "value": plan.bucket},
-        {"name": "PREFIX", "value": plan.staged_prefix},
         {"name": "MARKER", "value": STAGED_MARKER},
         {"name": "PATTERNS", "value": " ".join(STAGE_PATTERNS)},
     ]
@@ -382,4 +407,4 @@ class ServedVllmPlan(VllmPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         server = leader_worker_set(self) if self.multi_host else deployment(self)
-        return [server, stage_job(self)] if self.staged else [server]
+        return [server, stage_job(self)] if self.stage_items else [server]

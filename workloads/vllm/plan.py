@@ -39,6 +39,8 @@ from stacks.serving.workload_plan import (
     ServingSignals,
     WorkloadPlan,
 )
+from workloads.vllm import lora as lora_rules
+from workloads.vllm import optimisations
 from workloads.vllm.compile_cache import CACHE_PULL_WORKERS
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.metrics import KV_CACHE_METRIC, VLLM_METRICS, VLLM_SIGNALS, vllm_panels
@@ -148,6 +150,8 @@ class VllmPlan(WorkloadPlan):
             exec_in=f"kubectl -n {self.namespace} exec {pod} -c {container}",
             model_server_type=ROUTER_TYPE,
             kv_cache_metric=KV_CACHE_METRIC,
+            adapters=tuple(lora.name for lora in self.workload.loras),
+            objectives=tuple((o.name, o.priority) for o in self.workload.objectives),
         )
 
     @property
@@ -224,7 +228,7 @@ class VllmPlan(WorkloadPlan):
     @property
     def uses_token(self) -> bool:
         """The staging Job reads the Hub with the stack's token (the server never calls the Hub)."""
-        return self.hf_token and self.staged
+        return self.hf_token and bool(self.stage_items)
 
     @property
     def token_secret_name(self) -> str:
@@ -242,9 +246,72 @@ class VllmPlan(WorkloadPlan):
         return f"gs://{self.bucket}/{self.staged_prefix}" if self.staged else self.workload.model
 
     @property
+    def stage_items(self) -> list[tuple[str, str, str]]:
+        """What the staging Job copies from the Hub into the stack bucket: (repo, revision, prefix) of the model
+        (a Hugging Face id) and of each Hugging Face adapter, each under models/<id>/<revision>/."""
+        items = [(self.workload.model, self.workload.revision, self.staged_prefix)] if self.staged else []
+        for source in self._extra_sources():
+            src = lora_rules.parse_source(source)
+            if src is not None and src.repo and src.revision:
+                item = (src.repo, src.revision, f"{MODELS_PREFIX}{src.repo}/{src.revision}/")
+                items += [item] if item not in items else []
+        return items
+
+    def _extra_sources(self) -> list[str]:
+        """The sources of the adapters and the speculative draft model, in that order."""
+        spec = self.workload.speculative
+        draft = [spec.draft_model] if spec is not None and spec.draft_model else []
+        return [lora.source for lora in self.workload.loras] + draft
+
+    def _url(self, source: str) -> str | None:
+        src = lora_rules.parse_source(source)
+        if src is None:
+            return None
+        return src.url or f"gs://{self.bucket}/{MODELS_PREFIX}{src.repo}/{src.revision}/"
+
+    @property
+    def draft_dir(self) -> str | None:
+        """Where the server reads the speculative draft model from (a local copy), if it has one."""
+        spec = self.workload.speculative
+        return lora_rules.DRAFT_DIR if spec is not None and spec.draft_model else None
+
+    @property
+    def local_copies(self) -> list[dict[str, str]]:
+        """What the pull init container copies from gs:// to the local disk before the server starts: each LoRA
+        adapter, then the draft model; with the file that must be there (workloads/vllm/lora.py PULL_SCRIPT)."""
+        out = [
+            {"name": f"adapter {name}", "url": url, "dir": local, "require": "adapter_config.json"}
+            for name, url, local in self.adapters
+        ]
+        spec = self.workload.speculative
+        url = self._url(spec.draft_model) if spec is not None and spec.draft_model else None
+        if url and self.draft_dir:
+            out.append({"name": "draft model", "url": url, "dir": self.draft_dir, "require": "config.json"})
+        return out
+
+    @property
+    def adapters(self) -> list[tuple[str, str, str]]:
+        """(name, gs:// url, local directory) of each LoRA adapter, in `loras` order."""
+        out = []
+        for i, lora in enumerate(self.workload.loras):
+            url = self._url(lora.source)
+            if url is not None:
+                out.append((lora.name, url, f"{lora_rules.LORA_DIR}/{i}"))
+        return out
+
+    @property
     def stage_job_name(self) -> str:
-        """The staging Job's name: a new model or revision runs a new Job; an unchanged one runs nothing."""
-        digest = naming.short_hash(f"{self.workload.model}@{self.workload.revision}", 8)
+        """The staging Job's name: a new model, revision or staged adapter runs a new Job; an unchanged one runs
+        nothing (a workload without Hugging Face adapters keeps the name it had before adapters existed)."""
+        key = f"{self.workload.model}@{self.workload.revision}"
+        extra = [
+            f"{repo}@{rev}"
+            for repo, rev, _ in self.stage_items
+            if (repo, rev) != (self.workload.model, self.workload.revision)
+        ]
+        if extra or not self.staged:
+            key = "|".join(f"{repo}@{rev}" for repo, rev, _ in self.stage_items)
+        digest = naming.short_hash(key, 8)
         return f"{naming.fit(self.name, naming.LABEL_MAX - 15)}-weights-{digest}"
 
     @property
@@ -274,7 +341,14 @@ class VllmPlan(WorkloadPlan):
         return max(STREAM_CONCURRENCY_MIN, math.floor(TPU_HOST_SHARE * host[0]) if host else 0)
 
     def read_paths(self) -> list[tuple[str, str]]:
-        return [("model", self.workload.model)] if is_gcs(self.workload.model) else []
+        paths = [("model", self.workload.model)] if is_gcs(self.workload.model) else []
+        paths += [
+            (f"loras[{i}].source", lora.source) for i, lora in enumerate(self.workload.loras) if is_gcs(lora.source)
+        ]
+        spec = self.workload.speculative
+        if spec is not None and spec.draft_model and is_gcs(spec.draft_model):
+            paths.append(("speculative.draftModel", spec.draft_model))
+        return paths
 
     def grants(self) -> list[Grant]:
         """Read-only on the weights: the staged prefix, or a gs:// model's prefix in the stack bucket, or (with
@@ -283,13 +357,25 @@ class VllmPlan(WorkloadPlan):
         own compile caches. Nothing else."""
         weights = read_grant("weights", self.weights_url, self.bucket, self.workload.grant_model_read)
         grants = [weights] if weights else []
+        reads = [(f"lora-{i}", url) for i, (_, url, _) in enumerate(self.adapters)]
+        reads += [("draft", c["url"]) for c in self.local_copies if c["name"] == "draft model"]
+        for key, url in reads:
+            adapter = read_grant(key, url, self.bucket, self.workload.grant_model_read)
+            # one grant per role and scope: adapters in one other bucket share its bucket-wide grant
+            if adapter and all(
+                (g.bucket, g.role, g.prefix) != (adapter.bucket, adapter.role, adapter.prefix) for g in grants
+            ):
+                grants.append(adapter)
         if self.workload.xla_cache:
             grants.append(Grant("compile-cache", self.bucket, OBJECT_USER, compile_cache_grant_prefix(self.name)))
         return grants
 
     def stage_grants(self) -> list[Grant]:
-        """The staging Job writes the staged prefix and nothing else."""
-        return [Grant("staged", self.bucket, OBJECT_USER, self.staged_prefix)]
+        """The staging Job writes the staged prefixes (the model's, each Hugging Face adapter's) and nothing else."""
+        return [
+            Grant("staged" if i == 0 else f"staged-{i}", self.bucket, OBJECT_USER, prefix)
+            for i, (_, _, prefix) in enumerate(self.stage_items)
+        ]
 
     @property
     def startup(self) -> StartupPath:
@@ -338,6 +424,13 @@ class VllmPlan(WorkloadPlan):
         if self.multi_host:
             # vllm 0.32.0 examples/ray_serving/multi-node-serving.sh: the server runs on the Ray cluster
             derived.append(("distributed-executor-backend", "ray"))
+        if w.loras:
+            # vllm 0.27.0 (workloads/vllm/lora.py): one batch holds every adapter; the largest rank bounds them all
+            derived.append(("enable-lora", True))
+            derived.append(("max-loras", len(w.loras)))
+            derived.append(("max-lora-rank", max(lora.max_rank for lora in w.loras)))
+        if w.speculative is not None:
+            derived.append(("speculative-config", optimisations.speculative_config(w.speculative, self.draft_dir)))
         extra = {normalize_flag(k): v for k, v in w.args.items()}
         out: list[str] = []
         for key, value in derived:
@@ -345,6 +438,9 @@ class VllmPlan(WorkloadPlan):
             out += _flag(key, value)
         for key, value in extra.items():
             out += _flag(key, value)
+        if self.adapters and "lora-modules" not in extra:
+            # a list flag (nargs "+"): one `name=path` argument per adapter after a single --lora-modules
+            out += ["--lora-modules", *(f"{name}={local}" for name, _, local in self.adapters)]
         return out
 
 

@@ -9,7 +9,7 @@ STAGED_MARKER = "_STAGED"  # written last by the staging Job: its presence means
 STAGE_TIMEOUT_MINUTES = 360
 
 
-# The staging Job: the image's huggingface_hub (a vLLM dependency) and google-cloud-storage (tpu-inference@v0.27.0
+# The staging Job (one per workload: the model and its Hugging Face LoRA adapters, ITEMS): the image's huggingface_hub (a vLLM dependency) and google-cloud-storage (tpu-inference@v0.27.0
 # requirements.txt), as its own identity (objectUser on the staged prefix only). It copies what vLLM reads (the
 # safetensors, config and tokenizer files; not the `original/` checkpoint some repositories add), one file at a
 # time through local scratch, skips files already in the bucket (a retry resumes), and writes the marker last.
@@ -17,26 +17,27 @@ STAGE_SCRIPT = """
 import os, sys, fnmatch
 from huggingface_hub import HfApi, hf_hub_download
 from google.cloud import storage
-repo, rev = os.environ["MODEL"], os.environ["REVISION"]
+import json
 bucket = storage.Client().bucket(os.environ["BUCKET"])
-prefix, marker = os.environ["PREFIX"], os.environ["MARKER"]
-if bucket.blob(prefix + marker).exists():
-    print(f"gs://{bucket.name}/{prefix} is staged already"); sys.exit(0)
-info = HfApi().model_info(repo, revision=rev)
-wanted = os.environ["PATTERNS"].split()
-names = [s.rfilename for s in info.siblings if "/" not in s.rfilename and any(fnmatch.fnmatch(s.rfilename, p) for p in wanted)]
-if not any(n.endswith(".safetensors") for n in names):
-    sys.exit(f"{repo}@{rev} has no safetensors weights at its top level: the Run:ai streamer reads safetensors only")
-for name in names:
-    blob = bucket.blob(prefix + name)
-    if blob.exists():
-        continue
-    path = hf_hub_download(repo, name, revision=rev, local_dir="/scratch")
-    blob.upload_from_filename(path)
-    os.remove(path)
-    print(f"staged {name}", flush=True)
-bucket.blob(prefix + marker).upload_from_string(info.sha or rev)
-print(f"staged {repo}@{rev} ({info.sha}) into gs://{bucket.name}/{prefix}")
+marker, wanted = os.environ["MARKER"], os.environ["PATTERNS"].split()
+for item in json.loads(os.environ["ITEMS"]):
+    repo, rev, prefix = item["repo"], item["revision"], item["prefix"]
+    if bucket.blob(prefix + marker).exists():
+        print(f"gs://{bucket.name}/{prefix} is staged already"); continue
+    info = HfApi().model_info(repo, revision=rev)
+    names = [s.rfilename for s in info.siblings if "/" not in s.rfilename and any(fnmatch.fnmatch(s.rfilename, p) for p in wanted)]
+    if not any(n.endswith(".safetensors") for n in names):
+        sys.exit(f"{repo}@{rev} has no safetensors at its top level: the Run:ai streamer and vLLM's LoRA loader read safetensors")
+    for name in names:
+        blob = bucket.blob(prefix + name)
+        if blob.exists():
+            continue
+        path = hf_hub_download(repo, name, revision=rev, local_dir="/scratch")
+        blob.upload_from_filename(path)
+        os.remove(path)
+        print(f"staged {name}", flush=True)
+    bucket.blob(prefix + marker).upload_from_string(info.sha or rev)
+    print(f"staged {repo}@{rev} ({info.sha}) into gs://{bucket.name}/{prefix}")
 """
 # What vLLM reads from a model directory: weights, config and tokenizer files (vllm 0.27.0
 # docs/models/extensions/runai_model_streamer.md serves `vllm serve gs://<bucket>/<model>` with no other source of

@@ -1,0 +1,182 @@
+"""LoRA adapters of a vLLM workload (issue 38 #2): flags, staging, local copies, the TPU generation's support
+matrix, the engine release table, and adapter names routed to their base model's pool.
+
+Sources:
+- vllm 0.27.0 (the pinned image's vLLM; workloads/vllm/serve_flags.json is its parser's oracle): --enable-lora,
+  --max-loras, --max-lora-rank (vllm/config/lora.py LoRAConfig, MaxLoRARanks), --lora-modules (cli_args.py
+  FrontendArgs.lora_modules: a list, LoRAParserAction `name=path`); runtime loading only with
+  VLLM_ALLOW_RUNTIME_LORA_UPDATING (vllm/entrypoints/serve/lora/api_router.py: "should ONLY be used for local
+  development").
+- vllm-project/tpu-inference@v0.27.0:support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv:
+  "LoRA_Torch" CorrectnessTest Passing on both; no release matrix for other generations.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks import naming
+from stacks.config import ConfigError
+from stacks.facts import releases
+from tests.test_body_routing import two_models
+from tests.test_gateway import parse_config
+from tooling.review import model_routing, summary
+from workloads.vllm import flags, lora
+from workloads.vllm.config import LORA_RANKS
+
+SQL = {"name": "qwen-sql", "source": "gs://adapters-bucket/qwen/sql/", "maxRank": 16}
+HF = {"name": "qwen-chat", "source": "some-org/qwen3-8b-chat-lora@0123abcd", "maxRank": 64}
+MIRROR = Path("/work/.mirror/vllm-project+tpu-inference/repo")
+
+
+def problems_of(cfg: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        parse_config(copy.deepcopy(cfg))
+    return [str(p) for p in err.value.problems]
+
+
+def qwen(cfg):
+    return next(w for w in cfg.workloads if w.name == "qwen")
+
+
+def test_every_lora_flag_the_stack_renders_is_one_the_pinned_vllm_parses():
+    kinds = flags.serve_flags()["flags"]
+    assert kinds["enable-lora"] == "boolean"  # --enable-lora renders from true
+    assert kinds["max-loras"] == kinds["max-lora-rank"] == kinds["lora-modules"] == "value"
+    assert 16 in LORA_RANKS and 2 not in LORA_RANKS  # vllm/config/lora.py MaxLoRARanks
+
+
+def test_adapters_are_served_from_local_copies_with_the_lora_flags():
+    cfg = parse_config(two_models(loras=[SQL, HF]))
+    plan = qwen(cfg)
+    args = plan.serve_args()
+    assert ["--enable-lora", "--max-loras=2", "--max-lora-rank=64"] == [
+        a for a in args if a.startswith(("--enable-lora", "--max-lora"))
+    ]
+    i = args.index("--lora-modules")
+    assert args[i + 1 :] == ["qwen-sql=/model-files/lora/0", "qwen-chat=/model-files/lora/1"]
+    # every flag-shaped argument is one vLLM parses (the oracle)
+    for a in args:
+        if a.startswith("--"):
+            name, _, value = a[2:].partition("=")
+            assert flags.arg_problem(name, value if value else True) is None or name == "lora-modules", a
+    assert flags.arg_problem("lora-modules", "qwen-sql=/model-files/lora/0") is None
+    (server,) = [m for m in plan.pod_manifests() if m["kind"] == "Deployment"]
+    pull = next(c for c in server["spec"]["template"]["spec"]["initContainers"] if c["name"] == "model-files-pull")
+    copies = json.loads(pull["env"][0]["value"])
+    assert copies == [
+        {
+            "name": "adapter qwen-sql",
+            "url": "gs://adapters-bucket/qwen/sql/",
+            "dir": "/model-files/lora/0",
+            "require": "adapter_config.json",
+        },
+        {
+            "name": "adapter qwen-chat",
+            "url": f"gs://{plan.bucket}/models/some-org/qwen3-8b-chat-lora/0123abcd/",
+            "dir": "/model-files/lora/1",
+            "require": "adapter_config.json",
+        },
+    ]
+    mounts = server["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "model-files", "mountPath": "/model-files"} in mounts
+    # read-only on the adapters: the other bucket (grantModelRead) and the staged prefix of the stack bucket
+    grants = {(g.bucket, g.role, g.prefix) for g in plan.grants()}
+    assert ("adapters-bucket", "roles/storage.objectViewer", None) in grants
+    assert any(b == plan.bucket and p == "models/some-org/qwen3-8b-chat-lora/0123abcd/" for b, _, p in grants)
+
+
+def test_a_hugging_face_adapter_is_staged_by_the_weights_job():
+    plan = qwen(parse_config(two_models(loras=[HF])))
+    job = next(m for m in plan.pod_manifests() if m["kind"] == "Job")
+    items = json.loads(
+        next(e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "ITEMS")
+    )
+    assert items == [
+        {"repo": "Qwen/Qwen3-8B", "revision": "main", "prefix": "models/Qwen/Qwen3-8B/main/"},
+        {
+            "repo": "some-org/qwen3-8b-chat-lora",
+            "revision": "0123abcd",
+            "prefix": "models/some-org/qwen3-8b-chat-lora/0123abcd/",
+        },
+    ]
+    assert [g.prefix for g in plan.stage_grants()] == [i["prefix"] for i in items]
+    # a workload without Hugging Face adapters keeps its Job's name (no new staging run for an unchanged model)
+    plain = qwen(parse_config(two_models()))
+    assert plain.stage_job_name.endswith(naming.short_hash("Qwen/Qwen3-8B@main", 8))
+    assert plan.stage_job_name != plain.stage_job_name
+
+
+def test_adapter_names_reach_their_base_models_pool(run):
+    rec = run(two_models(loras=[SQL]))
+    found = {r.name: r for r in summary.model_routes(rec)}
+    assert model_routing.problems(list(found.values())) == []
+    assert found["qwen-sql"].pools == ("qwen/qwen",) and found["qwen-sql"].header == "Qwen/Qwen3-8B"
+    assert found["google/gemma-3-12b-it"].pools == ("gemma/gemma",)
+
+
+def test_an_adapter_named_like_another_workloads_model_is_refused():
+    found = problems_of(two_models(loras=[{**SQL, "name": "google/gemma-3-12b-it"}]))
+    assert any("'google/gemma-3-12b-it'" in p and "workloads[1]" in p for p in found)
+
+
+def test_bad_sources_ranks_and_duplicate_names_are_refused():
+    (rank,) = problems_of(two_models(loras=[{**SQL, "maxRank": 12}]))
+    assert rank.startswith("tpu-serving:workloads[0].loras[0].maxRank: 12") and "16, 32, 64" in rank
+    text = "\n".join(
+        problems_of(two_models(loras=[{**SQL, "source": "qwen/sql"}, SQL, {**SQL, "name": "b", "source": "s3://x/y"}]))
+    )
+    assert "loras[0].source" in text and "<org>/<name>@<revision>" in text
+    assert "loras[1].name" in text and "'qwen-sql' is loras[0]'s name too" in text
+    assert "loras[2].source" in text
+
+
+def test_lora_is_refused_where_the_support_matrix_does_not_pass_it():
+    cfg = two_models(loras=[SQL])
+    for pool in cfg["tpu-serving:tpuPools"]:
+        pool.update({"tpu": "v5e", "topology": "2x4", "zone": "us-west4-a"})
+    cfg["gcp:region"] = "us-west4"
+    (found,) = [p for p in problems_of(cfg) if ".loras:" in p or ".loras " in p or p.endswith("loras")] or [
+        p for p in problems_of(cfg) if "LoRA" in p
+    ]
+    assert "not supported on v5e" in found and "support_matrices/release" in found
+    assert found.endswith("allowed: a pool of tpu7x, v6e")
+
+
+def test_lora_is_refused_on_an_engine_release_that_breaks_it(monkeypatch):
+    # the release table's hook (stacks/facts/releases.py broken_features), with a breakage a release could carry
+    broken = releases.Breakage("lora", "adapters fail to load", "https://example.invalid/issue")
+    monkeypatch.setattr(releases, "broken_features", lambda engine, version: {"lora": broken})
+    (found,) = [p for p in problems_of(two_models(loras=[SQL])) if "LoRA" in p]
+    assert "vllm-tpu 0.27.0" in found and "adapters fail to load" in found
+
+
+@pytest.mark.skipif(
+    not MIRROR.is_dir(), reason=f"no tpu-inference clone at {MIRROR} (fetch vllm-project/tpu-inference)"
+)
+def test_the_support_matrix_table_is_the_upstream_csv():
+    import csv
+    import io
+
+    for generation, folder in lora.MATRIX_DIRS.items():
+        text = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(MIRROR),
+                "show",
+                f"v0.27.0:support_matrices/release/{folder}/vllm/feature_support_matrix.csv",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        rows = {r["Feature"]: r["CorrectnessTest"].split()[-1] for r in csv.DictReader(io.StringIO(text))}
+        for feature, status in lora.TPU_FEATURES[generation].items():
+            assert rows[feature] == status, (generation, feature)

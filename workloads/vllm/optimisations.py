@@ -1,0 +1,113 @@
+"""The typed serving optimisations of a vLLM workload beside LoRA (workloads/vllm/lora.py): speculative decoding and
+the gateway picker's routing mode (issue 38 #4), their flags or picker config, and their rules.
+
+Speculative decoding: vllm 0.27.0 --speculative-config takes JSON (vllm/engine/arg_utils.py: `--speculative-config`,
+`-sc`, type json.loads) of SpeculativeConfig (vllm/config/speculative.py): `method` (SpeculativeMethod: ngram, eagle3,
+...), `model` (the draft), `num_speculative_tokens` (> 0), `prompt_lookup_max` (>= 1, ngram). On TPU the methods
+tpu-inference v0.27.0's release support matrices pass are "Speculative Decoding: Ngram" and "Speculative Decoding:
+Eagle3" (v6e, v7x); DFlash is untested there.
+
+Routing: the picker config the stack writes (stacks/serving/gateway.py epp_config) is the chart's default
+(approximate prefix: `prefix-cache-scorer` over the picker's own index of the prompts it routed). The two other
+modes of the pinned router are refused:
+- precise-prefix: the `precise-prefix-cache-producer` needs a `token-producer`, which tokenizes each prompt through
+  the chart's tokenizer sidecar (llm-d/llm-d-router@v0.10.0: pkg/epp/framework/plugins/requestcontrol/dataproducer/
+  README.md; routerlib values.yaml `tokenizer`: `vllm launch render <modelName>` in vllm/vllm-openai-cpu, reading the
+  model's tokenizer from the Hugging Face Hub with the llm-d-hf-token Secret), and subscribes to each server's ZMQ
+  KV events; tpu-inference v0.27.0's support matrices have no row for KV events on TPU. Not built: the sidecar
+  would call the Hub at run time (the stack's servers never do) and TPU KV events are untested.
+- predicted-latency: routerlib values.yaml at v0.10.0 pins the latency predictor's training and prediction servers
+  to `llm-d-latency-predictor-*-dev:latest` (tag `latest`, pullPolicy Always): nothing to pin in the version matrix.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from stacks.problems import Problem
+from workloads.vllm import lora
+
+METHOD_FEATURES = {"ngram": "Speculative Decoding: Ngram", "eagle3": "Speculative Decoding: Eagle3"}
+ROUTER_VALUES = "llm-d/llm-d-router@v0.10.0:config/charts/routerlib/values.yaml"
+REFUSED_ROUTING = {
+    "precise-prefix": "the pinned router (llm-d-router v0.10.0) builds the precise prefix index from a tokenizer "
+    "sidecar that reads the model's tokenizer from the Hugging Face Hub at run time (routerlib values.yaml "
+    "`tokenizer`) and from the servers' KV events, which tpu-inference v0.27.0's support matrices do not cover on TPU",
+    "predicted-latency": f"the pinned router's latency predictor images are tagged `latest` ({ROUTER_VALUES} "
+    "latencyPredictor.trainingServer/predictionServers.image.tag): there is no release to pin",
+}
+
+
+def speculative_config(spec: Any, draft_dir: str | None) -> str:
+    """The --speculative-config JSON."""
+    config: dict[str, Any] = {"method": spec.method, "num_speculative_tokens": spec.num_tokens}
+    if draft_dir:
+        config["model"] = draft_dir
+    if spec.prompt_lookup_max is not None:
+        config["prompt_lookup_max"] = spec.prompt_lookup_max
+    return json.dumps(config, separators=(",", ":"))
+
+
+def problems(path: str, workload: Any, generation: str, image: str, gateway_enabled: bool = True) -> list[Problem]:
+    found: list[Problem] = []
+    spec = workload.speculative
+    if spec is not None:
+        where = f"{path}.speculative"
+        if spec.method == "eagle3" and spec.draft_model is None:
+            found.append(
+                Problem(
+                    f"{where}.draftModel", "eagle3 needs its EAGLE-3 draft head: gs://... or <org>/<name>@<revision>"
+                )
+            )
+        if spec.method == "ngram" and spec.draft_model is not None:
+            found.append(
+                Problem(
+                    f"{where}.draftModel",
+                    "ngram drafts from the prompt itself: leave draftModel out (eagle3 takes one)",
+                )
+            )
+        if spec.method != "ngram" and spec.prompt_lookup_max is not None:
+            found.append(Problem(f"{where}.promptLookupMax", f"only for method ngram, not {spec.method}"))
+        if spec.draft_model is not None and lora.parse_source(spec.draft_model) is None:
+            found.append(
+                Problem(
+                    f"{where}.draftModel",
+                    f"{spec.draft_model!r} is neither gs://<bucket>/<prefix> nor <org>/<name>@<revision>",
+                )
+            )
+        for why in (
+            lora.tpu_support_problem(generation, METHOD_FEATURES[spec.method], f"speculative decoding ({spec.method})"),
+            lora.release_problem(image, "speculative-decoding", "speculative decoding"),
+        ):
+            if why:
+                found.append(Problem(f"{where}.method", why))
+        if any(k.lstrip("-").replace("_", "-") in ("speculative-config", "sc") for k in workload.args):
+            found.append(
+                Problem(f"{path}.args", "speculative-config is the stack's with `speculative` set: give it there")
+            )
+    seen: dict[str, int] = {}
+    for i, objective in enumerate(workload.objectives):
+        if objective.name in seen:
+            found.append(
+                Problem(
+                    f"{path}.objectives[{i}].name", f"{objective.name!r} is objectives[{seen[objective.name]}]'s too"
+                )
+            )
+        seen.setdefault(objective.name, i)
+    if workload.objectives and not (gateway_enabled and workload.gateway):
+        found.append(
+            Problem(
+                f"{path}.objectives",
+                "priorities are the gateway's endpoint picker's: they need tpu-serving:gateway.enabled and the "
+                "workload's gateway: true",
+            )
+        )
+    if workload.routing in REFUSED_ROUTING:
+        found.append(
+            Problem(
+                f"{path}.routing",
+                f"{workload.routing!r} is refused: {REFUSED_ROUTING[workload.routing]}; allowed: approximate-prefix",
+            )
+        )
+    return found
