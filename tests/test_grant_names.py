@@ -70,7 +70,13 @@ def test_a_stack_made_before_keeps_every_grant():
         new = recorded(path, False)
         related = transition.matched(old, new)
         assert set(related) == {r.urn for r in old.resources}, path.name
-        assert {r.urn for r in related.values()} == {r.urn for r in new.of_type(MEMBER)}, path.name
+        unmatched = {r.name for r in new.of_type(MEMBER)} - {r.name for r in related.values()}
+        # a grant not matched belongs to a workload added to the example after the recording (a new identity)
+        old_workloads = {r.name.split("-identity-")[0] for r in old.resources if "-identity-" in r.name}
+        assert all("-identity-" in name and name.split("-identity-")[0] not in old_workloads for name in unmatched), (
+            path.name,
+            sorted(unmatched),
+        )
         for before in old.resources:
             after = related[before.urn]
             assert _binding(before) == _binding(after), (path.name, before.name, after.name)

@@ -100,9 +100,10 @@ def _matrix_pins() -> Counter:
             pins["docker", newest.chart.removeprefix("oci://"), newest.version] += 1
         else:
             pins["helm", newest.chart, newest.version] += 1
-    router = versions.LLM_D_ROUTER
-    pins["docker", router.chart.removeprefix("oci://"), router.version] += 1
-    pins["docker", router.image_repository, router.image_tag] += 1
+    # every ChartVersion pinned at the matrix's top level (the llm-d router and the body-based router): chart and image
+    for router in (v for v in vars(versions).values() if isinstance(v, versions.ChartVersion)):
+        pins["docker", router.chart.removeprefix("oci://"), router.version] += 1
+        pins["docker", router.image_repository, router.image_tag] += 1
     for version, files in versions.CRDS["gatewayApiInferenceExtension"].items():
         pins["github-releases", files[0].repo, version] += 1
     for version, manifest in versions.PATHWAYS_JOB.items():

@@ -23,7 +23,7 @@ import pytest
 
 from stacks import naming
 from stacks.config import ConfigError
-from stacks.facts import releases
+from stacks.facts import releases, versions
 from tests.test_body_routing import two_models
 from tests.test_gateway import parse_config
 from tooling.review import model_routing, summary
@@ -154,7 +154,8 @@ def test_lora_is_refused_on_an_engine_release_that_breaks_it(monkeypatch):
     broken = releases.Breakage("lora", "adapters fail to load", "https://example.invalid/issue")
     monkeypatch.setattr(releases, "broken_features", lambda engine, version: {"lora": broken})
     (found,) = [p for p in problems_of(two_models(loras=[SQL])) if "LoRA" in p]
-    assert "vllm-tpu 0.27.0" in found and "adapters fail to load" in found
+    pinned = versions.IMAGES["vllmTpu"].rsplit(":v", 1)[1]  # the release the workload runs: the matrix's pin
+    assert f"vllm-tpu {pinned}" in found and "adapters fail to load" in found
 
 
 @pytest.mark.skipif(

@@ -482,6 +482,16 @@ def _own_new_pool(config: dict[str, Any], before: dict[str, Any]) -> None:
             workload["pool"] = pool["name"]
 
 
+def _eagle3_draft(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """EAGLE-3 drafts with its draft head (speculative.draftModel, staged like the weights); promptLookupMax is
+    ngram's only (workloads/vllm: the typed speculative config)."""
+    for workload in _workloads(config, "vllm"):
+        spec = workload.get("speculative")
+        if isinstance(spec, dict) and spec.get("method") == "eagle3":
+            spec.pop("promptLookupMax", None)
+            spec.setdefault("draftModel", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B@main")
+
+
 def _sources(section: str) -> Any:
     def add(config: dict[str, Any], before: dict[str, Any]) -> None:
         for node in _sections(config, section):
@@ -509,6 +519,7 @@ COMPANIONS: dict[str, Any] = {
     r"\.replicas changed$|\.maxReplicas changed$": _room_for_replicas,
     r"\.metrics\[\]\.name -> ": _metric_changed,
     r"^workloads\[(saxml|pathways-job)\]\.pool moved": _own_new_pool,
+    r"^workloads\[vllm\]\.speculative\.method -> eagle3$": _eagle3_draft,
 }
 
 # Kinds no example can take even with a companion, and why (tests/test_transition_matrix.py holds every other kind to
@@ -523,6 +534,11 @@ UNEXERCISED: dict[str, str] = {
     "RAPID and a GKE version the examples outside the fleet do not have: a new stack, not a change (docs/fleet.md)",
     "gateway.proxySubnet -> existing": "needs cluster.network.create: false (an existing VPC with its proxy-only "
     "subnet), which only fleet members have, and a fleet member may not have a regional proxy subnet",
+    "workloads[vllm].routing -> precise-prefix": "refused at the pinned router (llm-d-router v0.10.0): its precise "
+    "prefix scorer needs a tokenizer sidecar reading the Hugging Face Hub and the engine's KV events, which the TPU "
+    "support matrix does not cover (docs/workloads/vllm.md)",
+    "workloads[vllm].routing -> predicted-latency": "refused at the pinned router (llm-d-router v0.10.0): its latency "
+    "predictor images are tagged latest in the chart's values, so nothing can be pinned (docs/workloads/vllm.md)",
     "workloads[jetstream].pool moved to another pool": "every other pool of the examples with JetStream is multi-host, "
     "and single-host JetStream needs a single-host pool",
     "workloads[jetstream-pathways].pool moved to another pool": "its model preset's MaxText axes fit the preset's slice "
@@ -533,8 +549,6 @@ UNEXERCISED: dict[str, str] = {
     "pinned Saxml model server does not serve (stacks/facts/versions.py)",
     "workloads[vllm].gated toggled": "a gated model needs the hfToken secret, which the offline runs do not pass "
     "(tests/test_vllm.py covers a gated model with the token)",
-    "workloads[vllm].pool moved to another pool": "the other pools of the examples with vLLM are full (their hosts "
-    "serve the workloads on them); tests/test_vllm_move.py moves vLLM between pool kinds on a pool made for it",
 }
 
 
