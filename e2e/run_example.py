@@ -63,11 +63,13 @@ class Run:
 
     def pulumi(self, command: str, timeout: float, **kwargs: Any) -> Any:
         events: list[Any] = []
+        started = time.monotonic()
         result = c.with_deadline(
             f"{self.stack}: pulumi {command}",
             timeout,
             lambda: local_stack.run(self.local, command, on_output=self.log.append, on_event=events.append, **kwargs),
         )
+        print(f"{self.stack}: pulumi {command} done in {time.monotonic() - started:.0f} s", flush=True)
         if command == "up":
             self.outputs = {k: v.value for k, v in result.outputs.items()}
         return result, ops(events)
@@ -111,7 +113,7 @@ def check_controllers(run: Run) -> list[str]:
     for ctrl in running:
         if not c.alive(ctrl.pid):
             problems.append(f"{ctrl.name} (pid {ctrl.pid}) exited within its cache-sync window; log {ctrl.log}")
-        problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log)[:5]]
+        problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log, controller=ctrl.name)[:5]]
     return problems
 
 
@@ -291,11 +293,22 @@ def check_example(path: Path) -> list[str]:
     except Exception as err:
         return [f"a second preview shows changes: {err}\n" + "\n".join(run.log[-60:])]
 
-    problems = check_controllers(run)
+    problems: list[str] = []
+    try:
+        later_steps(run, kube, before, problems)
+    except Exception as err:  # a failed step stops the run; what was found before it is kept
+        problems.append(f"{type(err).__name__}: {str(err)[-3000:]}")
+    return problems
+
+
+def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], problems: list[str]) -> None:
+    """Everything after a clean `up` and second preview, appending to `problems` as it goes."""
     placement, pending = check_placement(run, kube)
     problems += placement + check_scaled_objects(run, kube) + check_pdbs(run, kube)
     for line in pending:
-        print(f"{run.stack}: {line}")
+        print(f"{run.stack}: {line}", flush=True)
+    # after the others: by then most of the cache-sync window has passed
+    problems += check_controllers(run)
 
     # an in-place change (every PodMonitoring's interval) and a replacing one (a workload's namespace)
     interval = run.config().get("tpu-serving:monitoring", {}).get("scrapeInterval", "15s")
@@ -339,7 +352,6 @@ def check_example(path: Path) -> list[str]:
         after = c.snapshot(kube)
         left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
         problems.append(f"destroy left: {left}")
-    return problems
 
 
 def main(argv: list[str]) -> int:
