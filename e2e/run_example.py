@@ -249,6 +249,13 @@ def reviewed(run: Run, old: dict[str, Any], new: dict[str, Any]) -> dict[str, li
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def resource_key(urn: str) -> tuple[str, str]:
+    """(type, name) of a URN: the engine's URN carries every ancestor's type (`Parent$Child$type`), the offline
+    run's (tooling/harness/offline.py, which the review reads) its parent's only, so they are compared by these."""
+    qualified, name = urn.split("::")[-2:]
+    return qualified.rsplit("$", 1)[-1], name
+
+
 def check_change(run: Run, change: str, mutate) -> list[str]:
     """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is."""
     old = copy.deepcopy(run.config())
@@ -256,13 +263,15 @@ def check_change(run: Run, change: str, mutate) -> list[str]:
     verdict = reviewed(run, old, run.config())
     run.write()
     _, done = run.pulumi("up", UP_TIMEOUT)
+    by_key = {resource_key(urn): op for urn, op in done.items()}
+    replaced = {resource_key(urn) for urn in verdict["replaced"]}
     problems = []
-    for urn in verdict["replaced"]:
-        if done.get(urn) not in REPLACING_OPS:
-            problems.append(f"{change}: the review replaces {urn}, the engine did {done.get(urn)!r}")
-    for urn, op in done.items():
-        if op in REPLACING_OPS and urn not in verdict["replaced"]:
-            problems.append(f"{change}: the engine replaced {urn}, which the review calls in place")
+    for key in sorted(replaced):
+        if by_key.get(key) not in REPLACING_OPS:
+            problems.append(f"{change}: the review replaces {key[0]} {key[1]}, the engine did {by_key.get(key)!r}")
+    for key, op in sorted(by_key.items()):
+        if op in REPLACING_OPS and key not in replaced:
+            problems.append(f"{change}: the engine replaced {key[0]} {key[1]}, which the review calls in place")
     return problems
 
 
