@@ -224,3 +224,17 @@ def test_a_secret_volume_changes_all_at_once_as_the_kubelet_writes_it(tmp_path: 
     assert not local_controllers.write_volume(folder, {"tls.crt": b"cert", "tls.key": b"key"})
     assert local_controllers.write_volume(folder, {"tls.crt": b"new"})
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("..")) == ["tls.crt"]
+
+
+def test_workload_identity_is_stood_in_by_a_key_whose_token_endpoint_is_a_closed_loopback_port(tmp_path: Path) -> None:
+    # without Application Default Credentials KEDA's `gcp` pod identity cannot build the prometheus scaler
+    # ("google: could not find default credentials": the first e2e's ScaledObject never got its HPA)
+    import urllib.parse
+
+    path = local_controllers.google_credentials(tmp_path, "keda-operator", "custom-metrics")
+    creds = json.loads(path.read_text())
+    assert creds["type"] == "service_account" and creds["private_key"].startswith("-----BEGIN PRIVATE KEY-----")
+    host = urllib.parse.urlsplit(creds["token_uri"]).hostname
+    assert host == "127.0.0.1"  # a token request never leaves the namespace's loopback
+    assert creds["client_email"].endswith(".invalid")  # no real account
+    assert local_controllers.google_credentials(tmp_path, "x", "y") == path  # made once

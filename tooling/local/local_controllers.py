@@ -205,6 +205,43 @@ def kept_args(container: dict[str, Any], flags: tuple[str, ...]) -> list[str]:
     ]
 
 
+# ---- Workload Identity, stood in ----------------------------------------------------------------------------------
+#
+# On GKE every pod of a Workload-Identity node pool gets Google credentials for its KSA from the GKE metadata server,
+# which the Google client libraries find as Application Default Credentials (golang.org/x/oauth2/google
+# FindDefaultCredentials: the GOOGLE_APPLICATION_CREDENTIALS file first, the metadata server last). Here there is no
+# metadata server: KEDA's `gcp` pod identity (kedacore/keda@v2.20.2 pkg/scalers/gcp/gcp_common.go tokenSource:
+# google.DefaultTokenSource) fails to build the prometheus scaler ("google: could not find default credentials"),
+# so no ScaledObject gets its HPA. Each local controller gets a credentials file of its own instead: a service
+# account key made here (never registered anywhere) whose token endpoint is a closed loopback port, so the scaler
+# builds as on GKE and every token request fails at once on the namespace's loopback, never leaving it.
+STAND_IN_TOKEN_URI = "http://127.0.0.1:9/token"  # the discard port on the namespace's loopback: nothing listens
+
+
+def google_credentials(folder: Path, account: str, namespace: str) -> Path:
+    """A stand-in Application Default Credentials file for the KSA `namespace/account` (made once per folder)."""
+    path = folder / "google-credentials.json"
+    if path.exists():
+        return path
+    key = subprocess.run(
+        ["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    credentials = {
+        "type": "service_account",
+        "project_id": "tpu-serving-local",
+        "private_key_id": "local-stand-in",
+        "private_key": key,
+        "client_email": f"{account}.{namespace}@tpu-serving-local.invalid",
+        "client_id": "0",
+        "token_uri": STAND_IN_TOKEN_URI,
+    }
+    _write(path, json.dumps(credentials, indent=2).encode())
+    return path
+
+
 # ---- pure: what the local process is, from the chart's Deployment --------------------------------------------------
 
 
@@ -600,6 +637,10 @@ class Supervisor:
             # configuration (k8s.io/client-go rest.InClusterConfig), which Kueue's visibility server requires
             "KUBERNETES_SERVICE_HOST": "127.0.0.1",
             "KUBERNETES_SERVICE_PORT": str(local_cluster.APISERVER_PORT),
+            # Workload Identity's credentials, stood in (google_credentials)
+            "GOOGLE_APPLICATION_CREDENTIALS": str(
+                google_credentials(folder, spec.get("serviceAccountName") or "default", namespace)
+            ),
             **env_of(container, namespace, f"{controller.deployment}-local", address),
         }
         binary = str(toolchain.binary_path(controller.toolchain_binary))
