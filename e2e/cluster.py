@@ -271,6 +271,32 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "next event (cert-controller@v0.14.0 pkg/rotator/rotator.go ReconcileWH.Reconcile, buildArtifactsFromSecret)",
         resolved_by=r"CA certs are injected to webhooks",
     ),
+    # An aggregated API server's first requests, before its informer has loaded the API server's front-proxy CA
+    # (k8s.io/apiserver pkg/server/dynamiccertificates configmap_cafile_content.go, from
+    # kube-system/extension-apiserver-authentication): the aggregator's availability checks arrive first.
+    Benign(
+        ("keda-metrics-apiserver", "prometheus-adapter", "stackdriver-adapter-stand-in"),
+        r"Unable to authenticate the request.*x509: certificate signed by unknown authority",
+        "requests before the delegated authenticator's client-CA informer has synced (k8s.io/apiserver "
+        "pkg/server/dynamiccertificates/configmap_cafile_content.go); resolved once it has",
+        resolved_by=r"Caches are synced",
+    ),
+    # KEDA's triggers query Managed Prometheus's API in Cloud Monitoring with Workload Identity: here the token
+    # request goes to the stand-in credentials' closed loopback port (tooling/local/local_controllers.py
+    # STAND_IN_TOKEN_URI), so every query fails there, and only there.
+    Benign(
+        ("keda-operator",),
+        r"(error executing prometheus query|error getting metric for trigger|error getting scale decision).*"
+        r"oauth2: cannot fetch token: Post \\\"http://127\.0\.0\.1:9/token\\\": dial tcp 127\.0\.0\.1:9: connect: connection refused",
+        "a trigger's query needs a Google token, which the stand-in for Workload Identity cannot give "
+        "(kedacore/keda@v2.20.2 pkg/scalers/prometheus_scaler.go ExecutePromQuery, pkg/scaling/scale_handler.go)",
+    ),
+    Benign(
+        ("keda-metrics-apiserver",),
+        r"rpc error: code = Unknown desc = error when getting metric values metric:s\d+-prometheus encountered error",
+        "the metrics server relays the operator's failing query to the HPA controller (kedacore/keda@v2.20.2 "
+        "pkg/metricsservice); the operator logs why, and its lines are checked",
+    ),
     # JobSet's first run after install: the kubelet mounts the chart's placeholder Secret (empty tls.crt), the
     # rotator's mount check passes on the empty file (cert-controller@v0.14.0 pkg/rotator/rotator.go
     # ensureCertsMounted: os.Stat only), and the webhook server fails on it and stops the manager; the container is
