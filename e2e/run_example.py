@@ -339,7 +339,9 @@ def check_example(path: Path) -> list[str]:
     try:
         later_steps(run, kube, before, problems)
     except Exception as err:  # a failed step stops the run; what was found before it is kept
-        problems.append(f"{type(err).__name__}: {str(err)[-3000:]}")
+        text = str(err)
+        errors = [line.strip() for line in text.splitlines() if "error" in line.lower() and "warning:" not in line]
+        problems.append(f"{type(err).__name__}: " + ("\n".join(dict.fromkeys(errors))[:4000] or text[-3000:]))
     return problems
 
 
