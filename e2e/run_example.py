@@ -340,7 +340,13 @@ def check_example(path: Path) -> list[str]:
         later_steps(run, kube, before, problems)
     except Exception as err:  # a failed step stops the run; what was found before it is kept
         text = str(err)
-        errors = [line.strip() for line in text.splitlines() if "error" in line.lower() and "warning:" not in line]
+        lines = text.splitlines()
+        errors = [
+            line.strip()
+            for i, line in enumerate(lines)
+            if ("error" in line.lower() and "warning:" not in line)
+            or any("error occurred" in before for before in lines[max(0, i - 2) : i])
+        ]
         problems.append(f"{type(err).__name__}: " + ("\n".join(dict.fromkeys(errors))[:4000] or text[-3000:]))
     return problems
 
@@ -400,9 +406,15 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
 
 
 def main(argv: list[str]) -> int:
-    problems = check_example(Path(argv[0]).resolve())
+    path = Path(argv[0]).resolve()
+    started = time.monotonic()
+    problems = check_example(path)
     for problem in problems:
         print(f"PROBLEM: {problem}")
+    # beside the cluster's logs, for a reader while a long `make e2e` goes on (pytest prints at the end)
+    summary = [f"{stack_name(path)}: {len(problems)} problem(s) in {time.monotonic() - started:.0f} s", *problems]
+    (local_stack.LOCAL / stack_name(path)).mkdir(parents=True, exist_ok=True)
+    (local_stack.LOCAL / stack_name(path) / "e2e-result.txt").write_text("\n".join(summary) + "\n")
     return 1 if problems else 0
 
 
