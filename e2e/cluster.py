@@ -277,8 +277,8 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
     Benign(
         ("keda-metrics-apiserver", "prometheus-adapter", "stackdriver-adapter-stand-in"),
         r"Unable to authenticate the request.*x509: certificate signed by unknown authority",
-        "requests before the delegated authenticator's client-CA informer has synced (k8s.io/apiserver "
-        "pkg/server/dynamiccertificates/configmap_cafile_content.go); resolved once it has",
+        "requests before the delegated authenticator's client-CA informer has synced (kubernetes@v1.35.4 "
+        "staging/src/k8s.io/apiserver/pkg/server/dynamiccertificates/configmap_cafile_content.go); resolved once it has",
         resolved_by=r"Caches are synced",
     ),
     # KEDA's triggers query Managed Prometheus's API in Cloud Monitoring with Workload Identity: here the token
