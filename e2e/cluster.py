@@ -271,6 +271,16 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "next event (cert-controller@v0.14.0 pkg/rotator/rotator.go ReconcileWH.Reconcile, buildArtifactsFromSecret)",
         resolved_by=r"CA certs are injected to webhooks",
     ),
+    # The real prometheus-adapter (gemma-hpa-prometheus) reads the GMP query frontend the stack runs beside it
+    # (stacks/monitoring/adapters/prometheus_adapter.py GMP_FRONTEND_SERVICE): here a kwok pod, with no container and
+    # no address the namespace resolves, and its data would be Cloud Monitoring's.
+    Benign(
+        ("prometheus-adapter",),
+        r"unable to update list of all metrics: unable to fetch metrics for query .*"
+        r"Get \"http://prometheus\.custom-metrics\.svc:9090/api/v1/series.*(network is unreachable|connection refused)",
+        "the adapter's relist of the frontend's series, which nothing answers here (prometheus-adapter@v0.12.0 "
+        "pkg/custom-provider/provider.go and pkg/external-provider/periodic_metric_lister.go log every failed relist)",
+    ),
     # An aggregated API server's first requests, before its informer has loaded the API server's front-proxy CA
     # (k8s.io/apiserver pkg/server/dynamiccertificates configmap_cafile_content.go, from
     # kube-system/extension-apiserver-authentication): the aggregator's availability checks arrive first.
