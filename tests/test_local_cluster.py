@@ -265,3 +265,15 @@ def test_a_staging_job_asking_for_ephemeral_storage_fits_a_system_node() -> None
     asked = staging.STAGE_RESOURCES["requests"]["ephemeral-storage"]
     assert asked.endswith("Gi")
     assert int(asked.removesuffix("Gi")) * 2**30 <= int(local_cluster.ephemeral_storage(100)[1])
+
+
+def test_the_stack_file_given_after_the_stack_is_read(monkeypatch) -> None:
+    # `make local-cluster STACK=gemma-hpa STACK_FILE=...` runs `up gemma-hpa --stack-file FILE`; with the exec
+    # command as argparse.REMAINDER the option was swallowed and gemma-hpa's folder (two stacks) refused
+    seen = {}
+    monkeypatch.setattr(local_cluster, "up", lambda stack, stack_file: seen.update(up=(stack, stack_file)))
+    monkeypatch.setattr(local_cluster, "exec_in", lambda stack, command: seen.update(exec=(stack, command)) or 0)
+    assert local_cluster.main(["up", "gemma-hpa", "--stack-file", "/x/Pulumi.gemma-hpa.yaml"]) == 0
+    assert seen["up"] == ("gemma-hpa", "/x/Pulumi.gemma-hpa.yaml")
+    assert local_cluster.main(["exec", "dev", "--", "ls", "-la"]) == 0
+    assert seen["exec"] == ("dev", ["ls", "-la"])

@@ -1015,8 +1015,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("up", "down", "check", "exec", "nodes", "_forward"))
     parser.add_argument("stack", nargs="?", default="dev")
     parser.add_argument("--stack-file", help="the stack file, when STACK is not a stack name it resolves to")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
+    # the command of `exec` after `--` (argparse.REMAINDER would swallow `--stack-file` given after STACK, as the
+    # Makefile gives it: `make local-cluster STACK=gemma-hpa STACK_FILE=...` then resolved STACK alone, whose folder
+    # has two stacks)
+    parser.add_argument("command", nargs="*")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        argv, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = parser.parse_args(argv)
+    args.command = [*args.command, *command]
     try:
         if args.action == "up":
             up(args.stack, args.stack_file)
@@ -1025,8 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "check":
             return check(args.stack, args.stack_file)
         elif args.action == "exec":
-            command = args.command[1:] if args.command[:1] == ["--"] else args.command
-            return exec_in(args.stack, command or [os.environ.get("SHELL", "/bin/bash")])
+            return exec_in(args.stack, args.command or [os.environ.get("SHELL", "/bin/bash")])
         elif args.action == "_forward":
             forward(args.stack)
         else:
