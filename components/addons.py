@@ -128,7 +128,16 @@ class AddonCrds(pulumi.ComponentResource):
                     group=crd.split(".", 1)[1],
                     names=k8s.apiextensions.v1.CustomResourceDefinitionNamesPatchArgs(kind=CRD_KINDS[crd]),
                 ),
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.group]),
+                # Deleting a Patch releases its fields, and the API server refuses to release a required one
+                # (spec.group) from this manager: the provider then fails the delete ("this Patch resource is
+                # currently managing a required field, so it can't be deleted directly. Either set the
+                # `retainOnDelete` resource option, ...", pulumi/pulumi-kubernetes provider/v4 pkg/provider/
+                # provider.go Delete), which stopped the first real `pulumi destroy` (make e2e). Retained, it
+                # leaves only its annotations and labels on the CRD, which the group deletes next (it depends on the
+                # group, so it goes first) or which stay on a CRD the stack still applies.
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=provider, depends_on=[self.group], retain_on_delete=True
+                ),
             )
             for crd in crds.names
         ]

@@ -229,6 +229,7 @@ class InferenceGateway(pulumi.ComponentResource):
                 gateway.router_values(backend, self._system_selector),
                 create_namespace=False,
                 sources=self._sources,
+                postrender=gateway.FIX_HEALTH_CHECK_PORT,
             ),
             # after the system pool: the InferencePool CRD and GKE's HealthCheckPolicy/GCPBackendPolicy CRDs are
             # GKE's, installed with the control plane (stacks/facts/gke_managed.py)

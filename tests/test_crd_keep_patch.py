@@ -4,6 +4,12 @@ The Kubernetes provider's Check adds every CustomResourceDefinition it sees, a C
 to its CRD cache keyed by group and kind, and fails without them: "expected .spec.group"
 (pulumi/pulumi-kubernetes provider/pkg/clients/cache.go groupKindFromCRD, called from provider/pkg/provider/provider.go
 Check). The first real `pulumi up` (make e2e, gemma-fallback) stopped there on addons-jobset-crds-keep-*.
+
+Because it manages spec.group, a required field, the provider cannot delete the patch (it would release the field):
+"this Patch resource is currently managing a required field, so it can't be deleted directly. Either set the
+`retainOnDelete` resource option, or transfer ownership of the field before deleting" (pulumi/pulumi-kubernetes
+provider/v4 pkg/provider/provider.go Delete). The first real `pulumi destroy` (make e2e, gemma-fallback) stopped
+there: every keep patch is retained, and the CRD goes with the ConfigGroup that applies it, which the patch depends on.
 """
 
 from __future__ import annotations
@@ -58,3 +64,13 @@ def test_the_keep_patch_carries_group_and_kind(path: Path):
         name = res.inputs["metadata"]["name"]
         assert res.inputs["spec"]["group"] == name.split(".", 1)[1], res.name
         assert res.inputs["spec"]["names"]["kind"] == versions.CRD_KINDS[name], res.name
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=stack_name)
+def test_the_keep_patch_is_retained_and_its_crd_deleted_by_its_group(path: Path):
+    rec = recorded(path, False)
+    by_urn = {r.urn: r for r in rec.resources}
+    for res in rec.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"):
+        assert res.retain_on_delete, res.name
+        groups = [by_urn[d] for d in res.dependencies if by_urn[d].type == "kubernetes:yaml/v2:ConfigGroup"]
+        assert groups and not any(g.retain_on_delete for g in groups), res.name

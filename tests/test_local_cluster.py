@@ -242,3 +242,38 @@ def test_each_checkout_gets_its_own_network_namespace(tmp_path: Path) -> None:
     assert here.startswith("tpu-dev-") and here == local_cluster.netns_name("dev")
     assert local_cluster.netns_name("dev", tmp_path) != here
     assert local_cluster.netns_name("gemma-hpa") != here
+
+
+def test_every_node_has_the_boot_disks_ephemeral_storage_as_gke_reports_it() -> None:
+    # GKE's documented node (plan-node-sizes, "Check allocatable resources on a node"): 100 GB boot disk
+    assert local_cluster.ephemeral_storage(100) == (str(98831908 * 1024), "47060071478")
+    for _, config in CONFIGS:
+        disk = config.cluster_plan.config.system_pool.disk_size_gb
+        for node in nodes_for(config):
+            capacity, allocatable = node["status"]["capacity"], node["status"]["allocatable"]
+            system = node["metadata"]["labels"][catalog.NODE_POOL_LABEL] == naming.SYSTEM_NODE_POOL
+            expected = local_cluster.ephemeral_storage(disk if system else local_cluster.DEFAULT_BOOT_DISK_GB)
+            assert (capacity["ephemeral-storage"], allocatable["ephemeral-storage"]) == expected
+
+
+def test_a_staging_job_asking_for_ephemeral_storage_fits_a_system_node() -> None:
+    # the vLLM weights staging Job asks 40Gi of ephemeral storage (workloads/vllm/staging.py): without the
+    # resource on the mirrored nodes the scheduler left it Pending ("Insufficient ephemeral-storage") and the
+    # first `pulumi up` of every vLLM example waited on the Job until its deadline
+    from workloads.vllm import staging
+
+    asked = staging.STAGE_RESOURCES["requests"]["ephemeral-storage"]
+    assert asked.endswith("Gi")
+    assert int(asked.removesuffix("Gi")) * 2**30 <= int(local_cluster.ephemeral_storage(100)[1])
+
+
+def test_the_stack_file_given_after_the_stack_is_read(monkeypatch) -> None:
+    # `make local-cluster STACK=gemma-hpa STACK_FILE=...` runs `up gemma-hpa --stack-file FILE`; with the exec
+    # command as argparse.REMAINDER the option was swallowed and gemma-hpa's folder (two stacks) refused
+    seen = {}
+    monkeypatch.setattr(local_cluster, "up", lambda stack, stack_file: seen.update(up=(stack, stack_file)))
+    monkeypatch.setattr(local_cluster, "exec_in", lambda stack, command: seen.update(exec=(stack, command)) or 0)
+    assert local_cluster.main(["up", "gemma-hpa", "--stack-file", "/x/Pulumi.gemma-hpa.yaml"]) == 0
+    assert seen["up"] == ("gemma-hpa", "/x/Pulumi.gemma-hpa.yaml")
+    assert local_cluster.main(["exec", "dev", "--", "ls", "-la"]) == 0
+    assert seen["exec"] == ("dev", ["ls", "-la"])

@@ -180,3 +180,61 @@ def test_services_no_local_controller_serves_get_their_ready_pods_as_endpoints()
     ]
     assert pod_endpoints(service, pods[1:])["subsets"] == []
     assert pod_endpoints({**service, "spec": {"ports": service["spec"]["ports"]}}, pods) is None
+
+
+def test_the_stackdriver_adapter_is_stood_in_by_prometheus_adapter_serving_every_api_it_registers() -> None:
+    # the Stackdriver adapter cannot run here; without a server for its APIServices, discovery fails and no namespace
+    # can be deleted (NamespaceDeletionDiscoveryFailure: the first e2e hung on gemma-fallback's namespace change)
+    from stacks.monitoring.adapters import stackdriver
+    from stacks.monitoring.adapters.entry import ADAPTER_NAMESPACE, AdapterContext
+
+    (stand_in,) = local_controllers.STAND_INS
+    binaries = {name for tool in versions.TOOLCHAIN for name, _ in tool.binaries}
+    assert stand_in.toolchain_binary == "prometheus-adapter" and stand_in.toolchain_binary in binaries
+    build = stackdriver.build(AdapterContext("p", "c", "s", chart=lambda key: None))  # type: ignore[arg-type,return-value]
+    bodies = [p.body for p in build.parts if isinstance(p.body, dict)]
+    deployment = next(b for b in bodies if b["kind"] == "Deployment")
+    assert (stand_in.deployment, stand_in.namespace) == (deployment["metadata"]["name"], ADAPTER_NAMESPACE)
+    # it serves custom.metrics.k8s.io (every version: rules) and external.metrics.k8s.io (externalRules)
+    # (prometheus-adapter@v0.12.0 cmd/adapter/adapter.go main)
+    config = yaml.safe_load(stand_in.config_text)
+    assert config["rules"] and config["externalRules"]
+    registered = {(b["spec"]["group"], b["spec"]["version"]) for b in bodies if b["kind"] == "APIService"}
+    assert registered == {(g, v) for g, v, _ in stackdriver.API_SERVICES}
+    assert {g for g, _ in registered} == {"custom.metrics.k8s.io", "external.metrics.k8s.io"}
+    # the flags the two binaries share keep the Deployment's values (its port behind the Service's targetPort)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert local_controllers.kept_args(container, stand_in.kept_flags) == [
+        f"--secure-port={stackdriver.PORT}",
+        "--cert-dir=",
+    ]
+    assert stand_in.stands_in_for.startswith(stackdriver.NAME)
+    assert local_controllers.address_of(stand_in) not in {local_controllers.address_of(c) for c in CONTROLLERS}
+
+
+def test_a_secret_volume_changes_all_at_once_as_the_kubelet_writes_it(tmp_path: Path) -> None:
+    # a reader sees the old Secret's files or the new one's, never a certificate beside another one's key
+    folder = tmp_path / "certs"
+    assert not local_controllers.write_volume(folder, {})
+    assert local_controllers.write_volume(folder, {"tls.crt": b"", "tls.key": b""})  # the chart's placeholder
+    first = (folder / "..data").resolve()
+    assert local_controllers.write_volume(folder, {"tls.crt": b"cert", "tls.key": b"key"})
+    assert (folder / "tls.crt").read_bytes() == b"cert" and (folder / "tls.key").is_symlink()
+    assert not first.exists()  # the old payload is gone once the link points at the new one
+    assert not local_controllers.write_volume(folder, {"tls.crt": b"cert", "tls.key": b"key"})
+    assert local_controllers.write_volume(folder, {"tls.crt": b"new"})
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("..")) == ["tls.crt"]
+
+
+def test_workload_identity_is_stood_in_by_a_key_whose_token_endpoint_is_a_closed_loopback_port(tmp_path: Path) -> None:
+    # without Application Default Credentials KEDA's `gcp` pod identity cannot build the prometheus scaler
+    # ("google: could not find default credentials": the first e2e's ScaledObject never got its HPA)
+    import urllib.parse
+
+    path = local_controllers.google_credentials(tmp_path, "keda-operator", "custom-metrics")
+    creds = json.loads(path.read_text())
+    assert creds["type"] == "service_account" and creds["private_key"].startswith("-----BEGIN PRIVATE KEY-----")
+    host = urllib.parse.urlsplit(creds["token_uri"]).hostname
+    assert host == "127.0.0.1"  # a token request never leaves the namespace's loopback
+    assert creds["client_email"].endswith(".invalid")  # no real account
+    assert local_controllers.google_credentials(tmp_path, "x", "y") == path  # made once

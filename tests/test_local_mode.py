@@ -220,7 +220,9 @@ def test_a_local_project_runs_this_program_with_the_stack_config_and_local_added
     assert project["name"] == "tpu-serving"
     assert (local.project / project["main"]).resolve() == Path(local_stack.ROOT)
     config = yaml.safe_load(local.config_file.read_text())["config"]
-    assert config["tpu-serving:local"] == {"kubeconfig": str(local.kubeconfig), "sources": [sources()]}
+    # the charts with file:// dependencies vendored first (tests/test_local_vendored_charts.py), then the sources
+    vendored = str(local.folder / "vendored-sources")
+    assert config["tpu-serving:local"] == {"kubeconfig": str(local.kubeconfig), "sources": [vendored, sources()]}
     assert {k: v for k, v in config.items() if k != "tpu-serving:local"} == load_stack_file(source)
 
 

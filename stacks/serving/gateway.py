@@ -34,6 +34,11 @@ GATEWAY_NAMESPACE = "inference-gateway"
 LISTENER_NAME = "http"
 LISTENER_PORT = 80
 
+# The Helm post-renderer the router release runs (a path from the project root, as entry.DROP_API_SERVICES): the
+# chart's HTTP HealthCheckPolicy names a port without `portSpecification`, which GKE's HealthCheckPolicy CRD refuses
+# (scripts/helm_postrender_health_check_port.py says where); it adds USE_FIXED_PORT, what the chart means.
+FIX_HEALTH_CHECK_PORT = "scripts/helm_postrender_health_check_port.py"
+
 
 def route_namespace_selector(route_namespaces: list[str]) -> dict[str, Any]:
     """Which namespaces may attach HTTPRoutes to the Gateway: exactly the gateway-served workloads' namespaces

@@ -63,10 +63,24 @@ def cpu_quantity(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{int(value * 1000)}m"
 
 
+_DECIMAL_SUFFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def memory_quantity(value: int, suffix: str) -> str:
+    """A whole number of decimal-SI units as the API server writes it back: the largest suffix that keeps the number
+    whole (k8s.io/apimachinery pkg/api/resource quantity.go CanonicalizeBytes: `100000M` is stored as `100G`). A
+    custom resource whose controller re-encodes the pod template (a LeaderWorkerSet) otherwise reads back another
+    string, and every `pulumi preview` shows a change (make e2e, llama2-70b-disaggregated)."""
+    index = _DECIMAL_SUFFIXES.index(suffix)
+    while value and value % 1000 == 0 and index < len(_DECIMAL_SUFFIXES) - 1:
+        value, index = value // 1000, index + 1
+    return f"{value}{_DECIMAL_SUFFIXES[index]}"
+
+
 def host_requests(shape: catalog.SliceShape, share: float = TPU_HOST_SHARE) -> dict[str, str]:
     """CPU and memory requests of a TPU pod's server: `share` of its host's, rounded down."""
     cpu, memory = (share * x for x in shape.host_resources) if shape.host_resources else TPU_HOST_FLOOR
-    return {"cpu": cpu_quantity(math.floor(cpu)), "memory": f"{math.floor(memory)}G"}
+    return {"cpu": cpu_quantity(math.floor(cpu)), "memory": memory_quantity(math.floor(memory), "G")}
 
 
 def tpu_resources(shape: catalog.SliceShape) -> dict[str, Any]:

@@ -72,6 +72,24 @@ CONTROLLER_MANAGER_PORT = 10257
 SCHEDULER_PORT = 10259
 KWOK_PORT = 10247  # kwok's own health/metrics server
 
+# A node's local ephemeral storage (its boot disk) as GKE reports it, from the one example GKE documents: a node with
+# a 100 GB boot disk shows capacity `ephemeral-storage: 98831908Ki` and allocatable `47060071478` (bytes)
+# (https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, "Check allocatable resources on a
+# node"). Both are scaled by the pool's boot disk size (GB) here: exact at GKE's default 100 GB (every TPU pool and
+# the system pool by default), an approximation elsewhere (GKE's reservation is not linear in the disk size).
+DEFAULT_BOOT_DISK_GB = 100  # GKE's default node boot disk (node_config.disk_size_gb unset)
+_EPHEMERAL_CAPACITY_100GB = 98831908 * 1024
+_EPHEMERAL_ALLOCATABLE_100GB = 47060071478
+
+
+def ephemeral_storage(disk_gb: int) -> tuple[str, str]:
+    """(capacity, allocatable) `ephemeral-storage` of a node with a boot disk of `disk_gb` GB, in bytes."""
+    return (
+        str(_EPHEMERAL_CAPACITY_100GB * disk_gb // DEFAULT_BOOT_DISK_GB),
+        str(_EPHEMERAL_ALLOCATABLE_100GB * disk_gb // DEFAULT_BOOT_DISK_GB),
+    )
+
+
 # GKE Standard's default maximum Pods per node (https://cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr:
 # "110 Pods per node" by default in Standard clusters); the stack sets no other.
 MAX_PODS_PER_NODE = 110
@@ -110,6 +128,7 @@ class MirroredPool:
     memory_bytes: int | None
     tpu_chips: int = 0
     owner: str = ""  # "system", "tpu:<pool>" or "workload:<name>": what the node pool belongs to
+    disk_gb: int = DEFAULT_BOOT_DISK_GB  # the boot disk: the node's local ephemeral storage
 
 
 def machine_resources(machine_type: str) -> tuple[float, int] | None:
@@ -200,6 +219,7 @@ def mirrors(config: StackConfig) -> list[MirroredPool]:
             cpu=resources[0] if resources else None,
             memory_bytes=resources[1] if resources else None,
             owner="system",
+            disk_gb=system.disk_size_gb,
         )
     ]
     for plan in config.pools:
@@ -254,6 +274,7 @@ def nodes_for(config: StackConfig) -> list[dict[str, Any]]:
             capacity |= {"cpu": f"{int(pool.cpu * 1000)}m", "memory": str(pool.memory_bytes)}
             cpu, memory = _allocatable(pool.cpu, pool.memory_bytes)
             allocatable |= {"cpu": cpu, "memory": memory}
+        capacity["ephemeral-storage"], allocatable["ephemeral-storage"] = ephemeral_storage(pool.disk_gb)
         if pool.tpu_chips:
             capacity[catalog.TPU_RESOURCE] = allocatable[catalog.TPU_RESOURCE] = str(pool.tpu_chips)
         for i in range(pool.nodes):
@@ -994,8 +1015,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("up", "down", "check", "exec", "nodes", "_forward"))
     parser.add_argument("stack", nargs="?", default="dev")
     parser.add_argument("--stack-file", help="the stack file, when STACK is not a stack name it resolves to")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
+    # the command of `exec` after `--` (argparse.REMAINDER would swallow `--stack-file` given after STACK, as the
+    # Makefile gives it: `make local-cluster STACK=gemma-hpa STACK_FILE=...` then resolved STACK alone, whose folder
+    # has two stacks)
+    parser.add_argument("command", nargs="*")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        argv, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = parser.parse_args(argv)
+    args.command = [*args.command, *command]
     try:
         if args.action == "up":
             up(args.stack, args.stack_file)
@@ -1004,8 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "check":
             return check(args.stack, args.stack_file)
         elif args.action == "exec":
-            command = args.command[1:] if args.command[:1] == ["--"] else args.command
-            return exec_in(args.stack, command or [os.environ.get("SHELL", "/bin/bash")])
+            return exec_in(args.stack, args.command or [os.environ.get("SHELL", "/bin/bash")])
         elif args.action == "_forward":
             forward(args.stack)
         else:

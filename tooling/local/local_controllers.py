@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,8 @@ from typing import Any
 import yaml
 
 from stacks.facts import versions
+from stacks.monitoring.adapters import stackdriver
+from stacks.monitoring.adapters.entry import ADAPTER_NAMESPACE
 from tooling.local import local_cluster, toolchain
 from tooling.local.local_cluster import Api, LocalClusterError, Paths
 
@@ -52,8 +55,8 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 class Controller:
     """One controller a chart runs, and how its local process differs from the pod."""
 
-    name: str  # the toolchain binary, and its name in controllers.json
-    chart: str  # versions.CHARTS key: the release namespace
+    name: str  # the toolchain binary (unless `binary` says otherwise), and its name in controllers.json
+    chart: str | None  # versions.CHARTS key: the release namespace (None: a stand-in names its `in_namespace`)
     deployment: str  # the chart's Deployment (tooling/data/chart_objects.json records it)
     # the chart passes a controller-runtime Configuration file with --config (LWS, JobSet, Kueue): its webhook,
     # probe and metrics listeners are set there
@@ -61,10 +64,26 @@ class Controller:
     # arguments added to the Deployment's, `{address}` filled in: listeners the chart leaves at their defaults
     # (all addresses, which two controllers in one namespace cannot share)
     extra_args: tuple[str, ...] = ()
+    # A stand-in (STAND_INS) runs another binary than its Deployment's image: the toolchain binary, the namespace
+    # of its Deployment, the flags of the Deployment's command and arguments it understands too (kept as they are;
+    # every other flag is the image's own and dropped), what it stands in for, and its configuration file
+    # (`{config}` in extra_args).
+    binary: str | None = None
+    in_namespace: str | None = None
+    kept_flags: tuple[str, ...] = ()
+    stands_in_for: str = ""
+    config_text: str = ""
 
     @property
     def namespace(self) -> str:
+        if self.chart is None:
+            assert self.in_namespace is not None, self.name
+            return self.in_namespace
         return versions.CHARTS[self.chart][versions.default_version(self.chart)].namespace
+
+    @property
+    def toolchain_binary(self) -> str:
+        return self.binary or self.name
 
 
 CONTROLLERS: tuple[Controller, ...] = (
@@ -107,8 +126,120 @@ CONTROLLERS: tuple[Controller, ...] = (
 )
 
 
+# ---- stand-ins: what the stack installs that cannot run here, answered by a toolchain binary that can -------------
+#
+# The Stackdriver adapter (custom-metrics-stackdriver, the default `monitoring.adapter`) is Google's image, built from
+# GoogleCloudPlatform/k8s-stackdriver, which is no Go module the toolchain can build from the proxy at the pinned
+# image, and it reads Cloud Monitoring, which is not here. The APIServices the stack registers for it
+# (stackdriver.API_SERVICES: custom.metrics.k8s.io v1beta1 and v1beta2, external.metrics.k8s.io v1beta1) would have no
+# server: the aggregator marks them unavailable, discovery of those groups fails, and the namespace controller cannot
+# finish deleting any namespace (NamespaceDeletionDiscoveryFailure: it must list every namespaced resource of every
+# group, kubernetes@v1.35.4 pkg/controller/namespace/deletion/namespaced_resources_deleter.go), so a workload's
+# namespace change or `destroy` never completes, which GKE, where the adapter runs, never shows. The toolchain's
+# prometheus-adapter (v0.12.0, on sigs.k8s.io/custom-metrics-apiserver v1.30.0, the same library the Stackdriver
+# adapter serves its APIs with) answers the same three group versions when its configuration has a custom rule and
+# an external rule (cmd/adapter/adapter.go main: WithCustomMetrics when `rules` is not empty, WithExternalMetrics
+# when `externalRules` is not; pkg/apiserver/cmapis.go installs every custom.metrics version, v1beta2 and v1beta1).
+# It runs in the adapter's place: the Deployment's ServiceAccount (so the stack's RBAC for the adapter is what it
+# has), its Service's Endpoints, the flags both binaries take from that library (--secure-port, --cert-dir). It
+# serves no metric: its Prometheus (STAND_IN_PROMETHEUS, a closed loopback port) answers nothing, so an HPA reading
+# the adapter's metrics sees none, as on GKE before Cloud Monitoring has the series.
+STAND_IN_PROMETHEUS = "http://127.0.0.1:9"  # the discard port on the namespace's loopback: nothing listens
+_STAND_IN_SERIES = '{__name__="tpu_serving_local_stand_in"}'
+STAND_IN_ADAPTER_CONFIG = yaml.safe_dump(
+    {
+        "rules": [
+            {
+                "seriesQuery": _STAND_IN_SERIES,
+                "resources": {"template": "<<.Resource>>"},
+                "name": {"as": "tpu_serving_local_stand_in"},
+                "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+            }
+        ],
+        "externalRules": [
+            {
+                "seriesQuery": _STAND_IN_SERIES,
+                "resources": {"template": "<<.Resource>>"},
+                "name": {"as": "tpu_serving_local_stand_in"},
+                "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>})",
+            }
+        ],
+    },
+    sort_keys=False,
+)
+
+STAND_INS: tuple[Controller, ...] = (
+    Controller(
+        "stackdriver-adapter-stand-in",
+        None,
+        stackdriver.SERVICE_ACCOUNT,  # the Deployment's name (stacks/monitoring/adapters/stackdriver.py _server)
+        binary="prometheus-adapter",
+        in_namespace=ADAPTER_NAMESPACE,
+        # k8s.io/apiserver pkg/server/options/serving.go SecureServingOptions.AddFlags, registered by both adapters
+        kept_flags=("--secure-port", "--cert-dir"),
+        stands_in_for=f"{stackdriver.NAME}: serves the metrics APIs it registers (no metric)",
+        config_text=STAND_IN_ADAPTER_CONFIG,
+        extra_args=(
+            "--config={config}",
+            f"--prometheus-url={STAND_IN_PROMETHEUS}",
+            "--bind-address={address}",
+            "--authentication-kubeconfig={kubeconfig}",
+            "--authorization-kubeconfig={kubeconfig}",
+            "--lister-kubeconfig={kubeconfig}",
+        ),
+    ),
+)
+EVERY_CONTROLLER = (*CONTROLLERS, *STAND_INS)
+
+
 def address_of(controller: Controller) -> str:
-    return f"{CONTROLLER_NET}{CONTROLLERS.index(controller) + 1}"
+    return f"{CONTROLLER_NET}{EVERY_CONTROLLER.index(controller) + 1}"
+
+
+def kept_args(container: dict[str, Any], flags: tuple[str, ...]) -> list[str]:
+    """The `--flag=value` arguments of a container's command and args whose flag is one of `flags`."""
+    return [
+        arg
+        for arg in [*(container.get("command") or []), *(container.get("args") or [])]
+        if arg.partition("=")[0] in flags
+    ]
+
+
+# ---- Workload Identity, stood in ----------------------------------------------------------------------------------
+#
+# On GKE every pod of a Workload-Identity node pool gets Google credentials for its KSA from the GKE metadata server,
+# which the Google client libraries find as Application Default Credentials (golang.org/x/oauth2/google
+# FindDefaultCredentials: the GOOGLE_APPLICATION_CREDENTIALS file first, the metadata server last). Here there is no
+# metadata server: KEDA's `gcp` pod identity (kedacore/keda@v2.20.2 pkg/scalers/gcp/gcp_common.go tokenSource:
+# google.DefaultTokenSource) fails to build the prometheus scaler ("google: could not find default credentials"),
+# so no ScaledObject gets its HPA. Each local controller gets a credentials file of its own instead: a service
+# account key made here (never registered anywhere) whose token endpoint is a closed loopback port, so the scaler
+# builds as on GKE and every token request fails at once on the namespace's loopback, never leaving it.
+STAND_IN_TOKEN_URI = "http://127.0.0.1:9/token"  # the discard port on the namespace's loopback: nothing listens
+
+
+def google_credentials(folder: Path, account: str, namespace: str) -> Path:
+    """A stand-in Application Default Credentials file for the KSA `namespace/account` (made once per folder)."""
+    path = folder / "google-credentials.json"
+    if path.exists():
+        return path
+    key = subprocess.run(
+        ["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    credentials = {
+        "type": "service_account",
+        "project_id": "tpu-serving-local",
+        "private_key_id": "local-stand-in",
+        "private_key": key,
+        "client_email": f"{account}.{namespace}@tpu-serving-local.invalid",
+        "client_id": "0",
+        "token_uri": STAND_IN_TOKEN_URI,
+    }
+    _write(path, json.dumps(credentials, indent=2).encode())
+    return path
 
 
 # ---- pure: what the local process is, from the chart's Deployment --------------------------------------------------
@@ -345,12 +476,51 @@ def _write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+def write_volume(folder: Path, files: dict[str, bytes]) -> bool:
+    """A Secret volume's files as the kubelet writes them, all at once (kubernetes@v1.35.4
+    pkg/volume/util/atomic_writer.go AtomicWriter.Write): the payload in a new hidden folder `..<timestamp>`, the
+    `..data` symlink swapped to it by a rename, and each key a symlink `<key> -> ..data/<key>`. A reader never sees
+    some keys of the new Secret and others of the old (a certificate beside another certificate's key) or a key
+    half written. Whether anything changed."""
+    current = folder / "..data"
+    if current.is_symlink():
+        have = {f.name: f.read_bytes() for f in current.iterdir() if f.is_file()}
+        if have == files:
+            return False
+    elif not files:
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = folder / f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns()}"
+    payload.mkdir()
+    for key, data in files.items():
+        (payload / key).write_bytes(data)
+    link = folder / "..data_tmp"
+    link.unlink(missing_ok=True)
+    link.symlink_to(payload.name)
+    old = os.readlink(current) if current.is_symlink() else None
+    link.replace(current)
+    for key in files:
+        user = folder / key
+        if not user.is_symlink():
+            if user.is_dir():
+                shutil.rmtree(user)
+            user.unlink(missing_ok=True)
+            user.symlink_to(f"..data/{key}")
+    for entry in folder.iterdir():
+        if entry.is_symlink() and not entry.name.startswith("..") and entry.name not in files:
+            entry.unlink()  # a key the Secret no longer has
+    if old:
+        shutil.rmtree(folder / old, ignore_errors=True)
+    return True
+
+
 def sync_secret(api: Api, namespace: str, name: str, folder: Path) -> None:
+    """The Secret's current data into its volume folder (write_volume); nothing before the Secret has data."""
     import base64
 
     secret = _get(api, f"/api/v1/namespaces/{namespace}/secrets/{name}")
-    for key, value in ((secret or {}).get("data") or {}).items():
-        _write(folder / key, base64.b64decode(value))
+    files = {key: base64.b64decode(value) for key, value in ((secret or {}).get("data") or {}).items()}
+    write_volume(folder, files)
 
 
 class Supervisor:
@@ -364,7 +534,14 @@ class Supervisor:
 
     def record(self) -> None:
         entries = [
-            {"name": r.controller.name, "pid": r.pid, "log": str(r.log), "started": r.started, "restarts": r.restarts}
+            {
+                "name": r.controller.name,
+                "pid": r.pid,
+                "log": str(r.log),
+                "started": r.started,
+                "restarts": r.restarts,
+                **({"standsInFor": r.controller.stands_in_for} if r.controller.stands_in_for else {}),
+            }
             for r in self.running.values()
         ]
         _write(self.p.controllers, (json.dumps(entries, indent=2) + "\n").encode())
@@ -438,8 +615,14 @@ class Supervisor:
         kubeconfig = self.token_kubeconfig(folder, namespace, spec.get("serviceAccountName") or "default")
         if spec.get("automountServiceAccountToken", True):
             mounts[SERVICE_ACCOUNT_DIR] = local_path(folder, SERVICE_ACCOUNT_DIR)
-        args = rewrite_args(list(container.get("args") or []), mounts, address)
-        args += [arg.format(address=address, kubeconfig=kubeconfig) for arg in controller.extra_args]
+        if controller.binary is None:
+            args = rewrite_args(list(container.get("args") or []), mounts, address)
+        else:  # a stand-in: only the flags it shares with the image, and its own configuration
+            args = kept_args(container, controller.kept_flags)
+        config = folder / "stand-in-config.yaml"
+        if controller.config_text:
+            _write(config, controller.config_text.encode())
+        args += [arg.format(address=address, kubeconfig=kubeconfig, config=config) for arg in controller.extra_args]
         services = [s for s in self.api.get(f"/api/v1/namespaces/{namespace}/services")["items"] if selects(s, labels)]
         for service in services:
             for collection, obj in endpoints_objects(service, address, endpoint_ports(service, container)):
@@ -454,9 +637,13 @@ class Supervisor:
             # configuration (k8s.io/client-go rest.InClusterConfig), which Kueue's visibility server requires
             "KUBERNETES_SERVICE_HOST": "127.0.0.1",
             "KUBERNETES_SERVICE_PORT": str(local_cluster.APISERVER_PORT),
+            # Workload Identity's credentials, stood in (google_credentials)
+            "GOOGLE_APPLICATION_CREDENTIALS": str(
+                google_credentials(folder, spec.get("serviceAccountName") or "default", namespace)
+            ),
             **env_of(container, namespace, f"{controller.deployment}-local", address),
         }
-        binary = str(toolchain.binary_path(controller.name))
+        binary = str(toolchain.binary_path(controller.toolchain_binary))
         command = launch_command(local_cluster.netns_name(self.stack), binary, args, mounts)
         (folder / "command.json").write_text(json.dumps(command, indent=2) + "\n")
         log = self.p.logs / f"{controller.name}.log"
@@ -475,7 +662,7 @@ class Supervisor:
 
     def built(self, controller: Controller) -> bool:
         """The controller's toolchain component is built whole (not a binary go is still writing)."""
-        tool = next(t for t in versions.TOOLCHAIN if controller.name in dict(t.binaries))
+        tool = next(t for t in versions.TOOLCHAIN if controller.toolchain_binary in dict(t.binaries))
         return toolchain.is_built(tool) and (toolchain.cache_dir(tool) / "BUILD.json").exists()
 
     def pod_endpoints(self) -> None:
@@ -499,7 +686,7 @@ class Supervisor:
             self.pod_endpoints()
         except (KeyError, LocalClusterError, urllib.error.URLError) as err:
             print(f"supervisor: pod endpoints: {err}", flush=True)
-        for controller in CONTROLLERS:
+        for controller in EVERY_CONTROLLER:
             if not self.built(controller):
                 continue
             path = f"/apis/apps/v1/namespaces/{controller.namespace}/deployments/{controller.deployment}"
@@ -549,7 +736,7 @@ class Supervisor:
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
-        for controller in CONTROLLERS:  # left by a supervisor that did not stop cleanly: started afresh
+        for controller in EVERY_CONTROLLER:  # left by a supervisor that did not stop cleanly: started afresh
             local_cluster.stop(self.p, controller.name)
         self.record()
         while True:

@@ -133,8 +133,44 @@ def local_config(source: Path, kubeconfig: Path, sources: Sequence[Path]) -> dic
     return config
 
 
+# A sources folder (laid out as ../shared/reference) holding the charts whose Chart.yaml names a `file://` dependency,
+# with it vendored, as their registry publishes them: llm-d-router-gateway's `router` (file://../routerlib) is packaged
+# into the chart at ghcr.io, while its source folder holds only Chart.yaml's reference, which Helm refuses ("found in
+# Chart.yaml, but missing in charts/ directory"). Looked in first; made from the sources on every write_project, in the
+# stack's folder (.cache/local/<stack>/vendored-sources).
+
+
+def vendor_chart_dependencies(sources: Sequence[Path], out: Path) -> Path:
+    """`out`: every chart of `sources` (charts/ and charts-staged/) with `file://` dependencies, copied with each
+    dependency's folder under the copy's charts/<dependency chart name>/, as `helm dependency build` vendors it (a
+    folder, not its .tgz: Helm's chart loader reads both, helm.sh/helm/v3 pkg/chart/loader/load.go `charts/`)."""
+    from stacks.model.local_target import CHART_FOLDERS
+
+    shutil.rmtree(out, ignore_errors=True)
+    for root in sources:
+        for top in CHART_FOLDERS:
+            for chart_file in sorted((root / top).glob("*/**/Chart.yaml")) if (root / top).is_dir() else []:
+                chart = chart_file.parent
+                if chart.parent.name == "charts" and (chart.parent.parent / "Chart.yaml").exists():
+                    continue  # a chart vendored inside another already
+                meta = yaml.safe_load(chart_file.read_text()) or {}
+                deps = meta.get("dependencies") or []
+                local_deps = [d for d in deps if str(d.get("repository", "")).startswith("file://")]
+                target = out / chart.relative_to(root)
+                if not local_deps or target.exists():
+                    continue
+                shutil.copytree(chart, target)
+                for dep in local_deps:
+                    dep_dir = (chart / dep["repository"].removeprefix("file://")).resolve()
+                    dep_name = (yaml.safe_load((dep_dir / "Chart.yaml").read_text()) or {})["name"]
+                    shutil.copytree(dep_dir, target / "charts" / dep_name, dirs_exist_ok=True)
+    return out
+
+
 def write_project(local: LocalStack, source: Path, sources: Sequence[Path]) -> None:
-    """The local project and stack config; an existing stack file keeps its encryption salt."""
+    """The local project and stack config; an existing stack file keeps its encryption salt. The sources are looked
+    in after the charts with vendored dependencies (vendor_chart_dependencies)."""
+    sources = [vendor_chart_dependencies(sources, local.folder / "vendored-sources"), *sources]
     local.project.mkdir(parents=True, exist_ok=True)
     (local.project / "Pulumi.yaml").write_text(yaml.safe_dump(project_file(local.project), sort_keys=False))
     kept = {}

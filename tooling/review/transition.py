@@ -212,6 +212,21 @@ def _depends(rec: Recording, reg: Registration, target: str) -> bool:
     return False
 
 
+# Fields whose change the Kubernetes provider applies by replacing the object (pulumi/pulumi-kubernetes provider/v4
+# pkg/provider/diff.go forceNewProperties and its forceNew table), for the kinds the stack registers: a ConfigMap's
+# data and a Secret's type and data unless the provider is configured mutable for them (enableConfigMapMutable,
+# enableSecretMutable: the stack's providers set neither), a Job's template, completions, parallelism and selector, a
+# (Cluster)RoleBinding's roleRef. The first real namespace change (make e2e, gemma-hpa-prometheus) replaced the
+# prometheus-adapter rules ConfigMap, which the review had called in place.
+FORCE_NEW: dict[str, tuple[str, ...]] = {
+    "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
+    "kubernetes:core/v1:Secret": ("type", "data", "stringData"),
+    "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
+}
+
+
 def _replaced(old: Registration, new: Registration) -> list[str]:
     if old.type.startswith("kubernetes:"):
         before, after = old.inputs.get("metadata") or {}, new.inputs.get("metadata") or {}
@@ -220,6 +235,9 @@ def _replaced(old: Registration, new: Registration) -> list[str]:
             for k in ("name", "namespace")
             if isinstance(before, dict) and isinstance(after, dict) and before.get(k) != after.get(k)
         ]
+        for path in FORCE_NEW.get(new.type, ()):
+            if _get(old.inputs, path) != _get(new.inputs, path):
+                out.append(f"{path} changes (the Kubernetes provider replaces the object)")
         for path in new.replace_on_changes:
             a, b = _get(old.inputs, path), _get(new.inputs, path)
             if a != b:

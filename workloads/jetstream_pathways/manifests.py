@@ -20,6 +20,7 @@ from stacks.serving.workload_plan import (
     SLICE_TOPOLOGY_KEY,
     cpu_quantity,
     host_requests,
+    memory_quantity,
 )
 from workloads.jetstream.server import (
     JETSTREAM_GRPC_PORT,
@@ -103,7 +104,10 @@ def leader_requests(shape: catalog.SliceShape) -> dict[str, dict[str, str]]:
     cpu_scale = min(1.0, LEADER_HOST_SHARE * host[0] / cpu_total) if host else 1.0
     mem_scale = min(1.0, LEADER_HOST_SHARE * host[1] / mem_total) if host else 1.0
     return {
-        name: {"cpu": cpu_quantity(round(cpu * cpu_scale, 1)), "memory": f"{int(mem * mem_scale * 1000)}M"}
+        name: {
+            "cpu": cpu_quantity(round(cpu * cpu_scale, 1)),
+            "memory": memory_quantity(int(mem * mem_scale * 1000), "M"),
+        }
         for name, (cpu, mem) in LEADER_DEMAND.items()
     }
 

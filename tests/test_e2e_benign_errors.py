@@ -1,0 +1,33 @@
+"""The e2e's controller-log check (e2e/cluster.py errors_in): an error line counts unless BENIGN_ERRORS names its
+message for that controller, each entry with why and where upstream; a transient one only when the line that
+resolves it follows. Pure: reads a log file, no cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from e2e import cluster as c
+
+
+def test_every_benign_message_names_its_controllers_and_an_upstream_source() -> None:
+    for benign in c.BENIGN_ERRORS:
+        assert benign.controllers and benign.message and benign.why
+        assert "@" in benign.why or "#" in benign.why, benign.why
+
+
+def test_only_the_listed_message_of_the_listed_controller_is_accepted_and_a_transient_one_once_resolved(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "jobset.log"
+    crash = "2026-11-29T09:15:43Z\tERROR\tsetup\tproblem running manager\t" + (
+        '{"error": "tls: failed to find any PEM data in certificate input"}'
+    )
+    other = '2026-11-29T09:15:44Z\tERROR\tsetup\tunable to create controller\t{"error": "no matches for kind"}'
+    log.write_text(f"{crash}\n{other}\n")
+    # unresolved: no later run serves
+    found = c.errors_in(log, controller="jobset-controller")
+    assert len(found) == 2 and "not followed by" in found[0] and found[1] == other
+    log.write_text(f"{crash}\n2026-11-29T09:15:57Z\tINFO\tcontroller-runtime.webhook\tServing webhook server\n")
+    assert c.errors_in(log, controller="jobset-controller") == []
+    # the same line from another controller counts
+    assert c.errors_in(log, controller="lws-controller") == [crash]
