@@ -127,6 +127,17 @@ EFFECTS: tuple[Effect, ...] = (
         "Change it between runs of the job.",
     ),
     Effect(
+        r"workloads\[vllm\]\.loras ",
+        "replaces",
+        "replaces",
+        "The body-based router's ConfigMap that maps the workload's model and adapter names to its pool gets new data, "
+        "and the Kubernetes provider replaces a ConfigMap whose data changes (pulumi-kubernetes: ConfigMaps are "
+        "replaced, not updated, unless enableConfigMapMutable): while it is replaced the router may not map this "
+        "workload's names. The vLLM replicas roll to serve the new adapter set (adapters are not loaded at run time, "
+        "docs/workloads/vllm.md).",
+        "`pulumi up` at a quiet time; requests naming an adapter during the roll may reach a replica without it.",
+    ),
+    Effect(
         r"workloads\[\]\.type ",
         "replaces",
         "replaces",
