@@ -70,6 +70,8 @@ class InferenceGateway(pulumi.ComponentResource):
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
+        self._releases: dict[str, pulumi.Resource] = {}
+        """Per backend: the router release that creates its InferencePool (its route waits for it)."""
         self._armor: list[pulumi.Resource] = []
         self.commands: dict[str, dict[str, str]] = {}
         """Per served workload: its gateway commands (the `gateway.routes` output)."""
@@ -127,6 +129,20 @@ class InferenceGateway(pulumi.ComponentResource):
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
         }
+        # one HTTPRoute per workload, after the releases that create its InferencePools: a rollout's two sets
+        # share their workload's (stacks/serving/release.py)
+        for route, backends in gateway.routes(plan.backends).items():
+            if plan.paused:
+                continue
+            register_manifest(
+                f"{name}-{route}-route",
+                gateway.http_route_manifest(*backends),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=provider,
+                    depends_on=[*(self._releases[b.name] for b in backends), self.gateway, *self._armor],
+                ),
+            )
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
@@ -167,7 +183,7 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def serve(self, backend: GatewayBackend, *, namespace: pulumi.Resource, paused: bool) -> dict[str, str]:
         """Route one workload through the Gateway: the endpoint picker chart (its InferencePool, picker and GKE
-        policies), an HTTPRoute, and the Cloud Armor policy on its backend. Paused: nothing (the Gateway stays and
+        policies) and the Cloud Armor policy on its backend (its HTTPRoute follows, per route). Paused: nothing (the Gateway stays and
         routes nothing). Returns the workload's gateway commands."""
         if paused:
             return {}
@@ -190,15 +206,7 @@ class InferenceGateway(pulumi.ComponentResource):
         )
         if self._fleet_metrics is not None:
             return fleet_export.export(prefix, backend, self._fleet_metrics.get(backend.name, ""), release, opts)
-        assert self.gateway is not None
-        route = gateway.http_route_manifest(backend)
-        register_manifest(
-            f"{prefix}-route",
-            route,
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[release, self.gateway, *self._armor])
-            ),
-        )
+        self._releases[backend.name] = release
         if self.security_policy is not None:
             # The chart's GCPBackendPolicy (named after the release, targeting the InferencePool) gets the policy:
             # GCPBackendPolicy spec.default.securityPolicy (https://googlecloudplatform.github.io/gke-gateway-api).

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from components.manifests import register_manifest
 from components.workload_identity import WorkloadIdentity, register_grants
 from stacks.security.bucket_access import Grant, gcs_location
+from stacks.serving import benchmark
 from stacks.serving.workload_plan import WorkloadPlan
 
 CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
@@ -171,6 +172,30 @@ class ServingWorkload(pulumi.ComponentResource):
                 spec=hpa["spec"],
                 opts=self.k8s_opts(scaled, *adapter),
             )
+
+    def release_gate(self, *after: pulumi.Resource) -> None:
+        """The release gate's benchmark of a rollout's candidate set (stacks/serving/benchmark.py): its ConfigMap
+        and Job, as the gate's own identity (read-write on the workload's benchmark prefix only), after the set's
+        servers and Service. Nothing for any other set."""
+        manifests = self._plan.gate_manifests()
+        release = self._plan.release
+        if not manifests or release is None:
+            return
+        identity = self.identity(
+            grants=benchmark.grants(self._plan.bucket, release.route),
+            service_account=self._plan.gate_service_account,
+            role="gate",
+        )
+        config_map, job = manifests
+        config = k8s.core.v1.ConfigMap(
+            f"{self._prefix}-gate-config", metadata=config_map["metadata"], data=config_map["data"], opts=self.k8s_opts()
+        )
+        k8s.batch.v1.Job(
+            f"{self._prefix}-gate",
+            metadata=job["metadata"],
+            spec=job["spec"],
+            opts=self.k8s_opts(identity.ksa, config, *after),
+        )
 
     def identity(
         self,

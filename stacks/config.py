@@ -203,7 +203,7 @@ def parse_stack_config(
         warnings,
         pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
     )
-    index = {w.name: i for i, w in sections.workloads}
+    index = workload_checks.indexes(sections.workloads)
     problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
     local = parse(f"{NS}:local", LocalConfig, raw["local"], problems) if raw.get("local") is not None else None
     if problems:

@@ -17,7 +17,7 @@ from stacks.monitoring import adapters as metrics_adapters
 from stacks.pieces.rules import NS, check_name
 from stacks.problems import Problem, fmt
 from stacks.security import bucket_access
-from stacks.serving import gateway
+from stacks.serving import benchmark, gateway, release
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
 from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
@@ -188,26 +188,71 @@ def check(
         path = f"{NS}:workloads[{i}]"
         start = len(problems)
         namespace = _check_workload_keys(i, workload, seen, all_pool_names, addons, types, pools_complete, problems)
-        kind = types[workload.type]
-        pool = pools.get(workload.pool)
-        resolved = kind.resolve(path, workload, pool, namespace, context)
-        warnings.extend(resolved.warnings)
-        if pool is not None:
-            _check_generation(path, workload, pool, types, problems)
-            _check_compute_class(path, kind, pool, problems)
-        problems.extend(resolved.problems)
-        _check_images(path, workload, problems)
-        if len(problems) == start and resolved.plan is not None:
-            roots = [
-                (key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()
-            ]
-            problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
-            if not any(why for _, why in roots):
-                plans.append((i, resolved.plan))
+        # a workload under a rollout runs two server sets, each its own plan (stacks/serving/release.py); the
+        # candidate is checked once the current release has no problem (it would repeat them at its own key)
+        for role, config in release.server_sets(workload):
+            if role == release.CANDIDATE and len(problems) != start:
+                break
+            set_path = path if role == release.CURRENT else f"{path}.rollout.candidate"
+            if config.pool not in all_pool_names and role == release.CANDIDATE and pools_complete:
+                problems.append(Problem(f"{set_path}.pool", f"{config.pool!r} is not a TPU pool of this stack"))
+            said: list[str] = []
+            plan = _resolve(set_path, config, pools, namespace, types, context, problems, said)
+            # what the candidate inherits is said once, of the current release
+            warnings.extend(w for w in said if w.replace(set_path, path, 1) not in warnings)
+            if plan is not None and len(problems) == start:
+                plans.append((i, replace(plan, release=release.release(workload, role))))
+        sets = [p for j, p in plans if j == i]
+        problems.extend(release.route_problems(path, sets))
+        current = sets[0] if sets else None
+        problems.extend(
+            release.problems(
+                path,
+                workload,
+                served=current is None or current.served_by_gateway is not None,
+                name_max=WORKLOAD_NAME_MAX,
+                scenarios=benchmark.SCENARIOS,
+                has_slo=release.latency_slo(workload),
+            )
+        )
     _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
     _check_pool_capacity(plans, problems)
     return rollout_room([plan for _, plan in plans])
+
+
+def indexes(workloads: list[tuple[int, Any]]) -> dict[str, int]:
+    """Each server set's name (a workload's, and slot b's under a rollout) -> its workload's index in
+    tpu-serving:workloads."""
+    return {c.name: i for i, w in workloads for _, c in release.server_sets(w)} | {w.name: i for i, w in workloads}
+
+
+def _resolve(
+    path: str,
+    workload: Any,
+    pools: dict[str, PoolPlan],
+    namespace: str,
+    types: WorkloadRegistry,
+    context: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> WorkloadPlan | None:
+    """One server set's plan from its type's rules and the rules every workload shares (None: it has problems)."""
+    start = len(problems)
+    kind = types[workload.type]
+    pool = pools.get(workload.pool)
+    resolved = kind.resolve(path, workload, pool, namespace, context)
+    warnings.extend(resolved.warnings)
+    if pool is not None:
+        _check_generation(path, workload, pool, types, problems)
+        _check_compute_class(path, kind, pool, problems)
+    problems.extend(resolved.problems)
+    _check_images(path, workload, problems)
+    if len(problems) != start or resolved.plan is None:
+        return None
+    roots = [(key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()]
+    problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
+    return None if any(why for _, why in roots) else resolved.plan
 
 
 def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
@@ -248,7 +293,16 @@ def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[P
         need = plan.hosts_needed
         if need is not None:
             by_pool.setdefault(plan.pool.name, []).append((i, plan, need))
+    # a candidate is refused at its own key when its pool cannot hold it beside what runs there already
+    # (preflight for a release: the candidate is never created without room), and counted nowhere else
+    for i, plan, _ in [u for users in by_pool.values() for u in users if u[1].release and u[1].release.candidate]:
+        users = by_pool[plan.pool.name]
+        if sum(n for _, _, n in users) > plan.pool.capacity_hosts:
+            problems.append(release.capacity_problem(i, plan, [(p.name, n) for _, p, n in users], plan.pool.capacity_hosts))
+        by_pool[plan.pool.name] = [u for u in users if u[1] is not plan]
     for name, users in by_pool.items():
+        if not users:
+            continue
         pool = users[0][1].pool
         capacity = pool.capacity_hosts
         total = sum(n for _, _, n in users)

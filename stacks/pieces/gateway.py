@@ -271,7 +271,12 @@ def plan(
         resource_prefix=resource_prefix,
         kubernetes_minor=kubernetes_minor,
         backends=tuple(
-            replace(b, queue_ttl_s=w.from_zero_budget_s)
+            replace(
+                b,
+                queue_ttl_s=w.from_zero_budget_s,
+                route=w.release.route if w.release is not None else "",
+                weight=w.release.weight if w.release is not None and w.release.paired else None,
+            )
             for w in served(gateway, workloads)
             if (b := w.gateway_backend()) is not None
         ),

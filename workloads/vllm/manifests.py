@@ -390,4 +390,5 @@ class ServedVllmPlan(VllmPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         server = leader_worker_set(self) if self.multi_host else deployment(self)
-        return [server, stage_job(self)] if self.staged else [server]
+        gate = [m for m in self.gate_manifests() if m["kind"] == "Job"]
+        return [server, *([stage_job(self)] if self.staged else []), *gate]

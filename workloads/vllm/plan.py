@@ -32,6 +32,7 @@ from stacks.monitoring import adapters as metrics_adapters
 from stacks.monitoring.metrics import HpaMetric
 from stacks.security import network_policy
 from stacks.security.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
+from stacks.serving import benchmark
 from stacks.serving.gateway import GatewayBackend
 from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.serving.workload_plan import (
@@ -154,6 +155,17 @@ class VllmPlan(WorkloadPlan):
             exec_in=f"kubectl -n {self.namespace} exec {pod} -c {container}",
             model_server_type=ROUTER_TYPE,
             kv_cache_metric=KV_CACHE_METRIC,
+        )
+
+    def benchmark_target(self) -> benchmark.Target:
+        """The gate benchmarks this set's own Service (not the route, whose weights split between the sets), with
+        the tokenizer of the model it serves and, for a gated model, the stack's token."""
+        return benchmark.Target(
+            base_url=f"http://{self.service_name}.{self.namespace}.svc:{self.workload.service.port}",
+            health_path=HEALTH_PATH,
+            model=served_model_name(self),
+            tokenizer=self.workload.model if self.staged else None,
+            token_secret=(self.token_secret_name, HF_TOKEN_KEY) if self.uses_token else None,
         )
 
     @property
