@@ -188,7 +188,10 @@ class ServingWorkload(pulumi.ComponentResource):
         )
         config_map, job = manifests
         config = k8s.core.v1.ConfigMap(
-            f"{self._prefix}-gate-config", metadata=config_map["metadata"], data=config_map["data"], opts=self.k8s_opts()
+            f"{self._prefix}-gate-config",
+            metadata=config_map["metadata"],
+            data=config_map["data"],
+            opts=self.k8s_opts(),
         )
         k8s.batch.v1.Job(
             f"{self._prefix}-gate",

@@ -17,7 +17,8 @@ from stacks.monitoring import adapters as metrics_adapters
 from stacks.pieces.rules import NS, check_name
 from stacks.problems import Problem, fmt
 from stacks.security import bucket_access
-from stacks.serving import benchmark, gateway, release
+from stacks.serving import benchmark, gateway
+from stacks.serving import release as releases
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
 from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
@@ -190,29 +191,29 @@ def check(
         namespace = _check_workload_keys(i, workload, seen, all_pool_names, addons, types, pools_complete, problems)
         # a workload under a rollout runs two server sets, each its own plan (stacks/serving/release.py); the
         # candidate is checked once the current release has no problem (it would repeat them at its own key)
-        for role, config in release.server_sets(workload):
-            if role == release.CANDIDATE and len(problems) != start:
+        for role, config in releases.server_sets(workload):
+            if role == releases.CANDIDATE and len(problems) != start:
                 break
-            set_path = path if role == release.CURRENT else f"{path}.rollout.candidate"
-            if config.pool not in all_pool_names and role == release.CANDIDATE and pools_complete:
+            set_path = path if role == releases.CURRENT else f"{path}.rollout.candidate"
+            if config.pool not in all_pool_names and role == releases.CANDIDATE and pools_complete:
                 problems.append(Problem(f"{set_path}.pool", f"{config.pool!r} is not a TPU pool of this stack"))
             said: list[str] = []
             plan = _resolve(set_path, config, pools, namespace, types, context, problems, said)
             # what the candidate inherits is said once, of the current release
             warnings.extend(w for w in said if w.replace(set_path, path, 1) not in warnings)
             if plan is not None and len(problems) == start:
-                plans.append((i, replace(plan, release=release.release(workload, role))))
+                plans.append((i, replace(plan, release=releases.release(workload, role))))
         sets = [p for j, p in plans if j == i]
-        problems.extend(release.route_problems(path, sets))
+        problems.extend(releases.route_problems(path, sets))
         current = sets[0] if sets else None
         problems.extend(
-            release.problems(
+            releases.problems(
                 path,
                 workload,
                 served=current is None or current.served_by_gateway is not None,
                 name_max=WORKLOAD_NAME_MAX,
                 scenarios=benchmark.SCENARIOS,
-                has_slo=release.latency_slo(workload),
+                has_slo=releases.latency_slo(workload),
             )
         )
     _check_exclusive_pools(workloads, pools, types, problems)
@@ -224,7 +225,7 @@ def check(
 def indexes(workloads: list[tuple[int, Any]]) -> dict[str, int]:
     """Each server set's name (a workload's, and slot b's under a rollout) -> its workload's index in
     tpu-serving:workloads."""
-    return {c.name: i for i, w in workloads for _, c in release.server_sets(w)} | {w.name: i for i, w in workloads}
+    return {c.name: i for i, w in workloads for _, c in releases.server_sets(w)} | {w.name: i for i, w in workloads}
 
 
 def _resolve(
@@ -298,7 +299,9 @@ def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[P
     for i, plan, _ in [u for users in by_pool.values() for u in users if u[1].release and u[1].release.candidate]:
         users = by_pool[plan.pool.name]
         if sum(n for _, _, n in users) > plan.pool.capacity_hosts:
-            problems.append(release.capacity_problem(i, plan, [(p.name, n) for _, p, n in users], plan.pool.capacity_hosts))
+            problems.append(
+                releases.capacity_problem(i, plan, [(p.name, n) for _, p, n in users], plan.pool.capacity_hosts)
+            )
         by_pool[plan.pool.name] = [u for u in users if u[1] is not plan]
     for name, users in by_pool.items():
         if not users:

@@ -642,7 +642,7 @@ class RolloutAccepted(CamelModel):
 class RolloutDecision(CamelModel):
     """What `make promote` last decided (it writes this; the review shows it)."""
 
-    action: Literal["start", "advance", "hold", "promote", "rollback"] = Field(description="The decision.")
+    action: Literal["advance", "hold", "promote", "rollback"] = Field(description="The decision.")
     weight: int = Field(ge=0, le=100, description="The candidate's weight after the decision.")
     reason: str = Field(description="Why, in words (the measured values against the gate).")
     at: str = Field(description="When (UTC, ISO 8601).")

@@ -278,9 +278,7 @@ def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[
     # templates/_gke.yaml `name: {{ .Release.Name }}`)
     own = {"job": name} if w.release is not None else {}
     epp = selector(cluster=cluster, namespace=ns, **own)
-    errors = selector(
-        cluster=cluster, namespace=ns, **own, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS)
-    )
+    errors = selector(cluster=cluster, namespace=ns, **own, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))
     window = f"{alerts.GATEWAY_MINUTES}m"
     status = f"kubectl -n {ns} get inferencepool {name} -o yaml; kubectl -n {ns} logs deploy/{gateway.epp_name(name)}"
     return (

@@ -7,7 +7,7 @@ inference-perf's config (kubernetes-sigs/inference-perf v0.7.0, PyPI inference-p
 inference_perf/config/config.py Config and its sections; tests/data/inference_perf_config_schema.json records its
 JSON Schema, which the tests validate every rendered config against): `api` {type completion|chat, streaming},
 `data` {type random, input_distribution, output_distribution}, `load` {type constant, stages [{rate, duration}]},
-`server` {type vllm, model_name, base_url, ignore_eos}, `report.goodput.constraints` {ttft, tpot} (seconds),
+`server` {type (the type's own), model_name, base_url, ignore_eos}, `report.goodput.constraints` {ttft, tpot} (seconds),
 `storage.google_cloud_storage` {bucket_name, path} (inference_perf/client/filestorage/gcs.py uploads each report
 as <path>/<name>.json; the summary is `summary_lifecycle_metrics`, inference_perf/reportgen/base.py). Streaming is
 on: TTFT and TPOT are measured only for streamed responses (APIConfig.streaming's description).
@@ -131,6 +131,7 @@ class Target:
 
     base_url: str
     health_path: str  # answers 200 once the server serves: the Job waits for it before the load starts
+    server_type: str  # inference-perf's ModelServerType of the server (config/client/modelserver/config.py)
     model: str
     tokenizer: str | None  # a Hugging Face id the tool loads the tokenizer from; None: the tool asks the server
     token_secret: tuple[str, str] | None  # (Secret, key) of a Hugging Face token for a gated tokenizer
@@ -155,7 +156,12 @@ def config(
             "output_distribution": scenario.distribution(scenario.output_tokens),
         },
         "load": {"type": "constant", "stages": [{"rate": scenario.rate, "duration": scenario.duration_s}]},
-        "server": {"type": "vllm", "model_name": target.model, "base_url": target.base_url, "ignore_eos": True},
+        "server": {
+            "type": target.server_type,
+            "model_name": target.model,
+            "base_url": target.base_url,
+            "ignore_eos": True,
+        },
         "report": {
             "request_lifecycle": {"summary": True, "per_stage": False, "per_request": False},
             "prometheus": {"summary": False, "per_stage": False},
@@ -185,9 +191,7 @@ def manifests(
     """The gate: a ConfigMap with inference-perf's config and the Job that runs it once on the system pool, as
     its own identity (`grants`). `pulumi up` does not wait for it (pulumi.com/skipAwait): `make promote` does."""
     labels = {"app": f"{route}-gate", "role": "benchmark"}
-    cfg = config(
-        scenario, target, bucket=bucket, path=f"{results_prefix(route)}{name}", ttft_s=ttft_s, tpot_s=tpot_s
-    )
+    cfg = config(scenario, target, bucket=bucket, path=f"{results_prefix(route)}{name}", ttft_s=ttft_s, tpot_s=tpot_s)
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -117,9 +117,7 @@ def latency_slo(workload: Any) -> bool:
     return slo is not None and (slo.time_to_first_token is not None or slo.time_per_output_token is not None)
 
 
-def problems(
-    path: str, workload: Any, *, served: bool, name_max: int, scenarios: Any, has_slo: bool
-) -> list[Problem]:
+def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios: Any, has_slo: bool) -> list[Problem]:
     """A rollout's own rules: served through the gateway (its weights are an HTTPRoute's), a latency SLO the gate
     measures goodput at, a name that leaves room for slot b's suffix, steps and weight the strategy allows, a known
     gate scenario, no mirroring."""

@@ -16,12 +16,11 @@ from stacks.naming import LABEL_MAX, MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, fi
 from stacks.problems import Problem
 from stacks.security import scan_exceptions
 from stacks.security.pod_security import ContainerSecurity, pod_specs, secure_pod
-from stacks.serving import disruption
-from stacks.serving import benchmark
+from stacks.serving import benchmark, disruption
 from stacks.serving.gateway import GatewayBackend
-from stacks.serving.release import Release
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.pool_sizing import waits_for_capacity
+from stacks.serving.release import Release
 from stacks.serving.startup import StartupPath, compile_cache_prefix
 from stacks.serving.workload_type import WorkloadContext
 

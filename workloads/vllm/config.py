@@ -142,7 +142,7 @@ class VllmWorkload(WorkloadConfig):
     rollout: VllmRolloutConfig | None = Field(
         None,
         description="Releases as a gated train (canary or blue-green behind the gateway, `make promote`): "
-        "docs/operations.md \"Release train\".",
+        'docs/operations.md "Release train".',
     )
 
     def overrides_images(self) -> bool:

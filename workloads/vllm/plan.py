@@ -51,6 +51,9 @@ API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl com
 # The Inference Gateway router's name for vLLM servers (`router.modelServers.type`, llm-d/llm-d-router@v0.10.0:
 # config/charts/README.md; routerlib templates/_config.yaml reads vLLM's metrics for it).
 ROUTER_TYPE = "vllm"
+# inference-perf's name for a vLLM server (kubernetes-sigs/inference-perf v0.7.0
+# inference_perf/config/client/modelserver/config.py ModelServerType.VLLM), the gate's benchmark config
+BENCHMARK_SERVER_TYPE = "vllm"
 CONTAINER = "vllm-tpu"
 DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/facts/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
@@ -163,6 +166,7 @@ class VllmPlan(WorkloadPlan):
         return benchmark.Target(
             base_url=f"http://{self.service_name}.{self.namespace}.svc:{self.workload.service.port}",
             health_path=HEALTH_PATH,
+            server_type=BENCHMARK_SERVER_TYPE,
             model=served_model_name(self),
             tokenizer=self.workload.model if self.staged else None,
             token_secret=(self.token_secret_name, HF_TOKEN_KEY) if self.uses_token else None,

@@ -1,0 +1,338 @@
+"""Issue 37 items 3-5: releases as a gated train. A workload's `rollout` runs the current release and a candidate as
+two server sets (slots a and b, stacks/serving/release.py), each with its own InferencePool, under one HTTPRoute
+whose backend weights the stack owns; the gate's inference-perf Job benchmarks the candidate
+(stacks/serving/benchmark.py); `make promote` decides on recorded results and writes the stack file
+(tooling/operations/promote.py)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from ruamel.yaml import YAML
+
+from stacks.problems import ConfigError
+from stacks.serving import benchmark, gateway
+from stacks.serving import release as releases
+from tests.conftest import recorded
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import load_stack_file, parse_config
+from tooling.operations import promote
+from tooling.oracles.schemas import crd_dir, validate_objects
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples/vllm-canary/Pulumi.vllm-canary.yaml"
+FIXTURES = ROOT / "tests/fixtures/promote"
+SCHEMA = json.loads((ROOT / "tests/data/inference_perf_config_schema.json").read_text())
+needs_crds = pytest.mark.skipif(crd_dir() is None, reason="no CRDs in ../shared/reference or .cache/crds")
+
+
+def example() -> dict[str, Any]:
+    return copy.deepcopy(load_stack_file(EXAMPLE))
+
+
+def workload(cfg: dict[str, Any]) -> dict[str, Any]:
+    return cfg["tpu-serving:workloads"][0]
+
+
+def parsed(cfg: dict[str, Any]):
+    return parse_config(cfg, "vllm-canary")
+
+
+def problems(cfg: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        parsed(cfg)
+    return [str(p) for p in err.value.problems]
+
+
+# ---- the config: two server sets, their rules ---------------------------------------------------------------
+
+
+def test_a_candidate_runs_as_a_second_server_set_in_the_other_slot():
+    cfg = parsed(example())
+    sets = {w.name: w for w in cfg.workloads}
+    assert set(sets) == {"chat", "chat-b"}
+    current, candidate = sets["chat"], sets["chat-b"]
+    assert current.release.role == releases.CURRENT and current.release.weight == 90
+    assert candidate.release.role == releases.CANDIDATE and candidate.release.weight == 10
+    # the candidate is the workload with the candidate's fields; the rest is the workload's
+    assert candidate.workload.args == {"max-num-seqs": 256, "enable-prefix-caching": True}
+    assert candidate.workload.replicas == 1 and current.workload.replicas == 2
+    assert candidate.workload.slo == current.workload.slo and candidate.namespace == current.namespace == "chat"
+    assert "--max-num-seqs=256" in candidate.serve_args() and "--max-num-seqs=256" not in current.serve_args()
+
+
+def test_slot_b_runs_the_current_release_after_a_flip():
+    cfg = example()
+    workload(cfg)["rollout"]["slot"] = "b"
+    sets = {w.name: w.release for w in parsed(cfg).workloads}
+    assert sets["chat-b"].role == releases.CURRENT and sets["chat"].role == releases.CANDIDATE
+
+
+def test_a_rollout_without_a_candidate_changes_nothing_of_the_workload():
+    """Adding `rollout` to a live workload: the same objects, the route without weights (a clean `pulumi up`)."""
+    cfg = example()
+    del workload(cfg)["rollout"]
+    plain = parsed(cfg)
+    workload(cfg)["rollout"] = {"strategy": "canary"}
+    ruled = parsed(cfg)
+    assert [w.name for w in ruled.workloads] == ["chat"]
+    assert ruled.workloads[0].pod_manifests() == plain.workloads[0].pod_manifests()
+    assert ruled.gateway_plan.backends[0].weight is None
+    route = gateway.http_route_manifest(*ruled.gateway_plan.backends)
+    assert route == gateway.http_route_manifest(*plain.gateway_plan.backends)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "words"),
+    [
+        ({"strategy": "blueGreen", "weight": 10}, "rollout.weight", "is not 0 or 100"),
+        ({"weight": 30}, "rollout.weight", "one of steps"),
+        ({"steps": [50, 10, 100]}, "rollout.steps", "must increase"),
+        ({"steps": [10, 50]}, "rollout.steps", "end at 100"),
+        ({"mirror": True}, "rollout.mirror", "RequestMirror"),
+        ({"gate": {"scenario": "nope"}}, "rollout.gate.scenario", "not a benchmark scenario"),
+        ({"candidate": None, "weight": 10}, "rollout.weight", "without a candidate"),
+        ({"candidate": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}, "rollout.candidate", "served-model-name"),
+        ({"candidate": {"replicas": 3}}, "rollout.candidate", "pool 'v6e-2x2' has 4 TPU host(s)"),
+        ({"candidate": {"pool": "nope"}}, "rollout.candidate.pool", "not a TPU pool"),
+    ],
+)
+def test_a_rollout_the_stack_cannot_run_is_refused_at_its_key(change, key, words):
+    cfg = example()
+    workload(cfg)["rollout"].update(change)
+    found = problems(cfg)
+    assert any(f"workloads[0].{key}:" in p and words in p for p in found), found
+
+
+def test_the_candidate_is_refused_before_it_is_created_when_its_pool_cannot_hold_both_sets():
+    """Preflight of a release: the pool's capacity arithmetic (hosts at the replicas' maximum) with both sets; the
+    problem names every set's hosts and the fixes."""
+    cfg = example()
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 3
+    (found,) = [p for p in problems(cfg) if "rollout.candidate:" in p]
+    assert "'chat' 2" in found and "'chat-b' 3" in found and "need 5" in found
+
+
+def test_a_rollout_needs_the_gateway_and_a_latency_slo():
+    cfg = example()
+    cfg["tpu-serving:gateway"] = {"enabled": False}
+    del workload(cfg)["slo"]
+    found = problems(cfg)
+    assert any("rollout: needs the workload served through the Inference Gateway" in p for p in found), found
+    assert any("rollout: needs slo.timeToFirstToken" in p for p in found), found
+
+
+# ---- the rendered objects -------------------------------------------------------------------------------------
+
+
+def objects() -> list[dict[str, Any]]:
+    return kubernetes_objects(recorded(EXAMPLE, True))
+
+
+def test_the_example_renders_two_pools_one_weighted_route_and_the_gate_job():
+    objs = objects()
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objs}
+    assert {("Deployment", "chat"), ("Deployment", "chat-b"), ("Service", "chat"), ("Service", "chat-b")} <= kinds
+    (route,) = [o for o in objs if o["kind"] == "HTTPRoute"]
+    refs = route["spec"]["rules"][0]["backendRefs"]
+    assert [(r["kind"], r["name"], r["weight"]) for r in refs] == [
+        ("InferencePool", "chat", 90),
+        ("InferencePool", "chat-b", 10),
+    ]
+    (job,) = [o for o in objs if o["kind"] == "Job" and o["metadata"]["labels"].get("role") == "benchmark"]
+    assert job["metadata"]["name"].startswith("chat-gate-")
+    pod = job["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == benchmark.default_image()
+    assert pod["serviceAccountName"].startswith("chat-b-") and pod["serviceAccountName"].endswith("-gate")
+    assert "http://chat-b.chat.svc:8000/health" in pod["initContainers"][0]["command"]
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+
+
+def test_each_set_has_its_own_inference_pool():
+    cfg = parsed(example())
+    pools = [gateway.inference_pool_manifest(b) for b in cfg.gateway_plan.backends]
+    assert [(p["metadata"]["name"], p["spec"]["selector"]["matchLabels"]["app"]) for p in pools] == [
+        ("chat", "chat"),
+        ("chat-b", "chat-b"),
+    ]
+
+
+@needs_crds
+def test_every_new_object_validates_against_its_upstream_schema():
+    """The HTTPRoute with two weighted InferencePool backendRefs against the Gateway API v1.6.1 CRD, both
+    InferencePools against inference.networking.k8s.io v1.6.0 (../shared/reference/crds), the Job, ConfigMap and
+    the rest against kubernetes-validate."""
+    cfg = parsed(example())
+    pools = [gateway.inference_pool_manifest(b) for b in cfg.gateway_plan.backends]
+    report = validate_objects([*objects(), *pools], "1.35")
+    assert report.errors == []
+    assert report.checked >= 50
+
+
+def test_the_gate_config_validates_against_inference_perfs_schema():
+    """Each scenario's inference-perf config against the JSON Schema of inference-perf 0.7.0's Config
+    (tests/data/inference_perf_config_schema.json, recorded from the wheel), which forbids unknown keys."""
+    target = benchmark.Target("http://c.ns.svc:8000", "/health", "vllm", "org/m", "org/m", None)
+    for scenario in benchmark.SCENARIOS.values():
+        cfg = benchmark.config(scenario, target, bucket="b", path="benchmarks/x/y", ttft_s=1.0, tpot_s=0.1)
+        jsonschema.validate(cfg, SCHEMA)
+    rendered = [o for o in objects() if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("chat-gate-")]
+    (config_map,) = rendered
+    jsonschema.validate(json.loads(config_map["data"][benchmark.CONFIG_FILE]), SCHEMA)
+    bad = {**benchmark.config(benchmark.SCENARIOS["chat"], target, bucket="b", path="p", ttft_s=1, tpot_s=None)}
+    bad["load"] = {**bad["load"], "rates": [1]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA)
+
+
+def test_the_gate_writes_only_its_workloads_benchmark_prefix():
+    (grant,) = benchmark.grants("bkt", "chat")
+    assert (grant.bucket, grant.role, grant.prefix) == ("bkt", "roles/storage.objectUser", "benchmarks/chat/")
+    cfg = parsed(example())
+    candidate = next(w for w in cfg.workloads if w.release.candidate)
+    (config_map, _) = candidate.gate_manifests()
+    storage = json.loads(config_map["data"][benchmark.CONFIG_FILE])["storage"]["google_cloud_storage"]
+    assert storage["path"].startswith("benchmarks/chat/") and storage["bucket_name"] == candidate.bucket
+
+
+def test_a_new_step_runs_a_new_gate_job():
+    cfg = example()
+    first = next(w for w in parsed(cfg).workloads if w.release.candidate).gate_job_name
+    workload(cfg)["rollout"]["weight"] = 50
+    second = next(w for w in parsed(cfg).workloads if w.release.candidate).gate_job_name
+    assert first and second and first != second
+
+
+def test_each_sets_slos_and_gateway_alerts_read_its_own_series():
+    """The candidate's burn-rate SLOs (the rollback trigger) filter on its own pods' `app` label; its gateway rules
+    on its own picker's `job` (its PodMonitoring, named after the router release)."""
+    cfg = parsed(example())
+    by_name = {w.name: w for w in cfg.alerts_plan.workloads}
+    for name in ("chat", "chat-b"):
+        assert {o.key for o in by_name[name].objectives} == {f"{name}-ttft", f"{name}-tpot", f"{name}-availability"}
+        assert all(f'metric.labels.app="{name}"' in o.metric_filter for o in by_name[name].objectives)
+        errors = next(r for r in by_name[name].rules if r.key == f"{name}-gateway-errors")
+        assert f'job="{name}"' in errors.query
+
+
+# ---- the gate's decision, on recorded results, both ways ------------------------------------------------------
+
+ACCEPTED = {"ttftP90Seconds": 0.42, "tpotP90Seconds": 0.031, "outputTokensPerSecond": 980, "goodput": 0.97}
+GATE = {"maxRegression": 0.1, "minGoodput": 0.9}
+
+
+def result(name: str) -> promote.Result:
+    return promote.read_summary(json.loads((FIXTURES / name).read_text()), f"gs://b/{name}")
+
+
+def decide(name: str | None, *, weight: int = 10, strategy: str = "canary", burning=(), accepted=ACCEPTED):
+    return promote.decide(
+        strategy=strategy,
+        steps=[10, 50, 100],
+        weight=weight,
+        gate=GATE,
+        accepted=accepted,
+        result=result(name) if name else None,
+        expected_requests=600,
+        burning=list(burning),
+    )
+
+
+def test_the_summary_is_read_as_inference_perf_writes_it():
+    got = result("pass.json")
+    assert (got.ttft_p90_s, got.tpot_p90_s, got.output_tokens_per_s) == (0.44, 0.03, 1012.0)
+    assert got.goodput == pytest.approx(0.97) and (got.requests, got.failures) == (598, 0)
+
+
+@pytest.mark.parametrize(("weight", "expected"), [(0, ("advance", 10)), (10, ("advance", 50)), (50, ("advance", 100))])
+def test_a_passing_candidate_advances_step_by_step(weight, expected):
+    decision = decide("pass.json", weight=weight)
+    assert (decision.action, decision.weight) == expected
+
+
+def test_a_passing_candidate_at_100_is_promoted_and_blue_green_switches_whole():
+    assert decide("pass.json", weight=100).action == "promote"
+    assert (decide("pass.json", weight=0, strategy="blueGreen").weight) == 100
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("regressed.json", "ttft p90 0.59 s > accepted 0.42 s"),
+        ("low-goodput.json", "goodput 0.72 below"),
+        ("errors.json", "40 of 600 requests failed"),
+        (None, "benchmark failed"),
+    ],
+)
+def test_a_failing_candidate_is_rolled_back(name, words):
+    decision = decide(name, weight=50)
+    assert (decision.action, decision.weight) == ("rollback", 0) and words in decision.reason
+
+
+def test_the_candidates_burn_rate_rolls_it_back_whatever_the_benchmark():
+    decision = decide("pass.json", burning=["chat-b: TTFT within 1 s burns 20x (> 14.4x)"])
+    assert decision.action == "rollback" and "error budget" in decision.reason
+
+
+def test_an_inconclusive_run_holds_the_weight():
+    decision = decide("short.json", weight=50)
+    assert (decision.action, decision.weight) == ("hold", 50)
+
+
+def test_without_an_accepted_result_the_slos_alone_decide():
+    assert decide("regressed.json", accepted=None).action == "advance"
+    assert decide("low-goodput.json", accepted=None).action == "rollback"
+
+
+# ---- writing the decision into the stack file ------------------------------------------------------------------
+
+
+def written(decision: promote.Decision, res: promote.Result | None) -> tuple[str, dict[str, Any]]:
+    """The example stack file after `apply`, as text (comments kept) and as the program reads it."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    doc = yaml.load(EXAMPLE.read_text())
+    promote.apply(doc["config"]["tpu-serving:workloads"][0], decision, res, "2026-11-29T10:00:00Z")
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    text = out.getvalue()
+    return text, YAML(typ="safe").load(text)["config"]
+
+
+def test_an_advance_rewrites_the_weight_and_keeps_the_files_comments():
+    text, cfg = written(promote.Decision("advance", 50, "passed"), result("pass.json"))
+    rollout = workload(cfg)["rollout"]
+    assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
+    assert "# written by `make promote`" in text and text.startswith("# yaml-language-server")
+    weights = {w.name: w.release.weight for w in parsed(cfg).workloads}
+    assert weights == {"chat": 50, "chat-b": 50}
+
+
+def test_a_rollback_removes_the_candidate_and_the_next_render_has_one_pool():
+    _, cfg = written(promote.Decision("rollback", 0, "regressed"), result("regressed.json"))
+    assert "candidate" not in workload(cfg)["rollout"] and workload(cfg)["rollout"]["weight"] == 0
+    stack = parsed(cfg)
+    assert [w.name for w in stack.workloads] == ["chat"]
+    (backend,) = stack.gateway_plan.backends
+    assert gateway.http_route_manifest(backend)["spec"]["rules"][0]["backendRefs"][0].get("weight") is None
+
+
+def test_a_promotion_flips_the_slot_so_the_candidates_servers_become_the_current_release_unchanged():
+    before = {w.name: w for w in parsed(example()).workloads}
+    res = result("pass.json")
+    _, cfg = written(promote.Decision("promote", 0, "passed at 100"), res)
+    rollout = workload(cfg)["rollout"]
+    assert rollout["slot"] == "b" and "candidate" not in rollout and rollout["accepted"]["source"] == res.source
+    assert workload(cfg)["args"] == {"max-num-seqs": 256, "enable-prefix-caching": True}
+    assert workload(cfg)["replicas"] == 2  # the canary's size is not promoted
+    after = {w.name: w for w in parsed(cfg).workloads}
+    assert list(after) == ["chat-b"] and after["chat-b"].release.role == releases.CURRENT
+    # the same server, only scaled back to the workload's replicas: no restart of the candidate's pods
+    old, new = before["chat-b"].pod_manifests()[0], after["chat-b"].pod_manifests()[0]
+    assert old["spec"]["template"] == new["spec"]["template"]
