@@ -187,14 +187,17 @@ class ServingWorkload(pulumi.ComponentResource):
             role="gate",
         )
         config_map, job = manifests
+        # named after the step as the objects are (a new step is a new Job and the last one's is deleted, a Job's pod
+        # template being immutable), like the weights' staging Job
+        step = job["metadata"]["name"].rsplit("-", 1)[1]
         config = k8s.core.v1.ConfigMap(
-            f"{self._prefix}-gate-config",
+            f"{self._prefix}-gate-config-{step}",
             metadata=config_map["metadata"],
             data=config_map["data"],
             opts=self.k8s_opts(),
         )
         k8s.batch.v1.Job(
-            f"{self._prefix}-gate",
+            f"{self._prefix}-gate-{step}",
             metadata=job["metadata"],
             spec=job["spec"],
             opts=self.k8s_opts(identity.ksa, config, *after),

@@ -113,19 +113,6 @@ EFFECTS: tuple[Effect, ...] = (
         "to its Service, then remove the old workload and `pulumi up`.",
     ),
 )
-# Kept last but one: any other change of a rollout, which `make promote` makes step by step (docs/operations.md
-# "Release train").
-EFFECTS += (
-    Effect(
-        r"workloads\[[\w-]+\]\.rollout",
-        "replaces",
-        "replaces",
-        "The server sets are updated in place (the candidate's servers roll to its new fields, the route's weights "
-        "change); the release gate's Job and its ConfigMap are named after the step (the candidate's fields and "
-        "weight), so a new step replaces them and runs a new benchmark, which is the point.",
-        "`make promote STACK=<stack>` writes the next step; review the render diff, then `pulumi up`.",
-    ),
-)
 DEFAULT = Effect("", "clean", "clean", "Updated in place; serving continues.", "`pulumi up`.")
 
 
