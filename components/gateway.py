@@ -50,6 +50,9 @@ class GatewayDeps:
 
 class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource | None
+    _armor: list[pulumi.Resource]
+    _releases: dict[str, pulumi.Resource]
+    """Per backend: the router release that creates its InferencePool (its route waits for it)."""
 
     def __init__(
         self,
@@ -70,9 +73,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
-        self._releases: dict[str, pulumi.Resource] = {}
-        """Per backend: the router release that creates its InferencePool (its route waits for it)."""
-        self._armor: list[pulumi.Resource] = []
+        self._armor, self._releases = [], {}
         self.commands: dict[str, dict[str, str]] = {}
         """Per served workload: its gateway commands (the `gateway.routes` output)."""
         if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
@@ -129,13 +130,20 @@ class InferenceGateway(pulumi.ComponentResource):
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
         }
-        # one HTTPRoute per workload, after the releases that create its InferencePools: a rollout's two sets
-        # share their workload's (stacks/serving/release.py)
+        self._routes(plan, provider)
+        self.register_outputs(
+            {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
+        )
+
+    def _routes(self, plan: GatewayPlan, provider: k8s.Provider) -> None:
+        """One HTTPRoute per workload, after the releases that create its InferencePools: a rollout's two server sets
+        share their workload's (stacks/serving/release.py). Paused: none (the Gateway routes nothing)."""
+        assert self.gateway is not None
         for route, backends in gateway.routes(plan.backends).items():
             if plan.paused:
                 continue
             register_manifest(
-                f"{name}-{route}-route",
+                f"{self._name}-{route}-route",
                 gateway.http_route_manifest(*backends),
                 opts=pulumi.ResourceOptions(
                     parent=self,
@@ -143,9 +151,6 @@ class InferenceGateway(pulumi.ComponentResource):
                     depends_on=[*(self._releases[b.name] for b in backends), self.gateway, *self._armor],
                 ),
             )
-        self.register_outputs(
-            {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
-        )
 
     def _allow_only(self, policy_name: str, *, project: str, region: str, ranges: list[str]):
         """A regional Cloud Armor policy that lets `ranges` through and denies every other source (403)."""
@@ -183,8 +188,8 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def serve(self, backend: GatewayBackend, *, namespace: pulumi.Resource, paused: bool) -> dict[str, str]:
         """Route one workload through the Gateway: the endpoint picker chart (its InferencePool, picker and GKE
-        policies) and the Cloud Armor policy on its backend (its HTTPRoute follows, per route). Paused: nothing (the Gateway stays and
-        routes nothing). Returns the workload's gateway commands."""
+        policies) and the Cloud Armor policy on its backend (its HTTPRoute follows, `_routes`). Paused: nothing (the
+        Gateway stays and routes nothing). Returns the workload's gateway commands."""
         if paused:
             return {}
         prefix = f"{self._name}-{backend.name}"

@@ -202,7 +202,9 @@ def check(
             # what the candidate inherits is said once, of the current release
             warnings.extend(w for w in said if w.replace(set_path, path, 1) not in warnings)
             if plan is not None and len(problems) == start:
-                plans.append((i, replace(plan, release=releases.release(workload, role))))
+                found = releases.release(workload, role)
+                # the type's own plan, not a copy, where there is no rollout
+                plans.append((i, plan if found is None else replace(plan, release=found)))
         sets = [p for j, p in plans if j == i]
         problems.extend(releases.route_problems(path, sets))
         current = sets[0] if sets else None
@@ -218,6 +220,7 @@ def check(
         )
     _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
+    _check_set_names(plans, problems)
     _check_pool_capacity(plans, problems)
     return rollout_room([plan for _, plan in plans])
 
@@ -284,6 +287,23 @@ def _check_shared_namespaces(plans: list[tuple[int, WorkloadPlan]], problems: li
                         f"in the same namespace {plan.namespace!r}; rename it or give it its own namespace",
                     )
                 )
+
+
+def _check_set_names(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:
+    """A rollout's slot b (`<name>-b`) is a name no other workload may have: its objects and identity would be
+    another's."""
+    owner: dict[str, int] = {}
+    for i, plan in plans:
+        if plan.name in owner and owner[plan.name] != i:
+            j = max(i, owner[plan.name])
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{j}].name",
+                    f"{plan.name!r} is also the name of a rollout's second server set (`<name>-b`, "
+                    "stacks/serving/release.py): rename one of them",
+                )
+            )
+        owner.setdefault(plan.name, i)
 
 
 def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:

@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
+from stacks.facts import images
 from stacks.problems import ConfigError
 from stacks.serving import benchmark, gateway
 from stacks.serving import release as releases
@@ -119,6 +120,15 @@ def test_the_candidate_is_refused_before_it_is_created_when_its_pool_cannot_hold
     assert "'chat' 2" in found and "'chat-b' 3" in found and "need 5" in found
 
 
+def test_slot_bs_name_is_no_other_workloads():
+    cfg = example()
+    other = copy.deepcopy(workload(cfg))
+    del other["rollout"]
+    cfg["tpu-serving:workloads"].append({**other, "name": "chat-b", "namespace": "chat", "replicas": 1})
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 6
+    assert any("workloads[1].name: 'chat-b' is also the name of a rollout" in p for p in problems(cfg))
+
+
 def test_a_rollout_needs_the_gateway_and_a_latency_slo():
     cfg = example()
     cfg["tpu-serving:gateway"] = {"enabled": False}
@@ -148,7 +158,8 @@ def test_the_example_renders_two_pools_one_weighted_route_and_the_gate_job():
     (job,) = [o for o in objs if o["kind"] == "Job" and o["metadata"]["labels"].get("role") == "benchmark"]
     assert job["metadata"]["name"].startswith("chat-gate-")
     pod = job["spec"]["template"]["spec"]
-    assert pod["containers"][0]["image"] == benchmark.default_image()
+    # the pinned image, through the stack's remote repository for quay.io (stacks/facts/images.py)
+    assert images.origin(pod["containers"][0]["image"]) == benchmark.default_image()
     assert pod["serviceAccountName"].startswith("chat-b-") and pod["serviceAccountName"].endswith("-gate")
     assert "http://chat-b.chat.svc:8000/health" in pod["initContainers"][0]["command"]
     assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
@@ -336,3 +347,56 @@ def test_a_promotion_flips_the_slot_so_the_candidates_servers_become_the_current
     # the same server, only scaled back to the workload's replicas: no restart of the candidate's pods
     old, new = before["chat-b"].pod_manifests()[0], after["chat-b"].pod_manifests()[0]
     assert old["spec"]["template"] == new["spec"]["template"]
+
+
+def test_a_candidate_on_a_stack_exporting_to_a_fleet_is_warned_of():
+    """A fleet's Gateway routes to each exported pool by its own rules: it does not weigh the two sets."""
+    cfg = copy.deepcopy(load_stack_file(ROOT / "examples/fleet/Pulumi.fleet-us-east5.yaml"))
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    workload(cfg)["slo"] = {"timeToFirstToken": {"thresholdSeconds": 1}}
+    workload(cfg)["rollout"] = {"candidate": {"args": {"max-num-seqs": 128}}}
+    warned = parse_config(cfg, "fleet-us-east5").warnings
+    assert any("llama8b: a rollout candidate on a stack exporting to a fleet" in w for w in warned), warned
+    del workload(cfg)["rollout"]["candidate"]
+    assert not any("exporting to a fleet" in w for w in parse_config(cfg, "fleet-us-east5").warnings)
+
+
+# ---- the thin I/O: kubectl's Job status, the Monitoring API's burn rates ------------------------------------------
+
+
+def test_the_gate_job_is_awaited_until_kubernetes_says_complete_or_failed(monkeypatch):
+    """batch/v1 JobStatus.conditions: type Complete or Failed with status "True" (kubernetes-validate's Job schema;
+    https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup)."""
+    answers = iter(
+        [
+            {"status": {"active": 1}},
+            {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
+            {"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}},
+        ]
+    )
+    calls = []
+    monkeypatch.setattr(promote, "_run", lambda *args, env=None: calls.append(args) or json.dumps(next(answers)))
+    monkeypatch.setattr(promote.time, "sleep", lambda s: None)
+    assert promote.wait_for_job("/k", "chat", "chat-gate-1", 60) is True
+    assert calls[0] == ("kubectl", "-n", "chat", "get", "job", "chat-gate-1", "-o", "json")
+    assert promote.wait_for_job("/k", "chat", "chat-gate-1", 60) is False
+
+
+def test_a_burn_rate_counts_only_when_both_fast_lookbacks_exceed_the_rate(monkeypatch):
+    rates = {"3600s": 20.0, "300s": 30.0}
+
+    def monitoring(path, token, **query):
+        if path.endswith("serviceLevelObjectives"):
+            return {
+                "serviceLevelObjectives": [
+                    {"name": "projects/p/services/s/serviceLevelObjectives/1", "displayName": "ttft"}
+                ]
+            }
+        lookback = query["filter"].rsplit('"', 2)[-2]
+        return {"timeSeries": [{"points": [{"value": {"doubleValue": rates[lookback]}}]}]}
+
+    monkeypatch.setattr(promote, "_run", lambda *args, env=None: "token\n")
+    monkeypatch.setattr(promote, "_monitoring", monitoring)
+    assert promote.burning("p", "s") == ["ttft burns 20x (> 14.4x)"]
+    rates["300s"] = 3.0  # the short lookback recovered: the alert's condition no longer holds
+    assert promote.burning("p", "s") == []

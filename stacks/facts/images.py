@@ -45,10 +45,21 @@ class Remote:
     """The registry host an image reference names, e.g. docker.io."""
     repository_id: str
     public_repository: str
-    """remote_repository_config.docker_repository.public_repository (I3: DOCKER_HUB)."""
+    """remote_repository_config.docker_repository.public_repository (I3: DOCKER_HUB); "" for a custom upstream."""
+    custom_uri: str = ""
+    """remote_repository_config.docker_repository.custom_repository.uri (I3: conflicts with public_repository), the
+    upstream of a registry that is not one of the presets (I2: a remote repository's upstream may be a custom
+    public registry)."""
 
 
-REMOTES: dict[str, Remote] = {r.registry: r for r in (Remote("docker.io", "docker-hub", "DOCKER_HUB"),)}
+REMOTES: dict[str, Remote] = {
+    r.registry: r
+    for r in (
+        Remote("docker.io", "docker-hub", "DOCKER_HUB"),
+        # the release gate's load generator (stacks/serving/benchmark.py) is published on quay.io only
+        Remote("quay.io", "quay", "", custom_uri="https://quay.io"),
+    )
+}
 
 
 def registry_of(ref: str) -> str:
