@@ -400,3 +400,43 @@ def test_a_burn_rate_counts_only_when_both_fast_lookbacks_exceed_the_rate(monkey
     assert promote.burning("p", "s") == ["ttft burns 20x (> 14.4x)"]
     rates["300s"] = 3.0  # the short lookback recovered: the alert's condition no longer holds
     assert promote.burning("p", "s") == []
+
+
+def test_promote_reports_a_failing_command_in_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    monkeypatch.chdir(tmp_path)
+
+    def fail(*args, env=None):
+        raise RuntimeError(f"{args[0]}: not found")
+
+    monkeypatch.setattr(promote, "_run", fail)
+    assert promote.main(["vllm-canary"]) == 1
+    assert capsys.readouterr().err.strip() == "make promote: pulumi: not found"
+    assert (tmp_path / EXAMPLE.name).read_text() == EXAMPLE.read_text()  # nothing written
+
+
+def test_promote_end_to_end_on_recorded_answers_advances_the_example(tmp_path, monkeypatch, capsys):
+    """The I/O in order: the stack's kubeconfig, the gate Job's status, its summary from the bucket, the candidate's
+    SLOs; then the stack file rewritten (the next step), its comments kept."""
+    (tmp_path / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    monkeypatch.chdir(tmp_path)
+    calls = []
+
+    def run(*args, env=None):
+        calls.append(args[:3])
+        if args[:3] == ("kubectl", "-n", "chat"):
+            return json.dumps({"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+        if args[:3] == ("gcloud", "storage", "cat"):
+            assert args[3].startswith("gs://my-tpu-project-tpu-serving-vllm-canary/benchmarks/chat/chat-gate-")
+            return (FIXTURES / "pass.json").read_text()
+        return "token" if args[0] == "gcloud" else "apiVersion: v1\nkind: Config\n"
+
+    monkeypatch.setattr(promote, "_run", run)
+    monkeypatch.setattr(promote, "_monitoring", lambda path, token, **q: {})
+    assert promote.main(["vllm-canary"]) == 0
+    assert [c[0] for c in calls] == ["pulumi", "kubectl", "gcloud", "gcloud"]
+    text = (tmp_path / EXAMPLE.name).read_text()
+    rollout = workload(YAML(typ="safe").load(text)["config"])["rollout"]
+    assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
+    assert "# written by `make promote`" in text
+    assert "chat: advance -> weight 50" in capsys.readouterr().out

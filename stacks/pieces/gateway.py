@@ -237,7 +237,7 @@ def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[Work
         found += [
             f"{NS}:workloads {w.release.route}: a rollout candidate on a stack exporting to a fleet "
             "(gateway.fleetExport) is exported as a backend of its own: the fleet's route does not weigh it against "
-            "the current release (docs/operations.md \"Release train\"); promote it on a stack with its own Gateway"
+            'the current release (docs/operations.md "Release train"); promote it on a stack with its own Gateway'
             for w in served(gateway, workloads)
             if w.release is not None and w.release.candidate
         ]

@@ -243,8 +243,15 @@ def burning(project: str, service_id: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ruamel.yaml import YAML
+    """Each candidate's gate, decided and written; a failing command or a missing stack file is one line, exit 1."""
+    try:
+        return _promote(argv)
+    except (RuntimeError, TimeoutError, FileNotFoundError, OSError) as err:
+        print(f"make promote: {err}", file=sys.stderr)
+        return 1
 
+
+def _promote(argv: list[str] | None) -> int:
     from tooling.harness.offline import parse_stack_file
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -258,14 +265,20 @@ def main(argv: list[str] | None = None) -> int:
     if not candidates:
         print(f"{path}: no workload has a rollout candidate; nothing to promote")
         return 0
-    kubeconfig = args.kubeconfig
-    if kubeconfig is None:
-        out = _run("pulumi", "stack", "output", "kubeconfig", "--show-secrets", "--stack", args.stack)
-        handle = tempfile.NamedTemporaryFile("w", suffix=".kubeconfig", delete=False)  # noqa: SIM115
+    if args.kubeconfig is not None:
+        return _decide_all(path, cfg, candidates, args.kubeconfig, args.timeout)
+    # the stack's kubeconfig output in a private temporary file, removed afterwards
+    out = _run("pulumi", "stack", "output", "kubeconfig", "--show-secrets", "--stack", args.stack)
+    with tempfile.NamedTemporaryFile("w", suffix=".kubeconfig") as handle:  # mode 0600 (mkstemp)
         handle.write(out)
-        handle.close()
-        os.chmod(handle.name, 0o600)
-        kubeconfig = handle.name
+        handle.flush()
+        return _decide_all(path, cfg, candidates, handle.name, args.timeout)
+
+
+def _decide_all(path: Path, cfg: Any, candidates: list[Any], kubeconfig: str, timeout: int) -> int:
+    """Each candidate's gate decided, then the stack file written once."""
+    from ruamel.yaml import YAML
+
     yaml = YAML()
     yaml.preserve_quotes = True
     doc = yaml.load(path.read_text())
@@ -277,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         rollout = entry["rollout"]
         scenario = benchmark.SCENARIOS[r.gate.scenario]
         url = benchmark.summary_url(plan.bucket, r.route, plan.gate_job_name)
-        ok = wait_for_job(kubeconfig, plan.namespace, plan.gate_job_name, args.timeout)
+        ok = wait_for_job(kubeconfig, plan.namespace, plan.gate_job_name, timeout)
         result = read_summary(json.loads(_run("gcloud", "storage", "cat", url)), url) if ok else None
         slo = getattr(plan.workload, "slo", None)
         decision = decide(
@@ -295,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.route}: {decision.action} -> weight {decision.weight}: {decision.reason}")
     with path.open("w") as out_file:
         yaml.dump(doc, out_file)
-    print(f"wrote {path}: review the render diff (make diff STACK={args.stack}), then pulumi up")
+    print(f"wrote {path}: review the render diff (make diff STACK={cfg.stack}), then pulumi up")
     return 0
 
 
