@@ -12,8 +12,7 @@ from stacks.facts.images import ImageMirror, Remote
 
 def repository_args(mirror: ImageMirror, remote: Remote) -> gcp.artifactregistry.RepositoryArgs:
     """A Docker remote repository of `remote`'s public registry (stacks/facts/images.py I3: format DOCKER, mode
-    REMOTE_REPOSITORY, remote_repository_config.docker_repository.public_repository, or its custom_repository.uri
-    for a registry that is no preset)."""
+    REMOTE_REPOSITORY, remote_repository_config.docker_repository.public_repository)."""
     return gcp.artifactregistry.RepositoryArgs(
         project=mirror.project,
         location=mirror.region,
@@ -25,12 +24,6 @@ def repository_args(mirror: ImageMirror, remote: Remote) -> gcp.artifactregistry
         remote_repository_config=gcp.artifactregistry.RepositoryRemoteRepositoryConfigArgs(
             description=remote.registry,
             docker_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
-                custom_repository=gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryCustomRepositoryArgs(
-                    uri=remote.custom_uri
-                )
-            )
-            if remote.custom_uri
-            else gcp.artifactregistry.RepositoryRemoteRepositoryConfigDockerRepositoryArgs(
                 public_repository=remote.public_repository
             ),
         ),

@@ -41,12 +41,8 @@ def test_the_provider_rules_of_a_docker_hub_remote_repository():
     assert "DOCKER_HUB" in public["enum"]
     assert public["conflicts_with"] == ["remote_repository_config.docker_repository.custom_repository"]
     assert all(rules[f].get("force_new") for f in ("format", "mode", "location", "remote_repository_config"))
-    # every remote the stack knows names a value the provider allows, or a custom upstream (never both)
+    # every remote the stack knows names a value the provider allows
     assert {r.public_repository for r in images.REMOTES.values()} <= set(public["enum"])
-    custom = rules["remote_repository_config.docker_repository.custom_repository"]
-    assert custom["conflicts_with"] == ["remote_repository_config.docker_repository.public_repository"]
-    assert rules["remote_repository_config.docker_repository.custom_repository.uri"]["type"] == "TypeString"
-    assert all(bool(r.public_repository) != bool(r.custom_uri) for r in images.REMOTES.values())
 
 
 def test_every_registry_the_matrix_pins_is_googles_or_served_by_a_remote():
@@ -62,11 +58,10 @@ def test_every_pinned_image_is_served_from_the_stacks_region_or_googles_registry
     served = mirror.served(ref)
     assert images.origin(served) == ref and versions.image_record(served).pinned == ref
     if images.registry_of(ref) in images.REMOTES:
-        remote = images.REMOTES[images.registry_of(ref)]
-        path = ref.removeprefix(f"{remote.registry}/")
-        assert served == f"us-east5-docker.pkg.dev/my-project/{remote.repository_id}/{path}"
+        assert served == f"us-east5-docker.pkg.dev/my-project/docker-hub/{ref.removeprefix('docker.io/')}"
     else:
-        assert served == ref and images.GOOGLE_REGISTRIES.fullmatch(images.registry_of(ref))
+        registry = images.registry_of(ref)
+        assert served == ref and (images.GOOGLE_REGISTRIES.fullmatch(registry) or registry in images.DIRECT)
 
 
 def test_docker_hub_names_resolve_as_docker_does():
@@ -93,43 +88,34 @@ def pod_images(rec) -> set[str]:
 def test_every_shipped_stack_pulls_no_pinned_image_from_a_public_registry(path):
     """Every pod image of every workload: a pinned public image only through the stack's own remote repository."""
     rec, cfg = recorded(path, False), parse_stack_file(path)
-    prefixes = tuple(
-        f"{cfg.region}-docker.pkg.dev/{cfg.gcp_project}/{r.repository_id}/" for r in images.REMOTES.values()
-    )
+    prefix = f"{cfg.region}-docker.pkg.dev/{cfg.gcp_project}/docker-hub/"
     pinned = set(versions.IMAGES.values())
     for image in pod_images(rec):
         if image in pinned:
             assert images.registry_of(image) not in images.REMOTES, image
         elif images.origin(image) in pinned:
-            assert image.startswith(prefixes), image
+            assert image.startswith(prefix), image
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: p.parent.name or p.name)
 def test_every_node_identity_reads_every_repository_and_not_the_project(path):
     rec = recorded(path, False)
-    repositories = {r.inputs["repositoryId"]: r for r in rec.of_type(REPOSITORY)}
+    (repository,) = rec.of_type(REPOSITORY)
     cfg = parse_stack_file(path)
-    assert set(repositories) == {r.repository_id for r in images.REMOTES.values()}
-    for remote in images.REMOTES.values():
-        repository = repositories[remote.repository_id]
-        assert repository.inputs["format"] == "DOCKER" and repository.inputs["mode"] == "REMOTE_REPOSITORY"
-        assert repository.inputs["location"] == cfg.region and repository.inputs["project"] == cfg.gcp_project
-        assert repository.inputs["remoteRepositoryConfig"]["dockerRepository"] == (
-            {"customRepository": {"uri": remote.custom_uri}}
-            if remote.custom_uri
-            else {"publicRepository": remote.public_repository}
-        )
+    assert repository.inputs["format"] == "DOCKER" and repository.inputs["mode"] == "REMOTE_REPOSITORY"
+    assert repository.inputs["location"] == cfg.region and repository.inputs["project"] == cfg.gcp_project
+    assert repository.inputs["remoteRepositoryConfig"]["dockerRepository"] == {"publicRepository": "DOCKER_HUB"}
     node_accounts = {  # the accounts of every NodeServiceAccount: the cluster's and each host-network workload's
         f"serviceAccount:{a.inputs['accountId']}@{cfg.gcp_project}.iam.gserviceaccount.com"
         for a in rec.of_type(ACCOUNT)
         if "NodeServiceAccount$" in a.urn
     }
     assert node_accounts
-    readers: dict[str, set[str]] = {}
+    readers = {r.inputs["member"] for r in rec.of_type(REPOSITORY_READER)}
     for r in rec.of_type(REPOSITORY_READER):
-        assert r.inputs["repository"] in repositories and r.inputs["role"] == images.READER_ROLE
-        readers.setdefault(r.inputs["repository"], set()).add(r.inputs["member"])
-    assert all(node_accounts <= readers.get(name, set()) for name in repositories)
+        assert r.inputs["repository"] == "docker-hub" and r.inputs["role"] == images.READER_ROLE
+        assert repository.urn in r.dependencies or r.inputs["repository"] == repository.inputs["repositoryId"]
+    assert node_accounts <= readers
     project_roles = {m.inputs["role"] for m in rec.of_type(PROJECT_MEMBER)}
     assert images.READER_ROLE not in project_roles
 
