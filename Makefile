@@ -10,7 +10,8 @@ STACK ?= dev
 export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
-.PHONY: venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
+# (package, package-smoke: the release artifacts, below)
+.PHONY: package package-smoke venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -37,6 +38,19 @@ helm: venv
 
 chart-objects: venv
 	$(PY) -m tooling.oracles.chart_objects
+
+# The updater's config (renovate.json) against the pinned Renovate's own schema (npm pack: the package only, no
+# install) and the matrix (tests/test_renovate.py); Renovate's own validator where Node.js 24 is there. Needs npm.
+RENOVATE_VERSION = $(shell sed -n 's/^RENOVATE = "\(.*\)"$$/\1/p' stacks/facts/versions.py)
+.PHONY: renovate-check
+renovate-check: venv
+	mkdir -p .cache/renovate
+	cd .cache/renovate && { [ -f renovate-$(RENOVATE_VERSION).tgz ] || npm pack --silent renovate@$(RENOVATE_VERSION); } \
+		&& rm -rf package && tar xzf renovate-$(RENOVATE_VERSION).tgz
+	$(PY) -m pytest -q -p no:cacheprovider -n0 tests/test_renovate.py
+	@if [ "$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 24 ]; then \
+		npx --yes --package renovate@$(RENOVATE_VERSION) renovate-config-validator --strict renovate.json; \
+	else echo "renovate-config-validator skipped: Renovate $(RENOVATE_VERSION) needs Node.js 24 (node: $$(node --version 2>/dev/null || echo none))"; fi
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -70,7 +84,7 @@ lint: venv scan
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy components stacks workloads tooling
+	$(VENV)/bin/mypy components stacks workloads tooling tpu_serving policy
 	$(PY) -m tooling.generate.json_schema --check
 	$(PY) -m tooling.generate.docs --check
 
@@ -137,6 +151,29 @@ leak-audit: venv
 # targets live, add-on controllers Available; one table, non-zero on any failure. Needs kubectl and the Pulumi CLI.
 smoke: venv
 	$(PY) scripts/smoke.py $(STACK)
+
+# ---- releases (CHANGELOG.md, docs/package.md) -------------------------------------------------------------------
+# The release's artifacts into dist/: the tpu-serving wheel (pyproject.toml: the program's packages and tpu_serving/,
+# the version from tpu_serving/version.py) and the policy pack (policy/, as the folder an organisation unpacks and
+# points `pulumi preview --policy-pack` at). The wheel is built by pip in an isolated build environment (setuptools
+# from PyPI).
+RELEASE = $(shell sed -n 's/^VERSION = "\(.*\)"/\1/p' tpu_serving/version.py)
+PACK_FILES = PulumiPolicy.yaml __main__.py requirements.txt run-pack
+package: venv
+	rm -rf dist && mkdir -p dist
+	$(VENV)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
+	tar -czf dist/tpu-serving-guardrails-$(RELEASE).tar.gz -C policy $(PACK_FILES)
+	@ls -l dist
+
+# Both artifacts installed in a clean virtualenv (no checkout on its path) and smoke-tested (scripts/package_smoke.py).
+SMOKE_DIR ?= build/package-smoke
+package-smoke: package
+	rm -rf $(SMOKE_DIR) && mkdir -p $(SMOKE_DIR)/pack
+	tar -xzf dist/tpu-serving-guardrails-$(RELEASE).tar.gz -C $(SMOKE_DIR)/pack
+	$(PYTHON) -m venv $(SMOKE_DIR)/venv
+	$(SMOKE_DIR)/venv/bin/pip install --quiet --disable-pip-version-check --find-links dist -r $(SMOKE_DIR)/pack/requirements.txt
+	cd $(SMOKE_DIR) && venv/bin/python -I $(CURDIR)/scripts/package_smoke.py $(RELEASE) pack $(CURDIR)/Pulumi.dev.yaml \
+	  $(CURDIR)/examples/add-workload/__main__.py
 
 # ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
 # The Go binaries of the matrix (stacks/facts/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built

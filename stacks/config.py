@@ -1,20 +1,21 @@
 """Load and validate the stack config before any resource is registered.
 
-`load_stack_config()` reads Pulumi config, parses each key with the models in `stacks.model.config_model`, applies
-the cross-field rules below, and raises one `pulumi.RunError` that lists every problem with its key path
-(`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed. `parse_stack_config()` does the same
-from a plain dict, without Pulumi, so the rules are tested directly.
+`load_stack_config()` reads Pulumi config and `parse_stack_config()` does the rest from a plain dict, without Pulumi,
+so the rules are tested directly: every key parsed by its model in one pass (`stacks.model.config_model`), then each
+piece visited once, in the order of what it reads (`PIECES`: each `visit` runs the piece's rules, its own and those
+against the pieces visited before it, and resolves its plan), and one `pulumi.RunError` that lists every problem
+with its key path (`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed; else the StackConfig.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from stacks import naming, workload_checks
-from stacks.addons import AddonsConfig
-from stacks.facts.images import ImageMirror
+from stacks import addons as addon_registry
+from stacks import workload_checks
 from stacks.model.config_model import (
     AlertsConfig,
     BucketConfig,
@@ -23,11 +24,9 @@ from stacks.model.config_model import (
     GatewayConfig,
     MonitoringConfig,
     TpuPoolConfig,
-    WorkloadConfig,
 )
-from stacks.model.config_parse import parse, section
+from stacks.model.config_parse import parse, parse_by_type, parse_each, section
 from stacks.model.local_target import LocalConfig
-from stacks.model.profiles import Profile
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -40,12 +39,11 @@ from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
+from stacks.pieces.context import Context, Findings, Invocation, Piece, Sections
 from stacks.pieces.rules import NS
-from stacks.problems import ConfigError, Problem
+from stacks.problems import ConfigError
 from stacks.reports import cost, time_to_serve
-from stacks.serving.pool_plan import PoolPlan
-from stacks.serving.workload_plan import WorkloadPlan
-from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry
+from stacks.serving.workload_type import WorkloadRegistry
 from stacks.stack_config import StackConfig
 
 # Keys this version of the program understands under `tpu-serving:`; anything else is a typo.
@@ -54,107 +52,73 @@ KNOWN_KEYS = tuple(
 )
 # Secret keys: read only as Pulumi secrets by the components that need them, never parsed into the config.
 SECRET_KEYS = ("hfToken",)
+T = TypeVar("T")
+
+# The pieces, each visited once, in the order of what it reads: the environment (the region, the profile) first; the
+# cluster (its name, labels, Kubernetes minor), the bucket and the pools (their plans, which the workloads run on);
+# the add-ons; the workloads (stacks/workload_checks.py), against all of those; then the pieces whose plans serve
+# the workloads: the gateway, the network (the gateway's proxy-only subnet), monitoring, cost, alerts, namespaces,
+# the nodes' identities. A piece added here is visited once, in its place (tests/test_config_visits.py).
+PIECES: tuple[Piece, ...] = (
+    environment_piece,
+    cluster_piece,
+    bucket_piece,
+    tpu_pools,
+    addons_piece,
+    workload_checks,
+    gateway_piece,
+    network_piece,
+    monitoring_piece,
+    cost_piece,
+    alerts_piece,
+    namespaces_piece,
+    node_identity_piece,
+)
+
+# Where problems are reported, whichever piece finds them: first what comes from outside the keys, then each key's
+# shape problems in key order (with the rules that read its own section alone), then the rules between keys.
+PROBLEM_SLOTS = (
+    "invocation",
+    *("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring", "gateway", "alerts", "cost"),
+    *("workloads", "paused", "decommission"),
+    *("environment.rules", "gateway.rules", "cluster.rules", "gateway.cluster", "bucket.rules", "tpuPools.rules"),
+    *("workloads.rules", "alerts.rules", "local"),
+)
+# The warnings' order: the bucket's and the cluster's settings, the project, the pools, the workloads, the profile
+# (decommission, paused), the gateway.
+WARNING_SLOTS = ("bucket", "cluster", "environment", "tpuPools", "workloads", "profile", "gateway")
 
 
-@dataclass(frozen=True)
-class _Sections:
-    """The stack config's keys parsed by their models (None: the key has problems, reported already)."""
-
-    environment: Any  # as given (reported at its key when it is not a profile name)
-    cluster: ClusterConfig | None
-    bucket: BucketConfig | None
-    pools: list[TpuPoolConfig | None]
-    addons: AddonsConfig | None
-    monitoring: MonitoringConfig | None
-    gateway: GatewayConfig | None
-    cost: CostConfig | None
-    alerts: AlertsConfig | None
-    workloads: list[tuple[int, WorkloadConfig]]
-    paused: bool
-    decommission: bool
-
-
-def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, problems: list[Problem]) -> _Sections:
-    """Each section in one visit, in key order: parsed by its model, and a piece whose rules read only its own
-    section (environment, add-ons, alerts) checks it there; the rules that need other sections run after."""
-    environment = raw.get("environment")
-    problems.extend(environment_piece.problems(environment))
-    return _Sections(  # keyword arguments run in order: the problems come in key order
-        environment=environment,
-        cluster=parse(f"{NS}:cluster", ClusterConfig, section(raw, "cluster"), problems),
-        bucket=parse(f"{NS}:bucket", BucketConfig, section(raw, "bucket"), problems),
-        pools=tpu_pools.parse(raw.get("tpuPools"), problems),
-        addons=addons_piece.section(raw.get("addons"), problems),
-        monitoring=parse(f"{NS}:monitoring", MonitoringConfig, section(raw, "monitoring"), problems),
-        gateway=parse(f"{NS}:gateway", GatewayConfig, section(raw, "gateway"), problems),
-        alerts=alerts_piece.section(raw.get("alerts"), problems),
-        cost=parse(f"{NS}:cost", CostConfig, section(raw, "cost"), problems),
-        workloads=workload_checks.parse(raw.get("workloads"), types, problems),
-        paused=parse(f"{NS}:paused", bool, raw.get("paused", False), problems) or False,
-        decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), problems) or False,
+def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, found: Findings) -> Sections:
+    """Every key parsed by its model, once (None: it does not parse; its problems filed at its slot)."""
+    at = found.problems_at
+    return Sections(
+        environment=raw.get("environment"),
+        cluster=parse(f"{NS}:cluster", ClusterConfig, section(raw, "cluster"), at("cluster")),
+        bucket=parse(f"{NS}:bucket", BucketConfig, section(raw, "bucket"), at("bucket")),
+        pools=parse_each(f"{NS}:tpuPools", TpuPoolConfig, raw.get("tpuPools"), "pools", at("tpuPools")),
+        addons=parse(f"{NS}:addons", addon_registry.settings_model(), section(raw, "addons"), at("addons")),
+        monitoring=parse(f"{NS}:monitoring", MonitoringConfig, section(raw, "monitoring"), at("monitoring")),
+        gateway=parse(f"{NS}:gateway", GatewayConfig, section(raw, "gateway"), at("gateway")),
+        alerts=parse(f"{NS}:alerts", AlertsConfig, section(raw, "alerts"), at("alerts")),
+        cost=parse(f"{NS}:cost", CostConfig, section(raw, "cost"), at("cost")),
+        workloads=parse_by_type(
+            f"{NS}:workloads",
+            {n: t.config for n, t in types.items()},
+            raw.get("workloads"),
+            "workload",
+            at("workloads"),
+        ),
+        paused=parse(f"{NS}:paused", bool, raw.get("paused", False), at("paused")) or False,
+        decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), at("decommission")) or False,
+        local=parse(f"{NS}:local", LocalConfig, raw["local"], at("local")) if raw.get("local") is not None else None,
     )
 
 
-def _check_pieces(
-    sections: _Sections,
-    region: str | None,
-    names: tuple[str | None, str | None],
-    problems: list[Problem],
-) -> list[PoolPlan]:
-    """Each platform piece's own rules (whenever its own section parses), then the checks between pieces (when
-    both parse): the gateway against the network it runs in, minMasterVersion against what the pools and the
-    gateway need. Returns the pools' plans."""
-    cluster_name, bucket_name = names
-    cluster, gateway = sections.cluster, sections.gateway
-    if gateway is not None:
-        problems.extend(gateway_piece.problems(gateway, sections.environment))
-    if cluster is not None:
-        assert cluster_name is not None
-        problems.extend(
-            cluster_piece.problems(cluster, cluster_name=cluster_name, environment=sections.environment, region=region)
-        )
-        if gateway is not None:
-            problems.extend(gateway_piece.cluster_problems(gateway, cluster))
-    if sections.bucket is not None:
-        problems.extend(bucket_piece.problems(sections.bucket, bucket_name=bucket_name, region=region))
-    protect = environment_piece.protect(sections.environment, sections.decommission)
-    streaming = cluster.images.streaming if cluster is not None else False
-    pools, pool_problems = tpu_pools.plans(sections.pools, region, protect=protect, image_streaming=streaming)
-    problems.extend(pool_problems)
-    if cluster is not None:
-        needs = tpu_pools.version_needs(pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
-        problems.extend(cluster_piece.version_problems(cluster, needs))
-    return pools
-
-
-def _workload_context(
-    sections: _Sections,
-    names: tuple[str | None, str | None],
-    where: tuple[str | None, str, str],
-    hf_token: str | None,
-    image_mirror: ImageMirror | None,
-    workload_types: WorkloadRegistry,
-) -> WorkloadContext:
-    """What a workload type reads of the platform: `names` are the cluster's and the bucket's, `where` is (gcp
-    project, pulumi project, stack); the time-to-serve estimate of a wait from zero, with the stack's types."""
-    cluster, monitoring, addons = sections.cluster, sections.monitoring, sections.addons
-    (cluster_name, bucket_name), (project, pulumi_project, stack) = names, where
-    return WorkloadContext(
-        adapter=monitoring.adapter if monitoring is not None else "none",
-        min_master_version=cluster.min_master_version if cluster is not None else None,
-        scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
-        bucket=bucket_name or "",
-        paused=sections.paused,
-        cluster_name=cluster_name or "",
-        identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
-        lws_enabled=addons.of("lws").enabled if addons is not None else False,
-        hf_token=hf_token == "secret",
-        environment=sections.environment if isinstance(sections.environment, str) else "",
-        image_mirror=image_mirror,
-        project=project or "",
-        gateway_enabled=sections.gateway is not None and sections.gateway.enabled,
-        from_zero=functools.partial(time_to_serve.from_zero, workload_types),
-    )
+def visit_pieces(ctx: Context, found: Findings, pieces: Sequence[Piece]) -> None:
+    """Each piece visited once, in order; its plan filed under its name for the pieces after it."""
+    for piece in pieces:
+        ctx.plans[piece.NAME] = piece.visit(ctx, found)
 
 
 def parse_stack_config(
@@ -175,208 +139,66 @@ def parse_stack_config(
     tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be stored in plain text in
     the stack file). `refuse_placeholder`: the examples' gcp:project is a problem (a real deployment), not a
     warning (the offline render and tests)."""
-    problems: list[Problem] = []
-    region = environment_piece.invocation_problems(gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, problems)
-    sections = _parse_sections(raw, workload_types, problems)
-    environment_piece.name_problems(sections.environment, stack, gcp_project, problems)
-    problems.extend(environment_piece.placeholder_problems(gcp_project) if refuse_placeholder else [])
-    cluster_name = cluster_piece.name(sections.cluster, pulumi_project, stack) if sections.cluster else None
-    bucket_name = (
-        bucket_piece.name(sections.bucket, gcp_project, pulumi_project, stack)
-        if sections.bucket and gcp_project
-        else None
-    )
-    pools = _check_pieces(sections, region, (cluster_name, bucket_name), problems)
-    warnings = environment_piece.placeholder_warnings(gcp_project) + tpu_pools.warnings(sections.pools, pools)
-    mirror = cluster_piece.image_mirror(sections.cluster, gcp_project, region)
-    context = _workload_context(
-        sections, (cluster_name, bucket_name), (gcp_project, pulumi_project, stack), hf_token, mirror, workload_types
-    )
-    workload_plans = workload_checks.check(
-        sections.workloads,
-        {p.name: p for p in pools},
-        workload_checks.declared_pool_names(raw.get("tpuPools")),
-        sections.addons,
-        workload_types,
-        context,
-        problems,
-        warnings,
-        pools_complete=isinstance(raw.get("tpuPools", []), list) and None not in sections.pools,
-    )
-    index = workload_checks.indexes(sections.workloads)
-    problems.extend(alerts_piece.slo_problems([(index[w.name], w) for w in workload_plans]))
-    local = parse(f"{NS}:local", LocalConfig, raw["local"], problems) if raw.get("local") is not None else None
-    if problems:
-        raise ConfigError(stack, problems)
-    assert gcp_project and region and cluster_name and bucket_name
-    config = _stack_config(
-        sections,
-        stack=stack,
-        pulumi_project=pulumi_project,
-        gcp_project=gcp_project,
-        region=region,
-        names=(cluster_name, bucket_name),
-        pools=pools,
-        workloads=workload_plans,
+    found = Findings(PROBLEM_SLOTS, WARNING_SLOTS)
+    given = Invocation(stack, pulumi_project, gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, refuse_placeholder)
+    ctx = Context(
+        invocation=given,
+        raw=raw,
+        sections=_parse_sections(raw, workload_types, found),
         workload_types=workload_types,
-        warnings=warnings,
-        image_mirror=mirror,
+        from_zero=functools.partial(time_to_serve.from_zero, workload_types),
+        chip_price=cost.workload_chip_price,
     )
-    return replace(config, local=local) if local is not None else config
+    visit_pieces(ctx, found, PIECES)
+    if not found.clean:
+        raise ConfigError(stack, found.problems())
+    return _stack_config(ctx, found.warnings())
 
 
-def _stack_config(
-    sections: _Sections,
-    *,
-    stack: str,
-    pulumi_project: str,
-    gcp_project: str,
-    region: str,
-    names: tuple[str, str],
-    pools: list[PoolPlan],
-    workloads: list[WorkloadPlan],
-    workload_types: WorkloadRegistry,
-    warnings: list[str],
-    image_mirror: ImageMirror | None = None,
-) -> StackConfig:
-    """The validated config: each piece's plan, resolved once with the environment's profile, and the warnings a
-    user should read."""
+def _stack_config(ctx: Context, warnings: list[str]) -> StackConfig:
+    """The validated config: each piece's config and plan (every piece resolved its plan: nothing has a problem)."""
+    given, sections = ctx.invocation, ctx.sections
     cluster, bucket, environment = sections.cluster, sections.bucket, sections.environment
-    addons, monitoring, gateway = sections.addons, sections.monitoring, sections.gateway
-    assert cluster is not None and bucket is not None and environment
-    assert addons is not None and monitoring is not None and gateway is not None and sections.cost is not None
-    profile, decommission_warnings = environment_piece.profile(environment, sections.decommission)
-    warnings.extend(decommission_warnings)
-    if sections.paused:
-        warnings.append(f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes")
-    labels = {"app": "tpu-serving", "stack": naming.label_value(stack), "environment": environment, **cluster.labels}
-    plans = _plans(sections, profile, labels, (gcp_project, region, pulumi_project, stack), names, pools, workloads)
-    warnings.extend(gateway_piece.warnings(gateway, plans.gateway, workloads))
-    return StackConfig(
-        stack=stack,
-        pulumi_project=pulumi_project,
-        gcp_project=gcp_project,
-        region=region,
+    addons, monitoring, gateway, cost_config = sections.addons, sections.monitoring, sections.gateway, sections.cost
+    assert cluster is not None and bucket is not None and isinstance(environment, str) and ctx.labels is not None
+    assert addons is not None and monitoring is not None and gateway is not None and cost_config is not None
+    assert given.gcp_project and ctx.region
+    config = StackConfig(
+        stack=given.stack,
+        pulumi_project=given.pulumi_project,
+        gcp_project=given.gcp_project,
+        region=ctx.region,
         environment=environment,
         cluster=cluster,
         bucket=bucket,
-        pools=tuple(pools),
-        labels=labels,
+        pools=tuple(ctx.pools),
+        labels=ctx.labels,
         addons=addons,
         monitoring=monitoring,
         gateway=gateway,
-        cost=sections.cost,
-        cost_plan=plans.cost,
-        workloads=tuple(workloads),
-        warnings=tuple(
-            bucket_piece.warnings(bucket, profile) + cluster_piece.warnings(cluster, environment) + warnings
-        ),
+        cost=cost_config,
+        cost_plan=_plan(ctx, cost_piece, cost_piece.CostPlan),
+        workloads=tuple(ctx.workloads),
+        warnings=tuple(warnings),
         paused=sections.paused,
         decommission=sections.decommission,
-        workload_types=workload_types,
-        cluster_plan=plans.cluster,
-        network_plan=plans.network,
-        bucket_plan=plans.bucket,
-        addons_plan=plans.addons,
-        monitoring_plan=plans.monitoring,
-        gateway_plan=plans.gateway,
-        namespaces_plan=plans.namespaces,
-        alerts_plan=plans.alerts,
-        workload_node_accounts=node_identity_piece.workload_nodes(
-            stack, gcp_project, [w for w in workloads if workload_types[w.workload.type].exclusive_pool]
-        ),
-        image_mirror=replace(image_mirror, labels=labels) if image_mirror is not None else None,
+        workload_types=ctx.workload_types,
+        cluster_plan=_plan(ctx, cluster_piece, cluster_piece.ClusterPlan),
+        network_plan=_plan(ctx, network_piece, network_piece.NetworkPlan),
+        bucket_plan=_plan(ctx, bucket_piece, bucket_piece.BucketPlan),
+        addons_plan=_plan(ctx, addons_piece, addons_piece.AddonsPlan),
+        monitoring_plan=_plan(ctx, monitoring_piece, monitoring_piece.MonitoringPlan),
+        gateway_plan=_plan(ctx, gateway_piece, gateway_piece.GatewayPlan),
+        namespaces_plan=_plan(ctx, namespaces_piece, namespaces_piece.NamespacesPlan),
+        alerts_plan=_plan(ctx, alerts_piece, alerts_piece.AlertsPlan),
+        workload_node_accounts=_plan(ctx, node_identity_piece, dict),
+        image_mirror=replace(ctx.image_mirror, labels=ctx.labels) if ctx.image_mirror is not None else None,
     )
+    return replace(config, local=sections.local) if sections.local is not None else config
 
 
-@dataclass(frozen=True)
-class _Plans:
-    """Each platform piece's plan, resolved once."""
-
-    cluster: cluster_piece.ClusterPlan
-    network: network_piece.NetworkPlan
-    bucket: bucket_piece.BucketPlan
-    addons: addons_piece.AddonsPlan
-    monitoring: monitoring_piece.MonitoringPlan
-    gateway: gateway_piece.GatewayPlan
-    namespaces: namespaces_piece.NamespacesPlan
-    cost: cost_piece.CostPlan
-    alerts: alerts_piece.AlertsPlan
-
-
-def _plans(
-    sections: _Sections,
-    profile: Profile,
-    labels: dict[str, str],
-    where: tuple[str, str, str, str],
-    names: tuple[str, str],
-    pools: list[PoolPlan],
-    workloads: list[WorkloadPlan],
-) -> _Plans:
-    """Each piece's plan (the pools' are made with their checks): `where` is (gcp project, region, pulumi project,
-    stack), `names` the cluster's and the bucket's."""
-    cluster, bucket, gateway = sections.cluster, sections.bucket, sections.gateway
-    addons, monitoring, alerts = sections.addons, sections.monitoring, sections.alerts
-    assert cluster and bucket and gateway and addons and monitoring and alerts
-    project, region, pulumi_project, stack = where
-    cluster_name, bucket_name = names
-    minor = cluster_piece.kubernetes_minor(cluster)
-    proxy_cidr = gateway.proxy_subnet_cidr if gateway_piece.proxy_subnet_created(gateway) else None
-    gateway_plan = gateway_piece.plan(
-        gateway,
-        project=project,
-        region=region,
-        resource_prefix=cluster_name,
-        kubernetes_minor=minor,
-        workloads=workloads,
-        paused=sections.paused,
-    )
-    return _Plans(
-        cluster=cluster_piece.plan(
-            cluster,
-            name=cluster_name,
-            region=region,
-            project=project,
-            profile=profile,
-            labels=labels,
-            gateway_api=gateway.enabled,
-            cost_allocation=sections.cost.allocation if sections.cost else True,
-        ),
-        network=network_piece.plan(
-            cluster.network,
-            name=cluster_name,
-            project=project,
-            region=region,
-            profile=profile,
-            proxy_subnet_cidr=proxy_cidr,
-        ),
-        bucket=bucket_piece.plan(
-            bucket, name=bucket_name, region=region, project=project, profile=profile, labels=labels
-        ),
-        addons=addons_piece.plan(addons, kubernetes_minor=minor),
-        monitoring=monitoring_piece.plan(
-            monitoring,
-            project=project,
-            cluster_name=cluster_name,
-            identity_suffix=naming.stack_identity_suffix(pulumi_project, stack),
-            kubernetes_minor=minor,
-            has_tpu_pools=bool(pools),
-            workloads=workloads,
-            gateway=bool(gateway_plan.backends),
-            chip_prices={w.name: cost.workload_chip_price(w) for w in workloads},
-        ),
-        gateway=gateway_plan,
-        namespaces=namespaces_piece.plan(workloads, gateway_plan=gateway_plan, kubernetes_minor=minor),
-        cost=cost_piece.plan(sections.cost or CostConfig(), project=project, stack=stack, workloads=workloads),
-        alerts=alerts_piece.plan(
-            alerts,
-            profile=profile,
-            project=project,
-            cluster_name=cluster_name,
-            paused=sections.paused,
-            tpu_metrics=monitoring.tpu_metrics,
-            tpu_zones=sorted({p.config.zone for p in pools}),
-            workloads=workloads,
-            gateway_workloads=[b.name for b in gateway_plan.backends],
-        ),
-    )
+def _plan(ctx: Context, piece: Piece, kind: type[T]) -> T:
+    """A visited piece's plan, resolved (nothing has a problem)."""
+    found = ctx.plan(piece.NAME, kind)
+    assert found is not None, piece.NAME
+    return found

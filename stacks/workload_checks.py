@@ -1,6 +1,7 @@
 """The checks every workload shares, before and after its type's own rules (`WorkloadType.resolve`): its name,
 namespace, pool and add-on; the pool's TPU generation and capacity type; then what workloads share: namespaces,
-pool capacity and exclusive pools. Every registered type gets them, one a test adds included."""
+pool capacity and exclusive pools. Every registered type gets them, one a test adds included. `visit` is the
+workloads' one visit (stacks/config.py PIECES: after the pools, the add-ons, the cluster and the bucket)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from stacks import addons as addon_registry
-from stacks import naming
+from stacks import guardrails, naming
 from stacks.addons import AddonsConfig
 from stacks.facts import catalog, gke_managed, versions
-from stacks.model import config_parse
-from stacks.model.config_model import WorkloadConfig
 from stacks.monitoring import adapters as metrics_adapters
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_name
-from stacks.problems import Problem, fmt
+from stacks.problems import Problem
 from stacks.security import bucket_access
-from stacks.serving import benchmark, gateway
+from stacks.serving import benchmark, gateway, version_guard
 from stacks.serving import release as releases
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
@@ -73,29 +73,51 @@ def _check_generation(
     )
 
 
+NAME = "workloads"
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 
 
-def parse(raw: Any, types: WorkloadRegistry, problems: list[Problem]) -> list[tuple[int, WorkloadConfig]]:
-    base = f"{NS}:workloads"
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        problems.append(Problem(base, f"must be a list of workloads (got {fmt(raw)})"))
-        return []
-    parsed: list[tuple[int, WorkloadConfig]] = []
-    for i, item in enumerate(raw):
-        kind = item.get("type") if isinstance(item, dict) else None
-        if not isinstance(kind, str) or kind not in types:
-            problems.append(
-                Problem(f"{base}[{i}].type", f"{fmt(kind)} is not a workload type; allowed: {', '.join(types)}")
-            )
-            continue
-        workload = config_parse.parse(f"{base}[{i}]", types[kind].config, item, problems)
-        if workload is not None:
-            parsed.append((i, workload))
-    return parsed
+def visit(ctx: Context, found: Findings) -> list[WorkloadPlan]:
+    """Every workload checked and planned against what the pieces visited before resolved (its pool's plan, the
+    add-ons, the monitoring adapter, the cluster's and the bucket's names, the gateway): their plans, also left in
+    `ctx.workloads` for the pieces that serve them."""
+    given, sections = ctx.invocation, ctx.sections
+    cluster, monitoring, addons, gateway_config = (
+        sections.cluster,
+        sections.monitoring,
+        sections.addons,
+        sections.gateway,
+    )
+    environment = sections.environment
+    context = WorkloadContext(
+        adapter=monitoring.adapter if monitoring is not None else "none",
+        min_master_version=cluster.min_master_version if cluster is not None else None,
+        scrape_interval=monitoring.scrape_interval if monitoring is not None else "15s",
+        bucket=ctx.bucket_name or "",
+        paused=sections.paused,
+        cluster_name=ctx.cluster_name or "",
+        identity_suffix=naming.stack_identity_suffix(given.pulumi_project, given.stack),
+        lws_enabled=addons.of("lws").enabled if addons is not None else False,
+        hf_token=given.hf_token == "secret",
+        environment=environment if isinstance(environment, str) else "",
+        image_mirror=ctx.image_mirror,
+        project=given.gcp_project or "",
+        gateway_enabled=gateway_config is not None and gateway_config.enabled,
+        from_zero=ctx.from_zero,
+    )
+    ctx.workloads = check(
+        sections.workloads,
+        {p.name: p for p in ctx.pools},
+        declared_pool_names(ctx.raw.get("tpuPools")),
+        addons,
+        ctx.workload_types,
+        context,
+        found.problems_at("workloads.rules"),
+        found.warnings_at("workloads"),
+        pools_complete=isinstance(ctx.raw.get("tpuPools", []), list) and None not in sections.pools,
+    )
+    return ctx.workloads
 
 
 def _check_workload_keys(
@@ -201,6 +223,15 @@ def check(
             plan = _resolve(set_path, config, pools, namespace, types, context, problems, said)
             # what the candidate inherits is said once, of the current release
             warnings.extend(w for w in said if w.replace(set_path, path, 1) not in warnings)
+            if role == releases.CURRENT:
+                version_guard.check_advisories(
+                    path,
+                    _engine_images(workload, types),
+                    workload.acknowledge_advisories,
+                    context.environment,
+                    problems,
+                    warnings,
+                )
             if plan is not None and len(problems) == start:
                 found = releases.release(workload, role)
                 # the type's own plan, not a copy, where there is no rollout
@@ -225,10 +256,18 @@ def check(
     return rollout_room([plan for _, plan in plans])
 
 
-def indexes(workloads: list[tuple[int, Any]]) -> dict[str, int]:
-    """Each server set's name (a workload's, and slot b's under a rollout) -> its workload's index in
-    tpu-serving:workloads."""
-    return {c.name: i for i, w in workloads for _, c in releases.server_sets(w)} | {w.name: i for i, w in workloads}
+def _engine_images(workload: Any, types: WorkloadRegistry) -> list[tuple[str, str]]:
+    """The engine images every server set of the workload runs (version_guard.workload_images), each once: the
+    current release's at their keys, a rollout candidate's others at `rollout.candidate.<key>`. Held to the version
+    guard once per workload, so one `acknowledgeAdvisories` covers both sets and none is reported twice."""
+    kind = types[workload.type]
+    found: list[tuple[str, str]] = []
+    for role, config in releases.server_sets(workload):
+        prefix = "" if role == releases.CURRENT else "rollout.candidate."
+        seen = {ref for _, ref in found}
+        images = version_guard.workload_images(config, versions.IMAGES, kind.tpu_images)
+        found.extend((prefix + key, ref) for key, ref in images if ref not in seen)
+    return found
 
 
 def _resolve(
@@ -260,10 +299,12 @@ def _resolve(
 
 
 def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
-    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull."""
+    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull, pinned by
+    a tag other than latest or a digest (guardrails.image_problem, the policy pack's images-pinned; an override may
+    name another version of a matrix image: the pack warns about that one, at its level)."""
     images = getattr(workload, "images", None)
     for key, image in (images.model_dump() if images is not None else {}).items():
-        why = naming.image_reference_problem(image) if isinstance(image, str) else None
+        why = guardrails.image_problem(image, matrix={}) if isinstance(image, str) else None
         if why:
             problems.append(Problem(f"{path}.images.{_camel(key)}", why))
 

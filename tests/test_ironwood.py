@@ -41,8 +41,8 @@ def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
             "tpu-serving/pool": "iw-2x2x2",
         }
         container = pod["containers"][0]  # the server (the leader's compile-cache push beside it)
-        # the pinned docker.io/vllm/vllm-tpu:v0.27.0 through the stack's Docker Hub remote repository
-        assert container["image"] == "us-central1-docker.pkg.dev/my-tpu-project/docker-hub/vllm/vllm-tpu:v0.27.0"
+        # the pinned docker.io/vllm/vllm-tpu:v0.32.0 through the stack's Docker Hub remote repository
+        assert container["image"] == "us-central1-docker.pkg.dev/my-tpu-project/docker-hub/vllm/vllm-tpu:v0.32.0"
         assert container["resources"]["limits"]["google.com/tpu"] == 4
     leader = tmpl["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
     assert "--tensor-parallel-size=16" in leader and "Qwen/Qwen3-30B-A3B" in leader

@@ -75,9 +75,10 @@ PIECES = {
 
 
 def test_every_module_of_stacks_pieces_is_a_piece_listed_here():
-    """A piece added to stacks/pieces/ is held to the shape below (rules.py holds shared checks; the environment
-    piece builds nothing: its profile goes into the other pieces' plans)."""
-    modules = {p.stem for p in (ROOT / "stacks" / "pieces").glob("*.py")} - {"__init__", "rules", "environment"}
+    """A piece added to stacks/pieces/ is held to the shape below (rules.py holds shared checks, context.py what a
+    visit reads and files; the environment piece builds nothing: its profile goes into the other pieces' plans)."""
+    shared = {"__init__", "rules", "context", "environment"}
+    modules = {p.stem for p in (ROOT / "stacks" / "pieces").glob("*.py")} - shared
     assert modules == set(PIECES)
 
 
@@ -188,7 +189,7 @@ def test_the_bypass_check_finds_a_profile_read_or_a_plan_replaced(tmp_path, line
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_namespaces_are_built_as_their_plan_says(path):
-    """The namespaces piece's plan is made once with the others (config._plans) and the component registers it as
+    """The namespaces piece's plan is made once, in its visit (stacks/pieces/namespaces.py visit) and the component registers it as
     it is: one Namespace per planned namespace with its Pod Security level, and its NetworkPolicies."""
     cfg, rec = parse_stack_file(path), recorded(path, False)
     plan = cfg.namespaces_plan

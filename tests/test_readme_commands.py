@@ -40,6 +40,7 @@ RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
 DRY_RUN = {
     "helm",  # downloads Helm from PyPI
+    "renovate-check",  # downloads Renovate from npm (tests/test_renovate.py runs without it, schema check skipped)
     "toolchain",  # builds with Go from the Go module proxy (docs/toolchain.md)
     "local-cluster",  # the toolchain's binaries, root (a network namespace)
     "local-cluster-check",
@@ -65,6 +66,8 @@ DRY_RUN = {
     "local-up",  # needs a local cluster and the Pulumi CLI (docs/local.md; e2e/ runs them)
     "local-preview",
     "local-destroy",
+    "package",  # builds the wheel with pip, setuptools from PyPI (docs/package.md)
+    "package-smoke",  # the same, then a clean virtualenv installing from PyPI (.ci/run runs it)
 }
 
 

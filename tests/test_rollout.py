@@ -138,6 +138,26 @@ def test_a_rollout_needs_the_gateway_and_a_latency_slo():
     assert any("rollout: needs slo.timeToFirstToken" in p for p in found), found
 
 
+OLD_PIN = "docker.io/vllm/vllm-tpu:v0.27.0"  # vllm-tpu 0.27.0: open high advisories (tests/test_version_guard.py)
+ADVISORIES = ("CVE-2026-93592", "PYSEC-2026-4353")
+
+
+def test_the_version_guard_holds_the_candidates_engine_too_and_one_acknowledgement_covers_both_sets():
+    cfg = example()
+    cfg["tpu-serving:environment"] = "prod"
+    workload(cfg)["rollout"]["candidate"]["image"] = OLD_PIN
+    found = [p for p in problems(cfg) if "advisory" in p]
+    assert len(found) == 2 and all(p.startswith("tpu-serving:workloads[0].rollout.candidate.image: ") for p in found)
+    # the same image in both sets: each advisory is said once, at the current release's key
+    workload(cfg)["image"] = OLD_PIN
+    found = [p for p in problems(cfg) if "advisory" in p]
+    assert len(found) == 2 and all(p.startswith("tpu-serving:workloads[0].image: ") for p in found), found
+    # acknowledged once for the workload: both sets run, neither acknowledgement is stale
+    workload(cfg)["acknowledgeAdvisories"] = [{"id": a, "reason": "not exposed"} for a in ADVISORIES]
+    warned = [w for w in parsed(cfg).warnings if "acknowledgeAdvisories" in w]
+    assert len(warned) == 2 and all("acknowledged (not exposed)" in w for w in warned), warned
+
+
 # ---- the rendered objects -------------------------------------------------------------------------------------
 
 

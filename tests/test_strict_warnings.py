@@ -43,6 +43,7 @@ def _warns(fn: ast.FunctionDef) -> bool:
             for n in nodes
         )
         or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "warn" for n in nodes)
+        or any(isinstance(n, ast.Attribute) and n.attr == "warnings_at" for n in nodes)  # a piece's visit files one
         or any(
             isinstance(n, ast.Return)
             and isinstance(n.value, ast.Tuple)
@@ -72,7 +73,14 @@ FORWARDS = {
     "stacks/serving/workload_type.py:of": "wraps a type's plan with its warnings",
     "stacks/serving/workload_type.py:resolver": "passes a warnings list to the type's check",
     "stacks/serving/workload_type.py:resolve": "passes a warnings list to the type's check",
-    "stacks/config.py:parse_stack_config": "collects _first_run_warnings and passes the list on",
+    "stacks/config.py:_stack_config": "puts the warnings the pieces filed into the StackConfig",
+    "stacks/pieces/context.py:warnings_at": "where a piece's visit files a warning",
+    "stacks/pieces/context.py:warnings": "the filed warnings, in order",
+    "stacks/pieces/cluster.py:visit": "files cluster.py:warnings (cases below)",
+    "stacks/pieces/bucket.py:visit": "files bucket.py:warnings (cases below)",
+    "stacks/pieces/tpu_pools.py:visit": "files tpu_pools.py:warnings (cases below)",
+    "stacks/pieces/gateway.py:visit": "files gateway.py:warnings (cases below)",
+    "stacks/workload_checks.py:visit": "passes the warnings slot to check",
     "workloads/jetstream_pathways/checks.py:check": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:_check_models_fit": "only catalog.sizing_warning's text (cases below)",
     "workloads/saxml/checks.py:check": "passes the warnings list to _check_models_fit",
@@ -123,8 +131,38 @@ def _queue_scaled(minimum: int) -> dict[str, Any]:
     return _vllm(autoscaling={"minReplicas": minimum, "maxReplicas": 2, "metrics": [metric]})
 
 
+OLD_VLLM = "docker.io/vllm/vllm-tpu:v0.27.0"  # open high advisories (stacks/facts/releases.py)
+VLLM_ACKS = [
+    {"id": "CVE-2026-93592", "reason": "no embedding or pooling model is served"},
+    {"id": "PYSEC-2026-4353", "reason": "no disaggregated endpoint is exposed"},
+]
+
 # (function, case id, trigger: changes to CLEAN, resolution: changes to the trigger, a fragment of the warning)
 CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "open-advisory-outside-prod",
+        {"tpu-serving:workloads": [_vllm(image=OLD_VLLM)]},
+        {"tpu-serving:workloads": [_vllm()]},
+        "prod refuses it unless acknowledged",
+    ),
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "acknowledged-advisory-in-prod",
+        {
+            "tpu-serving:environment": "prod",
+            "tpu-serving:workloads": [_vllm(image=OLD_VLLM, acknowledgeAdvisories=VLLM_ACKS)],
+        },
+        {"tpu-serving:workloads": [_vllm()]},
+        "acknowledged (no embedding or pooling model is served)",
+    ),
+    (
+        "stacks/serving/version_guard.py:check_advisories",
+        "stale-acknowledgement",
+        {"tpu-serving:workloads": [_vllm(acknowledgeAdvisories=VLLM_ACKS[:1])]},
+        {"tpu-serving:workloads": [_vllm()]},
+        "is not an open advisory of the engine release this workload runs",
+    ),
     (
         "stacks/pieces/bucket.py:warnings",
         "force-destroy-override",
@@ -159,7 +197,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "decommission=true",
     ),
     (
-        "stacks/config.py:_stack_config",
+        "stacks/pieces/environment.py:visit",
         "paused",
         {"tpu-serving:paused": True},
         {"tpu-serving:paused": False},

@@ -210,9 +210,9 @@ def test_node_pool_args_directly():
     pool and slice, and flex-start nodes are not repaired in place (a failed VM returns its capacity)."""
     from components.tpu_pool import node_pool_args
     from stacks import naming
-    from stacks.config import PoolPlan
     from stacks.facts import catalog
     from stacks.model.config_model import TpuPoolConfig
+    from stacks.serving.pool_plan import PoolPlan
     from stacks.serving.pool_sizing import sizing
 
     def args(capacity: str, index: int):

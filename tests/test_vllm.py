@@ -282,11 +282,11 @@ def test_tensor_parallel_size_counts_every_device_of_the_slice(tpu, topology, de
 
 def test_image_record_covers_what_the_stack_asks():
     record = versions.IMAGE_RECORDS["vllmTpu"]
-    assert record.ref == versions.IMAGES["vllmTpu"] == "docker.io/vllm/vllm-tpu:v0.27.0"
+    assert record.ref == versions.IMAGES["vllmTpu"] == "docker.io/vllm/vllm-tpu:v0.32.0"
     assert {m.series for m in vllm_metrics.VLLM_HPA_METRICS.values()} <= record.serves.metrics
     assert {vllm.HEALTH_PATH, vllm.METRICS_PATH, *vllm.API_PATHS} <= record.serves.endpoints
     assert record.serves.tpus <= set(catalog.GENERATIONS)
-    # tpu-inference@v0.27.0 README: v7x recommended
+    # tpu-inference 0.32.0 README (PyPI): "Recommended: v7x, v5e, v6e"
     assert "tpu7x" in record.serves.tpus and catalog.GENERATIONS["tpu7x"].cores_per_chip == 2
 
 

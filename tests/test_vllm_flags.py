@@ -65,8 +65,8 @@ def test_a_misspelt_flag_is_refused_with_its_key_path_and_close_matches():
         _parse({"max-num-seq": 128, "enable_prefix_cachng": True, "max-num-batched-tokens": 512})
     text = str(err.value)
     assert (
-        "tpu-serving:workloads[0].args.max-num-seq: --max-num-seq is not a `vllm serve` flag of vLLM 0.27.0 "
-        "(vllm-project/vllm@v0.27.0, the pinned image); close matches: --max-num-seqs" in text
+        "tpu-serving:workloads[0].args.max-num-seq: --max-num-seq is not a `vllm serve` flag of vLLM 0.32.0 "
+        "(vllm-project/vllm@v0.32.0, the pinned image); close matches: --max-num-seqs" in text
     )
     assert "args.enable_prefix_cachng: --enable-prefix-cachng is not" in text and "--enable-prefix-caching" in text
     assert "max-num-batched-tokens" not in text
@@ -75,7 +75,7 @@ def test_a_misspelt_flag_is_refused_with_its_key_path_and_close_matches():
 @pytest.mark.parametrize(
     "args,fragment",
     [
-        ({"max-num-seqs": False}, "false renders --no-max-num-seqs, which vLLM 0.27.0"),
+        ({"max-num-seqs": False}, "false renders --no-max-num-seqs, which vLLM 0.32.0"),
         ({"headless": False}, "false renders --no-headless"),
         ({"max-num-seqs": True}, "true renders a bare --max-num-seqs, which takes a value"),
         ({"enforce-eager": 1}, "1 is not allowed: --enforce-eager takes no value"),

@@ -92,7 +92,7 @@ class Generation:
     # data-parallel rank), not the jax.devices() a tensor-parallel mesh is cut from (tpu_inference/worker/
     # tpu_worker.py: self.devices = jax.devices()[:total_devices]).
     megacore: bool
-    # vLLM TPU (tpu-inference@v0.27.0 README "Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p").
+    # vLLM TPU (PyPI tpu-inference@0.32.0 README "Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p").
     vllm_support: str
     placement: str  # COMPACT_TOPOLOGY or WORKLOAD_POLICY, for multi-host slices
     list_price: ChipPrice | None  # None: no public list price (why in `price_note`)

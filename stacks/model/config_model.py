@@ -688,6 +688,23 @@ class RolloutConfig(CamelModel):
     last_decision: RolloutDecision | None = Field(None, description="What `make promote` last decided.")
 
 
+class AdvisoryAck(CamelModel):
+    """A published security advisory a prod workload runs with on purpose (the version guard,
+    stacks/serving/version_guard.py): its id as the release table (stacks/facts/releases.py) records it, and why."""
+
+    id: str = Field(
+        pattern=r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3}|PYSEC-\d{4}-\d+)$",
+        description="The advisory's id (CVE-..., GHSA-... or PYSEC-...), as the version guard's problem names it.",
+    )
+    reason: str = Field(
+        min_length=1,
+        max_length=500,
+        pattern=r"\S",
+        description="Why this workload runs with it (e.g. the vulnerable endpoint is not reachable); shown in every "
+        "preview's warnings.",
+    )
+
+
 class WorkloadConfig(CamelModel):
     """Keys every workload type has."""
 
@@ -700,6 +717,12 @@ class WorkloadConfig(CamelModel):
         None,
         description="Serving objectives (tpu-serving:alerts): Cloud Monitoring SLOs with burn-rate alerts; only what "
         "the workload's server exports (a problem names it otherwise).",
+    )
+    acknowledge_advisories: list[AdvisoryAck] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Open high or critical advisories of the engine release this workload runs that prod accepts "
+        "anyway, each with a reason (the version guard refuses them in prod otherwise; each stays a warning).",
     )
 
     def overrides_images(self) -> bool:

@@ -3,6 +3,7 @@ path a user wrote (`tpu-serving:tpuPools[1].topology`), the bad value and what i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -177,3 +178,36 @@ def section(raw: dict[str, Any], key: str) -> Any:
     other value is validated as given (`0`, `false` or `""` are refused, as the schema refuses them)."""
     value = raw.get(key)
     return {} if value is None else value
+
+
+def parse_each(base: str, tp: Any, raw: Any, what: str, problems: list[Problem]) -> list[Any]:
+    """A list key, each entry validated as `tp` separately (None where it does not parse), so that one broken entry
+    does not hide the problems of the others; unset is the empty list."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of {what} (got {fmt(raw)})"))
+        return []
+    return [parse(f"{base}[{i}]", tp, item, problems) for i, item in enumerate(raw)]
+
+
+def parse_by_type(base: str, models: Mapping[str, Any], raw: Any, what: str, problems: list[Problem]) -> list[Any]:
+    """A list key whose entries say their `type:`, each validated as its type's model in `models`: (index, parsed)
+    of those that parse; unset is the empty list."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(Problem(base, f"must be a list of {what}s (got {fmt(raw)})"))
+        return []
+    parsed: list[tuple[int, Any]] = []
+    for i, item in enumerate(raw):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(kind, str) or kind not in models:
+            problems.append(
+                Problem(f"{base}[{i}].type", f"{fmt(kind)} is not a {what} type; allowed: {', '.join(models)}")
+            )
+            continue
+        entry = parse(f"{base}[{i}]", models[kind], item, problems)
+        if entry is not None:
+            parsed.append((i, entry))
+    return parsed

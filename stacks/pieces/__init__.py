@@ -5,5 +5,6 @@ rules (`problems`, every problem at once, each naming its key path), its plan (`
 the environment profile included) and the component that builds it from the plan (`components/<piece>.py`, called
 as `(name, *, plan, deps)`).
 
-`stacks/config.py` asks each piece for its problems and plan and runs the checks between pieces; nothing here
-imports another layer than `stacks`."""
+Each piece has one entry point, `visit(ctx, found)` (`context.py`): `stacks/config.py` visits each piece once, in the
+order of what it reads, and the visit runs its rules (its own, and those against the pieces visited before it) and
+resolves its plan; nothing here imports another layer than `stacks`."""

@@ -4,14 +4,14 @@ add-on, with its settings model and rules). Its rules and its plan (components/a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from stacks import addons as addon_registry
 from stacks.addons import AddonsConfig
-from stacks.model.config_parse import parse
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 
+NAME = "addons"
 PATH = f"{NS}:addons"
 
 
@@ -25,13 +25,16 @@ class AddonsPlan:
     """The minor version the Pod Security labels of their namespaces are pinned to."""
 
 
-def section(raw: Any, found: list[Problem]) -> AddonsConfig | None:
-    """tpu-serving:addons parsed with the registry's settings model, then every entry's own rules (None: it does
-    not parse, reported)."""
-    addons = parse(PATH, addon_registry.settings_model(), {} if raw is None else raw, found)
-    if addons is not None:
-        found.extend(problems(addons))
-    return addons
+def visit(ctx: Context, found: Findings) -> AddonsPlan | None:
+    """Every registry entry's own rules (reported with the key's shape problems: they read no other key); the plan,
+    with the cluster's Kubernetes minor."""
+    addons = ctx.sections.addons
+    if addons is None:
+        return None
+    found.problems_at("addons").extend(problems(addons))
+    if not found.clean or ctx.kubernetes_minor is None:
+        return None
+    return plan(addons, kubernetes_minor=ctx.kubernetes_minor)
 
 
 def problems(addons: AddonsConfig) -> list[Problem]:

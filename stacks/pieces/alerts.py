@@ -8,20 +8,23 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
-from stacks.model.config_parse import parse
 from stacks.model.profiles import Profile
 from stacks.monitoring import alerts
 from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector, while_wanted
+from stacks.pieces.context import Context, Findings
+from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 from stacks.serving import gateway
+from stacks.serving import release as releases
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
+NAME = "alerts"
 PATH = f"{NS}:alerts"
 # Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
 # a notification channel's resource name (projects/P/notificationChannels/ID,
@@ -44,12 +47,32 @@ SLO_SIGNALS = {
 }
 
 
-def section(raw: Any, found: list[Problem]) -> AlertsConfig | None:
-    """tpu-serving:alerts parsed, then its own rules (None: it does not parse, reported)."""
-    config = parse(f"{NS}:alerts", AlertsConfig, {} if raw is None else raw, found)
+def visit(ctx: Context, found: Findings) -> AlertsPlan | None:
+    """Its own rules (reported with the key's shape problems: they read no other key), the workloads' objectives
+    against what their servers export; its plan, with the profile, the pools' zones, the workloads and those the
+    gateway serves."""
+    given, sections = ctx.invocation, ctx.sections
+    config, monitoring = sections.alerts, sections.monitoring
     if config is not None:
-        found.extend(problems(config))
-    return config
+        found.problems_at("alerts").extend(problems(config))
+    index = releases.indexes(sections.workloads)
+    found.problems_at("alerts.rules").extend(slo_problems([(index[w.name], w) for w in ctx.workloads]))
+    gateway_plan = ctx.plan("gateway", GatewayPlan)
+    if not found.clean or config is None or monitoring is None or gateway_plan is None or ctx.profile is None:
+        return None
+    if not (given.gcp_project and ctx.cluster_name):
+        return None
+    return plan(
+        config,
+        profile=ctx.profile,
+        project=given.gcp_project,
+        cluster_name=ctx.cluster_name,
+        paused=sections.paused,
+        tpu_metrics=monitoring.tpu_metrics,
+        tpu_zones=sorted({p.config.zone for p in ctx.pools}),
+        workloads=ctx.workloads,
+        gateway_workloads=[b.name for b in gateway_plan.backends],
+    )
 
 
 def problems(config: AlertsConfig) -> list[Problem]:

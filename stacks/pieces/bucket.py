@@ -11,9 +11,11 @@ from stacks import naming
 from stacks.facts import storage_locations
 from stacks.model.config_model import BucketConfig
 from stacks.model.profiles import Profile
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_key
 from stacks.problems import Problem
 
+NAME = "bucket"
 PATH = f"{NS}:bucket"
 BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
 
@@ -32,6 +34,24 @@ class BucketPlan:
     soft_delete_seconds: int
     protect: bool
     retain_on_delete: bool
+
+
+def visit(ctx: Context, found: Findings) -> BucketPlan | None:
+    """Its name (once gcp:project is known), rules and warnings; its plan, with the stack's labels."""
+    given, bucket = ctx.invocation, ctx.sections.bucket
+    if bucket is None:
+        return None
+    project = given.gcp_project
+    ctx.bucket_name = name(bucket, project, given.pulumi_project, given.stack) if project else None
+    found.problems_at("bucket.rules").extend(problems(bucket, bucket_name=ctx.bucket_name, region=ctx.region))
+    if ctx.profile is None:
+        return None
+    found.warnings_at("bucket").extend(warnings(bucket, ctx.profile))
+    if not found.clean or not (ctx.bucket_name and ctx.region and project and ctx.labels is not None):
+        return None
+    return plan(
+        bucket, name=ctx.bucket_name, region=ctx.region, project=project, profile=ctx.profile, labels=ctx.labels
+    )
 
 
 def name(bucket: BucketConfig, gcp_project: str, pulumi_project: str, stack: str) -> str:

@@ -18,6 +18,7 @@ from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig,
 from stacks.model.profiles import Profile
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import (
     MACHINE_TYPE_RE,
     NS,
@@ -34,6 +35,7 @@ from stacks.pieces.rules import (
 from stacks.problems import Problem, fmt
 from stacks.serving import pool_sizing
 
+NAME = "cluster"
 PATH = f"{NS}:cluster"
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
 
@@ -90,6 +92,39 @@ class ClusterPlan:
     @property
     def dns_endpoint(self) -> bool:
         return self.config.control_plane_endpoint == "dns"
+
+
+def visit(ctx: Context, found: Findings) -> ClusterPlan | None:
+    """Its name, rules (its network's included) and warnings, the stack's labels, the image mirror; its plan, with
+    what the gateway (the Gateway API) and cost allocation ask of it."""
+    given, sections = ctx.invocation, ctx.sections
+    cluster, environment = sections.cluster, sections.environment
+    ctx.image_mirror = image_mirror(cluster, given.gcp_project, ctx.region)
+    if cluster is None:
+        return None
+    ctx.cluster_name = name(cluster, given.pulumi_project, given.stack)
+    ctx.kubernetes_minor = kubernetes_minor(cluster)
+    found.problems_at("cluster.rules").extend(
+        problems(cluster, cluster_name=ctx.cluster_name, environment=environment, region=ctx.region)
+    )
+    if ctx.profile is None:
+        return None
+    ctx.labels = {"app": "tpu-serving", "stack": naming.label_value(given.stack), "environment": environment}
+    ctx.labels.update(cluster.labels)
+    found.warnings_at("cluster").extend(warnings(cluster, environment))
+    gateway, cost = sections.gateway, sections.cost
+    if not found.clean or not (ctx.region and given.gcp_project and gateway):
+        return None
+    return plan(
+        cluster,
+        name=ctx.cluster_name,
+        region=ctx.region,
+        project=given.gcp_project,
+        profile=ctx.profile,
+        labels=ctx.labels,
+        gateway_api=gateway.enabled,
+        cost_allocation=cost.allocation if cost else True,
+    )
 
 
 def kubernetes_minor(cluster: ClusterConfig) -> str:

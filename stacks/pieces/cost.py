@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 
 from stacks import naming
 from stacks.model.config_model import CostConfig
+from stacks.pieces.context import Context, Findings
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
+NAME = "cost"
 WORKLOAD_LABEL = "tpu-workload"  # on each TPU node pool: the workloads that run on it
 DISPLAY_NAME_MAX = 60
 
@@ -68,6 +70,16 @@ def pool_labels(workloads: list[WorkloadPlan]) -> dict[str, dict[str, str]]:
     for workload in workloads:
         names.setdefault(workload.pool.name, []).append(workload.name)
     return {pool: {WORKLOAD_LABEL: workload_label(found)} for pool, found in names.items()}
+
+
+def visit(ctx: Context, found: Findings) -> CostPlan | None:
+    """Its plan: the workloads' labels on their pools, the budget (no rules beyond its model's)."""
+    given = ctx.invocation
+    if not found.clean or not given.gcp_project:
+        return None
+    return plan(
+        ctx.sections.cost or CostConfig(), project=given.gcp_project, stack=given.stack, workloads=ctx.workloads
+    )
 
 
 def plan(cost: CostConfig, *, project: str, stack: str, workloads: list[WorkloadPlan]) -> CostPlan:

@@ -9,8 +9,11 @@ from typing import Any
 
 from stacks.facts import storage_locations
 from stacks.model.profiles import PROFILES, Profile
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, REGION_RE, check_region
 from stacks.problems import Problem, fmt
+
+NAME = "environment"
 
 # The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.
@@ -26,6 +29,37 @@ ENVIRONMENT_WORDS = {
 # English words that merely start with it ('product', 'producer', 'produce').
 ENVIRONMENT_AFFIXES = {"staging": ("staging",), "prod": ("prod",)}
 NOT_ENVIRONMENT_PREFIXES = ("produc",)
+
+
+def visit(ctx: Context, found: Findings) -> Profile | None:
+    """The invocation (the gcp: settings, unknown keys, how the token is set), tpu-serving:environment against the
+    profiles and against what the stack's and project's names say, the placeholder project; then the profile,
+    resolved here once for every piece (None: the environment is no profile, reported)."""
+    given, sections = ctx.invocation, ctx.sections
+    ctx.region = invocation_problems(
+        given.gcp_project,
+        given.region,
+        given.extra_keys,
+        given.known_keys,
+        given.hf_token,
+        found.problems_at("invocation"),
+    )
+    environment = sections.environment
+    found.problems_at("environment").extend(problems(environment))
+    name_problems(environment, given.stack, given.gcp_project, found.problems_at("environment.rules"))
+    if given.refuse_placeholder:
+        found.problems_at("environment.rules").extend(placeholder_problems(given.gcp_project))
+    found.warnings_at("environment").extend(placeholder_warnings(given.gcp_project))
+    ctx.protect = protect(environment, sections.decommission)
+    if not isinstance(environment, str) or environment not in PROFILES:
+        return None
+    ctx.profile, decommissioned = profile(environment, sections.decommission)
+    found.warnings_at("profile").extend(decommissioned)
+    if sections.paused:
+        found.warnings_at("profile").append(
+            f"{NS}:paused=true: workloads are at zero and TPU pools scale to zero nodes"
+        )
+    return ctx.profile
 
 
 def problems(environment: Any) -> list[Problem]:

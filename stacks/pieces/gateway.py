@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from stacks import naming
+from stacks import guardrails, naming
 from stacks.facts import gke_managed
 from stacks.fleets import fleet_export as fleet_piece
 from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfig
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_cidr, check_path_region
 from stacks.problems import Problem
 from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
@@ -22,6 +23,7 @@ from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
+NAME = "gateway"
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
 # A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
@@ -31,6 +33,32 @@ PROXY_SUBNET_PREFIX_MAX = 26
 SECURITY_POLICY_RE = re.compile(
     r"(projects/[a-z][-a-z0-9.:]*/regions/[a-z0-9-]+/securityPolicies/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 )
+
+
+def visit(ctx: Context, found: Findings) -> GatewayPlan | None:
+    """Its own rules, then those against the cluster's network; the proxy-only subnet it asks the network for; its
+    plan, with the workloads it serves, and its warnings."""
+    given, sections = ctx.invocation, ctx.sections
+    gateway, cluster = sections.gateway, sections.cluster
+    if gateway is None:
+        return None
+    found.problems_at("gateway.rules").extend(problems(gateway, sections.environment))
+    if cluster is not None:
+        found.problems_at("gateway.cluster").extend(cluster_problems(gateway, cluster))
+    ctx.proxy_subnet_cidr = gateway.proxy_subnet_cidr if proxy_subnet_created(gateway) else None
+    if not found.clean or not (given.gcp_project and ctx.region and ctx.cluster_name and ctx.kubernetes_minor):
+        return None
+    gateway_plan = plan(
+        gateway,
+        project=given.gcp_project,
+        region=ctx.region,
+        resource_prefix=ctx.cluster_name,
+        kubernetes_minor=ctx.kubernetes_minor,
+        workloads=ctx.workloads,
+        paused=sections.paused,
+    )
+    found.warnings_at("gateway").extend(warnings(gateway, gateway_plan, ctx.workloads))
+    return gateway_plan
 
 
 def proxy_subnet_mode(gateway: GatewayConfig) -> str:
@@ -52,7 +80,13 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
     for i, cidr in enumerate(gateway.source_ranges):
         parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
         # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only in dev
-        if parsed is not None and parsed.prefixlen == 0 and gateway.exposure == "external" and environment != "dev":
+        # guardrails.whole_internet: the policy pack's no-public-endpoint reads source ranges the same way
+        if (
+            parsed is not None
+            and guardrails.whole_internet(cidr)
+            and gateway.exposure == "external"
+            and environment != "dev"
+        ):
             found.append(
                 Problem(
                     f"{PATH}.sourceRanges[{i}]",

@@ -8,14 +8,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from stacks import naming
 from stacks.facts import versions
 from stacks.model.config_model import MonitoringConfig
 from stacks.monitoring import alerts, dashboard, metrics
 from stacks.monitoring.metrics import HpaMetric
+from stacks.pieces.context import Context, Findings
+from stacks.pieces.gateway import GatewayPlan
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
+NAME = "monitoring"
 Panel = tuple[str, str, str]
 
 
@@ -36,6 +40,27 @@ class MonitoringPlan:
     server_metrics: tuple[tuple[HpaMetric, tuple[str, ...]], ...]
     """The workload types' own server metrics (vLLM's, say), each with the namespaces of the autoscaled workloads
     whose HPA may scale on it: the metrics adapter serves them there."""
+
+
+def visit(ctx: Context, found: Findings) -> MonitoringPlan | None:
+    """Its plan: what the workloads, the pools and the gateway ask of it (no rules beyond its model's)."""
+    given, monitoring = ctx.invocation, ctx.sections.monitoring
+    gateway_plan = ctx.plan("gateway", GatewayPlan)
+    if not found.clean or monitoring is None or gateway_plan is None:
+        return None
+    if not (given.gcp_project and ctx.cluster_name and ctx.kubernetes_minor):
+        return None
+    return plan(
+        monitoring,
+        project=given.gcp_project,
+        cluster_name=ctx.cluster_name,
+        identity_suffix=naming.stack_identity_suffix(given.pulumi_project, given.stack),
+        kubernetes_minor=ctx.kubernetes_minor,
+        has_tpu_pools=bool(ctx.pools),
+        workloads=ctx.workloads,
+        gateway=bool(gateway_plan.backends),
+        chip_prices={w.name: ctx.chip_price(w) for w in ctx.workloads},
+    )
 
 
 def plan(

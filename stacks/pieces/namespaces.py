@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.gateway import GatewayPlan
 from stacks.problems import Problem
 from stacks.security import network_policy, pod_security
 from stacks.serving import gateway, local_ports
 from stacks.serving.gateway import GatewayBackend
+
+NAME = "namespaces"
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,14 @@ class NamespacesPlan:
 def problems() -> list[Problem]:
     """None of its own: each workload's namespace is checked with the workload (stacks/workload_checks.py)."""
     return []
+
+
+def visit(ctx: Context, found: Findings) -> NamespacesPlan | None:
+    """Its plan, from the workloads' plans and the gateway's (no key, no rules of its own)."""
+    gateway_plan = ctx.plan("gateway", GatewayPlan)
+    if not found.clean or gateway_plan is None or ctx.kubernetes_minor is None:
+        return None
+    return plan(ctx.workloads, gateway_plan=gateway_plan, kubernetes_minor=ctx.kubernetes_minor)
 
 
 def plan(workloads: Sequence[Any], *, gateway_plan: GatewayPlan, kubernetes_minor: str) -> NamespacesPlan:

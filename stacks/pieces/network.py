@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from stacks import naming
 from stacks.model.config_model import NetworkConfig
 from stacks.model.profiles import Profile
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_cidr, check_name, check_path_region
 from stacks.problems import Problem
 
+NAME = "network"
 PATH = f"{NS}:cluster.network"
 # A VPC or subnet given by name, or by path (projects/p/global/networks/n, projects/p/regions/r/subnetworks/n).
 NETWORK_REF_RE = re.compile(
@@ -54,6 +56,26 @@ class NetworkPlan:
     """VPC flow logs on the created subnet: cluster.network.flowLogs, else the environment profile's."""
     proxy_subnet_cidr: str | None
     """The range of the proxy-only subnet the stack creates for a regional gateway; None: it creates none."""
+
+
+def visit(ctx: Context, found: Findings) -> NetworkPlan | None:
+    """Its plan, with the proxy-only subnet the gateway asks for. Its rules are the cluster's visit's (its key is
+    cluster.network: `problems` and `flow_logs_problems` are reported among the cluster's)."""
+    given, cluster = ctx.invocation, ctx.sections.cluster
+    if (
+        not found.clean
+        or cluster is None
+        or not (ctx.cluster_name and ctx.profile and ctx.region and given.gcp_project)
+    ):
+        return None
+    return plan(
+        cluster.network,
+        name=ctx.cluster_name,
+        project=given.gcp_project,
+        region=ctx.region,
+        profile=ctx.profile,
+        proxy_subnet_cidr=ctx.proxy_subnet_cidr,
+    )
 
 
 def plan(

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks import naming
+from stacks.pieces.context import Context, Findings
 from stacks.problems import Problem
 
+NAME = "node_identity"
 CLUSTER_NODES_DESCRIPTION = "tpu-serving: node service account (logging, monitoring, image pulls only)"
 
 
@@ -30,6 +32,16 @@ class NodeAccountPlan:
 def problems() -> list[Problem]:
     """None of its own: the names derive from keys checked where they are given (the cluster's and workloads')."""
     return []
+
+
+def visit(ctx: Context, found: Findings) -> dict[str, NodeAccountPlan] | None:
+    """By workload name: the node service account of each workload whose type runs it as its pool's identity (the
+    cluster's own nodes' account is the cluster plan's)."""
+    given = ctx.invocation
+    if not found.clean or not given.gcp_project:
+        return None
+    exclusive = [w for w in ctx.workloads if ctx.workload_types[w.workload.type].exclusive_pool]
+    return workload_nodes(given.stack, given.gcp_project, exclusive)
 
 
 def plan(*, account_id: str, project: str, display_name: str, description: str) -> NodeAccountPlan:

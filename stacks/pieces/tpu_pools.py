@@ -9,14 +9,17 @@ from typing import Any
 
 from stacks import naming
 from stacks.facts import catalog
-from stacks.model import config_parse
 from stacks.model.config_model import AutoscalingConfig, TpuPoolConfig
+from stacks.pieces import cluster as cluster_piece
+from stacks.pieces import gateway as gateway_piece
 from stacks.pieces.cluster import VersionNeed
+from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, check_zone_region
 from stacks.problems import Problem, fmt
 from stacks.serving import compute_class
 from stacks.serving.pool_plan import PoolPlan
 
+NAME = "tpuPools"
 PATH = f"{NS}:tpuPools"
 # A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
 RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -24,15 +27,21 @@ RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservation
 CLUSTER_NODE_POOLS = (naming.SYSTEM_NODE_POOL,)
 
 
-def parse(raw: Any, problems: list[Problem]) -> list[TpuPoolConfig | None]:
-    """Each pool separately, so one broken pool does not hide the problems of the others."""
-    base = PATH
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        problems.append(Problem(base, f"must be a list of pools (got {fmt(raw)})"))
-        return []
-    return [config_parse.parse(f"{base}[{i}]", TpuPoolConfig, item, problems) for i, item in enumerate(raw)]
+def visit(ctx: Context, found: Findings) -> list[PoolPlan]:
+    """Each pool's plan or its problems, then what the pools share; minMasterVersion against the GKE versions the
+    pools and the gateway (its config says which) need; the pools' warnings. Returns the plans of the pools without
+    problems (the workloads are checked against them)."""
+    sections = ctx.sections
+    cluster, gateway = sections.cluster, sections.gateway
+    streaming = cluster.images.streaming if cluster is not None else False
+    ctx.pools, pool_problems = plans(sections.pools, ctx.region, protect=ctx.protect, image_streaming=streaming)
+    rules = found.problems_at("tpuPools.rules")
+    rules.extend(pool_problems)
+    if cluster is not None:
+        needs = version_needs(ctx.pools) + (gateway_piece.version_needs(gateway) if gateway is not None else [])
+        rules.extend(cluster_piece.version_problems(cluster, needs))
+    found.warnings_at("tpuPools").extend(warnings(sections.pools, ctx.pools))
+    return ctx.pools
 
 
 def plans(

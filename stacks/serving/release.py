@@ -95,6 +95,12 @@ def server_sets(workload: Any) -> list[tuple[str, Any]]:
     return sets
 
 
+def indexes(workloads: list[tuple[int, Any]]) -> dict[str, int]:
+    """Each server set's name (a workload's, and slot b's under a rollout) -> its workload's index in
+    tpu-serving:workloads (where a set's plan reports a problem: stacks/pieces/alerts.py slo_problems)."""
+    return {c.name: i for i, w in workloads for _, c in server_sets(w)} | {w.name: i for i, w in workloads}
+
+
 def weights(rollout: Any) -> dict[str, int]:
     """Each role's share of the route: the candidate `rollout.weight`, the current release the rest."""
     return {CURRENT: 100 - rollout.weight, CANDIDATE: rollout.weight}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# bottom to top: pure config and plans, Pulumi components (and the composition), workload types
-PROGRAM_PACKAGES = ("stacks", "components", "workloads")
+# bottom to top: pure config and plans, Pulumi components (and the composition), workload types, the package's API
+# (tpu_serving/: what __main__.py and another program call, docs/package.md)
+PROGRAM_PACKAGES = ("stacks", "components", "workloads", "tpu_serving")
 
 
 def program_files() -> list[Path]:

@@ -17,7 +17,7 @@ wheel imports torch): every flag spelled in an add_argument call of those functi
 - `optional`: a bare `--x` or a value (`nargs="?"`);
 - `value`: `--x=<value>` (a dataclass-typed field takes JSON, and `--x.key=value`).
 The platform can add flags (AsyncEngineArgs.add_cli_args calls current_platform.pre_register_and_update(parser)):
-the TPU platform is tpu-inference's TpuPlatform, which does not override it (tpu-inference==0.27.0
+the TPU platform is tpu-inference's TpuPlatform, which does not override it (tpu-inference==0.32.0
 tpu_inference/platforms/tpu_platform.py), so it adds none.
 """
 
@@ -40,10 +40,13 @@ from tooling.harness.offline import ROOT
 DATA = ROOT / "workloads" / "vllm" / "serve_flags.json"
 CACHE = ROOT / ".cache" / "vllm"
 REPO = "vllm-project/vllm"
-CLI_ARGS = "vllm/entrypoints/openai/cli_args.py"
+# make_arg_parser and FrontendArgs: vllm/entrypoints/launchers/cli_args.py at vLLM 0.32.0 (vllm/entrypoints/cli/serve.py
+# imports it from vllm.entrypoints.launchers.cli_args), vllm/entrypoints/openai/cli_args.py up to 0.27.0
+CLI_ARGS_PATHS = ("vllm/entrypoints/launchers/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
+CLI_ARGS = CLI_ARGS_PATHS[0]
 ARG_UTILS = "vllm/engine/arg_utils.py"
 CONFIGS = "vllm/config/"  # the config dataclasses whose fields the engine's flags are
-READ = (CLI_ARGS, ARG_UTILS)
+READ = (*CLI_ARGS_PATHS, ARG_UTILS)
 FUNCTIONS = (
     f"{CLI_ARGS} make_arg_parser",
     f"{CLI_ARGS} FrontendArgs (and BaseFrontendArgs) fields",
@@ -153,7 +156,8 @@ def _calls(function: ast.FunctionDef, source: Source) -> dict[str, str]:
 def extract(wheel: Path) -> dict[str, Any]:
     """The data file's content from a vLLM wheel."""
     source = Source(wheel)
-    cli, engine = source.tree(CLI_ARGS), source.tree(ARG_UTILS)
+    cli_args = next(path for path in CLI_ARGS_PATHS if path in source.files)
+    cli, engine = source.tree(cli_args), source.tree(ARG_UTILS)
     flags = _calls(_function(cli, "make_arg_parser"), source)
     for name, annotation in source.fields("FrontendArgs").items():
         flags[name.replace("_", "-")] = source.kind_of_field(annotation)

@@ -3,14 +3,16 @@ pool, the HBM metrics; `check` returns the plan when none is broken."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
 
 from stacks import naming
 from stacks.facts import catalog
-from stacks.facts.versions import Serves, image_gaps, image_record
+from stacks.facts.versions import IMAGES, Serves, image_gaps, image_record
 from stacks.problems import Problem
+from stacks.serving import version_guard
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import (
     check_autoscaling,
@@ -20,7 +22,7 @@ from workloads.vllm import flags as serve_flags
 from workloads.vllm.config import VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
-from workloads.vllm.plan import HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
+from workloads.vllm.plan import DEFAULT_IMAGE, HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
 
 HF_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 GS_PATH_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+")
@@ -58,6 +60,8 @@ def check(
     """Add the workload's problems and warnings; return its plan (None: it has problems, or no pool)."""
     _check_model(path, workload, ctx.hf_token, problems, warnings)
     _check_image_and_args(path, workload, problems)
+    image_key, ref = ("image", workload.image) if workload.image else ("type", IMAGES[DEFAULT_IMAGE])
+    version_guard.check_features(path, image_key, ref, features_in_use(workload, pool), problems)
     auto = workload.autoscaling
     if auto is not None:
         check_autoscaling(
@@ -154,6 +158,49 @@ def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Prob
             checked[key] = value
     if workload.image is None:  # the pinned image's flags; an image of another version has its own
         problems.extend(serve_flags.problems(path, checked, normalize_flag))
+
+
+# tpu-inference's KV connectors for prefill/decode disaggregation, as --kv-transfer-config names them (kv_connector,
+# or kv_connector_module_path): tpu-inference@v0.27.0 examples/disagg/run_disagg_single_host.sh ("kv_connector":
+# "TPUConnector", "kv_connector_module_path": "tpu_inference.distributed.tpu_connector"); TPUConnectorHMA in
+# tpu_inference.distributed.tpu_connector_hma (PyPI tpu-inference 0.32.0; llm-d/llm-d#2533).
+TPU_CONNECTORS = {"TPUConnector": "tpu_inference.distributed.tpu_connector"}
+TPU_HMA_CONNECTORS = {"TPUConnectorHMA": "tpu_inference.distributed.tpu_connector_hma"}
+
+
+def features_in_use(workload: VllmWorkload, pool: PoolPlan | None) -> dict[str, str]:
+    """The features of stacks/facts/releases.py FEATURES a vLLM workload turns on, each with the key (under the
+    workload's path) that turns it on: the version guard refuses one its engine release is known to break on."""
+    args = {normalize_flag(k): (k, v) for k, v in workload.args.items()}
+    found: dict[str, str] = {}
+    if pool is not None and pool.shape.multi_host:
+        found["multi-host"] = "pool"
+    on = {name: f"args.{key}" for name, (key, value) in args.items() if value not in (None, False)}
+    if "speculative-config" in on:
+        found["speculative-decoding"] = on["speculative-config"]
+    if "enable-lora" in on:
+        found["lora"] = on["enable-lora"]
+    # vLLM caches prefixes unless told not to (vllm 0.32.0 vllm/config/cache.py: enable_prefix_caching = True)
+    key, value = args.get("enable-prefix-caching", ("", True))
+    if value is not False:
+        found["prefix-caching"] = f"args.{key}" if key else "args"
+    if "kv-transfer-config" in on:
+        config = _json_object(args["kv-transfer-config"][1])
+        names = {config.get("kv_connector"), config.get("kv_connector_module_path")}
+        if names & {*TPU_HMA_CONNECTORS, *TPU_HMA_CONNECTORS.values()}:
+            found["pd-disaggregation-hma"] = on["kv-transfer-config"]
+            found["pd-disaggregation"] = on["kv-transfer-config"]
+        elif names & {*TPU_CONNECTORS, *TPU_CONNECTORS.values()}:
+            found["pd-disaggregation"] = on["kv-transfer-config"]
+    return found
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _tensor_parallel_value(value: Any) -> int | None:

@@ -56,7 +56,7 @@ def _env(plan: VllmPlan) -> list[dict[str, Any]]:
     if plan.workload.xla_cache:
         env.append({"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_DIR})
     if plan.multi_host:
-        # tpu-inference@v0.27.0 tpu_inference/envs.py: TPU_MULTIHOST_BACKEND in {"", "ray"}; its multi-host GKE
+        # tpu-inference 0.32.0 tpu_inference/envs.py: TPU_MULTIHOST_BACKEND in {"", "ray"}; its multi-host GKE
         # example (examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml) sets it on leader and workers.
         env.append({"name": "TPU_MULTIHOST_BACKEND", "value": "ray"})
     return env
@@ -157,7 +157,7 @@ def _server_container(plan: VllmPlan, name: str) -> dict[str, Any]:
         "env": _env(plan),
         # No fixed delay: probed from the start every few seconds, for as long as a cold start takes (COLD_START_S),
         # then liveness takes over. /health answers 200 once the engine runs
-        # (vllm 0.27.0 vllm/entrypoints/serve/instrumentator/health.py).
+        # (vllm 0.32.0 vllm/entrypoints/serve/instrumentator/health.py).
         "startupProbe": startup_probe(_probe(HEALTH_PATH), COLD_START_S),
         "livenessProbe": _probe(HEALTH_PATH, periodSeconds=30, failureThreshold=5),
         "readinessProbe": _probe(HEALTH_PATH, periodSeconds=10, failureThreshold=3),

@@ -16,7 +16,7 @@ from stacks.monitoring.metrics import (
 )
 from stacks.serving.workload_plan import ServingSignals
 
-# vLLM's series carry model_name and engine (vllm 0.27.0 vllm/v1/metrics/loggers.py labelnames), histograms `le` on
+# vLLM's series carry model_name and engine (vllm 0.32.0 vllm/v1/metrics/loggers.py labelnames), histograms `le` on
 # their _bucket series; the vLLM PodMonitoring copies the pod's `app` label.
 LABELS = GMP_TARGET_LABELS | set(SERVER_TARGET_LABELS) | {"model_name", "engine", "app"}
 SERIES_LABELS: dict[str, frozenset[str]] = {
@@ -41,7 +41,7 @@ SERIES_LABELS: dict[str, frozenset[str]] = {
 # vLLM's server metrics an HPA can scale on (vllm 0.27.0 vllm/v1/metrics/loggers.py: the scheduler gauges, and
 # vllm:kv_cache_usage_perc, "KV-cache usage. 1 means 100 percent usage"). prometheus-adapter serves them without the
 # colon. A vLLM workload may also scale on the TPU metrics (stacks.monitoring.metrics.HPA_METRICS).
-_VLLM_SOURCE = "vllm-project/vllm@v0.27.0:vllm/v1/metrics/loggers.py"
+_VLLM_SOURCE = "vllm-project/vllm@v0.32.0:vllm/v1/metrics/loggers.py"
 RUNNING = Unit("requests", "requests in the running batch per replica")
 VLLM_HPA_METRICS: dict[str, HpaMetric] = {
     m.name: m

@@ -45,8 +45,8 @@ from workloads.vllm.config import VllmWorkload
 from workloads.vllm.metrics import KV_CACHE_METRIC, VLLM_METRICS, VLLM_SIGNALS, vllm_panels
 
 HTTP_PORT = 8000  # vLLM's default --port, the tutorial's
-HEALTH_PATH = "/health"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/health.py
-METRICS_PATH = "/metrics"  # vllm 0.27.0 vllm/entrypoints/serve/instrumentator/metrics.py
+HEALTH_PATH = "/health"  # vllm 0.32.0 vllm/entrypoints/serve/instrumentator/health.py
+METRICS_PATH = "/metrics"  # vllm 0.32.0 vllm/entrypoints/serve/instrumentator/metrics.py
 API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl commands
 # The Inference Gateway router's name for vLLM servers (`router.modelServers.type`, llm-d/llm-d-router@v0.10.0:
 # config/charts/README.md; routerlib templates/_config.yaml reads vLLM's metrics for it).
@@ -58,12 +58,12 @@ CONTAINER = "vllm-tpu"
 DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/facts/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
 HF_TOKEN_KEY = "hf_token"  # key in the workload's token Secret
-# vllm 0.27.0 examples/ray_serving/multi-node-serving.sh, at this path in the image (tpu-inference@v0.27.0
-# docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .)
+# vllm 0.32.0 examples/ray_serving/multi-node-serving.sh, at this path in the image (tpu-inference@v0.27.0
+# docker/Dockerfile: WORKDIR /workspace/vllm; git clone vLLM .; no later Dockerfile is public: a deploy confirms it)
 RAY_SCRIPT = "/workspace/vllm/examples/ray_serving/multi-node-serving.sh"
 RAY_PORT = 6379
 MODELS_PREFIX = "models/"  # the stack bucket's prefix of staged Hugging Face models: models/<id>/<revision>/
-# Run:ai streamer concurrency (OS threads reading tensors, and object-store clients, per host: vllm 0.27.0
+# Run:ai streamer concurrency (OS threads reading tensors, and object-store clients, per host: vllm 0.32.0
 # docs/models/extensions/runai_model_streamer.md, its tunable parameters) is one per vCPU the server requests, at
 # least the 16 of that page's example (an assumption: reads are network-bound and each thread holds one request in
 # flight; a real deploy calibrates it).
@@ -322,7 +322,7 @@ class VllmPlan(WorkloadPlan):
             weights="gcs-stream",
             hub_offline=True,
             stream_concurrency=self.stream_concurrency,
-            # vllm 0.27.0 docs/models/extensions/runai_model_streamer.md: distributed streaming "is currently only
+            # vllm 0.32.0 docs/models/extensions/runai_model_streamer.md: distributed streaming "is currently only
             # possible on CUDA and ROCM devices": every TPU host streams the whole checkpoint.
             distributed_load=False,
             compile_cache="local-copy" if self.workload.xla_cache else "none",
@@ -352,13 +352,13 @@ class VllmPlan(WorkloadPlan):
         if self.staged:
             # clients keep naming the model by its Hugging Face id
             derived.append(("served-model-name", w.model))
-        # vllm 0.27.0 docs/models/extensions/runai_model_streamer.md: `vllm serve gs://... --load-format
-        # runai_streamer`, tuned with --model-loader-extra-config '{"concurrency": N}'; tpu-inference@v0.27.0
-        # requirements.txt ships runai-model-streamer[s3,gcs].
+        # vllm 0.32.0 docs/models/extensions/runai_model_streamer.md: `vllm serve gs://... --load-format
+        # runai_streamer`, tuned with --model-loader-extra-config '{"concurrency": N}'; tpu-inference 0.32.0
+        # (PyPI) requires runai-model-streamer[gcs,s3]==0.15.9.
         derived.append(("load-format", "runai_streamer"))
         derived.append(("model-loader-extra-config", json.dumps({"concurrency": self._default_concurrency()})))
         if self.multi_host:
-            # vllm 0.27.0 examples/ray_serving/multi-node-serving.sh: the server runs on the Ray cluster
+            # vllm 0.32.0 examples/ray_serving/multi-node-serving.sh: the server runs on the Ray cluster
             derived.append(("distributed-executor-backend", "ray"))
         extra = {normalize_flag(k): v for k, v in w.args.items()}
         out: list[str] = []

@@ -1,0 +1,502 @@
+"""The guardrails about resources, whatever program registered them: one pure definition of each, used by the program
+(stacks/pieces, the tests over every example's registered resources) and by the policy pack (policy/__main__.py,
+`pulumi preview --policy-pack policy/`).
+
+A rule reads a resource as Pulumi hands it to an analyzer: its type token, name, inputs (camelCase, as the
+provider's schema names them) and its `protect` option (pulumi/pulumi sdk/proto/analyzer.proto
+AnalyzerResourceOptions.protect; pulumi-policy@v1.21.0 pulumi_policy/policy.py PolicyResourceOptions.protect). A
+value not known before apply is UNKNOWN: a rule never guesses it (it says nothing, or says what it cannot see).
+
+The rules (RULES), each with an enforcement level per environment (ENFORCEMENT) and a message naming the resource,
+the field and what is allowed:
+- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; a Gateway of an
+  external GKE class needs a Cloud Armor policy (GCPBackendPolicy `default.securityPolicy`) in its namespace; the
+  GKE control plane's IP endpoint must be private or behind master authorized networks. Allowed in dev (advisory).
+- pod-security-levels: every Namespace enforces a Pod Security level, pinned to a version, warning and auditing at
+  restricted, and enforces exactly the strictest level its pods pass (stacks/security/pod_security.py).
+- wi-bucket-grants-scoped: an object role on a bucket of the stack, granted to an identity (not a Google-managed
+  group), carries an IAM condition limited to a prefix (stacks/security/bucket_access.py prefix_expression).
+- prod-protected: the cluster, its node pools and buckets carry Pulumi `protect` in prod and staging
+  (stacks/model/profiles.py).
+- images-pinned: every container image is pinned by a tag other than `latest` or by digest; an image of the version
+  matrix (stacks/facts/versions.py IMAGES) is the matrix's pin.
+- no-gke-managed-objects: no object GKE installs and manages (stacks/facts/gke_managed.py MANAGED).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import naming
+from stacks.facts import catalog, gke_managed, versions
+from stacks.security import bucket_access, pod_security
+
+DEV, STAGING, PROD = "dev", "staging", "prod"
+ENVIRONMENTS = (DEV, STAGING, PROD)
+ADVISORY, MANDATORY, DISABLED = "advisory", "mandatory", "disabled"
+
+PUBLIC_ENDPOINT = "no-public-endpoint"
+POD_SECURITY = "pod-security-levels"
+BUCKET_GRANTS = "wi-bucket-grants-scoped"
+PROTECTED = "prod-protected"
+IMAGES = "images-pinned"
+GKE_MANAGED = "no-gke-managed-objects"
+RULES = (PUBLIC_ENDPOINT, POD_SECURITY, BUCKET_GRANTS, PROTECTED, IMAGES, GKE_MANAGED)
+
+# What each rule does in each environment: dev may open endpoints and run unpinned images (warned), and tears down
+# completely (nothing protected); staging is warned about protection; everything else refuses the update.
+ENFORCEMENT: dict[str, dict[str, str]] = {
+    PUBLIC_ENDPOINT: {DEV: ADVISORY, STAGING: MANDATORY, PROD: MANDATORY},
+    POD_SECURITY: {DEV: MANDATORY, STAGING: MANDATORY, PROD: MANDATORY},
+    BUCKET_GRANTS: {DEV: MANDATORY, STAGING: MANDATORY, PROD: MANDATORY},
+    PROTECTED: {DEV: DISABLED, STAGING: ADVISORY, PROD: MANDATORY},
+    IMAGES: {DEV: ADVISORY, STAGING: MANDATORY, PROD: MANDATORY},
+    GKE_MANAGED: {DEV: MANDATORY, STAGING: MANDATORY, PROD: MANDATORY},
+}
+
+DESCRIPTIONS: dict[str, str] = {
+    PUBLIC_ENDPOINT: "No endpoint reachable from the internet without source ranges or Cloud Armor, outside dev.",
+    POD_SECURITY: "Every namespace enforces the strictest Pod Security level its pods pass; warns/audits restricted.",
+    BUCKET_GRANTS: "Object roles on the stack's buckets are granted to identities for a prefix only (IAM condition).",
+    PROTECTED: "The cluster, its node pools and buckets are protected (Pulumi protect) in prod and staging.",
+    IMAGES: "Every container image is pinned (tag other than latest, or digest); matrix images at the matrix's pin.",
+    GKE_MANAGED: "No object GKE installs and manages (its CRDs, GatewayClasses, namespaces) is created or adopted.",
+}
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+"""A value not known before apply (a computed output in a preview)."""
+
+
+def is_unknown(value: Any) -> bool:
+    # pulumi.output.Unknown is what the program's mocks record (tooling/harness/offline.py)
+    return value is UNKNOWN or type(value).__name__ == "Unknown"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A registered resource as an analyzer sees it."""
+
+    type: str
+    name: str
+    props: Mapping[str, Any]
+    protect: bool = False
+    urn: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    resource: Resource
+    message: str
+
+
+def environment_of(configured: Any, stack: str | None) -> str:
+    """The environment whose enforcement levels apply: the stack's `tpu-serving:environment` (or the pack's
+    `environment` config) when it is one; else the first environment the stack's name holds as a word; else prod
+    (an unknown stack gets the strictest levels)."""
+    if isinstance(configured, str) and configured in ENVIRONMENTS:
+        return configured
+    words = set(re.split(r"[^a-z0-9]+", (stack or "").lower()))
+    return next((env for env in (PROD, STAGING, DEV) if env in words), PROD)
+
+
+# ---- reading resources ---------------------------------------------------------------------------------------
+
+
+def kind_of(resource: Resource) -> str | None:
+    """The Kubernetes kind of a `kubernetes:<group>/<version>:<Kind>` resource (a `...Patch` names its object's kind)."""
+    if not resource.type.startswith("kubernetes:") or resource.type.count(":") != 2:
+        return None
+    return resource.type.rsplit(":", 1)[1].removesuffix("Patch")
+
+
+def _get(props: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(props, Mapping):
+            return None
+        props = props.get(key)
+    return props
+
+
+def object_name(resource: Resource) -> str:
+    """metadata.name, or the resource's name where the provider auto-names it."""
+    name = _get(resource.props, "metadata", "name")
+    return name if isinstance(name, str) else resource.name
+
+
+def namespace_of(resource: Resource) -> str:
+    ns = _get(resource.props, "metadata", "namespace")
+    return ns if isinstance(ns, str) else "default"
+
+
+def label(resource: Resource) -> str:
+    """How a message names the resource: its type and name, with the Kubernetes object it is."""
+    kind = kind_of(resource)
+    if kind and kind_of(resource) != "Namespace" and _get(resource.props, "metadata", "namespace") is not None:
+        return f"{resource.type} {resource.name!r} ({kind} {namespace_of(resource)}/{object_name(resource)})"
+    if kind:
+        return f"{resource.type} {resource.name!r} ({kind} {object_name(resource)})"
+    return f"{resource.type} {resource.name!r}"
+
+
+# ---- no-public-endpoint ----------------------------------------------------------------------------------------
+
+SERVICE = "kubernetes:core/v1:Service"
+GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
+BACKEND_POLICY = "kubernetes:networking.gke.io/v1:GCPBackendPolicy"
+CLUSTER = "gcp:container/cluster:Cluster"
+# GKE's internal passthrough Network Load Balancer for a Service of type LoadBalancer
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing: "networking.gke.io/load-balancer-type:
+# Internal"; the older cloud.google.com/load-balancer-type annotation is still read).
+INTERNAL_LB_ANNOTATIONS = ("networking.gke.io/load-balancer-type", "cloud.google.com/load-balancer-type")
+# GKE's GatewayClasses whose load balancer has an internet-facing address (gke_managed G1: "external" in the
+# name; gke-l7-gxlb is the classic external Application Load Balancer; gke-l7-rilb* are internal).
+EXTERNAL_GATEWAY_CLASSES = frozenset(
+    name
+    for row in gke_managed.MANAGED
+    if row.kind == "GatewayClass"
+    for name in row.names
+    if "external" in name or "gxlb" in name
+)
+
+
+def whole_internet(cidr: str) -> bool:
+    """A source range that admits every address (0.0.0.0/0, ::/0): the same as none."""
+    try:
+        return ipaddress.ip_network(cidr, strict=False).prefixlen == 0
+    except ValueError:
+        return False
+
+
+def service_endpoint_problem(resource: Resource) -> str | None:
+    """A Service of type LoadBalancer gets an internet-facing address unless internal or limited to source ranges
+    (Kubernetes ServiceSpec.loadBalancerSourceRanges, https://kubernetes.io/docs/reference/kubernetes-api/service-resources/service-v1/)."""
+    spec = _get(resource.props, "spec") or {}
+    if not isinstance(spec, Mapping) or spec.get("type") != "LoadBalancer":
+        return None
+    annotations = _get(resource.props, "metadata", "annotations") or {}
+    if any(annotations.get(key) == "Internal" for key in INTERNAL_LB_ANNOTATIONS if isinstance(annotations, Mapping)):
+        return None
+    ranges = spec.get("loadBalancerSourceRanges")
+    if is_unknown(ranges):
+        return None
+    if isinstance(ranges, list) and ranges and not any(isinstance(c, str) and whole_internet(c) for c in ranges):
+        return None
+    return (
+        f"{label(resource)}: spec.type LoadBalancer with spec.loadBalancerSourceRanges {ranges or 'unset'} is "
+        f"reachable from the whole internet; allowed: the annotation {INTERNAL_LB_ANNOTATIONS[0]}: Internal, or "
+        "spec.loadBalancerSourceRanges listing the clients' CIDRs (not 0.0.0.0/0)"
+    )
+
+
+def cluster_endpoint_problem(resource: Resource) -> str | None:
+    """The control plane's IP endpoint is public unless private or behind master authorized networks
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation)."""
+    if resource.type != CLUSTER:
+        return None
+    if _get(resource.props, "privateClusterConfig", "enablePrivateEndpoint") is True:
+        return None
+    authorized = _get(resource.props, "masterAuthorizedNetworksConfig")
+    if is_unknown(authorized):
+        return None
+    blocks = _get(authorized, "cidrBlocks") or []
+    open_blocks = [
+        str(b.get("cidrBlock")) for b in blocks if isinstance(b, Mapping) and whole_internet(str(b.get("cidrBlock")))
+    ]
+    if isinstance(authorized, Mapping) and not open_blocks:
+        return None
+    return (
+        f"{label(resource)}: privateClusterConfig.enablePrivateEndpoint is not true and masterAuthorizedNetworksConfig "
+        f"is {'open to ' + ', '.join(open_blocks) if open_blocks else 'unset'}: the control plane's IP endpoint accepts "
+        "any address; allowed: a private endpoint, or masterAuthorizedNetworksConfig with the operators' CIDRs"
+    )
+
+
+def gateway_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
+    """A Gateway of an external GKE class with no Cloud Armor policy in its namespace: a GCPBackendPolicy with
+    `default.securityPolicy` (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources
+    "Configure Cloud Armor backend security policy")."""
+    resources = list(resources)
+    armored = {
+        namespace_of(r)
+        for r in resources
+        if r.type == BACKEND_POLICY and _get(r.props, "spec", "default", "securityPolicy") not in (None, "")
+    }
+    out = []
+    for r in resources:
+        cls = _get(r.props, "spec", "gatewayClassName")
+        if r.type == GATEWAY and cls in EXTERNAL_GATEWAY_CLASSES and namespace_of(r) not in armored:
+            out.append(
+                (
+                    r,
+                    f"{label(r)}: spec.gatewayClassName {cls} is an internet-facing load balancer with no Cloud Armor "
+                    f"policy: allowed: an internal class (gke-l7-rilb), or a GCPBackendPolicy in namespace "
+                    f"{namespace_of(r)} with spec.default.securityPolicy (a policy limiting the source ranges)",
+                )
+            )
+    return out
+
+
+# ---- pod-security-levels ---------------------------------------------------------------------------------------
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+
+
+def namespace_label_problem(resource: Resource) -> str | None:
+    """The Pod Security Admission labels every namespace carries, as the program writes them
+    (pod_security.namespace_labels: enforce a level pinned to the cluster's minor; warn and audit at restricted,
+    pinned the same), https://kubernetes.io/docs/concepts/security/pod-security-admission/."""
+    if resource.type != NAMESPACE:
+        return None
+    labels = _get(resource.props, "metadata", "labels") or {}
+    if is_unknown(labels) or not isinstance(labels, Mapping):
+        return None
+    p = pod_security.LABEL_PREFIX
+    enforce, version = labels.get(f"{p}enforce"), labels.get(f"{p}enforce-version")
+    minor = version[1:] if isinstance(version, str) and re.fullmatch(r"v1\.[0-9]+", version) else "1.<minor>"
+    expected = pod_security.namespace_labels(enforce if enforce in pod_security.LEVELS else "restricted", minor)
+    wrong = []
+    if enforce not in pod_security.LEVELS:
+        wrong.append(f"{p}enforce={enforce!r} (allowed: {', '.join(pod_security.LEVELS)})")
+    for key, want in expected.items():
+        if key != f"{p}enforce" and labels.get(key) != want:
+            why = ": the cluster's minor, never latest" if key.endswith("-version") else ""
+            wrong.append(f"{key}={labels.get(key)!r} (allowed: {want}{why})")
+    if not wrong:
+        return None
+    return f"{label(resource)}: metadata.labels " + "; ".join(wrong)
+
+
+# Kinds whose pods are exactly their pod templates. A custom resource whose controller adds pods of its own
+# (PathwaysJob: its head pod) hides them: a namespace holding one may enforce less than its templates pass.
+TEMPLATE_KINDS = frozenset(
+    {"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "LeaderWorkerSet", "JobSet"}
+)
+
+
+def namespace_level_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
+    """Each namespace of the stack enforces the strictest level all of its pods pass (pod_level): higher rejects
+    the stack's own pods; lower admits what no pod needs (unless a controller adds pods the templates do not show)."""
+    resources = list(resources)
+    pods: dict[str, list[Mapping[str, Any]]] = {}
+    hidden: set[str] = set()
+    for r in resources:
+        if kind_of(r) and r.type != NAMESPACE:
+            specs = list(pod_security.pod_specs(_get(r.props, "spec") or {}))
+            pods.setdefault(namespace_of(r), []).extend(specs)
+            if specs and kind_of(r) not in TEMPLATE_KINDS:
+                hidden.add(namespace_of(r))
+    out = []
+    for r in resources:
+        if r.type != NAMESPACE:
+            continue
+        enforce = (_get(r.props, "metadata", "labels") or {}).get(f"{pod_security.LABEL_PREFIX}enforce")
+        if enforce not in pod_security.LEVELS:
+            continue  # namespace_label_problem says so
+        specs = pods.get(object_name(r), [])
+        need = min((pod_security.pod_level(s) for s in specs), key=pod_security.LEVELS.index, default=None)
+        if need is None or need == enforce:
+            continue
+        looser = pod_security.LEVELS.index(enforce) < pod_security.LEVELS.index(need)
+        if looser and object_name(r) in hidden:
+            continue
+        out.append(
+            (
+                r,
+                f"{label(r)}: metadata.labels {pod_security.LABEL_PREFIX}enforce={enforce} but the strictest level "
+                f"all {len(specs)} pod template(s) in namespace {object_name(r)} pass is {need}; allowed: {need}",
+            )
+        )
+    return out
+
+
+# ---- wi-bucket-grants-scoped -----------------------------------------------------------------------------------
+
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+# Object-level predefined roles (https://cloud.google.com/storage/docs/access-control/iam-roles).
+OBJECT_ROLES = frozenset(
+    {
+        "roles/storage.objectViewer",
+        "roles/storage.objectUser",
+        "roles/storage.objectCreator",
+        "roles/storage.objectAdmin",
+        "roles/storage.admin",
+        "roles/storage.legacyObjectReader",
+        "roles/storage.legacyObjectOwner",
+        "roles/storage.legacyBucketReader",
+        "roles/storage.legacyBucketWriter",
+        "roles/storage.legacyBucketOwner",
+    }
+)
+# Grants to Google's own accounts are not Workload Identity: the usage/storage-log writer
+# (https://cloud.google.com/storage/docs/access-logs: group cloud-storage-analytics@google.com, objectCreator).
+GOOGLE_GROUPS = ("group:cloud-storage-analytics@google.com",)
+
+
+def prefix_of(expression: Any, bucket: str) -> str | None:
+    """The prefix an IAM condition limits `bucket`'s objects to: the one bucket_access.prefix_expression writes for
+    it, and nothing wider; None for any other expression."""
+    if not isinstance(expression, str):
+        return None
+    found = re.match(
+        rf'resource\.name\.startsWith\("projects/_/buckets/{re.escape(bucket)}/objects/([^"]+/)"\)', expression
+    )
+    if found is None:
+        return None
+    prefix = found.group(1)
+    return prefix if expression == bucket_access.prefix_expression(bucket, prefix) else None
+
+
+def bucket_grant_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
+    resources = list(resources)
+    stack_buckets = {n for r in resources if r.type == BUCKET and isinstance(n := r.props.get("name"), str)}
+    out = []
+    for r in resources:
+        if r.type != BUCKET_IAM_MEMBER:
+            continue
+        bucket, role, member = r.props.get("bucket"), r.props.get("role"), r.props.get("member")
+        if bucket not in stack_buckets or role not in OBJECT_ROLES or member in GOOGLE_GROUPS:
+            continue
+        expression = _get(r.props, "condition", "expression")
+        if is_unknown(expression) or prefix_of(expression, bucket) is not None:
+            continue
+        out.append(
+            (
+                r,
+                f"{label(r)}: role {role} on the stack's bucket {bucket} for {member if isinstance(member, str) else 'an identity'} "
+                f"with condition.expression {expression!r}; allowed: a condition limiting it to one prefix, "
+                f"{bucket_access.prefix_expression(bucket, '<prefix>/')!r} (stacks/security/bucket_access.py)",
+            )
+        )
+    return out
+
+
+# ---- prod-protected --------------------------------------------------------------------------------------------
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+PROTECTED_TYPES = (CLUSTER, NODE_POOL, BUCKET)
+# the environments whose profile protects (stacks/model/profiles.py PROFILES: a test holds them equal)
+PROTECTED_ENVIRONMENTS = (STAGING, PROD)
+# A node pool holds TPUs when its machine type is one of the TPU catalog's (stacks/facts/catalog.py): those take
+# long to get back (capacity); a CPU pool is recreated in minutes and stays unprotected.
+TPU_MACHINE_TYPES = frozenset(mt for gen in catalog.GENERATIONS.values() for mt in gen.host_resources)
+
+
+def must_protect(resource: Resource) -> bool:
+    if resource.type == NODE_POOL:
+        machine = _get(resource.props, "nodeConfig", "machineType")
+        return is_unknown(machine) or machine in TPU_MACHINE_TYPES
+    return resource.type in PROTECTED_TYPES
+
+
+def protect_problem(resource: Resource, environment: str) -> str | None:
+    if environment not in PROTECTED_ENVIRONMENTS or resource.protect or not must_protect(resource):
+        return None
+    return (
+        f"{label(resource)}: resource option protect is false in {environment}; allowed: protect=True (a delete or "
+        "replacement is refused until a reviewed `pulumi state unprotect`)"
+    )
+
+
+# ---- images-pinned ---------------------------------------------------------------------------------------------
+
+
+def _repository(image: str) -> str:
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return name[: len(name) - len(last) + last.index(":")] if ":" in last else name
+
+
+MATRIX_IMAGES: dict[str, str] = {_repository(pin): pin for pin in versions.IMAGES.values()}
+
+
+def image_problem(image: str, matrix: Mapping[str, str] = MATRIX_IMAGES) -> str | None:
+    """Why `image` is not pinned: not a reference, no tag nor digest, the tag `latest`, or an image of the version
+    matrix at another pin. None when pinned."""
+    why = naming.image_reference_problem(image)
+    if why:
+        return why
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else None
+    if not digest and tag in (None, "latest"):
+        return (
+            f"{image!r} is not pinned (tag {tag or 'none, which pulls latest'}): give a version tag or @sha256 digest"
+        )
+    pin = matrix.get(_repository(image))
+    if pin is not None and image != pin and image != pin.split("@", 1)[0]:
+        return f"{image!r} is not the version matrix's pin {pin!r} (stacks/facts/versions.py IMAGES)"
+    return None
+
+
+def image_problems(resource: Resource, matrix: Mapping[str, str] = MATRIX_IMAGES) -> list[str]:
+    if not kind_of(resource):
+        return []
+    out = []
+    for where, _, spec in pod_security.pod_templates(_get(resource.props, "spec") or {}, "spec"):
+        for group in ("initContainers", "containers"):
+            for i, container in enumerate(spec.get(group) or []):
+                image = container.get("image") if isinstance(container, Mapping) else None
+                if not isinstance(image, str):
+                    continue
+                why = image_problem(image, matrix)
+                if why:
+                    out.append(f"{label(resource)}: {where}.{group}[{i}].image: {why}")
+    return out
+
+
+# ---- no-gke-managed-objects ------------------------------------------------------------------------------------
+
+
+def gke_managed_problem(resource: Resource) -> str | None:
+    kind = kind_of(resource)
+    if kind is None or (kind, object_name(resource)) not in gke_managed.never_created():
+        return None
+    return (
+        f"{label(resource)}: {kind} {object_name(resource)} is installed and managed by GKE (stacks/facts/"
+        "gke_managed.py); allowed: rely on GKE's object, never create, patch or adopt it (a destroy would delete it)"
+    )
+
+
+# ---- all of them -----------------------------------------------------------------------------------------------
+
+
+def resource_violations(resource: Resource, environment: str) -> list[Violation]:
+    """The per-resource rules (a resource validation policy each)."""
+    found: list[tuple[str, str | None]] = [
+        (PUBLIC_ENDPOINT, service_endpoint_problem(resource)),
+        (PUBLIC_ENDPOINT, cluster_endpoint_problem(resource)),
+        (POD_SECURITY, namespace_label_problem(resource)),
+        (PROTECTED, protect_problem(resource, environment)),
+        *((IMAGES, why) for why in image_problems(resource)),
+        (GKE_MANAGED, gke_managed_problem(resource)),
+    ]
+    return [Violation(rule, resource, why) for rule, why in found if why]
+
+
+def stack_violations(resources: Iterable[Resource]) -> list[Violation]:
+    """The rules over the whole stack (a stack validation policy each)."""
+    resources = list(resources)
+    return [
+        *(Violation(PUBLIC_ENDPOINT, r, why) for r, why in gateway_problems(resources)),
+        *(Violation(POD_SECURITY, r, why) for r, why in namespace_level_problems(resources)),
+        *(Violation(BUCKET_GRANTS, r, why) for r, why in bucket_grant_problems(resources)),
+    ]
+
+
+def violations(resources: Iterable[Resource], environment: str) -> list[Violation]:
+    """Every violation of every rule, the disabled ones of `environment` left out."""
+    resources = list(resources)
+    found = [v for r in resources for v in resource_violations(r, environment)] + stack_violations(resources)
+    return [v for v in found if ENFORCEMENT[v.rule][environment] != DISABLED]

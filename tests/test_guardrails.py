@@ -1,0 +1,380 @@
+"""stacks/guardrails.py, the rules the policy pack runs (policy/), as pure functions: every shipped stack's registered
+resources pass every rule, and a stack changed to break one fails it with a message naming the resource, the field
+and what is allowed.
+
+Sources of the outside rules:
+- Service type LoadBalancer, spec.loadBalancerSourceRanges: https://kubernetes.io/docs/reference/kubernetes-api/service-resources/service-v1/
+- GKE's internal load balancer annotation networking.gke.io/load-balancer-type: Internal:
+  https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing
+- GKE GatewayClasses (external vs rilb): https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities
+- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor): the CRD, ../shared/reference/gke-crds (tested below)
+- control plane endpoints: https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
+- Pod Security Admission labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
+- Cloud Storage roles and IAM conditions: https://cloud.google.com/storage/docs/access-control/iam-roles,
+  https://cloud.google.com/storage/docs/access-control/iam#conditions; the log writer group:
+  https://cloud.google.com/storage/docs/access-logs
+- `protect` as an analyzer sees it: pulumi-policy@v1.21.0 pulumi_policy/policy.py PolicyResourceOptions.protect
+  (tests/test_policy_pack.py)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks import guardrails as g
+from stacks.facts import versions
+from stacks.model.profiles import PROFILES
+from stacks.security import bucket_access, pod_security
+from stacks.serving import gateway as serving_gateway
+from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, reference_file
+from tooling.harness.offline import ROOT, Recording, load_stack_file
+
+SHIPPED = sorted({*STACK_FILES, *ALL_EXAMPLES})
+
+
+def resources(rec: Recording) -> list[g.Resource]:
+    return [g.Resource(r.type, r.name, copy.deepcopy(r.inputs), r.protect, r.urn) for r in rec.resources]
+
+
+def environment(path: Path) -> str:
+    return g.environment_of(load_stack_file(path).get("tpu-serving:environment"), path.stem)
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_stack_passes_every_guardrail(path, preview):
+    found = g.violations(resources(recorded(path, preview)), environment(path))
+    assert not found, "\n".join(v.message for v in found)
+
+
+# ---- each rule broken: the stack fails it, naming the resource, the field and what is allowed ----------------
+
+
+def first(res: list[g.Resource], type_: str, where: Callable[[g.Resource], bool] = lambda r: True) -> int:
+    return next(i for i, r in enumerate(res) if r.type == type_ and where(r))
+
+
+def changed(res: list[g.Resource], i: int, change: Callable[[dict[str, Any]], None], **fields: Any) -> list[g.Resource]:
+    props = copy.deepcopy(dict(res[i].props))
+    change(props)
+    out = list(res)
+    out[i] = g.Resource(res[i].type, res[i].name, props, fields.get("protect", res[i].protect), res[i].urn)
+    return out
+
+
+def _public_service(p):
+    p["metadata"]["annotations"] = {}
+
+
+def _open_service(p):
+    p["metadata"]["annotations"] = {}
+    p["spec"]["loadBalancerSourceRanges"] = ["0.0.0.0/0"]
+
+
+def _external_gateway(p):
+    p["spec"]["gatewayClassName"] = "gke-l7-regional-external-managed"
+
+
+def _public_control_plane(p):
+    p.pop("masterAuthorizedNetworksConfig", None)
+    p["privateClusterConfig"] = {**p.get("privateClusterConfig", {}), "enablePrivateEndpoint": False}
+
+
+def _pss_unpinned(p):
+    p["metadata"]["labels"][f"{pod_security.LABEL_PREFIX}enforce-version"] = "latest"
+
+
+def _pss_missing(p):
+    p["metadata"]["labels"].pop(f"{pod_security.LABEL_PREFIX}enforce")
+
+
+def _pss_looser(p):
+    p["metadata"]["labels"][f"{pod_security.LABEL_PREFIX}enforce"] = "privileged"
+
+
+def _whole_bucket(p):
+    p.pop("condition")
+
+
+def _wider_condition(p):
+    p["condition"] = {**p["condition"], "expression": 'resource.name.startsWith("projects/_/buckets/")'}
+
+
+def _latest(p):
+    pod_security_spec = next(pod_security.pod_specs(p["spec"]))
+    pod_security_spec["containers"][0]["image"] = "vllm/vllm-tpu:latest"
+
+
+def _untagged(p):
+    next(pod_security.pod_specs(p["spec"]))["containers"][0]["image"] = "us-docker.pkg.dev/p/r/server"
+
+
+def _off_matrix(p):
+    image = next(pod_security.pod_specs(p["spec"]))["containers"][0]["image"]
+    repository = image.split("@")[0].rsplit(":", 1)[0]
+    next(pod_security.pod_specs(p["spec"]))["containers"][0]["image"] = f"{repository}:some-other-tag"
+
+
+def _inference_pool_crd(p):
+    p["metadata"]["name"] = "inferencepools.inference.networking.k8s.io"
+
+
+def _gmp_namespace(p):
+    p["metadata"]["name"] = "gmp-system"
+
+
+def is_lb(r):
+    return (r.props.get("spec") or {}).get("type") == "LoadBalancer"
+
+
+def has_condition(r):
+    return bool(r.props.get("condition"))
+
+
+def has_pods(r):
+    return r.type.startswith("kubernetes:apps/v1:Deployment") and any(pod_security.pod_specs(r.props.get("spec") or {}))
+
+
+def restricted_ns(r):
+    return r.props["metadata"]["labels"].get(f"{pod_security.LABEL_PREFIX}enforce") == "restricted"
+
+
+SAXML, ALL_IN_ONE, SLO = (
+    ROOT / "examples/saxml-175b/Pulumi.saxml-175b.yaml",
+    ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml",
+    ROOT / "examples/vllm-staging-slo/Pulumi.vllm-staging-slo.yaml",
+)
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+BROKEN = {
+    # (stack, environment, type, which, change, rule, words the message must hold)
+    "internet-facing-service": (
+        SAXML,
+        "staging",
+        g.SERVICE,
+        is_lb,
+        _public_service,
+        g.PUBLIC_ENDPOINT,
+        ["spec.type LoadBalancer", "networking.gke.io/load-balancer-type: Internal"],
+    ),
+    "service-open-to-all": (
+        SAXML,
+        "prod",
+        g.SERVICE,
+        is_lb,
+        _open_service,
+        g.PUBLIC_ENDPOINT,
+        ["['0.0.0.0/0']", "not 0.0.0.0/0"],
+    ),
+    "external-gateway-no-armor": (
+        SLO,
+        "staging",
+        g.GATEWAY,
+        lambda r: True,
+        _external_gateway,
+        g.PUBLIC_ENDPOINT,
+        ["spec.gatewayClassName gke-l7-regional-external-managed", "spec.default.securityPolicy"],
+    ),
+    "public-control-plane": (
+        SLO,
+        "staging",
+        g.CLUSTER,
+        lambda r: True,
+        _public_control_plane,
+        g.PUBLIC_ENDPOINT,
+        ["privateClusterConfig.enablePrivateEndpoint", "masterAuthorizedNetworksConfig"],
+    ),
+    "pss-version-latest": (
+        SLO,
+        "dev",
+        g.NAMESPACE,
+        lambda r: True,
+        _pss_unpinned,
+        g.POD_SECURITY,
+        ["enforce-version='latest'", "v1.<minor>"],
+    ),
+    "pss-no-enforce": (
+        SLO,
+        "dev",
+        g.NAMESPACE,
+        lambda r: True,
+        _pss_missing,
+        g.POD_SECURITY,
+        ["enforce=None", "privileged, baseline, restricted"],
+    ),
+    "grant-whole-bucket": (
+        SLO,
+        "dev",
+        g.BUCKET_IAM_MEMBER,
+        has_condition,
+        _whole_bucket,
+        g.BUCKET_GRANTS,
+        ["condition.expression None", "one prefix", "<prefix>/"],
+    ),
+    "grant-wider-condition": (
+        SLO,
+        "dev",
+        g.BUCKET_IAM_MEMBER,
+        has_condition,
+        _wider_condition,
+        g.BUCKET_GRANTS,
+        ['startsWith("projects/_/buckets/")', "one prefix"],
+    ),
+    "image-latest": (
+        SLO,
+        "prod",
+        g.SERVICE.replace("core/v1:Service", "apps/v1:Deployment"),
+        has_pods,
+        _latest,
+        g.IMAGES,
+        [".image:", "tag latest", "version tag or @sha256 digest"],
+    ),
+    "image-untagged": (
+        SLO,
+        "staging",
+        "kubernetes:apps/v1:Deployment",
+        has_pods,
+        _untagged,
+        g.IMAGES,
+        ["tag none", "digest"],
+    ),
+    "image-off-matrix": (
+        SLO,
+        "prod",
+        "kubernetes:apps/v1:Deployment",
+        has_pods,
+        _off_matrix,
+        g.IMAGES,
+        ["some-other-tag", "version matrix's pin"],
+    ),
+    "gke-managed-namespace": (
+        SLO,
+        "dev",
+        g.NAMESPACE,
+        lambda r: True,
+        _gmp_namespace,
+        g.GKE_MANAGED,
+        ["Namespace gmp-system", "never create"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_stack_breaking_a_rule_fails_it_with_its_message(case):
+    path, env, type_, which, change, rule, words = BROKEN[case]
+    res = resources(recorded(path, True))
+    i = first(res, type_, which)
+    found = [v for v in g.violations(changed(res, i, change), env) if v.rule == rule]
+    assert found, case
+    message = found[0].message
+    assert found[0].resource.name == res[i].name and repr(res[i].name) in message, message
+    for word in words:
+        assert word in message, (word, message)
+    assert g.ENFORCEMENT[rule][env] in (g.ADVISORY, g.MANDATORY)
+
+
+def test_a_namespace_enforcing_less_than_its_pods_pass_fails():
+    res = resources(recorded(SLO, True))
+    ns = res[first(res, "kubernetes:apps/v1:Deployment", has_pods)].props["metadata"]["namespace"]
+    i = first(res, g.NAMESPACE, lambda r: r.props["metadata"]["name"] == ns)
+    assert restricted_ns(res[i])
+    found = [v for v in g.violations(changed(res, i, _pss_looser), "dev") if v.rule == g.POD_SECURITY]
+    assert [v.resource.name for v in found] == [res[i].name]
+    assert "enforce=privileged" in found[0].message and "allowed: restricted" in found[0].message
+
+
+def test_a_pod_needing_more_than_its_namespace_enforces_fails():
+    # admission would reject the stack's own pods (https://kubernetes.io/docs/concepts/security/pod-security-admission/)
+    res = resources(recorded(SLO, True))
+    i = first(res, "kubernetes:apps/v1:Deployment", has_pods)
+    ns = res[i].props["metadata"]["namespace"]
+
+    def privileged(p):
+        next(pod_security.pod_specs(p["spec"]))["containers"][0].setdefault("securityContext", {})["privileged"] = True
+
+    found = [v for v in g.violations(changed(res, i, privileged), "dev") if v.rule == g.POD_SECURITY]
+    assert any(f"namespace {ns} pass is privileged" in v.message for v in found), found
+
+
+def test_an_unprotected_tpu_pool_cluster_or_bucket_fails_in_prod_and_warns_in_staging():
+    res = resources(recorded(ALL_IN_ONE, True))
+    for type_ in (g.CLUSTER, g.BUCKET, g.NODE_POOL):
+        i = first(res, type_, g.must_protect)
+        broken = list(res)
+        broken[i] = g.Resource(res[i].type, res[i].name, res[i].props, False, res[i].urn)
+        for env, level in (("prod", g.MANDATORY), ("staging", g.ADVISORY)):
+            found = [v for v in g.violations(broken, env) if v.rule == g.PROTECTED]
+            assert [v.resource.name for v in found] == [res[i].name], (type_, env)
+            assert "resource option protect is false" in found[0].message and "protect=True" in found[0].message
+            assert g.ENFORCEMENT[g.PROTECTED][env] == level
+        assert not [v for v in g.violations(broken, "dev") if v.rule == g.PROTECTED]
+
+
+def test_a_cpu_pool_needs_no_protection():
+    pool = g.Resource(g.NODE_POOL, "system", {"nodeConfig": {"machineType": "e2-standard-4"}})
+    tpu = g.Resource(g.NODE_POOL, "tpu", {"nodeConfig": {"machineType": "ct6e-standard-4t"}})
+    assert g.protect_problem(pool, "prod") is None and g.protect_problem(tpu, "prod")
+
+
+# ---- the program and the pack read the rules the same way -----------------------------------------------------
+
+
+def test_the_environments_the_rule_protects_are_the_profiles_that_protect():
+    assert {name for name, p in PROFILES.items() if p.protect} == set(g.PROTECTED_ENVIRONMENTS)
+
+
+def test_the_gateways_external_class_is_one_the_rule_calls_external_and_internal_is_not():
+    # gke_managed G1 (https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities): rilb is the
+    # regional internal Application Load Balancer, regional-external-managed the regional external one
+    classes = serving_gateway.GATEWAY_CLASSES
+    assert classes["external"] in g.EXTERNAL_GATEWAY_CLASSES
+    assert classes["internal"] not in g.EXTERNAL_GATEWAY_CLASSES
+
+
+def test_the_cloud_armor_field_the_rule_reads_is_the_gcpbackendpolicy_crds():
+    # GKE's GCPBackendPolicy CRD (gke_managed G4): spec.default.securityPolicy, "a reference to a GCP Cloud Armor
+    # SecurityPolicy resource"
+    crd = yaml.safe_load(reference_file("gke-crds/networking.gke.io_gcpbackendpolicies.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        assert spec["default"]["properties"]["securityPolicy"]["type"] == "string"
+        assert "Cloud Armor" in spec["default"]["properties"]["securityPolicy"]["description"]
+    assert crd["spec"]["names"]["kind"] == g.BACKEND_POLICY.rsplit(":", 1)[1]
+    assert f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}" in g.BACKEND_POLICY
+
+
+def test_a_condition_is_a_prefix_only_as_the_program_writes_it():
+    expression = bucket_access.prefix_expression("b", "models/llama/")
+    assert g.prefix_of(expression, "b") == "models/llama/"
+    assert g.prefix_of(expression, "other") is None
+    assert g.prefix_of(expression + " || true", "b") is None
+
+
+def test_every_matrix_image_is_pinned_by_the_rule():
+    for key, pin in versions.IMAGES.items():
+        assert g.image_problem(pin) is None, key
+        assert g.image_problem(pin.split("@")[0]) is None, key  # the tag the digest was read from
+
+
+@pytest.mark.parametrize(
+    "tags,config,stack,env",
+    [
+        ({}, {}, "prod", "prod"),
+        ({}, {}, "my-staging-eu", "staging"),
+        ({}, {}, "llama-dev", "dev"),
+        ({}, {}, "team-a", "prod"),  # unknown: the strictest
+        ({}, {"tpu-serving:environment": "dev"}, "prod-like-name", "dev"),
+    ],
+)
+def test_the_environment_is_the_configured_one_else_the_stack_name_else_prod(tags, config, stack, env):
+    assert g.environment_of(config.get("tpu-serving:environment"), stack) == env
+
+
+def test_unknown_values_are_never_guessed():
+    svc = g.Resource(g.SERVICE, "s", {"spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": g.UNKNOWN}})
+    assert g.service_endpoint_problem(svc) is None

@@ -1,0 +1,121 @@
+"""policy/: the guardrails as a Pulumi policy pack (pulumi-policy's Python SDK). Its policies call stacks/guardrails.py
+(tests/test_guardrails.py tests the rules over every shipped stack); here, the pack's own part: one policy per rule,
+the level its environment gets, the environment from what the engine says in ConfigureStack, and the versions.
+e2e/test_policy_pack.py runs it under the real Pulumi engine."""
+
+from __future__ import annotations
+
+import runpy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy import EnforcementLevel, PolicyResourceOptions, ResourceValidationArgs
+from pulumi_policy import policy as policy_sdk
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from stacks import guardrails as g
+from stacks.facts import versions
+from tooling.harness.offline import ROOT
+from tooling.harness.requirements import pins
+from tpu_serving.version import VERSION
+
+PACK = ROOT / "policy"
+
+
+@pytest.fixture
+def pack(monkeypatch) -> dict[str, Any]:
+    """The pack's module (its __main__.py, not serving), with the SDK's ConfigureStack restored after the test."""
+    monkeypatch.setattr(
+        policy_sdk._PolicyAnalyzerServicer, "ConfigureStack", policy_sdk._PolicyAnalyzerServicer.ConfigureStack
+    )
+    return runpy.run_path(str(PACK / "__main__.py"), run_name="tpu_serving_policy_pack")
+
+
+def options(protect: bool = False) -> PolicyResourceOptions:
+    return PolicyResourceOptions(protect, [], None, [], None, [], None)  # type: ignore[arg-type]
+
+
+def validate(policy: Any, type_: str, name: str, props: dict[str, Any], protect: bool = False) -> list[str]:
+    reported: list[str] = []
+    args = ResourceValidationArgs(type_, unknown_checking_proxy(props), f"urn:{name}", name, options(protect), None)
+    policy.validate(args, lambda message, urn=None: reported.append(message))
+    return reported
+
+
+def test_every_rule_is_a_policy_of_the_pack(pack):
+    policies = pack["policies"](g.PROD)
+    assert {p.rule for p in policies} == set(g.RULES)
+    assert len({p.name for p in policies}) == len(policies)
+
+
+def test_a_policy_reports_its_rules_message_with_the_resource_and_field(pack):
+    by_name = {p.name: p for p in pack["policies"](g.PROD)}
+    svc = {"metadata": {"name": "web", "namespace": "serve"}, "spec": {"type": "LoadBalancer"}}
+    [message] = validate(by_name[g.PUBLIC_ENDPOINT], g.SERVICE, "web", svc)
+    assert "Service serve/web" in message and "spec.type LoadBalancer" in message and "Internal" in message
+    assert validate(by_name[g.IMAGES], g.SERVICE, "web", svc) == []  # another rule's resource: nothing
+
+
+def test_protect_is_read_from_the_resource_options(pack):
+    # pulumi-policy@v1.21.0 pulumi_policy/policy.py ResourceValidationArgs.opts: PolicyResourceOptions.protect
+    policies = pack["policies"](g.PROD)
+    pack["set_levels"](policies, g.PROD)
+    by_name = {p.name: p for p in policies}
+    bucket = {"name": "b", "location": "US"}
+    assert validate(by_name[g.PROTECTED], g.BUCKET, "bucket", bucket, protect=True) == []
+    [message] = validate(by_name[g.PROTECTED], g.BUCKET, "bucket", bucket, protect=False)
+    assert "protect is false in prod" in message
+
+
+def test_an_unknown_value_is_read_as_unknown_never_raised(pack):
+    # pulumi_policy's proxy raises UnknownValueError on reading an unknown (pulumi_policy/proxy.py); the pack's
+    # plain() turns it into guardrails.UNKNOWN, which no rule guesses
+    from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE
+
+    by_name = {p.name: p for p in pack["policies"](g.PROD)}
+    svc = {"metadata": {"name": "w"}, "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": UNKNOWN_ARRAY_VALUE}}
+    assert validate(by_name[g.PUBLIC_ENDPOINT], g.SERVICE, "w", svc) == []
+
+
+@pytest.mark.parametrize(
+    "tags,config,stack,env",
+    [
+        ({}, {"tpu-serving:environment": "dev"}, "prod", "dev"),
+        ({"tpu-serving:environment": "staging"}, {"tpu-serving:environment": "dev"}, "x", "staging"),
+        ({}, {}, "team-prod", "prod"),
+        ({}, {}, "scratch", "prod"),
+    ],
+)
+def test_configure_stack_sets_each_policys_level_for_the_stacks_environment(pack, tags, config, stack, env):
+    # the engine calls ConfigureStack with the stack, its config and tags right after starting the pack
+    # (pulumi/pulumi@v3.274.1 pkg/resource/plugin/analyzer_plugin.go NewPolicyAnalyzer)
+    policies = pack["policies"](g.PROD)
+    pack["on_configure_stack"](policies)
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(stack=stack, project="p", config=config, tags=tags)
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack(SimpleNamespace(), request, None)
+    levels = {"advisory": EnforcementLevel.ADVISORY, "mandatory": EnforcementLevel.MANDATORY}
+    levels["disabled"] = EnforcementLevel.DISABLED
+    for p in policies:
+        assert p.enforcement_level == levels[g.ENFORCEMENT[p.rule][env]], (p.name, env)
+    assert pack["CURRENT"]["environment"] == env
+
+
+def test_public_endpoints_warn_in_dev_and_refuse_elsewhere():
+    assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT] == {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
+
+
+def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
+    assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == VERSION
+    assert pins(PACK / "requirements.txt")["pulumi-policy"] == versions.PULUMI_POLICY == pins()["pulumi-policy"]
+    assert pins(PACK / "requirements.txt")["pulumi"] == pins()["pulumi"]
+    assert pins(PACK / "requirements.txt")["tpu-serving"] == VERSION  # the rules: the same release's wheel
+
+
+def test_the_launcher_runs_the_pack_as_the_language_host_would():
+    # pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go RunPlugin: `python -u -m pulumi.policy <args> <dir>`
+    text = (PACK / "run-pack").read_text()
+    assert '-u -m pulumi.policy "$1" "$dir"' in text
+    assert (PACK / "run-pack").stat().st_mode & 0o111

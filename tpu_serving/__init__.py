@@ -1,0 +1,30 @@
+"""tpu-serving as a Python package another Pulumi program installs (`pip install tpu_serving-<version>-py3-none-any.whl`,
+docs/package.md): the platform (`build_stack`), one workload added to an existing platform stack's cluster
+(`add_workload`), the whole program (`run`: what this repository's __main__.py runs), the workload types (`WORKLOAD_TYPES`) and the guardrails the policy pack runs (`guardrails`).
+
+The program in this repository (__main__.py) is the first user of the same packages (stacks, components, workloads)."""
+
+from __future__ import annotations
+
+from components.platform import Platform, build_stack
+from stacks import guardrails
+from stacks.config import parse_stack_config
+from tpu_serving.program import run
+from tpu_serving.version import VERSION
+from tpu_serving.workload import AddedWorkload, PlatformOutputs, add_workload
+from workloads.registry import WORKLOAD_TYPES
+
+__version__ = VERSION
+
+__all__ = [
+    "WORKLOAD_TYPES",
+    "AddedWorkload",
+    "Platform",
+    "PlatformOutputs",
+    "__version__",
+    "add_workload",
+    "build_stack",
+    "guardrails",
+    "parse_stack_config",
+    "run",
+]
