@@ -11,7 +11,7 @@ export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
 # (package, package-smoke: the release artifacts, below)
-.PHONY: package package-smoke venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance clean local-up local-preview local-destroy e2e
+.PHONY: package package-smoke venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -121,6 +121,13 @@ preflight: venv
 # Upcoming host maintenance on each TPU slice of the stack (Compute Engine's upcomingMaintenance). Needs gcloud.
 maintenance: venv
 	$(PY) scripts/maintenance.py $(STACK)
+
+# The release gate (docs/operations.md "Release train"): for each workload with a rollout candidate, wait for the gate's
+# benchmark Job of the current step, read its result from the bucket and the candidate's burn rates, and write the
+# decision (next weight, rollback or full promotion) into Pulumi.$(STACK).yaml. Needs kubectl, gcloud and the stack's
+# kubeconfig output (or KUBECONFIG_FILE=<path>).
+promote: venv
+	$(PY) -m tooling.operations.promote $(STACK) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 
 stack: venv
 	@if [ -z "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" ]; then \

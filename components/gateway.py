@@ -52,6 +52,9 @@ class InferenceGateway(pulumi.ComponentResource):
     gateway: pulumi.CustomResource | None
     body_router: pulumi.Resource | None = None
     _objective_crd: list[pulumi.Resource] = []
+    _armor: list[pulumi.Resource]
+    _releases: dict[str, pulumi.Resource]
+    """Per backend: the router release that creates its InferencePool (its route waits for it)."""
 
     def __init__(
         self,
@@ -72,7 +75,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self._system_selector = plan.system_selector
         self._fleet_metrics = plan.fleet_metrics if config.fleet_export else None
         self.security_policy: pulumi.Input[str] | None = None
-        self._armor: list[pulumi.Resource] = []
+        self._armor, self._releases = [], {}
         self.commands: dict[str, dict[str, str]] = {}
         """Per served workload: its gateway commands (the `gateway.routes` output)."""
         if self._fleet_metrics is not None:  # exported to a fleet's Gateway: no Gateway here (docs/fleet.md)
@@ -113,6 +116,7 @@ class InferenceGateway(pulumi.ComponentResource):
             backend.name: self.serve(backend, namespace=deps.namespace(backend.namespace), paused=plan.paused)
             for backend in plan.backends
         }
+        self._routes(plan, provider)
         self.register_outputs(
             {"gateway": gateway.GATEWAY_NAME, "gatewayClassName": manifest["spec"]["gatewayClassName"]}
         )
@@ -179,6 +183,23 @@ class InferenceGateway(pulumi.ComponentResource):
                 )
             ]
 
+    def _routes(self, plan: GatewayPlan, provider: k8s.Provider) -> None:
+        """One HTTPRoute per workload, after the releases that create its InferencePools: a rollout's two server sets
+        share their workload's (stacks/serving/release.py). Paused: none (the Gateway routes nothing)."""
+        assert self.gateway is not None
+        for route, backends in gateway.routes(plan.backends).items():
+            if plan.paused:
+                continue
+            register_manifest(
+                f"{self._name}-{route}-route",
+                gateway.http_route_manifest(*backends),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=provider,
+                    depends_on=[*(self._releases[b.name] for b in backends), self.gateway, *self._armor],
+                ),
+            )
+
     def _allow_only(self, policy_name: str, *, project: str, region: str, ranges: list[str]):
         """A regional Cloud Armor policy that lets `ranges` through and denies every other source (403)."""
         chunks = [ranges[i : i + RANGES_PER_RULE] for i in range(0, len(ranges), RANGES_PER_RULE)]
@@ -215,8 +236,8 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def serve(self, backend: GatewayBackend, *, namespace: pulumi.Resource, paused: bool) -> dict[str, str]:
         """Route one workload through the Gateway: the endpoint picker chart (its InferencePool, picker and GKE
-        policies), an HTTPRoute, and the Cloud Armor policy on its backend. Paused: nothing (the Gateway stays and
-        routes nothing). Returns the workload's gateway commands."""
+        policies) and the Cloud Armor policy on its backend (its HTTPRoute follows, `_routes`). Paused: nothing (the
+        Gateway stays and routes nothing). Returns the workload's gateway commands."""
         if paused:
             return {}
         prefix = f"{self._name}-{backend.name}"
@@ -247,15 +268,7 @@ class InferenceGateway(pulumi.ComponentResource):
         )
         if self._fleet_metrics is not None:
             return fleet_export.export(prefix, backend, self._fleet_metrics.get(backend.name, ""), release, opts)
-        assert self.gateway is not None
-        route = gateway.http_route_manifest(backend)
-        register_manifest(
-            f"{prefix}-route",
-            route,
-            opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[release, self.gateway, *self._armor])
-            ),
-        )
+        self._releases[backend.name] = release
         if self.security_policy is not None:
             # The chart's GCPBackendPolicy (named after the release, targeting the InferencePool) gets the policy:
             # GCPBackendPolicy spec.default.securityPolicy (https://googlecloudplatform.github.io/gke-gateway-api).

@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from components.manifests import register_manifest
 from components.workload_identity import LegacyParent, WorkloadIdentity, register_grants
 from stacks.security.bucket_access import Grant, gcs_location
+from stacks.serving import benchmark
 from stacks.serving.workload_plan import WorkloadPlan
 
 CACHE_PLACEHOLDER = ".keep"  # the object that keeps a gs:// compile-cache directory present
@@ -198,6 +199,36 @@ class ServingWorkload(pulumi.ComponentResource):
                 spec=hpa["spec"],
                 opts=self.k8s_opts(scaled, *adapter),
             )
+
+    def release_gate(self, *after: pulumi.Resource) -> None:
+        """The release gate's benchmark of a rollout's candidate set (stacks/serving/benchmark.py): its ConfigMap
+        and Job, as the gate's own identity (read-write on the workload's benchmark prefix only), after the set's
+        servers and Service. Nothing for any other set."""
+        manifests = self._plan.gate_manifests()
+        release = self._plan.release
+        if not manifests or release is None:
+            return
+        identity = self.identity(
+            grants=benchmark.grants(self._plan.bucket, release.route),
+            service_account=self._plan.gate_service_account,
+            role="gate",
+        )
+        config_map, job = manifests
+        # named after the step as the objects are (a new step is a new Job and the last one's is deleted, a Job's pod
+        # template being immutable), like the weights' staging Job
+        step = job["metadata"]["name"].rsplit("-", 1)[1]
+        config = k8s.core.v1.ConfigMap(
+            f"{self._prefix}-gate-config-{step}",
+            metadata=config_map["metadata"],
+            data=config_map["data"],
+            opts=self.k8s_opts(),
+        )
+        k8s.batch.v1.Job(
+            f"{self._prefix}-gate-{step}",
+            metadata=job["metadata"],
+            spec=job["spec"],
+            opts=self.k8s_opts(identity.ksa, config, *after),
+        )
 
     def identity(
         self,

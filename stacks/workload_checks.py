@@ -17,7 +17,8 @@ from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_name
 from stacks.problems import Problem
 from stacks.security import bucket_access
-from stacks.serving import gateway, version_guard
+from stacks.serving import benchmark, gateway, version_guard
+from stacks.serving import release as releases
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
 from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
@@ -211,31 +212,92 @@ def check(
         path = f"{NS}:workloads[{i}]"
         start = len(problems)
         namespace = _check_workload_keys(i, workload, seen, all_pool_names, addons, types, pools_complete, problems)
-        kind = types[workload.type]
-        pool = pools.get(workload.pool)
-        resolved = kind.resolve(path, workload, pool, namespace, context)
-        warnings.extend(resolved.warnings)
-        if pool is not None:
-            _check_generation(path, workload, pool, types, problems)
-            _check_compute_class(path, kind, pool, problems)
-        problems.extend(resolved.problems)
-        _check_images(path, workload, problems)
-        images = version_guard.workload_images(workload, versions.IMAGES, kind.tpu_images)
-        version_guard.check_advisories(
-            path, images, workload.acknowledge_advisories, context.environment, problems, warnings
+        # a workload under a rollout runs two server sets, each its own plan (stacks/serving/release.py); the
+        # candidate is checked once the current release has no problem (it would repeat them at its own key)
+        for role, config in releases.server_sets(workload):
+            if role == releases.CANDIDATE and len(problems) != start:
+                break
+            set_path = path if role == releases.CURRENT else f"{path}.rollout.candidate"
+            if config.pool not in all_pool_names and role == releases.CANDIDATE and pools_complete:
+                problems.append(Problem(f"{set_path}.pool", f"{config.pool!r} is not a TPU pool of this stack"))
+            said: list[str] = []
+            plan = _resolve(set_path, config, pools, namespace, types, context, problems, said)
+            # what the candidate inherits is said once, of the current release
+            warnings.extend(w for w in said if w.replace(set_path, path, 1) not in warnings)
+            if role == releases.CURRENT:
+                version_guard.check_advisories(
+                    path,
+                    _engine_images(workload, types),
+                    workload.acknowledge_advisories,
+                    context.environment,
+                    problems,
+                    warnings,
+                )
+            if plan is not None and len(problems) == start:
+                found = releases.release(workload, role)
+                # the type's own plan, not a copy, where there is no rollout
+                plans.append((i, plan if found is None else replace(plan, release=found)))
+        sets = [p for j, p in plans if j == i]
+        problems.extend(releases.route_problems(path, sets))
+        current = sets[0] if sets else None
+        problems.extend(
+            releases.problems(
+                path,
+                workload,
+                served=current is None or current.served_by_gateway is not None,
+                name_max=WORKLOAD_NAME_MAX,
+                scenarios=benchmark.SCENARIOS,
+                has_slo=releases.latency_slo(workload),
+            )
         )
-        if len(problems) == start and resolved.plan is not None:
-            roots = [
-                (key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()
-            ]
-            problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
-            if not any(why for _, why in roots):
-                plans.append((i, resolved.plan))
     _check_exclusive_pools(workloads, pools, types, problems)
     _check_shared_namespaces(plans, problems)
     _check_model_names(plans, context.gateway_enabled, problems)
+    _check_set_names(plans, problems)
     _check_pool_capacity(plans, problems)
     return rollout_room([plan for _, plan in plans])
+
+
+def _engine_images(workload: Any, types: WorkloadRegistry) -> list[tuple[str, str]]:
+    """The engine images every server set of the workload runs (version_guard.workload_images), each once: the
+    current release's at their keys, a rollout candidate's others at `rollout.candidate.<key>`. Held to the version
+    guard once per workload, so one `acknowledgeAdvisories` covers both sets and none is reported twice."""
+    kind = types[workload.type]
+    found: list[tuple[str, str]] = []
+    for role, config in releases.server_sets(workload):
+        prefix = "" if role == releases.CURRENT else "rollout.candidate."
+        seen = {ref for _, ref in found}
+        images = version_guard.workload_images(config, versions.IMAGES, kind.tpu_images)
+        found.extend((prefix + key, ref) for key, ref in images if ref not in seen)
+    return found
+
+
+def _resolve(
+    path: str,
+    workload: Any,
+    pools: dict[str, PoolPlan],
+    namespace: str,
+    types: WorkloadRegistry,
+    context: WorkloadContext,
+    problems: list[Problem],
+    warnings: list[str],
+) -> WorkloadPlan | None:
+    """One server set's plan from its type's rules and the rules every workload shares (None: it has problems)."""
+    start = len(problems)
+    kind = types[workload.type]
+    pool = pools.get(workload.pool)
+    resolved = kind.resolve(path, workload, pool, namespace, context)
+    warnings.extend(resolved.warnings)
+    if pool is not None:
+        _check_generation(path, workload, pool, types, problems)
+        _check_compute_class(path, kind, pool, problems)
+    problems.extend(resolved.problems)
+    _check_images(path, workload, problems)
+    if len(problems) != start or resolved.plan is None:
+        return None
+    roots = [(key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()]
+    problems.extend(Problem(f"{path}.{key}", why) for key, why in roots if why)
+    return None if any(why for _, why in roots) else resolved.plan
 
 
 def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
@@ -293,6 +355,23 @@ def _check_model_names(plans: list[tuple[int, WorkloadPlan]], gateway_enabled: b
             owner.setdefault(name, i)
 
 
+def _check_set_names(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:
+    """A rollout's slot b (`<name>-b`) is a name no other workload may have: its objects and identity would be
+    another's."""
+    owner: dict[str, int] = {}
+    for i, plan in plans:
+        if plan.name in owner and owner[plan.name] != i:
+            j = max(i, owner[plan.name])
+            problems.append(
+                Problem(
+                    f"{NS}:workloads[{j}].name",
+                    f"{plan.name!r} is also the name of a rollout's second server set (`<name>-b`, "
+                    "stacks/serving/release.py): rename one of them",
+                )
+            )
+        owner.setdefault(plan.name, i)
+
+
 def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[Problem]) -> None:
     """The TPU hosts workloads on one pool need at most, added up, fit in the pool (a workload type that does not
     say what it needs, `hosts_needed` None, is not counted)."""
@@ -301,7 +380,18 @@ def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[P
         need = plan.hosts_needed
         if need is not None:
             by_pool.setdefault(plan.pool.name, []).append((i, plan, need))
+    # a candidate is refused at its own key when its pool cannot hold it beside what runs there already
+    # (preflight for a release: the candidate is never created without room), and counted nowhere else
+    for i, plan, _ in [u for users in by_pool.values() for u in users if u[1].release and u[1].release.candidate]:
+        users = by_pool[plan.pool.name]
+        if sum(n for _, _, n in users) > plan.pool.capacity_hosts:
+            problems.append(
+                releases.capacity_problem(i, plan, [(p.name, n) for _, p, n in users], plan.pool.capacity_hosts)
+            )
+        by_pool[plan.pool.name] = [u for u in users if u[1] is not plan]
     for name, users in by_pool.items():
+        if not users:
+            continue
         pool = users[0][1].pool
         capacity = pool.capacity_hosts
         total = sum(n for _, _, n in users)

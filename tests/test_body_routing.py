@@ -178,6 +178,22 @@ def test_the_replay_fails_on_a_name_no_configmap_names():
     assert "no ConfigMap" in model_routing.problems(found)[0]
 
 
+def test_a_weighted_split_is_one_route_and_two_rules_are_an_ambiguity():
+    """A rollout's two server sets share one route rule with weighted backendRefs (a split by weight, Gateway API
+    HTTPRoute backendRefs.weight): the replay shows both pools with their weights and reports nothing; two rules
+    matching one model are a choice the Gateway makes silently: reported."""
+    current = gateway.GatewayBackend("chat", "ns", {"app": "chat"}, 8000, "m", model_server_type="vllm", weight=90)
+    candidate = gateway.GatewayBackend(
+        "chat-b", "ns", {"app": "chat-b"}, 8000, "m", model_server_type="vllm", route="chat", weight=10
+    )
+    split = model_routing.routes([gateway.http_route_manifest(current, candidate)], None)
+    assert [r.pools for r in split] == [("ns/chat (weight 90)", "ns/chat-b (weight 10)")]
+    assert model_routing.problems(split) == []
+    two = [gateway.http_route_manifest(current), gateway.http_route_manifest(candidate)]
+    (problem,) = model_routing.problems(model_routing.routes(two, None))
+    assert "several pools" in problem
+
+
 def test_two_workloads_serving_one_model_name_are_refused():
     cfg = two_models()
     cfg["tpu-serving:workloads"][1]["model"] = "Qwen/Qwen3-8B"

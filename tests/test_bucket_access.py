@@ -106,6 +106,29 @@ def _container_uses(pod: dict[str, Any], bucket: str, cells: list[str]) -> set[t
     return uses
 
 
+def _gate_uses(pod: dict[str, Any], bucket: str, namespace: str, objects: list[dict[str, Any]]) -> set:
+    """The release gate's inference-perf (stacks/serving/benchmark.py) uploads each report under its config's
+    storage.google_cloud_storage path (kubernetes-sigs/inference-perf v0.7.0 inference_perf/client/filestorage/gcs.py
+    `<path>/<file>`), read from the ConfigMap its pod mounts; each step's Job has its own path under the workload's
+    benchmarks/<workload>/, which its identity holds."""
+    uses: set[tuple[str, str | None]] = set()
+    maps = {
+        o["metadata"]["name"]: o.get("data", {})
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"].get("namespace") == namespace
+    }
+    for c in pod["containers"]:
+        if c.get("command") != ["inference-perf"]:
+            continue
+        for volume in pod.get("volumes", []):
+            data = maps.get(volume.get("configMap", {}).get("name", ""), {})
+            for text in data.values():
+                storage = (json.loads(text).get("storage") or {}).get("google_cloud_storage") or {}
+                if storage.get("bucket_name") == bucket:
+                    uses.add((OBJECT_USER, storage["path"].rstrip("/").rsplit("/", 1)[0] + "/"))
+    return uses
+
+
 def _identities(rec, config) -> dict[str, set[tuple[str, str | None]]]:
     """Google identity (email) -> what the pods running as it are told to use in the stack bucket."""
     bucket = rec.outputs["bucketName"]
@@ -139,7 +162,7 @@ def _identities(rec, config) -> dict[str, set[tuple[str, str | None]]]:
         if o["kind"] == "PathwaysJob":  # the Pathways components write pathwaysDir
             uses[node_identity(o)].add((OBJECT_USER, _parent(o["spec"]["pathwaysDir"], bucket)))
         for pod in _pod_specs(o):
-            used = _container_uses(pod, bucket, cells[namespace])
+            used = _container_uses(pod, bucket, cells[namespace]) | _gate_uses(pod, bucket, namespace, objects)
             if pod.get("hostNetwork"):
                 uses[node_identity(o)] |= used
             elif used:

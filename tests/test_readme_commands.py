@@ -46,6 +46,7 @@ DRY_RUN = {
     "local-cluster-check",
     "local-cluster-down",
     "diff",  # renders twice, at a base revision (tests/test_render_diff.py: what it writes)
+    "promote",  # a live cluster's gate Job and the bucket (tests/test_rollout.py: its decision and what it writes)
     "chart-objects",  # needs Helm and the chart sources
     "test",
     "lint",

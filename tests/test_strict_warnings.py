@@ -69,6 +69,7 @@ def warning_functions() -> set[str]:
 FORWARDS = {
     "stacks/pulumi_config.py:load_stack_config": "logs StackConfig.warnings with pulumi.log.warn",
     "stacks/workload_checks.py:check": "collects each workload type's warnings",
+    "stacks/workload_checks.py:_resolve": "collects one server set's type warnings (check dedupes a candidate's)",
     "stacks/serving/workload_type.py:of": "wraps a type's plan with its warnings",
     "stacks/serving/workload_type.py:resolver": "passes a warnings list to the type's check",
     "stacks/serving/workload_type.py:resolve": "passes a warnings list to the type's check",

@@ -49,6 +49,12 @@ class Remote:
 
 
 REMOTES: dict[str, Remote] = {r.registry: r for r in (Remote("docker.io", "docker-hub", "DOCKER_HUB"),)}
+# Registries a pinned image is pulled from as it is, with why no remote serves them: a small CPU image on the system
+# pool needs neither streaming nor a regional cache, and a remote repository in every stack for it would be one
+# more repository and grant per stack that only a release gate uses.
+DIRECT: dict[str, str] = {
+    "quay.io": "the release gate's load generator (stacks/serving/benchmark.py), about 0.5 GB, run once per step",
+}
 
 
 def registry_of(ref: str) -> str:
@@ -72,8 +78,15 @@ def host(region: str) -> str:
 
 
 def unmirrored_registries(refs: Iterable[str]) -> list[str]:
-    """Registries of `refs` that are neither Google's (served as they are) nor served by a remote in REMOTES."""
-    return sorted({r for r in map(registry_of, refs) if r not in REMOTES and not GOOGLE_REGISTRIES.fullmatch(r)})
+    """Registries of `refs` that are neither Google's (served as they are), nor served by a remote in REMOTES, nor
+    pulled as they are for a reason (DIRECT)."""
+    return sorted(
+        {
+            r
+            for r in map(registry_of, refs)
+            if r not in REMOTES and r not in DIRECT and not GOOGLE_REGISTRIES.fullmatch(r)
+        }
+    )
 
 
 @dataclass(frozen=True)

@@ -682,6 +682,18 @@ IMAGE_RECORDS: dict[str, Image] = {
         size_gb=6.0,
         size_source=SIZE_ASSUMPTION_VLLM,
     ),
+    # The release gate's load generator (stacks/serving/benchmark.py): inference-perf 0.7.0 (PyPI inference-perf
+    # 0.7.0, 2026-09; kubernetes-sigs/inference-perf deploy/inference-perf/values.yaml: image
+    # quay.io/inference-perf/inference-perf, tag the chart's appVersion). It serves nothing the stack probes: it
+    # calls the model server's OpenAI API and writes its reports to the bucket.
+    "inferencePerf": Image(
+        "quay.io/inference-perf/inference-perf:v0.7.0",
+        Serves(),
+        "PyPI inference-perf 0.7.0; kubernetes-sigs/inference-perf deploy/inference-perf/values.yaml, "
+        "deploy/manifests.yaml",
+        size_gb=0.5,
+        size_source=SIZE_ASSUMPTION_SMALL,
+    ),
 }
 
 # Tags the tutorials use that the matrix does not pin (superseded), recorded so a config naming them is checked.

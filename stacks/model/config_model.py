@@ -604,6 +604,90 @@ class SloConfig(CamelModel):
     window_days: int = Field(28, ge=1, le=30, description="Rolling window of every objective, in days (1-30).")
 
 
+class GateConfig(CamelModel):
+    """What `make promote` measures the candidate with and what it must meet (tooling/operations/promote.py)."""
+
+    scenario: str = Field(
+        "chat",
+        description="A benchmark scenario (stacks/serving/benchmark.py SCENARIOS: request rate, input and output "
+        "lengths) the gate's Job runs against the candidate's pool.",
+    )
+    max_regression: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="How much worse than the current release's accepted result the candidate may be: its p90 time "
+        "to first token and time per output token at most this fraction higher, its output throughput at most "
+        "this fraction lower.",
+    )
+    min_goodput: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Fraction of the benchmark's requests that must meet the workload's latency SLO thresholds "
+        "(slo.timeToFirstToken, slo.timePerOutputToken): below it the candidate is rolled back.",
+    )
+
+
+class RolloutAccepted(CamelModel):
+    """The current release's last accepted benchmark result (written by `make promote` at a full promotion)."""
+
+    ttft_p90_seconds: float = Field(gt=0, allow_inf_nan=False, description="p90 time to first token, seconds.")
+    tpot_p90_seconds: float = Field(gt=0, allow_inf_nan=False, description="p90 time per output token, seconds.")
+    output_tokens_per_second: float = Field(gt=0, allow_inf_nan=False, description="Output throughput, tokens/s.")
+    goodput: float = Field(ge=0, le=1, description="Fraction of requests within the SLO thresholds.")
+    source: str = Field(description="Where the result was read (gs:// report of the gate Job).")
+
+
+class RolloutDecision(CamelModel):
+    """What `make promote` last decided (it writes this; the review shows it)."""
+
+    action: Literal["advance", "hold", "promote", "rollback"] = Field(description="The decision.")
+    weight: int = Field(ge=0, le=100, description="The candidate's weight after the decision.")
+    reason: str = Field(description="Why, in words (the measured values against the gate).")
+    at: str = Field(description="When (UTC, ISO 8601).")
+
+
+class RolloutConfig(CamelModel):
+    """A release of a gateway-served workload as a gated train: the current release and a candidate as two
+    server sets, each behind its own InferencePool, under the workload's one HTTPRoute whose backend weights the
+    stack owns (docs/operations.md "Release train"). A type adds `candidate` (the fields a release changes)."""
+
+    strategy: Literal["canary", "blueGreen"] = Field(
+        "canary",
+        description="canary: the candidate's weight walks `steps`; blueGreen: 0 until the gate passes, then 100.",
+    )
+    steps: list[int] = Field(
+        default_factory=lambda: [10, 50, 100],
+        min_length=1,
+        max_length=20,
+        description="canary: the candidate's weights in percent, increasing, the last 100.",
+    )
+    weight: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="The candidate's share of the route's requests now, in percent (0 or a step); written by "
+        "`make promote`, applied by the next `pulumi up`.",
+    )
+    mirror: bool = Field(
+        False,
+        description="Mirror the current release's requests to the candidate (HTTPRoute RequestMirror): refused, "
+        "GKE's Gateway does not document mirroring to an InferencePool.",
+    )
+    gate: GateConfig = Field(default_factory=GateConfig, description="The benchmark gate `make promote` applies.")
+    slot: Literal["a", "b"] = Field(
+        "a",
+        description="Which of the workload's two server sets runs the current release: a (objects named after the "
+        "workload) or b (`<name>-b`); the candidate runs in the other. A full promotion flips it, so the "
+        "candidate's servers become the current release's without a restart.",
+    )
+    accepted: RolloutAccepted | None = Field(
+        None, description="The current release's last accepted benchmark result (written by `make promote`)."
+    )
+    last_decision: RolloutDecision | None = Field(None, description="What `make promote` last decided.")
+
+
 class AdvisoryAck(CamelModel):
     """A published security advisory a prod workload runs with on purpose (the version guard,
     stacks/serving/version_guard.py): its id as the release table (stacks/facts/releases.py) records it, and why."""

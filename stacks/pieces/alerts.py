@@ -19,6 +19,7 @@ from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 from stacks.serving import gateway
+from stacks.serving import release as releases
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
@@ -54,7 +55,7 @@ def visit(ctx: Context, found: Findings) -> AlertsPlan | None:
     config, monitoring = sections.alerts, sections.monitoring
     if config is not None:
         found.problems_at("alerts").extend(problems(config))
-    index = {w.name: i for i, w in sections.workloads}
+    index = releases.indexes(sections.workloads)
     found.problems_at("alerts.rules").extend(slo_problems([(index[w.name], w) for w in ctx.workloads]))
     gateway_plan = ctx.plan("gateway", GatewayPlan)
     if not found.clean or config is None or monitoring is None or gateway_plan is None or ctx.profile is None:
@@ -293,8 +294,14 @@ def gateway_rules(w: WorkloadPlan, config: AlertsConfig, cluster: str) -> tuple[
     else the canonical code of the picker's own error (pkg/common/error/error.go CanonicalCode);
     stacks.monitoring.alerts.GATEWAY_SERVER_ERRORS are the ones counted."""
     ns, name = w.namespace, w.name
-    epp = selector(cluster=cluster, namespace=ns)
-    errors = selector(cluster=cluster, namespace=ns, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))
+    # a rollout's two sets each have their picker in the one namespace: each set's rules read its own picker's
+    # series, by `job`, which Managed Prometheus sets to the name of the PodMonitoring that scraped them
+    # (GoogleCloudPlatform/prometheus-engine pkg/operator/apis/monitoring/v1: relabel Replacement <name>, TargetLabel
+    # job); the router chart names its PodMonitoring after the release, the set's name (routerlib
+    # templates/_gke.yaml `name: {{ .Release.Name }}`)
+    own = {"job": name} if w.release is not None else {}
+    epp = selector(cluster=cluster, namespace=ns, **own)
+    errors = selector(cluster=cluster, namespace=ns, **own, error_code="~" + "|".join(alerts.GATEWAY_SERVER_ERRORS))
     window = f"{alerts.GATEWAY_MINUTES}m"
     status = f"kubectl -n {ns} get inferencepool {name} -o yaml; kubectl -n {ns} logs deploy/{gateway.epp_name(name)}"
     return (
@@ -346,6 +353,10 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
     if slo is None:
         return ()
     signals, ns, out = w.signals, w.namespace, []
+    # a rollout's two server sets share their namespace: each set's SLIs read its own pods' series, by the `app`
+    # label its PodMonitoring copies from the pod (its set's name; workloads/vllm/manifests.py pod_monitoring), so
+    # the candidate's burn rate is the candidate's alone (the rollback trigger, docs/operations.md "Release train")
+    own = {"app": f'"{w.name}"'} if w.release is not None else {}
     for key, objective, series in (
         ("ttft", slo.time_to_first_token, signals.time_to_first_token),
         ("tpot", slo.time_per_output_token, signals.time_per_output_token),
@@ -357,7 +368,7 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
                     f"{w.name}: {key.upper()} within {objective.threshold_seconds:g} s",
                     objective.goal,
                     slo.window_days,
-                    alerts.monitoring_filter(f"{series}/histogram", cluster, ns),
+                    alerts.monitoring_filter(f"{series}/histogram", cluster, ns, **own),
                     max_seconds=objective.threshold_seconds,
                 )
             )
@@ -371,8 +382,10 @@ def objectives(w: WorkloadPlan, cluster: str) -> tuple[Objective, ...]:
                 f"{w.name}: requests that end well",
                 slo.availability,
                 slo.window_days,
-                alerts.monitoring_filter(counter, cluster, ns, **{signals.finish_label: f"one_of({counted})"}),
-                good_filter=alerts.monitoring_filter(counter, cluster, ns, **{signals.finish_label: f"one_of({good})"}),
+                alerts.monitoring_filter(counter, cluster, ns, **own, **{signals.finish_label: f"one_of({counted})"}),
+                good_filter=alerts.monitoring_filter(
+                    counter, cluster, ns, **own, **{signals.finish_label: f"one_of({good})"}
+                ),
             )
         )
     return tuple(out)

@@ -282,6 +282,14 @@ def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[Wo
 def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan]) -> list[str]:
     """What a user should read about the gateway: waits from zero beyond its timeout, and a gateway routing nothing."""
     found = from_zero_warnings(gateway, workloads)
+    if gateway.enabled and gateway.fleet_export:
+        found += [
+            f"{NS}:workloads {w.release.route}: a rollout candidate on a stack exporting to a fleet "
+            "(gateway.fleetExport) is exported as a backend of its own: the fleet's route does not weigh it against "
+            'the current release (docs/operations.md "Release train"); promote it on a stack with its own Gateway'
+            for w in served(gateway, workloads)
+            if w.release is not None and w.release.candidate
+        ]
     if gateway.enabled and not plan.backends:
         found.append(
             f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
@@ -320,7 +328,12 @@ def plan(
         resource_prefix=resource_prefix,
         kubernetes_minor=kubernetes_minor,
         backends=tuple(
-            replace(b, queue_ttl_s=w.from_zero_budget_s)
+            replace(
+                b,
+                queue_ttl_s=w.from_zero_budget_s,
+                route=w.release.route if w.release is not None else "",
+                weight=w.release.weight if w.release is not None and w.release.paired else None,
+            )
             for w in served(gateway, workloads)
             if (b := w.gateway_backend()) is not None
         ),

@@ -215,3 +215,37 @@ def summary_lines(est: Estimate) -> list[str]:
     lines += [f"- note: {n}" for n in est.notes]
     lines += [f"- warning: {w}" for w in est.warnings]
     return lines
+
+
+@dataclass(frozen=True)
+class ReleaseStep:
+    """One step of a workload's release train (stacks/serving/release.py) and the TPU chips it holds."""
+
+    step: str
+    weight: int  # the candidate's share of the route
+    current_chips: int
+    candidate_chips: int
+    extra_usd_per_hour: float | None  # the candidate set's chips at list price; None: no list price
+    gate_chip_hours: float  # the candidate's chips over the gate benchmark's load alone (its minimum)
+
+
+def release_steps(
+    current: WorkloadPlan, candidate: WorkloadPlan, steps: list[int], gate_seconds: int
+) -> list[ReleaseStep]:
+    """What each step of a canary (or a blue-green switch, steps [100]) holds: the current release's chips all along,
+    the candidate's from its creation (weight 0, the first gate) to the full promotion, after which the old set's are
+    released. The candidate's extra cost per hour is its chips at its pool's list price (`workload_chip_price`);
+    each step lasts at least its gate's benchmark (`gate_seconds`), plus the servers' start at weight 0 and the
+    review of the decision, which only the operator's pace sets."""
+    price = workload_chip_price(candidate)
+    cur, cand = current.chips_at_peak, candidate.chips_at_peak
+    extra = round(cand * price, 2) if price is not None else None
+    gate = round(cand * gate_seconds / 3600, 2)
+    rows = [ReleaseStep("before: the current release alone", 0, cur, 0, 0.0, 0.0)]
+    rows.append(ReleaseStep("candidate created, gate at 0%", 0, cur, cand, extra, gate))
+    rows += [ReleaseStep(f"step {i + 1}", w, cur, cand, extra, gate) for i, w in enumerate(steps)]
+    # promoted: the candidate's set is the current release, at the workload's replicas (not the canary's size)
+    per_replica = candidate.chips_per_replica or 0
+    replicas = cur // current.chips_per_replica if current.chips_per_replica else 0
+    rows.append(ReleaseStep("promoted: the old set deleted", 100, per_replica * replicas, 0, 0.0, 0.0))
+    return rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +163,15 @@ class GatewayBackend:
         """Every name a request's `model` may carry to reach this workload: its model, then its adapters."""
         return (self.model, *self.adapters)
 
+    # Under a workload's rollout (stacks/serving/release.py): the HTTPRoute it shares with the workload's other server
+    # set (the workload's name) and its weight there, in percent; "" and None: a route of its own, no weight.
+    route: str = field(default="", kw_only=True)
+    weight: int | None = field(default=None, kw_only=True)
+
+    @property
+    def route_name(self) -> str:
+        return self.route or self.name
+
     @property
     def metric_labels(self) -> dict[str, str]:
         return dict(self.metric_selector if self.metric_selector is not None else self.selector)
@@ -303,13 +313,37 @@ def inference_pool_manifest(backend: GatewayBackend) -> dict[str, Any]:
     }
 
 
-def http_route_manifest(backend: GatewayBackend) -> dict[str, Any]:
+def routes(backends: Sequence[GatewayBackend]) -> dict[str, list[GatewayBackend]]:
+    """The backends by the HTTPRoute they are served under, in order: one each, or a rollout's two sets under their
+    workload's name."""
+    out: dict[str, list[GatewayBackend]] = {}
+    for b in backends:
+        out.setdefault(b.route_name, []).append(b)
+    return out
+
+
+def backend_ref(backend: GatewayBackend) -> dict[str, Any]:
+    """An HTTPRoute backendRef to the backend's InferencePool, with its weight under a rollout (Gateway API v1
+    HTTPBackendRef.weight: the share weight/(sum of the list's weights), 0 to 1000000, 0 forwarding nothing:
+    kubernetes-sigs/gateway-api@v1.6.1 config/crd/standard/gateway.networking.k8s.io_httproutes.yaml)."""
+    ref: dict[str, Any] = {"group": INFERENCE_API, "kind": "InferencePool", "name": backend.name}
+    if backend.weight is not None:
+        ref["weight"] = backend.weight
+    return ref
+
+
+def http_route_manifest(backend: GatewayBackend, *more: GatewayBackend) -> dict[str, Any]:
     """The workload's route: requests to the stack's Gateway whose model header names this workload's model go to
-    its InferencePool (the endpoint picker chooses the pod)."""
+    its InferencePool (the endpoint picker chooses the pod); under a rollout, to its two sets' InferencePools by
+    their weights (`more`: the other set)."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": {"name": backend.name, "namespace": backend.namespace, "labels": dict(naming.MANAGED_BY_LABELS)},
+        "metadata": {
+            "name": backend.route_name,
+            "namespace": backend.namespace,
+            "labels": dict(naming.MANAGED_BY_LABELS),
+        },
         "spec": {
             "parentRefs": [
                 {
@@ -328,7 +362,7 @@ def http_route_manifest(backend: GatewayBackend) -> dict[str, Any]:
                             "headers": [{"type": "Exact", "name": MODEL_HEADER, "value": backend.model}],
                         }
                     ],
-                    "backendRefs": [{"group": INFERENCE_API, "kind": "InferencePool", "name": backend.name}],
+                    "backendRefs": [backend_ref(b) for b in (backend, *more)],
                 }
             ],
         },

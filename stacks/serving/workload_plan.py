@@ -3,6 +3,7 @@ of pod specs that do not depend on the type."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -11,13 +12,14 @@ from typing import Any, Self
 
 from stacks.facts import catalog
 from stacks.facts.images import ImageMirror
-from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, stack_service_account
+from stacks.naming import LABEL_MAX, MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, fit, stack_service_account
 from stacks.problems import Problem
 from stacks.security import scan_exceptions
 from stacks.security.pod_security import ContainerSecurity, pod_specs, secure_pod
-from stacks.serving import disruption
+from stacks.serving import benchmark, disruption
 from stacks.serving.gateway import GatewayBackend
 from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.release import Release
 from stacks.serving.startup import StartupPath, compile_cache_prefix
 from stacks.serving.workload_type import WorkloadContext
 
@@ -142,6 +144,9 @@ class WorkloadPlan:
     # Whether its pool keeps TPU hosts free for one more replica while its Deployment or LeaderWorkerSet rolls out,
     # set once every workload's plan is made (stacks/workload_checks.py rollout_room): `rolling_update`.
     rollout_surge: bool = field(default=False, kw_only=True)
+    # Its server set in its workload's `rollout` (stacks/serving/release.py): which release it runs and its share of
+    # the route; None for a workload without a rollout.
+    release: Release | None = field(default=None, kw_only=True)
 
     @classmethod
     def on(cls, workload: Any, pool: PoolPlan, namespace: str, ctx: WorkloadContext, **extra: Any) -> Self:
@@ -228,6 +233,46 @@ class WorkloadPlan:
         """What the Inference Gateway routes to when the workload is served through it; None (the default) for a
         type the gateway does not serve."""
         return None
+
+    def benchmark_target(self) -> benchmark.Target | None:
+        """What the release gate's benchmark calls (its own Service, bypassing the route); None for a type the gate
+        cannot benchmark."""
+        return None
+
+    @property
+    def gate_service_account(self) -> str:
+        """The gate Job's own Kubernetes ServiceAccount: the only identity that writes its benchmark prefix."""
+        return fit(f"{self.service_account}-gate", LABEL_MAX)
+
+    @property
+    def gate_job_name(self) -> str | None:
+        """The gate Job of the current release step: the candidate set of a rollout only (None otherwise)."""
+        if self.release is None or not self.release.candidate or self.benchmark_target() is None or self.paused:
+            return None
+        fields = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
+        return benchmark.job_name(self.release.route, fields, f"{self.release.weight}:{self.release.gate.scenario}")
+
+    def gate_manifests(self) -> list[dict[str, Any]]:
+        """The gate's ConfigMap and Job (stacks/serving/benchmark.py) for the candidate set, at its workload's
+        latency SLO thresholds; none for any other set."""
+        name, target = self.gate_job_name, self.benchmark_target()
+        if name is None or target is None or self.release is None:
+            return []
+        slo = getattr(self.workload, "slo", None)
+        ttft = slo.time_to_first_token if slo is not None else None
+        tpot = slo.time_per_output_token if slo is not None else None
+        return benchmark.manifests(
+            name=name,
+            namespace=self.namespace,
+            service_account=self.gate_service_account,
+            scenario=benchmark.SCENARIOS[self.release.gate.scenario],
+            target=target,
+            bucket=self.bucket,
+            route=self.release.route,
+            ttft_s=ttft.threshold_seconds if ttft is not None else None,
+            tpot_s=tpot.threshold_seconds if tpot is not None else None,
+            image=self.served(benchmark.default_image()),
+        )
 
     def replicas(self, fixed: int) -> dict[str, Any]:
         """The `spec.replicas` of what its autoscaler scales (a Deployment or LeaderWorkerSet): none while an

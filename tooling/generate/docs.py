@@ -28,6 +28,7 @@ from tooling.generate.readme_tables import (
     gke_managed_table,
     metrics_adapters_table,
     profiles_table,
+    release_train_cost_table,
     time_to_serve_assumptions_table,
     time_to_serve_cases_table,
 )
@@ -52,6 +53,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "stacks-map": stacks_map,
     "tooling-map": tooling_map,
     "transition-matrix": lambda: transition_matrix.table(),
+    "release-train-cost": release_train_cost_table,
 }
 
 

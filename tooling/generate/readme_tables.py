@@ -151,3 +151,40 @@ def alerts_table() -> str:
             ]
         )
     return "\n".join(table(["alert", "severity", "fires on", "run"], rows)) + "\n"
+
+
+RELEASE_EXAMPLE = "vllm-canary"
+
+
+def release_train_cost_table() -> str:
+    """docs/operations.md "Release train": the TPU chips and extra cost of each step of the vllm-canary example's
+    train, from its plans and the cost report's list prices (stacks/reports/cost.py release_steps)."""
+    from stacks.reports import cost
+    from stacks.serving import benchmark
+    from tooling.harness.offline import load_stack_file
+
+    path = ROOT / "examples" / RELEASE_EXAMPLE / f"Pulumi.{RELEASE_EXAMPLE}.yaml"
+    cfg = parse_stack_file(path)
+    current = next(w for w in cfg.workloads if w.release is not None and not w.release.candidate)
+    candidate = next(w for w in cfg.workloads if w.release is not None and w.release.candidate)
+    assert candidate.release is not None
+    steps = list(load_stack_file(path)["tpu-serving:workloads"][0]["rollout"]["steps"])
+    scenario = benchmark.SCENARIOS[candidate.release.gate.scenario]
+    rows = [
+        [
+            s.step,
+            f"{s.weight}%",
+            s.current_chips,
+            s.candidate_chips,
+            "no list price" if s.extra_usd_per_hour is None else f"${s.extra_usd_per_hour:.2f}",
+            f"{s.gate_chip_hours:g}",
+        ]
+        for s in cost.release_steps(current, candidate, steps, scenario.duration_s)
+    ]
+    head = ["step", "candidate weight", "current chips", "candidate chips", "extra USD/hour", "gate chip-hours (min)"]
+    note = (
+        f"The `{RELEASE_EXAMPLE}` example ({current.shape.generation.name} {current.shape.topology}, "
+        f"{current.pool.config.capacity}; gate scenario `{scenario.name}`, {scenario.duration_s} s of load), at the "
+        f"list prices of {cost.PRICE_TABLE_DATE}:"
+    )
+    return "\n".join([note, "", *table(head, rows)])

@@ -30,7 +30,8 @@ class Route:
     name: str
     kind: str  # "base model" or "adapter of <base>"
     header: str  # the X-Gateway-Base-Model-Name the router sets
-    pools: tuple[str, ...]  # <namespace>/<InferencePool> the Gateway sends it to
+    pools: tuple[str, ...]  # <namespace>/<InferencePool> the Gateway sends it to (with its weight in a split)
+    rules: int = 1  # the route rules that match it: one rule's several backendRefs are a weighted split, not a choice
 
 
 def _config_maps(objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
@@ -67,19 +68,26 @@ def base_model_header(name: str, adapters: dict[str, str], bases: set[str]) -> s
     return name if name in bases else ""
 
 
-def _pools_for(headers: dict[str, str], routes: list[dict[str, Any]]) -> tuple[str, ...]:
-    found = []
+def _pools_for(headers: dict[str, str], routes: list[dict[str, Any]]) -> tuple[tuple[str, ...], int]:
+    """The pools a request with `headers` reaches, and how many route rules match it. One rule with several
+    backendRefs splits its requests by their weights (Gateway API HTTPRoute backendRefs.weight: a share of the sum, 1
+    when unset; gateway-api@v1.6.1 config/crd/standard/gateway.networking.k8s.io_httproutes.yaml), so its pools
+    carry their weight; several matching rules are an ambiguity."""
+    found, rules = [], 0
     for route in routes:
         namespace = route["metadata"].get("namespace")
         for rule in route["spec"].get("rules", []):
             for match in rule.get("matches", [{}]):
                 wanted = match.get("headers") or []
                 if all(h.get("type", "Exact") == "Exact" and headers.get(h["name"]) == h["value"] for h in wanted):
+                    refs = [b for b in rule.get("backendRefs", []) if b.get("kind") == POOL_KIND]
+                    split = len(refs) > 1
                     found += [
-                        f"{namespace}/{b['name']}" for b in rule.get("backendRefs", []) if b.get("kind") == POOL_KIND
+                        f"{namespace}/{b['name']}" + (f" (weight {b.get('weight', 1)})" if split else "") for b in refs
                     ]
+                    rules += 1
                     break
-    return tuple(sorted(set(found)))
+    return tuple(sorted(set(found))), rules
 
 
 def routes(objects: list[dict[str, Any]], router_namespace: str | None) -> list[Route]:
@@ -96,7 +104,7 @@ def routes(objects: list[dict[str, Any]], router_namespace: str | None) -> list[
     }
     if router_namespace is None:
         return [
-            Route(m, "base model (client-sent header)", m, _pools_for({gateway.MODEL_HEADER: m}, http_routes))
+            Route(m, "base model (client-sent header)", m, *_pools_for({gateway.MODEL_HEADER: m}, http_routes))
             for m in sorted(route_models)
         ]
     adapters, bases = adapters_store(objects, router_namespace)
@@ -105,7 +113,7 @@ def routes(objects: list[dict[str, Any]], router_namespace: str | None) -> list[
         header = base_model_header(name, adapters, bases)
         kind = f"adapter of `{adapters[name]}`" if name in adapters else "base model"
         headers = {gateway.MODEL_NAME_HEADER: name, gateway.MODEL_HEADER: header}
-        out.append(Route(name, kind, header, _pools_for(headers, http_routes)))
+        out.append(Route(name, kind, header, *_pools_for(headers, http_routes)))
     return out
 
 
@@ -120,7 +128,7 @@ def problems(found: list[Route]) -> list[str]:
                 else "no HTTPRoute matches it"
             )
             out.append(f"model {r.name!r} reaches no InferencePool: {why}")
-        elif len(r.pools) > 1:
+        elif r.rules > 1:
             out.append(f"model {r.name!r} matches the routes of several pools: {', '.join(r.pools)}")
     return out
 

@@ -63,12 +63,13 @@ class Vllm(ServingWorkload):
             )
         svc = manifests.service(plan)
         # after the server: a change of its selector follows the server's rollout where that is awaited
-        k8s.core.v1.Service(
+        service = k8s.core.v1.Service(
             f"{name}-svc",
             metadata=svc["metadata"],
             spec=svc["spec"],
             opts=self.k8s_opts(server, custom_timeouts=awaited),
         )
+        self.release_gate(server, service)
         self.monitor_and_autoscale(manifests.pod_monitoring(plan), manifests.hpa(plan), server, deps.adapter)
         self.register_outputs(
             {

@@ -11,6 +11,7 @@ from stacks.model.config_model import (
     CamelModel,
     HpaAutoscalingConfig,
     HpaTargetConfig,
+    RolloutConfig,
     ServiceConfig,
     WorkloadConfig,
 )
@@ -102,6 +103,33 @@ class SpeculativeConfig(CamelModel):
     )
 
 
+class VllmCandidate(CamelModel):
+    """The fields a vLLM release changes; every other key of the workload is the candidate's too."""
+
+    image: str | None = Field(None, description="The candidate's engine image (else the workload's).")
+    model: str | None = Field(None, description="The candidate's model (else the workload's).")
+    revision: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="The candidate's model revision."
+    )
+    args: dict[str, VllmArg] | None = Field(
+        None, description="The candidate's `vllm serve` flags, replacing the workload's `args` whole."
+    )
+    max_model_len: int | None = Field(None, ge=1, le=2**31 - 1, description="The candidate's --max-model-len.")
+    params_billion: float | None = Field(None, gt=0, le=1_000_000, description="The candidate model's size.")
+    replicas: int | None = Field(
+        None, ge=1, le=REPLICAS_MAX, description="The candidate's replicas (else the workload's)."
+    )
+    pool: str | None = Field(None, description="The tpuPools entry the candidate runs on (else the workload's).")
+
+
+class VllmRolloutConfig(RolloutConfig):
+    candidate: VllmCandidate | None = Field(
+        None,
+        description="The release in progress: what differs from the current release. Unset: no candidate runs "
+        "(only the current release's server set and pool).",
+    )
+
+
 class VllmWorkload(WorkloadConfig):
     """vLLM on TPU: a Deployment on a single-host pool, a LeaderWorkerSet + Ray (one slice per replica) on a
     multi-host pool. Parallelism, TPU requests and node selectors come from the pool."""
@@ -186,6 +214,12 @@ class VllmWorkload(WorkloadConfig):
         True,
         description="Served through the stack's Inference Gateway when tpu-serving:gateway is enabled (an "
         "InferencePool, endpoint picker and HTTPRoute of its own); false opts out.",
+    )
+
+    rollout: VllmRolloutConfig | None = Field(
+        None,
+        description="Releases as a gated train (canary or blue-green behind the gateway, `make promote`): "
+        'docs/operations.md "Release train".',
     )
 
     def overrides_images(self) -> bool:

@@ -407,4 +407,5 @@ class ServedVllmPlan(VllmPlan):
 
     def pod_manifests(self) -> list[dict[str, Any]]:
         server = leader_worker_set(self) if self.multi_host else deployment(self)
-        return [server, stage_job(self)] if self.stage_items else [server]
+        gate = [m for m in self.gate_manifests() if m["kind"] == "Job"]
+        return [server, *([stage_job(self)] if self.stage_items else []), *gate]

@@ -32,6 +32,7 @@ from stacks.monitoring import adapters as metrics_adapters
 from stacks.monitoring.metrics import HpaMetric
 from stacks.security import network_policy
 from stacks.security.bucket_access import OBJECT_USER, Grant, gcs_location, read_grant
+from stacks.serving import benchmark
 from stacks.serving.gateway import GatewayBackend
 from stacks.serving.startup import StartupPath, compile_cache_grant_prefix, startup_probe
 from stacks.serving.workload_plan import (
@@ -52,6 +53,9 @@ API_PATHS = ("/v1/completions", "/v1/chat/completions")  # the outputs' curl com
 # The Inference Gateway router's name for vLLM servers (`router.modelServers.type`, llm-d/llm-d-router@v0.10.0:
 # config/charts/README.md; routerlib templates/_config.yaml reads vLLM's metrics for it).
 ROUTER_TYPE = "vllm"
+# inference-perf's name for a vLLM server (kubernetes-sigs/inference-perf v0.7.0
+# inference_perf/config/client/modelserver/config.py ModelServerType.VLLM), the gate's benchmark config
+BENCHMARK_SERVER_TYPE = "vllm"
 CONTAINER = "vllm-tpu"
 DEFAULT_IMAGE = "vllmTpu"  # the version-matrix image `image` defaults to (stacks/facts/versions.py IMAGES)
 TPU_IMAGES = (DEFAULT_IMAGE,)  # the type serves the generations its default image serves
@@ -152,6 +156,18 @@ class VllmPlan(WorkloadPlan):
             kv_cache_metric=KV_CACHE_METRIC,
             adapters=tuple(lora.name for lora in self.workload.loras),
             objectives=tuple((o.name, o.priority) for o in self.workload.objectives),
+        )
+
+    def benchmark_target(self) -> benchmark.Target:
+        """The gate benchmarks this set's own Service (not the route, whose weights split between the sets), with
+        the tokenizer of the model it serves and, for a gated model, the stack's token."""
+        return benchmark.Target(
+            base_url=f"http://{self.service_name}.{self.namespace}.svc:{self.workload.service.port}",
+            health_path=HEALTH_PATH,
+            server_type=BENCHMARK_SERVER_TYPE,
+            model=served_model_name(self),
+            tokenizer=self.workload.model if self.staged else None,
+            token_secret=(self.token_secret_name, HF_TOKEN_KEY) if self.uses_token else None,
         )
 
     @property

@@ -1,0 +1,254 @@
+"""The release gate's benchmark: a pinned load generator (inference-perf, stacks/facts/versions.py IMAGES
+"inferencePerf") run as a Kubernetes Job against the candidate's server set, with its scenarios as data and its
+report written to the stack bucket under benchmarks/<workload>/<job>/, where `make promote` reads it
+(tooling/operations/promote.py). Pure: the scenarios, the tool's config and the Job's manifests.
+
+inference-perf's config (kubernetes-sigs/inference-perf v0.7.0, PyPI inference-perf 0.7.0:
+inference_perf/config/config.py Config and its sections; tests/data/inference_perf_config_schema.json records its
+JSON Schema, which the tests validate every rendered config against): `api` {type completion|chat, streaming},
+`data` {type random, input_distribution, output_distribution}, `load` {type constant, stages [{rate, duration}]},
+`server` {type (the type's own), model_name, base_url, ignore_eos}, `report.goodput.constraints` {ttft, tpot} (seconds),
+`storage.google_cloud_storage` {bucket_name, path} (inference_perf/client/filestorage/gcs.py uploads each report
+as <path>/<name>.json; the summary is `summary_lifecycle_metrics`, inference_perf/reportgen/base.py). Streaming is
+on: TTFT and TPOT are measured only for streamed responses (APIConfig.streaming's description).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from stacks import naming
+from stacks.facts.versions import IMAGES
+from stacks.naming import MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR
+from stacks.security import scan_exceptions
+from stacks.security.bucket_access import OBJECT_USER, Grant
+from stacks.security.pod_security import ContainerSecurity, container_security_context, secure_pod
+
+IMAGE_KEY = "inferencePerf"
+RESULTS_PREFIX = "benchmarks/"
+SUMMARY_REPORT = "summary_lifecycle_metrics.json"
+CONFIG_PATH = "/etc/inference-perf"
+CONFIG_FILE = "config.yml"
+# The image's Dockerfile (kubernetes-sigs/inference-perf Dockerfile at 0f274573: FROM python:3.12.9-slim-bookworm,
+# no USER) runs as root and the tool writes its local report and the tokenizer's Hugging Face cache under its
+# working tree and /root/.cache: its own user and a writable root filesystem, everything else restricted.
+SECURITY = ContainerSecurity(
+    non_root=False,
+    read_only_root=False,
+    writable=(),
+    why="inference-perf's image runs as root and writes its reports and tokenizer cache (Dockerfile: no USER)",
+)
+RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
+# How long the Job may run past its scenario's load before Kubernetes stops it: the candidate's servers start
+# (the Job is created with them and waits for their health endpoint: a cold start with compilation takes up to an
+# hour, workloads/vllm/plan.py COLD_START_S), then the tokenizer download and the report upload.
+WAIT_S = 5400
+MARGIN_S = 1200
+# The wait, in the image's own Python (standard library only): poll the server's health URL every 10 s.
+WAIT_SCRIPT = (
+    "import sys, time, urllib.request as u\n"
+    "end = time.time() + float(sys.argv[2])\n"
+    "while True:\n"
+    "    try:\n"
+    "        if u.urlopen(sys.argv[1], timeout=10).status == 200: break\n"
+    "    except Exception as e:\n"
+    "        print('waiting for', sys.argv[1], e, flush=True)\n"
+    "    if time.time() > end: sys.exit('the server never answered ' + sys.argv[1])\n"
+    "    time.sleep(10)\n"
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One load the gate can apply: a constant request rate for `duration_s`, prompts and outputs of the given
+    token lengths (a normal distribution between min and max around mean)."""
+
+    name: str
+    description: str
+    api: str  # inference-perf APIType: completion or chat
+    rate: float  # requests per second
+    duration_s: int
+    input_tokens: tuple[int, int, int]  # mean, min, max
+    output_tokens: tuple[int, int, int]
+
+    def distribution(self, tokens: tuple[int, int, int]) -> dict[str, Any]:
+        mean, low, high = tokens
+        return {"type": "normal", "mean": mean, "min": low, "max": high, "std_dev": max(1, (high - low) // 6)}
+
+
+# The scenarios a gate may name (rollout.gate.scenario). Adding one is an entry here.
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "chat",
+            "short chat turns at a steady rate: prompts about 500 tokens, answers about 250",
+            "chat",
+            rate=2.0,
+            duration_s=300,
+            input_tokens=(512, 64, 1024),
+            output_tokens=(256, 32, 512),
+        ),
+        Scenario(
+            "long-context",
+            "long documents, short answers (summaries, retrieval): prompts about 3,000 tokens, answers about 200",
+            "completion",
+            rate=0.5,
+            duration_s=600,
+            input_tokens=(3000, 1500, 3800),
+            output_tokens=(200, 50, 256),
+        ),
+    )
+}
+
+
+def results_prefix(route: str) -> str:
+    """The stack bucket prefix of a workload's benchmark reports: the gate's identity writes here and nowhere else."""
+    return f"{RESULTS_PREFIX}{route}/"
+
+
+def job_name(route: str, candidate: str, step: str) -> str:
+    """The gate Job of one release step: a new name for each candidate and weight, so each `pulumi up` of a new step
+    runs a new benchmark (a Job's pod template cannot change)."""
+    return f"{naming.fit(route, naming.LABEL_MAX - 14)}-gate-{naming.short_hash(f'{candidate}|{step}', 8)}"
+
+
+def summary_url(bucket: str, route: str, job: str) -> str:
+    return f"gs://{bucket}/{results_prefix(route)}{job}/{SUMMARY_REPORT}"
+
+
+def grants(bucket: str, route: str) -> list[Grant]:
+    """The gate Job's identity: read-write on the workload's benchmark prefix of the stack bucket, nothing else."""
+    return [Grant("benchmarks", bucket, OBJECT_USER, results_prefix(route))]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the gate benchmarks: the candidate set's own Service (bypassing the route's weights) and the model name
+    clients send."""
+
+    base_url: str
+    health_path: str  # answers 200 once the server serves: the Job waits for it before the load starts
+    server_type: str  # inference-perf's ModelServerType of the server (config/client/modelserver/config.py)
+    model: str
+    tokenizer: str | None  # a Hugging Face id the tool loads the tokenizer from; None: the tool asks the server
+    token_secret: tuple[str, str] | None  # (Secret, key) of a Hugging Face token for a gated tokenizer
+
+
+def config(
+    scenario: Scenario,
+    target: Target,
+    *,
+    bucket: str,
+    path: str,
+    ttft_s: float | None,
+    tpot_s: float | None,
+) -> dict[str, Any]:
+    """inference-perf's config for one run of `scenario` against `target`, its reports to gs://<bucket>/<path>/."""
+    constraints = {k: v for k, v in (("ttft", ttft_s), ("tpot", tpot_s)) if v is not None}
+    out: dict[str, Any] = {
+        "api": {"type": scenario.api, "streaming": True},
+        "data": {
+            "type": "random",
+            "input_distribution": scenario.distribution(scenario.input_tokens),
+            "output_distribution": scenario.distribution(scenario.output_tokens),
+        },
+        "load": {"type": "constant", "stages": [{"rate": scenario.rate, "duration": scenario.duration_s}]},
+        "server": {
+            "type": target.server_type,
+            "model_name": target.model,
+            "base_url": target.base_url,
+            "ignore_eos": True,
+        },
+        "report": {
+            "request_lifecycle": {"summary": True, "per_stage": False, "per_request": False},
+            "prometheus": {"summary": False, "per_stage": False},
+        },
+        "storage": {"google_cloud_storage": {"bucket_name": bucket, "path": path}},
+    }
+    if constraints:
+        out["report"]["goodput"] = {"constraints": constraints}
+    if target.tokenizer:
+        out["tokenizer"] = {"pretrained_model_name_or_path": target.tokenizer}
+    return out
+
+
+def manifests(
+    *,
+    name: str,
+    namespace: str,
+    service_account: str,
+    scenario: Scenario,
+    target: Target,
+    bucket: str,
+    route: str,
+    ttft_s: float | None,
+    tpot_s: float | None,
+    image: str,
+) -> list[dict[str, Any]]:
+    """The gate: a ConfigMap with inference-perf's config and the Job that runs it once on the system pool, as
+    its own identity (`grants`). `pulumi up` does not wait for it (pulumi.com/skipAwait): `make promote` does."""
+    labels = {"app": f"{route}-gate", "role": "benchmark"}
+    cfg = config(scenario, target, bucket=bucket, path=f"{results_prefix(route)}{name}", ttft_s=ttft_s, tpot_s=tpot_s)
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {**labels, **MANAGED_BY_LABELS}},
+        "data": {CONFIG_FILE: json.dumps(cfg, indent=2)},
+    }
+    env: list[dict[str, Any]] = []
+    if target.token_secret is not None:
+        secret, key = target.token_secret
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
+    container: dict[str, Any] = {
+        "name": "inference-perf",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["inference-perf"],
+        "args": ["--config_file", f"{CONFIG_PATH}/{CONFIG_FILE}"],
+        "resources": RESOURCES,
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_PATH, "readOnly": True}],
+    }
+    if env:
+        container["env"] = env
+    wait = {
+        "name": "wait-for-server",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-c", WAIT_SCRIPT, f"{target.base_url}{target.health_path}", str(WAIT_S)],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        # secure_pod sets app containers' contexts; an init container carries its own
+        "securityContext": container_security_context(SECURITY),
+    }
+    pod = {
+        "restartPolicy": "Never",
+        "initContainers": [wait],
+        "serviceAccountName": service_account,
+        "nodeSelector": dict(SYSTEM_POOL_SELECTOR),
+        "containers": [container],
+        "volumes": [{"name": "config", "configMap": {"name": name}}],
+    }
+    skips = [*scan_exceptions.TAG_PINNED, scan_exceptions.CPU_LIMIT, *scan_exceptions.security(SECURITY)]
+    annotations = {**scan_exceptions.skip_annotations(skips), "pulumi.com/skipAwait": "true"}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {**labels, **MANAGED_BY_LABELS},
+            "annotations": annotations,
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": WAIT_S + scenario.duration_s + MARGIN_S,
+            "template": {"metadata": {"labels": labels}, "spec": secure_pod(pod, SECURITY)},
+        },
+    }
+    return [config_map, job]
+
+
+def default_image() -> str:
+    return IMAGES[IMAGE_KEY]

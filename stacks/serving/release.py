@@ -1,0 +1,210 @@
+"""Releases as a gated train (a workload's `rollout`): the current release and a candidate run as two server sets,
+each a workload plan of its own with its own InferencePool, under the workload's one HTTPRoute whose backend
+weights the stack owns. Pure: the config expanded into the two sets, their rules, the weights.
+
+The two sets are the workload's slots: slot `a` is named after the workload (what a workload without a rollout
+has, so adding `rollout` to a live workload changes nothing), slot `b` is `<name>-b`. `rollout.slot` says which
+one runs the current release; the candidate runs in the other. `make promote` (tooling/operations/promote.py)
+walks `rollout.weight` through `rollout.steps`; at a full promotion it writes the candidate's fields into the
+workload and flips `rollout.slot`, so the next `pulumi up` finds the candidate's objects already as they must be
+(no restart) and deletes the old slot's.
+
+Gateway API (kubernetes-sigs/gateway-api@v1.6.1 config/crd/standard/gateway.networking.k8s.io_httproutes.yaml,
+HTTPRoute v1 spec.rules[].backendRefs[].weight): "the proportion of requests forwarded to the referenced backend
+... computed as weight/(sum of all weights in this BackendRefs list)"; 0 to 1000000, default 1; a backendRef's
+group and kind may name an InferencePool (kubernetes-sigs/gateway-api-inference-extension@v1.6.0: an
+InferencePool is an HTTPRoute backend). Mirroring (HTTPRouteFilter RequestMirror) is refused: its backendRef's
+support is "Extended for Kubernetes Service, Implementation-specific for any other resource" (the same CRD), and
+GKE's GatewayClass capabilities (https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities)
+state no mirroring to an InferencePool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stacks.problems import Problem
+
+SLOTS = ("a", "b")
+CURRENT = "current"
+CANDIDATE = "candidate"
+# `<name>-b`: what slot b adds to a workload's name (its objects, identity, InferencePool, alerts)
+SLOT_SUFFIX = {"a": "", "b": "-b"}
+
+
+def slot_name(name: str, slot: str) -> str:
+    """The name of the server set in `slot`: the workload's own in slot a, `<name>-b` in slot b."""
+    return f"{name}{SLOT_SUFFIX[slot]}"
+
+
+def other(slot: str) -> str:
+    return "b" if slot == "a" else "a"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One server set of a workload under a rollout: which release it runs and its share of the route."""
+
+    route: str
+    """The workload's name: its HTTPRoute, and the key of its `rollout` in the stack file."""
+    role: str
+    """CURRENT or CANDIDATE."""
+    slot: str
+    weight: int
+    """Its share of the route's requests, in percent."""
+    strategy: str
+    gate: Any  # stacks.model.config_model.GateConfig
+    paired: bool = False
+    """A candidate runs beside the current release (the route splits between the two sets)."""
+
+    @property
+    def candidate(self) -> bool:
+        return self.role == CANDIDATE
+
+
+def rollout_of(workload: Any) -> Any | None:
+    """The workload's `rollout` (types without one: None)."""
+    return getattr(workload, "rollout", None)
+
+
+def candidate_fields(rollout: Any) -> dict[str, Any]:
+    """The candidate's fields that differ from the workload's (by their config field names); {} without one."""
+    candidate = getattr(rollout, "candidate", None)
+    if candidate is None:
+        return {}
+    return {k: v for k, v in candidate.model_dump(exclude_none=True).items()}
+
+
+def server_sets(workload: Any) -> list[tuple[str, Any]]:
+    """(role, config) of each server set the workload runs: itself alone without a rollout; with one, the current
+    release in `rollout.slot` and, while a candidate is named, the candidate (the workload with the candidate's
+    fields) in the other slot. Each config is the workload's type's model, named after its slot; neither keeps the
+    `rollout` (a set is one release)."""
+    rollout = rollout_of(workload)
+    if rollout is None:
+        return [(CURRENT, workload)]
+    current = workload.model_copy(update={"name": slot_name(workload.name, rollout.slot), "rollout": None})
+    sets = [(CURRENT, current)]
+    fields = candidate_fields(rollout)
+    if fields:
+        if "args" in fields:  # dict fields come back as plain dicts; the workload's own are the same kind
+            fields["args"] = dict(fields["args"])
+        name = slot_name(workload.name, other(rollout.slot))
+        sets.append((CANDIDATE, workload.model_copy(update={**fields, "name": name, "rollout": None})))
+    return sets
+
+
+def indexes(workloads: list[tuple[int, Any]]) -> dict[str, int]:
+    """Each server set's name (a workload's, and slot b's under a rollout) -> its workload's index in
+    tpu-serving:workloads (where a set's plan reports a problem: stacks/pieces/alerts.py slo_problems)."""
+    return {c.name: i for i, w in workloads for _, c in server_sets(w)} | {w.name: i for i, w in workloads}
+
+
+def weights(rollout: Any) -> dict[str, int]:
+    """Each role's share of the route: the candidate `rollout.weight`, the current release the rest."""
+    return {CURRENT: 100 - rollout.weight, CANDIDATE: rollout.weight}
+
+
+def release(workload: Any, role: str) -> Release | None:
+    """The Release of the workload's set in `role` (None without a rollout)."""
+    rollout = rollout_of(workload)
+    if rollout is None:
+        return None
+    slot = rollout.slot if role == CURRENT else other(rollout.slot)
+    paired = bool(candidate_fields(rollout))
+    weight = weights(rollout)[role] if paired else 100
+    return Release(workload.name, role, slot, weight, rollout.strategy, rollout.gate, paired)
+
+
+def latency_slo(workload: Any) -> bool:
+    """The workload has a latency objective (slo.timeToFirstToken or timePerOutputToken) a gate can measure at."""
+    slo = getattr(workload, "slo", None)
+    return slo is not None and (slo.time_to_first_token is not None or slo.time_per_output_token is not None)
+
+
+def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios: Any, has_slo: bool) -> list[Problem]:
+    """A rollout's own rules: served through the gateway (its weights are an HTTPRoute's), a latency SLO the gate
+    measures goodput at, a name that leaves room for slot b's suffix, steps and weight the strategy allows, a known
+    gate scenario, no mirroring."""
+    rollout = rollout_of(workload)
+    if rollout is None:
+        return []
+    key = f"{path}.rollout"
+    found: list[Problem] = []
+    if not served:
+        found.append(
+            Problem(
+                key,
+                "needs the workload served through the Inference Gateway (tpu-serving:gateway.enabled and the "
+                "workload's gateway: true): the releases' weights are its HTTPRoute's",
+            )
+        )
+    if not has_slo:
+        found.append(
+            Problem(
+                key,
+                "needs slo.timeToFirstToken or slo.timePerOutputToken: the gate measures the candidate's goodput at "
+                "them, and the candidate's burn-rate alerts are the rollback trigger",
+            )
+        )
+    room = name_max - len(SLOT_SUFFIX["b"])
+    if len(workload.name) > room:
+        found.append(
+            Problem(f"{path}.name", f"{workload.name!r} is longer than {room} characters, too long for slot b's '-b'")
+        )
+    steps = list(rollout.steps)
+    if any(not 1 <= s <= 100 for s in steps) or steps != sorted(set(steps)) or steps[-1] != 100:
+        found.append(Problem(f"{key}.steps", f"{steps} must increase from 1 to 100 percent and end at 100"))
+    has_candidate = bool(candidate_fields(rollout))
+    if rollout.strategy == "blueGreen" and rollout.weight not in (0, 100):
+        found.append(Problem(f"{key}.weight", f"{rollout.weight} is not 0 or 100 (blueGreen switches whole)"))
+    elif rollout.strategy == "canary" and rollout.weight not in (0, *steps):
+        found.append(Problem(f"{key}.weight", f"{rollout.weight} is not 0 or one of steps {steps}"))
+    if rollout.weight and not has_candidate:
+        found.append(Problem(f"{key}.weight", f"{rollout.weight} without a candidate: name rollout.candidate"))
+    if getattr(rollout, "candidate", None) is not None and not has_candidate:
+        found.append(Problem(f"{key}.candidate", "names no field: give what the release changes (e.g. image)"))
+    if rollout.mirror:
+        found.append(
+            Problem(
+                f"{key}.mirror",
+                "true is not supported: an HTTPRoute RequestMirror to an InferencePool is implementation-specific "
+                "(Gateway API HTTPRequestMirrorFilter) and GKE's Gateway documents none; use a canary step instead",
+            )
+        )
+    if rollout.gate.scenario not in scenarios:
+        found.append(
+            Problem(
+                f"{key}.gate.scenario",
+                f"{rollout.gate.scenario!r} is not a benchmark scenario; allowed: {', '.join(scenarios)}",
+            )
+        )
+    return found
+
+
+def capacity_problem(index: int, candidate: Any, pool_users: list[tuple[str, int]], capacity: int) -> Problem:
+    """The candidate cannot be created: its pool cannot hold it beside what already runs there."""
+    who = ", ".join(f"{name!r} {hosts}" for name, hosts in pool_users)
+    return Problem(
+        f"tpu-serving:workloads[{index}].rollout.candidate",
+        f"pool {candidate.pool.name!r} has {capacity} TPU host(s), but with the candidate {candidate.name!r} its "
+        f"server sets need {sum(h for _, h in pool_users)} at most ({who}): raise the pool's maximum "
+        "(autoscaling.maxNodes or slices), give the candidate fewer replicas (rollout.candidate.replicas) or "
+        "another pool (rollout.candidate.pool)",
+    )
+
+
+def route_problems(path: str, sets: list[Any]) -> list[Problem]:
+    """The two sets answer one route: the candidate must serve the model name the route matches (the current
+    release's), or the requests the route sends it would name a model it does not serve."""
+    backends = [b for s in sets if (b := s.gateway_backend()) is not None]
+    if len(backends) < 2 or backends[0].model == backends[1].model:
+        return []
+    return [
+        Problem(
+            f"{path}.rollout.candidate",
+            f"serves the model name {backends[1].model!r}, the current release {backends[0].model!r}: the route "
+            "matches one model name (its clients' `model`); keep it with args.served-model-name",
+        )
+    ]

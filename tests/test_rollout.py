@@ -1,0 +1,463 @@
+"""Issue 37 items 3-5: releases as a gated train. A workload's `rollout` runs the current release and a candidate as
+two server sets (slots a and b, stacks/serving/release.py), each with its own InferencePool, under one HTTPRoute
+whose backend weights the stack owns; the gate's inference-perf Job benchmarks the candidate
+(stacks/serving/benchmark.py); `make promote` decides on recorded results and writes the stack file
+(tooling/operations/promote.py)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from ruamel.yaml import YAML
+
+from stacks.facts import images
+from stacks.problems import ConfigError
+from stacks.serving import benchmark, gateway
+from stacks.serving import release as releases
+from tests.conftest import recorded
+from tooling.harness.k8s_objects import kubernetes_objects
+from tooling.harness.offline import load_stack_file, parse_config
+from tooling.operations import promote
+from tooling.oracles.schemas import crd_dir, validate_objects
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples/vllm-canary/Pulumi.vllm-canary.yaml"
+FIXTURES = ROOT / "tests/fixtures/promote"
+SCHEMA = json.loads((ROOT / "tests/data/inference_perf_config_schema.json").read_text())
+needs_crds = pytest.mark.skipif(crd_dir() is None, reason="no CRDs in ../shared/reference or .cache/crds")
+
+
+def example() -> dict[str, Any]:
+    return copy.deepcopy(load_stack_file(EXAMPLE))
+
+
+def workload(cfg: dict[str, Any]) -> dict[str, Any]:
+    return cfg["tpu-serving:workloads"][0]
+
+
+def parsed(cfg: dict[str, Any]):
+    return parse_config(cfg, "vllm-canary")
+
+
+def problems(cfg: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        parsed(cfg)
+    return [str(p) for p in err.value.problems]
+
+
+# ---- the config: two server sets, their rules ---------------------------------------------------------------
+
+
+def test_a_candidate_runs_as_a_second_server_set_in_the_other_slot():
+    cfg = parsed(example())
+    sets = {w.name: w for w in cfg.workloads}
+    assert set(sets) == {"chat", "chat-b"}
+    current, candidate = sets["chat"], sets["chat-b"]
+    assert current.release.role == releases.CURRENT and current.release.weight == 90
+    assert candidate.release.role == releases.CANDIDATE and candidate.release.weight == 10
+    # the candidate is the workload with the candidate's fields; the rest is the workload's
+    assert candidate.workload.args == {"max-num-seqs": 256, "enable-prefix-caching": True}
+    assert candidate.workload.replicas == 1 and current.workload.replicas == 2
+    assert candidate.workload.slo == current.workload.slo and candidate.namespace == current.namespace == "chat"
+    assert "--max-num-seqs=256" in candidate.serve_args() and "--max-num-seqs=256" not in current.serve_args()
+
+
+def test_slot_b_runs_the_current_release_after_a_flip():
+    cfg = example()
+    workload(cfg)["rollout"]["slot"] = "b"
+    sets = {w.name: w.release for w in parsed(cfg).workloads}
+    assert sets["chat-b"].role == releases.CURRENT and sets["chat"].role == releases.CANDIDATE
+
+
+def test_a_rollout_without_a_candidate_changes_nothing_of_the_workload():
+    """Adding `rollout` to a live workload: the same objects, the route without weights (a clean `pulumi up`)."""
+    cfg = example()
+    del workload(cfg)["rollout"]
+    plain = parsed(cfg)
+    workload(cfg)["rollout"] = {"strategy": "canary"}
+    ruled = parsed(cfg)
+    assert [w.name for w in ruled.workloads] == ["chat"]
+    assert ruled.workloads[0].pod_manifests() == plain.workloads[0].pod_manifests()
+    assert ruled.gateway_plan.backends[0].weight is None
+    route = gateway.http_route_manifest(*ruled.gateway_plan.backends)
+    assert route == gateway.http_route_manifest(*plain.gateway_plan.backends)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "words"),
+    [
+        ({"strategy": "blueGreen", "weight": 10}, "rollout.weight", "is not 0 or 100"),
+        ({"weight": 30}, "rollout.weight", "one of steps"),
+        ({"steps": [50, 10, 100]}, "rollout.steps", "must increase"),
+        ({"steps": [10, 50]}, "rollout.steps", "end at 100"),
+        ({"mirror": True}, "rollout.mirror", "RequestMirror"),
+        ({"gate": {"scenario": "nope"}}, "rollout.gate.scenario", "not a benchmark scenario"),
+        ({"candidate": None, "weight": 10}, "rollout.weight", "without a candidate"),
+        ({"candidate": {"model": "meta-llama/Llama-3.1-8B-Instruct"}}, "rollout.candidate", "served-model-name"),
+        ({"candidate": {"replicas": 3}}, "rollout.candidate", "pool 'v6e-2x2' has 4 TPU host(s)"),
+        ({"candidate": {"pool": "nope"}}, "rollout.candidate.pool", "not a TPU pool"),
+    ],
+)
+def test_a_rollout_the_stack_cannot_run_is_refused_at_its_key(change, key, words):
+    cfg = example()
+    workload(cfg)["rollout"].update(change)
+    found = problems(cfg)
+    assert any(f"workloads[0].{key}:" in p and words in p for p in found), found
+
+
+def test_the_candidate_is_refused_before_it_is_created_when_its_pool_cannot_hold_both_sets():
+    """Preflight of a release: the pool's capacity arithmetic (hosts at the replicas' maximum) with both sets; the
+    problem names every set's hosts and the fixes."""
+    cfg = example()
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 3
+    (found,) = [p for p in problems(cfg) if "rollout.candidate:" in p]
+    assert "'chat' 2" in found and "'chat-b' 3" in found and "need 5" in found
+
+
+def test_slot_bs_name_is_no_other_workloads():
+    cfg = example()
+    other = copy.deepcopy(workload(cfg))
+    del other["rollout"]
+    cfg["tpu-serving:workloads"].append({**other, "name": "chat-b", "namespace": "chat", "replicas": 1})
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 6
+    assert any("workloads[1].name: 'chat-b' is also the name of a rollout" in p for p in problems(cfg))
+
+
+def test_a_rollout_needs_the_gateway_and_a_latency_slo():
+    cfg = example()
+    cfg["tpu-serving:gateway"] = {"enabled": False}
+    del workload(cfg)["slo"]
+    found = problems(cfg)
+    assert any("rollout: needs the workload served through the Inference Gateway" in p for p in found), found
+    assert any("rollout: needs slo.timeToFirstToken" in p for p in found), found
+
+
+OLD_PIN = "docker.io/vllm/vllm-tpu:v0.27.0"  # vllm-tpu 0.27.0: open high advisories (tests/test_version_guard.py)
+ADVISORIES = ("CVE-2026-93592", "PYSEC-2026-4353")
+
+
+def test_the_version_guard_holds_the_candidates_engine_too_and_one_acknowledgement_covers_both_sets():
+    cfg = example()
+    cfg["tpu-serving:environment"] = "prod"
+    workload(cfg)["rollout"]["candidate"]["image"] = OLD_PIN
+    found = [p for p in problems(cfg) if "advisory" in p]
+    assert len(found) == 2 and all(p.startswith("tpu-serving:workloads[0].rollout.candidate.image: ") for p in found)
+    # the same image in both sets: each advisory is said once, at the current release's key
+    workload(cfg)["image"] = OLD_PIN
+    found = [p for p in problems(cfg) if "advisory" in p]
+    assert len(found) == 2 and all(p.startswith("tpu-serving:workloads[0].image: ") for p in found), found
+    # acknowledged once for the workload: both sets run, neither acknowledgement is stale
+    workload(cfg)["acknowledgeAdvisories"] = [{"id": a, "reason": "not exposed"} for a in ADVISORIES]
+    warned = [w for w in parsed(cfg).warnings if "acknowledgeAdvisories" in w]
+    assert len(warned) == 2 and all("acknowledged (not exposed)" in w for w in warned), warned
+
+
+# ---- the rendered objects -------------------------------------------------------------------------------------
+
+
+def objects() -> list[dict[str, Any]]:
+    return kubernetes_objects(recorded(EXAMPLE, True))
+
+
+def test_the_example_renders_two_pools_one_weighted_route_and_the_gate_job():
+    objs = objects()
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objs}
+    assert {("Deployment", "chat"), ("Deployment", "chat-b"), ("Service", "chat"), ("Service", "chat-b")} <= kinds
+    (route,) = [o for o in objs if o["kind"] == "HTTPRoute"]
+    refs = route["spec"]["rules"][0]["backendRefs"]
+    assert [(r["kind"], r["name"], r["weight"]) for r in refs] == [
+        ("InferencePool", "chat", 90),
+        ("InferencePool", "chat-b", 10),
+    ]
+    (job,) = [o for o in objs if o["kind"] == "Job" and o["metadata"]["labels"].get("role") == "benchmark"]
+    assert job["metadata"]["name"].startswith("chat-gate-")
+    pod = job["spec"]["template"]["spec"]
+    # the pinned image, pulled from quay.io as it is (stacks/facts/images.py DIRECT)
+    assert pod["containers"][0]["image"] == benchmark.default_image()
+    assert images.registry_of(benchmark.default_image()) in images.DIRECT
+    assert pod["serviceAccountName"].startswith("chat-b-") and pod["serviceAccountName"].endswith("-gate")
+    assert "http://chat-b.chat.svc:8000/health" in pod["initContainers"][0]["command"]
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+
+
+def test_each_set_has_its_own_inference_pool():
+    cfg = parsed(example())
+    pools = [gateway.inference_pool_manifest(b) for b in cfg.gateway_plan.backends]
+    assert [(p["metadata"]["name"], p["spec"]["selector"]["matchLabels"]["app"]) for p in pools] == [
+        ("chat", "chat"),
+        ("chat-b", "chat-b"),
+    ]
+
+
+@needs_crds
+def test_every_new_object_validates_against_its_upstream_schema():
+    """The HTTPRoute with two weighted InferencePool backendRefs against the Gateway API v1.6.1 CRD, both
+    InferencePools against inference.networking.k8s.io v1.6.0 (../shared/reference/crds), the Job, ConfigMap and
+    the rest against kubernetes-validate."""
+    cfg = parsed(example())
+    pools = [gateway.inference_pool_manifest(b) for b in cfg.gateway_plan.backends]
+    report = validate_objects([*objects(), *pools], "1.35")
+    assert report.errors == []
+    assert report.checked >= 50
+
+
+def test_the_gate_config_validates_against_inference_perfs_schema():
+    """Each scenario's inference-perf config against the JSON Schema of inference-perf 0.7.0's Config
+    (tests/data/inference_perf_config_schema.json, recorded from the wheel), which forbids unknown keys."""
+    target = benchmark.Target("http://c.ns.svc:8000", "/health", "vllm", "org/m", "org/m", None)
+    for scenario in benchmark.SCENARIOS.values():
+        cfg = benchmark.config(scenario, target, bucket="b", path="benchmarks/x/y", ttft_s=1.0, tpot_s=0.1)
+        jsonschema.validate(cfg, SCHEMA)
+    rendered = [o for o in objects() if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("chat-gate-")]
+    (config_map,) = rendered
+    jsonschema.validate(json.loads(config_map["data"][benchmark.CONFIG_FILE]), SCHEMA)
+    bad = {**benchmark.config(benchmark.SCENARIOS["chat"], target, bucket="b", path="p", ttft_s=1, tpot_s=None)}
+    bad["load"] = {**bad["load"], "rates": [1]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA)
+
+
+def test_the_gate_writes_only_its_workloads_benchmark_prefix():
+    (grant,) = benchmark.grants("bkt", "chat")
+    assert (grant.bucket, grant.role, grant.prefix) == ("bkt", "roles/storage.objectUser", "benchmarks/chat/")
+    cfg = parsed(example())
+    candidate = next(w for w in cfg.workloads if w.release.candidate)
+    (config_map, _) = candidate.gate_manifests()
+    storage = json.loads(config_map["data"][benchmark.CONFIG_FILE])["storage"]["google_cloud_storage"]
+    assert storage["path"].startswith("benchmarks/chat/") and storage["bucket_name"] == candidate.bucket
+
+
+def test_a_new_step_runs_a_new_gate_job():
+    cfg = example()
+    first = next(w for w in parsed(cfg).workloads if w.release.candidate).gate_job_name
+    workload(cfg)["rollout"]["weight"] = 50
+    second = next(w for w in parsed(cfg).workloads if w.release.candidate).gate_job_name
+    assert first and second and first != second
+
+
+def test_each_sets_slos_and_gateway_alerts_read_its_own_series():
+    """The candidate's burn-rate SLOs (the rollback trigger) filter on its own pods' `app` label; its gateway rules
+    on its own picker's `job` (its PodMonitoring, named after the router release)."""
+    cfg = parsed(example())
+    by_name = {w.name: w for w in cfg.alerts_plan.workloads}
+    for name in ("chat", "chat-b"):
+        assert {o.key for o in by_name[name].objectives} == {f"{name}-ttft", f"{name}-tpot", f"{name}-availability"}
+        assert all(f'metric.labels.app="{name}"' in o.metric_filter for o in by_name[name].objectives)
+        errors = next(r for r in by_name[name].rules if r.key == f"{name}-gateway-errors")
+        assert f'job="{name}"' in errors.query
+
+
+# ---- the gate's decision, on recorded results, both ways ------------------------------------------------------
+
+ACCEPTED = {"ttftP90Seconds": 0.42, "tpotP90Seconds": 0.031, "outputTokensPerSecond": 980, "goodput": 0.97}
+GATE = {"maxRegression": 0.1, "minGoodput": 0.9}
+
+
+def result(name: str) -> promote.Result:
+    return promote.read_summary(json.loads((FIXTURES / name).read_text()), f"gs://b/{name}")
+
+
+def decide(name: str | None, *, weight: int = 10, strategy: str = "canary", burning=(), accepted=ACCEPTED):
+    return promote.decide(
+        strategy=strategy,
+        steps=[10, 50, 100],
+        weight=weight,
+        gate=GATE,
+        accepted=accepted,
+        result=result(name) if name else None,
+        expected_requests=600,
+        burning=list(burning),
+    )
+
+
+def test_the_summary_is_read_as_inference_perf_writes_it():
+    got = result("pass.json")
+    assert (got.ttft_p90_s, got.tpot_p90_s, got.output_tokens_per_s) == (0.44, 0.03, 1012.0)
+    assert got.goodput == pytest.approx(0.97) and (got.requests, got.failures) == (598, 0)
+
+
+@pytest.mark.parametrize(("weight", "expected"), [(0, ("advance", 10)), (10, ("advance", 50)), (50, ("advance", 100))])
+def test_a_passing_candidate_advances_step_by_step(weight, expected):
+    decision = decide("pass.json", weight=weight)
+    assert (decision.action, decision.weight) == expected
+
+
+def test_a_passing_candidate_at_100_is_promoted_and_blue_green_switches_whole():
+    assert decide("pass.json", weight=100).action == "promote"
+    assert (decide("pass.json", weight=0, strategy="blueGreen").weight) == 100
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("regressed.json", "ttft p90 0.59 s > accepted 0.42 s"),
+        ("low-goodput.json", "goodput 0.72 below"),
+        ("errors.json", "40 of 600 requests failed"),
+        (None, "benchmark failed"),
+    ],
+)
+def test_a_failing_candidate_is_rolled_back(name, words):
+    decision = decide(name, weight=50)
+    assert (decision.action, decision.weight) == ("rollback", 0) and words in decision.reason
+
+
+def test_the_candidates_burn_rate_rolls_it_back_whatever_the_benchmark():
+    decision = decide("pass.json", burning=["chat-b: TTFT within 1 s burns 20x (> 14.4x)"])
+    assert decision.action == "rollback" and "error budget" in decision.reason
+
+
+def test_an_inconclusive_run_holds_the_weight():
+    decision = decide("short.json", weight=50)
+    assert (decision.action, decision.weight) == ("hold", 50)
+
+
+def test_without_an_accepted_result_the_slos_alone_decide():
+    assert decide("regressed.json", accepted=None).action == "advance"
+    assert decide("low-goodput.json", accepted=None).action == "rollback"
+
+
+# ---- writing the decision into the stack file ------------------------------------------------------------------
+
+
+def written(decision: promote.Decision, res: promote.Result | None) -> tuple[str, dict[str, Any]]:
+    """The example stack file after `apply`, as text (comments kept) and as the program reads it."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    doc = yaml.load(EXAMPLE.read_text())
+    promote.apply(doc["config"]["tpu-serving:workloads"][0], decision, res, "2026-11-29T10:00:00Z")
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    text = out.getvalue()
+    return text, YAML(typ="safe").load(text)["config"]
+
+
+def test_an_advance_rewrites_the_weight_and_keeps_the_files_comments():
+    text, cfg = written(promote.Decision("advance", 50, "passed"), result("pass.json"))
+    rollout = workload(cfg)["rollout"]
+    assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
+    assert "# written by `make promote`" in text and text.startswith("# yaml-language-server")
+    weights = {w.name: w.release.weight for w in parsed(cfg).workloads}
+    assert weights == {"chat": 50, "chat-b": 50}
+
+
+def test_a_rollback_removes_the_candidate_and_the_next_render_has_one_pool():
+    _, cfg = written(promote.Decision("rollback", 0, "regressed"), result("regressed.json"))
+    assert "candidate" not in workload(cfg)["rollout"] and workload(cfg)["rollout"]["weight"] == 0
+    stack = parsed(cfg)
+    assert [w.name for w in stack.workloads] == ["chat"]
+    (backend,) = stack.gateway_plan.backends
+    assert gateway.http_route_manifest(backend)["spec"]["rules"][0]["backendRefs"][0].get("weight") is None
+
+
+def test_a_promotion_flips_the_slot_so_the_candidates_servers_become_the_current_release_unchanged():
+    before = {w.name: w for w in parsed(example()).workloads}
+    res = result("pass.json")
+    _, cfg = written(promote.Decision("promote", 0, "passed at 100"), res)
+    rollout = workload(cfg)["rollout"]
+    assert rollout["slot"] == "b" and "candidate" not in rollout and rollout["accepted"]["source"] == res.source
+    assert workload(cfg)["args"] == {"max-num-seqs": 256, "enable-prefix-caching": True}
+    assert workload(cfg)["replicas"] == 2  # the canary's size is not promoted
+    after = {w.name: w for w in parsed(cfg).workloads}
+    assert list(after) == ["chat-b"] and after["chat-b"].release.role == releases.CURRENT
+    # the same server, only scaled back to the workload's replicas: no restart of the candidate's pods
+    old, new = before["chat-b"].pod_manifests()[0], after["chat-b"].pod_manifests()[0]
+    assert old["spec"]["template"] == new["spec"]["template"]
+
+
+def test_a_candidate_on_a_stack_exporting_to_a_fleet_is_warned_of():
+    """A fleet's Gateway routes to each exported pool by its own rules: it does not weigh the two sets."""
+    cfg = copy.deepcopy(load_stack_file(ROOT / "examples/fleet/Pulumi.fleet-us-east5.yaml"))
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    workload(cfg)["slo"] = {"timeToFirstToken": {"thresholdSeconds": 1}}
+    workload(cfg)["rollout"] = {"candidate": {"args": {"max-num-seqs": 128}}}
+    warned = parse_config(cfg, "fleet-us-east5").warnings
+    assert any("llama8b: a rollout candidate on a stack exporting to a fleet" in w for w in warned), warned
+    del workload(cfg)["rollout"]["candidate"]
+    assert not any("exporting to a fleet" in w for w in parse_config(cfg, "fleet-us-east5").warnings)
+
+
+# ---- the thin I/O: kubectl's Job status, the Monitoring API's burn rates ------------------------------------------
+
+
+def test_the_gate_job_is_awaited_until_kubernetes_says_complete_or_failed(monkeypatch):
+    """batch/v1 JobStatus.conditions: type Complete or Failed with status "True" (kubernetes-validate's Job schema;
+    https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup)."""
+    answers = iter(
+        [
+            {"status": {"active": 1}},
+            {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
+            {"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}},
+        ]
+    )
+    calls = []
+    monkeypatch.setattr(promote, "_run", lambda *args, env=None: calls.append(args) or json.dumps(next(answers)))
+    monkeypatch.setattr(promote.time, "sleep", lambda s: None)
+    assert promote.wait_for_job("/k", "chat", "chat-gate-1", 60) is True
+    assert calls[0] == ("kubectl", "-n", "chat", "get", "job", "chat-gate-1", "-o", "json")
+    assert promote.wait_for_job("/k", "chat", "chat-gate-1", 60) is False
+
+
+def test_a_burn_rate_counts_only_when_both_fast_lookbacks_exceed_the_rate(monkeypatch):
+    rates = {"3600s": 20.0, "300s": 30.0}
+
+    def monitoring(path, token, **query):
+        if path.endswith("serviceLevelObjectives"):
+            return {
+                "serviceLevelObjectives": [
+                    {"name": "projects/p/services/s/serviceLevelObjectives/1", "displayName": "ttft"}
+                ]
+            }
+        lookback = query["filter"].rsplit('"', 2)[-2]
+        return {"timeSeries": [{"points": [{"value": {"doubleValue": rates[lookback]}}]}]}
+
+    monkeypatch.setattr(promote, "_run", lambda *args, env=None: "token\n")
+    monkeypatch.setattr(promote, "_monitoring", monitoring)
+    assert promote.burning("p", "s") == ["ttft burns 20x (> 14.4x)"]
+    rates["300s"] = 3.0  # the short lookback recovered: the alert's condition no longer holds
+    assert promote.burning("p", "s") == []
+
+
+def test_promote_reports_a_failing_command_in_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    monkeypatch.chdir(tmp_path)
+
+    def fail(*args, env=None):
+        raise RuntimeError(f"{args[0]}: not found")
+
+    monkeypatch.setattr(promote, "_run", fail)
+    assert promote.main(["vllm-canary"]) == 1
+    assert capsys.readouterr().err.strip() == "make promote: pulumi: not found"
+    assert (tmp_path / EXAMPLE.name).read_text() == EXAMPLE.read_text()  # nothing written
+
+
+def test_promote_end_to_end_on_recorded_answers_advances_the_example(tmp_path, monkeypatch, capsys):
+    """The I/O in order: the stack's kubeconfig, the gate Job's status, its summary from the bucket, the candidate's
+    SLOs; then the stack file rewritten (the next step), its comments kept."""
+    (tmp_path / EXAMPLE.name).write_text(EXAMPLE.read_text())
+    monkeypatch.chdir(tmp_path)
+    calls = []
+
+    def run(*args, env=None):
+        calls.append(args[:3])
+        if args[:3] == ("kubectl", "-n", "chat"):
+            return json.dumps({"status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+        if args[:3] == ("gcloud", "storage", "cat"):
+            assert args[3].startswith("gs://my-tpu-project-tpu-serving-vllm-canary/benchmarks/chat/chat-gate-")
+            return (FIXTURES / "pass.json").read_text()
+        return "token" if args[0] == "gcloud" else "apiVersion: v1\nkind: Config\n"
+
+    monkeypatch.setattr(promote, "_run", run)
+    monkeypatch.setattr(promote, "_monitoring", lambda path, token, **q: {})
+    assert promote.main(["vllm-canary"]) == 0
+    assert [c[0] for c in calls] == ["pulumi", "kubectl", "gcloud", "gcloud"]
+    text = (tmp_path / EXAMPLE.name).read_text()
+    rollout = workload(YAML(typ="safe").load(text)["config"])["rollout"]
+    assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
+    assert "# written by `make promote`" in text
+    assert "chat: advance -> weight 50" in capsys.readouterr().out
