@@ -239,8 +239,13 @@ PROGRAM = [
     *(registry_root := Path(registry.__file__).resolve().parents[1]).glob("stacks/**/*.py"),
     *registry_root.glob("components/**/*.py"),
     *registry_root.glob("workloads/**/*.py"),
+    *registry_root.glob("scripts/**/*.py"),  # make smoke once dispatched on type names (scripts/smoke.py PROBES)
     registry_root / "__main__.py",
 ]
+# Files that write a type's name as user config, not to dispatch on it: what each writes, and why it is not dispatch.
+CONFIG_DATA = {
+    "scripts/package_smoke.py": {"vllm"},  # the workloads entry the installed wheel is smoke-tested with
+}
 
 
 def _type_name_uses(path: Path, names: set[str]) -> set[str]:
@@ -261,8 +266,12 @@ def _type_name_uses(path: Path, names: set[str]) -> set[str]:
 
 def test_a_workload_type_name_is_written_in_at_most_two_program_files_and_none_shared():
     """Issue 33: a workload type's name is dispatched on in at most two program files (stacks/, components/,
-    workloads/, __main__.py), and never in shared code: a new type touches its package and its registry line."""
+    workloads/, scripts/, __main__.py), and never in shared code: a new type touches its package and its registry line."""
     names = set(registry.WORKLOAD_TYPES)
-    found = {str(path.relative_to(registry_root)): used for path in PROGRAM if (used := _type_name_uses(path, names))}
+    found = {
+        rel: used
+        for path in PROGRAM
+        if (used := _type_name_uses(path, names) - CONFIG_DATA.get(rel := str(path.relative_to(registry_root)), set()))
+    }
     assert len(found) <= 2, found
     assert not [p for p in found if not p.startswith("workloads/")], found

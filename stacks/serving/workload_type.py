@@ -42,6 +42,20 @@ class WorkloadContext:
 
 
 @dataclass(frozen=True)
+class SmokeProbe:
+    """One real request that shows a workload serves (`make smoke`, scripts/smoke.py): sent through
+    `kubectl port-forward svc/<service>` to a free local port."""
+
+    namespace: str
+    service: str
+    remote_port: int
+    method: str
+    path: str  # without its leading "/"
+    body: dict[str, Any] | None
+    expect_key: str | None  # a key the JSON answer must have; None: any 2xx answer with a body
+
+
+@dataclass(frozen=True)
 class Resolved(Generic[P]):
     """A workload checked against its pool: either its plan or its problems (warnings either way)."""
 
@@ -99,6 +113,12 @@ class WorkloadType:
     """Why it cannot run on a pool whose capacity is a list (ComputeClass), if it cannot."""
     added_node_pools: Callable[[Any], tuple[str, ...]] = field(default=lambda workload: ())
     """Names of the node pools it adds next to its TPU pool (checked against every other node pool)."""
+    smoke_probe: Callable[[Any], SmokeProbe | None] = field(default=lambda plan: None)
+    """The request `make smoke` sends one of its plans to show it serves (its `commands.py`); None: it sends none,
+    for the reason `no_smoke_probe` gives."""
+    no_smoke_probe: str = ""
+    """Why `make smoke` sends a plan of it no request when `smoke_probe` returns None (a batch job, nothing
+    published to ask for); the smoke test reports it beside the workload."""
     legacy_component: str | None = None
     """The component type token it had when each type had its own (until issue 36), if it had one: every workload's
     component is aliased to every such token (components.serving.ServingWorkload), so a stack created then keeps its
