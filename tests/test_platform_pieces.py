@@ -387,9 +387,7 @@ def test_a_tpu_generation_added_to_the_catalog_alone_is_planned_built_and_priced
     (stacks/facts/versions.py IMAGE_RECORDS) says it serves it."""
     from stacks.facts import catalog
 
-    new = dataclasses.replace(
-        catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice", pathways_type="tpuv9x"
-    )
+    new = dataclasses.replace(catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice")
     monkeypatch.setitem(catalog.GENERATIONS, "v9x", new)
     pools = [{"name": "nine", "tpu": "v9x", "topology": "2x4", "zone": "us-east5-b"}]
     rec = run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[]))
