@@ -19,6 +19,7 @@ from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.rules import NS
 from stacks.problems import Problem
 from stacks.serving import gateway
+from stacks.serving.workload_type import either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
@@ -55,7 +56,9 @@ def visit(ctx: Context, found: Findings) -> AlertsPlan | None:
     if config is not None:
         found.problems_at("alerts").extend(problems(config))
     index = {w.name: i for i, w in sections.workloads}
-    found.problems_at("alerts.rules").extend(slo_problems([(index[w.name], w) for w in ctx.workloads]))
+    found.problems_at("alerts.rules").extend(
+        slo_problems([(index[w.name], w) for w in ctx.workloads], ctx.workload_types.slo_types)
+    )
     gateway_plan = ctx.plan("gateway", GatewayPlan)
     if not found.clean or config is None or monitoring is None or gateway_plan is None or ctx.profile is None:
         return None
@@ -89,7 +92,7 @@ def problems(config: AlertsConfig) -> list[Problem]:
     return found
 
 
-def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]]) -> list[Problem]:
+def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]], slo_types: Sequence[str]) -> list[Problem]:
     """An objective on a series the workload's server does not export cannot be measured: named with the types'
     servers that do."""
     found = []
@@ -103,8 +106,8 @@ def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]]) -> list[Problem]
                 found.append(
                     Problem(
                         f"{NS}:workloads[{i}].slo.{key}",
-                        f"a {plan.workload.type} workload's server exports no series for it; only vllm workloads "
-                        "can have it",
+                        f"a {plan.workload.type} workload's server exports no series for it; only "
+                        f"{either(slo_types)} workloads can have it",
                     )
                 )
     return found

@@ -19,6 +19,7 @@ from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_cidr, check_path_region
 from stacks.problems import Problem
 from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
+from stacks.serving.workload_type import either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
@@ -57,7 +58,9 @@ def visit(ctx: Context, found: Findings) -> GatewayPlan | None:
         workloads=ctx.workloads,
         paused=sections.paused,
     )
-    found.warnings_at("gateway").extend(warnings(gateway, gateway_plan, ctx.workloads))
+    found.warnings_at("gateway").extend(
+        warnings(gateway, gateway_plan, ctx.workloads, ctx.workload_types.gateway_types)
+    )
     return gateway_plan
 
 
@@ -257,20 +260,22 @@ class GatewayPlan:
 
 
 def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[WorkloadPlan]:
-    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
-    workload opts out), and only when tpu-serving:gateway is enabled."""
+    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (a type that declares
+    WorkloadType.gateway_served, unless the workload opts out), and only when tpu-serving:gateway is enabled."""
     if not gateway.enabled:
         return []
     return [w for w in workloads if w.gateway_backend() is not None]
 
 
-def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan]) -> list[str]:
+def warnings(
+    gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan], gateway_types: Sequence[str]
+) -> list[str]:
     """What a user should read about the gateway: waits from zero beyond its timeout, and a gateway routing nothing."""
     found = from_zero_warnings(gateway, workloads)
     if gateway.enabled and not plan.backends:
         found.append(
-            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
-            "opt out): the Gateway routes nothing"
+            f"{NS}:gateway.enabled=true but no workload is served through it (only {either(gateway_types)} workloads "
+            "are, unless they opt out): the Gateway routes nothing"
         )
     return found
 

@@ -12,6 +12,8 @@ TYPE = WorkloadType(
     resolve=resolver(check),
     component=Vllm,
     smoke_probe=smoke_probe,
+    gateway_served=True,
+    slo_series=True,
     legacy_component="tpu-serving:workloads:Vllm",
     tpu_images=TPU_IMAGES,
 )
