@@ -81,7 +81,9 @@ PROBLEM_SLOTS = (
     "invocation",
     *("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring", "gateway", "alerts", "cost"),
     *("workloads", "paused", "decommission"),
-    *("environment.rules", "gateway.rules", "cluster.rules", "gateway.cluster", "bucket.rules", "tpuPools.rules"),
+    *("environment.rules", "gateway.rules"),
+    *("cluster.rules", "network.rules", "cluster.endpoint", "network.flowLogs", "cluster.settings"),
+    *("gateway.cluster", "bucket.rules", "tpuPools.rules"),
     *("workloads.rules", "alerts.rules", "local"),
 )
 # The warnings' order: the bucket's and the cluster's settings, the project, the pools, the workloads, the profile

@@ -167,3 +167,51 @@ def test_the_orchestrator_calls_nothing_of_a_piece_but_its_visit():
         "cluster_piece.problems",
         "workload_checks.check",
     ]
+
+
+# A cluster with problems in its own keys and in its network's (cluster.network, the network piece's), interleaved:
+# the network's rules run in the network's visit (after the gateway's), yet are reported where they always were.
+CLUSTER_AND_NETWORK = {
+    **BASE,
+    "environment": "staging",
+    "cluster": {
+        "name": "Bad_Name",
+        "masterAuthorizedNetworks": [{"cidrBlock": "nope"}],
+        "controlPlaneEndpoint": "ip",
+        "labels": {"Bad": "x"},
+        "systemPool": {"minNodes": 3, "maxNodes": 1},
+        "network": {"create": False, "flowLogs": True, "podsRangeName": "Pods_1", "servicesRangeName": "Pods_1"},
+    },
+    "gateway": {"enabled": True, "proxySubnetCidr": "10.0.0.0/27"},
+}
+
+
+def test_the_network_rules_run_in_its_visit_and_are_reported_among_the_clusters(monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(ConfigError) as err:
+        _parse(CLUSTER_AND_NETWORK)
+    # as the cluster's visit reported them when it ran the network's rules (main at 93f59d5)
+    assert [p.path.removeprefix("tpu-serving:") for p in err.value.problems] == [
+        "gateway.proxySubnetCidr",
+        "cluster.name",
+        "cluster.masterAuthorizedNetworks[0].cidrBlock",
+        "cluster.network.podsRangeName",
+        "cluster.network.servicesRangeName",
+        "cluster.network.servicesRangeName",
+        "cluster.network.network",
+        "cluster.network.subnetwork",
+        "cluster.network.nat",
+        "cluster.controlPlaneEndpoint",
+        "cluster.network.flowLogs",
+        "cluster.labels.Bad",
+        "cluster.systemPool.minNodes",
+        "cluster.systemPool.maxNodes",
+        "gateway.proxySubnet",
+        "cluster.minMasterVersion",
+    ]
+    # without the network piece, none of its rules runs: the cluster's visit no longer runs them
+    from stacks.pieces import network
+
+    monkeypatch.setattr(config, "PIECES", tuple(p for p in PIECES if p is not network))
+    with pytest.raises(ConfigError) as err:
+        _parse(CLUSTER_AND_NETWORK)
+    assert not [p for p in err.value.problems if p.path.startswith("tpu-serving:cluster.network.")]
