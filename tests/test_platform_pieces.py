@@ -341,10 +341,9 @@ class ClusterWithFirewall(Cluster):
 
 
 def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkeypatch):
-    from stacks import config as config_module
     from stacks.model.profiles import PROFILES
 
-    monkeypatch.setattr(config_module, "ClusterConfig", ClusterConfigWithFirewallLogs)
+    monkeypatch.setattr(cluster, "ClusterConfig", ClusterConfigWithFirewallLogs)  # the model its `parse` reads
     for env, profile in list(PROFILES.items()):
         fields = dataclasses.asdict(profile)
         monkeypatch.setitem(PROFILES, env, ProfileWithFirewallLogs(**fields, health_check_firewall_logs=env == "prod"))

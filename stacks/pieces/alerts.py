@@ -6,9 +6,9 @@ environment's profile (components/alerts.py builds it). The queries themselves a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
 from stacks.model.profiles import Profile
@@ -16,15 +16,22 @@ from stacks.monitoring import alerts
 from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector, while_wanted
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.gateway import GatewayPlan
-from stacks.pieces.rules import NS
+from stacks.pieces.rules import NS, parse_section
 from stacks.problems import Problem
 from stacks.serving import gateway
-from stacks.serving.workload_type import either
+from stacks.serving.workload_type import WorkloadRegistry, either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "alerts"
+KEYS = ("alerts",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"alerts": parse_section(raw, "alerts", AlertsConfig, found.problems_at("alerts"))}
+
+
 PATH = f"{NS}:alerts"
 # Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
 # a notification channel's resource name (projects/P/notificationChannels/ID,

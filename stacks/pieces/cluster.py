@@ -6,7 +6,7 @@ intranode visibility) and the check of minMasterVersion against what the other p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,9 @@ from stacks import naming
 from stacks.facts import catalog, images, versions
 from stacks.facts import maintenance as maintenance_rules
 from stacks.facts.images import ImageMirror
+from stacks.model import config_parse
 from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.model.local_target import LocalConfig
 from stacks.model.profiles import Profile
 from stacks.pieces import node_identity
 from stacks.pieces.context import Context, Findings
@@ -29,12 +31,28 @@ from stacks.pieces.rules import (
     check_name,
     check_region,
     check_zone_region,
+    parse_section,
     rfc3339,
 )
 from stacks.problems import Problem, fmt
 from stacks.serving import pool_sizing
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "cluster"
+KEYS = ("cluster", "local")  # the keys it parses (`parse`), each reported at the slot of its name
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """cluster by its model; local (a local cluster in its place, stacks/model/local_target.py) when set."""
+    local = raw.get("local")
+    return {
+        "cluster": parse_section(raw, "cluster", ClusterConfig, found.problems_at("cluster")),
+        "local": None
+        if local is None
+        else config_parse.parse(f"{NS}:local", LocalConfig, local, found.problems_at("local")),
+    }
+
+
 PATH = f"{NS}:cluster"
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
 

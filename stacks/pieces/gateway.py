@@ -5,9 +5,9 @@ proxies get their addresses. Its rules, checked against the network it runs in, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks import guardrails, naming
 from stacks.facts import gke_managed
@@ -16,15 +16,22 @@ from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfi
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.context import Context, Findings
-from stacks.pieces.rules import NS, check_cidr, check_path_region
+from stacks.pieces.rules import NS, check_cidr, check_path_region, parse_section
 from stacks.problems import Problem
 from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
-from stacks.serving.workload_type import either
+from stacks.serving.workload_type import WorkloadRegistry, either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "gateway"
+KEYS = ("gateway",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"gateway": parse_section(raw, "gateway", GatewayConfig, found.problems_at("gateway"))}
+
+
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
 # A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
