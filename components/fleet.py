@@ -12,6 +12,7 @@ backend policy per imported pool.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -40,18 +41,23 @@ def load_fleet_config(raw: Any, project: str | None, other_keys: tuple[str, ...]
     return cfg
 
 
-def build_fleet(cfg: fleet.FleetConfig, project: str) -> None:
-    """Reference every regional stack, then (once their outputs are read) check and build the fleet."""
+def build_fleet(cfg: fleet.FleetConfig, project: str, gateway_types: Sequence[str]) -> None:
+    """Reference every regional stack, then (once their outputs are read) check and build the fleet. `gateway_types`:
+    the workload types the gateway serves (WorkloadRegistry.gateway_types), named when a member exports none."""
     refs = {r.stack: pulumi.StackReference(f"region-{i}", stack_name=r.stack) for i, r in enumerate(cfg.regions)}
     outputs = pulumi.Output.all(*[ref.get_output(fleet.OUTPUT) for ref in refs.values()])
-    planned = outputs.apply(lambda values: _checked_plan(cfg, dict(zip(refs, values, strict=True)), project))
+    planned = outputs.apply(
+        lambda values: _checked_plan(cfg, dict(zip(refs, values, strict=True)), project, gateway_types)
+    )
     planned.apply(lambda plan: Fleet("fleet", plan=plan, ref=refs[plan.config_member.config.stack]))
     pulumi.export("fleet", planned.apply(fleet.routing_summary))
 
 
-def _checked_plan(cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str) -> fleet.FleetPlan:
+def _checked_plan(
+    cfg: fleet.FleetConfig, outputs: dict[str, Any], project: str, gateway_types: Sequence[str]
+) -> fleet.FleetPlan:
     members, problems = fleet.members(cfg, outputs)
-    problems += fleet.problems(cfg, members, project)
+    problems += fleet.problems(cfg, members, project, gateway_types)
     if problems:
         raise pulumi.RunError(str(ConfigError(pulumi.get_stack(), problems)))
     return fleet.plan(cfg, members, project)
@@ -175,14 +181,14 @@ def fleet_config_text() -> str | None:
     return pulumi.Config(fleet.NS).get("fleet")
 
 
-def build_fleet_stack() -> None:
-    """The fleet stack's program: its config, then the fleet."""
+def build_fleet_stack(gateway_types: Sequence[str]) -> None:
+    """The fleet stack's program: its config, then the fleet (`gateway_types`: build_fleet)."""
     from pulumi.runtime import config as runtime_config
 
     present = sorted(k.split(":", 1)[1] for k in all_config_keys(runtime_config) if k.startswith(f"{fleet.NS}:"))
     others = tuple(k for k in present if k != "fleet")
     project = pulumi.Config("gcp").get("project")
-    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text()), project, others), project or "")
+    build_fleet(load_fleet_config(raw_fleet_config(fleet_config_text()), project, others), project or "", gateway_types)
 
 
 def raw_fleet_config(text: str | None) -> Any:

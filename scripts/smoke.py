@@ -50,11 +50,12 @@ sys.path.insert(0, str(ROOT))
 from stacks import addons  # noqa: E402
 from stacks.fleets import fleet  # noqa: E402
 from stacks.reports import time_to_serve  # noqa: E402
+from stacks.serving.workload_type import SmokeProbe  # noqa: E402
 from tooling.harness.k8s_objects import kubernetes_objects, plain  # noqa: E402
 from tooling.harness.offline import Recording, load_stack_file, parse_stack_file, run_stack_file  # noqa: E402
 from tooling.operations import rollout  # noqa: E402
 from tooling.review.fleet_render import is_fleet  # noqa: E402
-from workloads.jetstream import server as common  # noqa: E402
+from workloads import registry  # noqa: E402
 
 
 class KubectlError(RuntimeError):
@@ -70,18 +71,9 @@ class Result:
     investigate: str = ""
 
 
-@dataclass(frozen=True)
-class Probe:
-    """One real request to a serving workload through a port-forward (to a free local port, so the smoke test
-    never clashes with a port-forward the user already runs)."""
-
-    namespace: str
-    service: str
-    remote_port: int
-    method: str
-    path: str
-    body: dict[str, Any] | None
-    expect_key: str | None  # a key the JSON answer must have; None: any 2xx answer with a body
+# One real request to a serving workload through a port-forward (to a free local port, so the smoke test never
+# clashes with a port-forward the user already runs): each workload type says its own (WorkloadType.smoke_probe).
+Probe = SmokeProbe
 
 
 class Kubectl:
@@ -346,32 +338,17 @@ def check_answer(probe: Probe, status: int, body: bytes, error: str = "") -> Res
 
 # ---- how each workload type answers one request ------------------------------------------------------------
 
-GENERATE = {**common.GENERATE_BODY, "max_tokens": 16}
 
-
-def _jetstream_probe(plan: Any) -> Probe | None:
-    # JetStream's HTTP server: POST /generate answers {"response": ...} (ai-on-gke tutorials-and-examples/
-    # inference-servers/jetstream/maxtext/single-host-inference/README.md)
-    port = plan.workload.service.port
-    return Probe(plan.namespace, plan.service_name, port, "POST", "generate", GENERATE, "response")
-
-
-def _saxml_probe(plan: Any) -> Probe | None:
-    # sax-http's /listcell lists a model of the cell (the admin server and the HTTP server both answer)
-    from workloads.saxml import plan as saxml
-
-    model = plan.desired_models()[0]["model"] if plan.workload.models else None
-    if model is None:
-        return None
-    return Probe(plan.namespace, plan.http_service, saxml.HTTP_PORT, "GET", "listcell", {"model": model}, None)
-
-
-# workload type -> the request that shows it serves (None: nothing to ask, e.g. a batch job)
-PROBES: dict[str, Callable[[Any], Probe | None]] = {
-    "jetstream": _jetstream_probe,
-    "jetstream-pathways": _jetstream_probe,
-    "saxml": _saxml_probe,
-}
+def probe_of(plan: Any) -> Probe | Result:
+    """The request that shows `plan` serves, from its type's registry entry (workloads/<type>/commands.py
+    smoke_probe), or the result saying why it is sent none (WorkloadType.no_smoke_probe): never skipped silently."""
+    kind = registry.WORKLOAD_TYPES[plan.workload.type]
+    probe = kind.smoke_probe(plan)
+    if probe is not None:
+        return probe
+    if not kind.no_smoke_probe:
+        return Result("serve", plan.name, False, f"type {kind.name!r} sends no request and says not why")
+    return Result("serve", plan.name, True, f"not asked: {kind.no_smoke_probe}")
 
 
 def free_port() -> int:
@@ -410,8 +387,9 @@ def smoke(
         results.append(check_pods(plan, kubectl.get("-n", plan.namespace, "get", "pods", "-o", "json"), want.paused))
     if not want.paused:
         for plan in want.workloads:
-            probe = PROBES.get(plan.workload.type, lambda p: None)(plan)
-            if probe is None:
+            probe = probe_of(plan)
+            if isinstance(probe, Result):
+                results.append(probe)
                 continue
             local = free_port()
             try:

@@ -1,7 +1,7 @@
 """Load and validate the stack config before any resource is registered.
 
 `load_stack_config()` reads Pulumi config and `parse_stack_config()` does the rest from a plain dict, without Pulumi,
-so the rules are tested directly: every key parsed by its model in one pass (`stacks.model.config_model`), then each
+so the rules are tested directly: every key parsed in one pass by the piece that owns it (its `KEYS` and `parse`), then each
 piece visited once, in the order of what it reads (`PIECES`: each `visit` runs the piece's rules, its own and those
 against the pieces visited before it, and resolves its plan), and one `pulumi.RunError` that lists every problem
 with its key path (`tpu-serving:tpuPools[1].topology`), the bad value and what is allowed; else the StackConfig.
@@ -14,19 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from stacks import addons as addon_registry
 from stacks import workload_checks
-from stacks.model.config_model import (
-    AlertsConfig,
-    BucketConfig,
-    ClusterConfig,
-    CostConfig,
-    GatewayConfig,
-    MonitoringConfig,
-    TpuPoolConfig,
-)
-from stacks.model.config_parse import parse, parse_by_type, parse_each, section
-from stacks.model.local_target import LocalConfig
 from stacks.pieces import addons as addons_piece
 from stacks.pieces import alerts as alerts_piece
 from stacks.pieces import bucket as bucket_piece
@@ -39,8 +27,8 @@ from stacks.pieces import namespaces as namespaces_piece
 from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity as node_identity_piece
 from stacks.pieces import tpu_pools
-from stacks.pieces.context import Context, Findings, Invocation, Piece, Sections
-from stacks.pieces.rules import NS
+from stacks.pieces.context import Context, Findings, Invocation, Piece, Sections, keys_of
+from stacks.pieces.rules import NS as NS  # the namespace of the keys, for the modules that read them
 from stacks.problems import ConfigError
 from stacks.reports import cost, time_to_serve
 from stacks.serving.workload_type import WorkloadRegistry
@@ -81,7 +69,9 @@ PROBLEM_SLOTS = (
     "invocation",
     *("environment", "cluster", "bucket", "tpuPools", "addons", "monitoring", "gateway", "alerts", "cost"),
     *("workloads", "paused", "decommission"),
-    *("environment.rules", "gateway.rules", "cluster.rules", "gateway.cluster", "bucket.rules", "tpuPools.rules"),
+    *("environment.rules", "gateway.rules"),
+    *("cluster.rules", "network.rules", "cluster.endpoint", "network.flowLogs", "cluster.settings"),
+    *("gateway.cluster", "bucket.rules", "tpuPools.rules"),
     *("workloads.rules", "alerts.rules", "local"),
 )
 # The warnings' order: the bucket's and the cluster's settings, the project, the pools, the workloads, the profile
@@ -89,30 +79,28 @@ PROBLEM_SLOTS = (
 WARNING_SLOTS = ("bucket", "cluster", "environment", "tpuPools", "workloads", "profile", "gateway")
 
 
-def _parse_sections(raw: dict[str, Any], types: WorkloadRegistry, found: Findings) -> Sections:
-    """Every key parsed by its model, once (None: it does not parse; its problems filed at its slot)."""
-    at = found.problems_at
-    return Sections(
-        environment=raw.get("environment"),
-        cluster=parse(f"{NS}:cluster", ClusterConfig, section(raw, "cluster"), at("cluster")),
-        bucket=parse(f"{NS}:bucket", BucketConfig, section(raw, "bucket"), at("bucket")),
-        pools=parse_each(f"{NS}:tpuPools", TpuPoolConfig, raw.get("tpuPools"), "pools", at("tpuPools")),
-        addons=parse(f"{NS}:addons", addon_registry.settings_model(), section(raw, "addons"), at("addons")),
-        monitoring=parse(f"{NS}:monitoring", MonitoringConfig, section(raw, "monitoring"), at("monitoring")),
-        gateway=parse(f"{NS}:gateway", GatewayConfig, section(raw, "gateway"), at("gateway")),
-        alerts=parse(f"{NS}:alerts", AlertsConfig, section(raw, "alerts"), at("alerts")),
-        cost=parse(f"{NS}:cost", CostConfig, section(raw, "cost"), at("cost")),
-        workloads=parse_by_type(
-            f"{NS}:workloads",
-            {n: t.config for n, t in types.items()},
-            raw.get("workloads"),
-            "workload",
-            at("workloads"),
-        ),
-        paused=parse(f"{NS}:paused", bool, raw.get("paused", False), at("paused")) or False,
-        decommission=parse(f"{NS}:decommission", bool, raw.get("decommission", False), at("decommission")) or False,
-        local=parse(f"{NS}:local", LocalConfig, raw["local"], at("local")) if raw.get("local") is not None else None,
-    )
+def known_keys(pieces: Sequence[Piece] | None = None) -> tuple[str, ...]:
+    """KNOWN_KEYS, then the keys a piece added to `pieces` (config.PIECES) parses that are not among them."""
+    listed = PIECES if pieces is None else pieces
+    return (*KNOWN_KEYS, *dict.fromkeys(k for p in listed for k in keys_of(p) if k not in KNOWN_KEYS))
+
+
+def problem_slots(pieces: Sequence[Piece]) -> tuple[str, ...]:
+    """PROBLEM_SLOTS, with the shape problems of a key only a piece added to `pieces` knows after the others'."""
+    added = tuple(k for k in known_keys(pieces) if k not in PROBLEM_SLOTS and k not in SECRET_KEYS)
+    at = PROBLEM_SLOTS.index("environment.rules")
+    return (*PROBLEM_SLOTS[:at], *added, *PROBLEM_SLOTS[at:])
+
+
+def parse_sections(raw: dict[str, Any], types: WorkloadRegistry, found: Findings, pieces: Sequence[Piece]) -> Sections:
+    """Every key parsed once, by the piece that owns it (its `parse`: None where a key does not parse, its problems
+    filed at its slot), before any piece is visited."""
+    parsed: dict[str, Any] = {}
+    for piece in pieces:
+        parse_keys = getattr(piece, "parse", None)
+        if parse_keys is not None:
+            parsed.update(parse_keys(raw, types, found))
+    return Sections.of(parsed)
 
 
 def visit_pieces(ctx: Context, found: Findings, pieces: Sequence[Piece]) -> None:
@@ -139,18 +127,20 @@ def parse_stack_config(
     tpu-serving:hfToken is set: None (not set), "secret", or "plain" (refused: it would be stored in plain text in
     the stack file). `refuse_placeholder`: the examples' gcp:project is a problem (a real deployment), not a
     warning (the offline render and tests)."""
-    found = Findings(PROBLEM_SLOTS, WARNING_SLOTS)
-    given = Invocation(stack, pulumi_project, gcp_project, region, extra_keys, KNOWN_KEYS, hf_token, refuse_placeholder)
+    pieces = PIECES
+    found = Findings(problem_slots(pieces), WARNING_SLOTS)
+    known = known_keys(pieces)
+    given = Invocation(stack, pulumi_project, gcp_project, region, extra_keys, known, hf_token, refuse_placeholder)
     ctx = Context(
         invocation=given,
         raw=raw,
-        sections=_parse_sections(raw, workload_types, found),
+        sections=parse_sections(raw, workload_types, found, pieces),
         workload_types=workload_types,
         from_zero=functools.partial(time_to_serve.from_zero, workload_types),
         server_await=functools.partial(time_to_serve.server_await, workload_types),
         chip_price=cost.workload_chip_price,
     )
-    visit_pieces(ctx, found, PIECES)
+    visit_pieces(ctx, found, pieces)
     if not found.clean:
         raise ConfigError(stack, found.problems())
     return _stack_config(ctx, found.warnings())

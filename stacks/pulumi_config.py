@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from stacks.config import KNOWN_KEYS, NS, SECRET_KEYS, parse_stack_config
+from stacks.config import NS, SECRET_KEYS, known_keys, parse_stack_config
 from stacks.problems import ConfigError
 from stacks.serving.workload_type import WorkloadRegistry
 from stacks.stack_config import StackConfig
@@ -18,7 +18,7 @@ def raw_config(get: Callable[[str], str | None]) -> dict[str, Any]:
     """Read each known key; structured values arrive as JSON text. Text that is not JSON is kept as a string,
     so validation reports it at its key ("should be a valid dictionary") with the other problems."""
     raw: dict[str, Any] = {}
-    for key in KNOWN_KEYS:
+    for key in known_keys():
         if key in SECRET_KEYS:
             continue
         text = get(key)
@@ -67,7 +67,7 @@ def load_stack_config(workload_types: WorkloadRegistry) -> StackConfig:
     stack = pulumi.get_stack()
     raw = raw_config(cfg.get)
     present = [k.split(":", 1)[1] for k in all_config_keys(runtime_config) if k.startswith(f"{NS}:")]
-    extra = tuple(sorted(k for k in present if k not in KNOWN_KEYS))
+    extra = tuple(sorted(k for k in present if k not in known_keys()))
     try:
         parsed = parse_stack_config(
             raw,

@@ -5,6 +5,7 @@ workloads' one visit (stacks/config.py PIECES: after the pools, the add-ons, the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from stacks import addons as addon_registry
 from stacks import guardrails, naming
 from stacks.addons import AddonsConfig
 from stacks.facts import catalog, gke_managed, versions
+from stacks.model import config_parse
 from stacks.monitoring import adapters as metrics_adapters
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, check_name
@@ -74,6 +76,18 @@ def _check_generation(
 
 
 NAME = "workloads"
+KEYS = ("workloads",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """Each entry by the config model of its `type:` in the registry (index, parsed) where it parses."""
+    models = {n: t.config for n, t in types.items()}
+    workloads = config_parse.parse_by_type(
+        f"{NS}:workloads", models, raw.get("workloads"), "workload", found.problems_at("workloads")
+    )
+    return {"workloads": workloads}
+
+
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}
 WORKLOAD_NAME_MAX = 40
 

@@ -59,14 +59,6 @@ def test_unknown_generation_and_topology_name_the_allowed_values():
         catalog.topology_chips("4by4")
 
 
-@pytest.mark.parametrize(
-    "tpu,topology,expected",
-    [("v6e", "4x4", "tpuv6e:4x4"), ("v5e", "4x8", "tpuv5e:4x8"), ("v5p", "2x2x2", "tpuv5:2x2x2")],
-)
-def test_pathways_instance_type(tpu, topology, expected):
-    assert slice_shape(tpu, topology).pathways_instance_type == expected
-
-
 def test_hbm_and_min_versions():
     assert catalog.generation("v5e").hbm_bytes_per_chip == 16 * 10**9
     assert catalog.generation("v6e").hbm_bytes_per_chip == 32 * 10**9
@@ -126,7 +118,7 @@ def test_sizing_warning_names_numbers_and_suggestion():
 def test_every_generation_is_complete(name):
     """Each entry carries every fact the program derives from it, consistently."""
     gen = catalog.generation(name)
-    assert gen.name == name and gen.accelerator and gen.pathways_type
+    assert gen.name == name and gen.accelerator
     assert gen.hbm_bytes_per_chip >= 16 * 10**9
     assert len(catalog.version_tuple(gen.min_gke_version)) == 4  # 1.N.P-gke.B
     assert gen.placement in catalog.PLACEMENTS
@@ -148,12 +140,13 @@ def test_tpu7x_facts():
     gen = catalog.generation("tpu7x")
     # S7 (https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood): Standard 1.34.0-gke.2201000+
     assert gen.min_gke_version == "1.34.0-gke.2201000"
-    # xpk@367c838 src/xpk/core/system_characteristics.py: gke_accelerator, machine types, pathways_tpu_version
-    assert (gen.accelerator, gen.pathways_type) == ("tpu7x", "tpu7x")
+    # xpk@367c838 src/xpk/core/system_characteristics.py: gke_accelerator, machine types (pathways_tpu_version:
+    # tests/test_workload_generations.py)
+    assert gen.accelerator == "tpu7x"
     assert gen.single_host == {"1x1x1": "tpu7x-standard-1t", "2x2x1": "tpu7x-standard-4t"}
     assert gen.multi_host_machine_type == "tpu7x-standard-4t" and gen.multi_host_chips_per_vm == 4
     assert gen.hbm_bytes_per_chip == 192 * 2**30  # S6 https://docs.cloud.google.com/tpu/docs/tpu7x
-    assert gen.placement == catalog.WORKLOAD_POLICY and gen.saxml_platform_chip is None
+    assert gen.placement == catalog.WORKLOAD_POLICY
     assert gen.list_price is None and "account team" in gen.price_note
     # xpk generate_tpu_topologies(max_cubes=144): 2x2x1 .. 2x4x4 plus AxBxC (multiples of 4, A<=B<=C) <= 144 cubes
     topos = catalog.topologies(gen)
@@ -176,7 +169,6 @@ def test_tpu7x_shapes(topology, machine_type, hosts, chips_per_host, workload_po
     shape = slice_shape("tpu7x", topology)
     assert (shape.machine_type, shape.hosts, shape.tpu_request) == (machine_type, hosts, chips_per_host)
     assert shape.uses_workload_policy is workload_policy
-    assert shape.pathways_instance_type == f"tpu7x:{topology}"
     assert shape.node_selector == {
         "cloud.google.com/gke-tpu-accelerator": "tpu7x",
         "cloud.google.com/gke-tpu-topology": topology,

@@ -167,3 +167,113 @@ def test_the_orchestrator_calls_nothing_of_a_piece_but_its_visit():
         "cluster_piece.problems",
         "workload_checks.check",
     ]
+
+
+# A cluster with problems in its own keys and in its network's (cluster.network, the network piece's), interleaved:
+# the network's rules run in the network's visit (after the gateway's), yet are reported where they always were.
+CLUSTER_AND_NETWORK = {
+    **BASE,
+    "environment": "staging",
+    "cluster": {
+        "name": "Bad_Name",
+        "masterAuthorizedNetworks": [{"cidrBlock": "nope"}],
+        "controlPlaneEndpoint": "ip",
+        "labels": {"Bad": "x"},
+        "systemPool": {"minNodes": 3, "maxNodes": 1},
+        "network": {"create": False, "flowLogs": True, "podsRangeName": "Pods_1", "servicesRangeName": "Pods_1"},
+    },
+    "gateway": {"enabled": True, "proxySubnetCidr": "10.0.0.0/27"},
+}
+
+
+def test_the_network_rules_run_in_its_visit_and_are_reported_among_the_clusters(monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(ConfigError) as err:
+        _parse(CLUSTER_AND_NETWORK)
+    # as the cluster's visit reported them when it ran the network's rules (main at 93f59d5)
+    assert [p.path.removeprefix("tpu-serving:") for p in err.value.problems] == [
+        "gateway.proxySubnetCidr",
+        "cluster.name",
+        "cluster.masterAuthorizedNetworks[0].cidrBlock",
+        "cluster.network.podsRangeName",
+        "cluster.network.servicesRangeName",
+        "cluster.network.servicesRangeName",
+        "cluster.network.network",
+        "cluster.network.subnetwork",
+        "cluster.network.nat",
+        "cluster.controlPlaneEndpoint",
+        "cluster.network.flowLogs",
+        "cluster.labels.Bad",
+        "cluster.systemPool.minNodes",
+        "cluster.systemPool.maxNodes",
+        "gateway.proxySubnet",
+        "cluster.minMasterVersion",
+    ]
+    # without the network piece, none of its rules runs: the cluster's visit no longer runs them
+    from stacks.pieces import network
+
+    monkeypatch.setattr(config, "PIECES", tuple(p for p in PIECES if p is not network))
+    with pytest.raises(ConfigError) as err:
+        _parse(CLUSTER_AND_NETWORK)
+    assert not [p for p in err.value.problems if p.path.startswith("tpu-serving:cluster.network.")]
+
+
+# ---- each piece parses its own keys -----------------------------------------------------------------------------
+
+
+def test_every_key_is_parsed_by_the_piece_that_owns_it():
+    """Each known key but the secret one is a piece's (its KEYS), one piece's only, and the orchestrator names no
+    model: it loops over the pieces' `parse`."""
+    from stacks.pieces.context import keys_of
+
+    owned = [k for piece in PIECES for k in keys_of(piece)]
+    assert sorted(owned) == sorted(k for k in config.KNOWN_KEYS if k not in config.SECRET_KEYS)
+    assert len(owned) == len(set(owned))
+    assert config.known_keys() == config.KNOWN_KEYS
+    source = (ROOT / "stacks" / "config.py").read_text()
+    assert "Config," not in source and "parse_each" not in source and "parse_by_type" not in source
+
+
+def test_a_piece_with_a_key_of_its_own_is_parsed_and_visited(monkeypatch: pytest.MonkeyPatch):
+    """A piece added to the sequence alone, with its own `tpu-serving:quota` key: the key is known (not a typo),
+    parsed by the piece's model once, its shape problems reported with the other keys', and the piece's visit reads
+    what it parsed."""
+    from pydantic import BaseModel, ConfigDict
+
+    from stacks.pieces.rules import parse_section
+
+    class QuotaConfig(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        chips: int = 0
+
+    seen: list[Any] = []
+
+    class Quota:
+        NAME = "quota"
+        KEYS = ("quota",)
+
+        @staticmethod
+        def parse(raw: dict[str, Any], types: Any, found: Findings) -> dict[str, Any]:
+            return {"quota": parse_section(raw, "quota", QuotaConfig, found.problems_at("quota"))}
+
+        @staticmethod
+        def visit(ctx: Context, found: Findings) -> object:
+            quota = ctx.sections.more["quota"]
+            seen.append(quota)
+            if quota is not None and quota.chips < 8:
+                found.problems_at("workloads.rules").append(Problem("tpu-serving:quota.chips", "below the pool's 8"))
+            return quota
+
+    monkeypatch.setattr(config, "PIECES", (*PIECES, Quota))
+    assert config.known_keys()[-1] == "quota"
+    assert _parse({**BASE, "quota": {"chips": 16}}).workloads[0].name == "qwen"
+    assert seen == [QuotaConfig(chips=16)]
+    with pytest.raises(ConfigError) as err:
+        _parse({**BASE, "quota": {"chips": "many"}, "paused": "yes"})
+    assert [p.path for p in err.value.problems] == ["tpu-serving:paused", "tpu-serving:quota.chips"]
+    with pytest.raises(ConfigError) as err:
+        _parse({**BASE, "quota": {"chips": 4}})
+    assert [str(p) for p in err.value.problems] == ["tpu-serving:quota.chips: below the pool's 8"]
+    # without the piece, the key is a typo
+    monkeypatch.setattr(config, "PIECES", PIECES)
+    with pytest.raises(ConfigError, match="tpu-serving:quota"):
+        _parse({**BASE, "quota": {"chips": 16}}, extra_keys=("quota",))

@@ -341,10 +341,9 @@ class ClusterWithFirewall(Cluster):
 
 
 def test_a_resource_added_to_a_piece_is_built_from_its_plan_and_deps(run, monkeypatch):
-    from stacks import config as config_module
     from stacks.model.profiles import PROFILES
 
-    monkeypatch.setattr(config_module, "ClusterConfig", ClusterConfigWithFirewallLogs)
+    monkeypatch.setattr(cluster, "ClusterConfig", ClusterConfigWithFirewallLogs)  # the model its `parse` reads
     for env, profile in list(PROFILES.items()):
         fields = dataclasses.asdict(profile)
         monkeypatch.setitem(PROFILES, env, ProfileWithFirewallLogs(**fields, health_check_firewall_logs=env == "prod"))
@@ -387,9 +386,7 @@ def test_a_tpu_generation_added_to_the_catalog_alone_is_planned_built_and_priced
     (stacks/facts/versions.py IMAGE_RECORDS) says it serves it."""
     from stacks.facts import catalog
 
-    new = dataclasses.replace(
-        catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice", pathways_type="tpuv9x"
-    )
+    new = dataclasses.replace(catalog.GENERATIONS["v6e"], name="v9x", accelerator="tpu-v9x-slice")
     monkeypatch.setitem(catalog.GENERATIONS, "v9x", new)
     pools = [{"name": "nine", "tpu": "v9x", "topology": "2x4", "zone": "us-east5-b"}]
     rec = run(make_config(tpu_serving__tpuPools=pools, tpu_serving__workloads=[]))

@@ -26,6 +26,7 @@ from stacks.fleets import fleet
 from stacks.model import pulumi_path
 from tooling.generate.json_schema import stack_config_schema
 from tooling.harness.offline import ROOT, load_stack_file, parse_config, recorded_outputs
+from workloads.registry import WORKLOAD_TYPES
 
 ALL_IN_ONE = ROOT / "examples" / "all-in-one" / "Pulumi.all-in-one.yaml"  # gcp:region us-central1
 FLEET = ROOT / "examples" / "fleet" / "Pulumi.fleet.yaml"
@@ -144,7 +145,7 @@ def fleet_problems(key: str, value: str) -> tuple[str, list[str]]:
     cfg = fleet.FleetConfig.model_validate(raw)
     outputs = recorded_outputs(FLEET)  # by stack name: each regional stack's outputs
     members, found = fleet.members(cfg, {r.stack: outputs[r.stack.rsplit("/", 1)[-1]]["fleet"] for r in cfg.regions})
-    found += fleet.problems(cfg, members, "my-tpu-project")
+    found += fleet.problems(cfg, members, "my-tpu-project", WORKLOAD_TYPES.gateway_types)
     return where, [str(p) for p in found]
 
 

@@ -21,6 +21,7 @@ The recorded JSON follows the documented shapes:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -245,3 +246,95 @@ def test_the_alert_policies_exist_and_are_enabled(run):
 
 def test_a_stack_without_alerts_asks_nothing_of_cloud_monitoring(expected):
     assert expected.policies == []  # gemma-hpa is a dev stack: alerts off
+
+
+# ---- every workload type is probed, or says why not (WorkloadType.smoke_probe / no_smoke_probe) -----------------
+
+
+class _Forwards:
+    """A kubectl whose port-forwards are recorded, not run (smoke.ask is replaced alongside)."""
+
+    def __init__(self):
+        self.forwarded: list[tuple[str, str, int]] = []
+
+    def get(self, *args):
+        return {"items": []}
+
+    def port_forward(self, namespace, service, local, remote, wait):
+        from contextlib import nullcontext
+
+        self.forwarded.append((namespace, service, remote))
+        return nullcontext()
+
+
+def _plans_by_type() -> dict[str, list]:
+    from tooling.harness.offline import parse_stack_file
+
+    plans: dict[str, list] = {}
+    for example in ("all-in-one/Pulumi.all-in-one.yaml", "time-to-serve/Pulumi.time-to-serve.yaml"):
+        for plan in parse_stack_file(ROOT / "examples" / example).workloads:
+            plans.setdefault(plan.workload.type, []).append(plan)
+    return plans
+
+
+def _serve_rows(plans, monkeypatch) -> tuple[list, _Forwards]:
+    def ask(probe, local, timeout):  # the answer each probe expects
+        return 200, json.dumps({probe.expect_key or "answer": "ok"}).encode()
+
+    monkeypatch.setattr(smoke, "ask", ask)
+    want = smoke.Expected(stack="s", paused=False, workloads=plans, hpas=[], pod_monitorings=[], addon_namespaces=[])
+    kubectl = _Forwards()
+    results = [r for r in smoke.smoke(want, kubectl, policies=lambda project: []) if r.check == "serve"]
+    return results, kubectl
+
+
+def test_smoke_probes_every_registered_type_or_says_why_not(monkeypatch):
+    """Each workload type's plan gets the request its own package declares (workloads/<type>/commands.py), or a row
+    saying why it gets none: no type is skipped silently (vLLM and pathways-job once were, by a table keyed by name)."""
+    from dataclasses import replace
+
+    from workloads import registry
+
+    plans = _plans_by_type()
+    assert set(plans) == set(registry.WORKLOAD_TYPES), "an example with every registered type"
+    saxml_bare = next(p for p in plans["saxml"] if p.workload.models)
+    plans["saxml"].append(replace(saxml_bare, workload=saxml_bare.workload.model_copy(update={"models": None})))
+    for name, of_type in plans.items():
+        kind = registry.WORKLOAD_TYPES[name]
+        results, kubectl = _serve_rows(of_type, monkeypatch)
+        assert len(results) == len(of_type), name  # one serve row per workload
+        for plan, result in zip(of_type, results, strict=True):
+            probe = kind.smoke_probe(plan)
+            if probe is None:
+                assert kind.no_smoke_probe and result.detail == f"not asked: {kind.no_smoke_probe}", name
+                assert result.ok and result.target == plan.name
+            else:
+                assert (plan.namespace, probe.service, probe.remote_port) in kubectl.forwarded, name
+                assert result.target == f"{plan.namespace}/{probe.service} {probe.method} /{probe.path}"
+                assert result.ok, result
+    vllm = registry.WORKLOAD_TYPES["vllm"].smoke_probe(plans["vllm"][0])
+    assert vllm is not None and (vllm.method, vllm.path, vllm.expect_key) == ("POST", "v1/completions", "choices")
+    assert vllm.body["model"] == "gs://my-tpu-project-models/Llama-3.1-8B-Instruct" and vllm.remote_port == 8000
+    assert registry.WORKLOAD_TYPES["pathways-job"].smoke_probe(plans["pathways-job"][0]) is None
+
+
+def test_a_type_added_to_the_registry_is_probed_as_it_declares_or_reported(monkeypatch):
+    from dataclasses import replace
+
+    from stacks.serving.workload_type import SmokeProbe, WorkloadRegistry
+    from tests.test_workload_registry import ECHO, EchoPlan, EchoWorkload
+    from workloads import registry
+
+    plan = _plans_by_type()["vllm"][0]
+    known = tuple(registry.WORKLOAD_TYPES.values())
+    echo = EchoPlan(EchoWorkload(type="echo", name="echo", pool=plan.pool.name), plan.pool, "echo", "b")
+    probe = SmokeProbe("echo", "echo-svc", 7000, "GET", "ping", None, None)
+    for kind, row in [
+        (replace(ECHO, smoke_probe=lambda p: probe), "echo/echo-svc GET /ping"),
+        (replace(ECHO, no_smoke_probe="it echoes nothing over HTTP"), "not asked: it echoes nothing over HTTP"),
+        (ECHO, "type 'echo' sends no request and says not why"),
+    ]:
+        monkeypatch.setattr(registry, "WORKLOAD_TYPES", WorkloadRegistry(*known, kind))
+        (result,) = _serve_rows([echo], monkeypatch)[0]
+        assert row in (result.target, result.detail)
+        assert result.ok == (kind is not ECHO)

@@ -239,8 +239,13 @@ PROGRAM = [
     *(registry_root := Path(registry.__file__).resolve().parents[1]).glob("stacks/**/*.py"),
     *registry_root.glob("components/**/*.py"),
     *registry_root.glob("workloads/**/*.py"),
+    *registry_root.glob("scripts/**/*.py"),  # make smoke once dispatched on type names (scripts/smoke.py PROBES)
     registry_root / "__main__.py",
 ]
+# Files that write a type's name as user config, not to dispatch on it: what each writes, and why it is not dispatch.
+CONFIG_DATA = {
+    "scripts/package_smoke.py": {"vllm"},  # the workloads entry the installed wheel is smoke-tested with
+}
 
 
 def _type_name_uses(path: Path, names: set[str]) -> set[str]:
@@ -261,8 +266,81 @@ def _type_name_uses(path: Path, names: set[str]) -> set[str]:
 
 def test_a_workload_type_name_is_written_in_at_most_two_program_files_and_none_shared():
     """Issue 33: a workload type's name is dispatched on in at most two program files (stacks/, components/,
-    workloads/, __main__.py), and never in shared code: a new type touches its package and its registry line."""
+    workloads/, scripts/, __main__.py), and never in shared code: a new type touches its package and its registry line."""
     names = set(registry.WORKLOAD_TYPES)
-    found = {str(path.relative_to(registry_root)): used for path in PROGRAM if (used := _type_name_uses(path, names))}
+    found = {
+        rel: used
+        for path in PROGRAM
+        if (used := _type_name_uses(path, names) - CONFIG_DATA.get(rel := str(path.relative_to(registry_root)), set()))
+    }
     assert len(found) <= 2, found
     assert not [p for p in found if not p.startswith("workloads/")], found
+
+
+# ---- which types have a capability comes from the registry, so shared messages stay true -------------------------
+
+
+def _example_plans() -> dict[str, list[Any]]:
+    from tooling.harness.offline import ROOT, parse_stack_file
+
+    plans: dict[str, list[Any]] = {}
+    for example in ("all-in-one/Pulumi.all-in-one.yaml", "time-to-serve/Pulumi.time-to-serve.yaml"):
+        for plan in parse_stack_file(ROOT / "examples" / example).workloads:
+            plans.setdefault(plan.workload.type, []).append(plan)
+    return plans
+
+
+def test_every_type_declares_the_capabilities_its_plans_have():
+    """WorkloadType.gateway_served and slo_series, which the shared messages name types by, say what the type's
+    plans do (a plan of every registered type from the examples)."""
+    from stacks.pieces.alerts import SLO_SIGNALS
+
+    plans = _example_plans()
+    assert set(plans) == set(registry.WORKLOAD_TYPES)
+    for name, kind in registry.WORKLOAD_TYPES.items():
+        assert kind.gateway_served == any(p.gateway_backend() is not None for p in plans[name]), name
+        slo = [all(getattr(p.signals, a) is not None for a in SLO_SIGNALS.values()) for p in plans[name]]
+        assert kind.slo_series == any(slo), name
+    assert registry.WORKLOAD_TYPES.gateway_types == ("vllm",) == registry.WORKLOAD_TYPES.slo_types
+
+
+def test_a_type_that_gains_a_capability_is_named_where_the_messages_list_types(monkeypatch):
+    """The gateway's "routes nothing" warning, the SLO refusal and the fleet's "exports nothing" name the types the
+    registry says have the capability: a type added with it is named too."""
+    from stacks.pieces import alerts
+    from tooling.harness.offline import parse_config
+
+    relay = WorkloadType(
+        config=RelayWorkload,
+        resolve=resolver(check_relay),
+        component=Echo,
+        tpu_images=("vllmTpu",),
+        gateway_served=True,
+        slo_series=True,
+    )
+    monkeypatch.setattr(registry, "WORKLOAD_TYPES", WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), relay))
+    assert registry.WORKLOAD_TYPES.gateway_types == ("vllm", "relay")
+    cfg = parse_config(
+        make_config(
+            tpu_serving__gateway={"enabled": True},
+            tpu_serving__cluster={"minMasterVersion": "1.34.0-gke.1626000"},
+            tpu_serving__workloads=[],
+        ),
+        "dev",
+    )
+    assert any("(only vllm or relay workloads are, unless they opt out)" in w for w in cfg.warnings), cfg.warnings
+
+    # an SLO on a type whose server exports none of its series: refused, naming the types that have them
+    from types import SimpleNamespace
+
+    from stacks.model.config_model import SloConfig
+    from stacks.serving.workload_plan import ServingSignals
+
+    echo = SimpleNamespace(
+        workload=SimpleNamespace(type="echo", slo=SloConfig(availability=0.99)), signals=ServingSignals()
+    )
+    (problem,) = alerts.slo_problems([(0, echo)], registry.WORKLOAD_TYPES.slo_types)
+    assert problem.path == "tpu-serving:workloads[0].slo.availability"
+    assert (
+        problem.message == "a echo workload's server exports no series for it; only vllm or relay workloads can have it"
+    )

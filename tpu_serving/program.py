@@ -12,7 +12,7 @@ from workloads import registry
 
 def run() -> None:
     if fleet_config_text() is not None:
-        build_fleet_stack()
+        build_fleet_stack(registry.WORKLOAD_TYPES.gateway_types)
     else:
         # the registry read when the program runs (a type a test or a user registers there is served)
         build_stack(load_stack_config(registry.WORKLOAD_TYPES))

@@ -1,8 +1,10 @@
 """The TPU catalog: the one place that knows Cloud TPU facts on GKE.
 
 Everything else (node pools, their placement, node selectors, `google.com/tpu` requests, LeaderWorkerSet
-sizes, JobSet parallelism, Pathways instance types, HBM sizing, list prices) asks this module, so a user never
-types the same fact twice. One `Generation` entry carries every fact about a generation; a test checks that
+sizes, JobSet parallelism, HBM sizing, list prices) asks this module, so a user never
+types the same fact twice (what one workload type calls a generation, its own package says per generation:
+workloads/jetstream_pathways/plan.py INSTANCE_TYPES, workloads/saxml/plan.py PLATFORM_CHIPS, workloads/vllm/checks.py
+TPU_SUPPORT). One `Generation` entry carries every fact about a generation; a test checks that
 each entry is complete. Facts come from `../shared/reference/gke-tpu-facts.md`; the source ids in comments
 (S2, R1, ...) are the ones that file uses.
 
@@ -73,8 +75,6 @@ class Generation:
     name: str
     accelerator: str  # value of the cloud.google.com/gke-tpu-accelerator node label
     hbm_bytes_per_chip: int
-    pathways_type: str  # the TPU part of Pathways' --instance_type, e.g. tpuv6e in tpuv6e:4x4
-    saxml_platform_chip: str | None  # Saxml model server --platform_chip; None: Saxml has no build for it
     min_gke_version: str  # GKE Standard
     # topology -> machine type, for slices that fit on one VM
     single_host: dict[str, str]
@@ -92,8 +92,6 @@ class Generation:
     # data-parallel rank), not the jax.devices() a tensor-parallel mesh is cut from (tpu_inference/worker/
     # tpu_worker.py: self.devices = jax.devices()[:total_devices]).
     megacore: bool
-    # vLLM TPU (PyPI tpu-inference@0.32.0 README "Recommended: v7x, v5e, v6e; Experimental: v3, v4, v5p").
-    vllm_support: str
     placement: str  # COMPACT_TOPOLOGY or WORKLOAD_POLICY, for multi-host slices
     list_price: ChipPrice | None  # None: no public list price (why in `price_note`)
     price_note: str = ""
@@ -166,10 +164,6 @@ class SliceShape:
         return self.chips * self.generation.hbm_bytes_per_chip
 
     @property
-    def pathways_instance_type(self) -> str:
-        return f"{self.generation.pathways_type}:{self.topology}"
-
-    @property
     def uses_workload_policy(self) -> bool:
         """A multi-host slice of a generation placed by a workload policy (single-host pools get none)."""
         return self.multi_host and self.generation.placement == WORKLOAD_POLICY
@@ -198,11 +192,8 @@ GENERATIONS: dict[str, Generation] = {
             name="v4",
             cores_per_chip=2,
             megacore=True,
-            vllm_support="experimental",
             accelerator="tpu-v4-podslice",  # R1, R2
             hbm_bytes_per_chip=32 * GIB,  # S5
-            pathways_type="tpuv4",  # R1
-            saxml_platform_chip="tpuv4",
             min_gke_version="1.26.1-gke.1500",  # [U] in the facts file
             single_host={"2x2x1": "ct4p-hightpu-4t"},  # S8
             multi_host_machine_type="ct4p-hightpu-4t",
@@ -230,11 +221,8 @@ GENERATIONS: dict[str, Generation] = {
             name="v5e",
             cores_per_chip=1,
             megacore=False,
-            vllm_support="recommended",
             accelerator="tpu-v5-lite-podslice",  # R1, R2, R3
             hbm_bytes_per_chip=16 * GB,  # S3
-            pathways_type="tpuv5e",
-            saxml_platform_chip="tpuv5e",  # the Saxml tutorial: v5e 4x8 -> --platform_chip=tpuv5e
             min_gke_version="1.27.2-gke.2100",  # [U]
             # S3: serving types v5litepod-1/4/8 = ct5lp-hightpu-1t/4t/8t; S12: 1x1 = ct5lp-hightpu-1t
             single_host={"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
@@ -259,11 +247,8 @@ GENERATIONS: dict[str, Generation] = {
             name="v5p",
             cores_per_chip=2,
             megacore=True,
-            vllm_support="experimental",
             accelerator="tpu-v5p-slice",  # R1, R2
             hbm_bytes_per_chip=95 * GIB,  # S4
-            pathways_type="tpuv5",  # R1: xpk names v5p "tpuv5" for Pathways
-            saxml_platform_chip=None,  # Saxml's chip map has no tpuv5p (google/saxml@v1.1.0 server/proto_util.py)
             min_gke_version="1.28.3-gke.1024000",  # [U]
             single_host={"2x2x1": "ct5p-hightpu-4t"},  # S4: 4 chips, 1 host
             multi_host_machine_type="ct5p-hightpu-4t",
@@ -294,11 +279,8 @@ GENERATIONS: dict[str, Generation] = {
             name="v6e",
             cores_per_chip=1,
             megacore=False,
-            vllm_support="recommended",
             accelerator="tpu-v6e-slice",  # R1, R2, R3
             hbm_bytes_per_chip=32 * GB,  # S2
-            pathways_type="tpuv6e",
-            saxml_platform_chip=None,  # Saxml's chip map has no tpuv6e (google/saxml@v1.1.0 server/proto_util.py)
             min_gke_version="1.31.2-gke.1115000",  # S10
             single_host={"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
             multi_host_machine_type="ct6e-standard-4t",
@@ -332,8 +314,6 @@ GENERATIONS: dict[str, Generation] = {
             name="tpu7x",  # Ironwood
             accelerator="tpu7x",  # R1 gke_accelerator='tpu7x'
             hbm_bytes_per_chip=192 * GIB,  # S6
-            pathways_type="tpu7x",  # R1 pathways_tpu_version='tpu7x'
-            saxml_platform_chip=None,  # Saxml has no TPU7x platform; S6: TPU7x runs JAX only
             min_gke_version="1.34.0-gke.2201000",  # S7: Standard 1.34.0-gke.2201000 and later
             # R1: tpu7x-standard-1t for 1x1x1, tpu7x-standard-4t (4 chips per VM, also S7) for 2x2x1;
             # xpk #825: the one-VM 2x2x1 slice needs no workload policy.
@@ -344,7 +324,6 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_topologies=_cube_topologies(max_cubes=144),  # R1 generate_tpu_topologies(max_cubes=144)
             cores_per_chip=2,  # S6: 2 TensorCores per chip
             megacore=False,  # ChipVersion TPU_7X: no megacore, each TensorCore is a JAX device
-            vllm_support="recommended",
             placement=WORKLOAD_POLICY,  # S7; R1 tpu_type_requires_workload_policy=True; cluster-toolkit
             zones=(
                 "us-central1-ai1a",

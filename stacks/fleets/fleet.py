@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,7 @@ from stacks.model import config_parse
 from stacks.model.config_model import CamelModel
 from stacks.problems import Problem, fmt
 from stacks.serving.gateway import MODEL_HEADER, route_namespace_selector
+from stacks.serving.workload_type import either
 
 NS = "tpu-serving"
 PATH = f"{NS}:fleet"
@@ -282,11 +284,14 @@ def members(cfg: FleetConfig, outputs: dict[str, Any]) -> tuple[list[Member], li
     return found, problems
 
 
-def problems(cfg: FleetConfig, members_: list[Member], fleet_project: str | None) -> list[Problem]:
-    """Every rule the fleet is held to (F1, F2, F4), all at once, before anything is registered."""
+def problems(
+    cfg: FleetConfig, members_: list[Member], fleet_project: str | None, gateway_types: Sequence[str]
+) -> list[Problem]:
+    """Every rule the fleet is held to (F1, F2, F4), all at once, before anything is registered. `gateway_types`:
+    the workload types the gateway serves (WorkloadRegistry.gateway_types), named when a member exports none."""
     found = _config_problems(cfg, members_)
     for member in members_:
-        found += _member_problems(member, fleet_project)
+        found += _member_problems(member, fleet_project, gateway_types)
     found += _shared_problems(members_)
     found += _pool_problems(members_)
     return found
@@ -369,7 +374,7 @@ def _proxy_subnet_problems(cfg: FleetConfig) -> list[Problem]:
     return found
 
 
-def _member_problems(member: Member, fleet_project: str | None) -> list[Problem]:
+def _member_problems(member: Member, fleet_project: str | None, gateway_types: Sequence[str]) -> list[Problem]:
     """What makes one regional stack unfit to join: its own VPC, a regional proxy subnet, its GKE version, a
     project other than the fleet's."""
     out, path = member.output, f"{member.path}.stack"
@@ -401,7 +406,11 @@ def _member_problems(member: Member, fleet_project: str | None) -> list[Problem]
             )
         )
     if not out.get("exports"):
-        found.append(Problem(path, "exports no gateway-served workload (gateway.enabled and a vllm workload)"))
+        found.append(
+            Problem(
+                path, f"exports no gateway-served workload (gateway.enabled and a {either(gateway_types)} workload)"
+            )
+        )
     existing = re.match(SUBNET_PATH, member.config.existing_proxy_subnet or "")
     if existing and (existing["region"], existing["project"]) != (out.get("region"), out.get("project")):
         found.append(

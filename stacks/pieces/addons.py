@@ -3,15 +3,26 @@ add-on, with its settings model and rules). Its rules and its plan (components/a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from stacks import addons as addon_registry
 from stacks.addons import AddonsConfig
 from stacks.pieces.context import Context, Findings
-from stacks.pieces.rules import NS
+from stacks.pieces.rules import NS, parse_section
 from stacks.problems import Problem
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "addons"
+KEYS = ("addons",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """The add-ons by the model the add-on registry makes of its entries."""
+    return {"addons": parse_section(raw, "addons", addon_registry.settings_model(), found.problems_at("addons"))}
+
+
 PATH = f"{NS}:addons"
 
 

@@ -6,9 +6,9 @@ environment's profile (components/alerts.py builds it). The queries themselves a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks.model.config_model import AlertChannelConfig, AlertsConfig, SloConfig
 from stacks.model.profiles import Profile
@@ -16,15 +16,23 @@ from stacks.monitoring import alerts
 from stacks.monitoring.alerts import PAGE, TICKET, LogSignal, Objective, Rule, pods_of, selector, while_wanted
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.gateway import GatewayPlan
-from stacks.pieces.rules import NS
+from stacks.pieces.rules import NS, parse_section
 from stacks.problems import Problem
 from stacks.serving import gateway
 from stacks.serving import release as releases
+from stacks.serving.workload_type import WorkloadRegistry, either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "alerts"
+KEYS = ("alerts",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"alerts": parse_section(raw, "alerts", AlertsConfig, found.problems_at("alerts"))}
+
+
 PATH = f"{NS}:alerts"
 # Channel addresses: an email address; a Pub/Sub topic path (https://cloud.google.com/pubsub/docs/admin#resource_names);
 # a notification channel's resource name (projects/P/notificationChannels/ID,
@@ -56,7 +64,9 @@ def visit(ctx: Context, found: Findings) -> AlertsPlan | None:
     if config is not None:
         found.problems_at("alerts").extend(problems(config))
     index = releases.indexes(sections.workloads)
-    found.problems_at("alerts.rules").extend(slo_problems([(index[w.name], w) for w in ctx.workloads]))
+    found.problems_at("alerts.rules").extend(
+        slo_problems([(index[w.name], w) for w in ctx.workloads], ctx.workload_types.slo_types)
+    )
     gateway_plan = ctx.plan("gateway", GatewayPlan)
     if not found.clean or config is None or monitoring is None or gateway_plan is None or ctx.profile is None:
         return None
@@ -90,7 +100,7 @@ def problems(config: AlertsConfig) -> list[Problem]:
     return found
 
 
-def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]]) -> list[Problem]:
+def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]], slo_types: Sequence[str]) -> list[Problem]:
     """An objective on a series the workload's server does not export cannot be measured: named with the types'
     servers that do."""
     found = []
@@ -104,8 +114,8 @@ def slo_problems(workloads: Sequence[tuple[int, WorkloadPlan]]) -> list[Problem]
                 found.append(
                     Problem(
                         f"{NS}:workloads[{i}].slo.{key}",
-                        f"a {plan.workload.type} workload's server exports no series for it; only vllm workloads "
-                        "can have it",
+                        f"a {plan.workload.type} workload's server exports no series for it; only "
+                        f"{either(slo_types)} workloads can have it",
                     )
                 )
     return found

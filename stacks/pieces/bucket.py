@@ -5,17 +5,27 @@ name, location and what the environment profile decides (teardown, soft delete, 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from stacks import naming
 from stacks.facts import storage_locations
 from stacks.model.config_model import BucketConfig
 from stacks.model.profiles import Profile
 from stacks.pieces.context import Context, Findings
-from stacks.pieces.rules import NS, check_key
+from stacks.pieces.rules import NS, check_key, parse_section
 from stacks.problems import Problem
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "bucket"
+KEYS = ("bucket",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"bucket": parse_section(raw, "bucket", BucketConfig, found.problems_at("bucket"))}
+
+
 PATH = f"{NS}:bucket"
 BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]")
 

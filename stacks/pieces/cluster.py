@@ -6,7 +6,7 @@ intranode visibility) and the check of minMasterVersion against what the other p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +14,10 @@ from stacks import naming
 from stacks.facts import catalog, images, versions
 from stacks.facts import maintenance as maintenance_rules
 from stacks.facts.images import ImageMirror
+from stacks.model import config_parse
 from stacks.model.config_model import DEFAULT_MAINTENANCE_WINDOW, ClusterConfig, MaintenanceWindowConfig
+from stacks.model.local_target import LocalConfig
 from stacks.model.profiles import Profile
-from stacks.pieces import network as network_piece
 from stacks.pieces import node_identity
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import (
@@ -30,12 +31,28 @@ from stacks.pieces.rules import (
     check_name,
     check_region,
     check_zone_region,
+    parse_section,
     rfc3339,
 )
 from stacks.problems import Problem, fmt
 from stacks.serving import pool_sizing
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "cluster"
+KEYS = ("cluster", "local")  # the keys it parses (`parse`), each reported at the slot of its name
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """cluster by its model; local (a local cluster in its place, stacks/model/local_target.py) when set."""
+    local = raw.get("local")
+    return {
+        "cluster": parse_section(raw, "cluster", ClusterConfig, found.problems_at("cluster")),
+        "local": None
+        if local is None
+        else config_parse.parse(f"{NS}:local", LocalConfig, local, found.problems_at("local")),
+    }
+
+
 PATH = f"{NS}:cluster"
 GKE_VERSION_RE = re.compile(r"latest|[1-9][0-9]*\.[0-9]+(\.[0-9]+(-gke\.[0-9]+)?)?")
 
@@ -95,7 +112,7 @@ class ClusterPlan:
 
 
 def visit(ctx: Context, found: Findings) -> ClusterPlan | None:
-    """Its name, rules (its network's included) and warnings, the stack's labels, the image mirror; its plan, with
+    """Its name, rules (its network's are the network piece's) and warnings, the stack's labels, the image mirror; its plan, with
     what the gateway (the Gateway API) and cost allocation ask of it."""
     given, sections = ctx.invocation, ctx.sections
     cluster, environment = sections.cluster, sections.environment
@@ -104,9 +121,9 @@ def visit(ctx: Context, found: Findings) -> ClusterPlan | None:
         return None
     ctx.cluster_name = name(cluster, given.pulumi_project, given.stack)
     ctx.kubernetes_minor = kubernetes_minor(cluster)
-    found.problems_at("cluster.rules").extend(
-        problems(cluster, cluster_name=ctx.cluster_name, environment=environment, region=ctx.region)
-    )
+    found.problems_at("cluster.rules").extend(name_problems(cluster, ctx.cluster_name))
+    found.problems_at("cluster.endpoint").extend(endpoint_problems(cluster, environment))
+    found.problems_at("cluster.settings").extend(settings_problems(cluster, ctx.region))
     if ctx.profile is None:
         return None
     ctx.labels = {"app": "tpu-serving", "stack": naming.label_value(given.stack), "environment": environment}
@@ -182,22 +199,36 @@ def plan(
     )
 
 
-def problems(cluster: ClusterConfig, *, cluster_name: str, environment: Any, region: str | None) -> list[Problem]:
-    """The cluster's own rules, its network's included (cluster.network is its key)."""
+# The cluster's own rules in three slots (stacks/config.py PROBLEM_SLOTS), around its network's (cluster.network is
+# the network piece's: network.rules after the name, network.flowLogs after the endpoint), so a user reads them in
+# the order of the keys.
+
+
+def name_problems(cluster: ClusterConfig, cluster_name: str) -> list[Problem]:
+    """Its name and the control plane's authorized networks."""
     found: list[Problem] = []
     check_name(f"{PATH}.name", cluster_name, naming.CLUSTER_NAME_MAX, "GKE cluster name", found)
     for i, net in enumerate(cluster.master_authorized_networks):
         check_cidr(f"{PATH}.masterAuthorizedNetworks[{i}].cidrBlock", net.cidr_block, found)
-    found.extend(network_piece.problems(cluster.network))
+    return found
+
+
+def endpoint_problems(cluster: ClusterConfig, environment: Any) -> list[Problem]:
+    """The control plane's endpoint: an IP endpoint in dev only."""
     if cluster.control_plane_endpoint == "ip" and environment != "dev":
-        found.append(
+        return [
             Problem(
                 f"{PATH}.controlPlaneEndpoint",
                 f"'ip' is allowed only in dev (environment is {fmt(environment)}); staging and prod reach the "
                 "control plane through the DNS-based endpoint (allowed: 'dns')",
             )
-        )
-    found.extend(network_piece.flow_logs_problems(cluster.network))
+        ]
+    return []
+
+
+def settings_problems(cluster: ClusterConfig, region: str | None) -> list[Problem]:
+    """Maintenance, the other fields, labels, the system pool, placement in the region."""
+    found: list[Problem] = []
     _check_maintenance(cluster, found)
     _check_fields(cluster, found)
     check_labels(f"{PATH}.labels", cluster.labels, found)

@@ -10,7 +10,7 @@ reads them in does not depend on the order the pieces are visited in."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, TypeVar
 
 from stacks.addons import AddonsConfig
@@ -52,6 +52,17 @@ class Sections:
     paused: bool
     decommission: bool
     local: LocalConfig | None = None
+    more: Mapping[str, Any] = field(default_factory=dict)
+    """What the pieces the fields above do not name parsed (a piece a test or a later change adds), by name."""
+
+    @classmethod
+    def of(cls, parsed: Mapping[str, Any]) -> Sections:
+        """The sections from what every piece's `parse` returned: each under its field, any other in `more`."""
+        named = {f.name for f in fields(cls)} - {"more"}
+        return cls(
+            **{k: v for k, v in parsed.items() if k in named},
+            more={k: v for k, v in parsed.items() if k not in named},
+        )
 
 
 @dataclass(frozen=True)
@@ -133,8 +144,23 @@ class Findings:
 
 class Piece(Protocol):
     """A piece of the stack config (a module of stacks/pieces/, or one a test adds): its name, the key of its plan
-    in `Context.plans`, and its one visit."""
+    in `Context.plans`, and its one visit. A piece that owns `tpu-serving:` keys also has `KEYS` (they are known keys,
+    each reported at the slot of its name) and `parse(raw, workload_types, found) -> {section name: parsed value}`
+    (ParsingPiece): the orchestrator's parse pass calls each, before any visit."""
 
     NAME: str
 
     def visit(self, ctx: Context, found: Findings) -> object: ...
+
+
+class ParsingPiece(Piece, Protocol):
+    """A piece with keys of its own, which it parses (see Piece)."""
+
+    KEYS: tuple[str, ...]
+
+    def parse(self, raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]: ...
+
+
+def keys_of(piece: Piece) -> tuple[str, ...]:
+    """The `tpu-serving:` keys a piece parses (none for a piece without `parse`)."""
+    return tuple(getattr(piece, "KEYS", ()))

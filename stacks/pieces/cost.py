@@ -18,17 +18,27 @@ Sources:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks import naming
 from stacks.model.config_model import CostConfig
 from stacks.pieces.context import Context, Findings
+from stacks.pieces.rules import parse_section
+from stacks.serving.workload_type import WorkloadRegistry
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "cost"
+KEYS = ("cost",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"cost": parse_section(raw, "cost", CostConfig, found.problems_at("cost"))}
+
+
 WORKLOAD_LABEL = "tpu-workload"  # on each TPU node pool: the workloads that run on it
 DISPLAY_NAME_MAX = 60
 

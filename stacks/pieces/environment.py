@@ -5,15 +5,28 @@ handed to every piece's plan."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from stacks.facts import storage_locations
+from stacks.model import config_parse
 from stacks.model.profiles import PROFILES, Profile
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.rules import NS, REGION_RE, check_region
 from stacks.problems import Problem, fmt
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "environment"
+KEYS = ("environment", "paused", "decommission")
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """environment as given (its rule reports a name that is not a profile's); paused and decommission, booleans."""
+    at = found.problems_at
+    paused = config_parse.parse(f"{NS}:paused", bool, raw.get("paused", False), at("paused"))
+    decommission = config_parse.parse(f"{NS}:decommission", bool, raw.get("decommission", False), at("decommission"))
+    return {"environment": raw.get("environment"), "paused": paused or False, "decommission": decommission or False}
+
 
 # The gcp:project every example ships with (examples/*/Pulumi.*.yaml, Pulumi.dev.yaml): a stack made from an example
 # keeps it until the user sets theirs. The offline render warns; a real `pulumi preview`/`up` refuses it.

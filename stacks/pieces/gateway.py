@@ -5,9 +5,9 @@ proxies get their addresses. Its rules, checked against the network it runs in, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks import guardrails, naming
 from stacks.facts import gke_managed
@@ -16,14 +16,22 @@ from stacks.model.config_model import ClusterConfig, GatewayConfig, NetworkConfi
 from stacks.pieces import network as network_piece
 from stacks.pieces.cluster import VersionNeed
 from stacks.pieces.context import Context, Findings
-from stacks.pieces.rules import NS, check_cidr, check_path_region
+from stacks.pieces.rules import NS, check_cidr, check_path_region, parse_section
 from stacks.problems import Problem
 from stacks.serving.gateway import BACKEND_TIMEOUT_S, GatewayBackend
+from stacks.serving.workload_type import WorkloadRegistry, either
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "gateway"
+KEYS = ("gateway",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"gateway": parse_section(raw, "gateway", GatewayConfig, found.problems_at("gateway"))}
+
+
 PATH = f"{NS}:gateway"
 GATEWAY_NEEDS = "gateway.enabled"
 # A proxy-only subnet is /26 or larger; GKE's Gateway guide creates a /23 ("Configure a proxy-only subnet",
@@ -57,7 +65,9 @@ def visit(ctx: Context, found: Findings) -> GatewayPlan | None:
         workloads=ctx.workloads,
         paused=sections.paused,
     )
-    found.warnings_at("gateway").extend(warnings(gateway, gateway_plan, ctx.workloads))
+    found.warnings_at("gateway").extend(
+        warnings(gateway, gateway_plan, ctx.workloads, ctx.workload_types.gateway_types)
+    )
     return gateway_plan
 
 
@@ -272,14 +282,16 @@ class GatewayPlan:
 
 
 def served(gateway: GatewayConfig, workloads: Sequence[WorkloadPlan]) -> list[WorkloadPlan]:
-    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (vllm, unless the
-    workload opts out), and only when tpu-serving:gateway is enabled."""
+    """Workloads served through the Inference Gateway: those whose plan offers a gateway backend (a type that declares
+    WorkloadType.gateway_served, unless the workload opts out), and only when tpu-serving:gateway is enabled."""
     if not gateway.enabled:
         return []
     return [w for w in workloads if w.gateway_backend() is not None]
 
 
-def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan]) -> list[str]:
+def warnings(
+    gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[WorkloadPlan], gateway_types: Sequence[str]
+) -> list[str]:
     """What a user should read about the gateway: waits from zero beyond its timeout, and a gateway routing nothing."""
     found = from_zero_warnings(gateway, workloads)
     if gateway.enabled and gateway.fleet_export:
@@ -292,8 +304,8 @@ def warnings(gateway: GatewayConfig, plan: GatewayPlan, workloads: Sequence[Work
         ]
     if gateway.enabled and not plan.backends:
         found.append(
-            f"{NS}:gateway.enabled=true but no workload is served through it (only vllm workloads are, unless they "
-            "opt out): the Gateway routes nothing"
+            f"{NS}:gateway.enabled=true but no workload is served through it (only {either(gateway_types)} workloads "
+            "are, unless they opt out): the Gateway routes nothing"
         )
     return found
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stacks import naming
 from stacks.facts import versions
@@ -15,11 +15,20 @@ from stacks.monitoring import alerts, dashboard, metrics
 from stacks.monitoring.metrics import HpaMetric
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.gateway import GatewayPlan
+from stacks.pieces.rules import parse_section
+from stacks.serving.workload_type import WorkloadRegistry
 
 if TYPE_CHECKING:
     from stacks.serving.workload_plan import WorkloadPlan
 
 NAME = "monitoring"
+KEYS = ("monitoring",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    return {"monitoring": parse_section(raw, "monitoring", MonitoringConfig, found.problems_at("monitoring"))}
+
+
 Panel = tuple[str, str, str]
 
 

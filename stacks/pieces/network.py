@@ -59,9 +59,12 @@ class NetworkPlan:
 
 
 def visit(ctx: Context, found: Findings) -> NetworkPlan | None:
-    """Its plan, with the proxy-only subnet the gateway asks for. Its rules are the cluster's visit's (its key is
-    cluster.network: `problems` and `flow_logs_problems` are reported among the cluster's)."""
+    """Its rules (its key is cluster.network: reported among the cluster's, at network.rules and
+    network.flowLogs), then its plan, with the proxy-only subnet the gateway asks for."""
     given, cluster = ctx.invocation, ctx.sections.cluster
+    if cluster is not None:
+        found.problems_at("network.rules").extend(problems(cluster.network))
+        found.problems_at("network.flowLogs").extend(flow_logs_problems(cluster.network))
     if (
         not found.clean
         or cluster is None

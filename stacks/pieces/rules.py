@@ -5,13 +5,22 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from stacks import naming
 from stacks.facts import kms, storage_locations
 from stacks.facts import maintenance as maintenance_rules
+from stacks.model import config_parse
 from stacks.problems import Problem
 
 NS = "tpu-serving"
+
+
+def parse_section(raw: Mapping[str, Any], key: str, model: Any, problems: list[Problem]) -> Any:
+    """`tpu-serving:<key>`, a mapping (unset: {}), parsed by `model` (None: it does not parse; its problems added)."""
+    return config_parse.parse(f"{NS}:{key}", model, config_parse.section(dict(raw), key), problems)
+
 
 # Google Cloud region and zone names (https://cloud.google.com/compute/docs/regions-zones): a geography prefix,
 # a direction and a number (us-east5, europe-west4, me-central2); zones add a letter (us-east5-b) or, for AI

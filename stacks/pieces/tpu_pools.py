@@ -5,10 +5,12 @@ pools share (node pool names); its plan is `stacks.serving.pool_plan.PoolPlan`, 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from stacks import naming
 from stacks.facts import catalog
+from stacks.model import config_parse
 from stacks.model.config_model import AutoscalingConfig, TpuPoolConfig
 from stacks.pieces import cluster as cluster_piece
 from stacks.pieces import gateway as gateway_piece
@@ -18,8 +20,18 @@ from stacks.pieces.rules import MACHINE_TYPE_RE, NS, ZONE_RE, check_name, check_
 from stacks.problems import Problem, fmt
 from stacks.serving import compute_class
 from stacks.serving.pool_plan import PoolPlan
+from stacks.serving.workload_type import WorkloadRegistry
 
 NAME = "tpuPools"
+KEYS = ("tpuPools",)
+
+
+def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
+    """Each pool by its model apart (None where it does not parse)."""
+    pools = config_parse.parse_each(PATH, TpuPoolConfig, raw.get("tpuPools"), "pools", found.problems_at("tpuPools"))
+    return {"pools": pools}
+
+
 PATH = f"{NS}:tpuPools"
 # A reservation: its name (RFC 1035) or projects/<project>/reservations/<name> for a shared one.
 RESERVATION_RE = re.compile(r"(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?")

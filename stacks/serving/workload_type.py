@@ -6,7 +6,7 @@ so `stacks/` never imports `workloads/` (the registry is handed to `stacks.confi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, get_args
 
@@ -42,6 +42,20 @@ class WorkloadContext:
     # How long `pulumi up` waits for a plan's new server (stacks.reports.time_to_serve.server_await), handed down the
     # same way (WorkloadPlan.server_await_minutes); None: nothing estimates it.
     server_await: Callable[[Any], float] | None = None
+
+
+@dataclass(frozen=True)
+class SmokeProbe:
+    """One real request that shows a workload serves (`make smoke`, scripts/smoke.py): sent through
+    `kubectl port-forward svc/<service>` to a free local port."""
+
+    namespace: str
+    service: str
+    remote_port: int
+    method: str
+    path: str  # without its leading "/"
+    body: dict[str, Any] | None
+    expect_key: str | None  # a key the JSON answer must have; None: any 2xx answer with a body
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,19 @@ class WorkloadType:
     """Why it cannot run on a pool whose capacity is a list (ComputeClass), if it cannot."""
     added_node_pools: Callable[[Any], tuple[str, ...]] = field(default=lambda workload: ())
     """Names of the node pools it adds next to its TPU pool (checked against every other node pool)."""
+    gateway_served: bool = False
+    """Its plans offer the Inference Gateway a backend (WorkloadPlan.gateway_backend) unless a workload opts out: the
+    messages that say which types the gateway serves name the types that declare it (WorkloadRegistry.gateway_types)."""
+    slo_series: bool = False
+    """Its server exports every series the SLOs read (WorkloadPlan.signals: time to first token, time per output
+    token, finished requests; stacks/pieces/alerts.py SLO_SIGNALS): the SLO refusal names the types that declare it
+    (WorkloadRegistry.slo_types)."""
+    smoke_probe: Callable[[Any], SmokeProbe | None] = field(default=lambda plan: None)
+    """The request `make smoke` sends one of its plans to show it serves (its `commands.py`); None: it sends none,
+    for the reason `no_smoke_probe` gives."""
+    no_smoke_probe: str = ""
+    """Why `make smoke` sends a plan of it no request when `smoke_probe` returns None (a batch job, nothing
+    published to ask for); the smoke test reports it beside the workload."""
     legacy_component: str | None = None
     """The component type token it had when each type had its own (until issue 36), if it had one: every workload's
     component is aliased to every such token (components.serving.ServingWorkload), so a stack created then keeps its
@@ -112,6 +139,13 @@ class WorkloadType:
         """The value of `type:` in a workloads entry, as its config model says (written once, there)."""
         (name,) = get_args(self.config.model_fields["type"].annotation)
         return name
+
+
+def either(names: Sequence[str]) -> str:
+    """Type names in a message: `vllm`, `vllm or relay`, `a, b or c` (`no` when there is none)."""
+    if not names:
+        return "no"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 class WorkloadRegistry(Mapping[str, WorkloadType]):
@@ -130,6 +164,16 @@ class WorkloadRegistry(Mapping[str, WorkloadType]):
 
     def __len__(self) -> int:
         return len(self._types)
+
+    @property
+    def gateway_types(self) -> tuple[str, ...]:
+        """The types the Inference Gateway serves (WorkloadType.gateway_served), in registry order."""
+        return tuple(t.name for t in self._types.values() if t.gateway_served)
+
+    @property
+    def slo_types(self) -> tuple[str, ...]:
+        """The types whose server exports the SLOs' series (WorkloadType.slo_series), in registry order."""
+        return tuple(t.name for t in self._types.values() if t.slo_series)
 
     @property
     def legacy_components(self) -> tuple[str, ...]:

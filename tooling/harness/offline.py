@@ -507,7 +507,7 @@ def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, 
     Pulumi runtime: the validated StackConfig, or ConfigError. Keys read as the program reads them (structured
     values through their JSON text), unknown `tpu-serving:` keys reported, and how hfToken is set (a secret: given
     encrypted or in `secret_keys`; else plain text, which is refused)."""
-    from stacks.config import KNOWN_KEYS, NS, parse_stack_config
+    from stacks.config import NS, known_keys, parse_stack_config
     from stacks.pulumi_config import raw_config
     from workloads.registry import WORKLOAD_TYPES
 
@@ -523,7 +523,7 @@ def parse_config(config: dict[str, Any], stack: str, *, secret_keys: tuple[str, 
         gcp_project=values.get("gcp:project"),
         region=values.get("gcp:region"),
         workload_types=WORKLOAD_TYPES,
-        extra_keys=tuple(sorted(k for k in keys if k not in KNOWN_KEYS)),
+        extra_keys=tuple(sorted(k for k in keys if k not in known_keys())),
         hf_token=None if token not in values else "secret" if token in secrets else "plain",
     )
 

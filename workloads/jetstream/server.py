@@ -14,6 +14,7 @@ from stacks.monitoring import metrics
 from stacks.monitoring.metrics import FRACTION, GMP_TARGET_LABELS, HPA_METRICS, REQUESTS, Fallback, HpaMetric
 from stacks.security.pod_security import pod_specs
 from stacks.serving.workload_plan import INTERNAL_LB_ANNOTATION, ServingSignals, WorkloadPlan
+from stacks.serving.workload_type import SmokeProbe
 
 GENERATE_BODY = {"prompt": "What are the top 5 programming languages", "max_tokens": 200}
 
@@ -21,6 +22,12 @@ GENERATE_BODY = {"prompt": "What are the top 5 programming languages", "max_toke
 def generate_curl(port: int) -> str:
     """The tutorials' `/generate` request against a port-forwarded JetStream HTTP server."""
     return f"curl -s -X POST localhost:{port}/generate -H 'Content-Type: application/json' -d '{json.dumps(GENERATE_BODY)}'"
+
+
+def generate_probe(namespace: str, service: str, port: int) -> SmokeProbe:
+    """`make smoke`'s request to a JetStream HTTP server: POST /generate answers {"response": ...} (ai-on-gke
+    tutorials-and-examples/inference-servers/jetstream/maxtext/single-host-inference/README.md)."""
+    return SmokeProbe(namespace, service, port, "POST", "generate", {**GENERATE_BODY, "max_tokens": 16}, "response")
 
 
 def generate_load(port: int, requests: int = 200, concurrency: int = 16) -> str:

@@ -2,6 +2,7 @@
 
 from stacks.serving.workload_type import WorkloadType, resolver
 from workloads.jetstream_pathways.checks import check
+from workloads.jetstream_pathways.commands import smoke_probe
 from workloads.jetstream_pathways.component import JetStreamPathways
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.plan import TPU_IMAGES
@@ -10,6 +11,7 @@ TYPE = WorkloadType(
     config=JetStreamPathwaysWorkload,
     resolve=resolver(check),
     component=JetStreamPathways,
+    smoke_probe=smoke_probe,
     legacy_component="tpu-serving:workloads:JetStreamPathways",
     addon="lws",
     tpu_images=TPU_IMAGES,

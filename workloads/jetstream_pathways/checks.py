@@ -14,7 +14,7 @@ from stacks.serving.workload_type import WorkloadContext
 from workloads.jetstream.server import JETSTREAM_HTTP_SERVES
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.manifests import ServedPathwaysPlan
-from workloads.jetstream_pathways.plan import LEADER_PORTS, PERSISTENCE_ARGS, PathwaysPlan
+from workloads.jetstream_pathways.plan import INSTANCE_TYPES, LEADER_PORTS, PERSISTENCE_ARGS, PathwaysPlan
 from workloads.jetstream_pathways.presets import PRESETS, mode_spec
 
 RESERVED_MAXTEXT = {
@@ -49,6 +49,14 @@ def check(
             )
         )
     check_ports(f"{path}.metricsPort", workload.metrics_port, LEADER_PORTS, problems)
+    if pool is not None and pool.shape.generation.name not in INSTANCE_TYPES:
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"pool {pool.name!r} is {pool.shape.generation.name}, which Pathways has no --instance_type for; "
+                f"allowed: {', '.join(INSTANCE_TYPES)}",
+            )
+        )
     if pool is None or problems:
         return None
 

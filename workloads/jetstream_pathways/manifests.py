@@ -38,6 +38,7 @@ from workloads.jetstream_pathways.plan import (
     RM_PORT,
     WORKER_PORT,
     PathwaysPlan,
+    instance_type,
 )
 
 
@@ -137,7 +138,7 @@ def leader_containers(plan: PathwaysPlan) -> list[dict[str, Any]]:
             f"--gcs_scratch_location={plan.scratch}",
             "--node_type=resource_manager",
             f"--instance_count={plan.pool.slices}",
-            f"--instance_type={plan.shape.pathways_instance_type}",
+            f"--instance_type={instance_type(plan.shape)}",
         ],
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"containerPort": RM_PORT}],

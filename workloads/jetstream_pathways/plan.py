@@ -27,6 +27,23 @@ from workloads.jetstream.server import JETSTREAM_GRPC_PORT, JETSTREAM_HTTP_PORT
 from workloads.jetstream_pathways.config import JetStreamPathwaysWorkload
 from workloads.jetstream_pathways.presets import PRESETS, ModeSpec, PathwaysPreset, mode_spec
 
+# The TPU part of Pathways' --instance_type (tpuv6e in tpuv6e:4x4), per catalog generation, as xpk names them
+# (AI-Hypercomputer/xpk src/xpk/core/system_characteristics.py pathways_tpu_version; ../shared/reference/
+# gke-tpu-facts.md R1): v5p is "tpuv5". A generation not here is refused (checks.py).
+INSTANCE_TYPES: dict[str, str] = {
+    "v4": "tpuv4",
+    "v5e": "tpuv5e",
+    "v5p": "tpuv5",
+    "v6e": "tpuv6e",
+    "tpu7x": "tpu7x",
+}
+
+
+def instance_type(shape: catalog.SliceShape) -> str:
+    """Pathways' --instance_type of one slice: <its generation's TPU type>:<topology>."""
+    return f"{INSTANCE_TYPES[shape.generation.name]}:{shape.topology}"
+
+
 RM_PORT = 38677  # Pathways resource manager
 WORKER_PORT = 38679
 PROXY_PORT = 38681

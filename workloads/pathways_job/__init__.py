@@ -2,6 +2,7 @@
 
 from stacks.serving.workload_type import WorkloadType, resolver
 from workloads.pathways_job.checks import check
+from workloads.pathways_job.commands import NO_SMOKE_PROBE
 from workloads.pathways_job.component import PathwaysJob
 from workloads.pathways_job.config import PathwaysJobWorkload
 from workloads.pathways_job.plan import TPU_IMAGES, head_pool_name
@@ -10,6 +11,7 @@ TYPE = WorkloadType(
     config=PathwaysJobWorkload,
     resolve=resolver(check),
     component=PathwaysJob,
+    no_smoke_probe=NO_SMOKE_PROBE,
     legacy_component="tpu-serving:workloads:PathwaysJob",
     addon="pathwaysJob",
     exclusive_pool=True,

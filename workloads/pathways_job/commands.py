@@ -1,5 +1,5 @@
 """The commands a PathwaysJob's outputs print for its users: its status, its pods, the head's and the workers'
-logs; for an interactive job, the port-forward to the proxy and how a JAX client connects through it."""
+logs; for an interactive job, the port-forward to the proxy and how a JAX client connects through it; why `make smoke` sends it no request."""
 
 from __future__ import annotations
 
@@ -41,3 +41,8 @@ def commands(plan: PathwaysJobPlan, local_ports: Mapping[int, int]) -> dict[str,
             "'import pathwaysutils, jax; pathwaysutils.initialize(); print(jax.devices())'"
         )
     return out
+
+
+# A batch job runs to its end and an interactive one serves JAX clients over gRPC through its proxy: no HTTP request
+# shows it serves; its pods (Running, or Succeeded once finished) are what `make smoke` checks.
+NO_SMOKE_PROBE = "a Pathways job answers no HTTP request (a batch job ends; an interactive one serves JAX over gRPC)"

@@ -19,10 +19,12 @@ from workloads.saxml.plan import (
     CELL_PREFIX,
     MODEL_SERVER_JOB,
     MODEL_SERVER_ROLE,
+    PLATFORM_CHIPS,
     SAX_WEIGHT_BITS,
     SaxmlPlan,
     cell_of,
     params_billion,
+    platform_chip,
 )
 
 # A Sax model name (google/saxml@v1.1.0:saxml/common/naming.go validateModelName, pattern "^[a-z]+[a-z0-9-_]*$").
@@ -63,12 +65,20 @@ def check(
     _check_models(path, workload, cell, problems)
     if pool is None or not _check_pool(path, workload, pool, problems):
         return None
-    # Saxml's chip map knows tpuv2/v3/v4/v4i/v5e only; any other --platform_chip raises "chip type unknown" at start
-    # (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type, server/model_service_base.py; same at v1.2.0).
     plan = ServedSaxmlPlan.on(workload, pool, namespace, ctx)
     model_image = plan.image("model")
-    for gap in image_gaps(model_image, Serves(tpus=frozenset({pool.shape.generation.name}))):
-        problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {pool.shape.generation.name}, but {gap}"))
+    generation = pool.shape.generation.name
+    gaps = image_gaps(model_image, Serves(tpus=frozenset({generation})))
+    for gap in gaps:
+        problems.append(Problem(f"{path}.pool", f"pool {pool.name!r} is {generation}, but {gap}"))
+    if not gaps and platform_chip(generation) is None:  # the model server would not start (plan.py PLATFORM_CHIPS)
+        chips = ", ".join(g for g, chip in PLATFORM_CHIPS.items() if chip)
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"pool {pool.name!r} is {generation}, which Saxml has no --platform_chip for; allowed: {chips}",
+            )
+        )
     _check_models_fit(path, workload, pool, problems, warnings)
     return plan
 

@@ -1,11 +1,13 @@
 """The examples a Saxml workload's outputs print for its users: curl against the HTTP server's address (the
-component adds its port-forward and that address, the load balancer's once it has one)."""
+component adds its port-forward and that address, the load balancer's once it has one); the request `make smoke`
+sends it."""
 
 from __future__ import annotations
 
 import json
 
-from workloads.saxml.plan import SaxmlPlan
+from stacks.serving.workload_type import SmokeProbe
+from workloads.saxml.plan import HTTP_PORT, SaxmlPlan
 
 
 def curl_examples(plan: SaxmlPlan, address: str) -> dict[str, str]:
@@ -33,3 +35,15 @@ def curl_examples(plan: SaxmlPlan, address: str) -> dict[str, str]:
         ),
         "unpublish": curl("POST", "unpublish", {"model": model["model"]}),
     }
+
+
+NO_SMOKE_PROBE = "no model in `models`: the stack publishes none, so there is no model to ask the cell for"
+
+
+def smoke_probe(plan: SaxmlPlan) -> SmokeProbe | None:
+    """sax-http's GET /listcell of the first model the stack publishes (the admin server and the HTTP server both
+    answer); None without `models` (NO_SMOKE_PROBE)."""
+    if not plan.workload.models:
+        return None
+    model = plan.desired_models()[0]["model"]
+    return SmokeProbe(plan.namespace, plan.http_service, HTTP_PORT, "GET", "listcell", {"model": model}, None)

@@ -26,6 +26,7 @@ from workloads.saxml.plan import (
     MODEL_SERVER_ROLE,
     TPU_RUNTIME_PORT,
     SaxmlPlan,
+    platform_chip,
 )
 from workloads.saxml.publication import LOAD_TIMEOUT_MINUTES, PUBLISH_SCRIPT, models_hash
 
@@ -143,7 +144,7 @@ def model_server_jobset(plan: SaxmlPlan) -> dict[str, Any]:
                 "args": [
                     f"--port={MODEL_PORT}",
                     f"--sax_cell={plan.cell}",
-                    f"--platform_chip={shape.generation.saxml_platform_chip}",
+                    f"--platform_chip={platform_chip(shape.generation.name)}",
                 ],
                 "ports": [{"containerPort": MODEL_PORT}, {"containerPort": TPU_RUNTIME_PORT}],
                 "env": [

@@ -34,6 +34,24 @@ SAX_ROOT_PREFIX = "sax-root/"
 # the admin image's entrypoint: admin_config --fs_root=gs://${GSBUCKET}/sax-fs-root
 # (google/saxml@v1.1.0:saxml/tools/docker/Dockerfile.admin)
 SAX_FS_ROOT_PREFIX = "sax-fs-root/"
+# Saxml's model server --platform_chip per catalog generation: its chip map knows tpuv2/v3/v4/v4i/v5e only, and any
+# other value raises "chip type unknown" at start (google/saxml@v1.1.0:saxml/server/proto_util.py to_chip_type,
+# server/model_service_base.py; the same at v1.2.0; the Saxml tutorial: v5e 4x8 -> --platform_chip=tpuv5e). None, or
+# a generation not here: Saxml has no build for it, and a pool of it is refused (checks.py).
+PLATFORM_CHIPS: dict[str, str | None] = {
+    "v4": "tpuv4",
+    "v5e": "tpuv5e",
+    "v5p": None,  # no tpuv5p in the chip map
+    "v6e": None,  # no tpuv6e in the chip map
+    "tpu7x": None,  # no TPU7x platform (gke-tpu-facts.md S6: TPU7x runs JAX only)
+}
+
+
+def platform_chip(generation: str) -> str | None:
+    """Its --platform_chip on `generation`; None: Saxml has none."""
+    return PLATFORM_CHIPS.get(generation)
+
+
 CELL_PREFIX = "/sax/"  # Sax names a cell /sax/<cell> and its models /sax/<cell>/<model>
 # images.<key> -> the version-matrix image it defaults to (stacks/facts/versions.py IMAGES)
 DEFAULT_IMAGES = {"admin": "saxAdminServer", "model": "saxModelServer", "http": "saxHttp"}

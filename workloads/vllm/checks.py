@@ -25,6 +25,16 @@ from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
 from workloads.vllm.plan import DEFAULT_IMAGE, HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
 
+# How vLLM's TPU backend calls each catalog generation (PyPI tpu-inference 0.32.0 README, as at v0.27.0: "Recommended: v7x,
+# v5e, v6e; Experimental: v3, v4, v5p"; v7x is the catalog's tpu7x). A generation not here is refused: the backend
+# does not list it.
+TPU_SUPPORT: dict[str, str] = {
+    "v4": "experimental",
+    "v5e": "recommended",
+    "v5p": "experimental",
+    "v6e": "recommended",
+    "tpu7x": "recommended",
+}
 HF_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 GS_PATH_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\s]+")
 FLAG_NAME_RE = re.compile(r"-{0,2}[a-z0-9][a-z0-9_-]*")  # a `vllm serve` flag, with or without dashes
@@ -98,8 +108,17 @@ def check(
     if problems:
         return None
     gen = pool.shape.generation
-    if gen.vllm_support != "recommended":
-        warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {gen.vllm_support}")
+    support = TPU_SUPPORT.get(gen.name)
+    if support is None:
+        problems.append(
+            Problem(
+                f"{path}.pool",
+                f"pool {pool.name!r} is {gen.name}, which vLLM's TPU backend does not list; allowed: {', '.join(TPU_SUPPORT)}",
+            )
+        )
+        return None
+    if support != "recommended":
+        warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {support}")
     _check_replicas_fit(path, workload, pool, ctx.lws_enabled, problems)
     if auto is not None:
         _check_hbm_metrics(path, auto, pool.shape, problems)

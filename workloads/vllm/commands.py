@@ -1,10 +1,11 @@
-"""The commands a vLLM workload's outputs print for its users: port-forward, curl, a load test, watching its HPA."""
+"""The commands a vLLM workload's outputs print for its users: port-forward, curl, a load test, watching its HPA; the request `make smoke` sends it."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
 
+from stacks.serving.workload_type import SmokeProbe
 from workloads.vllm.plan import HTTP_PORT, VllmPlan, served_model_name, serving_container
 
 
@@ -33,3 +34,13 @@ def commands(plan: VllmPlan, local_ports: Mapping[int, int]) -> dict[str, str]:
     if plan.autoscaled:
         out["watchHpa"] = f"kubectl -n {ns} get hpa {plan.hpa_name} --watch"
     return out
+
+
+def smoke_probe(plan: VllmPlan) -> SmokeProbe:
+    """One completion from its OpenAI-compatible server, through its Service (the leader's, multi-host): POST
+    /v1/completions answers a CompletionResponse whose `choices` holds the text (vllm-project/vllm@v0.27.0
+    vllm/entrypoints/openai/completion/api_router.py create_completion, protocol.py CompletionResponse)."""
+    body = {"model": served_model_name(plan), "prompt": "San Francisco is a", "max_tokens": 16}
+    return SmokeProbe(
+        plan.namespace, plan.service_name, plan.workload.service.port, "POST", "v1/completions", body, "choices"
+    )
