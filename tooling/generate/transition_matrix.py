@@ -503,6 +503,27 @@ def _eagle3_draft(config: dict[str, Any], before: dict[str, Any]) -> None:
             spec.setdefault("draftModel", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B@main")
 
 
+def _rollout_valid(config: dict[str, Any], before: dict[str, Any]) -> None:
+    """A rollout stays one the program accepts (stacks/serving/release.py): steps rise to 100, the weight is 0 or one
+    of the steps (blueGreen: 0 or 100), and a weight above 0 needs its candidate; a changed weight is the next step,
+    as `make promote` writes it."""
+    old = {w["name"]: w.get("rollout") or {} for w in _workloads(before, "vllm")}
+    for workload in _workloads(config, "vllm"):
+        rollout = workload.get("rollout")
+        if not isinstance(rollout, dict):
+            continue
+        steps = [s for s in rollout.get("steps", [10, 50, 100]) if isinstance(s, int)]
+        if steps and steps[-1] != 100:
+            rollout["steps"] = steps = [*steps, 100]
+        allowed = [0, 100] if rollout.get("strategy") == "blueGreen" else [0, *steps]
+        weight = rollout.get("weight")
+        if weight is not None and weight not in allowed:
+            was = old.get(workload["name"], {}).get("weight")
+            rollout["weight"] = next((a for a in allowed if was is not None and a > was), allowed[0])
+        if not workload["rollout"].get("candidate") and rollout.get("weight"):
+            rollout["weight"] = 0
+
+
 def _sources(section: str) -> Any:
     def add(config: dict[str, Any], before: dict[str, Any]) -> None:
         for node in _sections(config, section):
@@ -531,6 +552,7 @@ COMPANIONS: dict[str, Any] = {
     r"\.metrics\[\]\.name -> ": _metric_changed,
     r"^workloads\[(saxml|pathways-job)\]\.pool moved": _own_new_pool,
     r"^workloads\[vllm\]\.speculative\.method -> eagle3$": _eagle3_draft,
+    r"^workloads\[vllm\]\.rollout\.(candidate unset|steps item removed|strategy -> |weight changed)": _rollout_valid,
 }
 
 # Kinds no example can take even with a companion, and why (tests/test_transition_matrix.py holds every other kind to
@@ -545,6 +567,8 @@ UNEXERCISED: dict[str, str] = {
     "RAPID and a GKE version the examples outside the fleet do not have: a new stack, not a change (docs/fleet.md)",
     "gateway.proxySubnet -> existing": "needs cluster.network.create: false (an existing VPC with its proxy-only "
     "subnet), which only fleet members have, and a fleet member may not have a regional proxy subnet",
+    "workloads[vllm].rollout.mirror toggled": "mirroring is refused: an HTTPRoute RequestMirror to an InferencePool is "
+    "implementation-specific (Gateway API HTTPRequestMirrorFilter) and GKE's Gateway documents none",
     "workloads[vllm].routing -> precise-prefix": "refused at the pinned router (llm-d-router v0.10.0): its precise "
     "prefix scorer needs a tokenizer sidecar reading the Hugging Face Hub and the engine's KV events, which the TPU "
     "support matrix does not cover (docs/workloads/vllm.md)",
