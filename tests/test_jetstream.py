@@ -187,7 +187,10 @@ def test_hpa_depends_on_adapter_and_deployment(run):
 
 def test_identity_reads_only_the_checkpoint_bucket(run):
     rec = run(make_config(tpu_serving__tpuPools=POOLS[:1], tpu_serving__workloads=[js()]))
-    binding, cache = workload_grants(rec)
+    # by what each binds, not by registration order (which the mocks' asynchronous registrations do not fix)
+    grants = workload_grants(rec)
+    assert len(grants) == 2
+    binding, cache = sorted(grants, key=lambda r: r.inputs["bucket"] != "ckpts")
     assert (binding.inputs["bucket"], binding.inputs["role"]) == ("ckpts", "roles/storage.objectViewer")
     # and its own compile caches in the stack bucket, nothing else there
     assert cache.inputs["role"] == "roles/storage.objectUser"
