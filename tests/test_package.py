@@ -80,3 +80,18 @@ def test_a_workload_the_platform_cannot_run_is_refused_naming_its_key():
 
     with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\]\.pool"):
         added({**WORKLOAD, "pool": "no-such-pool"})
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [({"name": "qwen3-8b", "namespace": "team-b"}, "name"), ({"namespace": "qwen3-8b"}, "namespace")],
+    ids=["platform-workload-name", "platform-namespace"],
+)
+def test_a_workload_on_the_platforms_names_is_refused(change, key):
+    """The platform stack (Pulumi.dev.yaml) serves qwen3-8b in its namespace qwen3-8b: an added workload taking that
+    name or namespace would have server-side apply adopt the platform's objects, and this program's destroy delete
+    them: refused, naming the key and what is allowed."""
+    import pulumi
+
+    with pytest.raises(pulumi.RunError, match=rf"tpu-serving:workloads\[0\]\.{key}: 'qwen3-8b' .*platform stack"):
+        added({**WORKLOAD, **change})

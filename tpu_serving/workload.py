@@ -54,6 +54,30 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, Any]) -> list[str]:
+    """The added workload's name and namespace must be none of the platform stack's own workloads' (a namespace
+    defaults to the workload's name): server-side apply would adopt the platform's Namespace and objects, and
+    destroying this program's stack would then delete them and the platform's workloads in them."""
+    own = platform_config.get(f"{NS}:workloads") or []
+    own = json.loads(own) if isinstance(own, str) else own
+    names = {w.get("name") for w in own if isinstance(w, Mapping)}
+    spaces = {w.get("namespace") or w.get("name") for w in own if isinstance(w, Mapping)} - {"default"}
+    name = workload.get("name")
+    space = workload.get("namespace") or name
+    out = []
+    if name in names:
+        out.append(
+            f"{NS}:workloads[0].name: {name!r} is a workload of the platform stack; allowed: a name none of its "
+            f"workloads has ({', '.join(sorted(str(n) for n in names))})"
+        )
+    if space in spaces:
+        out.append(
+            f"{NS}:workloads[0].namespace: {space!r} is a namespace the platform stack owns; allowed: a namespace of "
+            "this program's own (set `namespace`)"
+        )
+    return out
+
+
 def add_workload(
     workload: Mapping[str, Any],
     *,
@@ -67,6 +91,9 @@ def add_workload(
     `platform_config`: the platform stack's `config:` map (its Pulumi.<stack>.yaml): the workload is validated
     against it as the platform program would validate it (pools, capacity, namespaces), every problem at once
     (pulumi.RunError via ConfigError). Its own workloads are not this program's: only `workload` is planned here."""
+    taken = _platform_owned(platform_config, workload)
+    if taken:
+        raise pulumi.RunError("\n".join(taken))
     config = {k: _text(v) for k, v in platform_config.items() if not (isinstance(v, dict) and "secure" in v)}
     config[f"{NS}:workloads"] = json.dumps([dict(workload)])
     raw = raw_config(lambda key: config.get(f"{NS}:{key}"))
