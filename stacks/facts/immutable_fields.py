@@ -24,7 +24,7 @@ IMMUTABLE: dict[str, tuple[str, ...]] = {
         "spec.topologyName",
     ),
     "kueue.x-k8s.io/Topology": ("spec.levels",),
-    "leaderworkerset.x-k8s.io/LeaderWorkerSet": ("spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize",),
+    "leaderworkerset.x-k8s.io/LeaderWorkerSet": ("spec.leaderWorkerTemplate.subGroupPolicy",),
     "pathways-job.pathways.domain/PathwaysJob": (
         "spec.controller.deploymentMode",
         "spec.controller.enableMetricsCollection",
