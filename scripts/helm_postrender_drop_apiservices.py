@@ -19,22 +19,11 @@ One pass over the lines.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+
+from helm_postrender_stream import documents
 
 KIND = "APIService"
 KIND_LINES = {f"kind: {KIND}", f'kind: "{KIND}"', f"kind: '{KIND}'"}
-
-
-def documents(lines: Iterable[str]) -> Iterator[list[str]]:
-    """The documents of a YAML stream, each with the separator line that opens it."""
-    doc: list[str] = []
-    for line in lines:
-        if (line.rstrip() == "---" or line.startswith("--- ")) and doc:
-            yield doc
-            doc = []
-        doc.append(line)
-    if doc:
-        yield doc
 
 
 def is_dropped(doc: list[str]) -> bool:

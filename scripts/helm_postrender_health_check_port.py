@@ -19,22 +19,11 @@ lines indented deeper) gets the field at the indentation of its first line, unle
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+
+from helm_postrender_stream import documents
 
 KIND_LINES = {"kind: HealthCheckPolicy", 'kind: "HealthCheckPolicy"', "kind: 'HealthCheckPolicy'"}
 FIELD = "portSpecification: USE_FIXED_PORT"
-
-
-def documents(lines: Iterable[str]) -> Iterator[list[str]]:
-    """The documents of a YAML stream, each with the separator line that opens it."""
-    doc: list[str] = []
-    for line in lines:
-        if (line.rstrip() == "---" or line.startswith("--- ")) and doc:
-            yield doc
-            doc = []
-        doc.append(line)
-    if doc:
-        yield doc
 
 
 def _indent(line: str) -> int:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Iterator
+
+from helm_postrender_stream import documents
 
 KIND = "CustomResourceDefinition"
 KIND_LINES = {f"kind: {KIND}", f'kind: "{KIND}"', f"kind: '{KIND}'"}
@@ -34,18 +35,6 @@ ANNOTATIONS = re.compile(r"^(?P<indent> +)annotations:(?P<rest>.*)$")
 
 class Unreadable(ValueError):
     """A CRD document whose metadata this reader does not recognise."""
-
-
-def documents(lines: Iterable[str]) -> Iterator[list[str]]:
-    """The documents of a YAML stream, each with the separator line that opens it."""
-    doc: list[str] = []
-    for line in lines:
-        if (line.rstrip() == "---" or line.startswith("--- ")) and doc:
-            yield doc
-            doc = []
-        doc.append(line)
-    if doc:
-        yield doc
 
 
 def is_crd(doc: list[str]) -> bool:

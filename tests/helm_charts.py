@@ -89,11 +89,17 @@ def containers(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]
 
 
 def post_renderer(script: Path) -> ModuleType:
-    """A post-renderer script loaded as a module, to call its functions in-process (Helm runs the script itself)."""
+    """A post-renderer script loaded as a module, to call its functions in-process (Helm runs the script itself).
+    As Python runs a script, its own folder is first on sys.path, where it finds its sibling modules
+    (scripts/helm_postrender_stream.py)."""
     spec = importlib.util.spec_from_file_location(script.stem, script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(script.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(script.parent))
     return module
 
 
@@ -101,12 +107,22 @@ def assert_standalone_script(script: Path) -> None:
     """Helm executes a post-renderer with the deployer's python3, not the project's virtualenv: an executable with
     a python3 shebang that imports the standard library only."""
     assert os.access(script, os.X_OK)
-    text = script.read_text()
-    assert text.startswith("#!/usr/bin/env python3\n")
+    assert script.read_text().startswith("#!/usr/bin/env python3\n")
+    _assert_standard_library_only(script, seen=set())
+
+
+def _assert_standard_library_only(module: Path, seen: set[Path]) -> None:
+    """`module` imports the standard library only, or a module beside it (a script's folder is first on sys.path)
+    that itself imports the standard library only."""
+    seen.add(module)
     imported = {
         (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
-        for node in ast.walk(ast.parse(text))
+        for node in ast.walk(ast.parse(module.read_text()))
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    siblings = {name for name in imported if (module.parent / f"{name}.py").is_file()}
+    assert imported - siblings <= set(sys.stdlib_module_names) | {"__future__"}, imported - siblings
+    for name in siblings:
+        if module.parent / f"{name}.py" not in seen:
+            _assert_standard_library_only(module.parent / f"{name}.py", seen)

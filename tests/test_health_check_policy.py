@@ -12,7 +12,6 @@ release back. The release runs scripts/helm_postrender_health_check_port.py, whi
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import yaml
 from stacks.facts import versions
 from stacks.serving import gateway
 from tests.conftest import EXAMPLES, recorded
+from tests.helm_charts import assert_standalone_script, post_renderer
 from tooling.review.render import stack_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,11 +63,12 @@ def test_the_modelled_rules_are_the_crds() -> None:
 
 
 def _post_render(text: str) -> str:
-    spec = importlib.util.spec_from_file_location("postrender", ROOT / gateway.FIX_HEALTH_CHECK_PORT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(module.post_render(text))
+    return str(post_renderer(ROOT / gateway.FIX_HEALTH_CHECK_PORT).post_render(text))
+
+
+def test_the_post_renderer_runs_with_the_deployers_python3():
+    # Helm executes it with the deployer's python3, not the project's virtualenv
+    assert_standalone_script(ROOT / gateway.FIX_HEALTH_CHECK_PORT)
 
 
 def _http_checks(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
