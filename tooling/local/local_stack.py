@@ -58,14 +58,12 @@ GKE_GATEWAY_CONTROLLER = "networking.gke.io/gateway"
 
 
 def stack_file(stack: str) -> Path:
-    """Pulumi.<stack>.yaml here, else the example of that name (examples/*/Pulumi.<stack>.yaml)."""
-    own = ROOT / f"Pulumi.{stack}.yaml"
-    if own.exists():
-        return own
-    found = sorted((ROOT / "examples").glob(f"*/Pulumi.{stack}.yaml"))
-    if not found:
-        raise SystemExit(f"no stack {stack!r}: neither {own.name} nor examples/*/Pulumi.{stack}.yaml")
-    return found[0]
+    """The stack file `make local-cluster STACK=<stack>` started the cluster for, found the same way
+    (local_cluster.stack_file: Pulumi.<stack>.yaml here, else the example of that name); a clear exit otherwise."""
+    try:
+        return local_cluster.stack_file(stack)
+    except local_cluster.LocalClusterError as err:
+        raise SystemExit(str(err)) from None
 
 
 def reference_dir() -> Path:
