@@ -23,7 +23,7 @@ from stacks.serving import benchmark, gateway, version_guard
 from stacks.serving import release as releases
 from stacks.serving.pool_plan import PoolPlan
 from stacks.serving.workload_plan import WorkloadPlan
-from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType
+from stacks.serving.workload_type import WorkloadContext, WorkloadRegistry, WorkloadType, either
 
 
 def declared_pool_names(raw: Any) -> set[str]:
@@ -82,10 +82,32 @@ KEYS = ("workloads",)
 def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> dict[str, Any]:
     """Each entry by the config model of its `type:` in the registry (index, parsed) where it parses."""
     models = {n: t.config for n, t in types.items()}
+    entries = raw.get("workloads")
+    if isinstance(entries, list):
+        entries = [_without_rollout(f"{NS}:workloads[{i}]", e, types, found) for i, e in enumerate(entries)]
     workloads = config_parse.parse_by_type(
-        f"{NS}:workloads", models, raw.get("workloads"), "workload", found.problems_at("workloads")
+        f"{NS}:workloads", models, entries, "workload", found.problems_at("workloads")
     )
     return {"workloads": workloads}
+
+
+def _without_rollout(path: str, entry: Any, types: WorkloadRegistry, found: Findings) -> Any:
+    """A `rollout` on a type that cannot roll out, refused saying which types can (and left out of the entry, so
+    its parse does not call it an unknown key too); any other entry as given."""
+    if not isinstance(entry, dict) or "rollout" not in entry or entry.get("type") not in types:
+        return entry
+    if entry["type"] in types.rollout_types:
+        return entry
+    found.problems_at("workloads").append(
+        Problem(
+            f"{path}.rollout",
+            f"a {entry['type']} workload cannot roll out: a release train runs the current and the candidate "
+            "release as two InferencePools behind the Inference Gateway's HTTPRoute, and the gate benchmarks the "
+            f"candidate's server; allowed on {either(types.rollout_types)} workloads (replace a "
+            f"{entry['type']} workload in place instead)",
+        )
+    )
+    return {k: v for k, v in entry.items() if k != "rollout"}
 
 
 FORBIDDEN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", *gke_managed.namespaces()}

@@ -344,3 +344,38 @@ def test_a_type_that_gains_a_capability_is_named_where_the_messages_list_types(m
     assert (
         problem.message == "a echo workload's server exports no series for it; only vllm or relay workloads can have it"
     )
+
+
+# ---- which types can roll out (issue 37, rollout) ----------------------------------------------------------------
+
+
+def test_a_type_rolls_out_only_if_the_gateway_serves_it():
+    """A release train's two server sets are InferencePools behind the gateway's HTTPRoute and the gate benchmarks
+    the candidate's server (stacks/serving/release.py): every registry entry whose config has `rollout` is a gateway
+    type whose plans offer the gate a target."""
+    plans = _example_plans()
+    for name in registry.WORKLOAD_TYPES.rollout_types:
+        assert name in registry.WORKLOAD_TYPES.gateway_types, name
+        assert all(p.benchmark_target() is not None for p in plans[name] if p.gateway_backend()), name
+    assert registry.WORKLOAD_TYPES.rollout_types == ("vllm",)
+
+
+def test_a_rollout_on_a_type_that_cannot_roll_out_is_refused_naming_the_types_that_can():
+    """Every registered type without `rollout` (one workload of each, from the example stacks): one problem at
+    its `rollout` key naming the types that can, not pydantic's 'unknown key'."""
+    from tooling.harness.offline import ROOT, load_stack_file, parse_config
+
+    cfg = load_stack_file(ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml")
+    entries = cfg["tpu-serving:workloads"]
+    others = [i for i, e in enumerate(entries) if e["type"] not in registry.WORKLOAD_TYPES.rollout_types]
+    assert {entries[i]["type"] for i in others} == set(registry.WORKLOAD_TYPES) - {"vllm"}
+    for i in others:
+        entries[i]["rollout"] = {"strategy": "canary"}
+    with pytest.raises(Exception) as err:
+        parse_config(cfg, "all-in-one")
+    found = [str(p) for p in err.value.problems]  # type: ignore[attr-defined]
+    for i in others:
+        mine = [p for p in found if p.startswith(f"tpu-serving:workloads[{i}].rollout")]
+        assert len(mine) == 1, found
+        assert f"a {entries[i]['type']} workload cannot roll out" in mine[0] and "allowed on vllm workloads" in mine[0]
+    assert not any("unknown key" in p for p in found), found

@@ -171,6 +171,13 @@ class WorkloadRegistry(Mapping[str, WorkloadType]):
         return tuple(t.name for t in self._types.values() if t.gateway_served)
 
     @property
+    def rollout_types(self) -> tuple[str, ...]:
+        """The types a workload of which may have a `rollout` (their config model has the key), in registry order:
+        a release train's two server sets are InferencePools behind the gateway's HTTPRoute, so each is a
+        gateway type too (a test holds every registry entry to it)."""
+        return tuple(t.name for t in self._types.values() if "rollout" in t.config.model_fields)
+
+    @property
     def slo_types(self) -> tuple[str, ...]:
         """The types whose server exports the SLOs' series (WorkloadType.slo_series), in registry order."""
         return tuple(t.name for t in self._types.values() if t.slo_series)
