@@ -322,6 +322,65 @@ def test_without_an_accepted_result_the_slos_alone_decide():
     assert decide("low-goodput.json", accepted=None).action == "rollback"
 
 
+# ---- the same decisions on upstream's recorded reports (tests/fixtures/promote/recorded/ORIGIN.md) -------------
+# Three real inference-perf runs at the same load (1 request/s for 60 s) against vLLM serving Llama 3.1 8B: the
+# baseline, the same with prefix caching and chunked prefill (as good or better), and with EAGLE speculative
+# decoding (slower per token). The baseline's result is the accepted one, as `make promote` writes it.
+
+RECORDED = FIXTURES / "recorded"
+
+
+def recorded_result(name: str) -> promote.Result:
+    return promote.read_summary(json.loads((RECORDED / f"{name}.json").read_text()), f"gs://b/{name}")
+
+
+def accepted_from(res: promote.Result) -> dict[str, Any]:
+    """The accepted result as a full promotion writes it into the stack file (promote.apply)."""
+    cfg = example()
+    entry = workload(cfg)
+    promote.apply(entry, promote.Decision("promote", 0, "test"), res, "2026-11-29T10:00:00Z")
+    return dict(entry["rollout"]["accepted"])
+
+
+def decide_recorded(name: str, *, weight: int, burning=()) -> promote.Decision:
+    doc = json.loads((RECORDED / f"{name}.json").read_text())
+    sent = doc["load_summary"]["requested_rate"] * 60  # the stage's rate for its 60 s (ORIGIN.md)
+    return promote.decide(
+        strategy="canary",
+        steps=[10, 50, 100],
+        weight=weight,
+        gate=GATE,
+        accepted=accepted_from(recorded_result("vllm")),
+        result=recorded_result(name),
+        expected_requests=int(sent),
+        burning=list(burning),
+    )
+
+
+def test_recorded_reports_are_read_where_inference_perf_writes_the_numbers():
+    got = recorded_result("vllm")
+    assert got.ttft_p90_s == pytest.approx(0.0350, abs=5e-4) and got.tpot_p90_s == pytest.approx(0.0035, abs=5e-5)
+    assert got.output_tokens_per_s == pytest.approx(64.2, abs=0.05) and (got.requests, got.failures) == (60, 0)
+    assert got.goodput is None  # these runs set no report.goodput constraints
+
+
+@pytest.mark.parametrize(("weight", "expected"), [(10, ("advance", 50)), (50, ("advance", 100)), (100, ("promote", 0))])
+def test_a_recorded_better_release_advances_to_promotion(weight, expected):
+    decision = decide_recorded("vllm-chunking_and_prefix_caching", weight=weight)
+    assert (decision.action, decision.weight) == expected, decision.reason
+
+
+def test_a_recorded_slower_release_is_rolled_back_naming_what_regressed():
+    decision = decide_recorded("vllm-eagle", weight=10)
+    assert (decision.action, decision.weight) == ("rollback", 0)
+    assert "ttft p90" in decision.reason and "tpot p90" in decision.reason
+
+
+def test_a_recorded_good_release_is_rolled_back_when_its_burn_rate_alert_fires():
+    decision = decide_recorded("vllm-chunking_and_prefix_caching", weight=50, burning=["chat-b TTFT burns 20x"])
+    assert (decision.action, decision.weight) == ("rollback", 0) and "error budget" in decision.reason
+
+
 # ---- writing the decision into the stack file ------------------------------------------------------------------
 
 

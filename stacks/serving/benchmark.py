@@ -11,6 +11,14 @@ JSON Schema, which the tests validate every rendered config against): `api` {typ
 `storage.google_cloud_storage` {bucket_name, path} (inference_perf/client/filestorage/gcs.py uploads each report
 as <path>/<name>.json; the summary is `summary_lifecycle_metrics`, inference_perf/reportgen/base.py). Streaming is
 on: TTFT and TPOT are measured only for streamed responses (APIConfig.streaming's description).
+
+Its results land in the bucket (above) and on the stack's dashboard: after the run the Job prints one JSON line,
+its summary (`summary_line`: SUMMARY_EVENT, the labels LABELS and each of MEASURES read from the summary report),
+which GKE's logging agent turns into a LogEntry whose jsonPayload holds its fields ("If the line is a JSON object,
+it is written to jsonPayload", https://cloud.google.com/kubernetes-engine/docs/concepts/about-logs and
+https://cloud.google.com/logging/docs/structured-logging); stacks/monitoring/benchmark_metrics.py turns the same
+MEASURES and LABELS into log-based metrics and the dashboard's tiles, and tooling/operations/promote.py reads the
+report through the same MEASURES: one definition of each number, for the Job, the metrics and the gate.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from stacks.security.pod_security import ContainerSecurity, container_security_c
 IMAGE_KEY = "inferencePerf"
 RESULTS_PREFIX = "benchmarks/"
 SUMMARY_REPORT = "summary_lifecycle_metrics.json"
+# Where inference-perf also writes its reports in the Job's container (storage.local_storage, which it always
+# writes: inference_perf/main.py; LocalStorageClient writes <path>/<report name>), for the summary line.
+LOCAL_REPORTS = "/tmp/inference-perf-reports"  # noqa: S108 (the container's own writable root filesystem)
 CONFIG_PATH = "/etc/inference-perf"
 CONFIG_FILE = "config.yml"
 # The image's Dockerfile (kubernetes-sigs/inference-perf Dockerfile at 0f274573: FROM python:3.12.9-slim-bookworm,
@@ -58,6 +69,89 @@ WAIT_SCRIPT = (
     "    if time.time() > end: sys.exit('the server never answered ' + sys.argv[1])\n"
     "    time.sleep(10)\n"
 )
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One number of a gate run: its key in the Job's summary line (so in its log entry's jsonPayload) and where
+    inference-perf's summary report has it (inference_perf/reportgen/base.py summarize_requests at 0.7.0:
+    successes.latency.<metric>.{mean,min,max,median,p<N>}, successes.throughput.*, successes.goodput_metrics
+    .goodput_percentage (0-100, only with report.goodput constraints), successes.count, failures.count)."""
+
+    key: str
+    path: tuple[str, ...]
+    scale: float = 1.0
+    title: str = ""  # its dashboard tile; "" for a number not charted (no log-based metric)
+    unit: str = "1"  # the log-based metric's unit (Cloud Monitoring MetricDescriptor.unit, UCUM)
+
+    def read(self, summary: dict[str, Any]) -> float | None:
+        """Its value in a summary report (None where the report has none)."""
+        node: Any = summary
+        for part in self.path:
+            node = node.get(part) if isinstance(node, dict) else None
+        return None if node is None else float(node) * self.scale
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure("ttftP90Seconds", ("successes", "latency", "time_to_first_token", "p90"), title="TTFT p90", unit="s"),
+    Measure("tpotP90Seconds", ("successes", "latency", "time_per_output_token", "p90"), title="TPOT p90", unit="s"),
+    Measure(
+        "outputTokensPerSecond",
+        ("successes", "throughput", "output_tokens_per_sec"),
+        title="output throughput",
+        unit="1/s",
+    ),
+    Measure("goodput", ("successes", "goodput_metrics", "goodput_percentage"), 0.01, "goodput at the SLO", "1"),
+    Measure("requests", ("successes", "count")),
+    Measure("failures", ("failures", "count")),
+)
+# What the summary line says it is (jsonPayload.event), and the labels every charted number carries: which
+# workload (its route), which release (the candidate set's release_label) and which scenario.
+SUMMARY_EVENT = "tpu-serving-benchmark"
+LABELS = ("workload", "release", "scenario")
+
+
+def summary_line(summary: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """The Job's summary line for `summary` (what SUMMARY_SCRIPT prints): the event, the labels, each measure the
+    report has."""
+    values = {m.key: m.read(summary) for m in MEASURES}
+    return {"event": SUMMARY_EVENT, **labels, **{k: v for k, v in values.items() if v is not None}}
+
+
+# After the run, in the image's own Python (standard library only): inference-perf's exit status kept, then the
+# summary line from the local report, printed as one JSON line. argv: the config file, the report, the measures
+# ({key: [path, scale]}) and the line's fixed fields, both as JSON (MEASURES and LABELS: one definition).
+SUMMARY_SCRIPT = (
+    "import json, subprocess, sys\n"
+    "code = subprocess.call(['inference-perf', '--config_file', sys.argv[1]])\n"
+    "try:\n"
+    "    report = json.load(open(sys.argv[2]))\n"
+    "except OSError as e:\n"
+    "    sys.exit(code or 'no summary report: ' + str(e))\n"
+    "line = json.loads(sys.argv[4])\n"
+    "for key, (path, scale) in json.loads(sys.argv[3]).items():\n"
+    "    node = report\n"
+    "    for part in path:\n"
+    "        node = node.get(part) if isinstance(node, dict) else None\n"
+    "    if node is not None:\n"
+    "        line[key] = float(node) * scale\n"
+    "print(json.dumps(line), flush=True)\n"
+    "sys.exit(code)\n"
+)
+
+
+def summary_command(labels: dict[str, str]) -> list[str]:
+    """The gate container's command: inference-perf, then its summary line (SUMMARY_SCRIPT)."""
+    measures = {m.key: [list(m.path), m.scale] for m in MEASURES}
+    return [
+        "python3",
+        "-c",
+        SUMMARY_SCRIPT,
+        f"{CONFIG_PATH}/{CONFIG_FILE}",
+        f"{LOCAL_REPORTS}/{SUMMARY_REPORT}",
+        json.dumps(measures, separators=(",", ":")),
+        json.dumps({"event": SUMMARY_EVENT, **labels}, separators=(",", ":")),
+    ]
 
 
 @dataclass(frozen=True)
@@ -166,7 +260,10 @@ def config(
             "request_lifecycle": {"summary": True, "per_stage": False, "per_request": False},
             "prometheus": {"summary": False, "per_stage": False},
         },
-        "storage": {"google_cloud_storage": {"bucket_name": bucket, "path": path}},
+        "storage": {
+            "local_storage": {"path": LOCAL_REPORTS},
+            "google_cloud_storage": {"bucket_name": bucket, "path": path},
+        },
     }
     if constraints:
         out["report"]["goodput"] = {"constraints": constraints}
@@ -187,6 +284,7 @@ def manifests(
     ttft_s: float | None,
     tpot_s: float | None,
     image: str,
+    release: str,
 ) -> list[dict[str, Any]]:
     """The gate: a ConfigMap with inference-perf's config and the Job that runs it once on the system pool, as
     its own identity (`grants`). `pulumi up` does not wait for it (pulumi.com/skipAwait): `make promote` does."""
@@ -206,8 +304,7 @@ def manifests(
         "name": "inference-perf",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["inference-perf"],
-        "args": ["--config_file", f"{CONFIG_PATH}/{CONFIG_FILE}"],
+        "command": summary_command({"workload": route, "release": release, "scenario": scenario.name}),
         "resources": RESOURCES,
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_PATH, "readOnly": True}],
     }

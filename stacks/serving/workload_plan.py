@@ -12,7 +12,7 @@ from typing import Any, Self
 
 from stacks.facts import catalog
 from stacks.facts.images import ImageMirror
-from stacks.naming import LABEL_MAX, MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, fit, stack_service_account
+from stacks.naming import LABEL_MAX, MANAGED_BY_LABELS, SYSTEM_POOL_SELECTOR, fit, short_hash, stack_service_account
 from stacks.problems import Problem
 from stacks.security import scan_exceptions
 from stacks.security.pod_security import ContainerSecurity, pod_specs, secure_pod
@@ -252,6 +252,14 @@ class WorkloadPlan:
         fields = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
         return benchmark.job_name(self.release.route, fields, f"{self.release.weight}:{self.release.gate.scenario}")
 
+    @property
+    def release_label(self) -> str:
+        """Which release this set runs, as the gate's results name it (the `release` label of its summary line,
+        log-based metrics and dashboard tiles): a hash of its config less its name, so the same release is the
+        same label in either slot; a type may lead it with what a reader recognises (vLLM: its image's tag)."""
+        config = self.workload.model_dump(mode="json", exclude={"name"})
+        return short_hash(json.dumps(config, sort_keys=True), 8)
+
     def gate_manifests(self) -> list[dict[str, Any]]:
         """The gate's ConfigMap and Job (stacks/serving/benchmark.py) for the candidate set, at its workload's
         latency SLO thresholds; none for any other set."""
@@ -272,6 +280,7 @@ class WorkloadPlan:
             ttft_s=ttft.threshold_seconds if ttft is not None else None,
             tpot_s=tpot.threshold_seconds if tpot is not None else None,
             image=self.served(benchmark.default_image()),
+            release=self.release_label,
         )
 
     def replicas(self, fixed: int) -> dict[str, Any]:

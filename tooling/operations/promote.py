@@ -12,9 +12,10 @@ pull request's render diff shows it (docs/operations.md "Release train").
   size), `slot` flips to the candidate's, and its result becomes `accepted`; the next `up` deletes the old set.
 
 Read from the summary (kubernetes-sigs/inference-perf v0.7.0 inference_perf/reportgen/base.py summarize_requests,
-summarize, calculate_goodput_metrics): successes.latency.{time_to_first_token,time_per_output_token}.p90 (seconds),
+summarize, calculate_goodput_metrics) through stacks/serving/benchmark.py MEASURES, the numbers the gate Job prints
+for the dashboard: successes.latency.{time_to_first_token,time_per_output_token}.p90 (seconds),
 successes.throughput.output_tokens_per_sec, successes.goodput_metrics.goodput_percentage (0-100), successes.count,
-failures.count. The candidate's burn rate: Cloud Monitoring's select_slo_burn_rate over the fast window's lookbacks
+failures.count; tested on upstream's recorded reports (tests/fixtures/promote/recorded/ORIGIN.md). The candidate's burn rate: Cloud Monitoring's select_slo_burn_rate over the fast window's lookbacks
 (stacks/monitoring/alerts.py BURN_WINDOWS), the condition its fast burn-rate policy alerts on.
 """
 
@@ -59,23 +60,17 @@ class Result:
     source: str
 
 
-def _p90(latency: dict[str, Any], key: str) -> float | None:
-    found = latency.get(key) or {}
-    return float(found["p90"]) if "p90" in found else None
-
-
 def read_summary(doc: dict[str, Any], source: str) -> Result:
-    """The gate's numbers from inference-perf's summary_lifecycle_metrics.json."""
-    successes, failures = doc.get("successes") or {}, doc.get("failures") or {}
-    latency = successes.get("latency") or {}
-    goodput = (successes.get("goodput_metrics") or {}).get("goodput_percentage")
+    """The gate's numbers from inference-perf's summary_lifecycle_metrics.json, read as the gate Job's summary line
+    reads them (stacks/serving/benchmark.py MEASURES: one definition for the Job, the dashboard and the gate)."""
+    line = benchmark.summary_line(doc, {})
     return Result(
-        ttft_p90_s=_p90(latency, "time_to_first_token"),
-        tpot_p90_s=_p90(latency, "time_per_output_token"),
-        output_tokens_per_s=float((successes.get("throughput") or {}).get("output_tokens_per_sec", 0.0)),
-        goodput=None if goodput is None else float(goodput) / 100,
-        requests=int(successes.get("count", 0)),
-        failures=int(failures.get("count", 0)),
+        ttft_p90_s=line.get("ttftP90Seconds"),
+        tpot_p90_s=line.get("tpotP90Seconds"),
+        output_tokens_per_s=line.get("outputTokensPerSecond", 0.0),
+        goodput=line.get("goodput"),
+        requests=int(line.get("requests", 0)),
+        failures=int(line.get("failures", 0)),
         source=source,
     )
 

@@ -158,6 +158,13 @@ class VllmPlan(WorkloadPlan):
             objectives=tuple((o.name, o.priority) for o in self.workload.objectives),
         )
 
+    @property
+    def release_label(self) -> str:
+        """Its image's tag before the config's hash: `v0.32.0-1a2b3c4d` (the image's digest, if pinned by one, is
+        left out: the hash tells releases of one tag apart)."""
+        tag = self.image.split("@")[0].rsplit("/", 1)[-1].partition(":")[2] or "latest"
+        return f"{tag}-{super().release_label}"
+
     def benchmark_target(self) -> benchmark.Target:
         """The gate benchmarks this set's own Service (not the route, whose weights split between the sets), with
         the tokenizer of the model it serves and, for a gated model, the stack's token."""
