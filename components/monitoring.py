@@ -113,12 +113,69 @@ class Monitoring(pulumi.ComponentResource):
                         plan.cluster_name,
                         f"tpu-serving: {plan.cluster_name}",
                         head=list(plan.dashboard_panels),
+                        tail=list(plan.gate_panels),
                     ),
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=self._gate_metrics()),
             )
             self.dashboard_url = board.id.apply(lambda i: dashboard.dashboard_url(i, plan.project))
         self.register_outputs({"adapter": self.adapter, "dashboardUrl": self.dashboard_url})
+
+    def _gate_metrics(self) -> list[pulumi.Resource]:
+        """The release gate's log-based metrics (stacks/serving/benchmark_metrics.py), which the dashboard's gate
+        tiles chart: created first, so the tiles name metrics that exist."""
+        found: list[pulumi.Resource] = []
+        for spec in self._plan.gate_metrics:
+            key = spec["name"].rsplit("/", 1)[-1]
+            descriptor = spec["metricDescriptor"]
+            buckets = spec["bucketOptions"]
+            found.append(
+                gcp.logging.Metric(
+                    f"{self._prefix}-gate-{key}",
+                    gcp.logging.MetricArgs(
+                        project=self._plan.project,
+                        name=spec["name"],
+                        description=spec["description"],
+                        filter=spec["filter"],
+                        metric_descriptor=gcp.logging.MetricMetricDescriptorArgs(
+                            metric_kind=descriptor["metricKind"],
+                            value_type=descriptor["valueType"],
+                            unit=descriptor["unit"],
+                            display_name=descriptor["displayName"],
+                            labels=[
+                                gcp.logging.MetricMetricDescriptorLabelArgs(
+                                    key=label["key"], value_type=label["valueType"], description=label["description"]
+                                )
+                                for label in descriptor["labels"]
+                            ],
+                        ),
+                        value_extractor=spec["valueExtractor"],
+                        label_extractors=spec["labelExtractors"],
+                        bucket_options=gcp.logging.MetricBucketOptionsArgs(
+                            exponential_buckets=(
+                                gcp.logging.MetricBucketOptionsExponentialBucketsArgs(
+                                    num_finite_buckets=buckets["exponentialBuckets"]["numFiniteBuckets"],
+                                    growth_factor=buckets["exponentialBuckets"]["growthFactor"],
+                                    scale=buckets["exponentialBuckets"]["scale"],
+                                )
+                                if "exponentialBuckets" in buckets
+                                else None
+                            ),
+                            linear_buckets=(
+                                gcp.logging.MetricBucketOptionsLinearBucketsArgs(
+                                    num_finite_buckets=buckets["linearBuckets"]["numFiniteBuckets"],
+                                    width=buckets["linearBuckets"]["width"],
+                                    offset=buckets["linearBuckets"]["offset"],
+                                )
+                                if "linearBuckets" in buckets
+                                else None
+                            ),
+                        ),
+                    ),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        return found
 
     # ---- helpers --------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -29,6 +30,41 @@ def _tile(title: str, query: str, y_label: str) -> dict[str, Any]:
 
 
 Panel = tuple[str, str, str]  # (title, PromQL, y-axis label)
+
+
+@dataclass(frozen=True)
+class FilterPanel:
+    """A tile of a Cloud Monitoring metric that PromQL does not chart as the tile means it (a log-based
+    distribution's mean, stacks/serving/benchmark_metrics.py): a monitoring v1 TimeSeriesFilter, each series
+    aligned with ALIGN_SUM over `alignment` and reduced with REDUCE_MEAN by `group_by`."""
+
+    title: str
+    filter: str
+    group_by: tuple[str, ...]
+    y_label: str
+    alignment: str
+
+
+def _filter_tile(panel: FilterPanel) -> dict[str, Any]:
+    query = {
+        "timeSeriesFilter": {
+            "filter": panel.filter,
+            "aggregation": {
+                "alignmentPeriod": panel.alignment,
+                "perSeriesAligner": "ALIGN_SUM",
+                "crossSeriesReducer": "REDUCE_MEAN",
+                "groupByFields": list(panel.group_by),
+            },
+        }
+    }
+    return {
+        "title": panel.title,
+        "xyChart": {
+            "chartOptions": {"mode": "COLOR"},
+            "dataSets": [{"plotType": "LINE", "targetAxis": "Y1", "timeSeriesQuery": query}],
+            "yAxis": {"label": panel.y_label, "scale": "LINEAR"},
+        },
+    }
 
 
 def panels(cluster: str, head: Sequence[Panel] = ()) -> list[Panel]:
@@ -87,15 +123,20 @@ def cost_panel(cluster: str, namespace: str, pods: str, replica_hour: float, rep
     )
 
 
-def dashboard(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> dict[str, Any]:
+def dashboard(
+    cluster: str, display_name: str, head: Sequence[Panel] = (), tail: Sequence[FilterPanel] = ()
+) -> dict[str, Any]:
+    """The dashboard: `head` (PromQL tiles), the stack's own, then `tail` (the release gate's, when a workload
+    rolls out)."""
     tiles = []
-    for i, (title, query, label) in enumerate(panels(cluster, head)):
+    widgets = [_tile(*p) for p in panels(cluster, head)] + [_filter_tile(p) for p in tail]
+    for i, widget in enumerate(widgets):
         tile = {
             "xPos": (i % 2) * 24,
             "yPos": (i // 2) * 16,
             "width": 24,
             "height": 16,
-            "widget": _tile(title, query, label),
+            "widget": widget,
         }
         tiles.append(api_shape(tile))
     return {"displayName": display_name, "mosaicLayout": {"columns": 48, "tiles": tiles}}
@@ -114,8 +155,10 @@ def api_shape(value: Any) -> Any:
     return value
 
 
-def dashboard_json(cluster: str, display_name: str, head: Sequence[Panel] = ()) -> str:
-    return json.dumps(dashboard(cluster, display_name, head), sort_keys=True)
+def dashboard_json(
+    cluster: str, display_name: str, head: Sequence[Panel] = (), tail: Sequence[FilterPanel] = ()
+) -> str:
+    return json.dumps(dashboard(cluster, display_name, head, tail), sort_keys=True)
 
 
 def dashboard_url(dashboard_id: str, project: str) -> str:

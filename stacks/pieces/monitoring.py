@@ -16,6 +16,7 @@ from stacks.monitoring.metrics import HpaMetric
 from stacks.pieces.context import Context, Findings
 from stacks.pieces.gateway import GatewayPlan
 from stacks.pieces.rules import parse_section
+from stacks.serving import benchmark_metrics
 from stacks.serving.workload_type import WorkloadRegistry
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class MonitoringPlan:
     server_metrics: tuple[tuple[HpaMetric, tuple[str, ...]], ...]
     """The workload types' own server metrics (vLLM's, say), each with the namespaces of the autoscaled workloads
     whose HPA may scale on it: the metrics adapter serves them there."""
+    gate_panels: tuple[dashboard.FilterPanel, ...] = ()
+    """The release gate's tiles, below the stack's (stacks/serving/benchmark_metrics.py): while a workload rolls out."""
+    gate_metrics: tuple[dict[str, Any], ...] = ()
+    """The log-based metrics those tiles chart (gcp.logging.Metric inputs), with the dashboard."""
 
 
 def visit(ctx: Context, found: Findings) -> MonitoringPlan | None:
@@ -88,6 +93,7 @@ def plan(
     by workload, the list price of one chip-hour of its pool (stacks/reports/cost.py chip_price), for its cost tile."""
     prices = chip_prices or {}
     autoscaled = [w for w in workloads if w.autoscaled]
+    rolling = monitoring.dashboard and any(w.release is not None for w in workloads)
     panels = [p for w in workloads for p in w.dashboard_panels(cluster_name)]
     panels += [p for w in workloads if (p := cost_panel(w, cluster_name, prices.get(w.name))) is not None]
     panels += dashboard.gateway_panels(cluster_name) if gateway else []
@@ -101,6 +107,10 @@ def plan(
         dashboard_panels=tuple(dict.fromkeys(panels)),
         hpa_namespaces=tuple(sorted({w.namespace for w in autoscaled})),
         server_metrics=own_server_metrics(autoscaled),
+        # the gate's numbers on the dashboard while a workload has a release train (whether or not a candidate runs
+        # now: its last runs stay charted, and the metrics do not come and go with each release)
+        gate_panels=tuple(benchmark_metrics.panels(cluster_name)) if rolling else (),
+        gate_metrics=tuple(benchmark_metrics.log_metrics(cluster_name)) if rolling else (),
     )
 
 

@@ -16,7 +16,7 @@ Its results land in the bucket (above) and on the stack's dashboard: after the r
 its summary (`summary_line`: SUMMARY_EVENT, the labels LABELS and each of MEASURES read from the summary report),
 which GKE's logging agent turns into a LogEntry whose jsonPayload holds its fields ("If the line is a JSON object,
 it is written to jsonPayload", https://cloud.google.com/kubernetes-engine/docs/concepts/about-logs and
-https://cloud.google.com/logging/docs/structured-logging); stacks/monitoring/benchmark_metrics.py turns the same
+https://cloud.google.com/logging/docs/structured-logging); stacks/serving/benchmark_metrics.py turns the same
 MEASURES and LABELS into log-based metrics and the dashboard's tiles, and tooling/operations/promote.py reads the
 report through the same MEASURES: one definition of each number, for the Job, the metrics and the gate.
 """

@@ -37,6 +37,8 @@ DOCUMENTS_PATH = "googleapiclient/discovery_cache/documents/"
 # document -> the resource schemas the stack sends (everything they reference is kept too)
 ROOTS: dict[str, tuple[str, ...]] = {
     "monitoring.v1": ("Dashboard",),
+    # the release gate's log-based metrics (components/monitoring.py, stacks/serving/benchmark_metrics.py)
+    "logging.v2": ("LogMetric",),
     # the alerts piece and cost attribution (components/alerts.py, components/cost.py)
     "monitoring.v3": ("AlertPolicy", "NotificationChannel", "Service", "ServiceLevelObjective"),
     "billingbudgets.v1": ("GoogleCloudBillingBudgetsV1Budget",),
@@ -452,6 +454,8 @@ BODIES: dict[str, tuple[str, str, frozenset[str]]] = {
     "gcp:monitoring/customService:CustomService": ("monitoring.v3", "Service", frozenset({"project", "serviceId"})),
     _SLO: ("monitoring.v3", "ServiceLevelObjective", frozenset({"project", "service", "sloId"})),
     _BUDGET: ("billingbudgets.v1", "GoogleCloudBillingBudgetsV1Budget", frozenset({"billingAccount"})),
+    # google-beta services/logging/resource_logging_metric.go: its fields are the API's (project in the URL)
+    "gcp:logging/metric:Metric": ("logging.v2", "LogMetric", frozenset({"project"})),
 }
 
 

@@ -27,6 +27,7 @@ them:
   monitoring.alertPolicies.*; roles/monitoring.notificationChannelEditor: monitoring.notificationChannels.*;
   roles/monitoring.servicesEditor: monitoring.services.* and monitoring.slos.*.
 - roles/gkehub.admin: gkehub.memberships.* and gkehub.features.*.
+- roles/logging.configWriter: logging.logMetrics.* (the release gate's log-based metrics).
 - roles/cloudkms.admin on the key (cloudkms.cryptoKeys.getIamPolicy/setIamPolicy), not the project.
 - roles/billing.costsManager on the billing account (billing.budgets.*), not the project; with it
   roles/serviceusage.serviceUsageConsumer (serviceusage.services.use) on the project the Budget's calls bill.
@@ -156,6 +157,13 @@ TYPES: dict[str, Needs] = {
     ),
     "gcp:monitoring/dashboard:Dashboard": Needs(
         "dashboard", (MONITORING,), (Role("roles/monitoring.dashboardEditor"),)
+    ),
+    # logging.logMetrics.create/update/delete: roles/logging.configWriter ("read and write the configurations of
+    # logs-based metrics and sinks", https://cloud.google.com/iam/docs/roles-permissions/logging#logging.configWriter)
+    "gcp:logging/metric:Metric": Needs(
+        "release gate log-based metrics (a workload's rollout)",
+        ("logging.googleapis.com",),
+        (Role("roles/logging.configWriter"),),
     ),
     "gcp:monitoring/alertPolicy:AlertPolicy": Needs(
         "alert policies (alerts)", (MONITORING,), (Role("roles/monitoring.alertPolicyEditor"),)

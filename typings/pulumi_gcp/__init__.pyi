@@ -7,6 +7,7 @@ from pulumi_gcp import compute as compute
 from pulumi_gcp import container as container
 from pulumi_gcp import gkehub as gkehub
 from pulumi_gcp import kms as kms
+from pulumi_gcp import logging as logging
 from pulumi_gcp import monitoring as monitoring
 from pulumi_gcp import organizations as organizations
 from pulumi_gcp import projects as projects
