@@ -1,7 +1,7 @@
 """Issue 37 item 4: the gate's benchmark results land in the bucket AND on the dashboard. The gate Job prints one
-JSON summary line after inference-perf (stacks/serving/benchmark.py SUMMARY_SCRIPT); GKE's logging agent writes a
-JSON line as the LogEntry's jsonPayload (https://cloud.google.com/kubernetes-engine/docs/concepts/about-logs,
-https://cloud.google.com/logging/docs/structured-logging); log-based metrics extract its numbers and labels
+JSON summary line after inference-perf (stacks/serving/benchmark.py SUMMARY_SCRIPT); GKE's logging agent sends a
+JSON object serialized on a single stdout line as the LogEntry's jsonPayload
+(https://cloud.google.com/logging/docs/structured-logging "Use the Logging agent"); log-based metrics extract its numbers and labels
 (logging v2 LogMetric: google-api-python-client 2.202.0 logging.v2.json, google-beta v7.45.0
 services/logging/resource_logging_metric.go; both checked strictly by tests/test_api_schemas.py and
 tests/test_provider_schema.py over every shipped stack), and the dashboard's gate tiles chart them per workload,
@@ -68,6 +68,32 @@ def test_the_gate_job_prints_one_summary_line_of_the_recorded_report(tmp_path, r
     assert printed == benchmark.summary_line(doc, labels)
     assert printed["ttftP90Seconds"] == doc["successes"]["latency"]["time_to_first_token"]["p90"]
     assert printed["outputTokensPerSecond"] == doc["successes"]["throughput"]["output_tokens_per_sec"]
+
+
+# The structured-logging page's "Special JSON fields in log entries": the agent moves these out of jsonPayload.
+SPECIAL_FIELDS = {
+    "severity",
+    "message",
+    "log",
+    "httpRequest",
+    "time",
+    "timestamp",
+    "timestampSeconds",
+    "timestampNanos",
+    "logging.googleapis.com/insertId",
+    "logging.googleapis.com/labels",
+    "logging.googleapis.com/operation",
+    "logging.googleapis.com/sourceLocation",
+    "logging.googleapis.com/spanId",
+    "logging.googleapis.com/trace",
+    "logging.googleapis.com/trace_sampled",
+}
+
+
+def test_no_key_of_the_summary_line_is_a_special_field_the_agent_moves_out_of_json_payload():
+    """https://cloud.google.com/logging/docs/structured-logging "Special JSON fields in log entries"."""
+    keys = {"event", *benchmark.LABELS, *(m.key for m in benchmark.MEASURES)}
+    assert not keys & SPECIAL_FIELDS
 
 
 def test_goodput_is_printed_as_a_fraction_when_the_report_has_it(tmp_path):

@@ -111,6 +111,29 @@ def test_a_rollout_the_stack_cannot_run_is_refused_at_its_key(change, key, words
     assert any(f"workloads[0].{key}:" in p and words in p for p in found), found
 
 
+@needs_crds
+def test_mirroring_is_refused_citing_why_and_the_pinned_gateway_api_says_so():
+    """Issue 37 item 3, mirroring (optional): GKE's Gateway implements RequestMirror (kubernetes-sigs/gateway-api
+    conformance/reports/v1.1.0/gke-gateway/standard-1.30.3-{rilb,rxlb}-report.yaml and v1.4.0/gke-gateway/
+    standard-1.34.4-rxlb-report.yaml: HTTPRouteRequestMirror supported), tested to a Service; a mirror to any other
+    kind is implementation-specific in the pinned Gateway API CRD (gateway-api@v1.6.1, read here), and neither GKE's
+    GatewayClass capabilities page nor gateway-api-inference-extension@v1.6.0 (no mirror conformance test)
+    documents one to an InferencePool. The refusal says so and what to do instead."""
+    import yaml
+
+    crd = yaml.safe_load((crd_dir() / "gateway.networking.k8s.io_httproutes.yaml").read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    rule = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["rules"]["items"]
+    mirror = rule["properties"]["filters"]["items"]["properties"]["requestMirror"]["properties"]["backendRef"]
+    assert "Support: Extended for Kubernetes Service" in mirror["description"]
+    assert "Support: Implementation-specific for any other resource" in mirror["description"]
+    cfg = example()
+    workload(cfg)["rollout"]["mirror"] = True
+    (found,) = [p for p in problems(cfg) if "rollout.mirror" in p]
+    for words in ("HTTPRouteRequestMirror", "implementation-specific", "InferencePool", "canary step"):
+        assert words in found, found
+
+
 def test_the_candidate_is_refused_before_it_is_created_when_its_pool_cannot_hold_both_sets():
     """Preflight of a release: the pool's capacity arithmetic (hosts at the replicas' maximum) with both sets; the
     problem names every set's hosts and the fixes."""

@@ -672,8 +672,9 @@ class RolloutConfig(CamelModel):
     )
     mirror: bool = Field(
         False,
-        description="Mirror the current release's requests to the candidate (HTTPRoute RequestMirror): refused, "
-        "GKE's Gateway does not document mirroring to an InferencePool.",
+        description="Mirror the current release's requests to the candidate (HTTPRoute RequestMirror): refused; "
+        "GKE's Gateway mirrors to a Service, and neither GKE nor the inference extension documents a mirror to an "
+        'InferencePool (docs/operations.md "Release train").',
     )
     gate: GateConfig = Field(default_factory=GateConfig, description="The benchmark gate `make promote` applies.")
     slot: Literal["a", "b"] = Field(

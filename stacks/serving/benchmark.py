@@ -14,11 +14,12 @@ on: TTFT and TPOT are measured only for streamed responses (APIConfig.streaming'
 
 Its results land in the bucket (above) and on the stack's dashboard: after the run the Job prints one JSON line,
 its summary (`summary_line`: SUMMARY_EVENT, the labels LABELS and each of MEASURES read from the summary report),
-which GKE's logging agent turns into a LogEntry whose jsonPayload holds its fields ("If the line is a JSON object,
-it is written to jsonPayload", https://cloud.google.com/kubernetes-engine/docs/concepts/about-logs and
-https://cloud.google.com/logging/docs/structured-logging); stacks/serving/benchmark_metrics.py turns the same
-MEASURES and LABELS into log-based metrics and the dashboard's tiles, and tooling/operations/promote.py reads the
-report through the same MEASURES: one definition of each number, for the Job, the metrics and the gate.
+which GKE's logging agent sends to Cloud Logging as the jsonPayload of the container's LogEntry (a JSON object
+serialized on a single line to stdout or stderr, https://cloud.google.com/logging/docs/structured-logging "Use the
+Logging agent"; none of its keys is one of the special fields the agent moves out of jsonPayload, such as severity
+or message); stacks/serving/benchmark_metrics.py turns the same MEASURES and LABELS into log-based metrics and the
+dashboard's tiles, and tooling/operations/promote.py reads the report through the same MEASURES: one definition of
+each number, for the Job, the metrics and the gate.
 """
 
 from __future__ import annotations

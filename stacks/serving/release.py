@@ -13,10 +13,22 @@ Gateway API (kubernetes-sigs/gateway-api@v1.6.1 config/crd/standard/gateway.netw
 HTTPRoute v1 spec.rules[].backendRefs[].weight): "the proportion of requests forwarded to the referenced backend
 ... computed as weight/(sum of all weights in this BackendRefs list)"; 0 to 1000000, default 1; a backendRef's
 group and kind may name an InferencePool (kubernetes-sigs/gateway-api-inference-extension@v1.6.0: an
-InferencePool is an HTTPRoute backend). Mirroring (HTTPRouteFilter RequestMirror) is refused: its backendRef's
-support is "Extended for Kubernetes Service, Implementation-specific for any other resource" (the same CRD), and
-GKE's GatewayClass capabilities (https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities)
-state no mirroring to an InferencePool.
+InferencePool is an HTTPRoute backend).
+
+Mirroring (`rollout.mirror`) is refused, for the reasons MIRROR_REFUSED gives: GKE's Gateway mirrors, but to a
+Service; nothing says it mirrors to an InferencePool:
+- GKE implements HTTPRoute RequestMirror on both classes the stack uses: kubernetes-sigs/gateway-api
+  conformance/reports/v1.1.0/gke-gateway/standard-1.30.3-rilb-report.yaml (gke-l7-rilb) and
+  standard-1.30.3-rxlb-report.yaml (gke-l7-regional-external-managed) list HTTPRouteRequestMirror as supported and
+  HTTPRouteRequestMultipleMirrors as not; v1.4.0/gke-gateway/standard-1.34.4-rxlb-report.yaml adds
+  HTTPRouteRequestPercentageMirror. Those conformance tests mirror to a Service.
+- A mirror's backendRef is "Support: Extended for Kubernetes Service", "Support: Implementation-specific for any
+  other resource", and "Mirrored requests must be sent only to a single destination endpoint within this
+  BackendRef" (gateway-api@v1.6.1 HTTPRoute CRD, requestMirror.backendRef): an InferencePool's endpoint is the one
+  its endpoint picker chooses per request, which a mirror does not consult.
+- Neither GKE's GatewayClass capabilities page (https://cloud.google.com/kubernetes-engine/docs/how-to/
+  gatewayclass-capabilities) nor the inference extension (gateway-api-inference-extension@v1.6.0: no mirror test in
+  conformance/, nothing in site-src/ on mirroring) documents a RequestMirror to an InferencePool.
 """
 
 from __future__ import annotations
@@ -31,6 +43,15 @@ CURRENT = "current"
 CANDIDATE = "candidate"
 # `<name>-b`: what slot b adds to a workload's name (its objects, identity, InferencePool, alerts)
 SLOT_SUFFIX = {"a": "", "b": "-b"}
+
+
+MIRROR_REFUSED = (
+    "true is not supported: GKE's Gateway implements HTTPRoute RequestMirror (gateway-api conformance reports "
+    "gke-gateway v1.1.0 rilb/rxlb, v1.4.0 rxlb: HTTPRouteRequestMirror), but a mirror to anything other than a "
+    "Service is implementation-specific (gateway-api v1.6.1 HTTPRoute requestMirror.backendRef) and neither GKE "
+    "(GatewayClass capabilities) nor the inference extension v1.6.0 documents one to an InferencePool; use a "
+    "canary step (rollout.steps, e.g. [1, 10, 50, 100]) instead"
+)
 
 
 def slot_name(name: str, slot: str) -> str:
@@ -166,13 +187,7 @@ def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios
     if getattr(rollout, "candidate", None) is not None and not has_candidate:
         found.append(Problem(f"{key}.candidate", "names no field: give what the release changes (e.g. image)"))
     if rollout.mirror:
-        found.append(
-            Problem(
-                f"{key}.mirror",
-                "true is not supported: an HTTPRoute RequestMirror to an InferencePool is implementation-specific "
-                "(Gateway API HTTPRequestMirrorFilter) and GKE's Gateway documents none; use a canary step instead",
-            )
-        )
+        found.append(Problem(f"{key}.mirror", MIRROR_REFUSED))
     if rollout.gate.scenario not in scenarios:
         found.append(
             Problem(

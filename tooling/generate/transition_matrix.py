@@ -567,8 +567,9 @@ UNEXERCISED: dict[str, str] = {
     "RAPID and a GKE version the examples outside the fleet do not have: a new stack, not a change (docs/fleet.md)",
     "gateway.proxySubnet -> existing": "needs cluster.network.create: false (an existing VPC with its proxy-only "
     "subnet), which only fleet members have, and a fleet member may not have a regional proxy subnet",
-    "workloads[vllm].rollout.mirror toggled": "mirroring is refused: an HTTPRoute RequestMirror to an InferencePool is "
-    "implementation-specific (Gateway API HTTPRequestMirrorFilter) and GKE's Gateway documents none",
+    "workloads[vllm].rollout.mirror toggled": "mirroring is refused: GKE's Gateway mirrors to a Service, and neither "
+    "GKE nor the inference extension v1.6.0 documents a RequestMirror to an InferencePool (docs/operations.md "
+    '"Release train")',
     "workloads[vllm].routing -> precise-prefix": "refused at the pinned router (llm-d-router v0.10.0): its precise "
     "prefix scorer needs a tokenizer sidecar reading the Hugging Face Hub and the engine's KV events, which the TPU "
     "support matrix does not cover (docs/workloads/vllm.md)",
