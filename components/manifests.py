@@ -27,7 +27,7 @@ KINDS: dict[tuple[str, str], type[pulumi.CustomResource]] = {
 }
 
 
-def _snake(key: str) -> str:
+def snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
@@ -38,7 +38,7 @@ def register_manifest(name: str, manifest: dict[str, Any], opts: pulumi.Resource
     if cls is None:
         return custom_resource(name, manifest["apiVersion"], manifest["kind"], opts, **fields)
     # the typed constructors take the top-level fields in snake_case (roleRef -> role_ref)
-    return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+    return cls(name, opts=opts, **{snake(k): v for k, v in fields.items()})
 
 
 def custom_resource(

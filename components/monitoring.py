@@ -19,7 +19,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.addons import AddonCrds, release_args
-from components.manifests import custom_resource, register_manifest
+from components.manifests import custom_resource, register_manifest, snake
 from stacks import naming
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.monitoring import adapters as metrics_adapters
@@ -61,6 +61,19 @@ class MonitoringDeps:
     """False in local mode (stacks/model/local_target.py): no dashboard and no IAM grants, only the in-cluster objects."""
     sources: Sources = REGISTRY
     """Where the adapter's chart and CRD files come from."""
+
+
+def _bucket_options(options: dict[str, Any]) -> gcp.logging.MetricBucketOptionsArgs:
+    """A log-based metric's one kind of buckets (LogMetric BucketOptions), as its typed Args."""
+    ((kind, fields),) = options.items()
+    given = {snake(k): v for k, v in fields.items()}
+    if kind == "linearBuckets":
+        return gcp.logging.MetricBucketOptionsArgs(
+            linear_buckets=gcp.logging.MetricBucketOptionsLinearBucketsArgs(**given)
+        )
+    return gcp.logging.MetricBucketOptionsArgs(
+        exponential_buckets=gcp.logging.MetricBucketOptionsExponentialBucketsArgs(**given)
+    )
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -128,7 +141,6 @@ class Monitoring(pulumi.ComponentResource):
         for spec in self._plan.gate_metrics:
             key = spec["name"].rsplit("/", 1)[-1]
             descriptor = spec["metricDescriptor"]
-            buckets = spec["bucketOptions"]
             found.append(
                 gcp.logging.Metric(
                     f"{self._prefix}-gate-{key}",
@@ -151,26 +163,7 @@ class Monitoring(pulumi.ComponentResource):
                         ),
                         value_extractor=spec["valueExtractor"],
                         label_extractors=spec["labelExtractors"],
-                        bucket_options=gcp.logging.MetricBucketOptionsArgs(
-                            exponential_buckets=(
-                                gcp.logging.MetricBucketOptionsExponentialBucketsArgs(
-                                    num_finite_buckets=buckets["exponentialBuckets"]["numFiniteBuckets"],
-                                    growth_factor=buckets["exponentialBuckets"]["growthFactor"],
-                                    scale=buckets["exponentialBuckets"]["scale"],
-                                )
-                                if "exponentialBuckets" in buckets
-                                else None
-                            ),
-                            linear_buckets=(
-                                gcp.logging.MetricBucketOptionsLinearBucketsArgs(
-                                    num_finite_buckets=buckets["linearBuckets"]["numFiniteBuckets"],
-                                    width=buckets["linearBuckets"]["width"],
-                                    offset=buckets["linearBuckets"]["offset"],
-                                )
-                                if "linearBuckets" in buckets
-                                else None
-                            ),
-                        ),
+                        bucket_options=_bucket_options(spec["bucketOptions"]),
                     ),
                     opts=pulumi.ResourceOptions(parent=self),
                 )
