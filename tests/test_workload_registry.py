@@ -379,3 +379,33 @@ def test_a_rollout_on_a_type_that_cannot_roll_out_is_refused_naming_the_types_th
         assert len(mine) == 1, found
         assert f"a {entries[i]['type']} workload cannot roll out" in mine[0] and "allowed on vllm workloads" in mine[0]
     assert not any("unknown key" in p for p in found), found
+
+
+class RollingRelayWorkload(RelayWorkload):
+    """A relay type that rolls out (its config has `rollout`, as vLLM's)."""
+
+    type: Literal["rolling-relay"]  # type: ignore[assignment]
+    rollout: dict[str, Any] | None = None
+
+
+def test_a_type_added_with_rollout_is_named_where_a_rollout_is_refused(monkeypatch):
+    """The refusal's list of types comes from the registry: a type a test adds with `rollout` (and the gateway) is
+    named beside vllm, and still refused on the types without it."""
+    from tooling.harness.offline import ROOT, load_stack_file, parse_config
+
+    rolling = WorkloadType(
+        config=RollingRelayWorkload,
+        resolve=resolver(check_relay),
+        component=Echo,
+        tpu_images=("vllmTpu",),
+        gateway_served=True,
+    )
+    monkeypatch.setattr(registry, "WORKLOAD_TYPES", WorkloadRegistry(*registry.WORKLOAD_TYPES.values(), rolling))
+    assert registry.WORKLOAD_TYPES.rollout_types == ("vllm", "rolling-relay")
+    cfg = load_stack_file(ROOT / "examples/all-in-one/Pulumi.all-in-one.yaml")
+    i = next(i for i, e in enumerate(cfg["tpu-serving:workloads"]) if e["type"] == "saxml")
+    cfg["tpu-serving:workloads"][i]["rollout"] = {}
+    with pytest.raises(Exception) as err:
+        parse_config(cfg, "all-in-one")
+    found = [str(p) for p in err.value.problems if p.path == f"tpu-serving:workloads[{i}].rollout"]  # type: ignore[attr-defined]
+    assert len(found) == 1 and "allowed on vllm or rolling-relay workloads" in found[0], found
