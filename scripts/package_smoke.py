@@ -49,12 +49,18 @@ def main(version: str, pack: Path, platform_file: Path, program: Path) -> int:
     assert "site-packages" in where.parts, f"tpu_serving imported from {where}, not the installed wheel"
     assert tpu_serving.__version__ == version, (tpu_serving.__version__, version)
 
-    workload = {"type": "vllm", "name": "smoke", "namespace": "smoke", "pool": "v5e-2x4", "model": "Qwen/Qwen3-8B"}
+    # PEP 561: the package carries its types, so mypy checks a user's program against the installed wheel
+    assert (where.parent / "py.typed").is_file(), "tpu_serving has no py.typed"
+    settings = {"model": "Qwen/Qwen3-8B", "gated": False, "maxModelLen": 4096}
     config = {
         "gcp:project": "my-tpu-project",
         "add-workload:platformStack": "organization/tpu-serving/dev",
         "add-workload:platformStackFile": str(platform_file),
-        "add-workload:workload": json.dumps({**workload, "gated": False, "maxModelLen": 4096}),
+        "add-workload:type": "vllm",
+        "add-workload:name": "smoke",
+        "add-workload:namespace": "smoke",
+        "add-workload:pool": "v5e-2x4",
+        "add-workload:settings": json.dumps(settings),
     }
     mocks = Mocks()
     pulumi.runtime.set_all_config(config)

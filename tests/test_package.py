@@ -4,6 +4,10 @@ namespace and component as the platform builds them, on the platform's bucket, p
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
+import json
 import tomllib
 
 import pytest
@@ -14,6 +18,8 @@ from tests.test_guardrails import resources
 from tooling.harness.offline import ROOT, run_program
 from tooling.harness.requirements import pins
 from tpu_serving.version import VERSION
+from tpu_serving.workload import TYPED_KEYS, PlatformArgs, PlatformOutputs, WorkloadArgs
+from workloads.registry import WORKLOAD_TYPES
 
 PLATFORM = "organization/tpu-serving/dev"
 OUTPUTS = {"dev": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "bucketName": "platform-bucket", "clusterName": "c"}}
@@ -29,12 +35,19 @@ WORKLOAD = {
 }
 
 
+def example_config(workload: dict) -> dict:
+    """The example's config for a `tpu-serving:workloads` entry: its typed keys, the type's own under settings."""
+    typed = {k: workload[k] for k in TYPED_KEYS if k in workload}
+    settings = {k: v for k, v in workload.items() if k not in TYPED_KEYS}
+    return {**{f"add-workload:{k}": v for k, v in typed.items()}, "add-workload:settings": json.dumps(settings)}
+
+
 def added(workload, preview=False):
     config = {
         "gcp:project": "my-tpu-project",
         "add-workload:platformStack": PLATFORM,
         "add-workload:platformStackFile": str(ROOT / "Pulumi.dev.yaml"),
-        "add-workload:workload": workload,
+        **example_config(workload),
     }
     return run_program(
         config, stack="team-b", preview=preview, program=ROOT / "examples/add-workload/__main__.py",
@@ -93,5 +106,92 @@ def test_a_workload_on_the_platforms_names_is_refused(change, key):
     them: refused, naming the key and what is allowed."""
     import pulumi
 
-    with pytest.raises(pulumi.RunError, match=rf"tpu-serving:workloads\[0\]\.{key}: 'qwen3-8b' .*platform stack"):
+    with pytest.raises(pulumi.RunError, match=rf"WorkloadArgs\.{key}: 'qwen3-8b' .*platform stack"):
         added({**WORKLOAD, **change})
+
+
+# ---- typed inputs (tpu_serving.WorkloadArgs, PlatformArgs, PlatformOutputs) -------------------------------------
+
+
+@pytest.mark.parametrize("cls", [WorkloadArgs, PlatformArgs, PlatformOutputs], ids=lambda c: c.__name__)
+def test_every_field_of_a_typed_input_has_a_type_and_a_docstring(cls):
+    # as pulumi-eks documents each input (pulumi/pulumi-eks@fb445f21 sdk/python/pulumi_eks/_inputs.py: a docstring per
+    # input property): the field's annotation, then its docstring right below it
+    body = next(
+        n for n in ast.parse(inspect.getsource(inspect.getmodule(cls))).body if getattr(n, "name", "") == cls.__name__
+    )
+    documented = {
+        field.target.id
+        for field, doc in zip(body.body, body.body[1:], strict=False)
+        if isinstance(field, ast.AnnAssign)
+        and isinstance(doc, ast.Expr)
+        and isinstance(doc.value, ast.Constant)
+        and isinstance(doc.value.value, str)
+    }
+    assert documented == {f.name for f in dataclasses.fields(cls)}
+
+
+def test_bad_typed_inputs_are_refused_at_once_naming_field_value_and_allowed():
+    import pulumi
+
+    with pytest.raises(pulumi.RunError) as err:
+        WorkloadArgs(type="tgi", name="Chat_2", pool="", namespace="team b", settings={"name": "x"})
+    lines = str(err.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "WorkloadArgs.type", "WorkloadArgs.name", "WorkloadArgs.pool", "WorkloadArgs.namespace",
+        "WorkloadArgs.settings['name']",
+    ]  # fmt: skip
+    assert "'tgi' is not allowed; allowed: a registered workload type (" in lines[0] and "vllm" in lines[0]
+    assert "'Chat_2'" in lines[1] and "RFC 1123 label" in lines[1]
+    assert "set WorkloadArgs.name instead" in lines[4]
+    with pytest.raises(pulumi.RunError, match=r"PlatformArgs\.stack: 'dev' is not allowed; allowed: <organization>"):
+        PlatformArgs(stack="dev", config={})
+
+
+def test_a_workload_type_registered_after_import_is_allowed():
+    # rule over every registry entry, including one a test adds: the allowed types are the registry's when checked
+    assert set(WORKLOAD_TYPES) >= {"vllm", "jetstream", "saxml"}
+    for name in WORKLOAD_TYPES:
+        assert WorkloadArgs(type=name, name="w", pool="p").type == name
+
+
+def test_an_entry_and_its_typed_input_are_the_same_workload():
+    args = WorkloadArgs.from_entry(WORKLOAD)
+    assert args.namespace == "team-b" and args.settings["model"] == "Qwen/Qwen3-8B"
+    assert args.entry() == WORKLOAD
+
+
+MYPY_CONFIG = """
+[mypy]
+python_version = 3.11
+ignore_missing_imports = true
+# the package's API is what is checked here (mypy over the program's own packages is `make lint`)
+[mypy-stacks.*,components.*,workloads.*,pulumi.*,pulumi_kubernetes.*,pulumi_gcp.*]
+follow_imports = skip
+"""
+
+
+def test_mypy_type_checks_a_user_program_against_the_typed_inputs(tmp_path):
+    from mypy import api
+
+    (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(
+        "import tpu_serving\n"
+        "tpu_serving.WorkloadArgs(type='vllm', name='x', pool=3)\n"
+        "tpu_serving.PlatformArgs(stack='o/p/s', config={}, kubeconfig='')\n"
+    )
+    args = ["--config-file", str(tmp_path / "mypy.ini"), "--no-incremental", "--cache-dir", str(tmp_path / "cache")]
+    out, _, code = api.run([*args, str(ROOT / "examples/add-workload/__main__.py")])
+    assert code == 0, out
+    out, _, code = api.run([*args, str(wrong)])
+    assert code == 1
+    assert 'Argument "pool" to "WorkloadArgs" has incompatible type "int"; expected "str"' in out, out
+    assert 'Unexpected keyword argument "kubeconfig" for "PlatformArgs"' in out, out
+
+
+def test_the_package_carries_its_types():
+    # PEP 561 (https://peps.python.org/pep-0561/): an installed package is type-checked only with a py.typed marker
+    assert (ROOT / "tpu_serving/py.typed").is_file()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in data["tpu_serving"]

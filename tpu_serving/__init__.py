@@ -11,7 +11,7 @@ from stacks import guardrails
 from stacks.config import parse_stack_config
 from tpu_serving.program import run
 from tpu_serving.version import VERSION
-from tpu_serving.workload import AddedWorkload, PlatformOutputs, add_workload
+from tpu_serving.workload import AddedWorkload, PlatformArgs, PlatformOutputs, WorkloadArgs, add_workload
 from workloads.registry import WORKLOAD_TYPES
 
 __version__ = VERSION
@@ -20,7 +20,9 @@ __all__ = [
     "WORKLOAD_TYPES",
     "AddedWorkload",
     "Platform",
+    "PlatformArgs",
     "PlatformOutputs",
+    "WorkloadArgs",
     "__version__",
     "add_workload",
     "build_stack",
