@@ -22,7 +22,10 @@ from tpu_serving.workload import TYPED_KEYS, PlatformArgs, PlatformOutputs, Work
 from workloads.registry import WORKLOAD_TYPES
 
 PLATFORM = "organization/tpu-serving/dev"
-OUTPUTS = {"dev": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "bucketName": "platform-bucket", "clusterName": "c"}}
+# the platform stack's outputs: its bucket is the one its stack file (Pulumi.dev.yaml) names, by default
+# naming.default_bucket_name(gcp project, pulumi project, stack)
+PLATFORM_BUCKET = "my-tpu-project-tpu-serving-dev"
+OUTPUTS = {"dev": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "bucketName": PLATFORM_BUCKET, "clusterName": "c"}}
 WORKLOAD = {
     "type": "vllm",
     "name": "qwen3-8b-b",
@@ -42,7 +45,7 @@ def example_config(workload: dict) -> dict:
     return {**{f"add-workload:{k}": v for k, v in typed.items()}, "add-workload:settings": json.dumps(settings)}
 
 
-def added(workload, preview=False):
+def added(workload, preview=False, outputs=OUTPUTS):
     config = {
         "gcp:project": "my-tpu-project",
         "add-workload:platformStack": PLATFORM,
@@ -51,7 +54,7 @@ def added(workload, preview=False):
     }
     return run_program(
         config, stack="team-b", preview=preview, program=ROOT / "examples/add-workload/__main__.py",
-        stack_outputs=OUTPUTS,
+        stack_outputs=outputs,
     )  # fmt: skip
 
 
@@ -80,7 +83,9 @@ def test_the_example_adds_a_workload_to_the_platforms_cluster(preview):
         for r in rec.of_type(g.BUCKET_IAM_MEMBER)
         if r.inputs.get("role") in g.OBJECT_ROLES and r.inputs.get("condition")
     ]
-    assert grants and {r.inputs["bucket"] for r in grants} == {"platform-bucket"}
+    assert grants and {r.inputs["bucket"] for r in grants} == {PLATFORM_BUCKET}
+    # limited to a prefix of that bucket, the one they are on (the guardrail reads the same)
+    assert all(g.prefix_of(r.inputs["condition"]["expression"], PLATFORM_BUCKET) for r in grants)
     # every Kubernetes object goes to the platform's cluster, through the provider made of its kubeconfig output
     [provider] = rec.of_type("pulumi:providers:kubernetes")
     assert all(r.provider.startswith(provider.urn) for r in rec.resources if r.type.startswith("kubernetes:"))
@@ -195,3 +200,12 @@ def test_the_package_carries_its_types():
     assert (ROOT / "tpu_serving/py.typed").is_file()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "py.typed" in data["tpu_serving"]
+
+
+def test_a_platform_whose_bucket_output_is_not_its_configs_bucket_is_refused():
+    """The grants' conditions name the bucket the platform's config names: granted on another bucket (the output of
+    a stack run with another file) they would give no access. Before the rule covered every bucket, the mocks'
+    bucketName (another bucket) passed unnoticed."""
+    other = {"dev": {**OUTPUTS["dev"], "bucketName": "another-bucket"}}
+    with pytest.raises(Exception, match=r"PlatformArgs\.config: names the bucket 'my-tpu-project-tpu-serving-dev'"):
+        added(WORKLOAD, outputs=other)

@@ -194,6 +194,15 @@ def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, A
     return out
 
 
+def _same_bucket(output: str, configured: str, stack: str) -> str:
+    if output != configured:
+        raise pulumi.RunError(
+            f"PlatformArgs.config: names the bucket {configured!r} but the platform stack {stack}'s bucketName output "
+            f"is {output!r}; allowed: the config of the stack file that stack runs with"
+        )
+    return output
+
+
 def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWorkload:
     """Add `workload` to the cluster of the `platform` stack.
 
@@ -223,7 +232,9 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
     [plan] = cfg.workloads
     provider = k8s.Provider("platform-cluster", kubeconfig=outputs.kubeconfig, enable_server_side_apply=True)
     namespaces = Namespaces("namespaces", plan=cfg.namespaces_plan, deps=NamespacesDeps(provider=provider))
-    bucket = pulumi.Output.from_input(outputs.bucket)
+    # the grants' IAM conditions name the bucket the platform's config names (the plan's): its bucketName output must
+    # be that bucket, or every grant would be on one bucket limited to another's objects (no access at all)
+    bucket = pulumi.Output.from_input(outputs.bucket).apply(lambda b: _same_bucket(b, plan.bucket, platform.stack))
     deps = WorkloadDeps(
         project=cfg.gcp_project,
         stack=cfg.stack,
