@@ -8,7 +8,11 @@ import ast
 import dataclasses
 import inspect
 import json
+import os
+import subprocess
+import sys
 import tomllib
+import types
 
 import pytest
 
@@ -209,3 +213,45 @@ def test_a_platform_whose_bucket_output_is_not_its_configs_bucket_is_refused():
     other = {"dev": {**OUTPUTS["dev"], "bucketName": "another-bucket"}}
     with pytest.raises(Exception, match=r"PlatformArgs\.config: names the bucket 'my-tpu-project-tpu-serving-dev'"):
         added(WORKLOAD, outputs=other)
+
+
+# ---- the package's namespace (tpu_serving/_namespace.py) ---------------------------------------------------------
+
+
+def user_program(tmp_path, shadow: str) -> list[str]:
+    """A user's program folder with a module of its own named like one of the package's (`shadow`: a path in it),
+    whose main.py imports tpu_serving; the argv that runs it (Python puts main.py's folder first on sys.path)."""
+    (tmp_path / shadow).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / shadow).write_text("MINE = True\n")
+    (tmp_path / "main.py").write_text("import tpu_serving\nprint('imported', tpu_serving.__file__)\n")
+    return [sys.executable, str(tmp_path / "main.py")]
+
+
+@pytest.mark.parametrize("shadow", ["stacks/__init__.py", "components.py", "workloads/__init__.py"])
+def test_a_users_module_named_like_the_packages_is_refused_at_import_naming_it(tmp_path, shadow):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the package after the program's folder, as site-packages is
+    done = subprocess.run(user_program(tmp_path, shadow), capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1 and "imported" not in done.stdout
+    name = shadow.split("/")[0].removesuffix(".py")
+    found = (tmp_path / shadow).resolve()
+    assert f"ImportError: tpu_serving cannot load its own packages: the module {name!r} is {found}" in done.stderr
+    assert f"not tpu-serving's own {ROOT / name / '__init__.py'}" in done.stderr
+    assert "rename your module of that name" in done.stderr
+
+
+def test_a_module_imported_already_or_a_file_not_the_wheels_is_refused(monkeypatch):
+    from tpu_serving import _namespace
+
+    assert _namespace.problems(ROOT) == []
+    monkeypatch.setitem(sys.modules, "workloads", types.SimpleNamespace(__file__="/elsewhere/workloads.py"))
+    assert _namespace.problems(ROOT) == [
+        f"the module 'workloads' is /elsewhere/workloads.py, not tpu-serving's own {ROOT / 'workloads/__init__.py'}"
+    ]
+    monkeypatch.undo()
+    # installed: each file must be the one the wheel's RECORD lists (another distribution may write over it)
+    recorded = {str(ROOT / n / "__init__.py"): _namespace._digest(ROOT / n / "__init__.py") for n in _namespace.OWN}
+    monkeypatch.setattr(_namespace, "_recorded", lambda root: {**recorded, str(ROOT / "stacks/__init__.py"): "x"})
+    monkeypatch.setattr(_namespace.metadata, "version", lambda name: VERSION)
+    assert _namespace.problems(ROOT) == [
+        f"{ROOT / 'stacks/__init__.py'} is not the file tpu-serving {VERSION} installed"
+    ]
