@@ -11,7 +11,7 @@ export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
 # (package, package-smoke: the release artifacts, below)
-.PHONY: package package-smoke venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
+.PHONY: package package-smoke package-env venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -174,6 +174,14 @@ package-smoke: package
 	$(SMOKE_DIR)/venv/bin/pip install --quiet --disable-pip-version-check --find-links dist -r $(SMOKE_DIR)/pack/requirements.txt
 	cd $(SMOKE_DIR) && venv/bin/python -I $(CURDIR)/scripts/package_smoke.py $(RELEASE) pack $(CURDIR)/Pulumi.dev.yaml \
 	  $(CURDIR)/examples/add-workload/__main__.py
+
+# The built wheel alone in a clean virtualenv, as a user of the package installs it (examples/add-workload's
+# requirements.txt from dist/): e2e/package_run.py runs the example program with this virtualenv's Python.
+PACKAGE_ENV ?= build/package-env
+package-env: package
+	rm -rf $(PACKAGE_ENV)
+	$(PYTHON) -m venv $(PACKAGE_ENV)
+	$(PACKAGE_ENV)/bin/pip install --quiet --disable-pip-version-check --find-links dist -r examples/add-workload/requirements.txt
 
 # ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
 # The Go binaries of the matrix (stacks/facts/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built

@@ -19,6 +19,7 @@ from components.node_identity import NodeAccountDeps, NodeServiceAccount
 from stacks import naming
 from stacks.facts import cpu_machines, kms
 from stacks.model.config_model import ClusterConfig
+from stacks.pieces import cluster as cluster_piece
 from stacks.pieces.cluster import ClusterPlan
 from stacks.security.kubeconfig import gke_kubeconfig
 
@@ -75,13 +76,13 @@ def control_plane_access(plan: ClusterPlan) -> dict:
         ),
         private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
             enable_private_nodes=config.private_nodes,
-            enable_private_endpoint=dns and config.private_nodes and not authorized,
+            enable_private_endpoint=cluster_piece.private_endpoint(config),
         ),
         master_authorized_networks_config=(
             gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=cidrs or None, gcp_public_cidrs_access_enabled=False
             )
-            if dns or authorized
+            if cluster_piece.authorized_networks_enforced(config)
             else None
         ),
         master_auth=gcp.container.ClusterMasterAuthArgs(

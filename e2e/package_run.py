@@ -1,15 +1,19 @@
-"""The package's example program (examples/add-workload/) against a platform stack on its local cluster, by the real
-Pulumi engine: the platform's local stack up, then the example as a project of its own on the same backend, reading the
-platform's outputs through a StackReference, up; its namespace and workload checked in the cluster; then destroyed.
+"""The package's example program (examples/add-workload/) from the built wheel against a platform stack on its local
+cluster, by the real Pulumi engine: the platform's local stack up (from this checkout, as `make local-up`), then the
+example copied into a project folder of its own and run by the clean virtualenv `make package-env` installed the
+built wheel into (e2e/package_program.py, `python -I`: tpu_serving can only come from that wheel), on the same
+backend, reading the platform's outputs through a StackReference, up; its namespace and workload checked in the
+cluster; then destroyed.
 
-    python -m e2e.package_run examples/<name>/Pulumi.<stack>.yaml     exit 0, or 1 with every problem ("PROBLEM: ...")
+    python -m e2e.package_run examples/<name>/Pulumi.<stack>.yaml [<venv>/bin/python]
+        exit 0, or 1 with every problem ("PROBLEM: ..."); the Python defaults to make package-env's
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import runpy
 import shutil
 import sys
 from pathlib import Path
@@ -21,8 +25,13 @@ from e2e import cluster as c
 from tooling.harness.offline import ROOT
 from tooling.local import local_stack
 from tooling.review.render import stack_name
+from tpu_serving.version import VERSION
 
-PROGRAM = ROOT / "examples" / "add-workload" / "__main__.py"
+EXAMPLE = ROOT / "examples" / "add-workload"
+DRIVER = Path(__file__).resolve().parent / "package_program.py"
+# make package-env's virtualenv (Makefile PACKAGE_ENV)
+PACKAGE_ENV = os.environ.get("PACKAGE_ENV", "build/package-env")
+UP_TIMEOUT = float(os.environ.get("E2E_PACKAGE_TIMEOUT", "1200"))
 NAMESPACE = "team-added"
 
 
@@ -40,10 +49,35 @@ def metrics_discovery_only(failing: list[dict[str, Any]]) -> bool:
     return bool(groups) and all(g.split("/")[0].endswith("metrics.k8s.io") for g in groups)
 
 
-def main(argv: list[str]) -> int:
-    from pulumi import automation as auto
+def run_program(python: Path, command: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """e2e/package_program.py under the clean virtualenv's Python (isolated): its RESULT, or the output as an error."""
+    spec_file = Path(spec["program"]).parent / "spec.json"
+    spec_file.write_text(json.dumps(spec))
+    code, out = c.run_process([str(python), "-I", str(DRIVER), command, str(spec_file)], timeout)
+    print(out[-12000:])
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if code != 0 or not lines:
+        return {"error": f"{python} {DRIVER.name} {command} exited {code}: {out[-3000:]}"}
+    return dict(json.loads(lines[-1].removeprefix("RESULT ")))
 
+
+def installed_problems(result: dict[str, Any], python: Path) -> list[str]:
+    """The program ran on the installed wheel: tpu_serving from the virtualenv's site-packages, at the release."""
+    where = Path(result.get("tpu_serving") or "")
+    out = []
+    if "site-packages" not in where.parts or not where.is_relative_to(python.parent.parent):
+        out.append(f"tpu_serving was imported from {where}, not the wheel installed in {python.parent.parent}")
+    if result.get("version") != VERSION:
+        out.append(f"the installed tpu_serving is {result.get('version')}, not the release {VERSION}")
+    return out
+
+
+def main(argv: list[str]) -> int:
     path = Path(argv[0]).resolve()
+    python = Path(argv[1]).absolute() if len(argv) > 1 else ROOT / PACKAGE_ENV / "bin" / "python"
+    if not python.exists():
+        print(f"PROBLEM: {python} does not exist: run `make package-env` (the built wheel in a clean virtualenv)")
+        return 1
     stack = stack_name(path)
     local_stack.enter_cluster_network(stack)
     local = local_stack.prepare(stack, source=path)
@@ -51,30 +85,32 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(local.state, ignore_errors=True)
     local_stack.run(local, "up", on_output=lambda line: None)
     workload = added_workload(path)
-    env = local_stack.pulumi_env(local)
+    # the example copied out of the checkout: a user's project folder, with nothing of this repository beside it
     project = local.folder / "add-workload"
-    project.mkdir(parents=True, exist_ok=True)
-    options = auto.LocalWorkspaceOptions(
-        work_dir=str(project),
-        pulumi_home=str(local.root / "pulumi-home"),
-        env_vars=env,
-        secrets_provider="passphrase",
-        pulumi_command=auto.PulumiCommand(root=local_stack.pulumi_root(), skip_version_check=True),
-        project_settings=auto.ProjectSettings(name="add-workload", runtime="python"),
-    )
-    program = auto.create_or_select_stack(
-        stack,
-        project_name="add-workload",
-        program=lambda: runpy.run_path(str(PROGRAM), run_name="__main__"),
-        opts=options,
-    )
-    program.set_config("add-workload:platformStack", auto.ConfigValue(f"organization/tpu-serving/{stack}"))
-    program.set_config("add-workload:platformStackFile", auto.ConfigValue(str(local.config_file)))
-    program.set_config("add-workload:workload", auto.ConfigValue(json.dumps(workload)))
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("venv", "__pycache__"))
+    settings = {k: v for k, v in workload.items() if k not in ("type", "name", "pool", "namespace")}
+    config = {
+        "add-workload:platformStack": f"organization/tpu-serving/{stack}",
+        "add-workload:platformStackFile": str(local.config_file),
+        **{f"add-workload:{k}": workload[k] for k in ("type", "name", "pool", "namespace")},
+        "add-workload:settings": json.dumps(settings),
+    }
+    spec = {
+        "program": str(project / "__main__.py"),
+        "stack": stack,
+        "pulumi_home": str(local.root / "pulumi-home"),
+        "pulumi_root": local_stack.pulumi_root(),
+        "env": local_stack.pulumi_env(local),
+        "config": config,
+    }
     problems = []
-    try:
-        result = program.up(on_output=print, color="never")
-        print("add-workload outputs:", {k: v.value for k, v in result.outputs.items()})
+    result = run_program(python, "up", spec, UP_TIMEOUT)
+    problems += installed_problems(result, python)
+    if "error" in result:
+        problems.append(f"add-workload up failed: {result['error']}")
+    else:
+        print("add-workload outputs:", result.get("outputs"))
         kube = local_stack.Kube(local.kubeconfig)
         namespace = c.get_or_none(kube, f"/api/v1/namespaces/{NAMESPACE}")
         if namespace is None:
@@ -83,11 +119,10 @@ def main(argv: list[str]) -> int:
             problems.append(f"namespace {NAMESPACE} has no Pod Security label")
         if not kube.items(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"):
             problems.append(f"no Deployment of {workload['name']} in {NAMESPACE}")
-    except auto.errors.CommandError as err:
-        problems.append(f"add-workload up failed: {str(err)[-3000:]}")
-    try:
-        program.destroy(on_output=lambda line: None, color="never")
-    except auto.errors.CommandError as err:
+        if (result.get("outputs") or {}).get("tpuServingVersion") != VERSION:
+            problems.append(f"the program's tpuServingVersion output is not {VERSION}: {result.get('outputs')}")
+    destroyed = run_program(python, "destroy", spec, UP_TIMEOUT)
+    if "error" in destroyed:
         # what holds the namespace (its status conditions name the content or finalizers left)
         left = c.get_or_none(local_stack.Kube(local.kubeconfig), f"/api/v1/namespaces/{NAMESPACE}")
         conditions = (left or {}).get("status", {}).get("conditions", [])
@@ -99,7 +134,8 @@ def main(argv: list[str]) -> int:
             print(f"LIMITATION: namespace {NAMESPACE} stays Terminating: {failing[0]['message']}")
         else:
             problems.append(
-                f"add-workload destroy failed: {str(err)[-1500:]}; namespace {NAMESPACE}: {json.dumps(conditions)}"
+                f"add-workload destroy failed: {destroyed['error'][-1500:]}; namespace {NAMESPACE}: "
+                f"{json.dumps(conditions)}"
             )
     for problem in problems:
         print(f"PROBLEM: {problem}")

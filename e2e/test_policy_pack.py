@@ -27,6 +27,7 @@ from e2e.run_example import STACK_FILES
 from stacks import guardrails as g
 from stacks.facts import versions
 from stacks.security import pod_security
+from tooling.harness.offline import ROOT
 from tooling.review.render import stack_name
 
 ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
@@ -176,12 +177,24 @@ def test_every_example_previews_with_the_pack_on_its_local_cluster(path: Path):
 PACKAGE_STACKS = [p for p in STACK_FILES if stack_name(p) in (ONLY or ["gemma-fallback"])]
 
 
+@pytest.fixture(scope="module")
+def package_python() -> Path:
+    """The built wheel (`make package`) installed alone in a clean virtualenv (`make package-env`): its Python. Made
+    before any cluster starts (pip reaches the package index; a cluster's network namespace has loopback only)."""
+    env = ROOT / "build" / "e2e-package-env"
+    if os.environ.get("E2E_PACKAGE_ENV_READY") == "1" and (env / "bin" / "python").exists():
+        return env / "bin" / "python"  # made by `make package-env PACKAGE_ENV=build/e2e-package-env` already
+    c.run_command(f"make --no-print-directory package-env PACKAGE_ENV={env}", PREVIEW_TIMEOUT)
+    return env / "bin" / "python"
+
+
 @pytest.mark.parametrize("path", PACKAGE_STACKS, ids=stack_name)
-def test_the_package_example_adds_a_workload_to_a_platform_on_its_local_cluster(path: Path):
-    # examples/add-workload/, installed from this checkout's packages, against the platform's local stack
+def test_the_package_example_adds_a_workload_to_a_platform_on_its_local_cluster(path: Path, package_python: Path):
+    # examples/add-workload/ run by the clean virtualenv holding the built wheel, against the platform's local stack
     stack = stack_name(path)
     with c.local_cluster(stack, path):
-        code, out = c.run_process([sys.executable, "-m", "e2e.package_run", str(path)], 2 * PREVIEW_TIMEOUT)
+        argv = [sys.executable, "-m", "e2e.package_run", str(path), str(package_python)]
+        code, out = c.run_process(argv, 2 * PREVIEW_TIMEOUT)
     print(out[-20000:])
     problems = [line.removeprefix("PROBLEM: ") for line in out.splitlines() if line.startswith("PROBLEM: ")]
     assert code == 0 and not problems, "\n".join(problems) or out[-6000:]

@@ -4,7 +4,8 @@ Python, with nothing of the checkout importable (`python -I`), after
 
     python -I scripts/package_smoke.py <version> <unpacked policy pack> <platform stack file> <add-workload program>
 
-Checks: the installed package is the release; the add-workload example program, run under Pulumi's mocks against the
+Checks: the installed package is the release; a user's own `stacks` package beside it is refused at import, naming
+it (tpu_serving/_namespace.py); the add-workload example program, run under Pulumi's mocks against the
 platform stack file, registers the workload's namespace and component from the installed package; the unpacked
 policy pack loads its policies from the installed package (not the checkout) and they pass what the example
 registered; a broken resource fails them.
@@ -32,7 +33,8 @@ class Mocks(pulumi.runtime.Mocks):
         if args.typ == "pulumi:pulumi:StackReference":
             outputs = {
                 "kubeconfig": "apiVersion: v1\nkind: Config\n",
-                "bucketName": "platform-bucket",
+                # the bucket the platform stack file (Pulumi.dev.yaml) names: its default name
+                "bucketName": "my-tpu-project-tpu-serving-dev",
                 "clusterName": "c",
             }
             return f"{args.name}-id", {"name": args.inputs.get("name"), "outputs": outputs}
@@ -42,6 +44,28 @@ class Mocks(pulumi.runtime.Mocks):
         return ({"number": "123456789012", "projectId": "my-tpu-project"}, None)
 
 
+def shadowed_user_program() -> list[str]:
+    """A user's program folder beside the installed wheel: with a `stacks` package of its own, `import tpu_serving`
+    fails naming it (tpu_serving/_namespace.py); without one, it imports the wheel's."""
+    import subprocess
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        user = Path(tmp)
+        (user / "main.py").write_text("import tpu_serving, stacks\nprint('ours', stacks.__file__)\n")
+        done = subprocess.run([sys.executable, str(user / "main.py")], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0 or "site-packages" not in done.stdout:
+            out.append(f"the wheel's tpu_serving did not import in a user's folder: {done.stderr[-2000:]}")
+        (user / "stacks").mkdir()
+        (user / "stacks" / "__init__.py").write_text("MINE = True\n")
+        done = subprocess.run([sys.executable, str(user / "main.py")], capture_output=True, text=True, timeout=120)
+        want = f"the module 'stacks' is {(user / 'stacks' / '__init__.py').resolve()}, not tpu-serving's own"
+        if done.returncode == 0 or want not in done.stderr:
+            out.append(f"a user's stacks package beside the wheel was not refused naming it: {done.stderr[-2000:]}")
+    return out
+
+
 def main(version: str, pack: Path, platform_file: Path, program: Path) -> int:
     import tpu_serving
 
@@ -49,12 +73,18 @@ def main(version: str, pack: Path, platform_file: Path, program: Path) -> int:
     assert "site-packages" in where.parts, f"tpu_serving imported from {where}, not the installed wheel"
     assert tpu_serving.__version__ == version, (tpu_serving.__version__, version)
 
-    workload = {"type": "vllm", "name": "smoke", "namespace": "smoke", "pool": "v5e-2x4", "model": "Qwen/Qwen3-8B"}
+    # PEP 561: the package carries its types, so mypy checks a user's program against the installed wheel
+    assert (where.parent / "py.typed").is_file(), "tpu_serving has no py.typed"
+    settings = {"model": "Qwen/Qwen3-8B", "gated": False, "maxModelLen": 4096}
     config = {
         "gcp:project": "my-tpu-project",
         "add-workload:platformStack": "organization/tpu-serving/dev",
         "add-workload:platformStackFile": str(platform_file),
-        "add-workload:workload": json.dumps({**workload, "gated": False, "maxModelLen": 4096}),
+        "add-workload:type": "vllm",
+        "add-workload:name": "smoke",
+        "add-workload:namespace": "smoke",
+        "add-workload:pool": "v5e-2x4",
+        "add-workload:settings": json.dumps(settings),
     }
     mocks = Mocks()
     pulumi.runtime.set_all_config(config)
@@ -72,6 +102,8 @@ def main(version: str, pack: Path, platform_file: Path, program: Path) -> int:
     assert not found, [v.message for v in found]
     broken = guardrails.Resource("kubernetes:core/v1:Service", "web", {"spec": {"type": "LoadBalancer"}})
     assert guardrails.violations([broken], "prod"), "a public Service passed"
+    shadowing_problems = shadowed_user_program()
+    assert not shadowing_problems, shadowing_problems
     print(f"tpu-serving {version}: package and policy pack ({len(names)} policies: {', '.join(names)}) OK")
     return 0
 

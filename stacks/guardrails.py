@@ -14,8 +14,9 @@ the field and what is allowed:
   GKE control plane's IP endpoint must be private or behind master authorized networks. Allowed in dev (advisory).
 - pod-security-levels: every Namespace enforces a Pod Security level, pinned to a version, warning and auditing at
   restricted, and enforces exactly the strictest level its pods pass (stacks/security/pod_security.py).
-- wi-bucket-grants-scoped: an object role on a bucket of the stack, granted to an identity (not a Google-managed
-  group), carries an IAM condition limited to a prefix (stacks/security/bucket_access.py prefix_expression).
+- wi-bucket-grants-scoped: an object role granted to an identity (not a Google-managed group) on any bucket or on
+  the whole project, by any grant resource (BucketIAMMember/Binding/Policy, project IAMMember/Binding/Policy),
+  carries the IAM condition limiting it to one prefix (stacks/security/bucket_access.py prefix_expression).
 - prod-protected: the cluster, its node pools and buckets carry Pulumi `protect` in prod and staging
   (stacks/model/profiles.py).
 - images-pinned: every container image is pinned by a tag other than `latest` or by digest; an image of the version
@@ -26,6 +27,7 @@ the field and what is allowed:
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -61,7 +63,7 @@ ENFORCEMENT: dict[str, dict[str, str]] = {
 DESCRIPTIONS: dict[str, str] = {
     PUBLIC_ENDPOINT: "No endpoint reachable from the internet without source ranges or Cloud Armor, outside dev.",
     POD_SECURITY: "Every namespace enforces the strictest Pod Security level its pods pass; warns/audits restricted.",
-    BUCKET_GRANTS: "Object roles on the stack's buckets are granted to identities for a prefix only (IAM condition).",
+    BUCKET_GRANTS: "Object roles (on a bucket or the project) are granted to identities for a prefix only (IAM condition).",
     PROTECTED: "The cluster, its node pools and buckets are protected (Pulumi protect) in prod and staging.",
     IMAGES: "Every container image is pinned (tag other than latest, or digest); matrix images at the matrix's pin.",
     GKE_MANAGED: "No object GKE installs and manages (its CRDs, GatewayClasses, namespaces) is created or adopted.",
@@ -199,21 +201,33 @@ def service_endpoint_problem(resource: Resource) -> str | None:
     )
 
 
+def control_plane_open(private_endpoint: Any, authorized_cidrs: Any) -> list[str] | None:
+    """Who the control plane's IP endpoint admits (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
+    None when only listed sources reach it (a private endpoint, or master authorized networks enforced with no block
+    open to every address) or it cannot be known yet; else the blocks open to every address, [] when master
+    authorized networks are not enforced (`authorized_cidrs` None). The one definition the policy pack's
+    no-public-endpoint and the program's cluster warning (stacks/pieces/cluster.py) read."""
+    if private_endpoint is True or is_unknown(private_endpoint) or is_unknown(authorized_cidrs):
+        return None
+    if authorized_cidrs is None:
+        return []
+    open_blocks = [str(c) for c in authorized_cidrs if isinstance(c, str) and whole_internet(c)]
+    return open_blocks or None
+
+
 def cluster_endpoint_problem(resource: Resource) -> str | None:
-    """The control plane's IP endpoint is public unless private or behind master authorized networks
-    (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation)."""
+    """A cluster whose control plane's IP endpoint accepts any address (control_plane_open)."""
     if resource.type != CLUSTER:
         return None
-    if _get(resource.props, "privateClusterConfig", "enablePrivateEndpoint") is True:
-        return None
     authorized = _get(resource.props, "masterAuthorizedNetworksConfig")
+    cidrs: Any = None
     if is_unknown(authorized):
-        return None
-    blocks = _get(authorized, "cidrBlocks") or []
-    open_blocks = [
-        str(b.get("cidrBlock")) for b in blocks if isinstance(b, Mapping) and whole_internet(str(b.get("cidrBlock")))
-    ]
-    if isinstance(authorized, Mapping) and not open_blocks:
+        cidrs = UNKNOWN
+    elif isinstance(authorized, Mapping):
+        blocks = authorized.get("cidrBlocks")
+        cidrs = UNKNOWN if is_unknown(blocks) else [_get(b, "cidrBlock") for b in blocks or []]
+    open_blocks = control_plane_open(_get(resource.props, "privateClusterConfig", "enablePrivateEndpoint"), cidrs)
+    if open_blocks is None:
         return None
     return (
         f"{label(resource)}: privateClusterConfig.enablePrivateEndpoint is not true and masterAuthorizedNetworksConfig "
@@ -324,7 +338,24 @@ def namespace_level_problems(resources: Iterable[Resource]) -> list[tuple[Resour
 
 BUCKET = "gcp:storage/bucket:Bucket"
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
-# Object-level predefined roles (https://cloud.google.com/storage/docs/access-control/iam-roles).
+BUCKET_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
+BUCKET_IAM_POLICY = "gcp:storage/bucketIAMPolicy:BucketIAMPolicy"
+PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
+PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
+PROJECT_IAM_POLICY = "gcp:projects/iAMPolicy:IAMPolicy"
+# Every resource of the Google provider that grants a role on a bucket or on the whole project (a project-level
+# storage role reaches every bucket of the project: https://cloud.google.com/storage/docs/access-control/iam): one
+# member (`member`), one role's members (`members`), or a whole policy (`policyData`, JSON with `bindings`).
+GRANT_TYPES = (
+    BUCKET_IAM_MEMBER,
+    BUCKET_IAM_BINDING,
+    BUCKET_IAM_POLICY,
+    PROJECT_IAM_MEMBER,
+    PROJECT_IAM_BINDING,
+    PROJECT_IAM_POLICY,
+)
+PROJECT_GRANT_TYPES = (PROJECT_IAM_MEMBER, PROJECT_IAM_BINDING, PROJECT_IAM_POLICY)
+# Predefined roles with object access (https://cloud.google.com/storage/docs/access-control/iam-roles).
 OBJECT_ROLES = frozenset(
     {
         "roles/storage.objectViewer",
@@ -342,44 +373,104 @@ OBJECT_ROLES = frozenset(
 # Grants to Google's own accounts are not Workload Identity: the usage/storage-log writer
 # (https://cloud.google.com/storage/docs/access-logs: group cloud-storage-analytics@google.com, objectCreator).
 GOOGLE_GROUPS = ("group:cloud-storage-analytics@google.com",)
+_PREFIX_EXPRESSION = re.compile(r'resource\.name\.startsWith\("projects/_/buckets/([^/"]+)/objects/([^"]+/)"\)')
 
 
-def prefix_of(expression: Any, bucket: str) -> str | None:
-    """The prefix an IAM condition limits `bucket`'s objects to: the one bucket_access.prefix_expression writes for
-    it, and nothing wider; None for any other expression."""
+def prefix_of(expression: Any, bucket: Any = None) -> str | None:
+    """The prefix an IAM condition limits `bucket`'s objects to (any bucket's when `bucket` is not known: None or
+    UNKNOWN): the one bucket_access.prefix_expression writes, and nothing wider; None for any other expression."""
     if not isinstance(expression, str):
         return None
-    found = re.match(
-        rf'resource\.name\.startsWith\("projects/_/buckets/{re.escape(bucket)}/objects/([^"]+/)"\)', expression
-    )
-    if found is None:
+    found = _PREFIX_EXPRESSION.match(expression)
+    if found is None or (isinstance(bucket, str) and found.group(1) != bucket):
         return None
-    prefix = found.group(1)
-    return prefix if expression == bucket_access.prefix_expression(bucket, prefix) else None
+    named, prefix = found.groups()
+    return prefix if expression == bucket_access.prefix_expression(named, prefix) else None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One role granted to members by a grant resource, where the resource says it."""
+
+    role: Any
+    members: tuple[Any, ...]
+    expression: Any
+    bucket: Any
+    """The bucket's name (UNKNOWN before apply); None for a project-level grant."""
+    field: str
+    """Where in the resource's inputs: `role` or `policyData.bindings[<i>]`."""
+
+
+def _policy_bindings(policy_data: Any) -> list[Mapping[str, Any]] | None:
+    """The bindings of a `policyData` (JSON, https://cloud.google.com/iam/docs/reference/rest/v1/Policy); None when
+    not known yet or not a policy."""
+    if is_unknown(policy_data) or not isinstance(policy_data, str):
+        return None
+    try:
+        bindings = json.loads(policy_data).get("bindings") or []
+    except (ValueError, AttributeError):
+        return None
+    return [b for b in bindings if isinstance(b, Mapping)] if isinstance(bindings, list) else None
+
+
+def grants_of(resource: Resource) -> list[Grant]:
+    """What a grant resource (GRANT_TYPES) grants; nothing for any other resource."""
+    if resource.type not in GRANT_TYPES:
+        return []
+    props = resource.props
+    bucket = None if resource.type in PROJECT_GRANT_TYPES else props.get("bucket")
+    if resource.type in (BUCKET_IAM_POLICY, PROJECT_IAM_POLICY):
+        return [
+            Grant(b.get("role"), tuple(b.get("members") or ()), _get(b, "condition", "expression"), bucket,
+                  f"policyData.bindings[{i}]")
+            for i, b in enumerate(_policy_bindings(props.get("policyData")) or [])
+        ]  # fmt: skip
+    members = props.get("members")
+    if resource.type in (BUCKET_IAM_MEMBER, PROJECT_IAM_MEMBER):
+        members = [props.get("member")]
+    members = tuple(members) if isinstance(members, list) else (members,)
+    return [Grant(props.get("role"), members, _get(props, "condition", "expression"), bucket, "role")]
+
+
+# What an identity may hold on a whole bucket the stack does not create: the read of a model from a user's own bucket
+# (bucket_access.read_grant for grantCheckpointRead: objectViewer, and legacyBucketReader for storage.buckets.get),
+# which may lack the uniform bucket-level access an IAM condition needs. Never on the stack's own buckets, never a
+# role that writes, never project-wide.
+OTHER_BUCKET_READ_ROLES = frozenset({bucket_access.OBJECT_VIEWER, bucket_access.LEGACY_BUCKET_READER})
+
+
+def grant_problem(resource: Resource, grant: Grant, stack_buckets: frozenset[str] = frozenset()) -> str | None:
+    """An object role granted to an identity (not a Google-managed group) carries the IAM condition limiting it to
+    one prefix of one bucket (bucket_access.prefix_expression), on the bucket or (a project-level grant) anywhere;
+    except a read role (OTHER_BUCKET_READ_ROLES) on a bucket other than the stack's (`stack_buckets`), or whose name
+    is not known yet (never guessed)."""
+    identities = [m for m in grant.members if m not in GOOGLE_GROUPS]
+    if grant.role not in OBJECT_ROLES or not identities or is_unknown(grant.expression):
+        return None
+    if prefix_of(grant.expression, grant.bucket) is not None:
+        return None
+    other_bucket = grant.bucket is not None and (is_unknown(grant.bucket) or grant.bucket not in stack_buckets)
+    if other_bucket and grant.role in OTHER_BUCKET_READ_ROLES:
+        return None
+    who = ", ".join(m if isinstance(m, str) else "an identity" for m in identities)
+    where = "the project (every bucket in it)" if grant.bucket is None else f"bucket {grant.bucket}"
+    if grant.bucket in stack_buckets:
+        where = f"the stack's bucket {grant.bucket}"
+    bucket = grant.bucket if isinstance(grant.bucket, str) else "<bucket>"
+    return (
+        f"{label(resource)}: {grant.field} {grant.role} on {where} for {who} with condition.expression "
+        f"{grant.expression!r}; allowed: a grant on the bucket with a condition limiting it to one prefix, "
+        f"{bucket_access.prefix_expression(bucket, '<prefix>/')!r} (stacks/security/bucket_access.py); on a bucket "
+        f"the stack does not create, also {' or '.join(sorted(OTHER_BUCKET_READ_ROLES))} on the whole bucket"
+    )
 
 
 def bucket_grant_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
+    """Every object-role grant, on any bucket or the project, by any grant resource (grants_of), is prefix-scoped
+    (grant_problem)."""
     resources = list(resources)
-    stack_buckets = {n for r in resources if r.type == BUCKET and isinstance(n := r.props.get("name"), str)}
-    out = []
-    for r in resources:
-        if r.type != BUCKET_IAM_MEMBER:
-            continue
-        bucket, role, member = r.props.get("bucket"), r.props.get("role"), r.props.get("member")
-        if bucket not in stack_buckets or role not in OBJECT_ROLES or member in GOOGLE_GROUPS:
-            continue
-        expression = _get(r.props, "condition", "expression")
-        if is_unknown(expression) or prefix_of(expression, bucket) is not None:
-            continue
-        out.append(
-            (
-                r,
-                f"{label(r)}: role {role} on the stack's bucket {bucket} for {member if isinstance(member, str) else 'an identity'} "
-                f"with condition.expression {expression!r}; allowed: a condition limiting it to one prefix, "
-                f"{bucket_access.prefix_expression(bucket, '<prefix>/')!r} (stacks/security/bucket_access.py)",
-            )
-        )
-    return out
+    stack_buckets = frozenset(n for r in resources if r.type == BUCKET and isinstance(n := r.props.get("name"), str))
+    return [(r, why) for r in resources for g in grants_of(r) if (why := grant_problem(r, g, stack_buckets))]
 
 
 # ---- prod-protected --------------------------------------------------------------------------------------------

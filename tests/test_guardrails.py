@@ -378,3 +378,120 @@ def test_the_environment_is_the_configured_one_else_the_stack_name_else_prod(tag
 def test_unknown_values_are_never_guessed():
     svc = g.Resource(g.SERVICE, "s", {"spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": g.UNKNOWN}})
     assert g.service_endpoint_problem(svc) is None
+
+
+# ---- one definition per rule: the program's checks and the pack read the same function -------------------------
+
+
+@pytest.mark.parametrize("endpoint", ["dns", "ip"])
+@pytest.mark.parametrize("private_nodes", [True, False], ids=["private-nodes", "public-nodes"])
+@pytest.mark.parametrize("cidrs", [[], ["10.0.0.0/8"], ["10.0.0.0/8", "0.0.0.0/0"]], ids=["none", "listed", "open"])
+def test_the_clusters_warning_and_the_pack_read_the_control_plane_the_same_way(endpoint, private_nodes, cidrs):
+    """What components/cluster.py sends for each setting, read by the pack's rule, and the program's own warning
+    (stacks/pieces/cluster.py warnings) agree: both from guardrails.control_plane_open."""
+    from types import SimpleNamespace
+
+    from components.cluster import control_plane_access
+    from stacks.model.config_model import ClusterConfig
+    from stacks.pieces import cluster as cluster_piece
+
+    config = ClusterConfig(
+        control_plane_endpoint=endpoint,
+        private_nodes=private_nodes,
+        master_authorized_networks=[{"cidrBlock": c} for c in cidrs],
+    )
+    args = control_plane_access(SimpleNamespace(config=config, authorized_networks=tuple((c, c) for c in cidrs)))
+    authorized = args["master_authorized_networks_config"]
+    props = {
+        "privateClusterConfig": {"enablePrivateEndpoint": args["private_cluster_config"].enable_private_endpoint},
+        "masterAuthorizedNetworksConfig": None
+        if authorized is None
+        else {"cidrBlocks": [{"cidrBlock": b.cidr_block} for b in authorized.cidr_blocks or []]},
+    }
+    pack = g.cluster_endpoint_problem(g.Resource(g.CLUSTER, "cluster", props))
+    warned = [w for w in cluster_piece.warnings(config, "dev") if "control plane endpoint accepts" in w]
+    assert bool(pack) == bool(warned), (pack, warned)
+    assert bool(pack) == ("0.0.0.0/0" in cidrs or (endpoint == "ip" and not cidrs))
+
+
+def test_saxml_and_the_gateway_read_the_whole_internet_as_the_pack_does():
+    import inspect
+
+    from stacks.pieces import gateway as gateway_piece
+    from workloads.saxml import checks as saxml_checks
+
+    for module in (saxml_checks, gateway_piece):
+        source = inspect.getsource(module)
+        assert "guardrails.whole_internet(" in source and "prefixlen == 0" not in source, module.__name__
+    assert g.whole_internet("::/0") and g.whole_internet("0.0.0.0/0") and not g.whole_internet("0.0.0.0/1")
+
+
+# Every grant resource of the provider the rule reads (the installed pulumi-gcp SDK registers these type tokens:
+# pulumi_gcp/storage/bucket_iam_*.py, pulumi_gcp/projects/iam_*.py).
+def test_the_grant_types_are_the_providers():
+    import pulumi_gcp
+
+    root = Path(pulumi_gcp.__file__).parent
+    text = "".join(p.read_text() for p in [*root.glob("storage/bucket_iam_*.py"), *root.glob("projects/iam_*.py")])
+    for type_ in g.GRANT_TYPES:
+        assert f"'{type_}'" in text, type_
+
+
+PREFIXED = bucket_access.prefix_expression("stack-b", "models/x/")
+MEMBER = "serviceAccount:w@p.iam.gserviceaccount.com"
+
+
+def policy_data(role: str, expression: str | None) -> str:
+    import json
+
+    binding: dict[str, Any] = {"role": role, "members": [MEMBER]}
+    if expression:
+        binding["condition"] = {"title": "t", "expression": expression}
+    return json.dumps({"bindings": [binding]})
+
+
+STACK_BUCKET = g.Resource(g.BUCKET, "bucket", {"name": "stack-b"})
+GRANTS = {
+    # (resource, violates)
+    "member-prefixed": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b", "role": bucket_access.OBJECT_USER,
+                        "member": MEMBER, "condition": {"expression": PREFIXED}}), False),
+    "binding-whole-stack-bucket": (g.Resource(g.BUCKET_IAM_BINDING, "b", {"bucket": "stack-b",
+                                   "role": bucket_access.OBJECT_VIEWER, "members": [MEMBER]}), True),
+    "binding-prefixed": (g.Resource(g.BUCKET_IAM_BINDING, "b", {"bucket": "stack-b", "role": "roles/storage.objectAdmin",
+                         "members": [MEMBER], "condition": {"expression": PREFIXED}}), False),
+    "policy-whole-stack-bucket": (g.Resource(g.BUCKET_IAM_POLICY, "p", {"bucket": "stack-b",
+                                  "policyData": policy_data("roles/storage.objectUser", None)}), True),
+    "policy-prefixed": (g.Resource(g.BUCKET_IAM_POLICY, "p", {"bucket": "stack-b",
+                        "policyData": policy_data("roles/storage.objectUser", PREFIXED)}), False),
+    "project-member": (g.Resource(g.PROJECT_IAM_MEMBER, "pm", {"project": "p", "role": bucket_access.OBJECT_VIEWER,
+                       "member": MEMBER}), True),
+    "project-binding": (g.Resource(g.PROJECT_IAM_BINDING, "pb", {"project": "p", "role": "roles/storage.admin",
+                        "members": [MEMBER]}), True),
+    "project-policy": (g.Resource(g.PROJECT_IAM_POLICY, "pp", {"project": "p",
+                       "policyData": policy_data("roles/storage.objectCreator", None)}), True),
+    "project-member-prefixed": (g.Resource(g.PROJECT_IAM_MEMBER, "pm", {"project": "p",
+                                "role": bucket_access.OBJECT_VIEWER, "member": MEMBER,
+                                "condition": {"expression": PREFIXED}}), False),
+    "project-other-role": (g.Resource(g.PROJECT_IAM_MEMBER, "pm", {"project": "p", "role": "roles/logging.logWriter",
+                           "member": MEMBER}), False),
+    "read-of-another-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "user-models",
+                               "role": bucket_access.OBJECT_VIEWER, "member": MEMBER}), False),
+    "write-to-another-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "user-models",
+                                "role": bucket_access.OBJECT_USER, "member": MEMBER}), True),
+    "another-buckets-prefix-on-the-stack-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b",
+        "role": bucket_access.OBJECT_USER, "member": MEMBER,
+        "condition": {"expression": bucket_access.prefix_expression("other", "x/")}}), True),
+    "log-writer-group": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b", "role": "roles/storage.objectCreator",
+                         "member": g.GOOGLE_GROUPS[0]}), False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(GRANTS))
+def test_every_way_an_identity_gets_object_access_is_prefix_scoped(case):
+    resource, violates = GRANTS[case]
+    found = [v for v in g.violations([STACK_BUCKET, resource], "dev") if v.rule == g.BUCKET_GRANTS]
+    assert bool(found) == violates, [v.message for v in found]
+    if violates:
+        message = found[0].message
+        assert repr(resource.name) in message and "allowed: a grant on the bucket with a condition" in message
+        assert ("the project (every bucket in it)" in message) == (resource.type in g.PROJECT_GRANT_TYPES)

@@ -4,7 +4,15 @@ namespace and component as the platform builds them, on the platform's bucket, p
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
+import json
+import os
+import subprocess
+import sys
 import tomllib
+import types
 
 import pytest
 
@@ -14,9 +22,14 @@ from tests.test_guardrails import resources
 from tooling.harness.offline import ROOT, run_program
 from tooling.harness.requirements import pins
 from tpu_serving.version import VERSION
+from tpu_serving.workload import TYPED_KEYS, PlatformArgs, PlatformOutputs, WorkloadArgs
+from workloads.registry import WORKLOAD_TYPES
 
 PLATFORM = "organization/tpu-serving/dev"
-OUTPUTS = {"dev": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "bucketName": "platform-bucket", "clusterName": "c"}}
+# the platform stack's outputs: its bucket is the one its stack file (Pulumi.dev.yaml) names, by default
+# naming.default_bucket_name(gcp project, pulumi project, stack)
+PLATFORM_BUCKET = "my-tpu-project-tpu-serving-dev"
+OUTPUTS = {"dev": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "bucketName": PLATFORM_BUCKET, "clusterName": "c"}}
 WORKLOAD = {
     "type": "vllm",
     "name": "qwen3-8b-b",
@@ -29,16 +42,23 @@ WORKLOAD = {
 }
 
 
-def added(workload, preview=False):
+def example_config(workload: dict) -> dict:
+    """The example's config for a `tpu-serving:workloads` entry: its typed keys, the type's own under settings."""
+    typed = {k: workload[k] for k in TYPED_KEYS if k in workload}
+    settings = {k: v for k, v in workload.items() if k not in TYPED_KEYS}
+    return {**{f"add-workload:{k}": v for k, v in typed.items()}, "add-workload:settings": json.dumps(settings)}
+
+
+def added(workload, preview=False, outputs=OUTPUTS):
     config = {
         "gcp:project": "my-tpu-project",
         "add-workload:platformStack": PLATFORM,
         "add-workload:platformStackFile": str(ROOT / "Pulumi.dev.yaml"),
-        "add-workload:workload": workload,
+        **example_config(workload),
     }
     return run_program(
         config, stack="team-b", preview=preview, program=ROOT / "examples/add-workload/__main__.py",
-        stack_outputs=OUTPUTS,
+        stack_outputs=outputs,
     )  # fmt: skip
 
 
@@ -67,7 +87,9 @@ def test_the_example_adds_a_workload_to_the_platforms_cluster(preview):
         for r in rec.of_type(g.BUCKET_IAM_MEMBER)
         if r.inputs.get("role") in g.OBJECT_ROLES and r.inputs.get("condition")
     ]
-    assert grants and {r.inputs["bucket"] for r in grants} == {"platform-bucket"}
+    assert grants and {r.inputs["bucket"] for r in grants} == {PLATFORM_BUCKET}
+    # limited to a prefix of that bucket, the one they are on (the guardrail reads the same)
+    assert all(g.prefix_of(r.inputs["condition"]["expression"], PLATFORM_BUCKET) for r in grants)
     # every Kubernetes object goes to the platform's cluster, through the provider made of its kubeconfig output
     [provider] = rec.of_type("pulumi:providers:kubernetes")
     assert all(r.provider.startswith(provider.urn) for r in rec.resources if r.type.startswith("kubernetes:"))
@@ -93,5 +115,143 @@ def test_a_workload_on_the_platforms_names_is_refused(change, key):
     them: refused, naming the key and what is allowed."""
     import pulumi
 
-    with pytest.raises(pulumi.RunError, match=rf"tpu-serving:workloads\[0\]\.{key}: 'qwen3-8b' .*platform stack"):
+    with pytest.raises(pulumi.RunError, match=rf"WorkloadArgs\.{key}: 'qwen3-8b' .*platform stack"):
         added({**WORKLOAD, **change})
+
+
+# ---- typed inputs (tpu_serving.WorkloadArgs, PlatformArgs, PlatformOutputs) -------------------------------------
+
+
+@pytest.mark.parametrize("cls", [WorkloadArgs, PlatformArgs, PlatformOutputs], ids=lambda c: c.__name__)
+def test_every_field_of_a_typed_input_has_a_type_and_a_docstring(cls):
+    # as pulumi-eks documents each input (pulumi/pulumi-eks@fb445f21 sdk/python/pulumi_eks/_inputs.py: a docstring per
+    # input property): the field's annotation, then its docstring right below it
+    body = next(
+        n for n in ast.parse(inspect.getsource(inspect.getmodule(cls))).body if getattr(n, "name", "") == cls.__name__
+    )
+    documented = {
+        field.target.id
+        for field, doc in zip(body.body, body.body[1:], strict=False)
+        if isinstance(field, ast.AnnAssign)
+        and isinstance(doc, ast.Expr)
+        and isinstance(doc.value, ast.Constant)
+        and isinstance(doc.value.value, str)
+    }
+    assert documented == {f.name for f in dataclasses.fields(cls)}
+
+
+def test_bad_typed_inputs_are_refused_at_once_naming_field_value_and_allowed():
+    import pulumi
+
+    with pytest.raises(pulumi.RunError) as err:
+        WorkloadArgs(type="tgi", name="Chat_2", pool="", namespace="team b", settings={"name": "x"})
+    lines = str(err.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "WorkloadArgs.type", "WorkloadArgs.name", "WorkloadArgs.pool", "WorkloadArgs.namespace",
+        "WorkloadArgs.settings['name']",
+    ]  # fmt: skip
+    assert "'tgi' is not allowed; allowed: a registered workload type (" in lines[0] and "vllm" in lines[0]
+    assert "'Chat_2'" in lines[1] and "RFC 1123 label" in lines[1]
+    assert "set WorkloadArgs.name instead" in lines[4]
+    with pytest.raises(pulumi.RunError, match=r"PlatformArgs\.stack: 'dev' is not allowed; allowed: <organization>"):
+        PlatformArgs(stack="dev", config={})
+
+
+def test_a_workload_type_registered_after_import_is_allowed():
+    # rule over every registry entry, including one a test adds: the allowed types are the registry's when checked
+    assert set(WORKLOAD_TYPES) >= {"vllm", "jetstream", "saxml"}
+    for name in WORKLOAD_TYPES:
+        assert WorkloadArgs(type=name, name="w", pool="p").type == name
+
+
+def test_an_entry_and_its_typed_input_are_the_same_workload():
+    args = WorkloadArgs.from_entry(WORKLOAD)
+    assert args.namespace == "team-b" and args.settings["model"] == "Qwen/Qwen3-8B"
+    assert args.entry() == WORKLOAD
+
+
+MYPY_CONFIG = """
+[mypy]
+python_version = 3.11
+ignore_missing_imports = true
+# the package's API is what is checked here (mypy over the program's own packages is `make lint`)
+[mypy-stacks.*,components.*,workloads.*,pulumi.*,pulumi_kubernetes.*,pulumi_gcp.*]
+follow_imports = skip
+"""
+
+
+def test_mypy_type_checks_a_user_program_against_the_typed_inputs(tmp_path):
+    from mypy import api
+
+    (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(
+        "import tpu_serving\n"
+        "tpu_serving.WorkloadArgs(type='vllm', name='x', pool=3)\n"
+        "tpu_serving.PlatformArgs(stack='o/p/s', config={}, kubeconfig='')\n"
+    )
+    args = ["--config-file", str(tmp_path / "mypy.ini"), "--no-incremental", "--cache-dir", str(tmp_path / "cache")]
+    out, _, code = api.run([*args, str(ROOT / "examples/add-workload/__main__.py")])
+    assert code == 0, out
+    out, _, code = api.run([*args, str(wrong)])
+    assert code == 1
+    assert 'Argument "pool" to "WorkloadArgs" has incompatible type "int"; expected "str"' in out, out
+    assert 'Unexpected keyword argument "kubeconfig" for "PlatformArgs"' in out, out
+
+
+def test_the_package_carries_its_types():
+    # PEP 561 (https://peps.python.org/pep-0561/): an installed package is type-checked only with a py.typed marker
+    assert (ROOT / "tpu_serving/py.typed").is_file()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in data["tpu_serving"]
+
+
+def test_a_platform_whose_bucket_output_is_not_its_configs_bucket_is_refused():
+    """The grants' conditions name the bucket the platform's config names: granted on another bucket (the output of
+    a stack run with another file) they would give no access. Before the rule covered every bucket, the mocks'
+    bucketName (another bucket) passed unnoticed."""
+    other = {"dev": {**OUTPUTS["dev"], "bucketName": "another-bucket"}}
+    with pytest.raises(Exception, match=r"PlatformArgs\.config: names the bucket 'my-tpu-project-tpu-serving-dev'"):
+        added(WORKLOAD, outputs=other)
+
+
+# ---- the package's namespace (tpu_serving/_namespace.py) ---------------------------------------------------------
+
+
+def user_program(tmp_path, shadow: str) -> list[str]:
+    """A user's program folder with a module of its own named like one of the package's (`shadow`: a path in it),
+    whose main.py imports tpu_serving; the argv that runs it (Python puts main.py's folder first on sys.path)."""
+    (tmp_path / shadow).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / shadow).write_text("MINE = True\n")
+    (tmp_path / "main.py").write_text("import tpu_serving\nprint('imported', tpu_serving.__file__)\n")
+    return [sys.executable, str(tmp_path / "main.py")]
+
+
+@pytest.mark.parametrize("shadow", ["stacks/__init__.py", "components.py", "workloads/__init__.py"])
+def test_a_users_module_named_like_the_packages_is_refused_at_import_naming_it(tmp_path, shadow):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the package after the program's folder, as site-packages is
+    done = subprocess.run(user_program(tmp_path, shadow), capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1 and "imported" not in done.stdout
+    name = shadow.split("/")[0].removesuffix(".py")
+    found = (tmp_path / shadow).resolve()
+    assert f"ImportError: tpu_serving cannot load its own packages: the module {name!r} is {found}" in done.stderr
+    assert f"not tpu-serving's own {ROOT / name / '__init__.py'}" in done.stderr
+    assert "rename your module of that name" in done.stderr
+
+
+def test_a_module_imported_already_or_a_file_not_the_wheels_is_refused(monkeypatch):
+    from tpu_serving import _namespace
+
+    assert _namespace.problems(ROOT) == []
+    monkeypatch.setitem(sys.modules, "workloads", types.SimpleNamespace(__file__="/elsewhere/workloads.py"))
+    assert _namespace.problems(ROOT) == [
+        f"the module 'workloads' is /elsewhere/workloads.py, not tpu-serving's own {ROOT / 'workloads/__init__.py'}"
+    ]
+    monkeypatch.undo()
+    # installed: each file must be the one the wheel's RECORD lists (another distribution may write over it)
+    recorded = {str(ROOT / n / "__init__.py"): _namespace._digest(ROOT / n / "__init__.py") for n in _namespace.OWN}
+    monkeypatch.setattr(_namespace, "_recorded", lambda root: {**recorded, str(ROOT / "stacks/__init__.py"): "x"})
+    monkeypatch.setattr(_namespace.metadata, "version", lambda name: VERSION)
+    assert _namespace.problems(ROOT) == [
+        f"{ROOT / 'stacks/__init__.py'} is not the file tpu-serving {VERSION} installed"
+    ]

@@ -119,3 +119,75 @@ def test_the_launcher_runs_the_pack_as_the_language_host_would():
     text = (PACK / "run-pack").read_text()
     assert '-u -m pulumi.policy "$1" "$dir"' in text
     assert (PACK / "run-pack").stat().st_mode & 0o111
+
+
+# ---- the ConfigureStack wrapper, pinned against the SDK it wraps (pulumi-policy 1.21.0) -------------------------
+# pulumi/pulumi-policy@v1.21.0 sdk/python/lib/pulumi_policy/policy.py (the installed copy is read below):
+# - PolicyPack.__init__ makes `servicer = _PolicyAnalyzerServicer(name, version, policies, enforcement_level, ...)`
+#   and serves it: the class attribute the pack replaces is the handler the engine's call reaches;
+# - _PolicyAnalyzerServicer.ConfigureStack keeps only `request.tags` (as __stack_tags, handed to every policy's
+#   args) and answers AnalyzerStackConfigureResponse: the wrapper must still run it;
+# - Analyze / AnalyzeStack read each policy's level per call through _get_enforcement_level (policy config from
+#   Configure first, then `policy.enforcement_level`), and GetAnalyzerInfo reports `policy.enforcement_level`: a
+#   level set on ConfigureStack is what the engine sees, and `--policy-pack-config` still wins.
+
+
+def sdk_source(obj: Any) -> str:
+    import inspect
+
+    return inspect.getsource(obj)
+
+
+def test_the_wrapped_sdk_is_pulumi_policy_1_21_0_as_read():
+    from importlib.metadata import version
+
+    assert version("pulumi-policy") == "1.21.0" == versions.PULUMI_POLICY
+    servicer = policy_sdk._PolicyAnalyzerServicer
+    assert "servicer = _PolicyAnalyzerServicer(" in sdk_source(policy_sdk.PolicyPack.__init__)
+    configure = sdk_source(servicer.ConfigureStack)
+    assert "self.__stack_tags = MappingProxyType(dict(request.tags))" in configure
+    # the SDK reads neither the stack's config nor its name: what the wrapper adds (a later SDK that does: revisit)
+    assert "request.config" not in configure and "request.stack" not in configure
+    assert "return proto.AnalyzerStackConfigureResponse()" in configure
+    for handler in (servicer.Analyze, servicer.AnalyzeStack):
+        assert "enforcement_level = self._get_enforcement_level(policy)" in sdk_source(handler)
+    levels = sdk_source(servicer._get_enforcement_level)
+    assert levels.index("__policy_pack_config_enforcement_level") < levels.index("policy.enforcement_level")
+    assert "policy.enforcement_level if policy.enforcement_level is not None" in sdk_source(servicer.GetAnalyzerInfo)
+
+
+def served(policies: list[Any]) -> Any:
+    """The servicer as PolicyPack.__init__ makes it (pulumi_policy/policy.py: positional name, version, policies,
+    the pack's default level)."""
+    return policy_sdk._PolicyAnalyzerServicer("tpu-serving-guardrails", "0.0.1", policies, EnforcementLevel.ADVISORY)
+
+
+def test_the_wrapper_sets_the_levels_the_sdk_serves_and_keeps_the_sdks_own_handling(pack):
+    from google.protobuf import empty_pb2
+
+    policies = pack["policies"](g.PROD)
+    pack["on_configure_stack"](policies)
+    servicer = served(policies)
+    tags = {"tpu-serving:environment": "dev", "team": "a"}
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(stack="llama-prod", project="p", tags=tags)
+    response = servicer.ConfigureStack(request, None)
+    assert isinstance(response, analyzer_pb2.AnalyzerStackConfigureResponse)
+    assert dict(servicer._PolicyAnalyzerServicer__stack_tags) == tags  # the SDK's handler ran: tags for policies
+    for p in policies:  # what Analyze and AnalyzeStack report at, per call
+        assert servicer._get_enforcement_level(p) == LEVELS[g.ENFORCEMENT[p.rule]["dev"]], p.name
+    info = {p.name: p.enforcementLevel for p in servicer.GetAnalyzerInfo(empty_pb2.Empty(), None).policies}
+    assert info[g.PUBLIC_ENDPOINT] == servicer._map_enforcement_level(EnforcementLevel.ADVISORY)
+    # an organisation's --policy-pack-config (the engine's Configure call) wins over the environment's level
+    override = analyzer_pb2.ConfigureAnalyzerRequest()
+    override.policyConfig[g.GKE_MANAGED].enforcementLevel = servicer._map_enforcement_level(EnforcementLevel.ADVISORY)
+    servicer.Configure(override, None)
+    [managed] = [p for p in policies if p.name == g.GKE_MANAGED]
+    assert servicer._get_enforcement_level(managed) == EnforcementLevel.ADVISORY
+    assert g.ENFORCEMENT[g.GKE_MANAGED]["dev"] == g.MANDATORY
+
+
+LEVELS = {
+    g.ADVISORY: EnforcementLevel.ADVISORY,
+    g.MANDATORY: EnforcementLevel.MANDATORY,
+    g.DISABLED: EnforcementLevel.DISABLED,
+}

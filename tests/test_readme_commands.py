@@ -68,6 +68,7 @@ DRY_RUN = {
     "local-destroy",
     "package",  # builds the wheel with pip, setuptools from PyPI (docs/package.md)
     "package-smoke",  # the same, then a clean virtualenv installing from PyPI (.ci/run runs it)
+    "package-env",  # the same (e2e/test_policy_pack.py runs it)
 }
 
 

@@ -11,8 +11,9 @@ stack's (named after the platform stack, so its Kubernetes service account maps 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -35,13 +36,128 @@ class PlatformOutputs:
     """What a workload needs of the platform stack that runs its cluster."""
 
     kubeconfig: pulumi.Input[str]
+    """The platform stack's `kubeconfig` output: every Kubernetes object goes to its cluster through it."""
     bucket: pulumi.Input[str]
+    """Its `bucketName` output: the workload's prefix-scoped grants are on this bucket."""
     cluster_name: pulumi.Input[str]
+    """Its `clusterName` output."""
 
     @classmethod
     def of(cls, ref: pulumi.StackReference) -> PlatformOutputs:
         """From the platform stack's outputs (`pulumi.StackReference("<org>/tpu-serving/<stack>")`)."""
         return cls(ref.require_output(KUBECONFIG), ref.require_output(BUCKET), ref.require_output(CLUSTER))
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadArgs:
+    """The workload to add: one `tpu-serving:workloads` entry, typed. Each field is checked when the object is made
+    (every problem at once, a pulumi.RunError naming the field, its value and what is allowed); the type's own keys
+    (`settings`) are checked by the type's schema when `add_workload` plans it, as the platform program checks them."""
+
+    type: str
+    """The workload type: one of the registered types (`tpu_serving.WORKLOAD_TYPES`: vllm, jetstream, saxml, ...)."""
+    name: str
+    """The workload's name (an RFC 1123 label): its Kubernetes objects and Google identity are named after it. None of
+    the platform stack's own workloads may have it."""
+    pool: str
+    """The platform stack's `tpuPools` entry it runs on: topology, slices and chips come from it."""
+    namespace: str | None = None
+    """The Kubernetes namespace this program creates for it (an RFC 1123 label); default: `name`. None of the platform
+    stack's own namespaces."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """The type's own keys, camelCase as a stack file writes them (docs/configuration.md, the type's section), e.g.
+    vllm: `{"model": "Qwen/Qwen3-8B", "maxModelLen": 4096}`."""
+
+    def __post_init__(self) -> None:
+        problems = _args_problems(
+            "WorkloadArgs",
+            [
+                ("type", self.type, registry.WORKLOAD_TYPES, "a registered workload type"),
+                ("name", self.name, _LABEL, "an RFC 1123 label (a-z, 0-9, '-', at most 63)"),
+                ("pool", self.pool, _NON_EMPTY, "the name of a tpuPools entry of the platform stack"),
+                ("namespace", self.namespace, _LABEL, "an RFC 1123 label, or None (the workload's name)"),
+            ],
+        )
+        if not isinstance(self.settings, Mapping):
+            problems.append(f"WorkloadArgs.settings: {self.settings!r} is not a mapping; allowed: the type's keys")
+        else:
+            for key in sorted(set(self.settings) & set(TYPED_KEYS)):
+                problems.append(
+                    f"WorkloadArgs.settings[{key!r}]: {self.settings[key]!r} repeats a field of WorkloadArgs; "
+                    f"allowed: set WorkloadArgs.{key} instead"
+                )
+        if problems:
+            raise pulumi.RunError("\n".join(problems))
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> WorkloadArgs:
+        """From a `tpu-serving:workloads` entry as a stack file writes it (camelCase)."""
+        # the values as the entry has them: __post_init__ checks each
+        typed: dict[str, Any] = {k: entry.get(k) for k in TYPED_KEYS}
+        return cls(**typed, settings={k: v for k, v in entry.items() if k not in TYPED_KEYS})
+
+    def entry(self) -> dict[str, Any]:
+        """The `tpu-serving:workloads` entry the platform program would read."""
+        typed = {"type": self.type, "name": self.name, "pool": self.pool, "namespace": self.namespace}
+        return {**{k: v for k, v in typed.items() if v is not None}, **self.settings}
+
+
+TYPED_KEYS = ("type", "name", "pool", "namespace")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformArgs:
+    """The platform stack whose cluster the workload joins."""
+
+    stack: str
+    """Its fully qualified name, `<organization>/<project>/<stack>` (what `pulumi.StackReference` takes)."""
+    config: Mapping[str, Any]
+    """Its `config:` map (the `config` of its Pulumi.<stack>.yaml): the workload is checked against it (its TPU pools,
+    cluster, bucket, environment) as the platform program checks its own."""
+    outputs: PlatformOutputs | None = None
+    """Its outputs; default: read through `pulumi.StackReference(stack)` when the workload is added."""
+
+    def __post_init__(self) -> None:
+        problems = _args_problems(
+            "PlatformArgs", [("stack", self.stack, _QUALIFIED, "<organization>/<project>/<stack>")]
+        )
+        if not isinstance(self.config, Mapping):
+            problems.append(
+                f"PlatformArgs.config: {type(self.config).__name__} is not a mapping; allowed: the `config:` map "
+                "of the platform's stack file"
+            )
+        if problems:
+            raise pulumi.RunError("\n".join(problems))
+
+    @property
+    def project(self) -> str:
+        return self.stack.split("/")[1]
+
+    @property
+    def stack_name(self) -> str:
+        return self.stack.split("/")[2]
+
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_NON_EMPTY = re.compile(r"\S.*", re.DOTALL)
+_QUALIFIED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+")
+
+
+def _args_problems(cls: str, fields: list[tuple[str, Any, Any, str]]) -> list[str]:
+    """`<cls>.<field>: <value> ...; allowed: <what>` for each field whose value is not allowed (None allowed only
+    where the field has a default of None: namespace)."""
+    out = []
+    for name, value, allowed, what in fields:
+        if value is None and name == "namespace":
+            continue
+        if isinstance(allowed, re.Pattern):
+            ok = isinstance(value, str) and allowed.fullmatch(value) is not None
+        else:
+            ok = isinstance(value, str) and value in allowed
+            what = f"{what} ({', '.join(sorted(allowed))})"
+        if not ok:
+            out.append(f"{cls}.{name}: {value!r} is not allowed; allowed: {what}")
+    return out
 
 
 @dataclass
@@ -67,41 +183,46 @@ def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, A
     out = []
     if name in names:
         out.append(
-            f"{NS}:workloads[0].name: {name!r} is a workload of the platform stack; allowed: a name none of its "
+            f"WorkloadArgs.name: {name!r} is a workload of the platform stack; allowed: a name none of its "
             f"workloads has ({', '.join(sorted(str(n) for n in names))})"
         )
     if space in spaces:
         out.append(
-            f"{NS}:workloads[0].namespace: {space!r} is a namespace the platform stack owns; allowed: a namespace of "
+            f"WorkloadArgs.namespace: {space!r} is a namespace the platform stack owns; allowed: a namespace of "
             "this program's own (set `namespace`)"
         )
     return out
 
 
-def add_workload(
-    workload: Mapping[str, Any],
-    *,
-    platform: PlatformOutputs,
-    platform_config: Mapping[str, Any],
-    platform_stack: str,
-    platform_project: str = "tpu-serving",
-) -> AddedWorkload:
-    """Add `workload` (one `tpu-serving:workloads` entry, camelCase as in a stack file) to the platform stack's cluster.
+def _same_bucket(output: str, configured: str, stack: str) -> str:
+    if output != configured:
+        raise pulumi.RunError(
+            f"PlatformArgs.config: names the bucket {configured!r} but the platform stack {stack}'s bucketName output "
+            f"is {output!r}; allowed: the config of the stack file that stack runs with"
+        )
+    return output
 
-    `platform_config`: the platform stack's `config:` map (its Pulumi.<stack>.yaml): the workload is validated
-    against it as the platform program would validate it (pools, capacity, namespaces), every problem at once
-    (pulumi.RunError via ConfigError). Its own workloads are not this program's: only `workload` is planned here."""
-    taken = _platform_owned(platform_config, workload)
+
+def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWorkload:
+    """Add `workload` to the cluster of the `platform` stack.
+
+    The workload is validated against the platform stack's config as the platform program would validate it (pools,
+    capacity, namespaces), every problem at once (a pulumi.RunError naming each key). The platform's own workloads
+    are not this program's: only `workload` is planned here."""
+    platform_config = platform.config
+    entry = workload.entry()
+    outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
+    taken = _platform_owned(platform_config, entry)
     if taken:
         raise pulumi.RunError("\n".join(taken))
     config = {k: _text(v) for k, v in platform_config.items() if not (isinstance(v, dict) and "secure" in v)}
-    config[f"{NS}:workloads"] = json.dumps([dict(workload)])
+    config[f"{NS}:workloads"] = json.dumps([entry])
     raw = raw_config(lambda key: config.get(f"{NS}:{key}"))
     try:
         cfg = parse_stack_config(
             raw,
-            stack=platform_stack,
-            pulumi_project=platform_project,
+            stack=platform.stack_name,
+            pulumi_project=platform.project,
             gcp_project=config.get("gcp:project"),
             region=config.get("gcp:region"),
             workload_types=registry.WORKLOAD_TYPES,
@@ -109,9 +230,11 @@ def add_workload(
     except ConfigError as err:  # as the platform program says it (stacks/pulumi_config.py load_stack_config)
         raise pulumi.RunError(str(err)) from None
     [plan] = cfg.workloads
-    provider = k8s.Provider("platform-cluster", kubeconfig=platform.kubeconfig, enable_server_side_apply=True)
+    provider = k8s.Provider("platform-cluster", kubeconfig=outputs.kubeconfig, enable_server_side_apply=True)
     namespaces = Namespaces("namespaces", plan=cfg.namespaces_plan, deps=NamespacesDeps(provider=provider))
-    bucket = pulumi.Output.from_input(platform.bucket)
+    # the grants' IAM conditions name the bucket the platform's config names (the plan's): its bucketName output must
+    # be that bucket, or every grant would be on one bucket limited to another's objects (no access at all)
+    bucket = pulumi.Output.from_input(outputs.bucket).apply(lambda b: _same_bucket(b, plan.bucket, platform.stack))
     deps = WorkloadDeps(
         project=cfg.gcp_project,
         stack=cfg.stack,
@@ -126,7 +249,7 @@ def add_workload(
         addon=lambda key: [],
         adapter=(),
         node_service_account=None,
-        cluster_name=pulumi.Output.from_input(platform.cluster_name),
+        cluster_name=pulumi.Output.from_input(outputs.cluster_name),
         location=cfg.cluster_location,
         labels=cfg.labels,
         local_ports=cfg.local_ports[plan.name],

@@ -2,7 +2,11 @@
 
 pulumi config set add-workload:platformStack <org>/tpu-serving/dev
 pulumi config set add-workload:platformStackFile ../../Pulumi.dev.yaml
-pulumi config set --path 'add-workload:workload.name' chat2   # ...one tpu-serving:workloads entry
+pulumi config set add-workload:type vllm
+pulumi config set add-workload:name chat2
+pulumi config set add-workload:pool v5e-2x4
+pulumi config set add-workload:namespace team-chat        # optional: default the name
+pulumi config set --path 'add-workload:settings.model' Qwen/Qwen3-8B   # the type's own keys (docs/configuration.md)
 pulumi up
 """
 
@@ -14,15 +18,19 @@ import yaml
 import tpu_serving
 
 config = pulumi.Config("add-workload")
-ref = pulumi.StackReference(config.require("platformStack"))
 platform_file = Path(config.require("platformStackFile"))
-platform_config = (yaml.safe_load(platform_file.read_text()) or {}).get("config") or {}
-added = tpu_serving.add_workload(
-    config.require_object("workload"),
-    platform=tpu_serving.PlatformOutputs.of(ref),
-    platform_config=platform_config,
-    platform_stack=config.require("platformStack").rsplit("/", 1)[-1],
+platform = tpu_serving.PlatformArgs(
+    stack=config.require("platformStack"),
+    config=(yaml.safe_load(platform_file.read_text()) or {}).get("config") or {},
 )
+workload = tpu_serving.WorkloadArgs(
+    type=config.require("type"),
+    name=config.require("name"),
+    pool=config.require("pool"),
+    namespace=config.get("namespace"),
+    settings=config.get_object("settings") or {},
+)
+added = tpu_serving.add_workload(workload, platform=platform)
 pulumi.export("namespace", added.workload.namespace)
 pulumi.export("service", added.workload.service_name)
 pulumi.export("commands", added.workload.commands)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stacks import naming
+from stacks import guardrails, naming
 from stacks.facts import catalog, images, versions
 from stacks.facts import maintenance as maintenance_rules
 from stacks.facts.images import ImageMirror
@@ -396,12 +396,36 @@ def image_mirror(cluster: ClusterConfig | None, gcp_project: str | None, region:
     return images.plan(enabled, gcp_project, region, versions.IMAGES.values())
 
 
+def private_endpoint(cluster: ClusterConfig) -> bool:
+    """The control plane's IP endpoint is private (privateClusterConfig.enablePrivateEndpoint): the DNS-based
+    endpoint takes user traffic, the nodes are private and no CIDRs are listed (components/cluster.py
+    control_plane_access)."""
+    return cluster.control_plane_endpoint == "dns" and cluster.private_nodes and not cluster.master_authorized_networks
+
+
+def authorized_networks_enforced(cluster: ClusterConfig) -> bool:
+    """Master authorized networks are enforced (masterAuthorizedNetworksConfig is sent): always with the DNS-based
+    endpoint (only the listed CIDRs on the IP endpoint, none by default), with the IP endpoint when CIDRs are listed."""
+    return cluster.control_plane_endpoint == "dns" or bool(cluster.master_authorized_networks)
+
+
 def warnings(cluster: ClusterConfig, environment: str) -> list[str]:
     """What the cluster's settings open up, said on every run."""
     out = []
-    if cluster.control_plane_endpoint == "ip" and not cluster.master_authorized_networks:
+    cidrs = [n.cidr_block for n in cluster.master_authorized_networks]
+    # guardrails.control_plane_open: the policy pack's no-public-endpoint reads the registered cluster the same way
+    open_blocks = guardrails.control_plane_open(
+        private_endpoint(cluster), cidrs if authorized_networks_enforced(cluster) else None
+    )
+    if open_blocks == []:
         out.append(
-            f"{PATH}.controlPlaneEndpoint=ip with no masterAuthorizedNetworks: the {environment} control plane "
+            f"{PATH}.controlPlaneEndpoint={cluster.control_plane_endpoint} with no masterAuthorizedNetworks: the "
+            f"{environment} control plane endpoint accepts connections from any address (authenticated); list the "
+            "CIDRs of your operators and CI"
+        )
+    elif open_blocks:
+        out.append(
+            f"{PATH}.masterAuthorizedNetworks lists {', '.join(open_blocks)}: the {environment} control plane "
             "endpoint accepts connections from any address (authenticated); list the CIDRs of your operators and CI"
         )
     if not cluster.private_nodes:

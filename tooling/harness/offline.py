@@ -449,12 +449,37 @@ def run_program(
             runpy.run_path(str(path), run_name="__main__")
 
         with _no_source_positions():
-            _sync_await(run_pulumi_func(program_main))
+            try:
+                _sync_await(run_pulumi_func(program_main))
+            except BaseException:
+                _cancel_leftover_tasks()
+                raise
         _collect_outputs(recording)
     finally:
         os.chdir(cwd)
         runtime_settings.set_root_resource(None)  # type: ignore[arg-type]
     return recording
+
+
+def _cancel_leftover_tasks() -> None:
+    """After a program failed, the outputs it left tracked (the SDK's SETTINGS.outputs, which set_mocks does not
+    reset: pulumi sdk/python/lib/pulumi/runtime/mocks.py MockSettings sets only rpc_manager) would be awaited by the
+    next run's run_pulumi_func and fail it with this run's error; its tasks still waiting would run in the next run's
+    event loop. Both dropped here, as a process that ends would drop them."""
+    import asyncio
+
+    from pulumi.runtime import settings
+    from pulumi.runtime.sync_await import _ensure_event_loop
+
+    settings.SETTINGS.outputs.clear()
+    loop = _ensure_event_loop()
+    if loop.is_running():
+        return
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def _resolve(value: Any) -> tuple[Any, bool]:

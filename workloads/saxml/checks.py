@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from stacks import naming
+from stacks import guardrails, naming
 from stacks.facts import catalog
 from stacks.facts.versions import Serves, image_gaps
 from stacks.problems import Problem
@@ -136,7 +136,8 @@ def _check_http(path: str, http: SaxHttpConfig, environment: str, problems: list
         except ValueError as err:
             problems.append(Problem(f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
             continue
-        if network.prefixlen == 0 and http.exposure == "external" and environment != "dev":
+        # guardrails.whole_internet: the policy pack's no-public-endpoint reads source ranges the same way
+        if guardrails.whole_internet(str(network)) and http.exposure == "external" and environment != "dev":
             problems.append(
                 Problem(
                     f"{path}.http.sourceRanges[{i}]",
