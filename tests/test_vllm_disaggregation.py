@@ -31,10 +31,10 @@ import yaml
 
 from stacks.facts.versions import IMAGES
 from stacks.serving import gateway
-from tests.conftest import reference_file
+from tests.conftest import reference_file, session_run
 from tests.test_gateway import make_config, parse_config
 from tests.test_vllm_lora import problems_of, qwen
-from tooling.review import model_routing
+from tooling.review import model_routing, transition
 from workloads.vllm import flags
 from workloads.vllm.config import KV_CONNECTORS
 from workloads.vllm.plan import KV_ROLES, ROLE_LABEL
@@ -86,10 +86,10 @@ def _upstream_kv_config(name: str) -> dict[str, Any]:
 def test_the_kv_transfer_config_is_tpu_inferences_own_for_each_role():
     plan = qwen(parse_config(pd_config()))
     servers = _servers(plan)
-    assert set(servers) == {"qwen", "qwen-prefill"}
+    assert set(servers) == {"qwen-decode", "qwen-prefill"}
     ours = {
         "prefill": _kv_config(_container(servers["qwen-prefill"], "vllm-tpu")),
-        "decode": _kv_config(_container(servers["qwen"], "vllm-tpu")),
+        "decode": _kv_config(_container(servers["qwen-decode"], "vllm-tpu")),
     }
     upstream = {
         "prefill": _upstream_kv_config("single_prefill.yaml"),
@@ -102,7 +102,7 @@ def test_the_kv_transfer_config_is_tpu_inferences_own_for_each_role():
 
 def test_two_deployments_disjoint_selectors_decode_behind_the_routing_sidecar():
     plan = qwen(parse_config(pd_config()))
-    prefill, decode = _servers(plan)["qwen-prefill"], _servers(plan)["qwen"]
+    prefill, decode = _servers(plan)["qwen-prefill"], _servers(plan)["qwen-decode"]
     assert prefill["spec"]["replicas"] == 2 and decode["spec"]["replicas"] == 1
     sel = {r: d["spec"]["selector"]["matchLabels"] for r, d in (("prefill", prefill), ("decode", decode))}
     assert sel == {"prefill": {"app": "qwen", ROLE_LABEL: "prefill"}, "decode": {"app": "qwen", ROLE_LABEL: "decode"}}
@@ -162,9 +162,9 @@ def test_the_review_shows_the_request_path_and_flags_a_pool_that_cannot_split():
     (path,) = model_routing.pd_paths(objects, [release])
     assert path.handler and path.sidecars and model_routing.pd_problems([path]) == []
     assert path.prefill == ("`qwen-prefill` (2 replicas, kv_producer)",)
-    assert path.decode == ("`qwen` (1 replicas, kv_consumer)",)
+    assert path.decode == ("`qwen-decode` (1 replicas, kv_consumer)",)
     (line,) = [x for x in model_routing.pd_lines([path]) if x.startswith("- ")]
-    assert line.index("decode server `qwen`") < line.index("prefill server `qwen-prefill`") < line.index(":9100")
+    assert line.index("decode server `qwen-decode`") < line.index("prefill server `qwen-prefill`") < line.index(":9100")
     # the prefill servers gone: the picker would send prefills nowhere
     alone = [m for m in objects if m["metadata"]["name"] != "qwen-prefill"]
     (found,) = model_routing.pd_problems(model_routing.pd_paths(alone, [release]))
@@ -213,3 +213,16 @@ def test_the_hma_connector_is_refused_on_the_releases_it_breaks_on(version, refu
     assert found.startswith("tpu-serving:workloads[0].disaggregation.connector: pd-disaggregation-hma")
     assert f"vllm-tpu:{version}" in found and "llm-d/llm-d/pull/2533" in found
     assert "0.30.0, 0.31.0, 0.32.0" in found  # the releases it is not known to break on
+
+
+def test_turning_disaggregation_on_and_off_is_a_clean_up_both_ways():
+    """The roles' Deployments are new objects (qwen-prefill, qwen-decode) created beside the workload's own, which is
+    deleted last: no Deployment changes its selector in place, which the provider would do by replacing it under the
+    same name (pulumi/pulumi-kubernetes provider/pkg/provider forceNew: apps/v1 Deployment `.spec.selector`,
+    tooling/review/transition.py FORCE_NEW) and the API server refuse while the old one exists."""
+    on = pd_config()
+    off = copy.deepcopy(on)
+    del off["tpu-serving:workloads"][0]["disaggregation"]
+    old, new = session_run(off), session_run(on)
+    assert list(transition.problems(old, new)) == [] and list(transition.problems(new, old)) == []
+    assert transition.FORCE_NEW["kubernetes:apps/v1:Deployment"] == ("spec.selector",)

@@ -54,12 +54,12 @@ class Vllm(ServingWorkload):
                 opts=self.k8s_opts(*after, *deps.addon("lws"), custom_timeouts=awaited),
             )
         else:
-            # A disaggregated workload's decode servers keep the workload's Deployment (and name); its prefill
-            # servers are a Deployment of their own beside it.
+            # A disaggregated workload's two roles are Deployments of their own (VllmPlan.role_name), the decode
+            # one the server the Service follows.
             decode_role = "decode" if plan.disaggregated else None
             manifest = manifests.deployment(plan, decode_role)
             server = k8s.apps.v1.Deployment(
-                f"{name}-deployment",
+                f"{name}-decode-deployment" if plan.disaggregated else f"{name}-deployment",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
                 opts=self.k8s_opts(*after, custom_timeouts=awaited),

@@ -227,9 +227,11 @@ class VllmPlan(WorkloadPlan):
         return {**self.labels, ROLE_LABEL: role} if role else self.labels
 
     def role_name(self, role: str | None) -> str:
-        """The decode servers keep the workload's name (its Deployment and Service); the prefill servers are
-        <name>-prefill."""
-        return f"{self.name}-prefill" if role == "prefill" else self.name
+        """A role's Deployment: <name>-prefill, <name>-decode (the Service keeps the workload's name). Not the
+        workload's own Deployment: its selector would change, and the provider replaces a Deployment whose selector
+        changes (tooling/review/transition.py FORCE_NEW) under the same name, which the API server refuses while the
+        old one exists; under new names the two roles start beside the old servers, which `pulumi up` deletes last."""
+        return f"{self.name}-{role}" if role else self.name
 
     def server_port(self, role: str | None) -> int:
         """The port vLLM listens on: behind the routing sidecar on a decode server, else HTTP_PORT."""
@@ -568,4 +570,6 @@ def served_model_name(plan: VllmPlan) -> str:
 def serving_container(plan: VllmPlan) -> tuple[str, str]:
     """What `kubectl exec` names to run something in a serving container: the leader of group 0 (the
     LeaderWorkerSet's pod <name>-0) on a multi-host pool, else a pod of the Deployment."""
-    return (f"pod/{plan.name}-0", "vllm-leader") if plan.multi_host else (f"deploy/{plan.name}", CONTAINER)
+    if plan.multi_host:
+        return (f"pod/{plan.name}-0", "vllm-leader")
+    return (f"deploy/{plan.role_name('decode' if plan.disaggregated else None)}", CONTAINER)
