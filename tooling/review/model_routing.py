@@ -177,9 +177,11 @@ class PdPath:
 
 def _picker_config(values: dict[str, Any]) -> dict[str, Any]:
     epp = (values.get("router") or {}).get("epp") or {}
-    text = (epp.get("pluginsCustomConfig") or {}).get(epp.get("pluginsConfigFile") or "")
+    text = str((epp.get("pluginsCustomConfig") or {}).get(epp.get("pluginsConfigFile") or "") or "")
+    if not text:
+        return {}
     try:
-        return json.loads(text) if text else {}
+        return json.loads(text)
     except ValueError:
         return yaml.safe_load(text) or {}
 
