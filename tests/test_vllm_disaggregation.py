@@ -32,7 +32,8 @@ import yaml
 from stacks.facts.versions import IMAGES
 from stacks.serving import gateway
 from tests.conftest import reference_file, session_run
-from tests.test_gateway import make_config, parse_config
+from tests.test_body_routing import two_models
+from tests.test_gateway import parse_config
 from tests.test_vllm_lora import problems_of, qwen
 from tooling.review import model_routing, transition
 from workloads.vllm import flags
@@ -43,19 +44,10 @@ PD = {"prefill": {"replicas": 2}, "decode": {"replicas": 1}}
 
 
 def pd_config(pd: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    cfg = make_config(tpu_serving__gateway={"enabled": True})
-    cfg["tpu-serving:tpuPools"] = [
-        {
-            "name": "v6e-8",
-            "tpu": "v6e",
-            "topology": "2x4",
-            "zone": "us-east5-b",
-            "capacity": "on-demand",
-            "autoscaling": {"minNodes": 0, "maxNodes": 3},
-        }
-    ]
-    workload = {"type": "vllm", "name": "qwen", "pool": "v6e-8", "model": "Qwen/Qwen3-32B", "gated": False}
-    cfg["tpu-serving:workloads"] = [{**workload, "disaggregation": copy.deepcopy(pd or PD), **extra}]
+    """One vLLM workload (qwen) on a single-host v6e 2x4 pool of up to 3 nodes, disaggregated."""
+    cfg = two_models(disaggregation=copy.deepcopy(pd or PD), **extra)
+    cfg["tpu-serving:workloads"] = cfg["tpu-serving:workloads"][:1]
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"] = {"minNodes": 0, "maxNodes": 3}
     return cfg
 
 
