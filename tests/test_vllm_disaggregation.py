@@ -38,6 +38,7 @@ from tests.test_vllm_lora import problems_of, qwen
 from tooling.review import model_routing, transition
 from workloads.vllm import flags
 from workloads.vllm.config import KV_CONNECTORS
+from workloads.vllm.manifests import routing_sidecar
 from workloads.vllm.plan import KV_ROLES, ROLE_LABEL
 
 PD = {"prefill": {"replicas": 2}, "decode": {"replicas": 1}}
@@ -110,9 +111,12 @@ def test_two_deployments_disjoint_selectors_decode_behind_the_routing_sidecar():
     assert "--port=8200" in server["args"] and server["startupProbe"]["httpGet"]["port"] == 8200
     sidecar = _container(decode, "routing-proxy")
     assert sidecar["image"] == IMAGES["llmDDisaggSidecar"] == "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0"
-    assert {"--port=8000", "--vllm-port=8200", "--kv-connector=nixlv2", "--secure-serving=false"} <= set(
-        sidecar["args"]
-    )
+    assert sidecar["args"] == [
+        "--port=8000",
+        "--model-server-port=8200",
+        "--kv-connector=nixlv2",
+        "--secure-proxy=false",
+    ]
     assert sidecar["ports"] == [{"containerPort": 8000, "name": "http"}]
     assert sidecar["securityContext"]["runAsNonRoot"] is True
     assert all(c["name"] != "routing-proxy" for c in prefill["spec"]["template"]["spec"]["containers"])
@@ -161,6 +165,52 @@ def test_the_review_shows_the_request_path_and_flags_a_pool_that_cannot_split():
     alone = [m for m in objects if m["metadata"]["name"] != "qwen-prefill"]
     (found,) = model_routing.pd_problems(model_routing.pd_paths(alone, [release]))
     assert "no prefill server" in found
+
+
+# The routing sidecar's flags and KV protocols at the pinned router, extracted from
+# llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/options.go (the `// Flags` const block; supportedKVConnectorNamesStr
+# from pkg/sidecar/constants/constants.go). vllm-port is there as the deprecated alias of model-server-port.
+SIDECAR_FLAGS = frozenset(
+    {
+        "port",  # defaultPort "8000"
+        "model-server-port",  # defaultVLLMPort "8200"
+        "vllm-port",
+        "data-parallel-size",
+        "kv-connector",  # default nixlv2
+        "ec-connector",
+        "mooncake-bootstrap-port",
+        "p2p-connector-port",
+        "enable-p2p-pull",
+        "enable-ssrf-protection",
+        "enable-prefiller-sampling",
+        "enable-tls",
+        "tls-insecure-skip-verify",
+        "secure-proxy",  # default true
+        "cert-path",
+        "inference-pool",
+        "pool-group",
+        "max-idle-conns-per-host",
+        "prefill-max-retries",
+        "prefill-retry-backoff",
+        "decode-chunk-size",
+        "configuration",
+        "configuration-file",
+        "tracing",
+        "metrics-port",
+    }
+)
+SIDECAR_KV_CONNECTORS = ("nixlv2", "shared-storage", "sglang", "mooncake", "offloading")
+
+
+def test_every_sidecar_flag_is_one_the_pinned_sidecar_parses():
+    for arg in routing_sidecar(qwen(parse_config(pd_config())))["args"]:
+        name, _, value = arg.removeprefix("--").partition("=")
+        assert name in SIDECAR_FLAGS and name != "vllm-port", (
+            f"{arg}: not a flag of the v0.10.0 sidecar (or deprecated)"
+        )
+        if name == "kv-connector":
+            assert value in SIDECAR_KV_CONNECTORS
+    assert "secure-serving" not in SIDECAR_FLAGS  # llm-d's nightly guide flag: unknown to the pinned sidecar
 
 
 def _problems(cfg: dict[str, Any]) -> str:

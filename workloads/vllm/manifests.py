@@ -183,17 +183,19 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool, role:
 
 
 # The router's routing sidecar (llm-d/llm-d-router@v0.10.0 cmd/pd-sidecar; image
-# ghcr.io/llm-d/llm-d-router-disagg-sidecar, versions.IMAGES llmDDisaggSidecar) as llm-d's TPU guide runs it
-# (llm-d/llm-d guides/recipes/modelserver/base/single-host/pd/vllm/patch-sidecar.yaml: --port=8000
-# --kv-connector=nixlv2 --secure-serving=false, non-root, no privilege escalation; the TPU overlays reuse it with
-# TPUConnector). nixlv2 is the protocol TPUConnector speaks: the prefill request with max_tokens 1, its response's
-# kv_transfer_params copied into the decode request (tpu-inference@v0.27.0 examples/disagg/toy_proxy_server.py;
-# tpu_connector.py request_finished). Plain HTTP: the gateway and the picker reach the pods over HTTP.
+# ghcr.io/llm-d/llm-d-router-disagg-sidecar, versions.IMAGES llmDDisaggSidecar), with the flags of that release
+# (pkg/sidecar/proxy/options.go): --port (default 8000), --model-server-port (--vllm-port is its deprecated alias),
+# --kv-connector nixlv2 (its default, the protocol llm-d's TPU guide runs TPUConnector with: the prefill request with
+# max_tokens 1, its response's kv_transfer_params copied into the decode request, as tpu-inference@v0.27.0
+# examples/disagg/toy_proxy_server.py does), and --secure-proxy=false (default true: a self-signed TLS listener; the
+# gateway and the picker reach the pods over plain HTTP). llm-d's guide (guides/recipes/modelserver/base/single-host/
+# pd/vllm/patch-sidecar.yaml) writes --secure-serving=false, a flag of its nightly sidecar that v0.10.0's does not
+# have (there it is the picker's flag, pkg/epp/server/options.go): an unknown flag stops the sidecar at start.
 SIDECAR_ARGS = (
     f"--port={HTTP_PORT}",
-    f"--vllm-port={DECODE_SERVER_PORT}",
+    f"--model-server-port={DECODE_SERVER_PORT}",
     "--kv-connector=nixlv2",
-    "--secure-serving=false",
+    "--secure-proxy=false",
 )
 SIDECAR_RESOURCES = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
 SIDECAR_SECURITY = ContainerSecurity()  # restricted: non-root, read-only root, no capabilities
