@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from stacks.facts.versions import IMAGES
+from stacks.facts.versions import IMAGES, LLM_D_ROUTER
 from stacks.serving import gateway
 from tests.conftest import reference_file, session_run
 from tests.test_body_routing import two_models
@@ -111,6 +111,7 @@ def test_two_deployments_disjoint_selectors_decode_behind_the_routing_sidecar():
     assert "--port=8200" in server["args"] and server["startupProbe"]["httpGet"]["port"] == 8200
     sidecar = _container(decode, "routing-proxy")
     assert sidecar["image"] == IMAGES["llmDDisaggSidecar"] == "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0"
+    assert IMAGES["llmDDisaggSidecar"].endswith(f":{LLM_D_ROUTER.version}")  # released with the picker it serves
     assert sidecar["args"] == [
         "--port=8000",
         "--model-server-port=8200",

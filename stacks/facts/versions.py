@@ -700,7 +700,7 @@ IMAGE_RECORDS: dict[str, Image] = {
     # .github/workflows/ci-release.yaml sidecar_name, tag; ci-build-images.yaml registry ghcr.io/llm-d; Makefile
     # SIDECAR_IMAGE_NAME llm-d-router-disagg-sidecar). It serves the pod's HTTP port and proxies the server's.
     "llmDDisaggSidecar": Image(
-        f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{LLM_D_ROUTER.version}",
+        "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0",  # LLM_D_ROUTER.version (tests/test_vllm_disaggregation.py)
         Serves(),
         "llm-d/llm-d-router@v0.10.0 .github/workflows/ci-release.yaml, Makefile, cmd/pd-sidecar",
         size_gb=0.1,

@@ -8,7 +8,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from stacks.facts.versions import IMAGES
 from stacks.monitoring import metrics as stack_metrics
 from stacks.naming import SYSTEM_POOL_SELECTOR
 from stacks.security import scan_exceptions
@@ -207,7 +206,7 @@ def routing_sidecar(plan: VllmPlan) -> dict[str, Any]:
     through to it (so /health and /metrics on HTTP_PORT are the decode server's)."""
     return {
         "name": SIDECAR_CONTAINER,
-        "image": plan.served(IMAGES["llmDDisaggSidecar"]),
+        "image": plan.sidecar_image,
         "imagePullPolicy": "IfNotPresent",
         "args": list(SIDECAR_ARGS),
         "ports": [{"containerPort": HTTP_PORT, "name": "http"}],
@@ -227,7 +226,7 @@ def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str,
 def _server_container(plan: VllmPlan, name: str, role: str | None = None) -> dict[str, Any]:
     port = plan.server_port(role)
     # behind a decode server's sidecar, the sidecar's port is `http` (the one PodMonitoring scrapes, proxied here)
-    ports = [{"containerPort": port, "name": "vllm" if role == "decode" else "http"}]
+    ports = [{"containerPort": port, "name": "server" if role == "decode" else "http"}]
     if role is not None:
         ports += [
             {"containerPort": KV_TRANSFER_PORT, "name": "kv-transfer"},

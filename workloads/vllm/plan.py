@@ -238,6 +238,11 @@ class VllmPlan(WorkloadPlan):
         return DECODE_SERVER_PORT if role == "decode" else HTTP_PORT
 
     @property
+    def sidecar_image(self) -> str:
+        """The decode servers' routing sidecar (workloads/vllm/manifests.py routing_sidecar), as its pods pull it."""
+        return self.served(IMAGES["llmDDisaggSidecar"])
+
+    @property
     def service_selector(self) -> dict[str, str]:
         """The Service's pods: the decode servers when disaggregated (a request there without a prefill choice is
         served whole by the decode server, through its sidecar), else the serving pods."""
@@ -471,7 +476,7 @@ class VllmPlan(WorkloadPlan):
         """Images, weights and compile cache as the manifests below set them (the same plan values)."""
         probe = startup_probe({}, COLD_START_S)
         return StartupPath(
-            images=(self.image,),
+            images=(self.image, *([self.sidecar_image] if self.disaggregated else [])),
             weights="gcs-stream",
             hub_offline=True,
             stream_concurrency=self.stream_concurrency,
