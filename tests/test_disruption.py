@@ -17,6 +17,7 @@ from stacks.serving import disruption
 from tests.conftest import EXAMPLES, ROOT, make_config, recorded, reference_file
 from tests.test_workload_registry import ECHO_CONFIG, echo_registered  # noqa: F401  (a fixture)
 from tooling.harness.offline import Recording, Registration
+from tooling.oracles.chart_objects import RELEASE_TYPE
 from workloads import registry
 
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
@@ -189,7 +190,9 @@ def _sleeps(template: dict[str, Any]) -> bool:
 def sleep_problems(rec: Recording) -> list[str]:
     """Every pod template with a preStop sleep must be worth its wait: the sleep is the drain, the time routing takes
     to stop and the requests in flight take to finish (stacks/serving/disruption.py). So it is on
-    - a routed endpoint: a pod a Service of its namespace selects (its labels, with the set-name label LWS adds);
+    - a routed endpoint: a pod a Service of its namespace selects (its labels, with the set-name label LWS adds), or
+      the InferencePool of a router release in its namespace (values router.modelServers.matchLabels: a
+      disaggregated vLLM workload's prefill servers are reached through the gateway's picker only);
     - or a pod a routed endpoint's requests run on: a LeaderWorkerSet worker of a group whose leader is routed (a
       multi-host replica computes on every host of its slice, vLLM through its Ray workers, JetStream through the
       Pathways workers: a worker that stopped at once would cut the leader's requests while it drains);
@@ -197,7 +200,19 @@ def sleep_problems(rec: Recording) -> list[str]:
       models" (google/saxml README.md), and the sax-http server behind the Service is such a client.
     A pod that is none of these would sleep for nothing, and hold its TPU node 5 minutes longer on every stop."""
     found = []
-    services = [r for r in rec.resources if r.type == SERVICE]
+    services = [
+        (r.inputs["metadata"].get("namespace", ""), r.inputs["spec"].get("selector"))
+        for r in rec.resources
+        if r.type == SERVICE
+    ]
+    services += [
+        (r.inputs.get("namespace", ""), pool)
+        for r in rec.resources
+        if r.type == RELEASE_TYPE
+        and (
+            pool := (((r.inputs.get("values") or {}).get("router") or {}).get("modelServers") or {}).get("matchLabels")
+        )
+    ]
     for workload in workloads(rec):
         for server in children(rec, workload, *SERVERS):
             name, ns = server.inputs["metadata"]["name"], server.inputs["metadata"].get("namespace", "")
@@ -205,10 +220,8 @@ def sleep_problems(rec: Recording) -> list[str]:
             def routed(template: dict[str, Any], extra: dict[str, str]) -> bool:
                 labels = {**(template.get("metadata") or {}).get("labels", {}), **extra}  # noqa: B023
                 return any(
-                    svc.inputs["metadata"].get("namespace", "") == ns  # noqa: B023
-                    and (selector := svc.inputs["spec"].get("selector"))
-                    and selector.items() <= labels.items()
-                    for svc in services
+                    namespace == ns and selector and selector.items() <= labels.items()  # noqa: B023
+                    for namespace, selector in services
                 )
 
             if server.type == LWS:
@@ -231,11 +244,12 @@ def test_every_prestop_sleep_is_on_a_routed_pod_or_one_its_requests_run_on(path)
 
 
 def test_the_sleep_check_finds_a_sleep_on_a_pod_nothing_routes_to():
-    """The check fails where a sleeping pod is no endpoint: the vLLM multi-host example with its Service taken away."""
+    """The check fails where a sleeping pod is no endpoint: the vLLM multi-host example with its Service (and its
+    router release's InferencePool) taken away."""
     (path,) = [p for p in EXAMPLES if p.parent.name == "vllm-multi-host"]
     rec = recorded(path, False)
     assert sleep_problems(rec) == []
-    bare = Recording(resources=[r for r in rec.resources if r.type != SERVICE])
+    bare = Recording(resources=[r for r in rec.resources if r.type not in (SERVICE, RELEASE_TYPE)])
     assert sleep_problems(bare)
 
 

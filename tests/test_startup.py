@@ -100,9 +100,14 @@ def startup_problems(plan: Any, startup: StartupPath | None, rec: Recording) -> 
     if startup.weights == "gcs-stream" and not any(f == f"--model={plan.weights_url}" for f in flags):
         out.append(f"streams but no server reads --model={plan.weights_url}")
     out += _staging_problems(plan, startup, rec, objects)
-    out += _cache_problems(startup, pods, containers, flags)
+    out += _cache_problems(startup, pods, containers, flags, len(getattr(plan, "roles", (None,))))
     out += _probe_problems(startup, containers)
     return out
+
+
+def _server_names(plan: Any) -> set[str]:
+    """The workload's server, or each of its server sets (a disaggregated vLLM workload's prefill and decode)."""
+    return {plan.name, *(plan.role_name(r) for r in getattr(plan, "roles", ()))}
 
 
 def _staging_problems(plan: Any, startup: StartupPath, rec: Recording, objects: list[dict[str, Any]]) -> list[str]:
@@ -126,7 +131,7 @@ def _staging_problems(plan: Any, startup: StartupPath, rec: Recording, objects: 
         r
         for r in rec.resources
         if r.custom
-        and (r.inputs.get("metadata") or {}).get("name") == plan.name
+        and (r.inputs.get("metadata") or {}).get("name") in _server_names(plan)
         and r.type in ("kubernetes:apps/v1:Deployment", "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet")
     ]
     if not servers or any(job_reg.urn not in r.dependencies for r in servers):
@@ -135,8 +140,9 @@ def _staging_problems(plan: Any, startup: StartupPath, rec: Recording, objects: 
 
 
 def _cache_problems(
-    startup: StartupPath, pods: list[dict[str, Any]], containers: list[dict[str, Any]], flags: list[str]
+    startup: StartupPath, pods: list[dict[str, Any]], containers: list[dict[str, Any]], flags: list[str], sets: int = 1
 ) -> list[str]:
+    """`sets`: the workload's server sets, each with its own serving pod template (one writer per replica each)."""
     out: list[str] = []
     cache_args = [f.split("=", 1)[1] for f in flags if f.startswith("jax_cache_dir=")]
     xla_paths = {_env(c).get("VLLM_XLA_CACHE_PATH") for c in containers} - {None}
@@ -172,7 +178,7 @@ def _cache_problems(
         if workers != {startup.compile_cache_pull_streams}:
             out.append(f"compile_cache_pull_streams={startup.compile_cache_pull_streams} but the pulls keep {workers}")
         pushers = [pod for pod in pods if any("CACHE_PUSH_INTERVAL" in _env(c) for c in pod["containers"])]
-        if len(pushers) != 1:
+        if len(pushers) != sets:
             out.append(f"{len(pushers)} pod templates push the cache: one writer per replica, its serving pod")
     return out
 

@@ -54,6 +54,8 @@ REMOTES: dict[str, Remote] = {r.registry: r for r in (Remote("docker.io", "docke
 # more repository and grant per stack that only a release gate uses.
 DIRECT: dict[str, str] = {
     "quay.io": "the release gate's load generator (stacks/serving/benchmark.py), about 0.5 GB, run once per step",
+    "ghcr.io": "the routing sidecar of a disaggregated vLLM workload's decode servers (workloads/vllm/manifests.py), "
+    "about 0.1 GB, from the registry the router's endpoint picker image comes from (versions.LLM_D_ROUTER)",
 }
 
 

@@ -694,6 +694,18 @@ IMAGE_RECORDS: dict[str, Image] = {
         size_gb=0.5,
         size_source=SIZE_ASSUMPTION_SMALL,
     ),
+    # The router's routing sidecar in front of a disaggregated vLLM workload's decode servers
+    # (workloads/vllm/manifests.py routing_sidecar), at the router's pinned release (LLM_D_ROUTER): the release
+    # workflow pushes it as ghcr.io/llm-d/<repository>-disagg-sidecar:<release tag> (llm-d/llm-d-router@v0.10.0
+    # .github/workflows/ci-release.yaml sidecar_name, tag; ci-build-images.yaml registry ghcr.io/llm-d; Makefile
+    # SIDECAR_IMAGE_NAME llm-d-router-disagg-sidecar). It serves the pod's HTTP port and proxies the server's.
+    "llmDDisaggSidecar": Image(
+        "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0",  # LLM_D_ROUTER.version (tests/test_vllm_disaggregation.py)
+        Serves(),
+        "llm-d/llm-d-router@v0.10.0 .github/workflows/ci-release.yaml, Makefile, cmd/pd-sidecar",
+        size_gb=0.1,
+        size_source="assumption: a static Go binary on a distroless base (Dockerfile.sidecar), about 0.1 GB compressed",
+    ),
 }
 
 # Tags the tutorials use that the matrix does not pin (superseded), recorded so a config naming them is checked.

@@ -24,8 +24,8 @@ Phases, in the order a replica goes through them:
 
 The floor is what no setting can remove: the weights at what each host reads from the bucket at most (host_read_rate),
 shared by every host of the replica, the runtime start, a warm local compile cache and every image streamed
-(`image_stream_start` each: the same figure the image phase counts for a streamed image; only a preloaded image costs
-nothing, and none is built), with no probe wait.
+(`image_stream_start` each: the same figure the image phase counts for a streamed image, or the image's whole pull
+where that is quicker; only a preloaded image costs nothing, and none is built), with no probe wait.
 """
 
 from __future__ import annotations
@@ -200,9 +200,15 @@ def _image_seconds(plan: WorkloadPlan, startup: StartupPath, notes: list[str]) -
 
 def _floor_image_seconds(plan: WorkloadPlan, startup: StartupPath) -> float:
     """The image part of the floor: every image not preloaded streamed (`image_stream_start` each), the least any
-    lever the stack builds gives (no preloaded images are built: PoolPlan.preloaded_images)."""
+    lever the stack builds gives (no preloaded images are built: PoolPlan.preloaded_images); an image whose whole
+    pull takes less (a small sidecar's) counts that pull, as the image phase does, so the floor never exceeds it."""
     refs = [ref for ref in dict.fromkeys(startup.images) if ref not in plan.pool.preloaded_images]
-    return assumed("image_stream_start") * len(refs)
+    total = 0.0
+    for ref in refs:
+        record = versions.image_record(ref)
+        pull = record.size_gb / assumed("image_pull_rate") if record and record.size_gb is not None else math.inf
+        total += min(assumed("image_stream_start"), pull)
+    return total
 
 
 def nic_rate(shape: SliceShape) -> float | None:

@@ -157,6 +157,9 @@ class GatewayBackend:
     # Its InferenceObjectives (name, priority): a request naming one in OBJECTIVE_HEADER is queued at that priority
     # by the pool's picker (`router_values`).
     objectives: tuple[tuple[str, int], ...] = field(default=(), kw_only=True)
+    # Prefill/decode disaggregation (`pd_config`): the prefix-based decider's (nonCachedTokens, promptTokens); None:
+    # every server prefills and decodes.
+    disaggregation: tuple[int, int] | None = field(default=None, kw_only=True)
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -195,7 +198,59 @@ def epp_pod_labels(release: str) -> dict[str, str]:
 BACKEND_TIMEOUT_S = 300
 
 
-def epp_config(queue_ttl_s: int | None = None) -> str:
+# Prefill/decode disaggregation in the picker (llm-d/llm-d-router@v0.10.0:docs/disaggregation.md "P/D
+# Configuration", "Profile Handler Configuration"): the disagg-profile-handler runs the `decode` profile first (its
+# default stageOrder decode-first), then asks the prefix-based-pd-decider whether the prompt's part not cached on
+# the chosen decode server is long enough to prefill elsewhere; if so the `prefill` profile picks a prefill server
+# and the decode server's routing sidecar receives it in x-prefiller-host-port. prefill-filter and decode-filter keep
+# the pods labelled llm-d.ai/role prefill / decode (pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go);
+# the approximate prefix producer the decider and the prefix scorer read is registered as the default producer of
+# their data (cmd/epp/runner/runner.go RegisterAsDefaultProducer(ApproxPrefixCachePluginType ...)), as in the
+# single-profile configuration. Plugin types: prefill-filter, decode-filter (roles.go), max-score-picker
+# (scheduling/picker/maxscore/picker.go), prefix-based-pd-decider and disagg-profile-handler
+# (scheduling/profilehandler/disagg/).
+PD_PLUGINS = (
+    "prefill-filter",
+    "decode-filter",
+    "max-score-picker",
+    "prefix-based-pd-decider",
+    "disagg-profile-handler",
+)
+
+
+def pd_config(config: dict[str, Any], non_cached_tokens: int, prompt_tokens: int) -> dict[str, Any]:
+    """`config` with the prefill and decode profiles in place of its default one, each keeping its scorers."""
+    scorers = config["schedulingProfiles"][0]["plugins"]
+    return {
+        **config,
+        "plugins": [
+            *config["plugins"],
+            {"type": "prefill-filter"},
+            {"type": "decode-filter"},
+            {"type": "max-score-picker"},
+            {
+                "type": "prefix-based-pd-decider",
+                "parameters": {"nonCachedTokens": non_cached_tokens, "promptTokens": prompt_tokens},
+            },
+            {
+                "type": "disagg-profile-handler",
+                "parameters": {
+                    "profiles": {"prefill": "prefill", "decode": "decode"},
+                    "deciders": {"prefill": "prefix-based-pd-decider"},
+                },
+            },
+        ],
+        "schedulingProfiles": [
+            {
+                "name": role,
+                "plugins": [{"pluginRef": f"{role}-filter"}, {"pluginRef": "max-score-picker"}, *scorers],
+            }
+            for role in ("prefill", "decode")
+        ],
+    }
+
+
+def epp_config(queue_ttl_s: int | None = None, disaggregation: tuple[int, int] | None = None) -> str:
     """The endpoint picker's configuration (EndpointPickerConfig, llm-d.ai/v1alpha1): see EPP_CONFIG_FILE. With
     `queue_ttl_s` (a workload KEDA scales to zero), the flow-control queue keeps a request that long: the picker
     sheds a request still queued after `flowControl.defaultRequestTTL`, 60 s unless set, a metav1.Duration
@@ -230,6 +285,8 @@ def epp_config(queue_ttl_s: int | None = None) -> str:
     }
     if queue_ttl_s is not None:
         config["flowControl"] = {"defaultRequestTTL": f"{queue_ttl_s}s"}
+    if disaggregation is not None:
+        config = pd_config(config, *disaggregation)
     return json.dumps(config, indent=2)
 
 
@@ -264,7 +321,7 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             "epp": {
                 "replicas": 1,
                 "pluginsConfigFile": EPP_CONFIG_FILE,
-                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s)},
+                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s, backend.disaggregation)},
                 # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
                 "image": chart_image(LLM_D_ROUTER),
                 "resources": EPP_RESOURCES,

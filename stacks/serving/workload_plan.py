@@ -114,6 +114,11 @@ class ServingSignals:
     """Counter of generated tokens (its name without _total)."""
 
 
+# Optional workload fields added after live stacks first fingerprinted their release (gate_job_name): left out of the
+# fingerprint while unset, so an unchanged release keeps its gate Job's name (a new name runs the benchmark again).
+LATER_OPTIONAL_FIELDS = frozenset({"disaggregation"})
+
+
 @dataclass(frozen=True)
 class WorkloadPlan:
     """A validated workload and the pool it runs on, with what the stack derived for it."""
@@ -249,7 +254,9 @@ class WorkloadPlan:
         """The gate Job of the current release step: the candidate set of a rollout only (None otherwise)."""
         if self.release is None or not self.release.candidate or self.benchmark_target() is None or self.paused:
             return None
-        fields = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
+        dump = self.workload.model_dump(mode="json")
+        kept = {k: v for k, v in dump.items() if not (k in LATER_OPTIONAL_FIELDS and v is None)}
+        fields = json.dumps(kept, sort_keys=True)
         return benchmark.job_name(self.release.route, fields, f"{self.release.weight}:{self.release.gate.scenario}")
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from stacks.serving import gateway
+from workloads.vllm.plan import ROLE_LABEL, SIDECAR_CONTAINER  # the role label and sidecar the vLLM type renders
 
 POOL_KIND = "InferencePool"
 
@@ -155,3 +156,111 @@ def lines(found: list[Route], router_namespace: str | None) -> list[str]:
         "| --- | --- | --- | --- |",
         *rows,
     ]
+
+
+# ---- prefill/decode disaggregation: the path a request takes inside a pool -----------------------------------------
+# The picker's disagg-profile-handler picks a decode server, then (prefix-based-pd-decider) a prefill server; the
+# decode server's routing sidecar sends the prefill there first and the decode server pulls its KV cache
+# (stacks/serving/gateway.py PD_PLUGINS, workloads/vllm/manifests.py routing_sidecar). Read here from the recorded
+# router releases' picker configuration and the Deployments their pools select.
+
+
+@dataclass(frozen=True)
+class PdPath:
+    pool: str  # <namespace>/<InferencePool>
+    prefill: tuple[str, ...]  # "<Deployment> (N replicas, <kv_role>)"
+    decode: tuple[str, ...]
+    handler: bool  # the pool's picker runs the disagg-profile-handler
+    decider: dict[str, Any]  # its prefix-based-pd-decider parameters
+    sidecars: bool  # every decode server has the routing sidecar
+
+
+def _picker_config(values: dict[str, Any]) -> dict[str, Any]:
+    epp = (values.get("router") or {}).get("epp") or {}
+    text = str((epp.get("pluginsCustomConfig") or {}).get(epp.get("pluginsConfigFile") or "") or "")
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return yaml.safe_load(text) or {}
+
+
+def _kv_role(container: dict[str, Any]) -> str:
+    for arg in container.get("args") or []:
+        if str(arg).startswith("--kv-transfer-config="):
+            try:
+                return str(json.loads(str(arg).split("=", 1)[1]).get("kv_role", "?"))
+            except ValueError:
+                return "?"
+    return "no KV connector"
+
+
+def pd_paths(objects: list[dict[str, Any]], releases: list[dict[str, Any]]) -> list[PdPath]:
+    """Per router release whose pool selects pods labelled with the router's role label (or whose picker splits
+    prefill from decode): the Deployments of each role and what carries the request between them."""
+    out = []
+    for release in releases:
+        values = release.get("values") or {}
+        servers = (values.get("router") or {}).get("modelServers")
+        if not servers:
+            continue
+        namespace, selector = release.get("namespace"), servers.get("matchLabels") or {}
+        config = _picker_config(values)
+        types = {p.get("type"): p for p in config.get("plugins") or []}
+        roles: dict[str, list[str]] = {"prefill": [], "decode": []}
+        sidecars = True
+        for d in objects:
+            if d.get("kind") != "Deployment" or d["metadata"].get("namespace") != namespace:
+                continue
+            template = d["spec"]["template"]
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            role = labels.get(ROLE_LABEL)
+            if role not in roles or any(labels.get(k) != v for k, v in selector.items()):
+                continue
+            containers = template["spec"]["containers"]
+            server = next((c for c in containers if c["name"] != SIDECAR_CONTAINER), containers[0])
+            roles[role].append(
+                f"`{d['metadata']['name']}` ({d['spec'].get('replicas', '?')} replicas, {_kv_role(server)})"
+            )
+            if role == "decode" and all(c["name"] != SIDECAR_CONTAINER for c in containers):
+                sidecars = False
+        handler = "disagg-profile-handler" in types
+        if handler or roles["prefill"] or roles["decode"]:
+            decider = (types.get("prefix-based-pd-decider") or {}).get("parameters") or {}
+            pool = f"{namespace}/{release.get('name')}"
+            out.append(PdPath(pool, tuple(roles["prefill"]), tuple(roles["decode"]), handler, decider, sidecars))
+    return out
+
+
+def pd_problems(paths: list[PdPath]) -> list[str]:
+    """A pool whose picker and servers disagree on prefill/decode: a request could never reach a role, or no decode
+    server could send a prefill anywhere."""
+    out = []
+    for p in paths:
+        if not p.handler:
+            out.append(f"pool {p.pool}: servers labelled prefill/decode, but its picker runs no disagg-profile-handler")
+        if not p.prefill or not p.decode:
+            missing = "prefill" if not p.prefill else "decode"
+            out.append(f"pool {p.pool}: its picker splits prefill from decode, but no {missing} server is in the pool")
+        if not p.sidecars:
+            out.append(f"pool {p.pool}: a decode server has no routing sidecar to send the prefill with")
+    return out
+
+
+def pd_lines(paths: list[PdPath]) -> list[str]:
+    if not paths:
+        return []
+    rows = []
+    for p in paths:
+        threshold = p.decider.get("nonCachedTokens", "?")
+        gate = p.decider.get("promptTokens", 0)
+        rows.append(
+            f"- `{p.pool}`: Gateway -> picker `decode` profile -> decode server {', '.join(p.decode) or '**none**'}, "
+            f"whose routing sidecar (:8000) -> when at least {threshold} prompt tokens are not cached there"
+            + (f" and the prompt has at least {gate} tokens" if gate else "")
+            + f", picker `prefill` profile -> prefill server {', '.join(p.prefill) or '**none**'} (max_tokens 1) -> "
+            "KV cache pulled by the decode server over the TPU connector (:9100, side channel :9600) -> decode "
+            "server (:8200) generates; otherwise the decode server prefills itself."
+        )
+    return ["", "Prefill/decode disaggregation, the path of a request inside its pool:", "", *rows]

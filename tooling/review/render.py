@@ -220,6 +220,7 @@ def check(cfg: StackConfig | FleetStack, recording: Recording) -> list[str]:
     # every model and adapter name behind the gateway reaches exactly one pool (tooling/review/model_routing.py)
     if isinstance(cfg, StackConfig):
         report.errors += model_routing.problems(summary_module.model_routes(recording))
+        report.errors += model_routing.pd_problems(summary_module.pd_paths(recording))
     directory, source = crd_source()
     if directory is None:
         print(f"  note: custom resources NOT checked: {source}")

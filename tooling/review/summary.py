@@ -296,11 +296,19 @@ def model_routes(recording: Recording) -> list[model_routing.Route]:
     return model_routing.routes(kubernetes_objects(recording), body_router_namespace(recording))
 
 
+def pd_paths(recording: Recording) -> list[model_routing.PdPath]:
+    """Per pool that splits prefill from decode: its servers of each role and the path between them."""
+    return model_routing.pd_paths(kubernetes_objects(recording), _releases(recording))
+
+
 def model_routing_lines(recording: Recording) -> list[str]:
     found = model_routes(recording)
-    issues = model_routing.problems(found)
-    return model_routing.lines(found, body_router_namespace(recording)) + (
-        ["", *(f"- **{line}**" for line in issues)] if issues else []
+    paths = pd_paths(recording)
+    issues = model_routing.problems(found) + model_routing.pd_problems(paths)
+    return (
+        model_routing.lines(found, body_router_namespace(recording))
+        + model_routing.pd_lines(paths)
+        + (["", *(f"- **{line}**" for line in issues)] if issues else [])
     )
 
 

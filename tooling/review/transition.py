@@ -216,12 +216,14 @@ def _depends(rec: Recording, reg: Registration, target: str) -> bool:
 # pkg/provider/diff.go forceNewProperties and its forceNew table), for the kinds the stack registers: a ConfigMap's
 # data and a Secret's type and data unless the provider is configured mutable for them (enableConfigMapMutable,
 # enableSecretMutable: the stack's providers set neither), a Job's template, completions, parallelism and selector, a
-# (Cluster)RoleBinding's roleRef. The first real namespace change (make e2e, gemma-hpa-prometheus) replaced the
+# (Cluster)RoleBinding's roleRef, a Deployment's selector. The first real namespace change (make e2e, gemma-hpa-prometheus) replaced the
 # prometheus-adapter rules ConfigMap, which the review had called in place.
 FORCE_NEW: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
     "kubernetes:core/v1:Secret": ("type", "data", "stringData"),
     "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    # the forceNew table's `deployment = properties{".spec.selector"}` for apps/v1 Deployment
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
 }

@@ -20,7 +20,7 @@ from stacks.serving.workload_plan import (
 from stacks.serving.workload_type import WorkloadContext
 from workloads.vllm import flags as serve_flags
 from workloads.vllm import lora, optimisations
-from workloads.vllm.config import VllmWorkload
+from workloads.vllm.config import KV_CONNECTORS, VllmWorkload
 from workloads.vllm.manifests import ServedVllmPlan
 from workloads.vllm.metrics import VLLM_METRICS
 from workloads.vllm.plan import DEFAULT_IMAGE, HTTP_PORT, VllmPlan, is_gcs, normalize_flag, params_billion
@@ -88,7 +88,11 @@ def check(
         _check_tensor_parallel(path, workload, pool.name, pool.shape, problems)
         image = workload.image or IMAGES[DEFAULT_IMAGE]
         problems.extend(lora.problems(path, workload.loras, pool.shape.generation.name, image))
-        problems.extend(optimisations.problems(path, workload, pool.shape.generation.name, image, ctx.gateway_enabled))
+        problems.extend(
+            optimisations.problems(
+                path, workload, pool.shape.generation.name, image, ctx.gateway_enabled, pool.shape.multi_host
+            )
+        )
     if pool is None or problems:
         return None
 
@@ -183,12 +187,9 @@ def _check_image_and_args(path: str, workload: VllmWorkload, problems: list[Prob
         problems.extend(serve_flags.problems(path, checked, normalize_flag))
 
 
-# tpu-inference's KV connectors for prefill/decode disaggregation, as --kv-transfer-config names them (kv_connector,
-# or kv_connector_module_path): tpu-inference@v0.27.0 examples/disagg/run_disagg_single_host.sh ("kv_connector":
-# "TPUConnector", "kv_connector_module_path": "tpu_inference.distributed.tpu_connector"); TPUConnectorHMA in
-# tpu_inference.distributed.tpu_connector_hma (PyPI tpu-inference 0.32.0; llm-d/llm-d#2533).
-TPU_CONNECTORS = {"TPUConnector": "tpu_inference.distributed.tpu_connector"}
-TPU_HMA_CONNECTORS = {"TPUConnectorHMA": "tpu_inference.distributed.tpu_connector_hma"}
+# The KV connectors (workloads/vllm/config.py KV_CONNECTORS) whose use is the release table's pd-disaggregation-hma
+# feature (stacks/facts/releases.py: TPUConnectorHMA breaks on vllm-tpu 0.27.0 to 0.29.0); the others, pd-disaggregation.
+HMA_CONNECTORS = ("TPUConnectorHMA",)
 
 
 def features_in_use(workload: VllmWorkload, pool: PoolPlan | None) -> dict[str, str]:
@@ -210,11 +211,15 @@ def features_in_use(workload: VllmWorkload, pool: PoolPlan | None) -> dict[str, 
     if "kv-transfer-config" in on:
         config = _json_object(args["kv-transfer-config"][1])
         names = {config.get("kv_connector"), config.get("kv_connector_module_path")}
-        if names & {*TPU_HMA_CONNECTORS, *TPU_HMA_CONNECTORS.values()}:
-            found["pd-disaggregation-hma"] = on["kv-transfer-config"]
-            found["pd-disaggregation"] = on["kv-transfer-config"]
-        elif names & {*TPU_CONNECTORS, *TPU_CONNECTORS.values()}:
-            found["pd-disaggregation"] = on["kv-transfer-config"]
+        for connector, module in KV_CONNECTORS.items():
+            if names & {connector, module}:
+                found["pd-disaggregation"] = on["kv-transfer-config"]
+                if connector in HMA_CONNECTORS:
+                    found["pd-disaggregation-hma"] = on["kv-transfer-config"]
+    if workload.disaggregation is not None:
+        found["pd-disaggregation"] = "disaggregation"
+        if workload.disaggregation.connector in HMA_CONNECTORS:
+            found["pd-disaggregation-hma"] = "disaggregation.connector"
     return found
 
 
@@ -270,6 +275,9 @@ def _check_replicas_fit(
     auto = workload.autoscaling
     most = auto.max_replicas if auto is not None else workload.replicas
     key = f"{path}.autoscaling.maxReplicas" if auto is not None else f"{path}.replicas"
+    if workload.disaggregation is not None:
+        most = workload.disaggregation.prefill.replicas + workload.disaggregation.decode.replicas
+        key = f"{path}.disaggregation"
     if shape.multi_host:
         if not lws_enabled:
             problems.append(

@@ -54,13 +54,24 @@ class Vllm(ServingWorkload):
                 opts=self.k8s_opts(*after, *deps.addon("lws"), custom_timeouts=awaited),
             )
         else:
-            manifest = manifests.deployment(plan)
+            # A disaggregated workload's two roles are Deployments of their own (VllmPlan.role_name), the decode
+            # one the server the Service follows.
+            decode_role = "decode" if plan.disaggregated else None
+            manifest = manifests.deployment(plan, decode_role)
             server = k8s.apps.v1.Deployment(
-                f"{name}-deployment",
+                f"{name}-decode-deployment" if plan.disaggregated else f"{name}-deployment",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
                 opts=self.k8s_opts(*after, custom_timeouts=awaited),
             )
+            if plan.disaggregated:
+                prefill = manifests.deployment(plan, "prefill")
+                k8s.apps.v1.Deployment(
+                    f"{name}-prefill-deployment",
+                    metadata=prefill["metadata"],
+                    spec=prefill["spec"],
+                    opts=self.k8s_opts(*after, custom_timeouts=awaited),
+                )
         svc = manifests.service(plan)
         # after the server: a change of its selector follows the server's rollout where that is awaited
         service = k8s.core.v1.Service(

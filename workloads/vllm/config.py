@@ -103,6 +103,58 @@ class SpeculativeConfig(CamelModel):
     )
 
 
+# tpu-inference's KV connectors for prefill/decode disaggregation (--kv-transfer-config kv_connector), each with
+# its module (kv_connector_module_path): vllm-project/tpu-inference@v0.27.0 examples/disagg/run_disagg_single_host.sh
+# and .buildkite/kubernetes/manifests/v7x/single_prefill.yaml; TPUConnectorHMA (hybrid-attention models) in
+# tpu_inference.distributed.tpu_connector_hma (PyPI tpu-inference 0.32.0; llm-d/llm-d#2533).
+KV_CONNECTORS = {
+    "TPUConnector": "tpu_inference.distributed.tpu_connector",
+    "TPUConnectorHMA": "tpu_inference.distributed.tpu_connector_hma",
+}
+if TYPE_CHECKING:
+    KvConnector = str
+else:
+    KvConnector = Literal[tuple(KV_CONNECTORS)]
+
+
+class DisaggregationRoleConfig(CamelModel):
+    """One role of a disaggregated vLLM workload: its own Deployment on the workload's pool."""
+
+    replicas: int = Field(1, ge=1, le=REPLICAS_MAX, description="Servers of this role (one node each).")
+
+
+class DisaggregationConfig(CamelModel):
+    """Prefill/decode disaggregation: prefill servers compute each prompt's KV cache, decode servers pull it over
+    the TPU KV connector and generate; the gateway's endpoint picker chooses a decode server, then (when the prompt's
+    uncached part is long enough) a prefill server, and the decode server's routing sidecar sends the prefill first."""
+
+    connector: KvConnector = Field(
+        "TPUConnector",
+        description="tpu-inference's KV connector (--kv-transfer-config kv_connector): TPUConnector, or "
+        "TPUConnectorHMA for hybrid-attention models (refused on vllm-tpu 0.27.0 to 0.29.0, where it fails at "
+        "startup).",
+    )
+    prefill: DisaggregationRoleConfig = Field(description="The prefill servers (kv_role kv_producer).")
+    decode: DisaggregationRoleConfig = Field(
+        description="The decode servers (kv_role kv_consumer), each with the router's routing sidecar in front."
+    )
+    non_cached_tokens: int = Field(
+        8,
+        ge=1,
+        le=2**31 - 1,
+        description="The picker sends a prompt to a prefill server when at least this many of its tokens are not "
+        "already cached on the chosen decode server (prefix-based-pd-decider nonCachedTokens); shorter ones are "
+        "prefilled on the decode server.",
+    )
+    prompt_tokens: int = Field(
+        0,
+        ge=0,
+        le=2**31 - 1,
+        description="Prompts shorter than this are prefilled on the decode server whatever their cache state "
+        "(prefix-based-pd-decider promptTokens); 0: no length gate.",
+    )
+
+
 class VllmCandidate(CamelModel):
     """The fields a vLLM release changes; every other key of the workload is the candidate's too."""
 
@@ -197,6 +249,12 @@ class VllmWorkload(WorkloadConfig):
     )
     speculative: SpeculativeConfig | None = Field(
         None, description="Speculative decoding (docs/workloads/vllm.md: what it buys and costs); unset: none."
+    )
+    disaggregation: DisaggregationConfig | None = Field(
+        None,
+        description="Prefill/decode disaggregation on a single-host pool behind the gateway (docs/workloads/vllm.md "
+        '"Prefill/decode disaggregation": what it buys and costs); replaces `replicas`. Unset: every server prefills '
+        "and decodes.",
     )
     routing: Literal["approximate-prefix", "precise-prefix", "predicted-latency"] = Field(
         "approximate-prefix",

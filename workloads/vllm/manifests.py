@@ -37,24 +37,31 @@ from workloads.vllm.metrics import VLLM_METRICS
 from workloads.vllm.plan import (
     COLD_START_S,
     CONTAINER,
+    DECODE_SERVER_PORT,
     HEALTH_PATH,
     HF_TOKEN_KEY,
     HTTP_PORT,
+    KV_SIDE_CHANNEL_PORT,
+    KV_TRANSFER_PORT,
     METRICS_PATH,
     RAY_PORT,
     RAY_SCRIPT,
+    SIDECAR_CONTAINER,
     VllmPlan,
 )
 from workloads.vllm.staging import STAGE_PATTERNS, STAGE_RESOURCES, STAGE_SCRIPT, STAGE_TIMEOUT_MINUTES, STAGED_MARKER
 
 
-def _probe(path: str, **timing: int) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": HTTP_PORT, "scheme": "HTTP"}, **timing}
+def _probe(path: str, port: int = HTTP_PORT, **timing: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": port, "scheme": "HTTP"}, **timing}
 
 
 def _env(plan: VllmPlan) -> list[dict[str, Any]]:
     # huggingface_hub reads HF_HUB_OFFLINE: no request to the Hub (weights, config and tokenizer come from gs://)
     env: list[dict[str, Any]] = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
+    if plan.disaggregated:
+        # the address the TPU connector serves KV on and tells the other role (plan.py KV_TRANSFER_PORT)
+        env.append({"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if plan.workload.xla_cache:
         env.append({"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_DIR})
     if plan.multi_host:
@@ -142,9 +149,9 @@ VLLM_CONTAINER = ContainerSecurity(
 )
 
 
-def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> dict[str, Any]:
+def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool, role: str | None = None) -> dict[str, Any]:
     """A TPU pod of the workload: `container` with every chip of its host; with the compile cache, its pull before
-    the server and, on the serving pod only, its push."""
+    the server and, on the serving pod only, its push; a decode server's routing sidecar."""
     volumes, mounts = _volumes(plan)
     container = {
         **container,
@@ -166,7 +173,47 @@ def _pod_spec(plan: VllmPlan, container: dict[str, Any], *, serving: bool) -> di
     if plan.local_copies:
         # every host: on a multi-host slice each Ray worker's model runner loads adapters and draft from the same path
         spec.setdefault("initContainers", []).append(local_copies_container(plan))
+    if role == "decode":
+        spec["containers"].insert(1, routing_sidecar(plan))
+        names = [c["name"] for c in (*spec.get("initContainers", []), *spec["containers"])]
+        security = {n: SIDECAR_SECURITY if n == SIDECAR_CONTAINER else VLLM_CONTAINER for n in names}
+        return disruption.drained(secure_pod(spec, security))
     return disruption.drained(secure_pod(spec, VLLM_CONTAINER))
+
+
+# The router's routing sidecar (llm-d/llm-d-router@v0.10.0 cmd/pd-sidecar; image
+# ghcr.io/llm-d/llm-d-router-disagg-sidecar, versions.IMAGES llmDDisaggSidecar), with the flags of that release
+# (pkg/sidecar/proxy/options.go): --port (default 8000), --model-server-port (--vllm-port is its deprecated alias),
+# --kv-connector nixlv2 (its default, the protocol llm-d's TPU guide runs TPUConnector with: the prefill request with
+# max_tokens 1, its response's kv_transfer_params copied into the decode request, as tpu-inference@v0.27.0
+# examples/disagg/toy_proxy_server.py does), and --secure-proxy=false (default true: a self-signed TLS listener; the
+# gateway and the picker reach the pods over plain HTTP). llm-d's guide (guides/recipes/modelserver/base/single-host/
+# pd/vllm/patch-sidecar.yaml) writes --secure-serving=false, a flag of its nightly sidecar that v0.10.0's does not
+# have (there it is the picker's flag, pkg/epp/server/options.go): an unknown flag stops the sidecar at start.
+SIDECAR_ARGS = (
+    f"--port={HTTP_PORT}",
+    f"--model-server-port={DECODE_SERVER_PORT}",
+    "--kv-connector=nixlv2",
+    "--secure-proxy=false",
+)
+SIDECAR_RESOURCES = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+SIDECAR_SECURITY = ContainerSecurity()  # restricted: non-root, read-only root, no capabilities
+
+
+def routing_sidecar(plan: VllmPlan) -> dict[str, Any]:
+    """The decode pod's routing sidecar on HTTP_PORT: sends the prefill to the server the picker chose
+    (x-prefiller-host-port), then the request to the decode server on DECODE_SERVER_PORT; every other path passes
+    through to it (so /health and /metrics on HTTP_PORT are the decode server's)."""
+    return {
+        "name": SIDECAR_CONTAINER,
+        "image": plan.sidecar_image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": list(SIDECAR_ARGS),
+        "ports": [{"containerPort": HTTP_PORT, "name": "http"}],
+        "resources": SIDECAR_RESOURCES,
+        "readinessProbe": _probe(HEALTH_PATH, periodSeconds=10, failureThreshold=3),
+        "livenessProbe": _probe(HEALTH_PATH, periodSeconds=30, failureThreshold=5),
+    }
 
 
 def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -176,43 +223,53 @@ def _pod_metadata(plan: VllmPlan, labels: dict[str, str], annotations: dict[str,
     return meta
 
 
-def _server_container(plan: VllmPlan, name: str) -> dict[str, Any]:
+def _server_container(plan: VllmPlan, name: str, role: str | None = None) -> dict[str, Any]:
+    port = plan.server_port(role)
+    # behind a decode server's sidecar, the sidecar's port is `http` (the one PodMonitoring scrapes, proxied here)
+    ports = [{"containerPort": port, "name": "server" if role == "decode" else "http"}]
+    if role is not None:
+        ports += [
+            {"containerPort": KV_TRANSFER_PORT, "name": "kv-transfer"},
+            {"containerPort": KV_SIDE_CHANNEL_PORT, "name": "kv-side-channel"},
+        ]
     return {
         "name": name,
-        "ports": [{"containerPort": HTTP_PORT, "name": "http"}],
+        "ports": ports,
         "env": _env(plan),
         # No fixed delay: probed from the start every few seconds, for as long as a cold start takes (COLD_START_S),
         # then liveness takes over. /health answers 200 once the engine runs
         # (vllm 0.32.0 vllm/entrypoints/serve/instrumentator/health.py).
-        "startupProbe": startup_probe(_probe(HEALTH_PATH), COLD_START_S),
-        "livenessProbe": _probe(HEALTH_PATH, periodSeconds=30, failureThreshold=5),
-        "readinessProbe": _probe(HEALTH_PATH, periodSeconds=10, failureThreshold=3),
+        "startupProbe": startup_probe(_probe(HEALTH_PATH, port), COLD_START_S),
+        "livenessProbe": _probe(HEALTH_PATH, port, periodSeconds=30, failureThreshold=5),
+        "readinessProbe": _probe(HEALTH_PATH, port, periodSeconds=10, failureThreshold=3),
     }
 
 
-def deployment(plan: VllmPlan) -> dict[str, Any]:
+def deployment(plan: VllmPlan, role: str | None = None) -> dict[str, Any]:
+    """The servers on a single-host pool: all of them, or one role's of a disaggregated workload (`role`)."""
     container = {
-        **_server_container(plan, CONTAINER),
+        **_server_container(plan, CONTAINER, role),
         "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
-        "args": plan.serve_args(),
+        "args": plan.serve_args(role),
     }
     # The selector stays `app` (a Deployment's selector is immutable); the pods carry the serving labels, which a
-    # LeaderWorkerSet's leaders carry too (VllmPlan.serving_selector).
+    # LeaderWorkerSet's leaders carry too (VllmPlan.serving_selector). A disaggregated role's selector adds its role
+    # label, so the two roles' Deployments select disjoint pods.
     spec: dict[str, Any] = {
-        "selector": {"matchLabels": plan.labels},
+        "selector": {"matchLabels": plan.role_selector(role)},
         "strategy": plan.deployment_strategy(),
         "template": {
-            "metadata": _pod_metadata(plan, plan.leader_labels),
-            "spec": _pod_spec(plan, container, serving=True),
+            "metadata": _pod_metadata(plan, plan.role_labels(role)),
+            "spec": _pod_spec(plan, container, serving=True, role=role),
         },
     }
-    spec = {**plan.replicas(plan.workload.replicas), **spec}
+    spec = {**plan.replicas(plan.role_replicas(role)), **spec}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": plan.tpu_metadata(
-            plan.name,
-            plan.labels,
+            plan.role_name(role),
+            plan.role_selector(role),
             {**scan_exceptions.skip_annotations([*SKIPS, *_push_skips(plan)]), **plan.replicas_annotations()},
         ),
         "spec": spec,
@@ -308,7 +365,7 @@ def service(plan: VllmPlan) -> dict[str, Any]:
         "metadata": metadata,
         "spec": {
             "type": svc.type,
-            "selector": plan.serving_selector,
+            "selector": plan.service_selector,
             "ports": [{"name": "http", "protocol": "TCP", "port": svc.port, "targetPort": HTTP_PORT}],
         },
     }
@@ -406,6 +463,6 @@ class ServedVllmPlan(VllmPlan):
     values sit below the manifests, so the objects built from them are added here, one layer up)."""
 
     def pod_manifests(self) -> list[dict[str, Any]]:
-        server = leader_worker_set(self) if self.multi_host else deployment(self)
+        servers = [leader_worker_set(self)] if self.multi_host else [deployment(self, role) for role in self.roles]
         gate = [m for m in self.gate_manifests() if m["kind"] == "Job"]
-        return [server, *([stage_job(self)] if self.stage_items else []), *gate]
+        return [*servers, *([stage_job(self)] if self.stage_items else []), *gate]

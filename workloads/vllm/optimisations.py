@@ -49,8 +49,67 @@ def speculative_config(spec: Any, draft_dir: str | None) -> str:
     return json.dumps(config, separators=(",", ":"))
 
 
-def problems(path: str, workload: Any, generation: str, image: str, gateway_enabled: bool = True) -> list[Problem]:
+PD_FEATURE = "DCN-based P/D disaggregation"  # its row in tpu-inference's support matrices (workloads/vllm/lora.py)
+
+
+def disaggregation_problems(
+    path: str, workload: Any, generation: str, multi_host: bool, image: str, gateway_enabled: bool
+) -> list[Problem]:
+    """What a disaggregated workload cannot combine with. The engine release is the version guard's
+    (checks.features_in_use: pd-disaggregation, pd-disaggregation-hma)."""
+    where = f"{path}.disaggregation"
     found: list[Problem] = []
+    why = lora.tpu_support_problem(generation, PD_FEATURE, "prefill/decode disaggregation")
+    if why:
+        found.append(Problem(where, why))
+    if multi_host:
+        # llm-d/llm-d guides/pd-disaggregation README.tpu.md (v6e 2x4, v7x 2x2x1) and tpu-inference's own GKE
+        # manifests (.buildkite/kubernetes/manifests/v7x/single_prefill.yaml) run each role as a single-host
+        # Deployment; the stack's multi-host path (Ray on a LeaderWorkerSet) with a KV connector is untested.
+        found.append(
+            Problem(
+                f"{path}.pool",
+                "prefill/decode disaggregation runs each role as single-host servers (llm-d's TPU guide, "
+                "tpu-inference's GKE manifests); allowed: a single-host pool",
+            )
+        )
+    if not (gateway_enabled and workload.gateway):
+        found.append(
+            Problem(
+                where,
+                "the gateway's endpoint picker chooses the prefill and decode servers of each request: it needs "
+                "tpu-serving:gateway.enabled and the workload's gateway: true",
+            )
+        )
+    if workload.autoscaling is not None:
+        found.append(
+            Problem(f"{path}.autoscaling", "not with disaggregation: give disaggregation.prefill/decode.replicas")
+        )
+    if "replicas" in workload.model_fields_set:
+        found.append(
+            Problem(f"{path}.replicas", "not with disaggregation: give disaggregation.prefill/decode.replicas")
+        )
+    if workload.rollout is not None:
+        found.append(
+            Problem(f"{path}.rollout", "a release train of a disaggregated workload is not built: leave it out")
+        )
+    for key in workload.args:
+        if key.lstrip("-").replace("_", "-") == "kv-transfer-config":
+            found.append(Problem(f"{path}.args.{key}", "derived by the stack with `disaggregation` set"))
+    return found
+
+
+def problems(
+    path: str,
+    workload: Any,
+    generation: str,
+    image: str,
+    gateway_enabled: bool = True,
+    multi_host: bool = False,
+) -> list[Problem]:
+    found: list[Problem] = []
+    if workload.disaggregation is not None:
+        found += disaggregation_problems(path, workload, generation, multi_host, image, gateway_enabled)
     spec = workload.speculative
     if spec is not None:
         where = f"{path}.speculative"

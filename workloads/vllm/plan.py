@@ -43,7 +43,7 @@ from stacks.serving.workload_plan import (
 from workloads.vllm import lora as lora_rules
 from workloads.vllm import optimisations
 from workloads.vllm.compile_cache import CACHE_PULL_WORKERS
-from workloads.vllm.config import VllmWorkload
+from workloads.vllm.config import KV_CONNECTORS, VllmWorkload
 from workloads.vllm.metrics import KV_CACHE_METRIC, VLLM_METRICS, VLLM_SIGNALS, vllm_panels
 
 HTTP_PORT = 8000  # vLLM's default --port, the tutorial's
@@ -74,6 +74,32 @@ STREAM_CONCURRENCY_MIN = 16
 # (failureThreshold 360 x periodSeconds 10), which covered a hub download and a full compile; weights are now staged
 # before the server starts, so it is compile from scratch with margin (stacks/serving/startup.py startup_probe).
 COLD_START_S = 3600
+# ---- prefill/decode disaggregation (`disaggregation`, workloads/vllm/config.py) --------------------------------------
+# The pod label the router's prefill-filter and decode-filter select by, and its values
+# (llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go RoleLabel, RolePrefill,
+# RoleDecode).
+ROLE_LABEL = "llm-d.ai/role"
+PD_ROLES = ("prefill", "decode")
+# Each role's kv_role in --kv-transfer-config. vLLM's KVTransferConfig.is_kv_producer is kv_producer or kv_both, and
+# tpu-inference's TPUConnector pulls a prefill's KV cache only on a server that is not a producer
+# (vllm-project/tpu-inference@v0.27.0:tpu_inference/distributed/tpu_connector.py get_num_new_matched_tokens:
+# `if self.is_producer ...: return 0, False`), so the decode servers are kv_consumer, as tpu-inference's own GKE
+# manifests set them (.buildkite/kubernetes/manifests/v7x/single_decode.yaml); llm-d's TPU guide's kv_both decode
+# would never pull.
+KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+# The decode pod's routing sidecar listens on vLLM's usual port (the Service's and InferencePool's target) and
+# forwards to the decode server on its default model-server port (llm-d/llm-d-router@v0.10.0:
+# pkg/sidecar/proxy/options.go defaultPort "8000", defaultVLLMPort "8200"; llm-d/llm-d guides/pd-disaggregation
+# modelserver/tpu/v6/vllm/patch-decode.yaml --port=8200); every other path (/health, /metrics, /v1/models) is
+# proxied to it unchanged (pkg/sidecar/proxy/proxy.go: mux.Handle("/", s.decoderProxy)).
+DECODE_SERVER_PORT = 8200
+SIDECAR_CONTAINER = "routing-proxy"
+# The TPU connector's ports on every server of both roles: the KV transfer server and the ZMQ side channel
+# (vllm-project/tpu-inference@v0.27.0:tpu_inference/distributed/utils.py get_kv_transfer_port TPU_KV_TRANSFER_PORT
+# default 9100, get_side_channel_port TPU_SIDE_CHANNEL_PORT default 9600), on the address VLLM_HOST_IP gives
+# (utils.py get_host_ip: "Use `VLLM_HOST_IP` if set"): the pod's IP.
+KV_TRANSFER_PORT = 9100
+KV_SIDE_CHANNEL_PORT = 9600
 SIZE_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z0-9])")
 
 
@@ -145,6 +171,7 @@ class VllmPlan(WorkloadPlan):
         if not self.workload.gateway:
             return None
         pod, container = serving_container(self)
+        pd = self.workload.disaggregation
         return GatewayBackend(
             self.name,
             self.namespace,
@@ -156,6 +183,7 @@ class VllmPlan(WorkloadPlan):
             kv_cache_metric=KV_CACHE_METRIC,
             adapters=tuple(lora.name for lora in self.workload.loras),
             objectives=tuple((o.name, o.priority) for o in self.workload.objectives),
+            disaggregation=(pd.non_cached_tokens, pd.prompt_tokens) if pd is not None else None,
         )
 
     @property
@@ -182,10 +210,62 @@ class VllmPlan(WorkloadPlan):
         return (self.workload.service.port,)
 
     @property
+    def disaggregated(self) -> bool:
+        return self.workload.disaggregation is not None
+
+    @property
+    def roles(self) -> tuple[str | None, ...]:
+        """The server sets it runs: prefill and decode when disaggregated, else one (None)."""
+        return PD_ROLES if self.disaggregated else (None,)
+
+    def role_replicas(self, role: str | None) -> int:
+        pd = self.workload.disaggregation
+        if pd is not None and role in PD_ROLES:
+            return int(getattr(pd, role).replicas)
+        return self.workload.replicas
+
+    def role_labels(self, role: str | None) -> dict[str, str]:
+        """The pod labels of a role's servers: the serving labels (so the InferencePool, PodMonitoring and network
+        policies cover both roles) and the router's role label."""
+        return {**self.leader_labels, ROLE_LABEL: role} if role else self.leader_labels
+
+    def role_selector(self, role: str | None) -> dict[str, str]:
+        """A role's Deployment selector: disjoint between the two roles' Deployments."""
+        return {**self.labels, ROLE_LABEL: role} if role else self.labels
+
+    def role_name(self, role: str | None) -> str:
+        """A role's Deployment: <name>-prefill, <name>-decode (the Service keeps the workload's name). Not the
+        workload's own Deployment: its selector would change, and the provider replaces a Deployment whose selector
+        changes (tooling/review/transition.py FORCE_NEW) under the same name, which the API server refuses while the
+        old one exists; under new names the two roles start beside the old servers, which `pulumi up` deletes last."""
+        return f"{self.name}-{role}" if role else self.name
+
+    def server_port(self, role: str | None) -> int:
+        """The port vLLM listens on: behind the routing sidecar on a decode server, else HTTP_PORT."""
+        return DECODE_SERVER_PORT if role == "decode" else HTTP_PORT
+
+    @property
+    def sidecar_image(self) -> str:
+        """The decode servers' routing sidecar (workloads/vllm/manifests.py routing_sidecar), as its pods pull it."""
+        return self.served(IMAGES["llmDDisaggSidecar"])
+
+    @property
+    def service_selector(self) -> dict[str, str]:
+        """The Service's pods: the decode servers when disaggregated (a request there without a prefill choice is
+        served whole by the decode server, through its sidecar), else the serving pods."""
+        return self.role_labels("decode") if self.disaggregated else self.serving_selector
+
+    @property
+    def most_replicas(self) -> int:
+        auto = self.workload.autoscaling
+        if self.disaggregated:
+            return sum(self.role_replicas(r) for r in PD_ROLES)
+        return auto.max_replicas if auto is not None else self.workload.replicas
+
+    @property
     def hosts_needed(self) -> int:
         """One replica is one node (single-host pool) or one whole slice (multi-host pool)."""
-        auto = self.workload.autoscaling
-        return (auto.max_replicas if auto is not None else self.workload.replicas) * self.shape.hosts
+        return self.most_replicas * self.shape.hosts
 
     @property
     def rollout_hosts(self) -> int:
@@ -216,9 +296,7 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def chips_at_peak(self) -> int:
-        auto = self.workload.autoscaling
-        replicas = auto.max_replicas if auto is not None else self.workload.replicas
-        return replicas * self.chips_per_replica
+        return self.most_replicas * self.chips_per_replica
 
     @property
     def autoscaled(self) -> bool:
@@ -405,7 +483,7 @@ class VllmPlan(WorkloadPlan):
         """Images, weights and compile cache as the manifests below set them (the same plan values)."""
         probe = startup_probe({}, COLD_START_S)
         return StartupPath(
-            images=(self.image,),
+            images=(self.image, *([self.sidecar_image] if self.disaggregated else [])),
             weights="gcs-stream",
             hub_offline=True,
             stream_concurrency=self.stream_concurrency,
@@ -425,12 +503,25 @@ class VllmPlan(WorkloadPlan):
     def tensor_parallel_size(self) -> int:
         return self.shape.devices
 
-    def serve_args(self) -> list[str]:
-        """`vllm serve` flags: derived ones first, user `args` replacing them in place or appended."""
+    def kv_transfer_config(self, role: str) -> str:
+        """--kv-transfer-config of a disaggregated role's servers (tpu-inference@v0.27.0
+        examples/disagg/run_disagg_single_host.sh: kv_connector, kv_connector_module_path, kv_role)."""
+        pd = self.workload.disaggregation
+        assert pd is not None
+        config = {
+            "kv_connector": pd.connector,
+            "kv_connector_module_path": KV_CONNECTORS[pd.connector],
+            "kv_role": KV_ROLES[role],
+        }
+        return json.dumps(config, separators=(",", ":"))
+
+    def serve_args(self, role: str | None = None) -> list[str]:
+        """`vllm serve` flags: derived ones first, user `args` replacing them in place or appended; a
+        disaggregated role's servers add their KV connector."""
         w = self.workload
         derived: list[tuple[str, Any]] = [
             ("host", "0.0.0.0"),
-            ("port", HTTP_PORT),
+            ("port", self.server_port(role)),
             ("tensor-parallel-size", self.tensor_parallel_size),
         ]
         if w.max_model_len:
@@ -454,6 +545,8 @@ class VllmPlan(WorkloadPlan):
             derived.append(("max-lora-rank", max(lora.max_rank for lora in w.loras)))
         if w.speculative is not None:
             derived.append(("speculative-config", optimisations.speculative_config(w.speculative, self.draft_dir)))
+        if role in PD_ROLES:
+            derived.append(("kv-transfer-config", self.kv_transfer_config(role)))
         extra = {normalize_flag(k): v for k, v in w.args.items()}
         out: list[str] = []
         for key, value in derived:
@@ -489,4 +582,6 @@ def served_model_name(plan: VllmPlan) -> str:
 def serving_container(plan: VllmPlan) -> tuple[str, str]:
     """What `kubectl exec` names to run something in a serving container: the leader of group 0 (the
     LeaderWorkerSet's pod <name>-0) on a multi-host pool, else a pod of the Deployment."""
-    return (f"pod/{plan.name}-0", "vllm-leader") if plan.multi_host else (f"deploy/{plan.name}", CONTAINER)
+    if plan.multi_host:
+        return (f"pod/{plan.name}-0", "vllm-leader")
+    return (f"deploy/{plan.role_name('decode' if plan.disaggregated else None)}", CONTAINER)
