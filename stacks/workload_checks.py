@@ -94,8 +94,10 @@ def parse(raw: Mapping[str, Any], types: WorkloadRegistry, found: Findings) -> d
 def _without_rollout(path: str, entry: Any, types: WorkloadRegistry, found: Findings) -> Any:
     """A `rollout` on a type that cannot roll out, refused saying which types can (and left out of the entry, so
     its parse does not call it an unknown key too); any other entry as given."""
-    if not isinstance(entry, dict) or "rollout" not in entry or entry.get("type") not in types:
+    if not isinstance(entry, dict) or "rollout" not in entry:
         return entry
+    if not isinstance(entry.get("type"), str) or entry["type"] not in types:
+        return entry  # a type that is not a name is the type check's problem
     if entry["type"] in types.rollout_types:
         return entry
     found.problems_at("workloads").append(

@@ -381,6 +381,21 @@ def test_a_rollout_on_a_type_that_cannot_roll_out_is_refused_naming_the_types_th
     assert not any("unknown key" in p for p in found), found
 
 
+def test_a_rollout_beside_a_type_that_is_not_a_name_is_one_problem_not_a_crash():
+    """A workload whose `type` is not a string (the config fuzzer's mutant: [1, 'x']) with a `rollout`: the type's
+    own problem, not a TypeError from looking an unhashable value up in the registry."""
+    from stacks.config import ConfigError
+    from tooling.harness.offline import ROOT, load_stack_file, parse_config
+
+    cfg = load_stack_file(ROOT / "examples/vllm-canary/Pulumi.vllm-canary.yaml")
+    entry = next(e for e in cfg["tpu-serving:workloads"] if "rollout" in e)
+    entry["type"] = [1, "x"]
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg, "vllm-canary")
+    found = [str(p) for p in err.value.problems]
+    assert any(".type" in p for p in found), found
+
+
 class RollingRelayWorkload(RelayWorkload):
     """A relay type that rolls out (its config has `rollout`, as vLLM's)."""
 
