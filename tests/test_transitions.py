@@ -344,6 +344,34 @@ def test_the_providers_force_new_fields_are_read_from_its_table():
     path = k8s_force_new.source()
     if path is None:
         pytest.skip(f"no {k8s_force_new.MODULE} in the Go module cache (docs/toolchain.md)")
-    assert k8s_force_new.OUT.read_text() == k8s_force_new.text(k8s_force_new.derive(path)), (
+    kubernetes = k8s_force_new.kubernetes_source()
+    if kubernetes is None:
+        pytest.skip(f"no {k8s_force_new.KUBERNETES} in the Go module cache")
+    assert k8s_force_new.OUT.read_text() == k8s_force_new.text(k8s_force_new.derive_all(path, kubernetes)), (
         "run python -m tooling.oracles.k8s_force_new"
     )
+
+
+def test_a_built_in_field_the_api_server_refuses_to_change_is_named():
+    """What the API server refuses to change on update and the provider does not replace for (a Job's
+    podFailurePolicy: k8s.io/kubernetes@v1.35.4 pkg/apis/batch/validation/validation.go ValidateJobSpecUpdate; a
+    StatefulSet's spec but for the fields ValidateStatefulSetUpdate lets change) is an `immutable` problem, read from
+    the Kubernetes sources (tooling/oracles/k8s_force_new.py api_immutables), unless replaceOnChanges covers it."""
+    from tooling.oracles import k8s_force_new
+
+    job = "kubernetes:batch/v1:Job"
+    policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    old = Recording([_reg("j", job, {**_meta("j", "x"), "spec": {"podFailurePolicy": policy}})])
+    new = Recording([_reg("j", job, {**_meta("j", "x"), "spec": {}})])
+    assert list(transition.problems(old, new)) == [
+        "immutable: j: spec.podFailurePolicy changes in place, which the API server refuses"
+    ]
+    sts = "kubernetes:apps/v1:StatefulSet"
+    old = Recording([_reg("s", sts, {**_meta("s", "x"), "spec": {"replicas": 1, "minReadySeconds": 1}})])
+    new = Recording([_reg("s", sts, {**_meta("s", "x"), "spec": {"replicas": 2, "minReadySeconds": 2}})])
+    assert list(transition.problems(old, new)) == []
+    assert "spec.clusterIP" in transition.API_IMMUTABLE["kubernetes:core/v1:Service"]
+    kubernetes, diff = k8s_force_new.kubernetes_source(), k8s_force_new.source()
+    if kubernetes is None or diff is None:
+        pytest.skip(f"no {k8s_force_new.KUBERNETES} or provider module in the Go module cache")
+    assert k8s_force_new.OUT.read_text() == k8s_force_new.text(k8s_force_new.derive_all(diff, kubernetes))

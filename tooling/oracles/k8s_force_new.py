@@ -3,7 +3,9 @@ provider's own table (pulumi/pulumi-kubernetes provider/pkg/provider/diff.go: `f
 and the helpers they call) and written to tooling/data/k8s_force_new.json, which the transition review reads
 (tooling/review/transition.py FORCE_NEW).
 
-`python -m tooling.oracles.k8s_force_new [diff.go]` regenerates it; without an argument the file is looked up in the
+Beside it, what the API server refuses to change on update (API_RULES, `api_server`), from the Kubernetes sources.
+
+`python -m tooling.oracles.k8s_force_new [diff.go [kubernetes source root]]` regenerates it; without an argument the file is looked up in the
 Go module cache (the provider module the local toolchain builds, docs/toolchain.md). The table is the same at that
 commit (v4.25.0) and after 4.32.0 (the pulumi/pulumi-kubernetes snapshot of 2026-07-01); the proxy does not serve the
 pinned 4.34.2's module.
@@ -148,16 +150,83 @@ def derive(path: Path) -> dict[str, Any]:
     }
 
 
+# What the API server refuses to change on update, for the built-in kinds the review checks, read from the Kubernetes
+# sources at the control plane's version (k8s.io/kubernetes@v1.35.4, the local toolchain's; the Go module cache):
+# (file, functions, kind); each function's `ValidateImmutableField(..., <path>.Child("x"))` and
+# `NewPath("spec", "x")...("may not change once set" | "field is immutable")`.
+KUBERNETES = "k8s.io/kubernetes@v1.35.4"
+API_RULES = (
+    ("pkg/apis/apps/validation/validation.go", ("ValidateDeploymentUpdate",), "apps/v1/Deployment"),
+    ("pkg/apis/apps/validation/validation.go", ("ValidateDaemonSetSpecUpdate",), "apps/v1/DaemonSet"),
+    (
+        "pkg/apis/batch/validation/validation.go",
+        ("ValidateJobSpecUpdate", "validatePodTemplateUpdate"),
+        "batch/v1/Job",
+    ),
+    (
+        "pkg/apis/core/validation/validation.go",
+        (
+            "validateUpgradeDowngradeClusterIPs",
+            "validateUpgradeDowngradeIPFamilies",
+            "validateServiceExternalTrafficFieldsUpdate",
+        ),
+        "core/v1/Service",
+    ),
+)
+# A StatefulSet's spec is immutable but for the fields its update validation names (ValidateStatefulSetUpdate).
+STATEFULSET_MUTABLE = re.compile(r"updates to statefulset spec for fields other than ([^\"]*?) are forbidden")
+
+
+def kubernetes_source() -> Path | None:
+    for root in (Path.home() / "go" / "pkg" / "mod", Path("/root/go/pkg/mod")):
+        if (root / KUBERNETES / "pkg" / "apis").is_dir():
+            return root / KUBERNETES
+    return None
+
+
+def _body(text: str, name: str) -> str:
+    start = text.index(f"func {name}(")
+    return text[start : text.index("\n}\n", start)]
+
+
+def api_immutables(root: Path) -> dict[str, Any]:
+    """<group>/<version>/<Kind> -> the spec fields its update validation refuses to change (module comment)."""
+    kinds: dict[str, list[str]] = {}
+    for file, functions, kind in API_RULES:
+        text = (root / file).read_text()
+        fields: set[str] = set()
+        for function in functions:
+            body = _body(text, function)
+            fields.update(re.findall(r'ValidateImmutableField\([^\n]*?Child\("(\w+)"\)\)', body))
+            fields.update(re.findall(r'validateCompletions\([^\n]*?Child\("(\w+)"\)', body))
+            fields.update(
+                re.findall(r'NewPath\("spec", "(\w+)"\)[^\n]*?(?:may not change once set|"field is immutable")', body)
+            )
+        kinds[kind] = sorted(f"spec.{f}" for f in fields)
+    # clusterIP is clusterIPs[0] ("If ClusterIP is set, ClusterIPs[0] must match", validateServiceClusterIPsRelatedFields)
+    if "spec.clusterIPs" in kinds["core/v1/Service"]:
+        kinds["core/v1/Service"] = sorted({*kinds["core/v1/Service"], "spec.clusterIP"})
+    apps = (root / "pkg/apis/apps/validation/validation.go").read_text()
+    match = STATEFULSET_MUTABLE.search(apps)
+    mutable = re.findall(r"'(\w+)'", match.group(1)) if match else []
+    return {"origin": KUBERNETES, "kinds": kinds, "statefulset_mutable": sorted(f"spec.{f}" for f in mutable)}
+
+
 def text(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def derive_all(path: Path, kubernetes: Path) -> dict[str, Any]:
+    return {**derive(path), "api_server": api_immutables(kubernetes)}
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else source()
-    if path is None:
-        print(f"no diff.go: pass its path, or `go mod download {MODULE}`", file=sys.stderr)
+    kubernetes = Path(argv[1]) if len(argv) > 1 else kubernetes_source()
+    if path is None or kubernetes is None:
+        print(f"no diff.go or Kubernetes sources: `go mod download {MODULE} {KUBERNETES}`", file=sys.stderr)
         return 1
-    OUT.write_text(text(derive(path)))
+    OUT.write_text(text(derive_all(path, kubernetes)))
     print(f"wrote {OUT}")
     return 0
 

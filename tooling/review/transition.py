@@ -249,6 +249,29 @@ def _force_new() -> dict[str, tuple[str, ...]]:
 
 FORCE_NEW_DATA = Path(__file__).resolve().parents[1] / "data" / "k8s_force_new.json"
 FORCE_NEW: dict[str, tuple[str, ...]] = _force_new()
+# What the API server refuses to change on a built-in kind (the same file's `api_server`, from the Kubernetes
+# sources' update validation, tooling/oracles/k8s_force_new.py API_RULES): the kind -> its immutable spec fields, and
+# a StatefulSet's spec fields that may change (every other one may not).
+_API = json.loads(FORCE_NEW_DATA.read_text())["api_server"]
+API_IMMUTABLE: dict[str, tuple[str, ...]] = {
+    "kubernetes:{}/{}:{}".format(*key.split("/")): tuple(v) for key, v in _API["kinds"].items()
+}
+STATEFULSET = "kubernetes:apps/v1:StatefulSet"
+STATEFULSET_MUTABLE = tuple(_API["statefulset_mutable"])
+
+
+def _api_immutable(before: Registration, after: Registration) -> Iterator[str]:
+    """immutable, for a built-in kind: a field its API server refuses to change changes, and neither the provider
+    (FORCE_NEW) nor the object's replaceOnChanges replaces the object for it."""
+    paths = list(API_IMMUTABLE.get(after.type, ()))
+    if after.type == STATEFULSET:
+        spec = {**(before.inputs.get("spec") or {}), **(after.inputs.get("spec") or {})}
+        paths += [f"spec.{k}" for k in spec if f"spec.{k}" not in STATEFULSET_MUTABLE]
+    replacing = (*FORCE_NEW.get(after.type, ()), *after.replace_on_changes)
+    for path in paths:
+        covered = any(path == r or path.startswith(f"{r}.") for r in replacing)
+        if not covered and _get(before.inputs, path) != _get(after.inputs, path):
+            yield f"immutable: {after.name}: {path} changes in place, which the API server refuses"
 
 
 def _replaced(old: Registration, new: Registration) -> list[str]:
@@ -430,6 +453,7 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
         if after is not None:
             yield from (f"replaced: {after.name}: {line}" for line in _replaced(before, after))
             yield from _immutable(before, after)
+            yield from _api_immutable(before, after)
     yield from _replica_problems(old, new, related)
     yield from _in_use(old, removed)
 
