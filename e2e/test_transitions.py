@@ -1,6 +1,6 @@
 """Issue 36's transitions that a local cluster can show (items 1, 3 and 7), each on its own local cluster, applied by
 the real Pulumi engine and Kubernetes provider (e2e/transitions.py, docs/local.md). `make e2e` runs them after the
-examples; alone: `E2E_TRANSITIONS=fixed-replicas .venv/bin/python -m pytest -c e2e/pytest.ini e2e/test_transitions.py`
+examples (with `E2E_STACKS`, those on the stacks it names); alone: `E2E_TRANSITIONS=fixed-replicas .venv/bin/python -m pytest -c e2e/pytest.ini e2e/test_transitions.py`
 (under `flock /work/brief/s3/cluster.lock` on a shared machine).
 
 The stack file a transition starts from is the example's, with what the transition needs that the cluster must
@@ -22,6 +22,8 @@ from tooling.harness.offline import ROOT, read_stack_yaml
 from tooling.local import local_stack
 
 ONLY = [s for s in (os.environ.get("E2E_TRANSITIONS") or "").split(",") if s]
+# `E2E_STACKS` (a subset of the examples, e2e/test_examples.py) keeps the transitions on those stacks only
+STACKS = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
 TIMEOUT = float(os.environ.get("E2E_EXAMPLE_TIMEOUT", "2400"))
 NS = "tpu-serving"
 
@@ -63,7 +65,13 @@ def stack_file(transition: str) -> Path:
     return out
 
 
-@pytest.mark.parametrize("transition", [t for t in CASES if not ONLY or t in ONLY])
+def _stack(transition: str) -> str:
+    return Path(CASES[transition][0]).name.removeprefix("Pulumi.").removesuffix(".yaml")
+
+
+@pytest.mark.parametrize(
+    "transition", [t for t in CASES if (not ONLY or t in ONLY) and (ONLY or not STACKS or _stack(t) in STACKS)]
+)
 def test_transition_on_a_local_cluster(transition: str):
     path = stack_file(transition)
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")

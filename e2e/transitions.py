@@ -4,11 +4,12 @@
     python -m e2e.transitions <transition> examples/<name>/Pulumi.<stack>.yaml     exit 0, or 1 listing every problem
 
 Transitions (TRANSITIONS):
-- `fixed-replicas` (issue 36 #1, on a Deployment an HPA scales: gemma-hpa): the HPA first writes spec.replicas
-  through the scale subresource (its minReplicas above the Deployment's default 1: no metric needed, the controller
-  raises it to minReplicas, kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler), so
-  kube-controller-manager owns the field; then autoscaling -> fixed replicas (`up` succeeds: the stack forces the
-  field, `pulumi.com/patchForce`), back to autoscaling (the HPA takes the field back), and pause -> unpause.
+- `fixed-replicas` (issue 36 #1, on a Deployment an HPA scales: gemma-hpa): the HPA writes spec.replicas through
+  the scale subresource (its minReplicas above the replicas: no metric needed, kubernetes/kubernetes
+  pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler), once while nobody owns the field (not tracked)
+  and once after another manager set it (tracked: kube-controller-manager owns it, and an unforced apply conflicts);
+  then autoscaling -> fixed replicas (`up` succeeds: the stack forces the field, `pulumi.com/patchForce`), back to
+  autoscaling (the HPA takes the field back), and pause -> unpause.
 - `lws-subgroup` (issue 36 #3, llama2-70b-disaggregated: a jetstream-pathways workload on two slices):
   disaggregated -> interleaved, in either direction refused in place by the LWS webhook (subGroupPolicy immutable): the engine replaces the
   LeaderWorkerSet (replaceOnChanges), and back.
@@ -89,18 +90,52 @@ def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
     auto["minReplicas"] = HPA_MIN
     workload["autoscaling"] = auto
 
-    # 1. autoscaled: the HPA raises the Deployment to its minimum through the scale subresource
+    # 1. autoscaled: the HPA raises the Deployment to its minimum through the scale subresource. Nobody owned
+    # spec.replicas (the stack leaves it to the HPA), and the API server does not track an update of an object (here
+    # the Scale built from the owners of spec.replicas) that has no managed fields (k8s.io/apimachinery@v0.35.4
+    # pkg/util/managedfields/internal/skipnonapplied.go Update; scalehandler.go ToSubresource): no owner after it
     if not _up(run, "autoscaled", problems):
         return problems
-    owned = _wait(
+    _wait(
         f"{name}: the HPA writes spec.replicas {HPA_MIN}",
-        lambda: (kube.get(path)["spec"].get("replicas") == HPA_MIN and replicas_owners(kube, path)) or None,
+        lambda: kube.get(path)["spec"].get("replicas") == HPA_MIN or None,
         problems,
     )
-    print(f"autoscaled: spec.replicas {kube.get(path)['spec'].get('replicas')}, owned by {owned}", flush=True)
-    if not owned or not any(o.startswith(HPA_MANAGER) for o in owned):
-        problems.append(f"autoscaled: spec.replicas is not kube-controller-manager's ({owned}): nothing to show")
+    print(f"autoscaled: spec.replicas {HPA_MIN}, owned by {replicas_owners(kube, path)}", flush=True)
+
+    # 1b. the field owned when the HPA scales (the stack's earlier fixed replicas, an operator's `kubectl scale`):
+    # then the HPA's write is tracked and kube-controller-manager takes the field over
+    kube.request(
+        "PATCH",
+        f"{path}?fieldManager=e2e-earlier-owner&force=true",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": 1}},
+        "application/apply-patch+yaml",
+    )
+    owned = _wait(
+        f"{name}: the HPA scales it back to {HPA_MIN}, owning spec.replicas",
+        lambda: (
+            (
+                kube.get(path)["spec"].get("replicas") == HPA_MIN
+                and [o for o in replicas_owners(kube, path) if o.startswith(HPA_MANAGER)]
+            )
+            or None
+        ),
+        problems,
+    )
+    print(f"scaled by the HPA: spec.replicas owned by {replicas_owners(kube, path)}", flush=True)
+    if not owned:
         return problems
+    # what an apply of spec.replicas without force meets now (a dry run, another manager)
+    try:
+        kube.request(
+            "PATCH",
+            f"{path}?fieldManager=e2e-unforced&force=false&dryRun=All",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": FIXED}},
+            "application/apply-patch+yaml",
+        )
+        problems.append("an unforced apply of spec.replicas met no conflict: nothing to show")
+    except local_stack.KubeError as err:
+        print(f"unforced apply of spec.replicas (dry run): {err.status} {str(err)[:300]}", flush=True)
 
     # 2. autoscaling -> fixed replicas: the stack's apply forces the field (issue 36 #1)
     del workload["autoscaling"]
@@ -128,10 +163,13 @@ def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
         right_after = kube.get(path)["spec"].get("replicas")
         back = _wait(
             f"{name}: the HPA scales it to {HPA_MIN}",
-            lambda: (kube.get(path)["spec"].get("replicas") == HPA_MIN and replicas_owners(kube, path)) or None,
+            lambda: kube.get(path)["spec"].get("replicas") == HPA_MIN or None,
             problems,
         )
-        print(f"autoscaled again: spec.replicas {right_after} right after the up, then {HPA_MIN}, owned by {back}")
+        owners = replicas_owners(kube, path)
+        print(
+            f"autoscaled again: spec.replicas {right_after} right after the up, then {HPA_MIN} ({back}), owned by {owners}"
+        )
 
     # 4. pause and unpause with the HPA there
     run.config()[f"{NS}:paused"] = True

@@ -21,8 +21,9 @@ modes checked:
 - immutable: a custom resource updated in place while a field its API refuses to change changes
   (stacks/facts/immutable_fields.py: the CRDs' transition rules and the webhooks' immutable fields), not replaced.
 - conflict / race: an object an HPA scaled (the HPA controller writes `spec.replicas` through the scale subresource,
-  field manager kube-controller-manager) that the new run gives `spec.replicas`: server-side apply refuses a value
-  another manager owns unless forced (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce:
+  field manager kube-controller-manager; tracked when a manager owned the field before the write, k8s.io/apimachinery
+  pkg/util/managedfields scalehandler.go and internal/skipnonapplied.go, so the check assumes it may be) that the new
+  run gives `spec.replicas`: server-side apply refuses a value another manager owns unless forced (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce:
   the `pulumi.com/patchForce` annotation, else the provider's enablePatchForce; the stack's provider sets neither),
   and forced (`up` succeeds), an autoscaler that is still there (Pulumi deletes it only at the end of the `up`) may
   write over anything but 0 until then: the race degrades (the replicas may end where the HPA left them, and the
