@@ -78,6 +78,45 @@ def _wait(what: str, probe: Callable[[], Any], problems: list[str], seconds: flo
         return None
 
 
+def _hpa_takes_the_field(kube: local_stack.Kube, path: str, name: str, problems: list[str]) -> bool:
+    """Another manager sets spec.replicas and the HPA scales it back: kube-controller-manager owns the field, and an
+    unforced apply of it conflicts (a dry run shows the 409)."""
+    # 1b. the field owned when the HPA scales (the stack's earlier fixed replicas, an operator's `kubectl scale`):
+    # then the HPA's write is tracked and kube-controller-manager takes the field over
+    kube.request(
+        "PATCH",
+        f"{path}?fieldManager=e2e-earlier-owner&force=true",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": 1}},
+        "application/apply-patch+yaml",
+    )
+    owned = _wait(
+        f"{name}: the HPA scales it back to {HPA_MIN}, owning spec.replicas",
+        lambda: (
+            (
+                kube.get(path)["spec"].get("replicas") == HPA_MIN
+                and [o for o in replicas_owners(kube, path) if o.startswith(HPA_MANAGER)]
+            )
+            or None
+        ),
+        problems,
+    )
+    print(f"scaled by the HPA: spec.replicas owned by {replicas_owners(kube, path)}", flush=True)
+    if not owned:
+        return False
+    # what an apply of spec.replicas without force meets now (a dry run, another manager)
+    try:
+        kube.request(
+            "PATCH",
+            f"{path}?fieldManager=e2e-unforced&force=false&dryRun=All",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": FIXED}},
+            "application/apply-patch+yaml",
+        )
+        problems.append("an unforced apply of spec.replicas met no conflict: nothing to show")
+    except local_stack.KubeError as err:
+        print(f"unforced apply of spec.replicas (dry run): {err.status} {str(err)[:300]}", flush=True)
+    return True
+
+
 def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
     """Issue 36 #1 (module docstring)."""
     problems: list[str] = []
@@ -103,39 +142,8 @@ def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
     )
     print(f"autoscaled: spec.replicas {HPA_MIN}, owned by {replicas_owners(kube, path)}", flush=True)
 
-    # 1b. the field owned when the HPA scales (the stack's earlier fixed replicas, an operator's `kubectl scale`):
-    # then the HPA's write is tracked and kube-controller-manager takes the field over
-    kube.request(
-        "PATCH",
-        f"{path}?fieldManager=e2e-earlier-owner&force=true",
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": 1}},
-        "application/apply-patch+yaml",
-    )
-    owned = _wait(
-        f"{name}: the HPA scales it back to {HPA_MIN}, owning spec.replicas",
-        lambda: (
-            (
-                kube.get(path)["spec"].get("replicas") == HPA_MIN
-                and [o for o in replicas_owners(kube, path) if o.startswith(HPA_MANAGER)]
-            )
-            or None
-        ),
-        problems,
-    )
-    print(f"scaled by the HPA: spec.replicas owned by {replicas_owners(kube, path)}", flush=True)
-    if not owned:
+    if not _hpa_takes_the_field(kube, path, name, problems):
         return problems
-    # what an apply of spec.replicas without force meets now (a dry run, another manager)
-    try:
-        kube.request(
-            "PATCH",
-            f"{path}?fieldManager=e2e-unforced&force=false&dryRun=All",
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": FIXED}},
-            "application/apply-patch+yaml",
-        )
-        problems.append("an unforced apply of spec.replicas met no conflict: nothing to show")
-    except local_stack.KubeError as err:
-        print(f"unforced apply of spec.replicas (dry run): {err.status} {str(err)[:300]}", flush=True)
 
     # 2. autoscaling -> fixed replicas: the stack's apply forces the field (issue 36 #1)
     del workload["autoscaling"]
