@@ -66,6 +66,12 @@ def _workload(run: Run) -> dict[str, Any]:
 WEBHOOK_RETRIES, WEBHOOK_WAIT = 3, 20.0
 
 
+def _errors(run: Run, err: Exception) -> str:
+    """The error lines of a failed `up`: the engine's output (Run.log) first, else the exception's."""
+    lines = [line.strip() for line in [*run.log[-400:], *str(err).splitlines()] if "error" in line.lower()]
+    return "\n".join(dict.fromkeys(lines))[:3000] or str(err)[-2000:]
+
+
 def _up(run: Run, step: str, problems: list[str]) -> bool:
     run.write()
     for attempt in range(WEBHOOK_RETRIES + 1):
@@ -78,8 +84,7 @@ def _up(run: Run, step: str, problems: list[str]) -> bool:
                 print(f"{step}: a webhook refused the connection (issue 35 defect 1): up again", flush=True)
                 time.sleep(WEBHOOK_WAIT)
                 continue
-            lines = [line for line in text.splitlines() if "error" in line.lower()]
-            problems.append(f"{step}: up failed: " + ("\n".join(dict.fromkeys(lines))[:3000] or text[-2000:]))
+            problems.append(f"{step}: up failed: {_errors(run, err)}")
             return False
     return False
 
@@ -302,9 +307,11 @@ def lws_subgroup(run: Run, kube: local_stack.Kube) -> list[str]:
         try:
             _, done = run.pulumi("up", UP_TIMEOUT)
         except Exception as err:
-            problems.append(f"mode -> {mode}: up failed: {str(err)[-2000:]}")
+            problems.append(f"mode -> {mode}: up failed: {_errors(run, err)}")
             continue
-        lws = {urn: op for urn, op in done.items() if urn.endswith(f"LeaderWorkerSet::{workload['name']}")}
+        lws = {
+            urn: op for urn, op in done.items() if "$kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet::" in urn
+        }
         print(f"mode -> {mode}: LeaderWorkerSet operations {lws}", flush=True)
         if not any(op in ("replace", "create-replacement", "delete-replaced") for op in lws.values()):
             problems.append(f"mode -> {mode}: the engine did not replace the LeaderWorkerSet ({lws})")
