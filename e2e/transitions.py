@@ -75,6 +75,7 @@ def _errors(run: Run, err: Exception) -> str:
 def _up(run: Run, step: str, problems: list[str]) -> bool:
     run.write()
     for attempt in range(WEBHOOK_RETRIES + 1):
+        run.log.clear()  # this up's output only (_errors)
         try:
             run.pulumi("up", UP_TIMEOUT)
             return True
@@ -304,6 +305,7 @@ def lws_subgroup(run: Run, kube: local_stack.Kube) -> list[str]:
     for mode in (other, first):
         workload["mode"] = mode
         run.write()
+        run.log.clear()
         try:
             _, done = run.pulumi("up", UP_TIMEOUT)
         except Exception as err:
