@@ -7,6 +7,7 @@ checked."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -375,3 +376,32 @@ def test_a_built_in_field_the_api_server_refuses_to_change_is_named():
     if kubernetes is None or diff is None:
         pytest.skip(f"no {k8s_force_new.KUBERNETES} or provider module in the Go module cache")
     assert k8s_force_new.OUT.read_text() == k8s_force_new.text(k8s_force_new.derive_all(diff, kubernetes))
+
+
+def test_a_replacement_under_the_same_name_deletes_first():
+    """The engine creates a replaceOnChanges replacement before deleting the old object unless deleteBeforeReplace
+    (the provider asks for it only for its own forceNew fields: pulumi/pulumi-kubernetes provider/pkg/provider/
+    provider.go Diff), and the same name's server-side apply then meets the old object: on a local cluster the LWS
+    subGroupPolicy change failed so ("Server-Side Apply field conflict detected", e2e/transitions.py lws-subgroup).
+    Every custom resource replaced for its immutable fields is deleted first, and the review names one that is not."""
+    from tests.conftest import EXAMPLES, recorded
+
+    seen = 0
+    for path in EXAMPLES:
+        for reg in recorded(path, False).resources:
+            if reg.type.startswith("kubernetes:") and reg.replace_on_changes:
+                assert reg.delete_before_replace, (path.name, reg.name)
+                seen += 1
+    assert seen
+    lws = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+    policy = "spec.leaderWorkerTemplate.subGroupPolicy"
+    spec = {"leaderWorkerTemplate": {"subGroupPolicy": {"subGroupSize": 2}}}
+
+    def reg(inputs: dict[str, Any], first: bool) -> Registration:
+        return dataclasses.replace(_reg("l", lws, inputs), replace_on_changes=[policy], delete_before_replace=first)
+
+    old = Recording([reg({**_meta("l", "x"), "spec": spec}, True)])
+    for first in (True, False):
+        new = Recording([reg({**_meta("l", "x"), "spec": {"leaderWorkerTemplate": {}}}, first)])
+        found = list(transition.problems(old, new))
+        assert any(p.startswith("collision: l is replaced under the same name") for p in found) is not first, found
