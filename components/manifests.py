@@ -50,7 +50,15 @@ def custom_resource(
     immutable = immutable_fields.replace_on_changes(api_version, kind)
     if immutable:
         own = list(opts.replace_on_changes or [])
+        # deleted first: a replacement the engine makes for replaceOnChanges is created before the old object is
+        # deleted unless deleteBeforeReplace (the provider asks for it only for its own forceNew fields,
+        # pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff), and the same name's create meets the old
+        # object: a server-side apply field conflict (the LWS subGroupPolicy change on a local cluster,
+        # e2e/transitions.py lws-subgroup)
         opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(replace_on_changes=[p for p in immutable if p not in own])
+            opts,
+            pulumi.ResourceOptions(
+                replace_on_changes=[p for p in immutable if p not in own], delete_before_replace=True
+            ),
         )
     return k8s.apiextensions.CustomResource(name, api_version=api_version, kind=kind, opts=opts, **fields)

@@ -299,14 +299,23 @@ class WorkloadPlan:
         return {"replicas": 0 if self.paused else fixed}
 
     def replicas_annotations(self) -> dict[str, str]:
-        """Annotations of what its autoscaler scales. Paused with `autoscaling` configured, the object sets
-        `spec.replicas: 0` over a field kube-controller-manager owns (its HPA, or the one KEDA made, wrote it through
-        the scale subresource): the apply forces the conflict (PATCH_FORCE_ANNOTATION), taking the field over. An
-        HPA that is still there until the end of the update stands down at 0 (kubernetes/kubernetes
-        pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler: `scale.Spec.Replicas == 0 && minReplicas !=
-        0` disables autoscaling, ScalingDisabled), and KEDA's paused ScaledObject holds 0 too. Unpaused, the field is
-        dropped: owned by the stack alone, it goes back to its default 1 and the HPA scales from there."""
-        if self.paused and getattr(self.workload, "autoscaling", None) is not None:
+        """Annotations of what an autoscaler may scale (a Deployment or LeaderWorkerSet of a type with autoscaling).
+        Whenever the object sets `spec.replicas` (fixed replicas, or 0 while paused) the apply forces conflicts
+        (PATCH_FORCE_ANNOTATION): the object may come from a config that autoscaled it, whose HPA (its own, or the one
+        KEDA made) wrote the field through the scale subresource as field manager kube-controller-manager, and
+        server-side apply refuses another manager's field unless forced (pulumi/pulumi-kubernetes
+        provider/pkg/await/await.go ssaUpdate, patchForce). The HPA's write is tracked only when some manager owned the
+        field before it (the Scale carries the owners of spec.replicas, and the API server does not start tracking an
+        update of an object without managed fields: k8s.io/apimachinery pkg/util/managedfields scalehandler.go
+        ToSubresource, internal/skipnonapplied.go Update), e.g. the stack's own earlier fixed replicas when the HPA
+        scaled before the stack's apply dropped them, or an operator's `kubectl scale`; shown on a local cluster by
+        e2e/transitions.py fixed-replicas. The program cannot know the previous config, so it forces every time it
+        sets the field: on an object nobody else owns there is nothing to force. While that HPA is
+        still there (Pulumi deletes it at the end of the same `up`) it may rescale the object; an HPA stands down at 0
+        (kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler: `scale.Spec.Replicas ==
+        0 && minReplicas != 0` is ScalingDisabled), and KEDA's paused ScaledObject holds 0 too. Autoscaled, the
+        field is left to the HPA and nothing is forced."""
+        if not self.autoscaled:
             return {PATCH_FORCE_ANNOTATION: "true"}
         return {}
 

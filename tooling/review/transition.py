@@ -21,13 +21,26 @@ modes checked:
 - immutable: a custom resource updated in place while a field its API refuses to change changes
   (stacks/facts/immutable_fields.py: the CRDs' transition rules and the webhooks' immutable fields), not replaced.
 - conflict / race: an object an HPA scaled (the HPA controller writes `spec.replicas` through the scale subresource,
-  field manager kube-controller-manager) that the new run gives `spec.replicas`: server-side apply refuses a value
-  another manager owns unless forced (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce:
+  field manager kube-controller-manager; tracked when a manager owned the field before the write, k8s.io/apimachinery
+  pkg/util/managedfields scalehandler.go and internal/skipnonapplied.go, so the check assumes it may be) that the new
+  run gives `spec.replicas`: server-side apply refuses a value another manager owns unless forced (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate, patchForce:
   the `pulumi.com/patchForce` annotation, else the provider's enablePatchForce; the stack's provider sets neither),
-  and forced, an autoscaler that is still there (deleted only at the end) writes over anything but 0.
+  and forced (`up` succeeds), an autoscaler that is still there (Pulumi deletes it only at the end of the `up`) may
+  write over anything but 0 until then: the race degrades (the replicas may end where the HPA left them, and the
+  stack's state says otherwise until `pulumi up --refresh`: Read prunes the live object to the inputs' shape, and
+  Diff compares that to the program's, provider/pkg/provider/provider.go pruneLiveState; the forced apply then
+  wins with no HPA left).
 - in use: a Cloud Armor policy deleted while a Gateway, route, router release or backend policy patch that the load
   balancer builds on it is deleted too without depending on it (Compute refuses to delete a policy a backend
-  service uses).
+  service uses); or deleted at all while the old run attached it to a backend (a GCPBackendPolicy patch naming it):
+  even ordered after the patch, the delete runs as soon as the patch is gone from the Kubernetes API, but GKE's
+  Gateway controller reconfigures the load balancer from the policy objects afterwards, asynchronously
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources: "the Policy is processed by
+  the Gateway controller and the underlying load balancer resource is (re)configured"), and the provider's delete is
+  one DELETE with no retry on resourceInUseByAnotherResource (hashicorp/terraform-provider-google-beta
+  google-beta/services/compute/resource_compute_region_security_policy.go resourceComputeRegionSecurityPolicyDelete:
+  transport_tpg.SendRequest with no ErrorRetryPredicates; a longer customTimeouts.delete only bounds that one
+  request and its operation). The safe procedure takes two `up`s (docs/operations.md).
 - dip (degrades serving, `up` succeeds): `spec.replicas` the old run set (n > 1) and the new run leaves to an HPA:
   the stack owned the field alone, so the apply removes it and it falls to its default 1 until the HPA scales up
   (https://kubernetes.io/docs/reference/using-api/server-side-apply/#transferring-ownership).
@@ -47,6 +60,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from stacks.facts import immutable_fields
@@ -71,6 +85,7 @@ ARMOR_USERS = (
     RELEASE,
     "kubernetes:networking.gke.io/v1:GCPBackendPolicyPatch",
 )
+BACKEND_POLICY_PATCH = ARMOR_USERS[-1]
 # The fields that name a Google resource, as its API does (project, location and parent, then its own id): a name
 # alone is not an identity (the same name in another project, region or bucket is another resource).
 GCP_IDENTITY = (
@@ -212,21 +227,52 @@ def _depends(rec: Recording, reg: Registration, target: str) -> bool:
     return False
 
 
-# Fields whose change the Kubernetes provider applies by replacing the object (pulumi/pulumi-kubernetes provider/v4
-# pkg/provider/diff.go forceNewProperties and its forceNew table), for the kinds the stack registers: a ConfigMap's
-# data and a Secret's type and data unless the provider is configured mutable for them (enableConfigMapMutable,
-# enableSecretMutable: the stack's providers set neither), a Job's template, completions, parallelism and selector, a
-# (Cluster)RoleBinding's roleRef, a Deployment's selector. The first real namespace change (make e2e, gemma-hpa-prometheus) replaced the
-# prometheus-adapter rules ConfigMap, which the review had called in place.
-FORCE_NEW: dict[str, tuple[str, ...]] = {
-    "kubernetes:core/v1:ConfigMap": ("data", "binaryData"),
-    "kubernetes:core/v1:Secret": ("type", "data", "stringData"),
-    "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
-    # the forceNew table's `deployment = properties{".spec.selector"}` for apps/v1 Deployment
-    "kubernetes:apps/v1:Deployment": ("spec.selector",),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
+def _force_new() -> dict[str, tuple[str, ...]]:
+    """Fields whose change the Kubernetes provider applies by replacing the object, per registered type
+    (`kubernetes:<group>/<version>:<Kind>`): the provider's own table (pulumi/pulumi-kubernetes
+    provider/pkg/provider/diff.go forceNew, read by tooling/oracles/k8s_force_new.py into tooling/data/k8s_force_new.json:
+    a Deployment's, DaemonSet's and StatefulSet's selector, a StatefulSet's serviceName, podManagementPolicy and
+    volumeClaimTemplates, a Job's template, completions, parallelism and selector, a Service's clusterIP, a
+    (Cluster)RoleBinding's roleRef...), and a ConfigMap's data and a Secret's type and data, the provider being
+    configured mutable for neither (enableConfigMapMutable, enableSecretMutable). A path under a list (`[*]`) is
+    compared at the list; a path under another listed path is covered by it. The first real namespace change (make
+    e2e, gemma-hpa-prometheus) replaced the prometheus-adapter rules ConfigMap, which the review had called in place."""
+    data = json.loads(FORCE_NEW_DATA.read_text())
+    out: dict[str, tuple[str, ...]] = {}
+    for key, fields in {**data["kinds"], **data["unless_mutable"]}.items():
+        group, version, kind = key.split("/")
+        paths = {f.lstrip(".").split("[*]", 1)[0] for f in fields}
+        top = sorted(p for p in paths if not any(p.startswith(f"{q}.") for q in paths))
+        type_ = f"kubernetes:{group}/{version}:{kind}"
+        out[type_] = tuple(sorted({*out.get(type_, ()), *top}))
+    return out
+
+
+FORCE_NEW_DATA = Path(__file__).resolve().parents[1] / "data" / "k8s_force_new.json"
+FORCE_NEW: dict[str, tuple[str, ...]] = _force_new()
+# What the API server refuses to change on a built-in kind (the same file's `api_server`, from the Kubernetes
+# sources' update validation, tooling/oracles/k8s_force_new.py API_RULES): the kind -> its immutable spec fields, and
+# a StatefulSet's spec fields that may change (every other one may not).
+_API = json.loads(FORCE_NEW_DATA.read_text())["api_server"]
+API_IMMUTABLE: dict[str, tuple[str, ...]] = {
+    "kubernetes:{}/{}:{}".format(*key.split("/")): tuple(v) for key, v in _API["kinds"].items()
 }
+STATEFULSET = "kubernetes:apps/v1:StatefulSet"
+STATEFULSET_MUTABLE = tuple(_API["statefulset_mutable"])
+
+
+def _api_immutable(before: Registration, after: Registration) -> Iterator[str]:
+    """immutable, for a built-in kind: a field its API server refuses to change changes, and neither the provider
+    (FORCE_NEW) nor the object's replaceOnChanges replaces the object for it."""
+    paths = list(API_IMMUTABLE.get(after.type, ()))
+    if after.type == STATEFULSET:
+        spec = {**(before.inputs.get("spec") or {}), **(after.inputs.get("spec") or {})}
+        paths += [f"spec.{k}" for k in spec if f"spec.{k}" not in STATEFULSET_MUTABLE]
+    replacing = (*FORCE_NEW.get(after.type, ()), *after.replace_on_changes)
+    for path in paths:
+        covered = any(path == r or path.startswith(f"{r}.") for r in replacing)
+        if not covered and _get(before.inputs, path) != _get(after.inputs, path):
+            yield f"immutable: {after.name}: {path} changes in place, which the API server refuses"
 
 
 def _replaced(old: Registration, new: Registration) -> list[str]:
@@ -251,6 +297,22 @@ def _replaced(old: Registration, new: Registration) -> list[str]:
         except KeyError:  # a type the provider rules do not record
             return []
     return []
+
+
+def _same_name_created_first(before: Registration, after: Registration) -> bool:
+    """A Kubernetes object the engine replaces for replaceOnChanges keeps its name and namespace but is created
+    before the old one is deleted: the provider asks for deleteBeforeReplace only for its own forceNew fields
+    (pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff: `len(replaces) > 0` and the same name), so the
+    create meets the old object (seen on a local cluster: e2e/transitions.py lws-subgroup)."""
+    if not before.type.startswith("kubernetes:") or after.delete_before_replace:
+        return False
+    a, b = before.inputs.get("metadata") or {}, after.inputs.get("metadata") or {}
+    return bool(
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and a.get("name")
+        and (a.get("name"), a.get("namespace")) == (b.get("name"), b.get("namespace"))
+    )
 
 
 def _get(data: Any, dotted: str) -> Any:
@@ -340,8 +402,11 @@ def _replica_problems(old: Recording, new: Recording, matched: dict[str, Registr
                     f"(written by {scaler.name} through the scale subresource): server-side apply refuses it"
                 )
             elif has != 0:
-                still = "kept" if scaler.urn in new_urns else "deleted only at the end"
-                yield f"race: {after.name}: spec.replicas -> {has} forced while {scaler.name} ({still}) rescales it"
+                still = "kept" if scaler.urn in new_urns else "deleted only at the end of the up"
+                yield (
+                    f"race: {after.name}: spec.replicas -> {has} forced while {scaler.name} ({still}) may rescale "
+                    "it until then"
+                )
         elif had is not None and has is None and isinstance(had, (int, float)) and had > 1:
             yield f"dip: {after.name}: spec.replicas {had} -> 1 (its default, the field left to the HPA) until scaled up"
 
@@ -367,6 +432,21 @@ def _in_use(old: Recording, removed: list[Registration]) -> Iterator[str]:
         for user in old.resources:
             if user.type in ARMOR_USERS and user.urn in gone and not _depends(old, user, policy.urn):
                 yield f"in use: {policy.name} is deleted while {user.name} (deleted too, not after it) still uses it"
+        attached = [
+            r.name
+            for r in old.resources
+            if r.type == BACKEND_POLICY_PATCH
+            and (
+                _get(r.inputs, "spec.default.securityPolicy") == policy.inputs.get("name")
+                or _depends(old, r, policy.urn)
+            )
+        ]
+        if attached:
+            yield (
+                f"in use: {policy.name} is deleted in the same `up` that detaches it ({', '.join(attached)}): GKE's "
+                "Gateway controller takes it off the backend services asynchronously, and the provider's delete "
+                "does not retry resourceInUseByAnotherResource"
+            )
 
 
 def problems(old: Recording, new: Recording) -> Iterator[str]:
@@ -388,8 +468,15 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
     for urn, before in old_urns.items():
         after = related.get(urn)
         if after is not None:
-            yield from (f"replaced: {after.name}: {line}" for line in _replaced(before, after))
+            lines = _replaced(before, after)
+            yield from (f"replaced: {after.name}: {line}" for line in lines)
+            if any("(replaceOnChanges)" in line for line in lines) and _same_name_created_first(before, after):
+                yield (
+                    f"collision: {after.name} is replaced under the same name created before the old one is "
+                    "deleted (replaceOnChanges without deleteBeforeReplace): a server-side apply field conflict"
+                )
             yield from _immutable(before, after)
+            yield from _api_immutable(before, after)
     yield from _replica_problems(old, new, related)
     yield from _in_use(old, removed)
 

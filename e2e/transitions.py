@@ -1,0 +1,356 @@
+"""Issue 36's transitions on a running local cluster, as the real Pulumi engine and Kubernetes provider apply them
+(docs/local.md), in a process of its own that has joined the cluster's network namespace first (as e2e/run_example.py):
+
+    python -m e2e.transitions <transition> examples/<name>/Pulumi.<stack>.yaml     exit 0, or 1 listing every problem
+
+Transitions (TRANSITIONS):
+- `fixed-replicas` (issue 36 #1, on a Deployment an HPA scales: gemma-hpa): the HPA writes spec.replicas through
+  the scale subresource (its minReplicas above the replicas: no metric needed, kubernetes/kubernetes
+  pkg/controller/podautoscaler/horizontal.go reconcileAutoscaler), once while nobody owns the field (not tracked)
+  and once after another manager set it (tracked: kube-controller-manager owns it, and an unforced apply conflicts);
+  then autoscaling -> fixed replicas (`up` succeeds: the stack forces the field, `pulumi.com/patchForce`), back to
+  autoscaling (the HPA takes the field back), and pause -> unpause.
+- `lws-subgroup` (issue 36 #3, llama2-70b-disaggregated: a jetstream-pathways workload on two slices):
+  disaggregated -> interleaved, in either direction refused in place by the LWS webhook (subGroupPolicy immutable): the engine replaces the
+  LeaderWorkerSet (replaceOnChanges), and back.
+- `vllm-hosts` (issue 36 #7, vllm-multi-host): the vLLM workload moved between its multi-host pool and a
+  single-host pool: the new server's pods are Ready before the old server is deleted, and the Service's selector
+  matches Ready serving pods at every poll during the `up`.
+
+Each step records what it saw; a problem names its step.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from e2e import cluster as c
+from e2e.run_example import POD_TIMEOUT, UP_TIMEOUT, Run
+from tooling.local import local_stack
+
+NS = "tpu-serving"
+HPA_MIN = 2
+FIXED = 3
+# The field manager the HPA controller writes the scale subresource as (kube-controller-manager's client), and the
+# Kubernetes provider's server-side apply manager (pulumi/pulumi-kubernetes provider/pkg/provider: fieldManager
+# defaults to "pulumi-kubernetes-<random>" per resource).
+HPA_MANAGER = "kube-controller-manager"
+
+
+def replicas_owners(kube: local_stack.Kube, path: str) -> list[str]:
+    """The field managers that own spec.replicas of the object at `path` (its managedFields)."""
+    obj = kube.get(path)
+    return [
+        f"{m['manager']}:{m.get('operation')}{':' + m['subresource'] if m.get('subresource') else ''}"
+        for m in obj["metadata"].get("managedFields") or []
+        if "f:replicas" in (m.get("fieldsV1") or {}).get("f:spec", {})
+    ]
+
+
+def _workload(run: Run) -> dict[str, Any]:
+    return run.config()[f"{NS}:workloads"][0]
+
+
+# Issue 35's known defect 1: kwok marks the LWS/JobSet controller's pod Ready before the local process serves its
+# webhook, so the first LeaderWorkerSet or JobSet may be refused ("failed calling webhook ... connection refused");
+# on GKE the readiness probe holds the Service back. Until the harness waits for it, a step's `up` refused only so is
+# run again (WEBHOOK_RETRIES times, WEBHOOK_WAIT s apart), and says so.
+WEBHOOK_RETRIES, WEBHOOK_WAIT = 3, 20.0
+
+
+def _errors(run: Run, err: Exception) -> str:
+    """The error lines of a failed `up`: the engine's output (Run.log) first, else the exception's."""
+    lines = [line.strip() for line in [*run.log[-400:], *str(err).splitlines()] if "error" in line.lower()]
+    return "\n".join(dict.fromkeys(lines))[:3000] or str(err)[-2000:]
+
+
+def _up(run: Run, step: str, problems: list[str]) -> bool:
+    run.write()
+    for attempt in range(WEBHOOK_RETRIES + 1):
+        run.log.clear()  # this up's output only (_errors)
+        try:
+            run.pulumi("up", UP_TIMEOUT)
+            return True
+        except Exception as err:  # the `up` failing is the finding
+            text = str(err)
+            if "failed calling webhook" in text and "connection refused" in text and attempt < WEBHOOK_RETRIES:
+                print(f"{step}: a webhook refused the connection (issue 35 defect 1): up again", flush=True)
+                time.sleep(WEBHOOK_WAIT)
+                continue
+            problems.append(f"{step}: up failed: {_errors(run, err)}")
+            return False
+    return False
+
+
+def _wait(what: str, probe: Callable[[], Any], problems: list[str], seconds: float = POD_TIMEOUT) -> Any:
+    try:
+        return c.wait_for(what, seconds, probe)
+    except TimeoutError as err:
+        problems.append(str(err))
+        return None
+
+
+def _hpa_takes_the_field(kube: local_stack.Kube, path: str, name: str, problems: list[str]) -> bool:
+    """Another manager sets spec.replicas and the HPA scales it back: kube-controller-manager owns the field, and an
+    unforced apply of it conflicts (a dry run shows the 409)."""
+    # 1b. the field owned when the HPA scales (the stack's earlier fixed replicas, an operator's `kubectl scale`):
+    # then the HPA's write is tracked and kube-controller-manager takes the field over
+    kube.request(
+        "PATCH",
+        f"{path}?fieldManager=e2e-earlier-owner&force=true",
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": 1}},
+        "application/apply-patch+yaml",
+    )
+    owned = _wait(
+        f"{name}: the HPA scales it back to {HPA_MIN}, owning spec.replicas",
+        lambda: (
+            (
+                kube.get(path)["spec"].get("replicas") == HPA_MIN
+                and [o for o in replicas_owners(kube, path) if o.startswith(HPA_MANAGER)]
+            )
+            or None
+        ),
+        problems,
+    )
+    print(f"scaled by the HPA: spec.replicas owned by {replicas_owners(kube, path)}", flush=True)
+    if not owned:
+        return False
+    # what an apply of spec.replicas without force meets now (a dry run, another manager)
+    try:
+        kube.request(
+            "PATCH",
+            f"{path}?fieldManager=e2e-unforced&force=false&dryRun=All",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": FIXED}},
+            "application/apply-patch+yaml",
+        )
+        problems.append("an unforced apply of spec.replicas met no conflict: nothing to show")
+    except local_stack.KubeError as err:
+        print(f"unforced apply of spec.replicas (dry run): {err.status} {str(err)[:300]}", flush=True)
+    return True
+
+
+def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
+    """Issue 36 #1 (module docstring)."""
+    problems: list[str] = []
+    workload = _workload(run)
+    name = workload["name"]
+    namespace = workload.get("namespace") or name
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+    hpa = f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
+    auto = copy.deepcopy(workload["autoscaling"])
+    auto["minReplicas"] = HPA_MIN
+    workload["autoscaling"] = auto
+
+    # 1. autoscaled: the HPA raises the Deployment to its minimum through the scale subresource. Nobody owned
+    # spec.replicas (the stack leaves it to the HPA), and the API server does not track an update of an object (here
+    # the Scale built from the owners of spec.replicas) that has no managed fields (k8s.io/apimachinery@v0.35.4
+    # pkg/util/managedfields/internal/skipnonapplied.go Update; scalehandler.go ToSubresource): no owner after it
+    if not _up(run, "autoscaled", problems):
+        return problems
+    _wait(
+        f"{name}: the HPA writes spec.replicas {HPA_MIN}",
+        lambda: kube.get(path)["spec"].get("replicas") == HPA_MIN or None,
+        problems,
+    )
+    print(f"autoscaled: spec.replicas {HPA_MIN}, owned by {replicas_owners(kube, path)}", flush=True)
+
+    if not _hpa_takes_the_field(kube, path, name, problems):
+        return problems
+
+    # 2. autoscaling -> fixed replicas: the stack's apply forces the field (issue 36 #1)
+    del workload["autoscaling"]
+    workload["replicas"] = FIXED
+    if _up(run, "autoscaling -> fixed replicas", problems):
+        spec = kube.get(path)["spec"].get("replicas")
+        owners = replicas_owners(kube, path)
+        print(f"fixed: spec.replicas {spec}, owned by {owners}; HPA left: {kube.exists(hpa)}", flush=True)
+        if spec != FIXED:
+            problems.append(f"fixed replicas: spec.replicas {spec}, configured {FIXED}")
+        if any(o.startswith(HPA_MANAGER) for o in owners):
+            problems.append(f"fixed replicas: kube-controller-manager still owns spec.replicas ({owners})")
+        if kube.exists(hpa):
+            problems.append("fixed replicas: the HPA is still there after the up")
+        _wait(
+            f"{name}: {FIXED} Ready replicas",
+            lambda: (kube.get(path).get("status") or {}).get("readyReplicas") == FIXED or None,
+            problems,
+        )
+
+    # 3. back to autoscaling: the field is left to the HPA, which takes it back to its minimum
+    workload.pop("replicas", None)
+    workload["autoscaling"] = auto
+    if _up(run, "fixed replicas -> autoscaling", problems):
+        right_after = kube.get(path)["spec"].get("replicas")
+        back = _wait(
+            f"{name}: the HPA scales it to {HPA_MIN}",
+            lambda: kube.get(path)["spec"].get("replicas") == HPA_MIN or None,
+            problems,
+        )
+        owners = replicas_owners(kube, path)
+        print(
+            f"autoscaled again: spec.replicas {right_after} right after the up, then {HPA_MIN} ({back}), owned by {owners}"
+        )
+
+    # 4. pause and unpause with the HPA there
+    run.config()[f"{NS}:paused"] = True
+    if _up(run, "pause", problems):
+        spec = kube.get(path)["spec"].get("replicas")
+        print(f"paused: spec.replicas {spec}, owned by {replicas_owners(kube, path)}", flush=True)
+        if spec != 0:
+            problems.append(f"pause: spec.replicas {spec}")
+    run.config()[f"{NS}:paused"] = False
+    if _up(run, "unpause", problems):
+        _wait(
+            f"{name}: unpaused, the HPA scales it to {HPA_MIN}",
+            lambda: kube.get(path)["spec"].get("replicas") == HPA_MIN or None,
+            problems,
+        )
+    return problems
+
+
+def _serving(kube: local_stack.Kube, namespace: str, service: str) -> list[str]:
+    """The Ready pods the Service's selector matches (the selector as the Service has it now)."""
+    svc = kube.get(f"/api/v1/namespaces/{namespace}/services/{service}")
+    selector = svc["spec"].get("selector") or {}
+    label = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label}")
+    return [
+        p["metadata"]["name"]
+        for p in pods
+        if any(
+            cond.get("type") == "Ready" and cond.get("status") == "True"
+            for cond in (p.get("status") or {}).get("conditions") or []
+        )
+    ]
+
+
+class Watch:
+    """Polls, while an `up` runs, whether the Service still selects a Ready pod."""
+
+    def __init__(self, kube: local_stack.Kube, namespace: str, service: str):
+        self.kube, self.namespace, self.service = kube, namespace, service
+        self.gaps: list[str] = []
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not _serving(self.kube, self.namespace, self.service):
+                    self.gaps.append(time.strftime("%H:%M:%S"))
+                self.polls += 1
+            except local_stack.KubeError as err:
+                self.gaps.append(f"{time.strftime('%H:%M:%S')} {err}")
+            self._stop.wait(1.0)
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def vllm_hosts(run: Run, kube: local_stack.Kube) -> list[str]:
+    """Issue 36 #7 (module docstring): a single-host pool is added, and the workload moved to it and back."""
+    problems: list[str] = []
+    workload = _workload(run)
+    name = workload["name"]
+    namespace = workload.get("namespace") or name
+    pools = run.config()[f"{NS}:tpuPools"]
+    multi = next(p for p in pools if p["name"] == workload["pool"])
+    single = {
+        "name": "v6e-single",
+        "tpu": "v6e",
+        "topology": "2x4",
+        "zone": multi["zone"],
+        "capacity": multi.get("capacity", "on-demand"),
+    }
+    # the pool exists first (its kwok nodes are made by the cluster, from the stack file at start)
+    if single["name"] not in {p["name"] for p in pools}:
+        problems.append("the single-host pool must be in the stack file the cluster started from (TRANSITION_POOLS)")
+        return problems
+    if not _up(run, "multi-host", problems):
+        return problems
+    service = workload.get("serviceName") or name
+    _wait(f"{name}: Ready before the move", lambda: _serving(kube, namespace, service) or None, problems)
+    for step, pool in (("to single-host", single["name"]), ("back to multi-host", multi["name"])):
+        workload["pool"] = pool
+        with Watch(kube, namespace, service) as watch:
+            _up(run, step, problems)
+        print(f"{step}: {watch.polls} polls, {len(watch.gaps)} without a Ready selected pod", flush=True)
+        if watch.gaps:
+            problems.append(f"{step}: the Service selected no Ready pod at {watch.gaps[:5]}")
+    return problems
+
+
+def lws_subgroup(run: Run, kube: local_stack.Kube) -> list[str]:
+    """Issue 36 #3 (module docstring): interleaved -> disaggregated and back, each replacing the LeaderWorkerSet."""
+    problems: list[str] = []
+    workload = _workload(run)
+    first = workload.get("mode", "interleaved")
+    if not _up(run, f"mode {first}", problems):
+        return problems
+    other = "interleaved" if first == "disaggregated" else "disaggregated"
+    for mode in (other, first):
+        workload["mode"] = mode
+        run.write()
+        run.log.clear()
+        try:
+            _, done = run.pulumi("up", UP_TIMEOUT)
+        except Exception as err:
+            problems.append(f"mode -> {mode}: up failed: {_errors(run, err)}")
+            continue
+        lws = {
+            urn: op for urn, op in done.items() if "$kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet::" in urn
+        }
+        print(f"mode -> {mode}: LeaderWorkerSet operations {lws}", flush=True)
+        if not any(op in ("replace", "create-replacement", "delete-replaced") for op in lws.values()):
+            problems.append(f"mode -> {mode}: the engine did not replace the LeaderWorkerSet ({lws})")
+    return problems
+
+
+TRANSITIONS: dict[str, Callable[[Run, local_stack.Kube], list[str]]] = {
+    "fixed-replicas": fixed_replicas,
+    "vllm-hosts": vllm_hosts,
+    "lws-subgroup": lws_subgroup,
+}
+
+
+def main(argv: list[str]) -> int:
+    transition, path = argv[0], Path(argv[1]).resolve()
+    run = Run(path)
+    shutil.rmtree(run.local.state, ignore_errors=True)  # a new cluster: no state of an earlier one
+    local_stack.enter_cluster_network(run.stack)
+    local_stack.prepare(run.stack, source=path, reference=run.reference)
+    kube = local_stack.Kube(run.local.kubeconfig)
+    started = time.monotonic()
+    try:
+        problems = TRANSITIONS[transition](run, kube)
+    finally:
+        try:
+            run.config()[f"{NS}:decommission"] = True
+            run.write()
+            run.pulumi("up", UP_TIMEOUT)
+            run.pulumi("destroy", UP_TIMEOUT)
+        except Exception as err:  # the cluster is stopped after anyway
+            print(f"clean-up: {str(err)[-500:]}", flush=True)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    summary = {"transition": transition, "seconds": round(time.monotonic() - started), "problems": problems}
+    print(json.dumps(summary))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
