@@ -102,15 +102,23 @@ def serving_namespaces(run: Run) -> list[str]:
 # ---- the checks ------------------------------------------------------------------------------------------------------
 
 
-def check_controllers(run: Run) -> list[str]:
-    """Every controller the stack installs still runs once its cache-sync window has passed, and logged no error."""
+def sync_window_ends(run: Run) -> float:
+    """When (time.time()) the last controller's cache-sync window ends: the clock starts at the controllers' start
+    (controllers.json `started`), so every step before it runs inside the window instead of after it."""
     running = c.controllers(run.local)
     assert running, "the local cluster runs no controller for the stack"
-    wait = max(ctrl.started for ctrl in running) + c.SYNC_WINDOW - time.time()
+    return max(ctrl.started for ctrl in running) + c.SYNC_WINDOW
+
+
+def check_controllers(run: Run) -> list[str]:
+    """Every controller the stack installs still runs once its cache-sync window has passed, and logged no error.
+    Waits only for what is left of the window (sync_window_ends)."""
+    wait = sync_window_ends(run) - time.time()
     if wait > 0:
+        print(f"{run.stack}: waiting {wait:.0f} s for the controllers' cache-sync window", flush=True)
         time.sleep(wait)
     problems = []
-    for ctrl in running:
+    for ctrl in c.controllers(run.local):
         if not c.alive(ctrl.pid):
             problems.append(f"{ctrl.name} (pid {ctrl.pid}) exited within its cache-sync window; log {ctrl.log}")
         problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log, controller=ctrl.name)[:5]]
@@ -351,16 +359,8 @@ def check_example(path: Path) -> list[str]:
     return problems
 
 
-def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], problems: list[str]) -> None:
-    """Everything after a clean `up` and second preview, appending to `problems` as it goes."""
-    placement, pending = check_placement(run, kube)
-    scaling, named = check_scaled_objects(run, kube)
-    problems += placement + scaling + check_pdbs(run, kube)
-    for line in [*pending, *named]:
-        print(f"{run.stack}: {line}", flush=True)
-    # after the others: by then most of the cache-sync window has passed
-    problems += check_controllers(run)
-
+def changes_and_pause(run: Run, kube: local_stack.Kube, problems: list[str]) -> None:
+    """An in-place change, a replacing one, then pause and unpause, appending to `problems` as it goes."""
     # an in-place change (every PodMonitoring's interval) and a replacing one (a workload's namespace)
     interval = run.config().get("tpu-serving:monitoring", {}).get("scrapeInterval", "15s")
     problems += check_change(
@@ -392,10 +392,25 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
     run.pulumi("up", UP_TIMEOUT)
     problems += [f"after unpause: {p}" for p in check_placement(run, kube)[0]]
 
-    # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
-    run.config()["tpu-serving:decommission"] = True
-    run.write()
-    run.pulumi("up", UP_TIMEOUT)
+
+def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], problems: list[str]) -> None:
+    """Everything after a clean `up` and second preview, appending to `problems` as it goes."""
+    placement, pending = check_placement(run, kube)
+    scaling, named = check_scaled_objects(run, kube)
+    problems += placement + scaling + check_pdbs(run, kube)
+    for line in [*pending, *named]:
+        print(f"{run.stack}: {line}", flush=True)
+    # the controllers' cache-sync window runs from their start: the transitions, pause and decommission below run
+    # inside it; the controllers are checked after it (check_controllers waits only for what is left of it) and
+    # before destroy, also when one of those steps fails
+    try:
+        changes_and_pause(run, kube, problems)
+        # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
+        run.config()["tpu-serving:decommission"] = True
+        run.write()
+        run.pulumi("up", UP_TIMEOUT)
+    finally:
+        problems += check_controllers(run)
     run.pulumi("destroy", UP_TIMEOUT)
     try:
         c.wait_for(f"{run.stack}: the cluster as before the stack", 300, lambda: c.snapshot(kube) == before)
