@@ -32,8 +32,11 @@ STACK_FILES = [
     if not is_fleet(load_stack_file(path))
 ]
 ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
-UP_TIMEOUT = 1800.0
-PREVIEW_TIMEOUT = 600.0
+# Each step's deadline: far above what a step takes here (an `up` 12 to 60 s, a preview 10 to 20 s, kwok's pods ready
+# at once) and short enough that a stuck step fails naming itself well inside the example's own deadline
+# (test_examples.py EXAMPLE_TIMEOUT), which prints the last step started (Run.pulumi) if it is reached first.
+UP_TIMEOUT = 600.0
+PREVIEW_TIMEOUT = 300.0
 POD_TIMEOUT = 300.0
 REPLACING_OPS = {"replace", "create-replacement", "delete-replaced"}
 
@@ -64,6 +67,7 @@ class Run:
     def pulumi(self, command: str, timeout: float, **kwargs: Any) -> Any:
         events: list[Any] = []
         started = time.monotonic()
+        print(f"{self.stack}: pulumi {command} started (deadline {timeout:.0f} s)", flush=True)
         result = c.with_deadline(
             f"{self.stack}: pulumi {command}",
             timeout,
