@@ -62,3 +62,13 @@ def test_a_controller_runs_for_its_charts_release_or_the_deployment_it_stands_in
     assert ci.controllers({(lws.chart, lws.version)}, set()) == {"lws-controller"}
     assert ci.controllers(set(), {(stand_in.namespace, stand_in.deployment)}) == {stand_in.name}
     assert ci.controllers({("oci://elsewhere/lws", lws.version)}, set()) == set()
+
+
+def test_what_the_e2e_names_pending_is_a_registry_type_whose_controller_is_not_run_locally() -> None:
+    """e2e/run_example.py NOT_RUN_HERE: a workload type whose pods a controller the local cluster does not run would
+    create. Only registry types; and none whose maker runs here (then its pods must be checked, not excused)."""
+    from e2e.run_example import NOT_RUN_HERE
+
+    assert set(NOT_RUN_HERE) <= set(WORKLOAD_TYPES)
+    local = {c.deployment for c in EVERY_CONTROLLER}
+    assert "pathways-job-controller-manager" not in local  # google/pathways-job: no toolchain build, no process
