@@ -440,12 +440,25 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
     finally:
         problems += check_controllers(run)
     run.pulumi("destroy", UP_TIMEOUT)
+    kept: set[str] = (
+        set()
+    )  # CRDs the stack keeps on purpose (helm.sh/resource-policy: keep, docs/operations.md: Kueue's)
+
+    def as_before() -> bool:
+        after = c.snapshot(kube)
+        kept.clear()
+        kept.update(name for name in after["crds"] - before["crds"] if c.kept_on_purpose(kube, name))
+        return {**after, "crds": after["crds"] - kept} == before
+
     try:
-        c.wait_for(f"{run.stack}: the cluster as before the stack", 300, lambda: c.snapshot(kube) == before)
+        c.wait_for(f"{run.stack}: the cluster as before the stack", 300, as_before)
     except TimeoutError:
         after = c.snapshot(kube)
+        after["crds"] -= kept
         left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
         problems.append(f"destroy left: {left}")
+    if kept:
+        print(f"{run.stack}: destroy keeps CRDs on purpose (helm.sh/resource-policy: keep): {sorted(kept)}", flush=True)
 
 
 def main(argv: list[str]) -> int:
