@@ -11,7 +11,7 @@ export PULUMI_BACKEND_URL ?= file://~
 export PULUMI_SKIP_UPDATE_CHECK ?= true
 
 # (package, package-smoke: the release artifacts, below)
-.PHONY: package package-smoke package-env venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
+.PHONY: e2e-ci package package-smoke package-env venv crds helm chart-objects test render diff golden schema docs lint scan example preview up destroy stack leak-audit smoke preflight maintenance promote clean local-up local-preview local-destroy e2e
 
 # First: is $(PYTHON) new enough (pyproject.toml requires-python), and was $(VENV) made by the same Python minor
 # version? (scripts/check_python.py removes one made by another, so it is rebuilt here.)
@@ -220,6 +220,11 @@ local-up local-preview local-destroy: venv
 # `make test`. E2E_STACKS=a,b selects examples; E2E_SYNC_WINDOW (seconds, default 130) the controllers' wait.
 e2e: venv toolchain
 	$(PY) -m pytest -c e2e/pytest.ini e2e $(E2E_ARGS)
+
+# The CI set of examples (e2e/ci.py CI_STACKS: every workload type, local controller and metrics adapter at least
+# once; tests/test_e2e_ci_set.py checks that), one local cluster at a time, as `make e2e` runs each.
+e2e-ci: venv toolchain
+	E2E_STACKS=$$($(PY) -m e2e.ci) $(PY) -m pytest -c e2e/pytest.ini e2e/test_examples.py $(E2E_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

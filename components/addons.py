@@ -24,7 +24,7 @@ from stacks import addons as addon_registry
 from stacks import naming
 from stacks.addons import Addon, CrdPolicy
 from stacks.addons.addon import KEEP_CRDS
-from stacks.facts.versions import CRD_KINDS, ChartCrds, ChartVersion, ManifestVersion
+from stacks.facts.versions import CRD_KINDS, ChartCrds, ChartVersion, ManifestVersion, crd_scope
 from stacks.model.local_target import REGISTRY, Sources
 from stacks.pieces.addons import AddonsPlan
 from stacks.security import pod_security
@@ -124,9 +124,11 @@ class AddonCrds(pulumi.ComponentResource):
                     name=crd, labels=labels, annotations={**HELM_KEEP, **annotations}
                 ),
                 # the provider's Check caches every CRD by group and kind, a patch too (versions.CRD_KINDS)
+                # and its scope, which the cache answers "namespaced?" from (versions.CLUSTER_SCOPED_CRDS)
                 spec=k8s.apiextensions.v1.CustomResourceDefinitionSpecPatchArgs(
                     group=crd.split(".", 1)[1],
                     names=k8s.apiextensions.v1.CustomResourceDefinitionNamesPatchArgs(kind=CRD_KINDS[crd]),
+                    scope=crd_scope(crd),
                 ),
                 # Deleting a Patch releases its fields, and the API server refuses to release a required one
                 # (spec.group) from this manager: the provider then fails the delete ("this Patch resource is

@@ -140,6 +140,26 @@ CLUSTER_SCOPED = {
 }
 
 
+# Helm leaves an object so annotated at uninstall (helm.sh docs "Tell Helm Not To Uninstall a Resource"); the stack
+# marks Kueue's templated CRDs so (docs/operations.md: "the chart's CRDs stay"), and they outlive `destroy` by design.
+HELM_KEEP = ("helm.sh/resource-policy", "keep")
+
+
+def kept_on_purpose(kube: Kube, crd: str) -> bool:
+    """Whether a CRD left after `destroy` is one the stack keeps on purpose: annotated HELM_KEEP, and not one the
+    stack applies itself (stacks/facts/versions.py CRD_KINDS: their keep patches annotate them too, and their
+    ConfigGroup must delete them at `destroy`)."""
+    from stacks.facts.versions import CRD_KINDS
+
+    if crd in CRD_KINDS:
+        return False
+    try:
+        annotations = kube.get(f"{CLUSTER_SCOPED['crds']}/{crd}")["metadata"].get("annotations") or {}
+    except KubeError:
+        return False
+    return annotations.get(HELM_KEEP[0]) == HELM_KEEP[1]
+
+
 def snapshot(kube: Kube) -> dict[str, set[str]]:
     """Names of every cluster-scoped object of the kinds a stack can leave behind, and every Helm release record."""
     out = {kind: {o["metadata"]["name"] for o in kube.items(path)} for kind, path in CLUSTER_SCOPED.items()}
@@ -325,6 +345,14 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "logged by controller-runtime's Kind source while that first run's manager stops, its context cancelled "
         "(sigs.k8s.io/controller-runtime@v0.22.1 pkg/internal/source/kind.go Start); resolved when a later run serves",
         resolved_by=r"Serving webhook server",
+    ),
+    Benign(
+        ("kueue-controller",),
+        r"Skipping admission check controller setup: Provisioning Requests not supported",
+        "Kueue logs at error level that the ProvisioningRequest API (autoscaling.x-k8s.io, served with GKE's cluster "
+        "autoscaler) is absent and goes on without that admission check (sigs.k8s.io/kueue@v0.17.1 cmd/kueue/main.go "
+        "setupIndexes); the local cluster runs no cluster autoscaler, and the stack configures no ProvisioningRequest "
+        "admission check",
     ),
 )
 

@@ -32,8 +32,11 @@ STACK_FILES = [
     if not is_fleet(load_stack_file(path))
 ]
 ONLY = [s for s in (os.environ.get("E2E_STACKS") or "").split(",") if s]
-UP_TIMEOUT = 1800.0
-PREVIEW_TIMEOUT = 600.0
+# Each step's deadline: far above what a step takes here (an `up` 12 to 60 s, a preview 10 to 20 s, kwok's pods ready
+# at once) and short enough that a stuck step fails naming itself well inside the example's own deadline
+# (test_examples.py EXAMPLE_TIMEOUT), which prints the last step started (Run.pulumi) if it is reached first.
+UP_TIMEOUT = 600.0
+PREVIEW_TIMEOUT = 300.0
 POD_TIMEOUT = 300.0
 REPLACING_OPS = {"replace", "create-replacement", "delete-replaced"}
 
@@ -64,6 +67,7 @@ class Run:
     def pulumi(self, command: str, timeout: float, **kwargs: Any) -> Any:
         events: list[Any] = []
         started = time.monotonic()
+        print(f"{self.stack}: pulumi {command} started (deadline {timeout:.0f} s)", flush=True)
         result = c.with_deadline(
             f"{self.stack}: pulumi {command}",
             timeout,
@@ -95,22 +99,50 @@ def workloads(run: Run) -> dict[str, dict[str, Any]]:
     return run.outputs.get("workloads") or {}
 
 
+# Workload types whose pods a controller creates that the local cluster does not run (no toolchain build of it, so
+# no local process stands in for its Deployment: tooling/local/local_controllers.py EVERY_CONTROLLER): the e2e names
+# why they have no pods instead of waiting for them.
+NOT_RUN_HERE: dict[str, str] = {
+    "pathways-job": "its PathwaysJob becomes a JobSet only through the PathwaysJob controller (google/pathways-job, "
+    "stacks/addons/pathways_job.py), which is not in the toolchain: kwok runs its pod, nothing reconciles, no pod is "
+    "created",
+}
+
+
 def serving_namespaces(run: Run) -> list[str]:
-    return sorted({w["namespace"] for w in workloads(run).values()})
+    """The namespaces of the workloads whose pods the local cluster creates (not NOT_RUN_HERE's)."""
+    return sorted({w["namespace"] for w in workloads(run).values() if w.get("type") not in NOT_RUN_HERE})
+
+
+def not_run_here(run: Run) -> list[str]:
+    """A named reason for each workload whose pods the local cluster cannot create (NOT_RUN_HERE)."""
+    return [
+        f"{name}: no pods, {NOT_RUN_HERE[w['type']]}"
+        for name, w in sorted(workloads(run).items())
+        if w.get("type") in NOT_RUN_HERE
+    ]
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------------
 
 
-def check_controllers(run: Run) -> list[str]:
-    """Every controller the stack installs still runs once its cache-sync window has passed, and logged no error."""
+def sync_window_ends(run: Run) -> float:
+    """When (time.time()) the last controller's cache-sync window ends: the clock starts at the controllers' start
+    (controllers.json `started`), so every step before it runs inside the window instead of after it."""
     running = c.controllers(run.local)
     assert running, "the local cluster runs no controller for the stack"
-    wait = max(ctrl.started for ctrl in running) + c.SYNC_WINDOW - time.time()
+    return max(ctrl.started for ctrl in running) + c.SYNC_WINDOW
+
+
+def check_controllers(run: Run) -> list[str]:
+    """Every controller the stack installs still runs once its cache-sync window has passed, and logged no error.
+    Waits only for what is left of the window (sync_window_ends)."""
+    wait = sync_window_ends(run) - time.time()
     if wait > 0:
+        print(f"{run.stack}: waiting {wait:.0f} s for the controllers' cache-sync window", flush=True)
         time.sleep(wait)
     problems = []
-    for ctrl in running:
+    for ctrl in c.controllers(run.local):
         if not c.alive(ctrl.pid):
             problems.append(f"{ctrl.name} (pid {ctrl.pid}) exited within its cache-sync window; log {ctrl.log}")
         problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log, controller=ctrl.name)[:5]]
@@ -127,6 +159,9 @@ def check_placement(run: Run, kube: local_stack.Kube) -> tuple[list[str], list[s
     pools = run.outputs.get("tpuPools") or {}
     problems, pending = [], []
 
+    if not serving_namespaces(run):
+        return [], not_run_here(run)
+
     def settled() -> list[c.PodPlacement] | None:
         found = c.placements(kube, serving_namespaces(run))
         return found if found and all(p.node or "Unschedulable" in (p.why_pending or "") for p in found) else None
@@ -135,6 +170,7 @@ def check_placement(run: Run, kube: local_stack.Kube) -> tuple[list[str], list[s
         found = c.wait_for(f"{run.stack}: serving pods scheduled or unschedulable", POD_TIMEOUT, settled)
     except TimeoutError as err:
         return [str(err)], []
+    pending += not_run_here(run)
     for p in found:
         if p.node is not None:
             if p.node_pool != p.pool:
@@ -351,16 +387,8 @@ def check_example(path: Path) -> list[str]:
     return problems
 
 
-def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], problems: list[str]) -> None:
-    """Everything after a clean `up` and second preview, appending to `problems` as it goes."""
-    placement, pending = check_placement(run, kube)
-    scaling, named = check_scaled_objects(run, kube)
-    problems += placement + scaling + check_pdbs(run, kube)
-    for line in [*pending, *named]:
-        print(f"{run.stack}: {line}", flush=True)
-    # after the others: by then most of the cache-sync window has passed
-    problems += check_controllers(run)
-
+def changes_and_pause(run: Run, kube: local_stack.Kube, problems: list[str]) -> None:
+    """An in-place change, a replacing one, then pause and unpause, appending to `problems` as it goes."""
     # an in-place change (every PodMonitoring's interval) and a replacing one (a workload's namespace)
     interval = run.config().get("tpu-serving:monitoring", {}).get("scrapeInterval", "15s")
     problems += check_change(
@@ -392,17 +420,45 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
     run.pulumi("up", UP_TIMEOUT)
     problems += [f"after unpause: {p}" for p in check_placement(run, kube)[0]]
 
-    # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
-    run.config()["tpu-serving:decommission"] = True
-    run.write()
-    run.pulumi("up", UP_TIMEOUT)
-    run.pulumi("destroy", UP_TIMEOUT)
+
+def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], problems: list[str]) -> None:
+    """Everything after a clean `up` and second preview, appending to `problems` as it goes."""
+    placement, pending = check_placement(run, kube)
+    scaling, named = check_scaled_objects(run, kube)
+    problems += placement + scaling + check_pdbs(run, kube)
+    for line in [*pending, *named]:
+        print(f"{run.stack}: {line}", flush=True)
+    # the controllers' cache-sync window runs from their start: the transitions, pause and decommission below run
+    # inside it; the controllers are checked after it (check_controllers waits only for what is left of it) and
+    # before destroy, also when one of those steps fails
     try:
-        c.wait_for(f"{run.stack}: the cluster as before the stack", 300, lambda: c.snapshot(kube) == before)
+        changes_and_pause(run, kube, problems)
+        # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
+        run.config()["tpu-serving:decommission"] = True
+        run.write()
+        run.pulumi("up", UP_TIMEOUT)
+    finally:
+        problems += check_controllers(run)
+    run.pulumi("destroy", UP_TIMEOUT)
+    kept: set[str] = (
+        set()
+    )  # CRDs the stack keeps on purpose (helm.sh/resource-policy: keep, docs/operations.md: Kueue's)
+
+    def as_before() -> bool:
+        after = c.snapshot(kube)
+        kept.clear()
+        kept.update(name for name in after["crds"] - before["crds"] if c.kept_on_purpose(kube, name))
+        return {**after, "crds": after["crds"] - kept} == before
+
+    try:
+        c.wait_for(f"{run.stack}: the cluster as before the stack", 300, as_before)
     except TimeoutError:
         after = c.snapshot(kube)
+        after["crds"] -= kept
         left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
         problems.append(f"destroy left: {left}")
+    if kept:
+        print(f"{run.stack}: destroy keeps CRDs on purpose (helm.sh/resource-policy: keep): {sorted(kept)}", flush=True)
 
 
 def main(argv: list[str]) -> int:

@@ -46,3 +46,28 @@ def test_every_decimal_memory_quantity_is_canonical(path: Path) -> None:
             match = DECIMAL.match(value)
             if match:
                 assert memory_quantity(int(match.group(1)), match.group(2)) == value, (res.name, value)
+
+
+def _quantities(data: Any, out: list[Any]) -> list[Any]:
+    """Every value of a `requests` or `limits` map in `data`."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in ("requests", "limits") and isinstance(value, dict):
+                out += list(value.values())
+            _quantities(value, out)
+    elif isinstance(data, list):
+        for item in data:
+            _quantities(item, out)
+    return out
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=stack_name)
+def test_every_resource_quantity_is_written_as_the_string_it_reads_back(path: Path) -> None:
+    """A resource.Quantity reads back as a string (k8s.io/apimachinery pkg/api/resource/quantity.go MarshalJSON):
+    written as a number into a custom resource whose webhook or controller re-encodes it (LeaderWorkerSet's pod
+    templates), it differs from the program's input at every preview (make e2e on ironwood: google.com/tpu 4 vs "4")."""
+    for res in recorded(path, False).resources:
+        if not res.type.startswith("kubernetes:") or res.type.endswith(":Release"):
+            continue
+        numbers = [v for v in _quantities(res.inputs, []) if isinstance(v, int | float) and not isinstance(v, bool)]
+        assert not numbers, (res.name, numbers)

@@ -1,4 +1,4 @@
-"""The keep patch of every CRD the stack applies carries the CRD's spec.group and spec.names.kind.
+"""The keep patch of every CRD the stack applies carries the CRD's spec.group, spec.names.kind and spec.scope.
 
 The Kubernetes provider's Check adds every CustomResourceDefinition it sees, a CustomResourceDefinitionPatch included,
 to its CRD cache keyed by group and kind, and fails without them: "expected .spec.group"
@@ -64,6 +64,22 @@ def test_the_keep_patch_carries_group_and_kind(path: Path):
         name = res.inputs["metadata"]["name"]
         assert res.inputs["spec"]["group"] == name.split(".", 1)[1], res.name
         assert res.inputs["spec"]["names"]["kind"] == versions.CRD_KINDS[name], res.name
+        # and the scope: the provider's CRD cache answers "is this kind namespaced?" from the last CRD it Checked,
+        # the patch; without "Namespaced" its Diff ignores a namespace change (versions.CLUSTER_SCOPED_CRDS)
+        assert res.inputs["spec"]["scope"] == versions.crd_scope(name), res.name
+
+
+@pytest.mark.parametrize("name", sorted(versions.CRD_KINDS))
+def test_the_scope_is_the_upstream_files(name: str):
+    """pulumi/pulumi-kubernetes provider/v4 pkg/clients/clients.go IsNamespacedKind reads `spec.scope` of the cached
+    CRD; the patch must say what the upstream CRD says."""
+    group, plural = name.split(".", 1)[1], name.split(".", 1)[0]
+    found = sorted(REFERENCE.rglob(f"{group}_{plural}.yaml")) if REFERENCE.exists() else []
+    if not found:
+        pytest.skip(f"no copy of {group}_{plural}.yaml in {REFERENCE} (../shared/reference)")
+    for path in found:
+        crd = next(d for d in yaml.safe_load_all(path.read_text()) if d)
+        assert crd["spec"]["scope"] == versions.crd_scope(name), path
 
 
 @pytest.mark.parametrize("path", STACK_FILES, ids=stack_name)

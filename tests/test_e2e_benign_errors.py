@@ -31,3 +31,16 @@ def test_only_the_listed_message_of_the_listed_controller_is_accepted_and_a_tran
     assert c.errors_in(log, controller="jobset-controller") == []
     # the same line from another controller counts
     assert c.errors_in(log, controller="lws-controller") == [crash]
+
+
+def test_kueue_without_the_provisioning_request_api_is_benign_only_for_kueue(tmp_path: Path) -> None:
+    """The line Kueue logged in make e2e on pathways-job (sigs.k8s.io/kueue@v0.17.1 cmd/kueue/main.go setupIndexes)."""
+    line = (
+        '{"level":"error","ts":"2026-11-29T12:33:14.505582092Z","logger":"setup","caller":"kueue/main.go:408",'
+        '"msg":"Skipping admission check controller setup: Provisioning Requests not supported (Possible cause: '
+        'missing or unsupported cluster-autoscaler)","error":"no matches for kind \\"ProvisioningRequest\\""}'
+    )
+    log = tmp_path / "kueue.log"
+    log.write_text(line + "\n")
+    assert c.errors_in(log, controller="kueue-controller") == []
+    assert c.errors_in(log, controller="lws-controller") == [line]

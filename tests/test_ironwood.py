@@ -43,7 +43,7 @@ def test_ironwood_serves_vllm_on_the_slice_shape_upstream_tests():
         container = pod["containers"][0]  # the server (the leader's compile-cache push beside it)
         # the pinned docker.io/vllm/vllm-tpu:v0.32.0 through the stack's Docker Hub remote repository
         assert container["image"] == "us-central1-docker.pkg.dev/my-tpu-project/docker-hub/vllm/vllm-tpu:v0.32.0"
-        assert container["resources"]["limits"]["google.com/tpu"] == 4
+        assert container["resources"]["limits"]["google.com/tpu"] == "4"
     leader = tmpl["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
     assert "--tensor-parallel-size=16" in leader and "Qwen/Qwen3-30B-A3B" in leader
     # the slice is placed by its workload policy (no tpu_topology), as every multi-host tpu7x pool
@@ -65,7 +65,7 @@ def test_ironwood_matches_vllm_s_own_tpu7x_multi_host_gke_example():
     for role in ("leaderTemplate", "workerTemplate"):
         c, (ref_c,) = tmpl[role]["spec"]["containers"][0], ref_tmpl[role]["spec"]["containers"]
         assert tmpl[role]["spec"]["nodeSelector"] == on_pool(ref_tmpl[role]["spec"]["nodeSelector"], "iw-2x2x2")
-        assert c["resources"]["limits"]["google.com/tpu"] == int(ref_c["resources"]["limits"]["google.com/tpu"])
+        assert c["resources"]["limits"]["google.com/tpu"] == str(ref_c["resources"]["limits"]["google.com/tpu"])
         ref_env = {e["name"]: e.get("value") for e in ref_c["env"]}
         assert {"name": "TPU_MULTIHOST_BACKEND", "value": ref_env["TPU_MULTIHOST_BACKEND"]} in c["env"]
     ref_leader = " ".join(ref_tmpl["leaderTemplate"]["spec"]["containers"][0]["args"])

@@ -56,8 +56,13 @@ def test_deployment_and_service_match_reference(adapter):
     assert engine["args"][:-1] == expected_args
     # the reference's TPU request and limit, and a quarter of the host's CPU and memory (ct5lp-hightpu-8t: 224 vCPU /
     # 384 GB), so the pod is not BestEffort
-    assert engine["resources"]["limits"] == ref_engine["resources"]["limits"]
-    assert engine["resources"]["requests"] == {**ref_engine["resources"]["requests"], "cpu": "56", "memory": "96G"}
+    as_read = {k: str(v) for k, v in ref_engine["resources"]["limits"].items()}  # as the API reads them back
+    assert engine["resources"]["limits"] == as_read
+    assert engine["resources"]["requests"] == {
+        **{k: str(v) for k, v in ref_engine["resources"]["requests"].items()},
+        "cpu": "56",
+        "memory": "96G",
+    }
     assert engine["ports"][:1] == ref_engine["ports"]
     assert {"containerPort": 9100, "name": "metrics"} in engine["ports"]
     # GKE >= 1.28 needs no privileged container for TPUs; the reference predates that

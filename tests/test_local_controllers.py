@@ -4,13 +4,16 @@ no go."""
 
 from __future__ import annotations
 
+import base64
 import json
+import socket
 from pathlib import Path
 
+import pytest
 import yaml
 
 from stacks.facts import versions
-from tooling.local import local_cluster, local_controllers
+from tooling.local import local_cluster, local_controllers, toolchain
 from tooling.local.local_controllers import CONTROLLERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,10 +107,14 @@ def test_services_selecting_the_pods_get_endpoints_at_the_controllers_address() 
     assert not local_controllers.selects({"spec": {}}, {"x": "y"})  # a Service without a selector is not ours
     ports = local_controllers.endpoint_ports(service, container)
     assert ports == [{"port": 9443, "protocol": "TCP"}, {"port": 8443, "protocol": "TCP", "name": "m"}]
-    (_, endpoints), (_, slice_) = local_controllers.endpoints_objects(service, "198.18.1.1", ports)
+    (_, endpoints), (_, slice_) = local_controllers.endpoints_objects(service, "198.18.1.1", ports, ready=True)
     assert endpoints["subsets"] == [{"addresses": [{"ip": "198.18.1.1"}], "ports": ports}]
     assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "lws-webhook-service"
-    assert slice_["endpoints"][0]["addresses"] == ["198.18.1.1"]
+    assert slice_["endpoints"] == [{"addresses": ["198.18.1.1"], "conditions": {"ready": True}}]
+    # until the controller's pod is Ready, the address is not ready (the API server does not dial it)
+    (_, endpoints), (_, slice_) = local_controllers.endpoints_objects(service, "198.18.1.1", ports)
+    assert endpoints["subsets"] == [{"notReadyAddresses": [{"ip": "198.18.1.1"}], "ports": ports}]
+    assert slice_["endpoints"] == [{"addresses": ["198.18.1.1"], "conditions": {"ready": False}}]
     assert endpoints["metadata"]["labels"] == {local_cluster.LOCAL_LABEL: "controller"}
     assert local_controllers.hosts_lines([service], "198.18.1.1") == [
         "198.18.1.1 lws-webhook-service.lws-system.svc lws-webhook-service.lws-system.svc.cluster.local"
@@ -238,3 +245,103 @@ def test_workload_identity_is_stood_in_by_a_key_whose_token_endpoint_is_a_closed
     assert host == "127.0.0.1"  # a token request never leaves the namespace's loopback
     assert creds["client_email"].endswith(".invalid")  # no real account
     assert local_controllers.google_credentials(tmp_path, "x", "y") == path  # made once
+
+
+# ---- readiness: a controller's pod is Ready when its process answers, as the kubelet's probe decides on GKE ---------
+
+
+def test_a_pod_a_local_process_stands_in_for_stays_unready_until_probed() -> None:
+    """kwok's pod-ready stage (Running and Ready at once) split: unchanged outside the controllers' namespaces,
+    Running but not Ready in them (the supervisor sets Ready); kwok's own stage file is read, not copied."""
+    kwok = next(t for t in versions.TOOLCHAIN if t.name == "kwok")
+    source = toolchain.data_path(kwok, "kustomize/stage/pod/fast/pod-ready.yaml")
+    if not source.exists():
+        pytest.skip(f"kwok's stage files are kept with its toolchain build ({source}): `make toolchain`")
+    kwok_stage = yaml.safe_load(source.read_text())
+    namespaces = local_cluster.stand_in_namespaces()
+    assert {"lws-system", "jobset-system", "kueue-system", "custom-metrics"} <= set(namespaces)
+    ready, unready = local_cluster.readiness_stages(kwok_stage, namespaces)
+    assert ready["metadata"]["name"] == "pod-ready" and unready["metadata"]["name"] != "pod-ready"
+    assert ready["spec"]["next"] == kwok_stage["spec"]["next"]
+    assert ready["spec"]["selector"]["matchExpressions"][-1] == {
+        "key": ".metadata.namespace",
+        "operator": "NotIn",
+        "values": namespaces,
+    }
+    assert unready["spec"]["selector"]["matchExpressions"][-1]["operator"] == "In"
+    template = unready["spec"]["next"]["statusTemplate"]
+    assert 'status: "False"\n  type: Ready\n' in template and 'status: "False"\n  type: ContainersReady' in template
+    assert "phase: Running" in template and "  ready: false\n  restartCount: 0\n  state:\n    running:" in template
+    with pytest.raises(local_cluster.LocalClusterError, match="pod-ready stage changed"):
+        local_cluster.readiness_stages(
+            {**kwok_stage, "spec": {**kwok_stage["spec"], "next": {"statusTemplate": ""}}}, []
+        )
+
+
+def test_a_pods_deployment_is_its_replicasets_name_less_the_template_hash() -> None:
+    pod = {
+        "metadata": {
+            "labels": {"pod-template-hash": "5d8f7c9b4"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "lws-controller-manager-5d8f7c9b4"}],
+        }
+    }
+    assert local_controllers.owner_deployment(pod) == "lws-controller-manager"
+    assert local_controllers.owner_deployment({"metadata": {"ownerReferences": [{"kind": "Job", "name": "x"}]}}) is None
+
+
+def test_readiness_is_the_probe_and_the_ports_the_api_server_dials_with_the_tls_it_accepts() -> None:
+    bundle = base64.b64encode(b"PEM").decode()
+    listings = [
+        ("webhooks", [{"webhooks": [{"clientConfig": {"service": {"namespace": "lws-system", "name": "lws-webhook-service"}, "caBundle": bundle}}]}]),  # noqa: E501
+        ("spec", [{"spec": {"group": "external.metrics.k8s.io", "service": {"namespace": "custom-metrics", "name": "keda-api"}, "insecureSkipTLSVerify": True}}]),  # noqa: E501
+        ("spec", [{"spec": {"group": "x.io", "names": {"kind": "X"}}}]),  # a CRD without a conversion webhook
+    ]  # fmt: skip
+    dialed = local_controllers.dialed_services(listings)
+    assert dialed == {("lws-system", "lws-webhook-service"): "PEM", ("custom-metrics", "keda-api"): None}
+    container = {
+        "ports": [{"name": "webhook-server", "containerPort": 9443}, {"name": "probe", "containerPort": 8081}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "probe"}},
+    }
+    webhook = {
+        "metadata": {"name": "lws-webhook-service", "namespace": "lws-system"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"port": 443, "targetPort": "webhook-server"}]},
+    }
+    metrics = {  # selects the pods too, but nothing dials it (its metrics listener is off locally)
+        "metadata": {"name": "lws-metrics", "namespace": "lws-system"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"port": 8443, "targetPort": 8443}]},
+    }
+    probes = local_controllers.probe_targets(container, [webhook, metrics], dialed)
+    assert probes == [
+        local_controllers.Probe("HTTP", 8081, "/readyz"),
+        local_controllers.Probe("TLS", 9443, server_name="lws-webhook-service.lws-system.svc", ca="PEM"),
+    ]
+
+
+def test_a_port_answers_once_something_listens() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        assert not local_controllers.answers("127.0.0.1", local_controllers.Probe("TCP", port))
+        server.listen()
+        assert local_controllers.answers("127.0.0.1", local_controllers.Probe("TCP", port))
+        # a TLS port where nothing speaks TLS does not answer (the API server's handshake would fail)
+        assert not local_controllers.answers("127.0.0.1", local_controllers.Probe("TLS", port), timeout=0.3)
+
+
+def test_readiness_is_written_as_the_kubelet_writes_it() -> None:
+    pod = {
+        "status": {
+            "conditions": [
+                {"type": "Initialized", "status": "True"},
+                {"type": "Ready", "status": "False"},
+                {"type": "ContainersReady", "status": "False"},
+            ],
+            "containerStatuses": [{"name": "manager", "ready": False}],
+        }
+    }
+    patch = local_controllers.readiness_patch(pod, True)
+    assert patch is not None
+    conditions = {c["type"]: c["status"] for c in patch["status"]["conditions"]}
+    assert conditions == {"Initialized": "True", "Ready": "True", "ContainersReady": "True"}
+    assert patch["status"]["containerStatuses"] == [{"name": "manager", "ready": True}]
+    assert local_controllers.readiness_patch(pod, False) is None  # already so: nothing written

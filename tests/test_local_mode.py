@@ -205,6 +205,17 @@ def test_the_harness_installs_what_gke_would_from_the_reference():
     assert crds == wanted - set(found.missing)
     assert set(found.missing) == {"grpcroutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io"}
     assert "stand-in" in found.origins[f"CustomResourceDefinition/{local_stack.COMPUTE_CLASS_CRD}"]
+    # the fleet's regional stacks register an AutoscalingMetric (stacks/fleets/fleet.py): GKE's CRD, stood in
+    assert "stand-in" in found.origins[f"CustomResourceDefinition/{gke_managed.AUTOSCALING_METRIC_CRD}"]
+    stand_in = next(o for o in found.objects if o["metadata"]["name"] == gke_managed.AUTOSCALING_METRIC_CRD)
+    assert (stand_in["spec"]["group"], stand_in["spec"]["names"]["kind"], stand_in["spec"]["scope"]) == (
+        "autoscaling.gke.io",
+        "AutoscalingMetric",
+        "Namespaced",
+    )
+    from stacks.fleets import fleet
+
+    assert fleet.AUTOSCALING_METRIC_API == f"autoscaling.gke.io/{stand_in['spec']['versions'][0]['name']}"
     assert {o["metadata"]["name"] for o in found.objects if o["kind"] == "Namespace"} == gke_managed.namespaces()
     # the CRDs the examples' custom resources need that GKE provides: PodMonitoring, InferencePool, ComputeClass
     assert {"podmonitorings.monitoring.googleapis.com", "inferencepools.inference.networking.k8s.io"} <= crds

@@ -66,6 +66,7 @@ DRY_RUN = {
     "local-up",  # needs a local cluster and the Pulumi CLI (docs/local.md; e2e/ runs them)
     "local-preview",
     "local-destroy",
+    "e2e-ci",  # local clusters for the CI set, needs the toolchain (docs/local.md; tests/test_e2e_ci_set.py)
     "package",  # builds the wheel with pip, setuptools from PyPI (docs/package.md)
     "package-smoke",  # the same, then a clean virtualenv installing from PyPI (.ci/run runs it)
     "package-env",  # the same (e2e/test_policy_pack.py runs it)

@@ -77,9 +77,14 @@ def test_model_server_jobset_matches_reference():
         assert container[key] == ref_container[key], key
     # the reference's TPU request and limit, and a CPU and memory request (a pod without is BestEffort; the
     # reference requests none): a quarter of the host's (ct5lp-hightpu-4t: 112 vCPU / 192 GB)
+    as_read = {k: str(v) for k, v in ref_container["resources"]["limits"].items()}  # as the API reads them back
     assert container["resources"] == {
-        "requests": {**ref_container["resources"]["requests"], "cpu": "28", "memory": "48G"},
-        "limits": ref_container["resources"]["limits"],
+        "requests": {
+            **{k: str(v) for k, v in ref_container["resources"]["requests"].items()},
+            "cpu": "28",
+            "memory": "48G",
+        },
+        "limits": as_read,
     }
     assert container["env"] == [{"name": e["name"], "value": fill(e["value"], bucket)} for e in ref_container["env"]]
 
@@ -145,7 +150,7 @@ def test_pool_drives_replicas_parallelism_and_platform_chip(
     container = pod["containers"][0]
     assert f"--platform_chip={chip}" in container["args"]
     assert "--sax_cell=/sax/sax" in container["args"]
-    assert container["resources"]["limits"]["google.com/tpu"] == chips
+    assert container["resources"]["limits"]["google.com/tpu"] == str(chips)
     assert pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == topology
 
 

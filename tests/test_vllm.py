@@ -99,8 +99,9 @@ def test_deployment_matches_tutorial():
     assert [p["containerPort"] for p in c["ports"]] == [p["containerPort"] for p in ref_c["ports"]]
     # the tutorial's TPU request and limit, and a quarter of the host's CPU and memory (ct6e-standard-8t: 180 vCPU /
     # 1440 GB), so the pod is not BestEffort
-    assert c["resources"]["limits"] == ref_c["resources"]["limits"]
-    assert c["resources"]["requests"] == {**ref_c["resources"]["limits"], "cpu": "45", "memory": "360G"}
+    as_read = {k: str(v) for k, v in ref_c["resources"]["limits"].items()}  # quantities as the API reads them back
+    assert c["resources"]["limits"] == as_read
+    assert c["resources"]["requests"] == {**as_read, "cpu": "45", "memory": "360G"}
     env, ref_env = {e["name"]: e for e in c["env"]}, {e["name"]: e for e in ref_c["env"]}
     # the compile cache on local disk; VLLM_USE_V1 is gone at vLLM 0.27.0 (V1 is the only engine); no token in
     # the server (only the staging Job reads the Hub), which never calls the Hub
@@ -170,7 +171,7 @@ def test_leader_worker_set_matches_lws_example():
         c, ref_c = pod["containers"][0], ref_pod["containers"][0]
         assert c["name"] == ref_c["name"]
         assert c["command"][:2] == ref_c["command"][:2] == ["sh", "-c"]
-        assert {k: int(v) for k, v in ref_c["resources"]["limits"].items()} == c["resources"]["limits"]
+        assert {k: str(v) for k, v in ref_c["resources"]["limits"].items()} == c["resources"]["limits"]
         assert ref_c["volumeMounts"] == [m for m in c["volumeMounts"] if m["name"] == "dshm"]
         assert c["env"][-1] == {"name": "TPU_MULTIHOST_BACKEND", "value": "ray"}
     assert (
@@ -185,7 +186,10 @@ def test_leader_worker_set_matches_lws_example():
     worker = tmpl["workerTemplate"]["spec"]["containers"][0]["command"][2]
     ref_worker = ref_tmpl["workerTemplate"]["spec"]["containers"][0]["command"][2]
     assert ref_worker.replace("examples/online_serving/", "examples/ray_serving/") == worker
-    svc, ref_svc = objects[("Service", "llama70b")], lws_example("Service")
+    svc, ref_svc = objects[("Service", "llama70b-svc")], lws_example("Service")
+    # not the LeaderWorkerSet's name, which LWS's own headless Service takes (tests/test_lws_headless_service.py);
+    # the example's Service is not named after its LeaderWorkerSet either
+    assert ref_svc["metadata"]["name"] != theirs["metadata"]["name"]
     # the example's leader-only `role: leader`, with the workload's `app` (on the leader template) in place of the
     # LWS name label, which a single-host Deployment's pods lack (test_vllm_move.py)
     assert ref_svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "vllm", "role": "leader"}
@@ -222,8 +226,8 @@ def test_objects_validate(path):
 def test_outputs_for_clients_and_gateways():
     out = recorded(MULTI, False).outputs["workloads"]["llama70b"]
     assert out["servingSelector"] == {"app": "llama70b", "role": "leader"}
-    assert (out["namespace"], out["service"], out["httpPort"]) == ("llama70b", "llama70b", 8000)
-    assert out["portForward"] == "kubectl -n llama70b port-forward svc/llama70b 8000:8000"
+    assert (out["namespace"], out["service"], out["httpPort"]) == ("llama70b", "llama70b-svc", 8000)
+    assert out["portForward"] == "kubectl -n llama70b port-forward svc/llama70b-svc 8000:8000"
     assert out["curl"].startswith("curl -s localhost:8000/v1/completions -H 'Content-Type: application/json' -d ")
     assert '"model": "gs://my-tpu-project-models/Llama-3.3-70B-Instruct"' in out["curl"]
     assert "/v1/chat/completions" in out["curlChat"] and '"messages"' in out["curlChat"]

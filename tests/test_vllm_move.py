@@ -117,7 +117,9 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 def test_the_move_creates_the_new_server_awaited_and_deletes_the_old_one_last(before, after):
     runs = _runs()
     old, new = runs[before], runs[after]
-    assert list(transition.problems(old, new)) == []
+    # the Service is named after the server on one host and not on a LeaderWorkerSet, whose own headless Service
+    # takes its name (tests/test_lws_headless_service.py): the move replaces it under its new name, and nothing else
+    assert [p for p in transition.problems(old, new) if "workload-llama70b-svc: metadata.name" not in p] == []
     old_server, new_server = _server(old), _server(new)
     assert old_server.type != new_server.type
     # the new server is created (its URN is not in the old run), the old one deleted (not in the new run): Pulumi

@@ -29,6 +29,11 @@ Sources:
   define these CRDs and the namespaces gmp-system and gmp-public.
 - G6 https://docs.cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes: custom
   ComputeClasses (cloud.google.com/v1) from GKE 1.30.3-gke.1451000 (stacks/serving/compute_class.py C4).
+- G7 https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics "Requirements": the
+  AutoscalingMetric (autoscaling.gke.io/v1beta1) a Pod's metric is exported to the load balancer with, "GKE
+  1.34.1-gke.1127000 or later with clusters in the Rapid channel" (its later revision, expose-custom-metrics-load-
+  balancer, and expose-custom-metrics-autoscaling: 1.35.1-gke.1396000); the page applies the object and installs no
+  CRD, so GKE does (stacks/fleets/fleet.py F1, G1, G2 register one per exporting regional cluster).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ GATEWAY_API_CRDS = (
     "referencegrants.gateway.networking.k8s.io",
 )
 INFERENCE_POOL_CRD = "inferencepools.inference.networking.k8s.io"
+AUTOSCALING_METRIC_CRD = "autoscalingmetrics.autoscaling.gke.io"
 
 
 # The sources of the module docstring, by id (the README table links them).
@@ -63,6 +69,7 @@ SOURCES: dict[str, str] = {
     "G4": "https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources",
     "G5": "https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed",
     "G6": "https://docs.cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
+    "G7": "https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics",
 }
 
 
@@ -132,6 +139,7 @@ MANAGED: tuple[Managed, ...] = (
     ),
     Managed("Namespace", ("gmp-system", "gmp-public"), "", MANAGED_PROMETHEUS, ("G5",)),
     Managed(CRD, ("computeclasses.cloud.google.com",), "1.30.3-gke.1451000", ALWAYS, ("G6",)),
+    Managed(CRD, (AUTOSCALING_METRIC_CRD,), "1.34.1-gke.1127000", ALWAYS, ("G7",)),
 )
 
 

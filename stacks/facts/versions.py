@@ -34,6 +34,21 @@ CRD_KINDS: dict[str, str] = {
     "cloudeventsources.eventing.keda.sh": "CloudEventSource",
     "clustercloudeventsources.eventing.keda.sh": "ClusterCloudEventSource",
 }
+# spec.scope of the same CRDs (the upstream files; tests/test_crd_keep_patch.py reads them back). The keep patch
+# carries it too: the provider's CRD cache keeps the last CRD it Checked for a group and kind, the patch, and takes a
+# kind whose cached CRD has no spec.scope of "Namespaced" for a cluster-scoped one (pulumi/pulumi-kubernetes provider/
+# v4 pkg/clients/clients.go IsNamespacedKind: `crdScope == "Namespaced"` on CRDCache.GetCRD); its Diff then drops
+# metadata.namespace from both sides (pkg/provider/provider.go Diff), so a workload's namespace change left its
+# LeaderWorkerSet, JobSet or ScaledObject in the old namespace, updated in place or unchanged, while that namespace
+# was deleted (make e2e: ironwood, vllm-single-host-keda).
+CLUSTER_SCOPED_CRDS = frozenset({"clustertriggerauthentications.keda.sh", "clustercloudeventsources.eventing.keda.sh"})
+
+
+def crd_scope(name: str) -> str:
+    """spec.scope of a CRD of CRD_KINDS."""
+    if name not in CRD_KINDS:
+        raise KeyError(name)
+    return "Cluster" if name in CLUSTER_SCOPED_CRDS else "Namespaced"
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,11 @@ def host_requests(shape: catalog.SliceShape, share: float = TPU_HOST_SHARE) -> d
 
 def tpu_resources(shape: catalog.SliceShape) -> dict[str, Any]:
     """The resources of a TPU pod's server: every chip of its host (google.com/tpu, requested and limited), and
-    its share of the host's CPU and memory (host_requests)."""
-    chips = shape.tpu_request
+    its share of the host's CPU and memory (host_requests). The chip count as a quantity string, the form a
+    resource.Quantity is read back in: a LeaderWorkerSet's webhook re-encodes its pod templates (k8s.io/apimachinery
+    pkg/api/resource/quantity.go MarshalJSON writes a string), so a number read back "4" and every `pulumi preview` of
+    a multi-host vLLM stack showed a change (make e2e on ironwood)."""
+    chips = str(shape.tpu_request)
     return {"requests": {catalog.TPU_RESOURCE: chips, **host_requests(shape)}, "limits": {catalog.TPU_RESOURCE: chips}}
 
 

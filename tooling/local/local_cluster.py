@@ -608,8 +608,49 @@ def completion_stage(kwok_stage: dict[str, Any]) -> dict[str, Any]:
     return stage
 
 
+# The namespaces whose Deployments a local process stands in for (tooling/local/local_controllers.py
+# EVERY_CONTROLLER): there the kubelet's readiness probe, not kwok, decides when a pod is Ready.
+def stand_in_namespaces() -> list[str]:
+    from tooling.local import local_controllers  # it imports this module
+
+    return sorted({controller.namespace for controller in local_controllers.EVERY_CONTROLLER})
+
+
+_NOT_READY = (
+    ('status: "True"\n  type: Ready\n', 'status: "False"\n  type: Ready\n'),
+    ('status: "True"\n  type: ContainersReady\n', 'status: "False"\n  type: ContainersReady\n'),
+    (
+        "  ready: true\n  restartCount: 0\n  state:\n    running:",
+        "  ready: false\n  restartCount: 0\n  state:\n    running:",
+    ),
+)
+
+
+def readiness_stages(kwok_stage: dict[str, Any], namespaces: list[str]) -> list[dict[str, Any]]:
+    """kwok's pod-ready stage (a Pending pod becomes Running and Ready at once), split in two. Outside `namespaces`
+    it is kwok's. In them (the pods a local controller process stands in for) a pod becomes Running, its containers
+    started but not ready, Ready and ContainersReady False: the supervisor (local_controllers.Supervisor.readiness)
+    sets Ready once the process answers its readiness probe and its Services' ports, as the kubelet does on GKE
+    from the Deployment's readinessProbe (kubernetes@v1.35.4 pkg/kubelet/prober). Helm's wait for the chart's
+    Deployment and the Endpoints of its webhook Service wait for that, not for kwok."""
+    stage = json.loads(json.dumps(kwok_stage))
+    outside = {"key": ".metadata.namespace", "operator": "NotIn", "values": list(namespaces)}
+    stage["spec"]["selector"]["matchExpressions"].append(outside)
+    unready = json.loads(json.dumps(kwok_stage))
+    unready["metadata"]["name"] = "pod-running-until-probed"
+    unready["spec"]["selector"]["matchExpressions"].append({**outside, "operator": "In"})
+    template = unready["spec"]["next"]["statusTemplate"]
+    for ready, not_ready in _NOT_READY:
+        if template.count(ready) != 1:
+            raise LocalClusterError(f"kwok's pod-ready stage changed: {ready!r} is not in its status template once")
+        template = template.replace(ready, not_ready)
+    unready["spec"]["next"]["statusTemplate"] = template
+    return [stage, unready]
+
+
 def _kwok_stages(p: Paths) -> list[str]:
-    """kwok's own stage files (kept beside its binary by the toolchain), pod-complete narrowed by completion_stage."""
+    """kwok's own stage files (kept beside its binary by the toolchain), pod-complete narrowed by completion_stage,
+    pod-ready split by readiness_stages."""
     kwok = next(tool for tool in TOOLCHAIN if tool.name == "kwok")
     out = []
     for path in kwok.data:
@@ -617,6 +658,11 @@ def _kwok_stages(p: Paths) -> list[str]:
         if source.name == "pod-complete.yaml":
             target = p.root / "kwok-pod-complete.yaml"
             target.write_text(yaml.safe_dump(completion_stage(yaml.safe_load(source.read_text())), sort_keys=False))
+            source = target
+        elif source.name == "pod-ready.yaml":
+            target = p.root / "kwok-pod-ready.yaml"
+            stages = readiness_stages(yaml.safe_load(source.read_text()), stand_in_namespaces())
+            target.write_text(yaml.safe_dump_all(stages, sort_keys=False))
             source = target
         out.append(str(source))
     return out

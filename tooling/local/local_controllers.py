@@ -20,15 +20,19 @@ controller.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.error
-from dataclasses import dataclass
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -342,14 +346,19 @@ def endpoint_ports(service: dict[str, Any], container: dict[str, Any]) -> list[d
     return out
 
 
-def endpoints_objects(service: dict[str, Any], address: str, ports: list[dict[str, Any]]) -> list[tuple[str, dict]]:
-    """The Endpoints and EndpointSlice of a Service served by a local controller at `address`."""
+def endpoints_objects(
+    service: dict[str, Any], address: str, ports: list[dict[str, Any]], ready: bool = False
+) -> list[tuple[str, dict]]:
+    """The Endpoints and EndpointSlice of a Service served by a local controller at `address`: the address ready
+    only once the controller's pod is (Supervisor.readiness), as the endpoints controllers write a pod that is not
+    Ready under notReadyAddresses and `ready: false` (kubernetes@v1.35.4 pkg/controller/endpoint, endpointslice):
+    the API server does not call a webhook or APIService there before."""
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
     endpoints = {
         "apiVersion": "v1",
         "kind": "Endpoints",
         "metadata": {"name": name, "namespace": namespace, "labels": {local_cluster.LOCAL_LABEL: "controller"}},
-        "subsets": [{"addresses": [{"ip": address}], "ports": ports}],
+        "subsets": [{"addresses" if ready else "notReadyAddresses": [{"ip": address}], "ports": ports}],
     }
     slice_ = {
         "apiVersion": "discovery.k8s.io/v1",
@@ -364,7 +373,7 @@ def endpoints_objects(service: dict[str, Any], address: str, ports: list[dict[st
             },
         },
         "addressType": "IPv4",
-        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "endpoints": [{"addresses": [address], "conditions": {"ready": ready}}],
         "ports": ports,
     }
     return [
@@ -423,6 +432,153 @@ def hosts_lines(services: list[dict[str, Any]], address: str) -> list[str]:
     return out
 
 
+def owner_deployment(pod: dict[str, Any]) -> str | None:
+    """The Deployment a pod belongs to: its ReplicaSet is named `<deployment>-<pod-template-hash>`
+    (kubernetes@v1.35.4 pkg/controller/deployment/sync.go getNewReplicaSet)."""
+    labels = pod["metadata"].get("labels") or {}
+    template_hash = labels.get("pod-template-hash")
+    for owner in pod["metadata"].get("ownerReferences") or []:
+        if owner.get("kind") == "ReplicaSet" and template_hash and owner["name"].endswith(f"-{template_hash}"):
+            return str(owner["name"][: -len(template_hash) - 1])
+    return None
+
+
+# Where the API server finds the Services it dials: webhooks (and CRD conversion webhooks) and APIServices
+DIALING = (
+    ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "webhooks"),
+    ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", "webhooks"),
+    ("/apis/apiregistration.k8s.io/v1/apiservices", "spec"),
+    ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "spec"),
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One thing that must answer before a controller's pod is Ready: its readiness probe (scheme HTTP or HTTPS
+    with `path`, or TCP), or a port the API server dials (scheme TLS: a handshake the API server would accept,
+    `server_name` the Service's DNS name, `ca` the caBundle it is given, PEM; None where it verifies nothing)."""
+
+    scheme: str
+    port: int
+    path: str | None = None
+    server_name: str | None = None
+    ca: str | None = None
+
+
+def dialed_services(listings: list[tuple[str, list[dict[str, Any]]]]) -> dict[tuple[str, str], str | None]:
+    """(namespace, name) -> the caBundle (PEM, None when there is none) of every Service the API server dials: a
+    webhook's clientConfig, an APIService's spec (insecureSkipTLSVerify: None), a CRD's spec.conversion.webhook
+    clientConfig. `listings`: (DIALING's field, its items)."""
+    out: dict[tuple[str, str], str | None] = {}
+    for where, items in listings:
+        for item in items:
+            if where == "webhooks":
+                configs = [w.get("clientConfig") or {} for w in item.get("webhooks") or []]
+            else:
+                spec = item.get("spec") or {}
+                if "names" in spec:  # a CRD
+                    configs = [((spec.get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}]
+                else:  # an APIService: its service and caBundle in its spec
+                    configs = [
+                        {**spec, "caBundle": None if spec.get("insecureSkipTLSVerify") else spec.get("caBundle")}
+                    ]
+            for config in configs:
+                ref = config.get("service")
+                if ref and ref.get("name"):
+                    bundle = config.get("caBundle")
+                    out[(ref["namespace"], ref["name"])] = base64.b64decode(bundle).decode() if bundle else None
+    return out
+
+
+def probe_targets(
+    container: dict[str, Any], services: list[dict[str, Any]], dialed: dict[tuple[str, str], str | None]
+) -> list[Probe]:
+    """What must answer before the controller's pod is Ready: its readiness probe (httpGet or tcpSocket), and every
+    port of those of `services` the API server dials (dialed_services: its webhook's, its API server's), with the
+    TLS the API server would accept there. A named port is resolved through the container's ports."""
+    named = {p.get("name"): p["containerPort"] for p in container.get("ports") or [] if p.get("name")}
+
+    def number(port: Any) -> int | None:
+        return named.get(port) if isinstance(port, str) and not port.isdigit() else int(port)
+
+    out: list[Probe] = []
+    probe = container.get("readinessProbe") or {}
+    if "httpGet" in probe and number(probe["httpGet"]["port"]) is not None:
+        get = probe["httpGet"]
+        out.append(Probe(str(get.get("scheme", "HTTP")).upper(), number(get["port"]) or 0, get.get("path", "/")))
+    elif "tcpSocket" in probe and number(probe["tcpSocket"]["port"]) is not None:
+        out.append(Probe("TCP", number(probe["tcpSocket"]["port"]) or 0))
+    for service in services:
+        key = (service["metadata"]["namespace"], service["metadata"]["name"])
+        if key not in dialed:
+            continue
+        for port in endpoint_ports(service, container):
+            out.append(Probe("TLS", int(port["port"]), server_name=f"{key[1]}.{key[0]}.svc", ca=dialed[key]))
+    return out
+
+
+def answers(address: str, probe: Probe, timeout: float = 1.0) -> bool:
+    """Whether the controller answers `probe` at `address`: as the kubelet's prober counts it for a readiness probe
+    (an HTTP(S) GET answered 200 to 399, the certificate not verified, kubernetes@v1.35.4 pkg/probe/http/http.go; a
+    TCP connection accepted), and, for a port the API server dials, a TLS handshake verified against the caBundle
+    it is given, for the Service's DNS name (as the API server dials a webhook: k8s.io/apiserver
+    pkg/util/webhook/authentication.go, the service's `<name>.<namespace>.svc`)."""
+    if probe.scheme == "TCP":
+        try:
+            with socket.create_connection((address, probe.port), timeout=timeout):
+                return True
+        except OSError:
+            return False
+    if probe.scheme == "TLS":
+        context = ssl.create_default_context(cadata=probe.ca) if probe.ca else ssl.create_default_context()
+        if not probe.ca:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        try:
+            with socket.create_connection((address, probe.port), timeout=timeout) as raw:
+                with context.wrap_socket(raw, server_hostname=probe.server_name):
+                    return True
+        except (OSError, ssl.SSLError):
+            return False
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    url = f"{probe.scheme.lower()}://{address}:{probe.port}{probe.path or '/'}"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=context if probe.scheme == "HTTPS" else None) as resp:
+            return 200 <= resp.status < 400
+    except urllib.error.HTTPError as err:
+        return 200 <= err.code < 400
+    except (OSError, ValueError):
+        return False
+
+
+def readiness_patch(pod: dict[str, Any], ready: bool) -> dict[str, Any] | None:
+    """The status patch that makes the pod's Ready and ContainersReady conditions and its containers' `ready` say
+    `ready` (as the kubelet's status manager writes them), or None when they do already."""
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or []
+    want = "True" if ready else "False"
+    have = {c["type"]: c.get("status") for c in conditions}
+    containers = status.get("containerStatuses") or []
+    if (
+        have.get("Ready") == want
+        and have.get("ContainersReady") == want
+        and all(c.get("ready") is ready for c in containers)
+    ):
+        return None
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kept = [c for c in conditions if c["type"] not in ("Ready", "ContainersReady")]
+    changed = [
+        {"type": kind, "status": want, "lastTransitionTime": now, **({} if ready else {"reason": "ContainersNotReady"})}
+        for kind in ("Ready", "ContainersReady")
+    ]
+    return {
+        "status": {
+            "conditions": kept + changed,
+            "containerStatuses": [{**c, "ready": ready} for c in containers],
+        }
+    }
+
+
 # ---- the supervisor (runs in the namespace) ---------------------------------------------------------------------
 
 
@@ -442,6 +598,10 @@ class Running:
     env: dict[str, str]
     restarts: int = 0
     exited_at: float | None = None
+    address: str = ""
+    services: list[dict[str, Any]] = field(default_factory=list)  # the Services selecting its pods
+    container: dict[str, Any] = field(default_factory=dict)  # its Deployment's container
+    ready: bool = False  # its readiness as last written to its pods and Endpoints
 
 
 def backoff(restarts: int) -> float:
@@ -624,9 +784,7 @@ class Supervisor:
             _write(config, controller.config_text.encode())
         args += [arg.format(address=address, kubeconfig=kubeconfig, config=config) for arg in controller.extra_args]
         services = [s for s in self.api.get(f"/api/v1/namespaces/{namespace}/services")["items"] if selects(s, labels)]
-        for service in services:
-            for collection, obj in endpoints_objects(service, address, endpoint_ports(service, container)):
-                self.api.apply(collection, obj)
+        self.write_endpoints(services, address, container, ready=False)
         self.hosts[controller.name] = hosts_lines(services, address)
         self.write_hosts()
         env = {
@@ -648,9 +806,70 @@ class Supervisor:
         (folder / "command.json").write_text(json.dumps(command, indent=2) + "\n")
         log = self.p.logs / f"{controller.name}.log"
         pid = local_cluster.start(self.p, controller.name, command, cwd=folder, env=env)
-        self.running[controller.name] = Running(controller, pid, log, time.time(), folder, secrets, command, env)
+        self.running[controller.name] = Running(
+            controller,
+            pid,
+            log,
+            time.time(),
+            folder,
+            secrets,
+            command,
+            env,
+            address=address,
+            services=services,
+            container=container,
+        )
         self.record()
         print(f"started {controller.name} (pid {pid}) at {address} for {namespace}/{controller.deployment}", flush=True)
+
+    def write_endpoints(
+        self, services: list[dict[str, Any]], address: str, container: dict[str, Any], ready: bool
+    ) -> None:
+        for service in services:
+            for collection, obj in endpoints_objects(service, address, endpoint_ports(service, container), ready):
+                self.api.apply(collection, obj)
+
+    def readiness(self) -> None:
+        """The kubelet's readiness probing for the pods of the namespaces local processes stand in for (kwok leaves
+        them Running and not Ready there, local_cluster.readiness_stages): a pod of a running controller's Deployment
+        is Ready while the process runs and answers probe_targets, and its Services' Endpoints say so; any other pod
+        there (nothing runs it) is Ready at once, as kwok makes it elsewhere."""
+        by_deployment = {(r.controller.namespace, r.controller.deployment): r for r in self.running.values()}
+        stood_in = {(c.namespace, c.deployment) for c in EVERY_CONTROLLER if self.built(c)}
+        dialed: dict[tuple[str, str], str | None] | None = (
+            None  # read once a step, only while a controller is not yet ready
+        )
+        for namespace in local_cluster.stand_in_namespaces():
+            pods = _get(self.api, f"/api/v1/namespaces/{namespace}/pods")
+            for pod in (pods or {}).get("items") or []:
+                if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+                    continue
+                deployment = (namespace, owner_deployment(pod) or "")
+                running = by_deployment.get(deployment)
+                ready = True  # nothing runs it here: Ready at once, as kwok makes a pod elsewhere
+                if running is None and deployment in stood_in:
+                    ready = False  # its process has not started yet (it waits for the Secrets it mounts)
+                elif running is not None and local_cluster._pid(self.p, running.controller.name) is None:
+                    ready = False  # exited: not ready until it runs and answers again
+                elif running is not None and not running.ready:  # once ready, it stays so while it runs
+                    if dialed is None:
+                        listings = [(where, (_get(self.api, path) or {}).get("items") or []) for path, where in DIALING]
+                        dialed = dialed_services(listings)
+                    probes = probe_targets(running.container, running.services, dialed)
+                    ready = all(answers(running.address, probe) for probe in probes)
+                patch = readiness_patch(pod, ready)
+                if patch is not None:
+                    name = pod["metadata"]["name"]
+                    self.api.request(
+                        "PATCH",
+                        f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                        patch,
+                        "application/merge-patch+json",
+                    )
+                    print(f"pod {namespace}/{name}: Ready {ready}", flush=True)
+                if running is not None and running.ready != ready:
+                    self.write_endpoints(running.services, running.address, running.container, ready)
+                    running.ready = ready
 
     def stop(self, name: str) -> None:
         local_cluster.stop(self.p, name)
@@ -686,6 +905,10 @@ class Supervisor:
             self.pod_endpoints()
         except (KeyError, LocalClusterError, urllib.error.URLError) as err:
             print(f"supervisor: pod endpoints: {err}", flush=True)
+        try:
+            self.readiness()
+        except (KeyError, LocalClusterError, urllib.error.URLError) as err:
+            print(f"supervisor: readiness: {err}", flush=True)
         for controller in EVERY_CONTROLLER:
             if not self.built(controller):
                 continue

@@ -332,45 +332,81 @@ def reference_crds(reference: Path) -> dict[str, tuple[dict[str, Any], str]]:
     return out
 
 
-def compute_class_crd() -> dict[str, Any]:
-    """A stand-in for GKE's ComputeClass CRD (stacks/serving/compute_class.py: "the ComputeClass CRD is not published as a
-    file"): cloud.google.com/v1 ComputeClass, cluster-scoped, any spec. The local cluster shows that the object
-    applies and in what order, never that GKE accepts its fields."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": COMPUTE_CLASS_CRD,
-            "annotations": {"tpu-serving.dev/stand-in": "GKE publishes no ComputeClass CRD; any spec is accepted"},
-        },
-        "spec": {
-            "group": "cloud.google.com",
-            "scope": "Cluster",
-            "names": {
-                "kind": "ComputeClass",
-                "plural": "computeclasses",
-                "singular": "computeclass",
-                "listKind": "ComputeClassList",
+@dataclass(frozen=True)
+class StandInCrd:
+    """A CRD GKE installs and publishes no file for, stood in by one that accepts any spec: the local cluster
+    shows that the stack's objects of that kind apply and in what order, never that GKE accepts their fields."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    scope: str  # "Cluster" or "Namespaced"
+    why: str  # where the project records that no file is published
+
+    @property
+    def name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": self.name, "annotations": {"tpu-serving.dev/stand-in": self.why}},
+            "spec": {
+                "group": self.group,
+                "scope": self.scope,
+                "names": {
+                    "kind": self.kind,
+                    "plural": self.plural,
+                    "singular": self.kind.lower(),
+                    "listKind": f"{self.kind}List",
+                },
+                "versions": [
+                    {
+                        "name": self.version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {
+                                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                },
+                            }
+                        },
+                        "subresources": {"status": {}},
+                    }
+                ],
             },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                            },
-                        }
-                    },
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
-    }
+        }
+
+
+STAND_IN_CRDS: dict[str, StandInCrd] = {
+    crd.name: crd
+    for crd in (
+        # stacks/serving/compute_class.py: "the ComputeClass CRD is not published as a file"
+        StandInCrd(
+            "cloud.google.com",
+            "v1",
+            "ComputeClass",
+            "computeclasses",
+            "Cluster",
+            "GKE publishes no ComputeClass CRD; any spec is accepted",
+        ),
+        # stacks/facts/gke_managed.py G7: GKE's pages apply an AutoscalingMetric and publish no CRD
+        StandInCrd(
+            "autoscaling.gke.io",
+            "v1beta1",
+            "AutoscalingMetric",
+            "autoscalingmetrics",
+            "Namespaced",
+            "GKE publishes no AutoscalingMetric CRD; any spec is accepted",
+        ),
+    )
+}
+assert COMPUTE_CLASS_CRD in STAND_IN_CRDS and gke_managed.AUTOSCALING_METRIC_CRD in STAND_IN_CRDS
 
 
 @dataclass(frozen=True)
@@ -382,7 +418,7 @@ class GkeObjects:
 
 def gke_objects(reference: Path) -> GkeObjects:
     """Every object of stacks/gke_managed.MANAGED a GKE cluster of this stack would have (every setting on: a local
-    cluster serves any stack), from the reference; the ComputeClass CRD as a stand-in."""
+    cluster serves any stack), from the reference; the CRDs GKE publishes no file for as stand-ins (STAND_IN_CRDS)."""
     crds = reference_crds(reference)
     objects, origins, missing = [], {}, []
     for row in gke_managed.MANAGED:
@@ -392,9 +428,9 @@ def gke_objects(reference: Path) -> GkeObjects:
             key = f"{row.kind}/{name}"
             if key in origins:
                 continue
-            if row.kind == gke_managed.CRD and name == COMPUTE_CLASS_CRD:
-                objects.append(compute_class_crd())
-                origins[key] = "stand-in (tooling/local/local_stack.py compute_class_crd)"
+            if row.kind == gke_managed.CRD and name in STAND_IN_CRDS:
+                objects.append(STAND_IN_CRDS[name].manifest())
+                origins[key] = "stand-in (tooling/local/local_stack.py STAND_IN_CRDS)"
             elif row.kind == gke_managed.CRD and name in crds:
                 objects.append(crds[name][0])
                 origins[key] = crds[name][1]

@@ -154,7 +154,12 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def service_name(self) -> str:
-        return self.name
+        """The workload's Service: on a multi-host pool not the LeaderWorkerSet's name, which LWS gives the headless
+        Service it creates for its pods' DNS (sigs.k8s.io/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go
+        reconcileHeadlessServices: CreateHeadlessServiceIfNotExists(..., lws.Name, ...) when the subdomain policy is
+        Shared, the default): a Service of that name would conflict with it (Server-Side Apply, `.spec.selector`), or,
+        made first, leave the workers no DNS name for their leader."""
+        return f"{self.name}-svc" if self.multi_host else self.name
 
     def ingress_allows(self) -> list[dict[str, Any]]:
         """The Service's clients to the OpenAI-compatible port, and Managed Prometheus to `/metrics`, which vLLM
