@@ -694,8 +694,9 @@ class AdvisoryAck(CamelModel):
     stacks/serving/version_guard.py): its id as the release table (stacks/facts/releases.py) records it, and why."""
 
     id: str = Field(
-        pattern=r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3}|PYSEC-\d{4}-\d+)$",
-        description="The advisory's id (CVE-..., GHSA-... or PYSEC-...), as the version guard's problem names it.",
+        pattern=r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3}|PYSEC-\d{4}-\d+|unknown-release)$",
+        description="The advisory's id (CVE-..., GHSA-... or PYSEC-...), as the version guard's problem names it; "
+        "`unknown-release` to run an engine image whose release the release table cannot judge (e.g. a nightly tag).",
     )
     reason: str = Field(
         min_length=1,
