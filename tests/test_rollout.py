@@ -543,3 +543,48 @@ def test_promote_end_to_end_on_recorded_answers_advances_the_example(tmp_path, m
     assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
     assert "# written by `make promote`" in text
     assert "chat: advance -> weight 50" in capsys.readouterr().out
+
+
+# ---- the candidate's size follows its weight (issue 37 review, finding 3) ------------------------------------------
+# Argo Rollouts sizes a canary under traffic routing by its weight (argoproj/argo-rollouts utils/replicaset/canary.go
+# GetCanaryReplicasOrWeight, trafficWeightToReplicas: ceil(weight * replicas / 100)); the stack derives the
+# candidate's replicas the same way, at least 1, and counts it at its largest step in the preflight.
+
+
+@pytest.mark.parametrize("weight, replicas", [(0, 1), (10, 1), (50, 1), (100, 2)])
+def test_the_candidates_replicas_follow_its_weight(weight, replicas):
+    cfg = example()
+    workload(cfg)["rollout"]["weight"] = weight
+    sets = {w.name: w for w in parsed(cfg).workloads}
+    assert sets["chat-b"].workload.replicas == replicas and sets["chat"].workload.replicas == 2
+    assert releases.candidate_replicas(weight, 2) == replicas
+    assert releases.candidate_replicas(51, 4) == 3 and releases.candidate_replicas(1, 8) == 1
+
+
+def test_a_fixed_candidate_size_too_small_for_a_step_is_refused_naming_the_step():
+    cfg = example()
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 1
+    (found,) = [p for p in problems(cfg) if "step 100" in p]
+    assert found.startswith("tpu-serving:workloads[0].rollout: step 100: at weight 100%")
+    assert "needs 2 replica(s)" in found and "rollout.candidate.replicas is 1" in found
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 2
+    assert parsed(cfg).workloads
+
+
+def test_the_preflight_counts_the_candidate_at_its_largest_step():
+    """At weight 10 the candidate runs 1 replica, but the pool must hold 2 + 2 at weight 100: a pool of 3 is
+    refused before the candidate is created, naming the candidate's hosts at its largest step."""
+    cfg = example()
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    (found,) = [p for p in problems(cfg) if "rollout.candidate:" in p]
+    assert "at its largest step" in found and "'chat-b' 2" in found and "need 4" in found
+
+
+def test_the_train_cost_counts_the_candidate_at_each_steps_size():
+    from stacks.reports import cost
+
+    sets = {w.name: w for w in parsed(example()).workloads}
+    rows = cost.release_steps(
+        sets["chat"], sets["chat-b"], [10, 50, 100], 300, lambda w: releases.candidate_replicas(w, 2)
+    )
+    assert [r.candidate_chips for r in rows] == [0, 4, 4, 4, 8, 0]
