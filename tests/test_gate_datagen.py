@@ -92,3 +92,13 @@ def test_the_recorded_table_is_the_wheels():
     assert "not in self.get_supported_apis()" in base and "Unsupported API type" in base
     assert tuple(apis[m] for m in supported_apis(random_gen, "RandomDataGenerator")) == benchmark.DATAGEN_APIS
     assert "use_chat_template: bool" in (wheel_source("config/datagen/config.py") or "")
+
+
+def test_the_wheels_gcs_client_skips_an_existing_report():
+    """Why each gate attempt has its own report path (stacks/serving/benchmark.py job_name): the 0.7.0 GCS client
+    does not overwrite."""
+    gcs = wheel_source("client/filestorage/gcs.py")
+    if gcs is None:
+        pytest.skip("no inference-perf 0.7.0 wheel in .cache/inference-perf (`make inference-perf`) nor installed")
+    save = gcs.split("def save_report", 1)[1]
+    assert "if blob.exists():" in save and "Skipping upload" in save

@@ -588,3 +588,44 @@ def test_the_train_cost_counts_the_candidate_at_each_steps_size():
         sets["chat"], sets["chat-b"], [10, 50, 100], 300, lambda w: releases.candidate_replicas(w, 2)
     )
     assert [r.candidate_chips for r in rows] == [0, 4, 4, 4, 8, 0]
+
+
+# ---- a hold or a rollback runs a new gate (issue 37 review, finding 4) ----------------------------------------------
+# inference-perf does not overwrite a report already in the bucket (kubernetes-sigs/inference-perf v0.7.0, PyPI wheel
+# inference_perf/client/filestorage/gcs.py GoogleCloudStorageClient.save_report: `if blob.exists(): ... Skipping
+# upload`), and a Job's pod template cannot change: the gate of a new attempt needs a new Job name and report path.
+
+
+def _gate(cfg: dict[str, Any]) -> tuple[str, str]:
+    candidate = next(w for w in parsed(cfg).workloads if w.release.candidate)
+    assert candidate.gate_job_name is not None
+    (config_map, job) = candidate.gate_manifests()
+    path = json.loads(config_map["data"][benchmark.CONFIG_FILE])["storage"]["google_cloud_storage"]["path"]
+    assert job["metadata"]["name"] == candidate.gate_job_name and path.endswith(candidate.gate_job_name)
+    return candidate.gate_job_name, path
+
+
+def test_a_hold_runs_a_new_gate_job_writing_a_new_report_path():
+    before = _gate(example())
+    _, cfg = written(promote.Decision("hold", 10, "inconclusive"), result("pass.json"))
+    assert workload(cfg)["rollout"]["attempt"] == 1 and workload(cfg)["rollout"]["weight"] == 10
+    after = _gate(cfg)
+    assert after[0] != before[0] and after[1] != before[1]
+    workload(cfg)["rollout"]["attempt"] = 2  # a second hold: again a new one
+    assert _gate(cfg)[0] not in (before[0], after[0])
+
+
+def test_a_candidate_proposed_again_after_a_rollback_runs_a_new_gate():
+    original = example()
+    before = _gate(original)
+    _, cfg = written(promote.Decision("rollback", 0, "regressed"), result("regressed.json"))
+    assert workload(cfg)["rollout"]["attempt"] == 1
+    workload(cfg)["rollout"]["candidate"] = copy.deepcopy(workload(original)["rollout"]["candidate"])
+    workload(cfg)["rollout"]["weight"] = 10
+    assert _gate(cfg)[0] != before[0]
+
+
+def test_an_advance_keeps_the_attempt_and_attempt_0_keeps_the_live_jobs_name():
+    _, cfg = written(promote.Decision("advance", 50, "passed"), result("pass.json"))
+    assert "attempt" not in workload(cfg)["rollout"]
+    assert benchmark.job_name("chat", "x", 10, "chat", 0) == benchmark.job_name("chat", "x", 10, "chat")

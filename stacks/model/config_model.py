@@ -687,6 +687,14 @@ class RolloutConfig(CamelModel):
         None, description="The current release's last accepted benchmark result (written by `make promote`)."
     )
     last_decision: RolloutDecision | None = Field(None, description="What `make promote` last decided.")
+    attempt: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="The gate's attempt number, in its Job's name and its report's bucket path: `make promote` adds "
+        "one at each hold and rollback, so the next `pulumi up` runs a new benchmark (a new Job, a fresh report "
+        "path) for the same candidate and weight, or for a candidate proposed again after a rollback.",
+    )
 
 
 class AdvisoryAck(CamelModel):

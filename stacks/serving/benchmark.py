@@ -223,9 +223,14 @@ def results_prefix(route: str) -> str:
     return f"{RESULTS_PREFIX}{route}/"
 
 
-def job_name(route: str, candidate: str, step: str) -> str:
-    """The gate Job of one release step: a new name for each candidate and weight, so each `pulumi up` of a new step
-    runs a new benchmark (a Job's pod template cannot change)."""
+def job_name(route: str, candidate: str, weight: int, scenario: str, attempt: int = 0) -> str:
+    """The gate Job of one release step and attempt: a new name for each candidate, weight, scenario and attempt
+    (rollout.attempt, which `make promote` raises at a hold or a rollback), so each `pulumi up` of a new step or a
+    new attempt runs a new benchmark (a Job's pod template cannot change) writing to a new report path: inference-perf
+    does not overwrite a report already in the bucket (0.7.0 inference_perf/client/filestorage/gcs.py
+    save_report skips an object that exists), so a reused path would leave `make promote` reading the old one.
+    Attempt 0 hashes as before attempts existed (a live stack's Job keeps its name)."""
+    step = f"{weight}:{scenario}" + (f":attempt-{attempt}" if attempt else "")
     return f"{naming.fit(route, naming.LABEL_MAX - 14)}-gate-{naming.short_hash(f'{candidate}|{step}', 8)}"
 
 

@@ -79,6 +79,8 @@ class Release:
     gate: Any  # stacks.model.config_model.GateConfig
     paired: bool = False
     """A candidate runs beside the current release (the route splits between the two sets)."""
+    attempt: int = 0
+    """The gate's attempt (rollout.attempt): a new gate Job and report path at each one."""
     peak_hosts: int | None = None
     """The candidate's TPU hosts at its largest step (its replicas follow its weight): what the preflight capacity
     check counts (None: its plan's hosts_needed)."""
@@ -168,7 +170,7 @@ def release(workload: Any, role: str) -> Release | None:
     slot = rollout.slot if role == CURRENT else other(rollout.slot)
     paired = bool(candidate_fields(rollout))
     weight = weights(rollout)[role] if paired else 100
-    return Release(workload.name, role, slot, weight, rollout.strategy, rollout.gate, paired)
+    return Release(workload.name, role, slot, weight, rollout.strategy, rollout.gate, paired, rollout.attempt)
 
 
 def latency_slo(workload: Any) -> bool:

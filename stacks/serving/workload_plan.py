@@ -246,11 +246,14 @@ class WorkloadPlan:
 
     @property
     def gate_job_name(self) -> str | None:
-        """The gate Job of the current release step: the candidate set of a rollout only (None otherwise)."""
+        """The gate Job of the current release step and attempt: the candidate set of a rollout only (None
+        otherwise)."""
         if self.release is None or not self.release.candidate or self.benchmark_target() is None or self.paused:
             return None
         fields = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
-        return benchmark.job_name(self.release.route, fields, f"{self.release.weight}:{self.release.gate.scenario}")
+        return benchmark.job_name(
+            self.release.route, fields, self.release.weight, self.release.gate.scenario, self.release.attempt
+        )
 
     @property
     def release_label(self) -> str:

@@ -6,8 +6,10 @@ pure) and writes the decision into the stack file (`apply`, comments kept): the 
 pull request's render diff shows it (docs/operations.md "Release train").
 
 - advance: the candidate's weight goes to the next step (blueGreen: 0 -> 100);
-- hold: the result is inconclusive (too few requests finished): nothing changes but `lastDecision`;
-- rollback: weight 0 and the candidate removed (its server set and pool go with the next `up`);
+- hold: the result is inconclusive (too few requests finished): `rollout.attempt` goes up by one (the next `up` runs
+  a new gate Job writing a new report path), the weight stays;
+- rollback: weight 0, the candidate removed (its server set and pool go with the next `up`), `rollout.attempt` up by
+  one (a candidate proposed again runs a new Job and report path);
 - promote (at weight 100): the candidate's release fields become the workload's (not `replicas`, the canary's
   size), `slot` flips to the candidate's, and its result becomes `accepted`; the next `up` deletes the old set.
 
@@ -172,6 +174,10 @@ def apply(workload: Any, decision: Decision, result: Result | None, at: str) -> 
         del rollout["candidate"]
     if decision.action != "hold":
         rollout["weight"] = decision.weight
+    if decision.action in ("hold", "rollback"):
+        # a new gate Job and report path for the next run: the same candidate and weight again (hold), or a
+        # candidate proposed again after a rollback, would otherwise reuse the old Job and read its old report
+        rollout["attempt"] = int(rollout.get("attempt", 0)) + 1
     rollout["lastDecision"] = {
         "action": decision.action,
         "weight": decision.weight,
