@@ -409,9 +409,9 @@ def test_a_recorded_good_release_is_rolled_back_when_its_burn_rate_alert_fires()
 
 def written(decision: promote.Decision, res: promote.Result | None) -> tuple[str, dict[str, Any]]:
     """The example stack file after `apply`, as text (comments kept) and as the program reads it."""
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    doc = yaml.load(EXAMPLE.read_text())
+    text = EXAMPLE.read_text()
+    yaml = promote.stack_yaml(text)
+    doc = yaml.load(text)
     promote.apply(doc["config"]["tpu-serving:workloads"][0], decision, res, "2026-11-29T10:00:00Z")
     out = io.StringIO()
     yaml.dump(doc, out)
@@ -629,3 +629,73 @@ def test_an_advance_keeps_the_attempt_and_attempt_0_keeps_the_live_jobs_name():
     _, cfg = written(promote.Decision("advance", 50, "passed"), result("pass.json"))
     assert "attempt" not in workload(cfg)["rollout"]
     assert benchmark.job_name("chat", "x", 10, "chat", 0) == benchmark.job_name("chat", "x", 10, "chat")
+
+
+# ---- `make promote` changes only the rollout's lines (issue 37 review, finding 5) -----------------------------------
+# ruamel.yaml's round trip dumps with its own indentation unless told the file's (ruamel.yaml 0.19.1, installed:
+# emitter.py Emitter.__init__ best_sequence_indent = 2, best_map_indent = best_sequence_indent; main.py YAML
+# sequence_dash_offset = 0), which reindents every list of the examples (sequence 4, offset 2): promote.stack_yaml
+# guesses the file's (ruamel.yaml.util.load_yaml_guess_indent).
+
+
+def _block(lines: list[str], start: int) -> range:
+    """The lines of the mapping entry at `start` (those indented deeper than it)."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return range(start, end)
+
+
+def _changed(before: str, after: str) -> tuple[set[int], set[int]]:
+    import difflib
+
+    old, new = before.splitlines(), after.splitlines()
+    removed: set[int] = set()
+    added: set[int] = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed.update(range(i1, i2))
+            added.update(range(j1, j2))
+    return removed, added
+
+
+def test_every_stack_file_round_trips_unchanged():
+    for path in sorted((ROOT / "examples").glob("*/Pulumi.*.yaml")):
+        text = path.read_text()
+        yaml = promote.stack_yaml(text)
+        out = io.StringIO()
+        yaml.dump(yaml.load(text), out)
+        assert out.getvalue() == text, path
+
+
+@pytest.mark.parametrize("action, weight", [("advance", 50), ("hold", 10), ("rollback", 0), ("promote", 0)])
+def test_promote_changes_only_the_rollouts_lines_on_every_example_with_one(action, weight):
+    paths = [p for p in sorted((ROOT / "examples").glob("*/Pulumi.*.yaml")) if "\n      rollout:" in p.read_text()]
+    assert paths
+    for path in paths:
+        text = path.read_text()
+        yaml = promote.stack_yaml(text)
+        doc = yaml.load(text)
+        for entry in doc["config"]["tpu-serving:workloads"]:
+            if "rollout" in entry and "candidate" in entry["rollout"]:
+                promote.apply(
+                    entry, promote.Decision(action, weight, "why"), result("pass.json"), "2026-11-29T10:00:00Z"
+                )
+        out = io.StringIO()
+        yaml.dump(doc, out)
+        old, new = text.splitlines(), out.getvalue().splitlines()
+        allowed_old = {i for n, line in enumerate(old) if line.strip() == "rollout:" for i in _block(old, n)}
+        allowed_new = {i for n, line in enumerate(new) if line.strip() == "rollout:" for i in _block(new, n)}
+        removed, added = _changed(text, out.getvalue())
+        promoted = {f"{key}:" for key in ("args", "image", "model", "revision", "maxModelLen", "paramsBillion", "pool")}
+        if action == "promote":  # the candidate's fields become the workload's: its own keys' blocks change too
+            allowed_old |= {
+                i for n, line in enumerate(old) if line.strip().split(" ")[0] in promoted for i in _block(old, n)
+            }
+            allowed_new |= {
+                i for n, line in enumerate(new) if line.strip().split(" ")[0] in promoted for i in _block(new, n)
+            }
+        assert removed <= allowed_old, (path, [old[i] for i in sorted(removed - allowed_old)])
+        assert added <= allowed_new, (path, [new[i] for i in sorted(added - allowed_new)])
+        assert added, path

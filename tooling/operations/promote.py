@@ -276,13 +276,29 @@ def _promote(argv: list[str] | None) -> int:
         return _decide_all(path, cfg, candidates, handle.name, args.timeout)
 
 
-def _decide_all(path: Path, cfg: Any, candidates: list[Any], kubeconfig: str, timeout: int) -> int:
-    """Each candidate's gate decided, then the stack file written once."""
+def stack_yaml(text: str) -> Any:
+    """A ruamel.yaml round-trip loader and dumper that writes a stack file back as it was laid out: its own
+    indentation (ruamel.yaml.util.load_yaml_guess_indent: the block sequences' indent and the dash's offset; the
+    examples use mappings 2, sequences 4, offset 2, where ruamel's defaults, 2/2/0, would reindent every list), its
+    quotes, and long lines unwrapped (width), so `make promote` changes only the rollout's lines."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.util import load_yaml_guess_indent
 
+    _, sequence, offset = load_yaml_guess_indent(text)
     yaml = YAML()
     yaml.preserve_quotes = True
-    doc = yaml.load(path.read_text())
+    yaml.width = 4096
+    if sequence is not None:
+        offset = offset or 0
+        yaml.indent(mapping=max(2, sequence - offset) if offset else sequence, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _decide_all(path: Path, cfg: Any, candidates: list[Any], kubeconfig: str, timeout: int) -> int:
+    """Each candidate's gate decided, then the stack file written once."""
+    text = path.read_text()
+    yaml = stack_yaml(text)
+    doc = yaml.load(text)
     entries = doc["config"]["tpu-serving:workloads"]
     for plan in candidates:
         r = plan.release
