@@ -699,3 +699,33 @@ def test_promote_changes_only_the_rollouts_lines_on_every_example_with_one(actio
         assert removed <= allowed_old, (path, [old[i] for i in sorted(removed - allowed_old)])
         assert added <= allowed_new, (path, [new[i] for i in sorted(added - allowed_new)])
         assert added, path
+
+
+# ---- the gate's scenario fits the candidate's context (issue 37 review, finding 6) ---------------------------------
+# vLLM refuses a request whose prompt plus max_tokens exceeds --max-model-len with HTTP 400 ("This model's maximum
+# context length is N tokens. However, you requested M output tokens ...", vllm-project/vllm's OpenAI server input
+# validation), and inference-perf sends the output length as max_tokens with ignore_eos (benchmark.config).
+
+
+@pytest.mark.parametrize("where", ["workload", "candidate"])
+def test_a_scenario_longer_than_max_model_len_is_refused_at_the_gate_scenario(where):
+    cfg = example()
+    workload(cfg)["rollout"]["gate"]["scenario"] = "long-context"  # up to 3800 + 256 = 4056 tokens
+    assert benchmark.SCENARIOS["long-context"].max_tokens() == 4056
+    assert parsed(cfg).workloads  # maxModelLen 4096 holds it
+    if where == "workload":
+        workload(cfg)["maxModelLen"] = 4000
+        words = "than the candidate's maxModelLen 4000"
+    else:
+        workload(cfg)["rollout"]["candidate"]["maxModelLen"] = 2048
+        words = "than the candidate's rollout.candidate.maxModelLen 2048"
+    (found,) = [p for p in problems(cfg) if "rollout.gate.scenario" in p]
+    assert found.startswith("tpu-serving:workloads[0].rollout.gate.scenario: 'long-context' sends up to 3800")
+    assert words in found and "chat" in found
+
+
+def test_every_scenario_fits_the_example():
+    for name in benchmark.SCENARIOS:
+        cfg = example()
+        workload(cfg)["rollout"]["gate"]["scenario"] = name
+        assert parsed(cfg).workloads, name

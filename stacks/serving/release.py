@@ -231,7 +231,34 @@ def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios
                 f"{rollout.gate.scenario!r} is not a benchmark scenario; allowed: {', '.join(scenarios)}",
             )
         )
+    else:
+        found.extend(_context_problems(key, workload, rollout, scenarios))
     return found
+
+
+def _context_problems(key: str, workload: Any, rollout: Any, scenarios: Any) -> list[Problem]:
+    """The gate's longest request must fit the server it benchmarks: vLLM answers a request whose prompt plus
+    max_tokens exceeds --max-model-len with HTTP 400 ("This model's maximum context length is N tokens. However, you
+    requested M output tokens ...", its OpenAI server's input validation), and inference-perf sends each request's
+    output length as max_tokens with ignore_eos: those requests fail and the gate rolls the candidate back. Checked
+    against the maxModelLen the candidate serves with (its own, else the workload's; unset: the model's own length,
+    which the stack does not know)."""
+    scenario = scenarios[rollout.gate.scenario]
+    fields = candidate_fields(rollout)
+    limit = fields.get("max_model_len", getattr(workload, "max_model_len", None))
+    if not isinstance(limit, int) or scenario.max_tokens() <= limit:
+        return []
+    where = "rollout.candidate.maxModelLen" if "max_model_len" in fields else "maxModelLen"
+    fitting = [n for n, s in scenarios.items() if s.max_tokens() <= limit]
+    return [
+        Problem(
+            f"{key}.gate.scenario",
+            f"{scenario.name!r} sends up to {scenario.input_tokens[2]} prompt + {scenario.output_tokens[2]} output "
+            f"tokens = {scenario.max_tokens()}, more than the candidate's {where} {limit}: those requests fail (HTTP "
+            f"400) and the gate rolls back; choose a scenario that fits ({', '.join(fitting) or 'none'}) or raise "
+            f"{where}",
+        )
+    ]
 
 
 def _size_problems(key: str, workload: Any, rollout: Any, steps: list[int]) -> list[Problem]:
