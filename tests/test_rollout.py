@@ -729,3 +729,22 @@ def test_every_scenario_fits_the_example():
         cfg = example()
         workload(cfg)["rollout"]["gate"]["scenario"] = name
         assert parsed(cfg).workloads, name
+
+
+# ---- the candidate's burn-rate alerts say what to do (issue 37 review, finding 7) ------------------------------------
+
+
+def test_the_candidates_burn_rate_policies_say_it_is_a_candidate_and_to_run_make_promote():
+    """Rollback is the operator's (or a scheduled CI job's, .github/workflows/promote.yml) `make promote`, which
+    rolls back on a firing fast burn rate: the candidate's policies' documentation (AlertPolicy documentation.content,
+    as registered: the golden render) says so; the current release's do not."""
+    plans = {w.name: w for w in parsed(example()).alerts_plan.workloads}
+    assert plans["chat-b"].burn_command.startswith("make promote STACK=")
+    assert "release candidate of chat" in plans["chat-b"].burn_note
+    assert "make promote" not in plans["chat"].burn_command and plans["chat"].burn_note == ""
+    golden = ROOT / "tests/golden/vllm-canary/gcp"
+    for window in ("fast", "slow"):
+        candidate = (golden / f"monitoring.AlertPolicy-alerts-chat-b-ttft-{window}-burn.yaml").read_text()
+        current = (golden / f"monitoring.AlertPolicy-alerts-chat-ttft-{window}-burn.yaml").read_text()
+        assert "release candidate of chat" in candidate and "make promote STACK=<stack>" in candidate
+        assert "make promote" not in current
