@@ -748,3 +748,14 @@ def test_the_candidates_burn_rate_policies_say_it_is_a_candidate_and_to_run_make
         current = (golden / f"monitoring.AlertPolicy-alerts-chat-ttft-{window}-burn.yaml").read_text()
         assert "release candidate of chat" in candidate and "make promote STACK=<stack>" in candidate
         assert "make promote" not in current
+
+
+def test_the_candidates_release_label_is_the_same_at_every_step():
+    """The dashboard draws one line per release (the gate's `release` label): the candidate's replicas, which follow
+    its weight, are not part of it."""
+    labels = set()
+    for weight in (0, 10, 50, 100):
+        cfg = example()
+        workload(cfg)["rollout"]["weight"] = weight
+        labels.add(next(w for w in parsed(cfg).workloads if w.release.candidate).release_label)
+    assert len(labels) == 1

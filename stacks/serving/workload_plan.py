@@ -259,8 +259,9 @@ class WorkloadPlan:
     def release_label(self) -> str:
         """Which release this set runs, as the gate's results name it (the `release` label of its summary line,
         log-based metrics and dashboard tiles): a hash of its config less its name, so the same release is the
-        same label in either slot; a type may lead it with what a reader recognises (vLLM: its image's tag)."""
-        config = self.workload.model_dump(mode="json", exclude={"name"})
+        same label in either slot and at every step (less its replicas too: a candidate's follow its weight,
+        stacks/serving/release.py); a type may lead it with what a reader recognises (vLLM: its image's tag)."""
+        config = self.workload.model_dump(mode="json", exclude={"name", "replicas"})
         return short_hash(json.dumps(config, sort_keys=True), 8)
 
     def gate_manifests(self) -> list[dict[str, Any]]:
