@@ -39,6 +39,16 @@ helm: venv
 chart-objects: venv
 	$(PY) -m tooling.oracles.chart_objects
 
+# The gate's load generator's wheel (inference-perf, its version from the matrix's image tag) into
+# .cache/inference-perf/, read (never installed) by tests/test_gate_datagen.py. Needs PyPI.
+INFERENCE_PERF_VERSION = 0.7.0
+.PHONY: inference-perf
+inference-perf: venv
+	mkdir -p .cache/inference-perf
+	$(PY) -m pip download -q --no-deps --python-version 3.12 --only-binary=:all: -d .cache/inference-perf \
+		inference-perf==$(INFERENCE_PERF_VERSION)
+	$(PY) -m pytest -q -p no:cacheprovider -n0 tests/test_gate_datagen.py
+
 # The updater's config (renovate.json) against the pinned Renovate's own schema (npm pack: the package only, no
 # install) and the matrix (tests/test_renovate.py); Renovate's own validator where Node.js 24 is there. Needs npm.
 RENOVATE_VERSION = $(shell sed -n 's/^RENOVATE = "\(.*\)"$$/\1/p' stacks/facts/versions.py)

@@ -41,7 +41,7 @@ class Alerts(pulumi.ComponentResource):
             for rule in workload.rules:
                 self._promql_policy(rule)
             if workload.objectives:
-                self._objectives(workload.name, workload.objectives)
+                self._objectives(workload.name, workload.objectives, workload.burn_command, workload.burn_note)
         for signal in plan.cluster_rules:
             self._log_policy(signal)
         self.register_outputs({"policies": list(self.policies)})
@@ -129,7 +129,7 @@ class Alerts(pulumi.ComponentResource):
         doc = _doc(signal.threshold, signal.command)
         self._policy(signal.key, signal.title, signal.severity, doc, [condition], strategy)
 
-    def _objectives(self, workload: str, objectives: tuple[Objective, ...]) -> None:
+    def _objectives(self, workload: str, objectives: tuple[Objective, ...], command: str, note: str) -> None:
         plan = self._plan
         service = gcp.monitoring.CustomService(
             f"{self._prefix}-{workload}-service",
@@ -166,7 +166,7 @@ class Alerts(pulumi.ComponentResource):
                     f"{objective.key}-{window.name}-burn",
                     f"{objective.title}, {window.name} burn",
                     window.severity,
-                    _doc(doc, "open the SLO in Cloud Monitoring > Services; check the dashboard (dashboardUrl)"),
+                    _doc(doc, command, note),
                     conditions,
                 )
 
@@ -200,5 +200,6 @@ def _burn_condition(
     )
 
 
-def _doc(threshold: str, command: str) -> str:
-    return f"Fires on: {threshold}.\n\nWhen it fires, run:\n\n    {command}\n\nRunbook: docs/operations.md#alerts"
+def _doc(threshold: str, command: str, note: str = "") -> str:
+    lead = f"{note}\n\n" if note else ""
+    return f"{lead}Fires on: {threshold}.\n\nWhen it fires, run:\n\n    {command}\n\nRunbook: docs/operations.md#alerts"

@@ -273,6 +273,8 @@ def check(
                 )
             if plan is not None and len(problems) == start:
                 found = releases.release(workload, role)
+                if found is not None and role == releases.CANDIDATE and releases.scales_with_weight(workload):
+                    found = replace(found, peak_hosts=_peak_hosts(set_path, workload, pools, namespace, types, context))
                 # the type's own plan, not a copy, where there is no rollout
                 plans.append((i, plan if found is None else replace(plan, release=found)))
         sets = [p for j, p in plans if j == i]
@@ -294,6 +296,17 @@ def check(
     _check_set_names(plans, problems)
     _check_pool_capacity(plans, problems)
     return rollout_room([plan for _, plan in plans])
+
+
+def _peak_hosts(
+    path: str, workload: Any, pools: dict[str, PoolPlan], namespace: str, types: WorkloadRegistry, context: Any
+) -> int | None:
+    """The TPU hosts the candidate needs at its largest step (its replicas follow its weight), for the preflight
+    capacity check; its plan at that size is resolved for this only (its problems are the size's, reported by
+    the capacity check)."""
+    _, peak = releases.server_sets(workload, releases.PEAK_WEIGHT)[1]
+    plan = _resolve(path, peak, pools, namespace, types, context, [], [])
+    return None if plan is None else plan.hosts_needed
 
 
 def _engine_images(workload: Any, types: WorkloadRegistry) -> list[tuple[str, str]]:
@@ -415,7 +428,8 @@ def _check_pool_capacity(plans: list[tuple[int, WorkloadPlan]], problems: list[P
     say what it needs, `hosts_needed` None, is not counted)."""
     by_pool: dict[str, list[tuple[int, WorkloadPlan, int]]] = {}
     for i, plan in plans:
-        need = plan.hosts_needed
+        peak = plan.release.peak_hosts if plan.release is not None else None
+        need = plan.hosts_needed if peak is None else peak
         if need is not None:
             by_pool.setdefault(plan.pool.name, []).append((i, plan, need))
     # a candidate is refused at its own key when its pool cannot hold it beside what runs there already

@@ -409,9 +409,9 @@ def test_a_recorded_good_release_is_rolled_back_when_its_burn_rate_alert_fires()
 
 def written(decision: promote.Decision, res: promote.Result | None) -> tuple[str, dict[str, Any]]:
     """The example stack file after `apply`, as text (comments kept) and as the program reads it."""
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    doc = yaml.load(EXAMPLE.read_text())
+    text = EXAMPLE.read_text()
+    yaml = promote.stack_yaml(text)
+    doc = yaml.load(text)
     promote.apply(doc["config"]["tpu-serving:workloads"][0], decision, res, "2026-11-29T10:00:00Z")
     out = io.StringIO()
     yaml.dump(doc, out)
@@ -543,3 +543,232 @@ def test_promote_end_to_end_on_recorded_answers_advances_the_example(tmp_path, m
     assert rollout["weight"] == 50 and rollout["lastDecision"]["action"] == "advance"
     assert "# written by `make promote`" in text
     assert "chat: advance -> weight 50" in capsys.readouterr().out
+
+
+# ---- the candidate's size follows its weight (issue 37 review, finding 3) ------------------------------------------
+# Argo Rollouts sizes a canary under traffic routing by its weight (argoproj/argo-rollouts utils/replicaset/canary.go
+# GetCanaryReplicasOrWeight, trafficWeightToReplicas: ceil(weight * replicas / 100)); the stack derives the
+# candidate's replicas the same way, at least 1, and counts it at its largest step in the preflight.
+
+
+@pytest.mark.parametrize("weight, replicas", [(0, 1), (10, 1), (50, 1), (100, 2)])
+def test_the_candidates_replicas_follow_its_weight(weight, replicas):
+    cfg = example()
+    workload(cfg)["rollout"]["weight"] = weight
+    sets = {w.name: w for w in parsed(cfg).workloads}
+    assert sets["chat-b"].workload.replicas == replicas and sets["chat"].workload.replicas == 2
+    assert releases.candidate_replicas(weight, 2) == replicas
+    assert releases.candidate_replicas(51, 4) == 3 and releases.candidate_replicas(1, 8) == 1
+
+
+def test_a_fixed_candidate_size_too_small_for_a_step_is_refused_naming_the_step():
+    cfg = example()
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 1
+    (found,) = [p for p in problems(cfg) if "step 100" in p]
+    assert found.startswith("tpu-serving:workloads[0].rollout: step 100: at weight 100%")
+    assert "needs 2 replica(s)" in found and "rollout.candidate.replicas is 1" in found
+    workload(cfg)["rollout"]["candidate"]["replicas"] = 2
+    assert parsed(cfg).workloads
+
+
+def test_the_preflight_counts_the_candidate_at_its_largest_step():
+    """At weight 10 the candidate runs 1 replica, but the pool must hold 2 + 2 at weight 100: a pool of 3 is
+    refused before the candidate is created, naming the candidate's hosts at its largest step."""
+    cfg = example()
+    cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    (found,) = [p for p in problems(cfg) if "rollout.candidate:" in p]
+    assert "at its largest step" in found and "'chat-b' 2" in found and "need 4" in found
+
+
+def test_the_train_cost_counts_the_candidate_at_each_steps_size():
+    from stacks.reports import cost
+
+    sets = {w.name: w for w in parsed(example()).workloads}
+    rows = cost.release_steps(
+        sets["chat"], sets["chat-b"], [10, 50, 100], 300, lambda w: releases.candidate_replicas(w, 2)
+    )
+    assert [r.candidate_chips for r in rows] == [0, 4, 4, 4, 8, 0]
+
+
+# ---- a hold or a rollback runs a new gate (issue 37 review, finding 4) ----------------------------------------------
+# inference-perf does not overwrite a report already in the bucket (kubernetes-sigs/inference-perf v0.7.0, PyPI wheel
+# inference_perf/client/filestorage/gcs.py GoogleCloudStorageClient.save_report: `if blob.exists(): ... Skipping
+# upload`), and a Job's pod template cannot change: the gate of a new attempt needs a new Job name and report path.
+
+
+def _gate(cfg: dict[str, Any]) -> tuple[str, str]:
+    candidate = next(w for w in parsed(cfg).workloads if w.release.candidate)
+    assert candidate.gate_job_name is not None
+    (config_map, job) = candidate.gate_manifests()
+    path = json.loads(config_map["data"][benchmark.CONFIG_FILE])["storage"]["google_cloud_storage"]["path"]
+    assert job["metadata"]["name"] == candidate.gate_job_name and path.endswith(candidate.gate_job_name)
+    return candidate.gate_job_name, path
+
+
+def test_a_hold_runs_a_new_gate_job_writing_a_new_report_path():
+    before = _gate(example())
+    _, cfg = written(promote.Decision("hold", 10, "inconclusive"), result("pass.json"))
+    assert workload(cfg)["rollout"]["attempt"] == 1 and workload(cfg)["rollout"]["weight"] == 10
+    after = _gate(cfg)
+    assert after[0] != before[0] and after[1] != before[1]
+    workload(cfg)["rollout"]["attempt"] = 2  # a second hold: again a new one
+    assert _gate(cfg)[0] not in (before[0], after[0])
+
+
+def test_a_candidate_proposed_again_after_a_rollback_runs_a_new_gate():
+    original = example()
+    before = _gate(original)
+    _, cfg = written(promote.Decision("rollback", 0, "regressed"), result("regressed.json"))
+    assert workload(cfg)["rollout"]["attempt"] == 1
+    workload(cfg)["rollout"]["candidate"] = copy.deepcopy(workload(original)["rollout"]["candidate"])
+    workload(cfg)["rollout"]["weight"] = 10
+    assert _gate(cfg)[0] != before[0]
+
+
+def test_an_advance_keeps_the_attempt_and_attempt_0_keeps_the_live_jobs_name():
+    _, cfg = written(promote.Decision("advance", 50, "passed"), result("pass.json"))
+    assert "attempt" not in workload(cfg)["rollout"]
+    assert benchmark.job_name("chat", "x", 10, "chat", 0) == benchmark.job_name("chat", "x", 10, "chat")
+
+
+# ---- `make promote` changes only the rollout's lines (issue 37 review, finding 5) -----------------------------------
+# ruamel.yaml's round trip dumps with its own indentation unless told the file's (ruamel.yaml 0.19.1, installed:
+# emitter.py Emitter.__init__ best_sequence_indent = 2, best_map_indent = best_sequence_indent; main.py YAML
+# sequence_dash_offset = 0), which reindents every list of the examples (sequence 4, offset 2): promote.stack_yaml
+# guesses the file's (ruamel.yaml.util.load_yaml_guess_indent).
+
+
+def _block(lines: list[str], start: int) -> range:
+    """The lines of the mapping entry at `start` (those indented deeper than it)."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return range(start, end)
+
+
+def _changed(before: str, after: str) -> tuple[set[int], set[int]]:
+    import difflib
+
+    old, new = before.splitlines(), after.splitlines()
+    removed: set[int] = set()
+    added: set[int] = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed.update(range(i1, i2))
+            added.update(range(j1, j2))
+    return removed, added
+
+
+def test_every_stack_file_round_trips_unchanged():
+    for path in sorted((ROOT / "examples").glob("*/Pulumi.*.yaml")):
+        text = path.read_text()
+        yaml = promote.stack_yaml(text)
+        out = io.StringIO()
+        yaml.dump(yaml.load(text), out)
+        assert out.getvalue() == text, path
+
+
+@pytest.mark.parametrize("action, weight", [("advance", 50), ("hold", 10), ("rollback", 0), ("promote", 0)])
+def test_promote_changes_only_the_rollouts_lines_on_every_example_with_one(action, weight):
+    paths = [p for p in sorted((ROOT / "examples").glob("*/Pulumi.*.yaml")) if "\n      rollout:" in p.read_text()]
+    assert paths
+    for path in paths:
+        text = path.read_text()
+        yaml = promote.stack_yaml(text)
+        doc = yaml.load(text)
+        for entry in doc["config"]["tpu-serving:workloads"]:
+            if "rollout" in entry and "candidate" in entry["rollout"]:
+                promote.apply(
+                    entry, promote.Decision(action, weight, "why"), result("pass.json"), "2026-11-29T10:00:00Z"
+                )
+        out = io.StringIO()
+        yaml.dump(doc, out)
+        old, new = text.splitlines(), out.getvalue().splitlines()
+        allowed_old = {i for n, line in enumerate(old) if line.strip() == "rollout:" for i in _block(old, n)}
+        allowed_new = {i for n, line in enumerate(new) if line.strip() == "rollout:" for i in _block(new, n)}
+        removed, added = _changed(text, out.getvalue())
+        promoted = {f"{key}:" for key in ("args", "image", "model", "revision", "maxModelLen", "paramsBillion", "pool")}
+        if action == "promote":  # the candidate's fields become the workload's: its own keys' blocks change too
+            allowed_old |= {
+                i for n, line in enumerate(old) if line.strip().split(" ")[0] in promoted for i in _block(old, n)
+            }
+            allowed_new |= {
+                i for n, line in enumerate(new) if line.strip().split(" ")[0] in promoted for i in _block(new, n)
+            }
+        assert removed <= allowed_old, (path, [old[i] for i in sorted(removed - allowed_old)])
+        assert added <= allowed_new, (path, [new[i] for i in sorted(added - allowed_new)])
+        assert added, path
+
+
+# ---- the gate's scenario fits the candidate's context (issue 37 review, finding 6) ---------------------------------
+# vLLM refuses a request whose prompt plus max_tokens exceeds --max-model-len with HTTP 400 ("This model's maximum
+# context length is N tokens. However, you requested M output tokens ...", vllm-project/vllm's OpenAI server input
+# validation), and inference-perf sends the output length as max_tokens with ignore_eos (benchmark.config).
+
+
+@pytest.mark.parametrize("where", ["workload", "candidate"])
+def test_a_scenario_longer_than_max_model_len_is_refused_at_the_gate_scenario(where):
+    cfg = example()
+    workload(cfg)["rollout"]["gate"]["scenario"] = "long-context"  # up to 3800 + 256 = 4056 tokens
+    assert benchmark.SCENARIOS["long-context"].max_tokens() == 4056
+    assert parsed(cfg).workloads  # maxModelLen 4096 holds it
+    if where == "workload":
+        workload(cfg)["maxModelLen"] = 4000
+        words = "than the candidate's maxModelLen 4000"
+    else:
+        workload(cfg)["rollout"]["candidate"]["maxModelLen"] = 2048
+        words = "than the candidate's rollout.candidate.maxModelLen 2048"
+    (found,) = [p for p in problems(cfg) if "rollout.gate.scenario" in p]
+    assert found.startswith("tpu-serving:workloads[0].rollout.gate.scenario: 'long-context' sends up to 3800")
+    assert words in found and "chat" in found
+
+
+def test_every_scenario_fits_the_example():
+    for name in benchmark.SCENARIOS:
+        cfg = example()
+        workload(cfg)["rollout"]["gate"]["scenario"] = name
+        assert parsed(cfg).workloads, name
+
+
+# ---- the candidate's burn-rate alerts say what to do (issue 37 review, finding 7) ------------------------------------
+
+
+def test_the_candidates_burn_rate_policies_say_it_is_a_candidate_and_to_run_make_promote():
+    """Rollback is the operator's (or a scheduled CI job's, .github/workflows/promote.yml) `make promote`, which
+    rolls back on a firing fast burn rate: the candidate's policies' documentation (AlertPolicy documentation.content,
+    as registered: the golden render) says so; the current release's do not."""
+    plans = {w.name: w for w in parsed(example()).alerts_plan.workloads}
+    assert plans["chat-b"].burn_command.startswith("make promote STACK=")
+    assert "release candidate of chat" in plans["chat-b"].burn_note
+    assert "make promote" not in plans["chat"].burn_command and plans["chat"].burn_note == ""
+    golden = ROOT / "tests/golden/vllm-canary/gcp"
+    for window in ("fast", "slow"):
+        candidate = (golden / f"monitoring.AlertPolicy-alerts-chat-b-ttft-{window}-burn.yaml").read_text()
+        current = (golden / f"monitoring.AlertPolicy-alerts-chat-ttft-{window}-burn.yaml").read_text()
+        assert "release candidate of chat" in candidate and "make promote STACK=<stack>" in candidate
+        assert "make promote" not in current
+
+
+def test_the_candidates_release_label_is_the_same_at_every_step():
+    """The dashboard draws one line per release (the gate's `release` label): the candidate's replicas, which follow
+    its weight, are not part of it."""
+    labels = set()
+    for weight in (0, 10, 50, 100):
+        cfg = example()
+        workload(cfg)["rollout"]["weight"] = weight
+        labels.add(next(w for w in parsed(cfg).workloads if w.release.candidate).release_label)
+    assert len(labels) == 1
+
+
+def test_the_release_label_ignores_the_trains_state_and_fields_left_unset():
+    """The same release keeps its label when the train's own state moves (a hold's attempt) and when the workload's
+    config model gains an optional field left unset (issue 38's `disaggregation` relabelled a running canary)."""
+    cfg = example()
+    before = next(w for w in parsed(cfg).workloads if w.release.candidate)
+    workload(cfg)["rollout"]["attempt"] = 3
+    after = next(w for w in parsed(cfg).workloads if w.release.candidate)
+    assert after.release_label == before.release_label
+    unset = before.workload.model_dump(mode="json", exclude_none=True)
+    assert "disaggregation" not in unset  # the field exists, unset
+    assert "disaggregation" in before.workload.model_dump(mode="json")

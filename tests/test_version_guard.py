@@ -209,3 +209,60 @@ def test_every_workload_type_is_held_to_the_advisories_of_the_images_it_runs(mon
         assert len(problems) == len(images) and all("CVE-2099-0001" in p.message for p in problems), name
         version_guard.check_advisories("w", images, (), "dev", problems := [], warnings := [])
         assert problems == [] and len(warnings) == len(images), name
+
+
+# ---- the guard cannot be bypassed by naming the same image another way (issue 37 review, finding 2) -----------
+# Docker Hub's names (github.com/distribution/reference normalize.go: no host means docker.io, index.docker.io is
+# its legacy name, a one-part name is in library/; registry-1.docker.io is the host it serves from,
+# https://docs.docker.com/reference/cli/docker/image/tag/), and the vllm/vllm-tpu tags name PyPI's versions with a
+# `v` (llm-d/llm-d@029c5a39 .../tpu-vllm/release/kustomization.yaml: v0.27.0).
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "docker.io/vllm/vllm-tpu:v0.26.0",  # a release older than the table: judged by the advisories' ranges
+        "index.docker.io/vllm/vllm-tpu:v0.27.0",
+        "registry-1.docker.io/vllm/vllm-tpu:v0.27.0",
+        "vllm/vllm-tpu:0.27.0",  # no `v`
+        "vllm/vllm-tpu:v0.27.0@sha256:" + "0" * 64,
+    ],
+)
+def test_prod_refuses_an_advisory_whatever_the_images_spelling(image):
+    with pytest.raises(ConfigError) as err:
+        _parse("prod", image=image)
+    problems = [str(p) for p in err.value.problems]
+    assert any(CVE in p and CVE_SOURCE in p for p in problems), problems
+    assert all(p.startswith("tpu-serving:workloads[0].image: ") for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "image", ["vllm/vllm-tpu:nightly", "docker.io/vllm/vllm-tpu:latest", "vllm/vllm-tpu", "vllm/vllm-tpu:v0.40.1"]
+)
+def test_prod_refuses_an_engine_tag_the_table_cannot_judge_unless_acknowledged(image):
+    with pytest.raises(ConfigError) as err:
+        _parse("prod", image=image)
+    (problem,) = [str(p) for p in err.value.problems]
+    assert problem.startswith("tpu-serving:workloads[0].image: ") and "vllm-tpu at tag" in problem
+    assert f"[{{id: {version_guard.UNKNOWN_RELEASE}, reason: <why>}}]" in problem
+    ack = [{"id": version_guard.UNKNOWN_RELEASE, "reason": "the nightly carries the fix we need"}]
+    config = _parse("prod", image=image, acknowledgeAdvisories=ack)
+    (warning,) = _guard_warnings(config)
+    assert version_guard.is_acknowledged(warning) and "the nightly carries the fix we need" in warning
+    (dev_warning,) = _guard_warnings(_parse("dev", image=image))
+    assert "prod refuses it" in dev_warning
+
+
+def test_any_parseable_release_is_judged_by_the_recorded_ranges():
+    """A release the table does not list gets each advisory whose range covers it (CVE-2026-93592: every vLLM
+    before 0.28.0), and the breakage's range (0.27.0 until 0.30.0, llm-d/llm-d#2533, tpu-inference#3566)."""
+    patch = releases.release_of_image("vllm/vllm-tpu:v0.28.1")
+    assert patch is not None and not releases.is_listed(patch)
+    assert CVE not in {a.id for a in patch.advisories} and PYSEC in {a.id for a in patch.advisories}
+    assert "pd-disaggregation-hma" in releases.broken_features("vllm-tpu", "0.28.1")
+    assert releases.broken_features("vllm-tpu", "0.26.0") == {} and releases.broken_features("vllm-tpu", "0.30.1") == {}
+    old = releases.release_of_image("docker.io/vllm/vllm-tpu:v0.26.0")
+    assert old is not None and CVE in {a.id for a in old.advisories}
+    assert releases.image_name("ubuntu") == ("docker.io/library/ubuntu", "latest")
+    assert releases.image_name("localhost:5000/vllm/vllm-tpu:v0.32.0") == ("localhost:5000/vllm/vllm-tpu", "v0.32.0")
+    assert releases.release_of_image("localhost:5000/vllm/vllm-tpu:v0.27.0") is None  # another registry's image

@@ -30,7 +30,7 @@ def steps(workflow: dict):
 
 
 def test_workflows_exist():
-    assert {p.name for p in WORKFLOWS} == {"pull-request.yml", "deploy.yml", "ephemeral-stack.yml"}
+    assert {p.name for p in WORKFLOWS} == {"pull-request.yml", "deploy.yml", "ephemeral-stack.yml", "promote.yml"}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -143,3 +143,16 @@ def test_staging_and_prod_are_rendered_strictly_before_anything_changes():
     args = argument_parser().parse_args([a for a in argv if a != "Pulumi.*.yaml"])
     assert args.check and args.strict_for == {"staging", "prod"} and "Pulumi.*.yaml" in argv
     assert "render-strict" in pr["preview"]["needs"]
+
+
+def test_promote_runs_the_gate_on_a_schedule_and_proposes_its_decision_as_a_pull_request():
+    """Issue 37 review, finding 7: nothing rolls a candidate back by itself; this workflow runs `make promote` on a
+    schedule (GitHub Actions `on.schedule` cron) and proposes the stack file it wrote as a pull request (`gh pr
+    create`, GitHub CLI on the runner image), never `pulumi up`: the merge applies it through deploy.yml."""
+    workflow = load(ROOT / ".github/workflows/promote.yml")
+    assert workflow["on"]["schedule"] and "workflow_dispatch" in workflow["on"]
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "write", "id-token": "write"}
+    runs = [step.get("run", "") for _, step in steps(workflow)]
+    assert "make promote STACK=${{ matrix.stack }}" in runs
+    assert any("gh pr create" in r and "git diff --quiet" in r for r in runs)
+    assert all(step.get("with", {}).get("command") is None for _, step in steps(workflow))  # no pulumi up/preview

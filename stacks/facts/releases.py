@@ -74,9 +74,34 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.removeprefix("v").split("+")[0])[:3])
 
 
-# Image repositories whose tags are an engine's release versions (`<repository>:v<version>`): an image of one of them
-# is that engine at that release, whether or not the table names the tag.
-ENGINE_REPOSITORIES: dict[str, str] = {"docker.io/vllm/vllm-tpu": "vllm-tpu"}
+# A tag that is a release version: `0.27.0` or `v0.27.0` (Docker Hub's vllm/vllm-tpu tags carry the `v`; PyPI's
+# versions do not: both name the same release).
+VERSION_TAG = re.compile(r"v?\d+\.\d+\.\d+")
+# Docker Hub's names (github.com/distribution/reference normalize.go, the Docker CLI's parser: a first path part
+# without "." or ":" that is not "localhost" is no host, so the name is Docker Hub's, defaultDomain "docker.io";
+# legacyDefaultDomain "index.docker.io" normalises to it; a one-part name is in officialRepoPrefix "library/"), and
+# registry-1.docker.io, the host Docker's public registry serves from (https://docs.docker.com/reference/cli/docker/
+# image/tag/: a name without a hostname uses registry-1.docker.io).
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_ALIASES = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+def image_name(ref: str) -> tuple[str, str]:
+    """An image reference as (repository with its registry host, tag): `vllm/vllm-tpu:0.27.0`,
+    `index.docker.io/vllm/vllm-tpu:0.27.0` and `docker.io/vllm/vllm-tpu:0.27.0` are one repository; a digest is
+    dropped, a missing tag is `latest`."""
+    name = ref.split("@", 1)[0]
+    repository, sep, tag = name.rpartition(":")
+    if not sep or "/" in tag:
+        repository, tag = name, "latest"
+    host, _, rest = repository.partition("/")
+    if not rest or ("." not in host and ":" not in host and host != "localhost"):
+        host, rest = DOCKER_HUB, repository
+    if host in DOCKER_HUB_ALIASES:
+        host = DOCKER_HUB
+        if "/" not in rest:
+            rest = f"library/{rest}"
+    return f"{host}/{rest}", tag
 
 
 # ---- vLLM on TPU --------------------------------------------------------------------------------------------------
@@ -198,24 +223,34 @@ _VLLM_TPU_RELEASED = {
     "0.31.0": "2026-10-06",
     "0.32.0": "2026-10-22",
 }
-_VLLM_TPU_BREAKS: dict[str, tuple[Breakage, ...]] = {v: (_HMA_STARTUP_CRASH,) for v in ("0.27.0", "0.28.0", "0.29.0")}
+# Each breakage with the range its source gives: `introduced` (inclusive; llm-d pins v0.26.0 as the release before
+# it) to the first release that fixes it, so a release the table does not list is held to it too.
+_VLLM_TPU_BREAKS: tuple[tuple[str, str, Breakage], ...] = (("0.27.0", "0.30.0", _HMA_STARTUP_CRASH),)
 
 
 def _vllm_tpu(version: str) -> EngineRelease:
+    """vllm-tpu at `version`: what the recorded ranges say of it. A version the table lists carries its image, date
+    and PyPI source; any other (an older or newer tag, a patch release) only the ranges' verdict."""
+    key = version_key(version)
     affected = tuple(
         advisory
         for introduced, advisory in _VLLM_ADVISORIES
-        if version_key(introduced) <= version_key(version) < version_key(advisory.fixed_in)
+        if version_key(introduced) <= key < version_key(advisory.fixed_in)
     )
+    breaks = tuple(
+        b for introduced, fixed, b in _VLLM_TPU_BREAKS if version_key(introduced) <= key < version_key(fixed)
+    )
+    listed = version in _VLLM_TPU_RELEASED
     return EngineRelease(
         "vllm-tpu",
         version,
-        _VLLM_TPU_IMAGES[version],
-        _VLLM_TPU_RELEASED[version],
-        f"PyPI vllm-tpu {version} and tpu-inference {version}; advisories: vLLM's published records (each one's "
-        "source); breakages: each one's source",
+        _VLLM_TPU_IMAGES.get(version),
+        _VLLM_TPU_RELEASED.get(version, "unknown"),
+        (f"PyPI vllm-tpu {version} and tpu-inference {version}" if listed else f"not in the release table ({version})")
+        + "; advisories: vLLM's published records (each one's source, by its affected range); breakages: each "
+        "one's source",
         affected,
-        _VLLM_TPU_BREAKS.get(version, ()),
+        breaks,
     )
 
 
@@ -286,23 +321,55 @@ ENGINE_RELEASES: tuple[EngineRelease, ...] = (
 )
 
 
+# Image repositories whose tags are an engine's release versions (`<repository>:[v]<version>`): every repository an
+# entry's image is in, named as `image_name` normalises it. An image of one of them is that engine at its tag's
+# version, whether or not the table names the tag (the guard holds any other tag of it as unknown).
+def engine_repositories() -> dict[str, str]:
+    """Repository -> engine, from the table's images (read at each call: the table is the one source)."""
+    found: dict[str, str] = {}
+    for entry in ENGINE_RELEASES:
+        if entry.image is not None:
+            found.setdefault(image_name(entry.image)[0], entry.engine)
+    return found
+
+
+# Engines whose releases the table can judge from recorded ranges at any version (not only the listed ones).
+_BY_RANGE = {"vllm-tpu": _vllm_tpu}
+
+
 def release(engine: str, version: str) -> EngineRelease | None:
-    """The table's entry for `engine` at `version` (`v` prefix optional), else None."""
+    """The table's entry for `engine` at `version` (`v` prefix optional); for an engine recorded by ranges, an entry
+    for any other parseable version from those ranges; else None."""
     want = version.removeprefix("v")
-    return next((r for r in ENGINE_RELEASES if r.engine == engine and r.version == want), None)
+    listed = next((r for r in ENGINE_RELEASES if r.engine == engine and r.version == want), None)
+    if listed is not None or engine not in _BY_RANGE or not VERSION_TAG.fullmatch(version):
+        return listed
+    return _BY_RANGE[engine](want)
+
+
+def is_listed(entry: EngineRelease) -> bool:
+    """Whether the table lists this release (its advisories were looked for), not only judged it by ranges."""
+    return entry in ENGINE_RELEASES
+
+
+def engine_image(ref: str) -> tuple[str, str, EngineRelease | None] | None:
+    """For an image of an engine repository (engine_repositories, Docker Hub aliases normalised): the engine, the
+    image's tag and the release the tag is (None: the tag is not a release version, e.g. `nightly`, `latest`). None
+    for an image of no engine repository."""
+    repository, tag = image_name(ref)
+    engine = engine_repositories().get(repository)
+    if engine is None:
+        return None
+    named = next((r for r in ENGINE_RELEASES if r.image is not None and image_name(r.image) == (repository, tag)), None)
+    return engine, tag, named or release(engine, tag)
 
 
 def release_of_image(ref: str) -> EngineRelease | None:
     """The entry of the engine release an image reference runs: the entry naming that image (a `tag@digest`
-    reference matches its tag), else, for an engine repository (ENGINE_REPOSITORIES), the entry at its tag's
-    version; None when the table does not know it."""
-    tag = ref.split("@", 1)[0]
-    named = next((r for r in ENGINE_RELEASES if r.image is not None and r.image == tag), None)
-    if named is not None:
-        return named
-    repository, _, version = tag.rpartition(":")
-    engine = ENGINE_REPOSITORIES.get(repository) or ENGINE_REPOSITORIES.get(f"docker.io/{repository}")
-    return release(engine, version) if engine and version.startswith("v") else None
+    reference matches its tag; Docker Hub's aliases are one registry), else, for an engine repository, the release
+    at its tag's version (`v` optional); None when the image is no engine's or its tag is not a version."""
+    found = engine_image(ref)
+    return None if found is None else found[2]
 
 
 def open_advisories(engine: str, version: str, min_severity: Severity = "high") -> tuple[Advisory, ...]:

@@ -687,6 +687,14 @@ class RolloutConfig(CamelModel):
         None, description="The current release's last accepted benchmark result (written by `make promote`)."
     )
     last_decision: RolloutDecision | None = Field(None, description="What `make promote` last decided.")
+    attempt: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="The gate's attempt number, in its Job's name and its report's bucket path: `make promote` adds "
+        "one at each hold and rollback, so the next `pulumi up` runs a new benchmark (a new Job, a fresh report "
+        "path) for the same candidate and weight, or for a candidate proposed again after a rollback.",
+    )
 
 
 class AdvisoryAck(CamelModel):
@@ -694,8 +702,9 @@ class AdvisoryAck(CamelModel):
     stacks/serving/version_guard.py): its id as the release table (stacks/facts/releases.py) records it, and why."""
 
     id: str = Field(
-        pattern=r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3}|PYSEC-\d{4}-\d+)$",
-        description="The advisory's id (CVE-..., GHSA-... or PYSEC-...), as the version guard's problem names it.",
+        pattern=r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3}|PYSEC-\d{4}-\d+|unknown-release)$",
+        description="The advisory's id (CVE-..., GHSA-... or PYSEC-...), as the version guard's problem names it; "
+        "`unknown-release` to run an engine image whose release the release table cannot judge (e.g. a nightly tag).",
     )
     reason: str = Field(
         min_length=1,

@@ -128,6 +128,31 @@ class WorkloadAlerts:
     name: str
     rules: tuple[Rule, ...]
     objectives: tuple[Objective, ...]
+    burn_command: str = ""
+    """What to run when one of its SLOs' burn-rate policies fires (their documentation's command)."""
+    burn_note: str = ""
+    """What the documentation says first (a rollout candidate's: that it is one, and who rolls it back)."""
+
+
+BURN_COMMAND = "open the SLO in Cloud Monitoring > Services; check the dashboard (dashboardUrl)"
+PROMOTE_COMMAND = "make promote STACK=<stack>"
+
+
+def burn_action(workload: Any) -> tuple[str, str]:
+    """The burn-rate policies' (command, note): a rollout candidate's says it is one and that rolling it back is
+    the operator's `make promote` (which rolls back while a fast burn-rate condition holds, tooling/operations/
+    promote.py `burning`), nothing automatic; any other set's, where to look."""
+    release = getattr(workload, "release", None)
+    if release is None or not release.candidate:
+        return BURN_COMMAND, ""
+    note = (
+        f'{workload.name} is the release candidate of {release.route} (its rollout, docs/operations.md "Release '
+        'train"). Nothing rolls it back automatically: run `make promote` now. It rolls the candidate back while '
+        "a fast burn-rate condition of its SLOs holds, and writes the rollback into the stack file; then review "
+        "the diff and `pulumi up`. On a slow burn alone it decides on the gate's benchmark as usual: to roll back "
+        "anyway, remove rollout.candidate and set rollout.weight to 0."
+    )
+    return f"{PROMOTE_COMMAND}  # then: make diff STACK=<stack>; pulumi up", note
 
 
 @dataclass(frozen=True)
@@ -177,6 +202,7 @@ def plan(
                 workload_rules(w, config, cluster_name, tpu_metrics=tpu_metrics and has_tpu_pools)
                 + (gateway_rules(w, config, cluster_name) if w.name in gateway_workloads else ()),
                 objectives(w, cluster_name),
+                *burn_action(w),
             )
             for w in workloads
         )

@@ -8,7 +8,8 @@ at on-demand rates (an upper bound).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from stacks.facts import catalog
@@ -230,20 +231,32 @@ class ReleaseStep:
 
 
 def release_steps(
-    current: WorkloadPlan, candidate: WorkloadPlan, steps: list[int], gate_seconds: int
+    current: WorkloadPlan,
+    candidate: WorkloadPlan,
+    steps: list[int],
+    gate_seconds: int,
+    candidate_replicas: Callable[[int], int] | None = None,
 ) -> list[ReleaseStep]:
     """What each step of a canary (or a blue-green switch, steps [100]) holds: the current release's chips all along,
     the candidate's from its creation (weight 0, the first gate) to the full promotion, after which the old set's are
     released. The candidate's extra cost per hour is its chips at its pool's list price (`workload_chip_price`);
     each step lasts at least its gate's benchmark (`gate_seconds`), plus the servers' start at weight 0 and the
-    review of the decision, which only the operator's pace sets."""
+    review of the decision, which only the operator's pace sets. `candidate_replicas(weight)`: the candidate's
+    replicas at each weight where they follow it (stacks/serving/release.py candidate_replicas); else its plan's."""
     price = workload_chip_price(candidate)
-    cur, cand = current.chips_at_peak, candidate.chips_at_peak
-    extra = round(cand * price, 2) if price is not None else None
-    gate = round(cand * gate_seconds / 3600, 2)
+    cur = current.chips_at_peak
+
+    def held(weight: int) -> ReleaseStep:
+        # the candidate's chips at this weight: its replicas follow the weight where `candidate_replicas` says how
+        cand = candidate.chips_at_peak
+        if candidate_replicas is not None and candidate.chips_per_replica:
+            cand = candidate.chips_per_replica * candidate_replicas(weight)
+        extra = round(cand * price, 2) if price is not None else None
+        return ReleaseStep("", weight, cur, cand, extra, round(cand * gate_seconds / 3600, 2))
+
     rows = [ReleaseStep("before: the current release alone", 0, cur, 0, 0.0, 0.0)]
-    rows.append(ReleaseStep("candidate created, gate at 0%", 0, cur, cand, extra, gate))
-    rows += [ReleaseStep(f"step {i + 1}", w, cur, cand, extra, gate) for i, w in enumerate(steps)]
+    rows.append(replace(held(0), step="candidate created, gate at 0%"))
+    rows += [replace(held(w), step=f"step {i + 1}") for i, w in enumerate(steps)]
     # promoted: the candidate's set is the current release, at the workload's replicas (not the canary's size)
     per_replica = candidate.chips_per_replica or 0
     replicas = cur // current.chips_per_replica if current.chips_per_replica else 0

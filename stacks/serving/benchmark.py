@@ -6,7 +6,7 @@ report written to the stack bucket under benchmarks/<workload>/<job>/, where `ma
 inference-perf's config (kubernetes-sigs/inference-perf v0.7.0, PyPI inference-perf 0.7.0:
 inference_perf/config/config.py Config and its sections; tests/data/inference_perf_config_schema.json records its
 JSON Schema, which the tests validate every rendered config against): `api` {type completion|chat, streaming},
-`data` {type random, input_distribution, output_distribution}, `load` {type constant, stages [{rate, duration}]},
+`data` {type random, input_distribution, output_distribution, use_chat_template}, `load` {type constant, stages [{rate, duration}]},
 `server` {type (the type's own), model_name, base_url, ignore_eos}, `report.goodput.constraints` {ttft, tpot} (seconds),
 `storage.google_cloud_storage` {bucket_name, path} (inference_perf/client/filestorage/gcs.py uploads each report
 as <path>/<name>.json; the summary is `summary_lifecycle_metrics`, inference_perf/reportgen/base.py). Streaming is
@@ -162,16 +162,33 @@ class Scenario:
 
     name: str
     description: str
-    api: str  # inference-perf APIType: completion or chat
+    api: str  # inference-perf APIType; the random generator supports only completion (DATAGEN_APIS)
     rate: float  # requests per second
     duration_s: int
     input_tokens: tuple[int, int, int]  # mean, min, max
     output_tokens: tuple[int, int, int]
+    # Wrap each prompt in the tokenizer's chat template as one user turn (inference-perf 0.7.0 DataConfig
+    # .use_chat_template, config/datagen/config.py: only for the random generator, on the completions path): the
+    # request shape of a chat turn, which the random generator cannot send through the chat API.
+    chat_template: bool = False
+
+    def max_tokens(self) -> int:
+        """The longest request it sends: its largest prompt and its largest answer (a server's context must hold
+        both)."""
+        return self.input_tokens[2] + self.output_tokens[2]
 
     def distribution(self, tokens: tuple[int, int, int]) -> dict[str, Any]:
         mean, low, high = tokens
         return {"type": "normal", "mean": mean, "min": low, "max": high, "std_dev": max(1, (high - low) // 6)}
 
+
+# The generator every scenario uses (data.type) and the APIs it can send: inference-perf 0.7.0 (PyPI wheel
+# inference_perf-0.7.0-py3-none-any.whl) inference_perf/datagen/synthetic/random_datagen.py RandomDataGenerator
+# .get_supported_apis returns [APIType.Completion]; datagen/base.py BaseGenerator.__init__ raises "Unsupported API
+# type" for any other, and main.py builds the generator before any load, so a chat-API scenario would fail the Job
+# before it sent a request. tests/test_rollout.py reads the wheel (when cached) to confirm.
+DATAGEN = "random"
+DATAGEN_APIS = ("completion",)
 
 # The scenarios a gate may name (rollout.gate.scenario). Adding one is an entry here.
 SCENARIOS: dict[str, Scenario] = {
@@ -179,12 +196,14 @@ SCENARIOS: dict[str, Scenario] = {
     for s in (
         Scenario(
             "chat",
-            "short chat turns at a steady rate: prompts about 500 tokens, answers about 250",
-            "chat",
+            "short chat turns at a steady rate: prompts about 500 tokens (the model's chat template applied), answers"
+            " about 250",
+            "completion",
             rate=2.0,
             duration_s=300,
             input_tokens=(512, 64, 1024),
             output_tokens=(256, 32, 512),
+            chat_template=True,
         ),
         Scenario(
             "long-context",
@@ -204,9 +223,14 @@ def results_prefix(route: str) -> str:
     return f"{RESULTS_PREFIX}{route}/"
 
 
-def job_name(route: str, candidate: str, step: str) -> str:
-    """The gate Job of one release step: a new name for each candidate and weight, so each `pulumi up` of a new step
-    runs a new benchmark (a Job's pod template cannot change)."""
+def job_name(route: str, candidate: str, weight: int, scenario: str, attempt: int = 0) -> str:
+    """The gate Job of one release step and attempt: a new name for each candidate, weight, scenario and attempt
+    (rollout.attempt, which `make promote` raises at a hold or a rollback), so each `pulumi up` of a new step or a
+    new attempt runs a new benchmark (a Job's pod template cannot change) writing to a new report path: inference-perf
+    does not overwrite a report already in the bucket (0.7.0 inference_perf/client/filestorage/gcs.py
+    save_report skips an object that exists), so a reused path would leave `make promote` reading the old one.
+    Attempt 0 hashes as before attempts existed (a live stack's Job keeps its name)."""
+    step = f"{weight}:{scenario}" + (f":attempt-{attempt}" if attempt else "")
     return f"{naming.fit(route, naming.LABEL_MAX - 14)}-gate-{naming.short_hash(f'{candidate}|{step}', 8)}"
 
 
@@ -246,9 +270,10 @@ def config(
     out: dict[str, Any] = {
         "api": {"type": scenario.api, "streaming": True},
         "data": {
-            "type": "random",
+            "type": DATAGEN,
             "input_distribution": scenario.distribution(scenario.input_tokens),
             "output_distribution": scenario.distribution(scenario.output_tokens),
+            **({"use_chat_template": True} if scenario.chat_template else {}),
         },
         "load": {"type": "constant", "stages": [{"rate": scenario.rate, "duration": scenario.duration_s}]},
         "server": {

@@ -33,6 +33,7 @@ Service; nothing says it mirrors to an InferencePool:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,11 @@ class Release:
     gate: Any  # stacks.model.config_model.GateConfig
     paired: bool = False
     """A candidate runs beside the current release (the route splits between the two sets)."""
+    attempt: int = 0
+    """The gate's attempt (rollout.attempt): a new gate Job and report path at each one."""
+    peak_hosts: int | None = None
+    """The candidate's TPU hosts at its largest step (its replicas follow its weight): what the preflight capacity
+    check counts (None: its plan's hosts_needed)."""
 
     @property
     def candidate(self) -> bool:
@@ -97,17 +103,46 @@ def candidate_fields(rollout: Any) -> dict[str, Any]:
     return {k: v for k, v in candidate.model_dump(exclude_none=True).items()}
 
 
-def server_sets(workload: Any) -> list[tuple[str, Any]]:
+# The candidate's size follows its weight, as Argo Rollouts sizes a canary under traffic routing
+# (argoproj/argo-rollouts utils/replicaset/canary.go: GetCanaryReplicasOrWeight returns the current setWeight unless
+# a setCanaryScale step says otherwise, and trafficWeightToReplicas is ceil(weight * spec.replicas / 100), "Rounds up
+# if not evenly divisible"): the candidate runs ceil(weight% of the current release's replicas), at least 1 (a
+# candidate at weight 0 runs one replica for the gate), unless rollout.candidate.replicas fixes it (then each step
+# must fit it); the preflight capacity check counts it at its largest step (PEAK_WEIGHT). An autoscaled workload's
+# candidate has its own HPA (the replicas its load needs), not a derived count.
+PEAK_WEIGHT = 100
+
+
+def candidate_replicas(weight: int, current: int) -> int:
+    """The candidate's replicas at `weight` percent beside a current release of `current` replicas."""
+    return max(1, math.ceil(weight * current / 100))
+
+
+def scales_with_weight(workload: Any) -> bool:
+    """The candidate's replicas are derived from its weight (a fixed-size workload, no rollout.candidate.replicas)."""
+    rollout = rollout_of(workload)
+    return (
+        rollout is not None
+        and isinstance(getattr(workload, "replicas", None), int)
+        and getattr(workload, "autoscaling", None) is None
+        and "replicas" not in candidate_fields(rollout)
+    )
+
+
+def server_sets(workload: Any, weight: int | None = None) -> list[tuple[str, Any]]:
     """(role, config) of each server set the workload runs: itself alone without a rollout; with one, the current
     release in `rollout.slot` and, while a candidate is named, the candidate (the workload with the candidate's
-    fields) in the other slot. Each config is the workload's type's model, named after its slot; neither keeps the
-    `rollout` (a set is one release)."""
+    fields, its replicas following its weight: `candidate_replicas`, at `weight` if given, else rollout.weight) in
+    the other slot. Each config is the workload's type's model, named after its slot; neither keeps the `rollout`
+    (a set is one release)."""
     rollout = rollout_of(workload)
     if rollout is None:
         return [(CURRENT, workload)]
     current = workload.model_copy(update={"name": slot_name(workload.name, rollout.slot), "rollout": None})
     sets = [(CURRENT, current)]
     fields = candidate_fields(rollout)
+    if fields and scales_with_weight(workload):
+        fields["replicas"] = candidate_replicas(rollout.weight if weight is None else weight, workload.replicas)
     if fields:
         if "args" in fields:  # dict fields come back as plain dicts; the workload's own are the same kind
             fields["args"] = dict(fields["args"])
@@ -135,7 +170,7 @@ def release(workload: Any, role: str) -> Release | None:
     slot = rollout.slot if role == CURRENT else other(rollout.slot)
     paired = bool(candidate_fields(rollout))
     weight = weights(rollout)[role] if paired else 100
-    return Release(workload.name, role, slot, weight, rollout.strategy, rollout.gate, paired)
+    return Release(workload.name, role, slot, weight, rollout.strategy, rollout.gate, paired, rollout.attempt)
 
 
 def latency_slo(workload: Any) -> bool:
@@ -188,6 +223,7 @@ def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios
         found.append(Problem(f"{key}.candidate", "names no field: give what the release changes (e.g. image)"))
     if rollout.mirror:
         found.append(Problem(f"{key}.mirror", MIRROR_REFUSED))
+    found.extend(_size_problems(key, workload, rollout, steps))
     if rollout.gate.scenario not in scenarios:
         found.append(
             Problem(
@@ -195,7 +231,55 @@ def problems(path: str, workload: Any, *, served: bool, name_max: int, scenarios
                 f"{rollout.gate.scenario!r} is not a benchmark scenario; allowed: {', '.join(scenarios)}",
             )
         )
+    else:
+        found.extend(_context_problems(key, workload, rollout, scenarios))
     return found
+
+
+def _context_problems(key: str, workload: Any, rollout: Any, scenarios: Any) -> list[Problem]:
+    """The gate's longest request must fit the server it benchmarks: vLLM answers a request whose prompt plus
+    max_tokens exceeds --max-model-len with HTTP 400 ("This model's maximum context length is N tokens. However, you
+    requested M output tokens ...", its OpenAI server's input validation), and inference-perf sends each request's
+    output length as max_tokens with ignore_eos: those requests fail and the gate rolls the candidate back. Checked
+    against the maxModelLen the candidate serves with (its own, else the workload's; unset: the model's own length,
+    which the stack does not know)."""
+    scenario = scenarios[rollout.gate.scenario]
+    fields = candidate_fields(rollout)
+    limit = fields.get("max_model_len", getattr(workload, "max_model_len", None))
+    if not isinstance(limit, int) or scenario.max_tokens() <= limit:
+        return []
+    where = "rollout.candidate.maxModelLen" if "max_model_len" in fields else "maxModelLen"
+    fitting = [n for n, s in scenarios.items() if s.max_tokens() <= limit]
+    return [
+        Problem(
+            f"{key}.gate.scenario",
+            f"{scenario.name!r} sends up to {scenario.input_tokens[2]} prompt + {scenario.output_tokens[2]} output "
+            f"tokens = {scenario.max_tokens()}, more than the candidate's {where} {limit}: those requests fail (HTTP "
+            f"400) and the gate rolls back; choose a scenario that fits ({', '.join(fitting) or 'none'}) or raise "
+            f"{where}",
+        )
+    ]
+
+
+def _size_problems(key: str, workload: Any, rollout: Any, steps: list[int]) -> list[Problem]:
+    """A fixed candidate size (rollout.candidate.replicas) must carry each step's share of the current release's
+    load: ceil(weight% of the current replicas) at every step it reaches."""
+    fixed = candidate_fields(rollout).get("replicas")
+    current = getattr(workload, "replicas", None)
+    if not isinstance(fixed, int) or not isinstance(current, int) or getattr(workload, "autoscaling", None):
+        return []
+    reached = steps if rollout.strategy == "canary" else [PEAK_WEIGHT]
+    return [
+        Problem(
+            key,
+            f"step {step}: at weight {step}% the candidate takes {step}% of the requests the current release's "
+            f"{current} replica(s) serve and needs {candidate_replicas(step, current)} replica(s), but "
+            f"rollout.candidate.replicas is {fixed}: unset it (the candidate's replicas then follow its weight) or "
+            f"raise it to {candidate_replicas(step, current)}",
+        )
+        for step in reached
+        if fixed < candidate_replicas(step, current)
+    ]
 
 
 def capacity_problem(index: int, candidate: Any, pool_users: list[tuple[str, int]], capacity: int) -> Problem:
@@ -203,8 +287,8 @@ def capacity_problem(index: int, candidate: Any, pool_users: list[tuple[str, int
     who = ", ".join(f"{name!r} {hosts}" for name, hosts in pool_users)
     return Problem(
         f"tpu-serving:workloads[{index}].rollout.candidate",
-        f"pool {candidate.pool.name!r} has {capacity} TPU host(s), but with the candidate {candidate.name!r} its "
-        f"server sets need {sum(h for _, h in pool_users)} at most ({who}): raise the pool's maximum "
+        f"pool {candidate.pool.name!r} has {capacity} TPU host(s), but with the candidate {candidate.name!r} at its "
+        f"largest step its server sets need {sum(h for _, h in pool_users)} at most ({who}): raise the pool's maximum "
         "(autoscaling.maxNodes or slices), give the candidate fewer replicas (rollout.candidate.replicas) or "
         "another pool (rollout.candidate.pool)",
     )

@@ -4,6 +4,9 @@ the environment and the features the workload turns on.
 - prod refuses an engine release with an open advisory at GUARD_SEVERITY or above, unless the workload acknowledges
   it with a reason (`acknowledgeAdvisories: [{id, reason}]`); an acknowledged one stays a warning;
 - any other environment warns of each such advisory;
+- prod refuses an engine image whose release the table cannot judge (a tag that is no version, or a version it does
+  not list), unless acknowledged as `unknown-release` with a reason; an advisory is judged from its recorded
+  affected range at any parseable version (stacks/facts/releases.py), Docker Hub's aliases are one registry;
 - every environment refuses a feature on a release it is known to break on.
 
 Pure functions: the shared workload checks (stacks/workload_checks.py) call `check_advisories` for every workload,
@@ -22,6 +25,9 @@ from stacks.problems import Problem
 
 GUARD_SEVERITY: releases.Severity = "high"
 ACK_KEY = "acknowledgeAdvisories"
+# The id an acknowledgement gives to run an engine image whose release the table cannot judge (a tag that is no
+# release version, e.g. `nightly`, or a release the table does not list): prod refuses it otherwise.
+UNKNOWN_RELEASE = "unknown-release"
 # The word of the warning an acknowledged advisory leaves: printed where the user looks (preview and render) but not
 # failing `render --strict`, which would otherwise refuse the reviewed decision the acknowledgement records.
 ACKNOWLEDGED = "acknowledged"
@@ -63,7 +69,34 @@ def check_advisories(
         by_id.setdefault(given.id, given)
     used: set[str] = set()
     for key, ref in images:
-        entry = releases.release_of_image(ref)
+        found = releases.engine_image(ref)
+        if found is None:
+            continue
+        engine, tag, entry = found
+        if entry is None or not releases.is_listed(entry):
+            listed = ", ".join(r.version for r in releases.ENGINE_RELEASES if r.engine == engine)
+            what = (
+                f"{ref} is {engine} at tag {tag!r}, "
+                + ("which is not a release version" if entry is None else "a release the table does not list")
+                + f" (stacks/facts/releases.py lists {listed})"
+            )
+            ack = by_id.get(UNKNOWN_RELEASE)
+            if ack is not None:
+                used.add(UNKNOWN_RELEASE)
+                warnings.append(f"{path}.{ACK_KEY}: runs with {UNKNOWN_RELEASE}, {ACKNOWLEDGED} ({ack.reason}): {what}")
+            elif environment == PROD:
+                problems.append(
+                    Problem(
+                        f"{path}.{key}",
+                        f"{what}: its advisories cannot be known. prod refuses it: run a listed release, or "
+                        f"acknowledge it with a reason: {ACK_KEY}: [{{id: {UNKNOWN_RELEASE}, reason: <why>}}]",
+                    )
+                )
+            else:
+                warnings.append(
+                    f"{path}.{key}: {what}; its advisories cannot be known (prod refuses it unless "
+                    f"acknowledged in {ACK_KEY} as {UNKNOWN_RELEASE})"
+                )
         if entry is None:
             continue
         for advisory in releases.open_advisories(entry.engine, entry.version, GUARD_SEVERITY):

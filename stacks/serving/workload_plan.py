@@ -254,20 +254,26 @@ class WorkloadPlan:
 
     @property
     def gate_job_name(self) -> str | None:
-        """The gate Job of the current release step: the candidate set of a rollout only (None otherwise)."""
+        """The gate Job of the current release step and attempt: the candidate set of a rollout only (None
+        otherwise)."""
         if self.release is None or not self.release.candidate or self.benchmark_target() is None or self.paused:
             return None
         dump = self.workload.model_dump(mode="json")
         kept = {k: v for k, v in dump.items() if not (k in LATER_OPTIONAL_FIELDS and v is None)}
         fields = json.dumps(kept, sort_keys=True)
-        return benchmark.job_name(self.release.route, fields, f"{self.release.weight}:{self.release.gate.scenario}")
+        return benchmark.job_name(
+            self.release.route, fields, self.release.weight, self.release.gate.scenario, self.release.attempt
+        )
 
     @property
     def release_label(self) -> str:
         """Which release this set runs, as the gate's results name it (the `release` label of its summary line,
         log-based metrics and dashboard tiles): a hash of its config less its name, so the same release is the
-        same label in either slot; a type may lead it with what a reader recognises (vLLM: its image's tag)."""
-        config = self.workload.model_dump(mode="json", exclude={"name"})
+        same label in either slot and at every step (less its replicas too: a candidate's follow its weight,
+        stacks/serving/release.py, and less its rollout, the train's own state); unset fields are left out, so a field
+        the config model gains later does not relabel a running release; a type may lead it with what a reader
+        recognises (vLLM: its image's tag)."""
+        config = self.workload.model_dump(mode="json", exclude={"name", "replicas", "rollout"}, exclude_none=True)
         return short_hash(json.dumps(config, sort_keys=True), 8)
 
     def gate_manifests(self) -> list[dict[str, Any]]:

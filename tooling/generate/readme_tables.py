@@ -161,6 +161,7 @@ def release_train_cost_table() -> str:
     train, from its plans and the cost report's list prices (stacks/reports/cost.py release_steps)."""
     from stacks.reports import cost
     from stacks.serving import benchmark
+    from stacks.serving import release as releases
     from tooling.harness.offline import load_stack_file
 
     path = ROOT / "examples" / RELEASE_EXAMPLE / f"Pulumi.{RELEASE_EXAMPLE}.yaml"
@@ -168,8 +169,12 @@ def release_train_cost_table() -> str:
     current = next(w for w in cfg.workloads if w.release is not None and not w.release.candidate)
     candidate = next(w for w in cfg.workloads if w.release is not None and w.release.candidate)
     assert candidate.release is not None
-    steps = list(load_stack_file(path)["tpu-serving:workloads"][0]["rollout"]["steps"])
+    raw = load_stack_file(path)["tpu-serving:workloads"][0]
+    steps = list(raw["rollout"]["steps"])
     scenario = benchmark.SCENARIOS[candidate.release.gate.scenario]
+    # the candidate's replicas follow its weight unless fixed (stacks/serving/release.py candidate_replicas)
+    follows = "replicas" not in raw["rollout"].get("candidate", {}) and "autoscaling" not in raw
+    replicas_at = (lambda w: releases.candidate_replicas(w, current.workload.replicas)) if follows else None
     rows = [
         [
             s.step,
@@ -179,7 +184,7 @@ def release_train_cost_table() -> str:
             "no list price" if s.extra_usd_per_hour is None else f"${s.extra_usd_per_hour:.2f}",
             f"{s.gate_chip_hours:g}",
         ]
-        for s in cost.release_steps(current, candidate, steps, scenario.duration_s)
+        for s in cost.release_steps(current, candidate, steps, scenario.duration_s, replicas_at)
     ]
     head = ["step", "candidate weight", "current chips", "candidate chips", "extra USD/hour", "gate chip-hours (min)"]
     note = (

@@ -583,6 +583,9 @@ UNEXERCISED: dict[str, str] = {
     "RAPID and a GKE version the examples outside the fleet do not have: a new stack, not a change (docs/fleet.md)",
     "gateway.proxySubnet -> existing": "needs cluster.network.create: false (an existing VPC with its proxy-only "
     "subnet), which only fleet members have, and a fleet member may not have a regional proxy subnet",
+    "workloads[vllm].rollout.candidate.args unset": "the example's candidate changes only its serving flags (its "
+    "replicas follow its weight): without them it names no field, which is refused (rollout.candidate); a candidate "
+    "removed whole is `rollout.candidate unset`",
     "workloads[vllm].rollout.mirror toggled": "mirroring is refused: GKE's Gateway mirrors to a Service, and neither "
     "GKE nor the inference extension v1.6.0 documents a RequestMirror to an InferencePool (docs/operations.md "
     '"Release train")',

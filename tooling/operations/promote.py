@@ -6,8 +6,10 @@ pure) and writes the decision into the stack file (`apply`, comments kept): the 
 pull request's render diff shows it (docs/operations.md "Release train").
 
 - advance: the candidate's weight goes to the next step (blueGreen: 0 -> 100);
-- hold: the result is inconclusive (too few requests finished): nothing changes but `lastDecision`;
-- rollback: weight 0 and the candidate removed (its server set and pool go with the next `up`);
+- hold: the result is inconclusive (too few requests finished): `rollout.attempt` goes up by one (the next `up` runs
+  a new gate Job writing a new report path), the weight stays;
+- rollback: weight 0, the candidate removed (its server set and pool go with the next `up`), `rollout.attempt` up by
+  one (a candidate proposed again runs a new Job and report path);
 - promote (at weight 100): the candidate's release fields become the workload's (not `replicas`, the canary's
   size), `slot` flips to the candidate's, and its result becomes `accepted`; the next `up` deletes the old set.
 
@@ -172,6 +174,10 @@ def apply(workload: Any, decision: Decision, result: Result | None, at: str) -> 
         del rollout["candidate"]
     if decision.action != "hold":
         rollout["weight"] = decision.weight
+    if decision.action in ("hold", "rollback"):
+        # a new gate Job and report path for the next run: the same candidate and weight again (hold), or a
+        # candidate proposed again after a rollback, would otherwise reuse the old Job and read its old report
+        rollout["attempt"] = int(rollout.get("attempt", 0)) + 1
     rollout["lastDecision"] = {
         "action": decision.action,
         "weight": decision.weight,
@@ -270,13 +276,29 @@ def _promote(argv: list[str] | None) -> int:
         return _decide_all(path, cfg, candidates, handle.name, args.timeout)
 
 
-def _decide_all(path: Path, cfg: Any, candidates: list[Any], kubeconfig: str, timeout: int) -> int:
-    """Each candidate's gate decided, then the stack file written once."""
+def stack_yaml(text: str) -> Any:
+    """A ruamel.yaml round-trip loader and dumper that writes a stack file back as it was laid out: its own
+    indentation (ruamel.yaml.util.load_yaml_guess_indent: the block sequences' indent and the dash's offset; the
+    examples use mappings 2, sequences 4, offset 2, where ruamel's defaults, 2/2/0, would reindent every list), its
+    quotes, and long lines unwrapped (width), so `make promote` changes only the rollout's lines."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.util import load_yaml_guess_indent
 
+    _, sequence, offset = load_yaml_guess_indent(text)
     yaml = YAML()
     yaml.preserve_quotes = True
-    doc = yaml.load(path.read_text())
+    yaml.width = 4096
+    if sequence is not None:
+        offset = offset or 0
+        yaml.indent(mapping=max(2, sequence - offset) if offset else sequence, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _decide_all(path: Path, cfg: Any, candidates: list[Any], kubeconfig: str, timeout: int) -> int:
+    """Each candidate's gate decided, then the stack file written once."""
+    text = path.read_text()
+    yaml = stack_yaml(text)
+    doc = yaml.load(text)
     entries = doc["config"]["tpu-serving:workloads"]
     for plan in candidates:
         r = plan.release
