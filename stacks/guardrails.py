@@ -9,8 +9,9 @@ value not known before apply is UNKNOWN: a rule never guesses it (it says nothin
 
 The rules (RULES), each with an enforcement level per environment (ENFORCEMENT) and a message naming the resource,
 the field and what is allowed:
-- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; a Gateway of an
-  external GKE class needs a Cloud Armor policy (GCPBackendPolicy `default.securityPolicy`) in its namespace; the
+- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; every backend an
+  HTTPRoute attached to a Gateway of an external GKE class sends to is the target of a Cloud Armor policy
+  (GCPBackendPolicy, or a patch of one, with `default.securityPolicy`, in the backend's namespace); the
   GKE control plane's IP endpoint must be private or behind master authorized networks. Allowed in dev (advisory).
 - pod-security-levels: every Namespace enforces a Pod Security level, pinned to a version, warning and auditing at
   restricted, and enforces exactly the strictest level its pods pass (stacks/security/pod_security.py).
@@ -236,26 +237,92 @@ def cluster_endpoint_problem(resource: Resource) -> str | None:
     )
 
 
+HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+# A GCPBackendPolicy, whole or as a server-side-apply patch of one (pulumi-kubernetes registers a
+# CustomResourcePatch as `<apiVersion>:<Kind>Patch`: pulumi/pulumi-kubernetes sdk/python/pulumi_kubernetes/
+# apiextensions/CustomResourcePatch.py, the type token `kubernetes:{api_version}:{kind}Patch`).
+BACKEND_POLICY_TYPES = (BACKEND_POLICY, f"{BACKEND_POLICY}Patch")
+GATEWAY_API = "gateway.networking.k8s.io"
+# The (group, kind) a reference without them names (kubernetes-sigs/gateway-api@v1.6.1
+# config/crd/standard/gateway.networking.k8s.io_httproutes.yaml: parentRefs[] group/kind defaults, rules[].backendRefs[]
+# group/kind defaults; a test reads them from the CRD); a reference's namespace defaults to the referrer's.
+PARENT_DEFAULT = (GATEWAY_API, "Gateway")
+BACKEND_DEFAULT = ("", "Service")
+
+
+def _ref(ref: Any, namespace: str, group: str, kind: str) -> tuple[str, str, str, str] | None:
+    """(namespace, group, kind, name) of a Gateway API reference with its defaults (PARENT_DEFAULT, BACKEND_DEFAULT;
+    the namespace the referrer's), None when not known."""
+    if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
+        return None
+    ns, grp, knd = ref.get("namespace", namespace), ref.get("group", group), ref.get("kind", kind)
+    if not all(isinstance(v, str) for v in (ns, grp, knd)):
+        return None
+    return ns, grp, knd, ref["name"]
+
+
+def armored_backends(resources: Iterable[Resource]) -> set[tuple[str, str, str, str]]:
+    """The backends (namespace, group, kind, name) a Cloud Armor policy guards: the `spec.targetRef` of a
+    GCPBackendPolicy (or a patch of one) with `spec.default.securityPolicy`, in the policy's own namespace (the CRD:
+    targetRef.namespace "when unspecified, the local namespace is inferred. Even when policy targets a resource in a
+    different namespace, it MUST only apply to traffic originating from the same namespace as the policy"; GKE:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources "Configure Cloud Armor
+    backend security policy", the policy targets a Service (or the InferencePool) in its namespace). A policy name
+    not known before apply (the stack's own Cloud Armor policy's output) counts: never guessed."""
+    out = set()
+    for r in resources:
+        if r.type not in BACKEND_POLICY_TYPES or _get(r.props, "spec", "default", "securityPolicy") in (None, ""):
+            continue
+        target = _ref(_get(r.props, "spec", "targetRef"), namespace_of(r), *BACKEND_DEFAULT)
+        if target is not None and target[0] == namespace_of(r):
+            out.add(target)
+    return out
+
+
+def gateway_backends(
+    gateway_resource: Resource, resources: Iterable[Resource]
+) -> dict[tuple[str, str, str, str], Resource]:
+    """Each backend (namespace, group, kind, name) an HTTPRoute attached to the Gateway sends requests to, with the
+    route."""
+    here = (namespace_of(gateway_resource), *PARENT_DEFAULT, object_name(gateway_resource))
+    out: dict[tuple[str, str, str, str], Resource] = {}
+    for r in resources:
+        if r.type != HTTP_ROUTE:
+            continue
+        parents = _get(r.props, "spec", "parentRefs") or []
+        if not isinstance(parents, list) or here not in {_ref(p, namespace_of(r), *PARENT_DEFAULT) for p in parents}:
+            continue
+        for rule in _get(r.props, "spec", "rules") or []:
+            for ref in (_get(rule, "backendRefs") or []) if isinstance(rule, Mapping) else []:
+                backend = _ref(ref, namespace_of(r), *BACKEND_DEFAULT)
+                if backend is not None:
+                    out.setdefault(backend, r)
+    return out
+
+
 def gateway_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
-    """A Gateway of an external GKE class with no Cloud Armor policy in its namespace: a GCPBackendPolicy with
-    `default.securityPolicy` (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources
-    "Configure Cloud Armor backend security policy")."""
+    """A Gateway of an external GKE class sends requests only to backends a Cloud Armor policy guards: each backend
+    of each HTTPRoute attached to it is the target of a GCPBackendPolicy (or a patch of one) with
+    `spec.default.securityPolicy` in the backend's namespace (armored_backends). A Gateway no route of the stack
+    attaches to serves nothing of the stack."""
     resources = list(resources)
-    armored = {
-        namespace_of(r)
-        for r in resources
-        if r.type == BACKEND_POLICY and _get(r.props, "spec", "default", "securityPolicy") not in (None, "")
-    }
+    armored = armored_backends(resources)
     out = []
     for r in resources:
         cls = _get(r.props, "spec", "gatewayClassName")
-        if r.type == GATEWAY and cls in EXTERNAL_GATEWAY_CLASSES and namespace_of(r) not in armored:
+        if r.type != GATEWAY or cls not in EXTERNAL_GATEWAY_CLASSES:
+            continue
+        for (ns, group, kind, name), route in sorted(gateway_backends(r, resources).items()):
+            if (ns, group, kind, name) in armored:
+                continue
             out.append(
                 (
                     r,
-                    f"{label(r)}: spec.gatewayClassName {cls} is an internet-facing load balancer with no Cloud Armor "
-                    f"policy: allowed: an internal class (gke-l7-rilb), or a GCPBackendPolicy in namespace "
-                    f"{namespace_of(r)} with spec.default.securityPolicy (a policy limiting the source ranges)",
+                    f"{label(r)}: spec.gatewayClassName {cls} is an internet-facing load balancer and {label(route)} "
+                    f"sends requests to {kind} {ns}/{name} with no Cloud Armor policy: allowed: an internal class "
+                    f"(gke-l7-rilb), or a GCPBackendPolicy in namespace {ns} with spec.targetRef {{group: "
+                    f"{group!r}, kind: {kind}, name: {name}}} and spec.default.securityPolicy (a policy limiting the "
+                    "source ranges)",
                 )
             )
     return out

@@ -7,7 +7,14 @@ Sources of the outside rules:
 - GKE's internal load balancer annotation networking.gke.io/load-balancer-type: Internal:
   https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing
 - GKE GatewayClasses (external vs rilb): https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities
-- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor): the CRD, ../shared/reference/gke-crds (tested below)
+- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor) and spec.targetRef (the policy's namespace): the CRD,
+  ../shared/reference/gke-crds (tested below); https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources
+- a CustomResourcePatch's type token `kubernetes:<apiVersion>:<Kind>Patch`: pulumi-kubernetes 4.34.2
+  sdk/python/pulumi_kubernetes/apiextensions/CustomResourcePatch.py (the installed SDK, read below)
+- HTTPRoute parentRefs/backendRefs group and kind defaults: kubernetes-sigs/gateway-api@v1.6.1
+  config/crd/standard/gateway.networking.k8s.io_httproutes.yaml (../shared/reference/crds, read below)
+- the router chart's GCPBackendPolicy (named after the release, targeting its InferencePool): llm-d/llm-d-router@v0.10.0
+  config/charts/llm-d-router-gateway/templates/gke.yaml, rendered by the pinned Helm below
 - control plane endpoints: https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
 - Pod Security Admission labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
 - Cloud Storage roles and IAM conditions: https://cloud.google.com/storage/docs/access-control/iam-roles,
@@ -32,7 +39,7 @@ from stacks.facts import versions
 from stacks.model.profiles import PROFILES
 from stacks.security import bucket_access, pod_security
 from stacks.serving import gateway as serving_gateway
-from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, reference_file
+from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, recorded_outputs, reference_file, session_run
 from tooling.harness.offline import ROOT, Recording, load_stack_file
 
 SHIPPED = sorted({*STACK_FILES, *ALL_EXAMPLES})
@@ -51,6 +58,112 @@ def environment(path: Path) -> str:
 def test_every_shipped_stack_passes_every_guardrail(path, preview):
     found = g.violations(resources(recorded(path, preview)), environment(path))
     assert not found, "\n".join(v.message for v in found)
+
+
+# The program's own external gateway, the two ways it admits clients (gateway.sourceRanges: a Cloud Armor policy the
+# stack creates; gateway.cloudArmorPolicy: an existing one), in the environments where no-public-endpoint refuses.
+EXTERNAL = {
+    "source-ranges": {"exposure": "external", "sourceRanges": ["203.0.113.0/24"]},
+    "cloud-armor-policy": {"exposure": "external", "cloudArmorPolicy": "clients-only"},
+}
+
+
+def external_recording(kind: str, env: str, preview: bool) -> Recording:
+    slo = ROOT / "examples/vllm-staging-slo/Pulumi.vllm-staging-slo.yaml"
+    config = copy.deepcopy(load_stack_file(slo))
+    config["tpu-serving:environment"] = env
+    config["tpu-serving:gateway"] = {**config["tpu-serving:gateway"], **EXTERNAL[kind]}
+    return session_run(config, stack=f"slo-{env}", preview=preview, stack_outputs=recorded_outputs(slo))
+
+
+def external_variant(kind: str, env: str, preview: bool) -> list[g.Resource]:
+    return resources(external_recording(kind, env, preview))
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+@pytest.mark.parametrize("env", ["staging", "prod"])
+@pytest.mark.parametrize("kind", sorted(EXTERNAL))
+def test_the_programs_external_gateway_passes_every_guardrail(kind, env, preview):
+    res = external_variant(kind, env, preview)
+    gateway = res[first(res, g.GATEWAY)]
+    assert gateway.props["spec"]["gatewayClassName"] in g.EXTERNAL_GATEWAY_CLASSES
+    assert g.gateway_backends(gateway, res), "the route to the workload's InferencePool is linked to the Gateway"
+    found = g.violations(res, env)
+    assert not found, "\n".join(v.message for v in found)
+
+
+def _drop(res: list[g.Resource], type_: str) -> list[g.Resource]:
+    return [r for r in res if r.type != type_]
+
+
+def _retarget(res: list[g.Resource], **target: str) -> list[g.Resource]:
+    i = first(res, f"{g.BACKEND_POLICY}Patch")
+    return changed(res, i, lambda p: p["spec"].update(targetRef={**p["spec"]["targetRef"], **target}))
+
+
+def _move(res: list[g.Resource]) -> list[g.Resource]:
+    return changed(res, first(res, f"{g.BACKEND_POLICY}Patch"), lambda p: p["metadata"].update(namespace="elsewhere"))
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [
+        lambda res: _drop(res, f"{g.BACKEND_POLICY}Patch"),  # no Cloud Armor on the backend
+        lambda res: _retarget(res, name="another-pool"),  # a policy on another backend
+        lambda res: _retarget(res, kind="Service"),  # on a Service of the pool's name, not the pool
+        _move,  # a policy in another namespace than the backend's
+    ],
+    ids=["no-policy", "other-backend", "other-kind", "other-namespace"],
+)
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_an_external_gateways_backend_without_its_own_cloud_armor_policy_fails(env, breaks):
+    found = [v for v in g.violations(breaks(external_variant("source-ranges", env, False)), env)]
+    assert [v.rule for v in found] == [g.PUBLIC_ENDPOINT], [v.message for v in found]
+    assert "HTTPRoute chat/chat" in found[0].message and "InferencePool chat/chat" in found[0].message
+    assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT][env] == g.MANDATORY
+
+
+def test_a_whole_gcpbackendpolicy_on_the_backend_counts_as_the_patch_does():
+    res = external_variant("cloud-armor-policy", "prod", False)
+    i = first(res, f"{g.BACKEND_POLICY}Patch")
+    res[i] = g.Resource(g.BACKEND_POLICY, res[i].name, res[i].props, res[i].protect, res[i].urn)
+    assert not [v.message for v in g.violations(res, "prod")]
+
+
+def test_the_patch_type_token_is_the_sdks():
+    import pulumi_kubernetes
+
+    source = (Path(pulumi_kubernetes.__file__).parent / "apiextensions/CustomResourcePatch.py").read_text()
+    assert 'f"kubernetes:{api_version}:{kind}Patch"' in source
+    assert g.BACKEND_POLICY_TYPES[1] == f"{g.BACKEND_POLICY}Patch"
+
+
+def test_the_reference_defaults_are_the_httproute_crds():
+    crd = yaml.safe_load(reference_file("crds/gateway.networking.k8s.io_httproutes.yaml").read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    spec = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    parent = spec["parentRefs"]["items"]["properties"]
+    backend = spec["rules"]["items"]["properties"]["backendRefs"]["items"]["properties"]
+    assert (parent["group"]["default"], parent["kind"]["default"]) == g.PARENT_DEFAULT
+    assert (backend["group"]["default"], backend["kind"]["default"]) == g.BACKEND_DEFAULT
+
+
+def test_the_armor_patch_names_the_charts_policy_and_its_target():
+    """The patch's metadata and targetRef are the router chart's GCPBackendPolicy's (the chart at its tag rendered by
+    the pinned Helm), so the patch changes that object without a conflicting field (server-side apply)."""
+    from tests.helm_charts import render_release, unavailable
+
+    rec = external_recording("source-ranges", "staging", False)
+    res = resources(rec)
+    releases = rec.of_type("kubernetes:helm.sh/v3:Release")
+    (router,) = [r for r in releases if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
+    why = unavailable(versions.LLM_D_ROUTER.chart, versions.LLM_D_ROUTER.version)
+    if why:
+        pytest.skip(why)
+    (policy,) = [o for o in render_release(router) if o["kind"] == "GCPBackendPolicy"]
+    patch = res[first(res, f"{g.BACKEND_POLICY}Patch")].props
+    assert patch["metadata"] == {k: policy["metadata"][k] for k in ("name", "namespace")}
+    assert patch["spec"]["targetRef"] == policy["spec"]["targetRef"]
 
 
 # ---- each rule broken: the stack fails it, naming the resource, the field and what is allowed ----------------

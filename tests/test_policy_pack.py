@@ -103,6 +103,49 @@ def test_configure_stack_sets_each_policys_level_for_the_stacks_environment(pack
     assert pack["CURRENT"]["environment"] == env
 
 
+def run_stack_policies(pack: dict[str, Any], env: str, res: list[g.Resource]) -> dict[str, list[str]]:
+    """Every policy of the pack over a stack's resources as the SDK hands them (PolicyResource, props through the
+    SDK's unknown-checking proxy), at the levels `env` gets: {policy name: messages}."""
+    from pulumi_policy import PolicyResource, StackValidationArgs
+
+    policies = pack["policies"](env)
+    pack["set_levels"](policies, env)
+    args = [
+        PolicyResource(
+            r.type, unknown_checking_proxy(dict(r.props)), r.urn, r.name, options(r.protect), None, None, [], {}
+        )
+        for r in res
+    ]
+    out: dict[str, list[str]] = {}
+    for policy in policies:
+        report = out.setdefault(policy.name, []).append
+        if isinstance(policy, policy_sdk.StackValidationPolicy):
+            policy.validate(StackValidationArgs(args), lambda message, urn=None, report=report: report(message))
+        else:
+            for a in args:
+                ra = ResourceValidationArgs(a.resource_type, a.props, a.urn, a.name, a.opts, None)
+                policy.validate(ra, lambda message, urn=None, report=report: report(message))
+    return {name: messages for name, messages in out.items() if messages}
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+@pytest.mark.parametrize("kind", ["source-ranges", "cloud-armor-policy"])
+def test_the_pack_passes_the_programs_external_gateway(pack, kind, env):
+    """The program's external Gateway (the Cloud Armor policy on each backend as a GCPBackendPolicy patch in the
+    backend's namespace) passes every policy of the pack where no-public-endpoint refuses; without that patch the
+    pack's no-public-endpoint-stack refuses it."""
+    from tests.test_guardrails import external_variant
+
+    res = external_variant(kind, env, True)
+    assert run_stack_policies(pack, env, res) == {}
+    unarmored = [r for r in res if r.type != f"{g.BACKEND_POLICY}Patch"]
+    found = run_stack_policies(pack, env, unarmored)
+    assert (
+        list(found) == [f"{g.PUBLIC_ENDPOINT}-stack"]
+        and "InferencePool chat/chat" in found[f"{g.PUBLIC_ENDPOINT}-stack"][0]
+    )
+
+
 def test_public_endpoints_warn_in_dev_and_refuse_elsewhere():
     assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT] == {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
 
