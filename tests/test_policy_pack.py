@@ -160,8 +160,40 @@ def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
 def test_the_launcher_runs_the_pack_as_the_language_host_would():
     # pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go RunPlugin: `python -u -m pulumi.policy <args> <dir>`
     text = (PACK / "run-pack").read_text()
-    assert '-u -m pulumi.policy "$1" "$dir"' in text
+    assert '-u -m pulumi.policy "$@" "$dir"' in text
     assert (PACK / "run-pack").stat().st_mode & 0o111
+
+
+# pulumi/pulumi@v3.274.1 pkg/resource/plugin/plugin.go buildPluginArguments: with --logflow the engine passes
+# `--logtostderr` and `-v=<N>`, with tracing `--tracing <endpoint>`, all BEFORE the engine's address; the pulumi SDK's
+# `python -m pulumi.policy` (pulumi 3.272.0 pulumi/policy/__main__.py) declares exactly those flags (argparse,
+# parse_known_args) beside its two positionals (engineAddress, program).
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--logtostderr", "-v=9"], ["--tracing", "http://127.0.0.1:1"], ["--logtostderr", "-v=3", "--tracing", "x"]],
+    ids=["plain", "logflow", "tracing", "both"],
+)
+def test_the_launcher_starts_the_pack_whatever_flags_the_engine_puts_first(flags):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PULUMI_PYTHON_CMD": sys.executable}
+    env.pop("PULUMI_CONFIG", None)
+    proc = subprocess.Popen(
+        [str(PACK / "run-pack"), *flags, "127.0.0.1:1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+    )
+    try:
+        first_line = proc.stdout.readline().decode() if proc.stdout else ""
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    # a served pack prints its port first (pulumi-policy@v1.21.0 pulumi_policy/policy.py PolicyPack.__init__)
+    assert first_line.strip().isdigit(), (first_line, err.decode()[-2000:])
 
 
 # ---- the ConfigureStack wrapper, pinned against the SDK it wraps (pulumi-policy 1.21.0) -------------------------
