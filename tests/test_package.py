@@ -19,7 +19,7 @@ import pytest
 from stacks import guardrails as g
 from stacks.security import pod_security
 from tests.test_guardrails import resources
-from tooling.harness.offline import ROOT, run_program
+from tooling.harness.offline import ROOT, load_stack_file, run_program
 from tooling.harness.requirements import pins
 from tpu_serving.version import VERSION
 from tpu_serving.workload import TYPED_KEYS, PlatformArgs, PlatformOutputs, WorkloadArgs
@@ -100,8 +100,28 @@ def test_the_example_adds_a_workload_to_the_platforms_cluster(preview):
 def test_a_workload_the_platform_cannot_run_is_refused_naming_its_key():
     import pulumi
 
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\]\.pool"):
+    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[1\]\.pool"):
         added({**WORKLOAD, "pool": "no-such-pool"})
+
+
+def test_the_capacity_check_counts_the_platforms_own_workloads_as_the_platform_does():
+    """Pulumi.dev.yaml's pool v5e-2x4 has 2 hosts (maxNodes 2) and its qwen3-8b holds 1: a workload of 2 replicas on it
+    does not fit. The platform program refuses that stack file with it added; add_workload refuses it the same way
+    (before, it parsed the added workload alone, and 2 of 2 hosts fit)."""
+    import copy
+
+    import pulumi
+
+    chat2 = {**WORKLOAD, "name": "chat2", "replicas": 2}
+    platform = copy.deepcopy(load_stack_file(ROOT / "Pulumi.dev.yaml"))
+    platform["tpu-serving:workloads"] = [*platform["tpu-serving:workloads"], chat2]
+    with pytest.raises(pulumi.RunError) as by_platform:
+        run_program(platform, stack="dev")
+    with pytest.raises(pulumi.RunError) as by_package:
+        added(chat2)
+    assert "pool 'v5e-2x4' has 2 TPU host(s), but its workloads need 3" in str(by_platform.value)
+    assert str(by_package.value) == str(by_platform.value)
+    added({**chat2, "replicas": 1})  # 1 + 1 of 2 fits
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ stack's (named after the platform stack, so its Kubernetes service account maps 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -170,12 +171,18 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _own_workloads(platform_config: Mapping[str, Any]) -> list[Any]:
+    """The platform stack's own `tpu-serving:workloads` entries."""
+    own = platform_config.get(f"{NS}:workloads") or []
+    own = json.loads(own) if isinstance(own, str) else own
+    return list(own) if isinstance(own, list) else []
+
+
 def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, Any]) -> list[str]:
     """The added workload's name and namespace must be none of the platform stack's own workloads' (a namespace
     defaults to the workload's name): server-side apply would adopt the platform's Namespace and objects, and
     destroying this program's stack would then delete them and the platform's workloads in them."""
-    own = platform_config.get(f"{NS}:workloads") or []
-    own = json.loads(own) if isinstance(own, str) else own
+    own = _own_workloads(platform_config)
     names = {w.get("name") for w in own if isinstance(w, Mapping)}
     spaces = {w.get("namespace") or w.get("name") for w in own if isinstance(w, Mapping)} - {"default"}
     name = workload.get("name")
@@ -207,8 +214,8 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
     """Add `workload` to the cluster of the `platform` stack.
 
     The workload is validated against the platform stack's config as the platform program would validate it (pools,
-    capacity, namespaces), every problem at once (a pulumi.RunError naming each key). The platform's own workloads
-    are not this program's: only `workload` is planned here."""
+    capacity counting the platform's own workloads, namespaces), every problem at once (a pulumi.RunError naming each
+    key). The platform's own workloads are not this program's: only `workload` and its namespace are planned here."""
     platform_config = platform.config
     entry = workload.entry()
     outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
@@ -216,7 +223,9 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
     if taken:
         raise pulumi.RunError("\n".join(taken))
     config = {k: _text(v) for k, v in platform_config.items() if not (isinstance(v, dict) and "secure" in v)}
-    config[f"{NS}:workloads"] = json.dumps([entry])
+    # parsed with the platform's own workloads (they hold their pools' nodes: the capacity check counts them, as the
+    # platform program would with this workload added), the added one last (the platform's keep their local ports)
+    config[f"{NS}:workloads"] = json.dumps([*_own_workloads(platform_config), entry])
     raw = raw_config(lambda key: config.get(f"{NS}:{key}"))
     try:
         cfg = parse_stack_config(
@@ -229,9 +238,16 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
         )
     except ConfigError as err:  # as the platform program says it (stacks/pulumi_config.py load_stack_config)
         raise pulumi.RunError(str(err)) from None
-    [plan] = cfg.workloads
+    # only the added workload is this program's: its plan, and its namespace's
+    [plan] = [w for w in cfg.workloads if w.name == entry["name"]]
+    ns_plan = cfg.namespaces_plan
+    ns_plan = dataclasses.replace(
+        ns_plan,
+        levels={k: v for k, v in ns_plan.levels.items() if k == plan.namespace},
+        network_policies={k: v for k, v in ns_plan.network_policies.items() if k == plan.namespace},
+    )
     provider = k8s.Provider("platform-cluster", kubeconfig=outputs.kubeconfig, enable_server_side_apply=True)
-    namespaces = Namespaces("namespaces", plan=cfg.namespaces_plan, deps=NamespacesDeps(provider=provider))
+    namespaces = Namespaces("namespaces", plan=ns_plan, deps=NamespacesDeps(provider=provider))
     # the grants' IAM conditions name the bucket the platform's config names (the plan's): its bucketName output must
     # be that bucket, or every grant would be on one bucket limited to another's objects (no access at all)
     bucket = pulumi.Output.from_input(outputs.bucket).apply(lambda b: _same_bucket(b, plan.bucket, platform.stack))
