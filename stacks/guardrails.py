@@ -9,15 +9,18 @@ value not known before apply is UNKNOWN: a rule never guesses it (it says nothin
 
 The rules (RULES), each with an enforcement level per environment (ENFORCEMENT) and a message naming the resource,
 the field and what is allowed:
-- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; every backend an
+- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; an Ingress is not one
+  GKE makes an external load balancer of (kubernetes.io/ingress.class gce, or no class at all); every backend an
   HTTPRoute attached to a Gateway of an external GKE class sends to is the target of a Cloud Armor policy
   (GCPBackendPolicy, or a patch of one, with `default.securityPolicy`, in the backend's namespace); the
   GKE control plane's IP endpoint must be private or behind master authorized networks. Allowed in dev (advisory).
 - pod-security-levels: every Namespace enforces a Pod Security level, pinned to a version, warning and auditing at
   restricted, and enforces exactly the strictest level its pods pass (stacks/security/pod_security.py).
-- wi-bucket-grants-scoped: an object role granted to an identity (not a Google-managed group) on any bucket or on
-  the whole project, by any grant resource (BucketIAMMember/Binding/Policy, project IAMMember/Binding/Policy),
-  carries the IAM condition limiting it to one prefix (stacks/security/bucket_access.py prefix_expression).
+- wi-bucket-grants-scoped: an object role (the basic roles editor and owner included) granted to an identity (not a
+  Google-managed group) on any bucket or on a whole project, folder or organization, by any grant resource (every
+  *IAMMember/Binding/Policy of the provider's storage, projects, folder and organizations modules, GRANT_TYPES),
+  carries the IAM condition limiting it to one prefix (stacks/security/bucket_access.py prefix_expression); never
+  to allUsers or allAuthenticatedUsers.
 - prod-protected: the cluster, its node pools and buckets carry Pulumi `protect` in prod and staging
   (stacks/model/profiles.py).
 - images-pinned: every container image is pinned by a tag other than `latest` or by digest; an image of the version
@@ -32,6 +35,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stacks import naming
@@ -199,6 +203,32 @@ def service_endpoint_problem(resource: Resource) -> str | None:
         f"{label(resource)}: spec.type LoadBalancer with spec.loadBalancerSourceRanges {ranges or 'unset'} is "
         f"reachable from the whole internet; allowed: the annotation {INTERNAL_LB_ANNOTATIONS[0]}: Internal, or "
         "spec.loadBalancerSourceRanges listing the clients' CIDRs (not 0.0.0.0/0)"
+    )
+
+
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+
+
+def ingress_problem(resource: Resource) -> str | None:
+    """An Ingress GKE's Ingress controller makes an external Application Load Balancer of: the annotation
+    kubernetes.io/ingress.class `gce`, or neither it nor spec.ingressClassName set (GKE's table "GKE Ingress controller
+    behavior", https://cloud.google.com/kubernetes-engine/docs/concepts/ingress: `gce-internal` makes an internal one;
+    another class, or only ingressClassName, is left to another controller, whose Service this rule reads)."""
+    if resource.type != INGRESS:
+        return None
+    annotations = _get(resource.props, "metadata", "annotations") or {}
+    cls = annotations.get(INGRESS_CLASS_ANNOTATION) if isinstance(annotations, Mapping) else None
+    class_name = _get(resource.props, "spec", "ingressClassName")
+    if is_unknown(cls) or is_unknown(class_name):
+        return None
+    if not (cls == "gce" or (cls is None and class_name is None)):
+        return None
+    return (
+        f"{label(resource)}: metadata.annotations {INGRESS_CLASS_ANNOTATION} {cls or 'unset'} makes GKE's Ingress "
+        "controller create an external Application Load Balancer reachable from the whole internet; allowed: "
+        f"{INGRESS_CLASS_ANNOTATION}: gce-internal (an internal Application Load Balancer), or the Inference Gateway "
+        "with source ranges"
     )
 
 
@@ -404,24 +434,46 @@ def namespace_level_problems(resources: Iterable[Resource]) -> list[tuple[Resour
 # ---- wi-bucket-grants-scoped -----------------------------------------------------------------------------------
 
 BUCKET = "gcp:storage/bucket:Bucket"
+
+
+def _grant_types() -> tuple[str, ...]:
+    """Every grant resource type of the installed Google provider SDK on a bucket or on what holds buckets (a role
+    granted on a project, folder or organization reaches every bucket under it:
+    https://cloud.google.com/storage/docs/access-control/iam, https://cloud.google.com/iam/docs/resource-hierarchy-access-control):
+    the `<module>/<resource>:<Resource>` tokens of pulumi_gcp's storage, projects, folder and organizations modules whose
+    resource ends in IAMMember (one member, `member`), IAMBinding (one role's members, `members`) or IAMPolicy (a whole
+    policy, `policyData`), read from the SDK's sources so that the list is complete by construction."""
+    import pulumi_gcp
+
+    root = Path(pulumi_gcp.__file__).parent
+    token = re.compile(r"'(gcp:(?:storage|projects|folder|organizations)/(\w+):(\w*IAM(?:Member|Binding|Policy)))'")
+    found = {
+        m.group(1)
+        for module in GRANT_MODULES
+        for path in sorted((root / module).glob("*iam*.py"))
+        for m in token.finditer(path.read_text())
+        if m.group(3)[0].isupper() and m.group(2) == m.group(3)[0].lower() + m.group(3)[1:]
+    }
+    return tuple(sorted(found))
+
+
+# the provider modules whose IAM resources grant on a bucket, or on every bucket of a project, folder or organization
+GRANT_MODULES = ("storage", "projects", "folder", "organizations")
+GRANT_TYPES = _grant_types()
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 BUCKET_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
 BUCKET_IAM_POLICY = "gcp:storage/bucketIAMPolicy:BucketIAMPolicy"
 PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
 PROJECT_IAM_POLICY = "gcp:projects/iAMPolicy:IAMPolicy"
-# Every resource of the Google provider that grants a role on a bucket or on the whole project (a project-level
-# storage role reaches every bucket of the project: https://cloud.google.com/storage/docs/access-control/iam): one
-# member (`member`), one role's members (`members`), or a whole policy (`policyData`, JSON with `bindings`).
-GRANT_TYPES = (
-    BUCKET_IAM_MEMBER,
-    BUCKET_IAM_BINDING,
-    BUCKET_IAM_POLICY,
-    PROJECT_IAM_MEMBER,
-    PROJECT_IAM_BINDING,
-    PROJECT_IAM_POLICY,
-)
-PROJECT_GRANT_TYPES = (PROJECT_IAM_MEMBER, PROJECT_IAM_BINDING, PROJECT_IAM_POLICY)
+# the grants above the bucket: on a project, a folder or an organization
+PROJECT_GRANT_TYPES = tuple(t for t in GRANT_TYPES if not t.startswith("gcp:storage/"))
+# what holds the grant, by module: the input naming it, and how a message says it
+GRANT_SCOPES = {
+    "projects": ("project", "the project {} (every bucket in it)"),
+    "folder": ("folder", "the folder {} (every bucket of every project under it)"),
+    "organizations": ("orgId", "the organization {} (every bucket in it)"),
+}
 # Predefined roles with object access (https://cloud.google.com/storage/docs/access-control/iam-roles).
 OBJECT_ROLES = frozenset(
     {
@@ -435,11 +487,20 @@ OBJECT_ROLES = frozenset(
         "roles/storage.legacyBucketReader",
         "roles/storage.legacyBucketWriter",
         "roles/storage.legacyBucketOwner",
+        # managed folders' admin: objects in them (https://cloud.google.com/storage/docs/access-control/iam-roles)
+        "roles/storage.folderAdmin",
+        # the basic roles hold storage.objects.* on every bucket of where they are granted
+        # (https://cloud.google.com/iam/docs/roles-overview#basic)
+        "roles/editor",
+        "roles/owner",
     }
 )
 # Grants to Google's own accounts are not Workload Identity: the usage/storage-log writer
 # (https://cloud.google.com/storage/docs/access-logs: group cloud-storage-analytics@google.com, objectCreator).
 GOOGLE_GROUPS = ("group:cloud-storage-analytics@google.com",)
+# Anyone on the internet, anyone with a Google account (https://cloud.google.com/iam/docs/principal-identifiers):
+# never allowed an object role, not even a read of a bucket the stack does not create.
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 _PREFIX_EXPRESSION = re.compile(r'resource\.name\.startsWith\("projects/_/buckets/([^/"]+)/objects/([^"]+/)"\)')
 
 
@@ -463,9 +524,11 @@ class Grant:
     members: tuple[Any, ...]
     expression: Any
     bucket: Any
-    """The bucket's name (UNKNOWN before apply); None for a project-level grant."""
+    """The bucket's name (UNKNOWN before apply); None for a grant on a project, folder or organization."""
     field: str
     """Where in the resource's inputs: `role` or `policyData.bindings[<i>]`."""
+    scope: str = ""
+    """Where a grant above the bucket is: 'the project p (every bucket in it)'."""
 
 
 def _policy_bindings(policy_data: Any) -> list[Mapping[str, Any]] | None:
@@ -486,17 +549,20 @@ def grants_of(resource: Resource) -> list[Grant]:
         return []
     props = resource.props
     bucket = None if resource.type in PROJECT_GRANT_TYPES else props.get("bucket")
-    if resource.type in (BUCKET_IAM_POLICY, PROJECT_IAM_POLICY):
+    module = resource.type.split(":")[1].split("/")[0]
+    key, where = GRANT_SCOPES.get(module, ("", ""))
+    scope = where.format(props.get(key) if isinstance(props.get(key), str) else "") if key else ""
+    if resource.type.endswith("IAMPolicy"):
         return [
             Grant(b.get("role"), tuple(b.get("members") or ()), _get(b, "condition", "expression"), bucket,
-                  f"policyData.bindings[{i}]")
+                  f"policyData.bindings[{i}]", scope)
             for i, b in enumerate(_policy_bindings(props.get("policyData")) or [])
         ]  # fmt: skip
     members = props.get("members")
-    if resource.type in (BUCKET_IAM_MEMBER, PROJECT_IAM_MEMBER):
+    if resource.type.endswith("IAMMember"):
         members = [props.get("member")]
     members = tuple(members) if isinstance(members, list) else (members,)
-    return [Grant(props.get("role"), members, _get(props, "condition", "expression"), bucket, "role")]
+    return [Grant(props.get("role"), members, _get(props, "condition", "expression"), bucket, "role", scope)]
 
 
 # What an identity may hold on a whole bucket the stack does not create: the read of a model from a user's own bucket
@@ -512,15 +578,21 @@ def grant_problem(resource: Resource, grant: Grant, stack_buckets: frozenset[str
     except a read role (OTHER_BUCKET_READ_ROLES) on a bucket other than the stack's (`stack_buckets`), or whose name
     is not known yet (never guessed)."""
     identities = [m for m in grant.members if m not in GOOGLE_GROUPS]
-    if grant.role not in OBJECT_ROLES or not identities or is_unknown(grant.expression):
+    public = [m for m in identities if m in PUBLIC_MEMBERS]
+    if grant.role not in OBJECT_ROLES or not identities or (is_unknown(grant.expression) and not public):
         return None
+    if public:
+        return (
+            f"{label(resource)}: {grant.field} {grant.role} for {', '.join(public)} makes objects public; allowed: "
+            "an object role for identities only (never allUsers or allAuthenticatedUsers), limited to one prefix"
+        )
     if prefix_of(grant.expression, grant.bucket) is not None:
         return None
     other_bucket = grant.bucket is not None and (is_unknown(grant.bucket) or grant.bucket not in stack_buckets)
     if other_bucket and grant.role in OTHER_BUCKET_READ_ROLES:
         return None
     who = ", ".join(m if isinstance(m, str) else "an identity" for m in identities)
-    where = "the project (every bucket in it)" if grant.bucket is None else f"bucket {grant.bucket}"
+    where = (grant.scope or "the project (every bucket in it)") if grant.bucket is None else f"bucket {grant.bucket}"
     if grant.bucket in stack_buckets:
         where = f"the stack's bucket {grant.bucket}"
     bucket = grant.bucket if isinstance(grant.bucket, str) else "<bucket>"
@@ -634,6 +706,7 @@ def resource_violations(resource: Resource, environment: str) -> list[Violation]
     """The per-resource rules (a resource validation policy each)."""
     found: list[tuple[str, str | None]] = [
         (PUBLIC_ENDPOINT, service_endpoint_problem(resource)),
+        (PUBLIC_ENDPOINT, ingress_problem(resource)),
         (PUBLIC_ENDPOINT, cluster_endpoint_problem(resource)),
         (POD_SECURITY, namespace_label_problem(resource)),
         (PROTECTED, protect_problem(resource, environment)),

@@ -488,6 +488,31 @@ def test_the_environment_is_the_configured_one_else_the_stack_name_else_prod(tag
     assert g.environment_of(config.get("tpu-serving:environment"), stack) == env
 
 
+@pytest.mark.parametrize(
+    ("annotation", "class_name", "external"),
+    [
+        (None, None, True),  # no class: GKE's Ingress controller makes an external Application Load Balancer
+        ("gce", None, True),
+        ("gce", "nginx", True),  # ingressClassName ignored when the annotation is set
+        ("gce-internal", None, False),
+        (None, "nginx", False),  # another controller's (its Service is what is exposed)
+        ("nginx", None, False),
+    ],
+)
+def test_an_ingress_gke_makes_external_fails_outside_dev(annotation, class_name, external):
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/ingress, "GKE Ingress controller behavior"
+    meta: dict[str, Any] = {"name": "web", "namespace": "serve"}
+    if annotation:
+        meta["annotations"] = {"kubernetes.io/ingress.class": annotation}
+    spec: dict[str, Any] = {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}
+    if class_name:
+        spec["ingressClassName"] = class_name
+    found = g.violations([g.Resource(g.INGRESS, "web", {"metadata": meta, "spec": spec})], "prod")
+    assert [v.rule for v in found] == ([g.PUBLIC_ENDPOINT] if external else []), [v.message for v in found]
+    if external:
+        assert "Ingress serve/web" in found[0].message and "gce-internal" in found[0].message
+
+
 def test_unknown_values_are_never_guessed():
     svc = g.Resource(g.SERVICE, "s", {"spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": g.UNKNOWN}})
     assert g.service_endpoint_problem(svc) is None
@@ -539,15 +564,29 @@ def test_saxml_and_the_gateway_read_the_whole_internet_as_the_pack_does():
     assert g.whole_internet("::/0") and g.whole_internet("0.0.0.0/0") and not g.whole_internet("0.0.0.0/1")
 
 
-# Every grant resource of the provider the rule reads (the installed pulumi-gcp SDK registers these type tokens:
-# pulumi_gcp/storage/bucket_iam_*.py, pulumi_gcp/projects/iam_*.py).
-def test_the_grant_types_are_the_providers():
+# Every grant resource of the provider the rule reads: the installed pulumi-gcp SDK's resource classes named
+# *IAMMember/*IAMBinding/*IAMPolicy in its storage, projects, folder and organizations modules, each one token.
+def test_the_grant_types_are_every_iam_resource_of_the_providers_modules():
+    import importlib
+    import inspect
+
+    import pulumi
     import pulumi_gcp
 
     root = Path(pulumi_gcp.__file__).parent
-    text = "".join(p.read_text() for p in [*root.glob("storage/bucket_iam_*.py"), *root.glob("projects/iam_*.py")])
-    for type_ in g.GRANT_TYPES:
-        assert f"'{type_}'" in text, type_
+    # the SDK names a resource's file after its class in snake case (bucket_iam_member.py: BucketIAMMember)
+    classes = {
+        (module, name)
+        for module in g.GRANT_MODULES
+        for path in (root / module).glob("*iam*.py")
+        for name, cls in inspect.getmembers(
+            importlib.import_module(f"pulumi_gcp.{module}.{path.stem}"), inspect.isclass
+        )
+        if issubclass(cls, pulumi.CustomResource) and name.endswith(("IAMMember", "IAMBinding", "IAMPolicy"))
+    }
+    assert {(t.split(":")[1].split("/")[0], t.rsplit(":", 1)[1]) for t in g.GRANT_TYPES} == classes
+    assert {g.BUCKET_IAM_MEMBER, g.PROJECT_IAM_POLICY, "gcp:folder/iAMMember:IAMMember"} <= set(g.GRANT_TYPES)
+    assert {"gcp:organizations/iAMBinding:IAMBinding", "gcp:organizations/iAMPolicy:IAMPolicy"} <= set(g.GRANT_TYPES)
 
 
 PREFIXED = bucket_access.prefix_expression("stack-b", "models/x/")
@@ -596,6 +635,35 @@ GRANTS = {
         "condition": {"expression": bucket_access.prefix_expression("other", "x/")}}), True),
     "log-writer-group": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b", "role": "roles/storage.objectCreator",
                          "member": g.GOOGLE_GROUPS[0]}), False),
+    # above the project: a folder's or an organization's grant reaches every bucket under it
+    "folder-member": (g.Resource("gcp:folder/iAMMember:IAMMember", "fm", {"folder": "folders/1",
+                      "role": bucket_access.OBJECT_VIEWER, "member": MEMBER}), True),
+    "folder-binding": (g.Resource("gcp:folder/iAMBinding:IAMBinding", "fb", {"folder": "folders/1",
+                       "role": "roles/storage.objectAdmin", "members": [MEMBER]}), True),
+    "folder-policy": (g.Resource("gcp:folder/iAMPolicy:IAMPolicy", "fp", {"folder": "folders/1",
+                      "policyData": policy_data("roles/storage.objectUser", None)}), True),
+    "organization-member": (g.Resource("gcp:organizations/iAMMember:IAMMember", "om", {"orgId": "123",
+                            "role": bucket_access.OBJECT_VIEWER, "member": MEMBER}), True),
+    "organization-binding": (g.Resource("gcp:organizations/iAMBinding:IAMBinding", "ob", {"orgId": "123",
+                             "role": "roles/storage.admin", "members": [MEMBER]}), True),
+    "organization-policy": (g.Resource("gcp:organizations/iAMPolicy:IAMPolicy", "op", {"orgId": "123",
+                            "policyData": policy_data("roles/storage.objectCreator", None)}), True),
+    # the basic roles and a managed folders' admin hold object permissions
+    "project-editor": (g.Resource(g.PROJECT_IAM_MEMBER, "pe", {"project": "p", "role": "roles/editor",
+                       "member": MEMBER}), True),
+    "project-owner": (g.Resource(g.PROJECT_IAM_BINDING, "po", {"project": "p", "role": "roles/owner",
+                      "members": [MEMBER]}), True),
+    "folder-admin-on-the-stack-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "fa", {"bucket": "stack-b",
+                                         "role": "roles/storage.folderAdmin", "member": MEMBER}), True),
+    # the public: never, not even a read of another bucket
+    "all-users-read-of-another-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "user-models",
+                                         "role": bucket_access.OBJECT_VIEWER, "member": "allUsers"}), True),
+    "all-authenticated-users-binding": (g.Resource(g.BUCKET_IAM_BINDING, "b", {"bucket": "user-models",
+                                        "role": bucket_access.LEGACY_BUCKET_READER,
+                                        "members": [MEMBER, "allAuthenticatedUsers"]}), True),
+    "all-users-prefixed": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b",
+                           "role": bucket_access.OBJECT_VIEWER, "member": "allUsers",
+                           "condition": {"expression": PREFIXED}}), True),
 }  # fmt: skip
 
 
@@ -606,5 +674,11 @@ def test_every_way_an_identity_gets_object_access_is_prefix_scoped(case):
     assert bool(found) == violates, [v.message for v in found]
     if violates:
         message = found[0].message
+        if case.startswith("all-"):
+            assert "makes objects public" in message and "never allUsers or allAuthenticatedUsers" in message
+            return
         assert repr(resource.name) in message and "allowed: a grant on the bucket with a condition" in message
-        assert ("the project (every bucket in it)" in message) == (resource.type in g.PROJECT_GRANT_TYPES)
+        above = {"projects": "the project p (every", "folder": "the folder folders/1 (every", "organizations":
+                 "the organization 123 (every"}  # fmt: skip
+        module = resource.type.split(":")[1].split("/")[0]
+        assert (above.get(module, "~") in message) == (resource.type in g.PROJECT_GRANT_TYPES), message
