@@ -65,6 +65,21 @@ ENFORCEMENT: dict[str, dict[str, str]] = {
     GKE_MANAGED: {DEV: MANDATORY, STAGING: MANDATORY, PROD: MANDATORY},
 }
 
+
+def level(rule: str, environment: Any) -> str:
+    """The rule's level in `environment`; an environment that is none of ENVIRONMENTS gets the strictest (as an
+    unknown stack does in the pack). The program refuses what the pack refuses (mandatory) and warns about what it
+    warns about (advisory), reading this one table."""
+    if not isinstance(environment, str) or environment not in ENVIRONMENTS:
+        return MANDATORY
+    return ENFORCEMENT[rule][environment]
+
+
+def allowed_in(rule: str) -> list[str]:
+    """The environments where the rule does not refuse."""
+    return [env for env in ENVIRONMENTS if ENFORCEMENT[rule][env] != MANDATORY]
+
+
 DESCRIPTIONS: dict[str, str] = {
     PUBLIC_ENDPOINT: "No endpoint reachable from the internet without source ranges or Cloud Armor, outside dev.",
     POD_SECURITY: "Every namespace enforces the strictest Pod Security level its pods pass; warns/audits restricted.",
@@ -616,8 +631,8 @@ def bucket_grant_problems(resources: Iterable[Resource]) -> list[tuple[Resource,
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 PROTECTED_TYPES = (CLUSTER, NODE_POOL, BUCKET)
-# the environments whose profile protects (stacks/model/profiles.py PROFILES: a test holds them equal)
-PROTECTED_ENVIRONMENTS = (STAGING, PROD)
+# the environments prod-protected applies in: their profiles protect (stacks/model/profiles.py PROFILES reads this)
+PROTECTED_ENVIRONMENTS = tuple(env for env in ENVIRONMENTS if ENFORCEMENT[PROTECTED][env] != DISABLED)
 # A node pool holds TPUs when its machine type is one of the TPU catalog's (stacks/facts/catalog.py): those take
 # long to get back (capacity); a CPU pool is recreated in minutes and stays unprotected.
 TPU_MACHINE_TYPES = frozenset(mt for gen in catalog.GENERATIONS.values() for mt in gen.host_resources)

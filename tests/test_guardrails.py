@@ -439,6 +439,42 @@ def test_a_cpu_pool_needs_no_protection():
 
 def test_the_environments_the_rule_protects_are_the_profiles_that_protect():
     assert {name for name, p in PROFILES.items() if p.protect} == set(g.PROTECTED_ENVIRONMENTS)
+    assert set(PROFILES) == set(g.ENVIRONMENTS)
+
+
+# ---- the program refuses what the pack refuses and warns about what it warns about (one table, guardrails.level) --
+
+
+@pytest.mark.parametrize("env", g.ENVIRONMENTS)
+def test_the_program_and_the_pack_judge_a_matrix_image_at_another_tag_at_the_same_level(env):
+    from tooling.scans import fuzz
+
+    other = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.4"
+    assert g.image_problem(other)  # the pack's images-pinned fails it
+    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.dev.yaml"))
+    config["tpu-serving:environment"] = env
+    config["tpu-serving:workloads"] = [
+        {"type": "jetstream", "name": "gemma", "pool": "v5e-2x4", "model": "gemma-7b", "checkpoint": "gs://ckpt/gemma",
+         "images": {"http": other}}
+    ]  # fmt: skip
+    level = g.ENFORCEMENT[g.IMAGES][env]
+    if level == g.MANDATORY:
+        with pytest.raises(Exception, match=r"workloads\[0\]\.images\.http: .*not the version matrix's pin"):
+            fuzz.parse(config, env)
+    else:
+        warnings = fuzz.parse(config, env).warnings
+        assert any("images.http" in w and "version matrix's pin" in w for w in warnings) == (level == g.ADVISORY)
+
+
+@pytest.mark.parametrize("env", g.ENVIRONMENTS)
+def test_the_whole_internet_is_refused_by_the_program_where_the_pack_refuses_it(env):
+    from stacks.model.config_model import GatewayConfig
+    from stacks.pieces import gateway as gateway_piece
+
+    config = GatewayConfig(enabled=True, exposure="external", source_ranges=["0.0.0.0/0"])
+    refused = [p for p in gateway_piece.problems(config, env) if "whole internet" in p.message]
+    assert bool(refused) == (g.ENFORCEMENT[g.PUBLIC_ENDPOINT][env] == g.MANDATORY)
+    assert g.level(g.PUBLIC_ENDPOINT, "production") == g.MANDATORY  # an environment it does not know: strictest
 
 
 def test_the_gateways_external_class_is_one_the_rule_calls_external_and_internal_is_not():
