@@ -81,8 +81,10 @@ ENVIRONMENT_KEY = "tpu-serving:environment"
 
 
 def environment(tags: Mapping[str, str], config: Mapping[str, str], stack: str | None) -> str:
-    """The environment of a stack: its tag, else its config, else its name (guardrails.environment_of)."""
+    """The environment of a stack: its tag, else its config, else its name (guardrails.environment_of). A configured
+    value that is no environment is kept (CURRENT["problem"]) and reported by no-public-endpoint-stack."""
     configured = tags.get(ENVIRONMENT_KEY) or config.get(ENVIRONMENT_KEY)
+    CURRENT["problem"] = guardrails.environment_problem(configured) or ""
     return guardrails.environment_of(configured, stack)
 
 
@@ -96,8 +98,9 @@ def startup_environment() -> str:
     return environment({}, {ENVIRONMENT_KEY: pulumi.Config("tpu-serving").get("environment") or ""}, stack)
 
 
-# The environment whose levels the policies have now (a resource rule reads it too: prod-protected).
-CURRENT = {"environment": guardrails.PROD}
+# The environment whose levels the policies have now (a resource rule reads it too: prod-protected), and why the
+# configured one was not used (an unknown value), if it was not.
+CURRENT = {"environment": guardrails.PROD, "problem": ""}
 
 
 def set_levels(policies: list[Any], env: str) -> None:
@@ -135,6 +138,8 @@ def resource_policy(rule: str, env: str) -> ResourceValidationPolicy:
 
 def stack_policy(rule: str, env: str) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        if rule == guardrails.PUBLIC_ENDPOINT and CURRENT["problem"]:
+            report_violation(CURRENT["problem"], None)  # at prod's levels: mandatory, the stack is refused
         for violation in guardrails.stack_violations(resource_of(r) for r in args.resources):
             if violation.rule == rule:
                 report_violation(violation.message, violation.resource.urn or None)

@@ -124,12 +124,26 @@ class Violation:
 
 def environment_of(configured: Any, stack: str | None) -> str:
     """The environment whose enforcement levels apply: the stack's `tpu-serving:environment` (or the pack's
-    `environment` config) when it is one; else the first environment the stack's name holds as a word; else prod
-    (an unknown stack gets the strictest levels)."""
+    `environment` config) when it is one (prod when it is set to something else: environment_problem); else the
+    first environment the stack's name holds as a word; else prod (an unknown stack gets the strictest levels)."""
     if isinstance(configured, str) and configured in ENVIRONMENTS:
         return configured
+    if environment_problem(configured):
+        return PROD  # a configured value the pack does not know: the strictest, and refused (environment_problem)
     words = set(re.split(r"[^a-z0-9]+", (stack or "").lower()))
     return next((env for env in (PROD, STAGING, DEV) if env in words), PROD)
+
+
+def environment_problem(configured: Any) -> str | None:
+    """A configured environment that is none of ENVIRONMENTS (`production`, say): refused, never silently read as
+    another (the program refuses it too: stacks/pieces/environment.py)."""
+    if configured in (None, "") or (isinstance(configured, str) and configured in ENVIRONMENTS):
+        return None
+    return (
+        f"tpu-serving:environment {configured!r} is not an environment the pack knows; allowed: "
+        f"{', '.join(ENVIRONMENTS)} (set it as the stack tag or config tpu-serving:environment); until then the "
+        f"strictest levels ({PROD}'s) apply"
+    )
 
 
 # ---- reading resources ---------------------------------------------------------------------------------------

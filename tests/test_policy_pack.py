@@ -146,6 +146,37 @@ def test_the_pack_passes_the_programs_external_gateway(pack, kind, env):
     )
 
 
+@pytest.mark.parametrize("where", ["tags", "config"])
+def test_an_environment_the_pack_does_not_know_is_refused_not_silently_read_as_another(pack, where):
+    """`production` is none of dev, staging, prod: the pack applies prod's levels and says so in a mandatory
+    violation (the program refuses that value too, stacks/pieces/environment.py), instead of reading it as the
+    stack's name would give."""
+    policies = pack["policies"](g.PROD)
+    pack["on_configure_stack"](policies)
+    given = {"tpu-serving:environment": "production"}
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(
+        stack="team-dev", project="p", config=given if where == "config" else {}, tags=given if where == "tags" else {}
+    )
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack(SimpleNamespace(), request, None)
+    assert pack["CURRENT"]["environment"] == g.PROD
+    from pulumi_policy import StackValidationArgs
+
+    (stack_policy,) = [p for p in policies if p.name == f"{g.PUBLIC_ENDPOINT}-stack"]
+    reported: list[str] = []
+    stack_policy.validate(StackValidationArgs([]), lambda message, urn=None: reported.append(message))
+    assert (
+        len(reported) == 1
+        and "'production' is not an environment" in reported[0]
+        and "dev, staging, prod" in reported[0]
+    )
+    assert stack_policy.enforcement_level == EnforcementLevel.MANDATORY
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(stack="team-dev", project="p", config={}, tags={})
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack(SimpleNamespace(), request, None)
+    reported.clear()
+    stack_policy.validate(StackValidationArgs([]), lambda message, urn=None: reported.append(message))
+    assert reported == [] and pack["CURRENT"]["environment"] == g.DEV
+
+
 def test_public_endpoints_warn_in_dev_and_refuse_elsewhere():
     assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT] == {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
 
@@ -266,3 +297,13 @@ LEVELS = {
     g.MANDATORY: EnforcementLevel.MANDATORY,
     g.DISABLED: EnforcementLevel.DISABLED,
 }
+
+
+def test_the_docs_override_example_names_both_policies_of_a_split_rule(pack):
+    """An override of a rule with a stack part must name both its policies (the SDK serves them separately): the docs'
+    example does, for every such rule of the pack."""
+    text = (ROOT / "docs/policy.md").read_text()
+    names = {p.name for p in pack["policies"](g.PROD)}
+    for rule in pack["STACK_RULES"]:
+        both = [n for n in (rule, f"{rule}-stack") if n in names]
+        assert all(f"`{n}`" in text or f'"{n}"' in text for n in both), both
