@@ -17,9 +17,7 @@ ConfigureStack is what the engine sees. An organisation overrides any level with
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -35,11 +33,10 @@ from pulumi_policy import (
 from pulumi_policy import policy as policy_sdk
 from pulumi_policy.proxy import UnknownValueError
 
-try:
-    from stacks import guardrails
-except ImportError:  # in this repository: the program's package is the pack's parent folder
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from stacks import guardrails
+# Through tpu_serving, whose import first checks that stacks/components/workloads are the ones installed beside it
+# (tpu_serving/_namespace.py): never a `stacks` of the user's. The pack's environment has the tpu-serving wheel
+# (requirements.txt); in this repository, scripts/run-pack-dev puts the checkout on PYTHONPATH instead.
+from tpu_serving import guardrails
 
 NAME = "tpu-serving-guardrails"
 LEVELS = {

@@ -70,8 +70,24 @@ def test_the_package_pins_what_the_program_imports_as_requirements_txt_does():
     }
 
 
-def test_the_example_installs_the_release():
-    assert f"tpu-serving=={VERSION}\n" in (ROOT / "examples/add-workload/requirements.txt").read_text()
+def test_our_artifacts_are_installed_by_path_never_by_name():
+    """`tpu-serving` is on no public index: a requirement by name (even with --find-links) is looked up on the index
+    too (https://pip.pypa.io/en/stable/cli/pip_install/#finding-packages: "There is no priority in the locations that
+    are searched. Rather they are all checked, and the best match ... is selected"), so a package of that name there
+    could be installed. Every requirements file a user installs names only index packages; every install command of
+    the docs and the Makefile installs the wheel by its path."""
+    import re
+
+    for req in (ROOT / "examples/add-workload/requirements.txt", ROOT / "policy/requirements.txt"):
+        assert "tpu-serving" not in pins(req) and "tpu_serving" not in pins(req), req
+    texts = {p: p.read_text() for p in (ROOT / "Makefile", ROOT / "docs/policy.md", ROOT / "docs/package.md")}
+    for path, text in texts.items():
+        assert "--find-links" not in text, path
+        # the pack's and the example's requirements (the Makefile's own `-r requirements.txt` is the checkout's venv)
+        for line in re.findall(r"pip install[^\n]*-r \S*(?:pack|add-workload)?/?requirements\.txt", text):
+            if path.name == "Makefile" and not re.search(r"(pack|add-workload)/requirements", line):
+                continue
+            assert re.search(r"dist/tpu_serving-\S+-py3-none-any\.whl", line), (path, line)
 
 
 @pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])

@@ -185,7 +185,7 @@ def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
     assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == VERSION
     assert pins(PACK / "requirements.txt")["pulumi-policy"] == versions.PULUMI_POLICY == pins()["pulumi-policy"]
     assert pins(PACK / "requirements.txt")["pulumi"] == pins()["pulumi"]
-    assert pins(PACK / "requirements.txt")["tpu-serving"] == VERSION  # the rules: the same release's wheel
+    assert "tpu-serving" not in pins(PACK / "requirements.txt")  # the wheel, by path (tests/test_package.py)
 
 
 def test_the_launcher_runs_the_pack_as_the_language_host_would():
@@ -209,7 +209,7 @@ def test_the_launcher_starts_the_pack_whatever_flags_the_engine_puts_first(flags
     import subprocess
     import sys
 
-    env = {**os.environ, "PULUMI_PYTHON_CMD": sys.executable}
+    env = {**os.environ, "PULUMI_PYTHON_CMD": sys.executable, "PYTHONPATH": str(ROOT)}
     env.pop("PULUMI_CONFIG", None)
     proc = subprocess.Popen(
         [str(PACK / "run-pack"), *flags, "127.0.0.1:1"],
@@ -307,3 +307,48 @@ def test_the_docs_override_example_names_both_policies_of_a_split_rule(pack):
     for rule in pack["STACK_RULES"]:
         both = [n for n in (rule, f"{rule}-stack") if n in names]
         assert all(f"`{n}`" in text or f'"{n}"' in text for n in both), both
+
+
+# ---- the released pack has no fallback into its surroundings ------------------------------------------------------
+
+
+def test_the_pack_imports_the_rules_through_tpu_serving_and_never_edits_sys_path():
+    """Through tpu_serving, whose import checks that stacks/components/workloads are the ones installed beside it
+    (tpu_serving/_namespace.py); a sys.path entry for the pack's parent folder could import a user's `stacks`."""
+    import ast
+
+    tree = ast.parse((PACK / "__main__.py").read_text())
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert any(isinstance(n, ast.ImportFrom) and n.module == "tpu_serving" and n.names[0].name == "guardrails"
+               for n in imports)  # fmt: skip
+    assert not [n for n in imports if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("stacks")]
+    assert "sys.path" not in (PACK / "__main__.py").read_text()
+
+
+def test_the_launcher_never_falls_back_to_a_virtualenv_around_the_pack(tmp_path):
+    """An unpacked pack with no venv/ and no PULUMI_PYTHON_CMD refuses to start, naming both, even with a .venv in
+    the folder around it (a user's project)."""
+    import os
+    import shutil
+    import subprocess
+
+    pack = tmp_path / "project" / "pack"
+    pack.mkdir(parents=True)
+    shutil.copy(PACK / "run-pack", pack / "run-pack")
+    (tmp_path / "project" / ".venv" / "bin").mkdir(parents=True)
+    decoy = tmp_path / "project" / ".venv" / "bin" / "python"
+    decoy.write_text("#!/bin/sh\necho decoy-ran\n")
+    decoy.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PULUMI_PYTHON_CMD"}
+    done = subprocess.run([str(pack / "run-pack"), "127.0.0.1:1"], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 1 and "decoy-ran" not in done.stdout
+    assert "no " in done.stderr and "venv" in done.stderr and "PULUMI_PYTHON_CMD" in done.stderr
+
+
+def test_the_dev_launcher_is_not_part_of_the_released_pack():
+    import re
+
+    makefile = (ROOT / "Makefile").read_text()
+    files = re.search(r"^PACK_FILES = (.*)$", makefile, re.M)
+    assert files is not None and "run-pack-dev" not in files.group(1)
+    assert (ROOT / "scripts/run-pack-dev").stat().st_mode & 0o111
