@@ -116,8 +116,27 @@ def test_the_example_adds_a_workload_to_the_platforms_cluster(preview):
 def test_a_workload_the_platform_cannot_run_is_refused_naming_its_key():
     import pulumi
 
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[1\]\.pool"):
+    with pytest.raises(pulumi.RunError, match=r"^WorkloadArgs\.pool: "):
         added({**WORKLOAD, "pool": "no-such-pool"})
+
+
+def test_every_problem_is_named_by_the_input_that_set_it_at_once_before_anything_is_registered(monkeypatch):
+    """A pool the platform has not and a type's key out of range: both at once, named WorkloadArgs.pool and
+    WorkloadArgs.settings['maxModelLen'] (not the stack key path the user never wrote), and the platform's outputs
+    (a StackReference) are not read first."""
+    import pulumi
+
+    import tpu_serving.workload as tw
+
+    read: list[str] = []
+    monkeypatch.setattr(tw.PlatformOutputs, "of", classmethod(lambda cls, ref: read.append(ref) or None))
+    with pytest.raises(pulumi.RunError) as err:
+        added({**WORKLOAD, "pool": "nope", "maxModelLen": -1}, outputs=None)
+    lines = str(err.value).splitlines()
+    assert any(line.startswith("WorkloadArgs.pool: ") and "'nope'" in line for line in lines), lines
+    assert any(line.startswith("WorkloadArgs.settings['maxModelLen']") for line in lines), lines
+    assert not any("tpu-serving:workloads[" in line for line in lines), lines
+    assert read == []
 
 
 def test_the_capacity_check_counts_the_platforms_own_workloads_as_the_platform_does():
@@ -135,8 +154,9 @@ def test_the_capacity_check_counts_the_platforms_own_workloads_as_the_platform_d
         run_program(platform, stack="dev")
     with pytest.raises(pulumi.RunError) as by_package:
         added(chat2)
-    assert "pool 'v5e-2x4' has 2 TPU host(s), but its workloads need 3" in str(by_platform.value)
-    assert str(by_package.value) == str(by_platform.value)
+    problem = "pool 'v5e-2x4' has 2 TPU host(s), but its workloads need 3 at most (workloads[0] 'qwen3-8b' 1, workloads[1] 'chat2' 2)"
+    assert f"tpu-serving:workloads[1].pool: {problem}" in str(by_platform.value)
+    assert str(by_package.value).startswith(f"WorkloadArgs.pool: {problem}")
     added({**chat2, "replicas": 1})  # 1 + 1 of 2 fits
 
 
@@ -187,7 +207,12 @@ def test_bad_typed_inputs_are_refused_at_once_naming_field_value_and_allowed():
         "WorkloadArgs.settings['name']",
     ]  # fmt: skip
     assert "'tgi' is not allowed; allowed: a registered workload type (" in lines[0] and "vllm" in lines[0]
-    assert "'Chat_2'" in lines[1] and "RFC 1123 label" in lines[1]
+    # the platform's own workload-name rule (stacks/pieces/rules.py check_name, at most WORKLOAD_NAME_MAX)
+    assert "'Chat_2' is not a valid workload name" in lines[1] and "starting with a letter" in lines[1]
+    with pytest.raises(pulumi.RunError, match=r"WorkloadArgs\.name: '9lives' is not a valid workload name"):
+        WorkloadArgs(type="vllm", name="9lives", pool="p")
+    with pytest.raises(pulumi.RunError, match=r"at most 40 characters"):
+        WorkloadArgs(type="vllm", name="a" * 41, pool="p")
     assert "set WorkloadArgs.name instead" in lines[4]
     with pytest.raises(pulumi.RunError, match=r"PlatformArgs\.stack: 'dev' is not allowed; allowed: <organization>"):
         PlatformArgs(stack="dev", config={})

@@ -23,9 +23,11 @@ import pulumi_kubernetes as k8s
 from components.namespaces import Namespaces, NamespacesDeps
 from components.serving import ServingWorkload, WorkloadDeps
 from stacks.config import NS, parse_stack_config
-from stacks.problems import ConfigError
+from stacks.pieces.rules import check_name
+from stacks.problems import ConfigError, Problem
 from stacks.pulumi_config import raw_config
 from stacks.security import bucket_access
+from stacks.workload_checks import WORKLOAD_NAME_MAX
 from workloads import registry
 
 # The platform stack's outputs a workload reads (components/platform.py build_stack exports them).
@@ -74,11 +76,19 @@ class WorkloadArgs:
             "WorkloadArgs",
             [
                 ("type", self.type, registry.WORKLOAD_TYPES, "a registered workload type"),
-                ("name", self.name, _LABEL, "an RFC 1123 label (a-z, 0-9, '-', at most 63)"),
                 ("pool", self.pool, _NON_EMPTY, "the name of a tpuPools entry of the platform stack"),
                 ("namespace", self.namespace, _LABEL, "an RFC 1123 label, or None (the workload's name)"),
             ],
         )
+        # the platform's own rule for a workload's name (stacks/workload_checks.py: its objects and Google identity
+        # are named after it), the same function
+        found: list[Problem] = []
+        if isinstance(self.name, str):
+            check_name("WorkloadArgs.name", self.name, WORKLOAD_NAME_MAX, "workload name", found)
+        else:
+            found.append(Problem("WorkloadArgs.name", f"{self.name!r} is not a string; allowed: a workload name"))
+        after_type = 1 if problems and problems[0].startswith("WorkloadArgs.type") else 0
+        problems[after_type:after_type] = [str(p) for p in found]
         if not isinstance(self.settings, Mapping):
             problems.append(f"WorkloadArgs.settings: {self.settings!r} is not a mapping; allowed: the type's keys")
         else:
@@ -201,6 +211,33 @@ def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, A
     return out
 
 
+def _unknown_pool(platform_config: Mapping[str, Any], pool: str) -> list[str]:
+    pools = platform_config.get(f"{NS}:tpuPools") or []
+    pools = json.loads(pools) if isinstance(pools, str) else pools
+    names = [p.get("name") for p in pools if isinstance(p, Mapping)] if isinstance(pools, list) else []
+    if pool in names:
+        return []
+    return [
+        f"WorkloadArgs.pool: {pool!r} is not a tpuPools entry of the platform stack; allowed: "
+        f"{', '.join(str(n) for n in names) or 'none (the platform has no TPU pools)'}"
+    ]
+
+
+def _as_args(problem: Problem, index: int) -> str:
+    """A problem of the added workload (`tpu-serving:workloads[<index>]...`) at the input that set it: a typed field
+    (`WorkloadArgs.pool`) or a type's key (`WorkloadArgs.settings['maxModelLen']`); any other at its stack key (the
+    platform's config)."""
+    prefix = f"{NS}:workloads[{index}]"
+    if problem.path != prefix and not problem.path.startswith(prefix + "."):
+        return f"{problem} (the platform stack's config)"
+    rest = problem.path[len(prefix) + 1 :]
+    head = re.split(r"[.\[]", rest, maxsplit=1)[0]
+    if not head:
+        return f"WorkloadArgs: {problem.message}"
+    where = f"WorkloadArgs.{rest}" if head in TYPED_KEYS else f"WorkloadArgs.settings[{head!r}]{rest[len(head) :]}"
+    return str(Problem(where, problem.message))
+
+
 def _same_bucket(output: str, configured: str, stack: str) -> str:
     if output != configured:
         raise pulumi.RunError(
@@ -218,10 +255,7 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
     key). The platform's own workloads are not this program's: only `workload` and its namespace are planned here."""
     platform_config = platform.config
     entry = workload.entry()
-    outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
-    taken = _platform_owned(platform_config, entry)
-    if taken:
-        raise pulumi.RunError("\n".join(taken))
+    problems = _platform_owned(platform_config, entry)
     config = {k: _text(v) for k, v in platform_config.items() if not (isinstance(v, dict) and "secure" in v)}
     # parsed with the platform's own workloads (they hold their pools' nodes: the capacity check counts them, as the
     # platform program would with this workload added), the added one last (the platform's keep their local ports)
@@ -236,8 +270,15 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
             region=config.get("gcp:region"),
             workload_types=registry.WORKLOAD_TYPES,
         )
-    except ConfigError as err:  # as the platform program says it (stacks/pulumi_config.py load_stack_config)
-        raise pulumi.RunError(str(err)) from None
+    except ConfigError as err:  # what the platform program finds, named as this program's inputs name it
+        found = [_as_args(p, len(_own_workloads(platform_config))) for p in err.problems]
+        # a shape problem of the settings stops the platform's parse before its rules: the pool is checked here too
+        if not any(line.startswith("WorkloadArgs.pool:") for line in found):
+            problems.extend(_unknown_pool(platform_config, workload.pool))
+        problems.extend(found)
+    if problems:  # every problem at once, before anything is registered (the StackReference too)
+        raise pulumi.RunError("\n".join(problems))
+    outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
     # only the added workload is this program's: its plan, and its namespace's
     [plan] = [w for w in cfg.workloads if w.name == entry["name"]]
     ns_plan = cfg.namespaces_plan
