@@ -238,13 +238,16 @@ def _as_args(problem: Problem, index: int) -> str:
     return str(Problem(where, problem.message))
 
 
-def _same_bucket(output: str, configured: str, stack: str) -> str:
-    if output != configured:
-        raise pulumi.RunError(
+def _check_bucket(output: Any, configured: str, stack: str) -> None:
+    """A platform whose bucketName output is not the bucket its config names: warned where the user looks (the
+    grants stay on the configured bucket, their conditions naming the same one: never raised inside an apply, where
+    it would surface after resources are registered, as an unretrieved future)."""
+    if isinstance(output, str) and output != configured:
+        pulumi.log.warn(
             f"PlatformArgs.config: names the bucket {configured!r} but the platform stack {stack}'s bucketName output "
-            f"is {output!r}; allowed: the config of the stack file that stack runs with"
+            f"is {output!r}: the workload's grants are on {configured!r}; allowed: the config of the stack file that "
+            "stack runs with"
         )
-    return output
 
 
 def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWorkload:
@@ -289,16 +292,16 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
     )
     provider = k8s.Provider("platform-cluster", kubeconfig=outputs.kubeconfig, enable_server_side_apply=True)
     namespaces = Namespaces("namespaces", plan=ns_plan, deps=NamespacesDeps(provider=provider))
-    # the grants' IAM conditions name the bucket the platform's config names (the plan's): its bucketName output must
-    # be that bucket, or every grant would be on one bucket limited to another's objects (no access at all)
-    bucket = pulumi.Output.from_input(outputs.bucket).apply(lambda b: _same_bucket(b, plan.bucket, platform.stack))
+    # the grants' bucket and their conditions' bucket are one value, the plan's (the bucket the platform's config
+    # names): no mismatch between them is possible; an output naming another bucket is warned about, never raised
+    pulumi.Output.from_input(outputs.bucket).apply(lambda b: _check_bucket(b, plan.bucket, platform.stack))
     deps = WorkloadDeps(
         project=cfg.gcp_project,
         stack=cfg.stack,
-        bucket=bucket,
+        bucket=pulumi.Output.from_input(plan.bucket),
         # the platform stack's custom role holding storage.buckets.get (components/bucket.py): named after its bucket
-        bucket_get_role=bucket.apply(
-            lambda b: f"projects/{cfg.gcp_project}/roles/{bucket_access.bucket_get_role_id(b)}"
+        bucket_get_role=pulumi.Output.from_input(
+            f"projects/{cfg.gcp_project}/roles/{bucket_access.bucket_get_role_id(plan.bucket)}"
         ),
         provider=provider,
         namespace=namespaces.by_name.get(plan.namespace),
