@@ -181,7 +181,7 @@ package-smoke: package
 	rm -rf $(SMOKE_DIR) && mkdir -p $(SMOKE_DIR)/pack
 	tar -xzf dist/tpu-serving-guardrails-$(RELEASE).tar.gz -C $(SMOKE_DIR)/pack
 	$(PYTHON) -m venv $(SMOKE_DIR)/venv
-	$(SMOKE_DIR)/venv/bin/pip install --quiet --disable-pip-version-check --find-links dist -r $(SMOKE_DIR)/pack/requirements.txt
+	$(SMOKE_DIR)/venv/bin/pip install --quiet --disable-pip-version-check dist/tpu_serving-$(RELEASE)-py3-none-any.whl -r $(SMOKE_DIR)/pack/requirements.txt
 	cd $(SMOKE_DIR) && venv/bin/python -I $(CURDIR)/scripts/package_smoke.py $(RELEASE) pack $(CURDIR)/Pulumi.dev.yaml \
 	  $(CURDIR)/examples/add-workload/__main__.py
 
@@ -191,7 +191,7 @@ PACKAGE_ENV ?= build/package-env
 package-env: package
 	rm -rf $(PACKAGE_ENV)
 	$(PYTHON) -m venv $(PACKAGE_ENV)
-	$(PACKAGE_ENV)/bin/pip install --quiet --disable-pip-version-check --find-links dist -r examples/add-workload/requirements.txt
+	$(PACKAGE_ENV)/bin/pip install --quiet --disable-pip-version-check dist/tpu_serving-$(RELEASE)-py3-none-any.whl -r examples/add-workload/requirements.txt
 
 # ---- the local cluster (issue 35; docs/toolchain.md, docs/local-cluster.md) ----------------------------------------
 # The Go binaries of the matrix (stacks/facts/versions.py TOOLCHAIN) from the Go module proxy into .cache/toolchain/, built

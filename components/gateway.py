@@ -272,12 +272,15 @@ class InferenceGateway(pulumi.ComponentResource):
         if self.security_policy is not None:
             # The chart's GCPBackendPolicy (named after the release, targeting the InferencePool) gets the policy:
             # GCPBackendPolicy spec.default.securityPolicy (https://googlecloudplatform.github.io/gke-gateway-api).
+            # The patch names the chart's targetRef too, at the chart's values (server-side apply: managers setting
+            # a field to the same value share it, no conflict, https://kubernetes.io/docs/reference/using-api/
+            # server-side-apply/#conflicts), so the policy pack's no-public-endpoint sees which backend it guards.
             k8s.apiextensions.CustomResourcePatch(
                 f"{prefix}-armor",
                 api_version="networking.gke.io/v1",
                 kind="GCPBackendPolicy",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=backend.name, namespace=backend.namespace),
-                spec={"default": {"securityPolicy": self.security_policy}},
+                spec={"targetRef": gateway.pool_ref(backend), "default": {"securityPolicy": self.security_policy}},
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release])),
             )
         if self.body_router is not None:

@@ -20,7 +20,7 @@ from tooling.harness.offline import ROOT
 from tooling.local import local_stack
 from tooling.review.render import stack_name
 
-PACK = ROOT / "policy" / "run-pack"
+PACK = ROOT / "scripts" / "run-pack-dev"  # policy/run-pack with this checkout on PYTHONPATH
 # A kubeconfig whose server is a closed port on loopback: the Kubernetes provider previews without a cluster
 # ("cluster unreachable"), and nothing leaves the machine.
 UNREACHABLE_KUBECONFIG = """apiVersion: v1

@@ -17,9 +17,7 @@ ConfigureStack is what the engine sees. An organisation overrides any level with
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -35,11 +33,10 @@ from pulumi_policy import (
 from pulumi_policy import policy as policy_sdk
 from pulumi_policy.proxy import UnknownValueError
 
-try:
-    from stacks import guardrails
-except ImportError:  # in this repository: the program's package is the pack's parent folder
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from stacks import guardrails
+# Through tpu_serving, whose import first checks that stacks/components/workloads are the ones installed beside it
+# (tpu_serving/_namespace.py): never a `stacks` of the user's. The pack's environment has the tpu-serving wheel
+# (requirements.txt); in this repository, scripts/run-pack-dev puts the checkout on PYTHONPATH instead.
+from tpu_serving import guardrails
 
 NAME = "tpu-serving-guardrails"
 LEVELS = {
@@ -81,8 +78,10 @@ ENVIRONMENT_KEY = "tpu-serving:environment"
 
 
 def environment(tags: Mapping[str, str], config: Mapping[str, str], stack: str | None) -> str:
-    """The environment of a stack: its tag, else its config, else its name (guardrails.environment_of)."""
+    """The environment of a stack: its tag, else its config, else its name (guardrails.environment_of). A configured
+    value that is no environment is kept (CURRENT["problem"]) and reported by no-public-endpoint-stack."""
     configured = tags.get(ENVIRONMENT_KEY) or config.get(ENVIRONMENT_KEY)
+    CURRENT["problem"] = guardrails.environment_problem(configured) or ""
     return guardrails.environment_of(configured, stack)
 
 
@@ -96,8 +95,9 @@ def startup_environment() -> str:
     return environment({}, {ENVIRONMENT_KEY: pulumi.Config("tpu-serving").get("environment") or ""}, stack)
 
 
-# The environment whose levels the policies have now (a resource rule reads it too: prod-protected).
-CURRENT = {"environment": guardrails.PROD}
+# The environment whose levels the policies have now (a resource rule reads it too: prod-protected), and why the
+# configured one was not used (an unknown value), if it was not.
+CURRENT = {"environment": guardrails.PROD, "problem": ""}
 
 
 def set_levels(policies: list[Any], env: str) -> None:
@@ -135,6 +135,8 @@ def resource_policy(rule: str, env: str) -> ResourceValidationPolicy:
 
 def stack_policy(rule: str, env: str) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        if rule == guardrails.PUBLIC_ENDPOINT and CURRENT["problem"]:
+            report_violation(CURRENT["problem"], None)  # at prod's levels: mandatory, the stack is refused
         for violation in guardrails.stack_violations(resource_of(r) for r in args.resources):
             if violation.rule == rule:
                 report_violation(violation.message, violation.resource.urn or None)

@@ -1,6 +1,7 @@
 """Smoke test of the release artifacts in a clean virtualenv (`make package-smoke`, .ci/run): run by that virtualenv's
 Python, with nothing of the checkout importable (`python -I`), after
-`pip install --find-links dist -r <pack>/requirements.txt` installed the tpu-serving wheel and the pack's SDK.
+`pip install dist/tpu_serving-<version>-py3-none-any.whl -r <pack>/requirements.txt` installed the tpu-serving wheel (by
+path: it is on no public index) and the pack's SDK.
 
     python -I scripts/package_smoke.py <version> <unpacked policy pack> <platform stack file> <add-workload program>
 

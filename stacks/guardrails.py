@@ -9,14 +9,18 @@ value not known before apply is UNKNOWN: a rule never guesses it (it says nothin
 
 The rules (RULES), each with an enforcement level per environment (ENFORCEMENT) and a message naming the resource,
 the field and what is allowed:
-- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; a Gateway of an
-  external GKE class needs a Cloud Armor policy (GCPBackendPolicy `default.securityPolicy`) in its namespace; the
+- no-public-endpoint: a Service of type LoadBalancer must be internal or list source ranges; an Ingress is not one
+  GKE makes an external load balancer of (kubernetes.io/ingress.class gce, or no class at all); every backend an
+  HTTPRoute attached to a Gateway of an external GKE class sends to is the target of a Cloud Armor policy
+  (GCPBackendPolicy, or a patch of one, with `default.securityPolicy`, in the backend's namespace); the
   GKE control plane's IP endpoint must be private or behind master authorized networks. Allowed in dev (advisory).
 - pod-security-levels: every Namespace enforces a Pod Security level, pinned to a version, warning and auditing at
   restricted, and enforces exactly the strictest level its pods pass (stacks/security/pod_security.py).
-- wi-bucket-grants-scoped: an object role granted to an identity (not a Google-managed group) on any bucket or on
-  the whole project, by any grant resource (BucketIAMMember/Binding/Policy, project IAMMember/Binding/Policy),
-  carries the IAM condition limiting it to one prefix (stacks/security/bucket_access.py prefix_expression).
+- wi-bucket-grants-scoped: an object role (the basic roles editor and owner included) granted to an identity (not a
+  Google-managed group) on any bucket or on a whole project, folder or organization, by any grant resource (every
+  *IAMMember/Binding/Policy of the provider's storage, projects, folder and organizations modules, GRANT_TYPES),
+  carries the IAM condition limiting it to one prefix (stacks/security/bucket_access.py prefix_expression); never
+  to allUsers or allAuthenticatedUsers.
 - prod-protected: the cluster, its node pools and buckets carry Pulumi `protect` in prod and staging
   (stacks/model/profiles.py).
 - images-pinned: every container image is pinned by a tag other than `latest` or by digest; an image of the version
@@ -31,6 +35,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from stacks import naming
@@ -59,6 +64,21 @@ ENFORCEMENT: dict[str, dict[str, str]] = {
     IMAGES: {DEV: ADVISORY, STAGING: MANDATORY, PROD: MANDATORY},
     GKE_MANAGED: {DEV: MANDATORY, STAGING: MANDATORY, PROD: MANDATORY},
 }
+
+
+def level(rule: str, environment: Any) -> str:
+    """The rule's level in `environment`; an environment that is none of ENVIRONMENTS gets the strictest (as an
+    unknown stack does in the pack). The program refuses what the pack refuses (mandatory) and warns about what it
+    warns about (advisory), reading this one table."""
+    if not isinstance(environment, str) or environment not in ENVIRONMENTS:
+        return MANDATORY
+    return ENFORCEMENT[rule][environment]
+
+
+def allowed_in(rule: str) -> list[str]:
+    """The environments where the rule does not refuse."""
+    return [env for env in ENVIRONMENTS if ENFORCEMENT[rule][env] != MANDATORY]
+
 
 DESCRIPTIONS: dict[str, str] = {
     PUBLIC_ENDPOINT: "No endpoint reachable from the internet without source ranges or Cloud Armor, outside dev.",
@@ -104,12 +124,26 @@ class Violation:
 
 def environment_of(configured: Any, stack: str | None) -> str:
     """The environment whose enforcement levels apply: the stack's `tpu-serving:environment` (or the pack's
-    `environment` config) when it is one; else the first environment the stack's name holds as a word; else prod
-    (an unknown stack gets the strictest levels)."""
+    `environment` config) when it is one (prod when it is set to something else: environment_problem); else the
+    first environment the stack's name holds as a word; else prod (an unknown stack gets the strictest levels)."""
     if isinstance(configured, str) and configured in ENVIRONMENTS:
         return configured
+    if environment_problem(configured):
+        return PROD  # a configured value the pack does not know: the strictest, and refused (environment_problem)
     words = set(re.split(r"[^a-z0-9]+", (stack or "").lower()))
     return next((env for env in (PROD, STAGING, DEV) if env in words), PROD)
+
+
+def environment_problem(configured: Any) -> str | None:
+    """A configured environment that is none of ENVIRONMENTS (`production`, say): refused, never silently read as
+    another (the program refuses it too: stacks/pieces/environment.py)."""
+    if configured in (None, "") or (isinstance(configured, str) and configured in ENVIRONMENTS):
+        return None
+    return (
+        f"tpu-serving:environment {configured!r} is not an environment the pack knows; allowed: "
+        f"{', '.join(ENVIRONMENTS)} (set it as the stack tag or config tpu-serving:environment); until then the "
+        f"strictest levels ({PROD}'s) apply"
+    )
 
 
 # ---- reading resources ---------------------------------------------------------------------------------------
@@ -201,6 +235,32 @@ def service_endpoint_problem(resource: Resource) -> str | None:
     )
 
 
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+
+
+def ingress_problem(resource: Resource) -> str | None:
+    """An Ingress GKE's Ingress controller makes an external Application Load Balancer of: the annotation
+    kubernetes.io/ingress.class `gce`, or neither it nor spec.ingressClassName set (GKE's table "GKE Ingress controller
+    behavior", https://cloud.google.com/kubernetes-engine/docs/concepts/ingress: `gce-internal` makes an internal one;
+    another class, or only ingressClassName, is left to another controller, whose Service this rule reads)."""
+    if resource.type != INGRESS:
+        return None
+    annotations = _get(resource.props, "metadata", "annotations") or {}
+    cls = annotations.get(INGRESS_CLASS_ANNOTATION) if isinstance(annotations, Mapping) else None
+    class_name = _get(resource.props, "spec", "ingressClassName")
+    if is_unknown(cls) or is_unknown(class_name):
+        return None
+    if not (cls == "gce" or (cls is None and class_name is None)):
+        return None
+    return (
+        f"{label(resource)}: metadata.annotations {INGRESS_CLASS_ANNOTATION} {cls or 'unset'} makes GKE's Ingress "
+        "controller create an external Application Load Balancer reachable from the whole internet; allowed: "
+        f"{INGRESS_CLASS_ANNOTATION}: gce-internal (an internal Application Load Balancer), or the Inference Gateway "
+        "with source ranges"
+    )
+
+
 def control_plane_open(private_endpoint: Any, authorized_cidrs: Any) -> list[str] | None:
     """Who the control plane's IP endpoint admits (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
     None when only listed sources reach it (a private endpoint, or master authorized networks enforced with no block
@@ -236,26 +296,92 @@ def cluster_endpoint_problem(resource: Resource) -> str | None:
     )
 
 
+HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+# A GCPBackendPolicy, whole or as a server-side-apply patch of one (pulumi-kubernetes registers a
+# CustomResourcePatch as `<apiVersion>:<Kind>Patch`: pulumi/pulumi-kubernetes sdk/python/pulumi_kubernetes/
+# apiextensions/CustomResourcePatch.py, the type token `kubernetes:{api_version}:{kind}Patch`).
+BACKEND_POLICY_TYPES = (BACKEND_POLICY, f"{BACKEND_POLICY}Patch")
+GATEWAY_API = "gateway.networking.k8s.io"
+# The (group, kind) a reference without them names (kubernetes-sigs/gateway-api@v1.6.1
+# config/crd/standard/gateway.networking.k8s.io_httproutes.yaml: parentRefs[] group/kind defaults, rules[].backendRefs[]
+# group/kind defaults; a test reads them from the CRD); a reference's namespace defaults to the referrer's.
+PARENT_DEFAULT = (GATEWAY_API, "Gateway")
+BACKEND_DEFAULT = ("", "Service")
+
+
+def _ref(ref: Any, namespace: str, group: str, kind: str) -> tuple[str, str, str, str] | None:
+    """(namespace, group, kind, name) of a Gateway API reference with its defaults (PARENT_DEFAULT, BACKEND_DEFAULT;
+    the namespace the referrer's), None when not known."""
+    if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
+        return None
+    ns, grp, knd = ref.get("namespace", namespace), ref.get("group", group), ref.get("kind", kind)
+    if not all(isinstance(v, str) for v in (ns, grp, knd)):
+        return None
+    return ns, grp, knd, ref["name"]
+
+
+def armored_backends(resources: Iterable[Resource]) -> set[tuple[str, str, str, str]]:
+    """The backends (namespace, group, kind, name) a Cloud Armor policy guards: the `spec.targetRef` of a
+    GCPBackendPolicy (or a patch of one) with `spec.default.securityPolicy`, in the policy's own namespace (the CRD:
+    targetRef.namespace "when unspecified, the local namespace is inferred. Even when policy targets a resource in a
+    different namespace, it MUST only apply to traffic originating from the same namespace as the policy"; GKE:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources "Configure Cloud Armor
+    backend security policy", the policy targets a Service (or the InferencePool) in its namespace). A policy name
+    not known before apply (the stack's own Cloud Armor policy's output) counts: never guessed."""
+    out = set()
+    for r in resources:
+        if r.type not in BACKEND_POLICY_TYPES or _get(r.props, "spec", "default", "securityPolicy") in (None, ""):
+            continue
+        target = _ref(_get(r.props, "spec", "targetRef"), namespace_of(r), *BACKEND_DEFAULT)
+        if target is not None and target[0] == namespace_of(r):
+            out.add(target)
+    return out
+
+
+def gateway_backends(
+    gateway_resource: Resource, resources: Iterable[Resource]
+) -> dict[tuple[str, str, str, str], Resource]:
+    """Each backend (namespace, group, kind, name) an HTTPRoute attached to the Gateway sends requests to, with the
+    route."""
+    here = (namespace_of(gateway_resource), *PARENT_DEFAULT, object_name(gateway_resource))
+    out: dict[tuple[str, str, str, str], Resource] = {}
+    for r in resources:
+        if r.type != HTTP_ROUTE:
+            continue
+        parents = _get(r.props, "spec", "parentRefs") or []
+        if not isinstance(parents, list) or here not in {_ref(p, namespace_of(r), *PARENT_DEFAULT) for p in parents}:
+            continue
+        for rule in _get(r.props, "spec", "rules") or []:
+            for ref in (_get(rule, "backendRefs") or []) if isinstance(rule, Mapping) else []:
+                backend = _ref(ref, namespace_of(r), *BACKEND_DEFAULT)
+                if backend is not None:
+                    out.setdefault(backend, r)
+    return out
+
+
 def gateway_problems(resources: Iterable[Resource]) -> list[tuple[Resource, str]]:
-    """A Gateway of an external GKE class with no Cloud Armor policy in its namespace: a GCPBackendPolicy with
-    `default.securityPolicy` (https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources
-    "Configure Cloud Armor backend security policy")."""
+    """A Gateway of an external GKE class sends requests only to backends a Cloud Armor policy guards: each backend
+    of each HTTPRoute attached to it is the target of a GCPBackendPolicy (or a patch of one) with
+    `spec.default.securityPolicy` in the backend's namespace (armored_backends). A Gateway no route of the stack
+    attaches to serves nothing of the stack."""
     resources = list(resources)
-    armored = {
-        namespace_of(r)
-        for r in resources
-        if r.type == BACKEND_POLICY and _get(r.props, "spec", "default", "securityPolicy") not in (None, "")
-    }
+    armored = armored_backends(resources)
     out = []
     for r in resources:
         cls = _get(r.props, "spec", "gatewayClassName")
-        if r.type == GATEWAY and cls in EXTERNAL_GATEWAY_CLASSES and namespace_of(r) not in armored:
+        if r.type != GATEWAY or cls not in EXTERNAL_GATEWAY_CLASSES:
+            continue
+        for (ns, group, kind, name), route in sorted(gateway_backends(r, resources).items()):
+            if (ns, group, kind, name) in armored:
+                continue
             out.append(
                 (
                     r,
-                    f"{label(r)}: spec.gatewayClassName {cls} is an internet-facing load balancer with no Cloud Armor "
-                    f"policy: allowed: an internal class (gke-l7-rilb), or a GCPBackendPolicy in namespace "
-                    f"{namespace_of(r)} with spec.default.securityPolicy (a policy limiting the source ranges)",
+                    f"{label(r)}: spec.gatewayClassName {cls} is an internet-facing load balancer and {label(route)} "
+                    f"sends requests to {kind} {ns}/{name} with no Cloud Armor policy: allowed: an internal class "
+                    f"(gke-l7-rilb), or a GCPBackendPolicy in namespace {ns} with spec.targetRef {{group: "
+                    f"{group!r}, kind: {kind}, name: {name}}} and spec.default.securityPolicy (a policy limiting the "
+                    "source ranges)",
                 )
             )
     return out
@@ -337,24 +463,46 @@ def namespace_level_problems(resources: Iterable[Resource]) -> list[tuple[Resour
 # ---- wi-bucket-grants-scoped -----------------------------------------------------------------------------------
 
 BUCKET = "gcp:storage/bucket:Bucket"
+
+
+def _grant_types() -> tuple[str, ...]:
+    """Every grant resource type of the installed Google provider SDK on a bucket or on what holds buckets (a role
+    granted on a project, folder or organization reaches every bucket under it:
+    https://cloud.google.com/storage/docs/access-control/iam, https://cloud.google.com/iam/docs/resource-hierarchy-access-control):
+    the `<module>/<resource>:<Resource>` tokens of pulumi_gcp's storage, projects, folder and organizations modules whose
+    resource ends in IAMMember (one member, `member`), IAMBinding (one role's members, `members`) or IAMPolicy (a whole
+    policy, `policyData`), read from the SDK's sources so that the list is complete by construction."""
+    import pulumi_gcp
+
+    root = Path(pulumi_gcp.__file__).parent
+    token = re.compile(r"'(gcp:(?:storage|projects|folder|organizations)/(\w+):(\w*IAM(?:Member|Binding|Policy)))'")
+    found = {
+        m.group(1)
+        for module in GRANT_MODULES
+        for path in sorted((root / module).glob("*iam*.py"))
+        for m in token.finditer(path.read_text())
+        if m.group(3)[0].isupper() and m.group(2) == m.group(3)[0].lower() + m.group(3)[1:]
+    }
+    return tuple(sorted(found))
+
+
+# the provider modules whose IAM resources grant on a bucket, or on every bucket of a project, folder or organization
+GRANT_MODULES = ("storage", "projects", "folder", "organizations")
+GRANT_TYPES = _grant_types()
 BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 BUCKET_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
 BUCKET_IAM_POLICY = "gcp:storage/bucketIAMPolicy:BucketIAMPolicy"
 PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 PROJECT_IAM_BINDING = "gcp:projects/iAMBinding:IAMBinding"
 PROJECT_IAM_POLICY = "gcp:projects/iAMPolicy:IAMPolicy"
-# Every resource of the Google provider that grants a role on a bucket or on the whole project (a project-level
-# storage role reaches every bucket of the project: https://cloud.google.com/storage/docs/access-control/iam): one
-# member (`member`), one role's members (`members`), or a whole policy (`policyData`, JSON with `bindings`).
-GRANT_TYPES = (
-    BUCKET_IAM_MEMBER,
-    BUCKET_IAM_BINDING,
-    BUCKET_IAM_POLICY,
-    PROJECT_IAM_MEMBER,
-    PROJECT_IAM_BINDING,
-    PROJECT_IAM_POLICY,
-)
-PROJECT_GRANT_TYPES = (PROJECT_IAM_MEMBER, PROJECT_IAM_BINDING, PROJECT_IAM_POLICY)
+# the grants above the bucket: on a project, a folder or an organization
+PROJECT_GRANT_TYPES = tuple(t for t in GRANT_TYPES if not t.startswith("gcp:storage/"))
+# what holds the grant, by module: the input naming it, and how a message says it
+GRANT_SCOPES = {
+    "projects": ("project", "the project {} (every bucket in it)"),
+    "folder": ("folder", "the folder {} (every bucket of every project under it)"),
+    "organizations": ("orgId", "the organization {} (every bucket in it)"),
+}
 # Predefined roles with object access (https://cloud.google.com/storage/docs/access-control/iam-roles).
 OBJECT_ROLES = frozenset(
     {
@@ -368,11 +516,20 @@ OBJECT_ROLES = frozenset(
         "roles/storage.legacyBucketReader",
         "roles/storage.legacyBucketWriter",
         "roles/storage.legacyBucketOwner",
+        # managed folders' admin: objects in them (https://cloud.google.com/storage/docs/access-control/iam-roles)
+        "roles/storage.folderAdmin",
+        # the basic roles hold storage.objects.* on every bucket of where they are granted
+        # (https://cloud.google.com/iam/docs/roles-overview#basic)
+        "roles/editor",
+        "roles/owner",
     }
 )
 # Grants to Google's own accounts are not Workload Identity: the usage/storage-log writer
 # (https://cloud.google.com/storage/docs/access-logs: group cloud-storage-analytics@google.com, objectCreator).
 GOOGLE_GROUPS = ("group:cloud-storage-analytics@google.com",)
+# Anyone on the internet, anyone with a Google account (https://cloud.google.com/iam/docs/principal-identifiers):
+# never allowed an object role, not even a read of a bucket the stack does not create.
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 _PREFIX_EXPRESSION = re.compile(r'resource\.name\.startsWith\("projects/_/buckets/([^/"]+)/objects/([^"]+/)"\)')
 
 
@@ -396,9 +553,11 @@ class Grant:
     members: tuple[Any, ...]
     expression: Any
     bucket: Any
-    """The bucket's name (UNKNOWN before apply); None for a project-level grant."""
+    """The bucket's name (UNKNOWN before apply); None for a grant on a project, folder or organization."""
     field: str
     """Where in the resource's inputs: `role` or `policyData.bindings[<i>]`."""
+    scope: str = ""
+    """Where a grant above the bucket is: 'the project p (every bucket in it)'."""
 
 
 def _policy_bindings(policy_data: Any) -> list[Mapping[str, Any]] | None:
@@ -419,17 +578,20 @@ def grants_of(resource: Resource) -> list[Grant]:
         return []
     props = resource.props
     bucket = None if resource.type in PROJECT_GRANT_TYPES else props.get("bucket")
-    if resource.type in (BUCKET_IAM_POLICY, PROJECT_IAM_POLICY):
+    module = resource.type.split(":")[1].split("/")[0]
+    key, where = GRANT_SCOPES.get(module, ("", ""))
+    scope = where.format(props.get(key) if isinstance(props.get(key), str) else "") if key else ""
+    if resource.type.endswith("IAMPolicy"):
         return [
             Grant(b.get("role"), tuple(b.get("members") or ()), _get(b, "condition", "expression"), bucket,
-                  f"policyData.bindings[{i}]")
+                  f"policyData.bindings[{i}]", scope)
             for i, b in enumerate(_policy_bindings(props.get("policyData")) or [])
         ]  # fmt: skip
     members = props.get("members")
-    if resource.type in (BUCKET_IAM_MEMBER, PROJECT_IAM_MEMBER):
+    if resource.type.endswith("IAMMember"):
         members = [props.get("member")]
     members = tuple(members) if isinstance(members, list) else (members,)
-    return [Grant(props.get("role"), members, _get(props, "condition", "expression"), bucket, "role")]
+    return [Grant(props.get("role"), members, _get(props, "condition", "expression"), bucket, "role", scope)]
 
 
 # What an identity may hold on a whole bucket the stack does not create: the read of a model from a user's own bucket
@@ -445,15 +607,21 @@ def grant_problem(resource: Resource, grant: Grant, stack_buckets: frozenset[str
     except a read role (OTHER_BUCKET_READ_ROLES) on a bucket other than the stack's (`stack_buckets`), or whose name
     is not known yet (never guessed)."""
     identities = [m for m in grant.members if m not in GOOGLE_GROUPS]
-    if grant.role not in OBJECT_ROLES or not identities or is_unknown(grant.expression):
+    public = [m for m in identities if m in PUBLIC_MEMBERS]
+    if grant.role not in OBJECT_ROLES or not identities or (is_unknown(grant.expression) and not public):
         return None
+    if public:
+        return (
+            f"{label(resource)}: {grant.field} {grant.role} for {', '.join(public)} makes objects public; allowed: "
+            "an object role for identities only (never allUsers or allAuthenticatedUsers), limited to one prefix"
+        )
     if prefix_of(grant.expression, grant.bucket) is not None:
         return None
     other_bucket = grant.bucket is not None and (is_unknown(grant.bucket) or grant.bucket not in stack_buckets)
     if other_bucket and grant.role in OTHER_BUCKET_READ_ROLES:
         return None
     who = ", ".join(m if isinstance(m, str) else "an identity" for m in identities)
-    where = "the project (every bucket in it)" if grant.bucket is None else f"bucket {grant.bucket}"
+    where = (grant.scope or "the project (every bucket in it)") if grant.bucket is None else f"bucket {grant.bucket}"
     if grant.bucket in stack_buckets:
         where = f"the stack's bucket {grant.bucket}"
     bucket = grant.bucket if isinstance(grant.bucket, str) else "<bucket>"
@@ -477,8 +645,8 @@ def bucket_grant_problems(resources: Iterable[Resource]) -> list[tuple[Resource,
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 PROTECTED_TYPES = (CLUSTER, NODE_POOL, BUCKET)
-# the environments whose profile protects (stacks/model/profiles.py PROFILES: a test holds them equal)
-PROTECTED_ENVIRONMENTS = (STAGING, PROD)
+# the environments prod-protected applies in: their profiles protect (stacks/model/profiles.py PROFILES reads this)
+PROTECTED_ENVIRONMENTS = tuple(env for env in ENVIRONMENTS if ENFORCEMENT[PROTECTED][env] != DISABLED)
 # A node pool holds TPUs when its machine type is one of the TPU catalog's (stacks/facts/catalog.py): those take
 # long to get back (capacity); a CPU pool is recreated in minutes and stays unprotected.
 TPU_MACHINE_TYPES = frozenset(mt for gen in catalog.GENERATIONS.values() for mt in gen.host_resources)
@@ -567,6 +735,7 @@ def resource_violations(resource: Resource, environment: str) -> list[Violation]
     """The per-resource rules (a resource validation policy each)."""
     found: list[tuple[str, str | None]] = [
         (PUBLIC_ENDPOINT, service_endpoint_problem(resource)),
+        (PUBLIC_ENDPOINT, ingress_problem(resource)),
         (PUBLIC_ENDPOINT, cluster_endpoint_problem(resource)),
         (POD_SECURITY, namespace_label_problem(resource)),
         (PROTECTED, protect_problem(resource, environment)),

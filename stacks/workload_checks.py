@@ -343,7 +343,7 @@ def _resolve(
         _check_generation(path, workload, pool, types, problems)
         _check_compute_class(path, kind, pool, problems)
     problems.extend(resolved.problems)
-    _check_images(path, workload, problems)
+    _check_images(path, workload, context.environment, problems, warnings)
     if len(problems) != start or resolved.plan is None:
         return None
     roots = [(key, bucket_access.stack_root_problem(url, context.bucket)) for key, url in resolved.plan.read_paths()]
@@ -351,15 +351,25 @@ def _resolve(
     return None if any(why for _, why in roots) else resolved.plan
 
 
-def _check_images(path: str, workload: Any, problems: list[Problem]) -> None:
-    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull, pinned by
-    a tag other than latest or a digest (guardrails.image_problem, the policy pack's images-pinned; an override may
-    name another version of a matrix image: the pack warns about that one, at its level)."""
+def _check_images(path: str, workload: Any, environment: str, problems: list[Problem], warnings: list[str]) -> None:
+    """Every image override of any workload type (its `images` mapping) is a reference a kubelet can pull (always
+    refused otherwise), and pinned as the policy pack's images-pinned reads it (guardrails.image_problem: a tag other
+    than latest or a digest, a matrix image at the matrix's pin), refused where the pack refuses and warned where it
+    warns (guardrails.level: the one table)."""
     images = getattr(workload, "images", None)
+    rule_level = guardrails.level(guardrails.IMAGES, environment)
     for key, image in (images.model_dump() if images is not None else {}).items():
-        why = guardrails.image_problem(image, matrix={}) if isinstance(image, str) else None
-        if why:
-            problems.append(Problem(f"{path}.images.{_camel(key)}", why))
+        if not isinstance(image, str):
+            continue
+        where = f"{path}.images.{_camel(key)}"
+        unpullable = naming.image_reference_problem(image)
+        why = unpullable or guardrails.image_problem(image)
+        if not why:
+            continue
+        if unpullable or rule_level == guardrails.MANDATORY:
+            problems.append(Problem(where, why))
+        elif rule_level == guardrails.ADVISORY:
+            warnings.append(f"{where}: {why} (the policy pack's {guardrails.IMAGES} warns in {environment})")
 
 
 def _camel(name: str) -> str:

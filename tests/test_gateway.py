@@ -531,7 +531,10 @@ def test_external_source_ranges_become_a_cloud_armor_policy_on_the_pool(run):
     patch = rec.one("kubernetes:networking.gke.io/v1:GCPBackendPolicyPatch").inputs
     # the chart's GCPBackendPolicy is named after the release (templates/gke.yaml)
     assert patch["metadata"] == {"name": "llama70b", "namespace": "llama70b"}
-    assert patch["spec"] == {"default": {"securityPolicy": policy["name"]}}
+    assert patch["spec"] == {
+        "targetRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "llama70b"},
+        "default": {"securityPolicy": policy["name"]},
+    }
 
 
 def test_network_policies_open_the_served_pods_and_the_picker_to_the_load_balancer():

@@ -7,7 +7,14 @@ Sources of the outside rules:
 - GKE's internal load balancer annotation networking.gke.io/load-balancer-type: Internal:
   https://cloud.google.com/kubernetes-engine/docs/how-to/internal-load-balancing
 - GKE GatewayClasses (external vs rilb): https://cloud.google.com/kubernetes-engine/docs/how-to/gatewayclass-capabilities
-- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor): the CRD, ../shared/reference/gke-crds (tested below)
+- GCPBackendPolicy spec.default.securityPolicy (Cloud Armor) and spec.targetRef (the policy's namespace): the CRD,
+  ../shared/reference/gke-crds (tested below); https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gateway-resources
+- a CustomResourcePatch's type token `kubernetes:<apiVersion>:<Kind>Patch`: pulumi-kubernetes 4.34.2
+  sdk/python/pulumi_kubernetes/apiextensions/CustomResourcePatch.py (the installed SDK, read below)
+- HTTPRoute parentRefs/backendRefs group and kind defaults: kubernetes-sigs/gateway-api@v1.6.1
+  config/crd/standard/gateway.networking.k8s.io_httproutes.yaml (../shared/reference/crds, read below)
+- the router chart's GCPBackendPolicy (named after the release, targeting its InferencePool): llm-d/llm-d-router@v0.10.0
+  config/charts/llm-d-router-gateway/templates/gke.yaml, rendered by the pinned Helm below
 - control plane endpoints: https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation
 - Pod Security Admission labels: https://kubernetes.io/docs/concepts/security/pod-security-admission/
 - Cloud Storage roles and IAM conditions: https://cloud.google.com/storage/docs/access-control/iam-roles,
@@ -32,7 +39,7 @@ from stacks.facts import versions
 from stacks.model.profiles import PROFILES
 from stacks.security import bucket_access, pod_security
 from stacks.serving import gateway as serving_gateway
-from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, reference_file
+from tests.conftest import ALL_EXAMPLES, STACK_FILES, recorded, recorded_outputs, reference_file, session_run
 from tooling.harness.offline import ROOT, Recording, load_stack_file
 
 SHIPPED = sorted({*STACK_FILES, *ALL_EXAMPLES})
@@ -51,6 +58,112 @@ def environment(path: Path) -> str:
 def test_every_shipped_stack_passes_every_guardrail(path, preview):
     found = g.violations(resources(recorded(path, preview)), environment(path))
     assert not found, "\n".join(v.message for v in found)
+
+
+# The program's own external gateway, the two ways it admits clients (gateway.sourceRanges: a Cloud Armor policy the
+# stack creates; gateway.cloudArmorPolicy: an existing one), in the environments where no-public-endpoint refuses.
+EXTERNAL = {
+    "source-ranges": {"exposure": "external", "sourceRanges": ["203.0.113.0/24"]},
+    "cloud-armor-policy": {"exposure": "external", "cloudArmorPolicy": "clients-only"},
+}
+
+
+def external_recording(kind: str, env: str, preview: bool) -> Recording:
+    slo = ROOT / "examples/vllm-staging-slo/Pulumi.vllm-staging-slo.yaml"
+    config = copy.deepcopy(load_stack_file(slo))
+    config["tpu-serving:environment"] = env
+    config["tpu-serving:gateway"] = {**config["tpu-serving:gateway"], **EXTERNAL[kind]}
+    return session_run(config, stack=f"slo-{env}", preview=preview, stack_outputs=recorded_outputs(slo))
+
+
+def external_variant(kind: str, env: str, preview: bool) -> list[g.Resource]:
+    return resources(external_recording(kind, env, preview))
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+@pytest.mark.parametrize("env", ["staging", "prod"])
+@pytest.mark.parametrize("kind", sorted(EXTERNAL))
+def test_the_programs_external_gateway_passes_every_guardrail(kind, env, preview):
+    res = external_variant(kind, env, preview)
+    gateway = res[first(res, g.GATEWAY)]
+    assert gateway.props["spec"]["gatewayClassName"] in g.EXTERNAL_GATEWAY_CLASSES
+    assert g.gateway_backends(gateway, res), "the route to the workload's InferencePool is linked to the Gateway"
+    found = g.violations(res, env)
+    assert not found, "\n".join(v.message for v in found)
+
+
+def _drop(res: list[g.Resource], type_: str) -> list[g.Resource]:
+    return [r for r in res if r.type != type_]
+
+
+def _retarget(res: list[g.Resource], **target: str) -> list[g.Resource]:
+    i = first(res, f"{g.BACKEND_POLICY}Patch")
+    return changed(res, i, lambda p: p["spec"].update(targetRef={**p["spec"]["targetRef"], **target}))
+
+
+def _move(res: list[g.Resource]) -> list[g.Resource]:
+    return changed(res, first(res, f"{g.BACKEND_POLICY}Patch"), lambda p: p["metadata"].update(namespace="elsewhere"))
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [
+        lambda res: _drop(res, f"{g.BACKEND_POLICY}Patch"),  # no Cloud Armor on the backend
+        lambda res: _retarget(res, name="another-pool"),  # a policy on another backend
+        lambda res: _retarget(res, kind="Service"),  # on a Service of the pool's name, not the pool
+        _move,  # a policy in another namespace than the backend's
+    ],
+    ids=["no-policy", "other-backend", "other-kind", "other-namespace"],
+)
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_an_external_gateways_backend_without_its_own_cloud_armor_policy_fails(env, breaks):
+    found = [v for v in g.violations(breaks(external_variant("source-ranges", env, False)), env)]
+    assert [v.rule for v in found] == [g.PUBLIC_ENDPOINT], [v.message for v in found]
+    assert "HTTPRoute chat/chat" in found[0].message and "InferencePool chat/chat" in found[0].message
+    assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT][env] == g.MANDATORY
+
+
+def test_a_whole_gcpbackendpolicy_on_the_backend_counts_as_the_patch_does():
+    res = external_variant("cloud-armor-policy", "prod", False)
+    i = first(res, f"{g.BACKEND_POLICY}Patch")
+    res[i] = g.Resource(g.BACKEND_POLICY, res[i].name, res[i].props, res[i].protect, res[i].urn)
+    assert not [v.message for v in g.violations(res, "prod")]
+
+
+def test_the_patch_type_token_is_the_sdks():
+    import pulumi_kubernetes
+
+    source = (Path(pulumi_kubernetes.__file__).parent / "apiextensions/CustomResourcePatch.py").read_text()
+    assert 'f"kubernetes:{api_version}:{kind}Patch"' in source
+    assert g.BACKEND_POLICY_TYPES[1] == f"{g.BACKEND_POLICY}Patch"
+
+
+def test_the_reference_defaults_are_the_httproute_crds():
+    crd = yaml.safe_load(reference_file("crds/gateway.networking.k8s.io_httproutes.yaml").read_text())
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    spec = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    parent = spec["parentRefs"]["items"]["properties"]
+    backend = spec["rules"]["items"]["properties"]["backendRefs"]["items"]["properties"]
+    assert (parent["group"]["default"], parent["kind"]["default"]) == g.PARENT_DEFAULT
+    assert (backend["group"]["default"], backend["kind"]["default"]) == g.BACKEND_DEFAULT
+
+
+def test_the_armor_patch_names_the_charts_policy_and_its_target():
+    """The patch's metadata and targetRef are the router chart's GCPBackendPolicy's (the chart at its tag rendered by
+    the pinned Helm), so the patch changes that object without a conflicting field (server-side apply)."""
+    from tests.helm_charts import render_release, unavailable
+
+    rec = external_recording("source-ranges", "staging", False)
+    res = resources(rec)
+    releases = rec.of_type("kubernetes:helm.sh/v3:Release")
+    (router,) = [r for r in releases if r.inputs["chart"] == versions.LLM_D_ROUTER.chart]
+    why = unavailable(versions.LLM_D_ROUTER.chart, versions.LLM_D_ROUTER.version)
+    if why:
+        pytest.skip(why)
+    (policy,) = [o for o in render_release(router) if o["kind"] == "GCPBackendPolicy"]
+    patch = res[first(res, f"{g.BACKEND_POLICY}Patch")].props
+    assert patch["metadata"] == {k: policy["metadata"][k] for k in ("name", "namespace")}
+    assert patch["spec"]["targetRef"] == policy["spec"]["targetRef"]
 
 
 # ---- each rule broken: the stack fails it, naming the resource, the field and what is allowed ----------------
@@ -326,6 +439,42 @@ def test_a_cpu_pool_needs_no_protection():
 
 def test_the_environments_the_rule_protects_are_the_profiles_that_protect():
     assert {name for name, p in PROFILES.items() if p.protect} == set(g.PROTECTED_ENVIRONMENTS)
+    assert set(PROFILES) == set(g.ENVIRONMENTS)
+
+
+# ---- the program refuses what the pack refuses and warns about what it warns about (one table, guardrails.level) --
+
+
+@pytest.mark.parametrize("env", g.ENVIRONMENTS)
+def test_the_program_and_the_pack_judge_a_matrix_image_at_another_tag_at_the_same_level(env):
+    from tooling.scans import fuzz
+
+    other = "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.4"
+    assert g.image_problem(other)  # the pack's images-pinned fails it
+    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.dev.yaml"))
+    config["tpu-serving:environment"] = env
+    config["tpu-serving:workloads"] = [
+        {"type": "jetstream", "name": "gemma", "pool": "v5e-2x4", "model": "gemma-7b", "checkpoint": "gs://ckpt/gemma",
+         "images": {"http": other}}
+    ]  # fmt: skip
+    level = g.ENFORCEMENT[g.IMAGES][env]
+    if level == g.MANDATORY:
+        with pytest.raises(Exception, match=r"workloads\[0\]\.images\.http: .*not the version matrix's pin"):
+            fuzz.parse(config, env)
+    else:
+        warnings = fuzz.parse(config, env).warnings
+        assert any("images.http" in w and "version matrix's pin" in w for w in warnings) == (level == g.ADVISORY)
+
+
+@pytest.mark.parametrize("env", g.ENVIRONMENTS)
+def test_the_whole_internet_is_refused_by_the_program_where_the_pack_refuses_it(env):
+    from stacks.model.config_model import GatewayConfig
+    from stacks.pieces import gateway as gateway_piece
+
+    config = GatewayConfig(enabled=True, exposure="external", source_ranges=["0.0.0.0/0"])
+    refused = [p for p in gateway_piece.problems(config, env) if "whole internet" in p.message]
+    assert bool(refused) == (g.ENFORCEMENT[g.PUBLIC_ENDPOINT][env] == g.MANDATORY)
+    assert g.level(g.PUBLIC_ENDPOINT, "production") == g.MANDATORY  # an environment it does not know: strictest
 
 
 def test_the_gateways_external_class_is_one_the_rule_calls_external_and_internal_is_not():
@@ -373,6 +522,31 @@ def test_every_matrix_image_is_pinned_by_the_rule():
 )
 def test_the_environment_is_the_configured_one_else_the_stack_name_else_prod(tags, config, stack, env):
     assert g.environment_of(config.get("tpu-serving:environment"), stack) == env
+
+
+@pytest.mark.parametrize(
+    ("annotation", "class_name", "external"),
+    [
+        (None, None, True),  # no class: GKE's Ingress controller makes an external Application Load Balancer
+        ("gce", None, True),
+        ("gce", "nginx", True),  # ingressClassName ignored when the annotation is set
+        ("gce-internal", None, False),
+        (None, "nginx", False),  # another controller's (its Service is what is exposed)
+        ("nginx", None, False),
+    ],
+)
+def test_an_ingress_gke_makes_external_fails_outside_dev(annotation, class_name, external):
+    # https://cloud.google.com/kubernetes-engine/docs/concepts/ingress, "GKE Ingress controller behavior"
+    meta: dict[str, Any] = {"name": "web", "namespace": "serve"}
+    if annotation:
+        meta["annotations"] = {"kubernetes.io/ingress.class": annotation}
+    spec: dict[str, Any] = {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}
+    if class_name:
+        spec["ingressClassName"] = class_name
+    found = g.violations([g.Resource(g.INGRESS, "web", {"metadata": meta, "spec": spec})], "prod")
+    assert [v.rule for v in found] == ([g.PUBLIC_ENDPOINT] if external else []), [v.message for v in found]
+    if external:
+        assert "Ingress serve/web" in found[0].message and "gce-internal" in found[0].message
 
 
 def test_unknown_values_are_never_guessed():
@@ -426,15 +600,29 @@ def test_saxml_and_the_gateway_read_the_whole_internet_as_the_pack_does():
     assert g.whole_internet("::/0") and g.whole_internet("0.0.0.0/0") and not g.whole_internet("0.0.0.0/1")
 
 
-# Every grant resource of the provider the rule reads (the installed pulumi-gcp SDK registers these type tokens:
-# pulumi_gcp/storage/bucket_iam_*.py, pulumi_gcp/projects/iam_*.py).
-def test_the_grant_types_are_the_providers():
+# Every grant resource of the provider the rule reads: the installed pulumi-gcp SDK's resource classes named
+# *IAMMember/*IAMBinding/*IAMPolicy in its storage, projects, folder and organizations modules, each one token.
+def test_the_grant_types_are_every_iam_resource_of_the_providers_modules():
+    import importlib
+    import inspect
+
+    import pulumi
     import pulumi_gcp
 
     root = Path(pulumi_gcp.__file__).parent
-    text = "".join(p.read_text() for p in [*root.glob("storage/bucket_iam_*.py"), *root.glob("projects/iam_*.py")])
-    for type_ in g.GRANT_TYPES:
-        assert f"'{type_}'" in text, type_
+    # the SDK names a resource's file after its class in snake case (bucket_iam_member.py: BucketIAMMember)
+    classes = {
+        (module, name)
+        for module in g.GRANT_MODULES
+        for path in (root / module).glob("*iam*.py")
+        for name, cls in inspect.getmembers(
+            importlib.import_module(f"pulumi_gcp.{module}.{path.stem}"), inspect.isclass
+        )
+        if issubclass(cls, pulumi.CustomResource) and name.endswith(("IAMMember", "IAMBinding", "IAMPolicy"))
+    }
+    assert {(t.split(":")[1].split("/")[0], t.rsplit(":", 1)[1]) for t in g.GRANT_TYPES} == classes
+    assert {g.BUCKET_IAM_MEMBER, g.PROJECT_IAM_POLICY, "gcp:folder/iAMMember:IAMMember"} <= set(g.GRANT_TYPES)
+    assert {"gcp:organizations/iAMBinding:IAMBinding", "gcp:organizations/iAMPolicy:IAMPolicy"} <= set(g.GRANT_TYPES)
 
 
 PREFIXED = bucket_access.prefix_expression("stack-b", "models/x/")
@@ -483,6 +671,35 @@ GRANTS = {
         "condition": {"expression": bucket_access.prefix_expression("other", "x/")}}), True),
     "log-writer-group": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b", "role": "roles/storage.objectCreator",
                          "member": g.GOOGLE_GROUPS[0]}), False),
+    # above the project: a folder's or an organization's grant reaches every bucket under it
+    "folder-member": (g.Resource("gcp:folder/iAMMember:IAMMember", "fm", {"folder": "folders/1",
+                      "role": bucket_access.OBJECT_VIEWER, "member": MEMBER}), True),
+    "folder-binding": (g.Resource("gcp:folder/iAMBinding:IAMBinding", "fb", {"folder": "folders/1",
+                       "role": "roles/storage.objectAdmin", "members": [MEMBER]}), True),
+    "folder-policy": (g.Resource("gcp:folder/iAMPolicy:IAMPolicy", "fp", {"folder": "folders/1",
+                      "policyData": policy_data("roles/storage.objectUser", None)}), True),
+    "organization-member": (g.Resource("gcp:organizations/iAMMember:IAMMember", "om", {"orgId": "123",
+                            "role": bucket_access.OBJECT_VIEWER, "member": MEMBER}), True),
+    "organization-binding": (g.Resource("gcp:organizations/iAMBinding:IAMBinding", "ob", {"orgId": "123",
+                             "role": "roles/storage.admin", "members": [MEMBER]}), True),
+    "organization-policy": (g.Resource("gcp:organizations/iAMPolicy:IAMPolicy", "op", {"orgId": "123",
+                            "policyData": policy_data("roles/storage.objectCreator", None)}), True),
+    # the basic roles and a managed folders' admin hold object permissions
+    "project-editor": (g.Resource(g.PROJECT_IAM_MEMBER, "pe", {"project": "p", "role": "roles/editor",
+                       "member": MEMBER}), True),
+    "project-owner": (g.Resource(g.PROJECT_IAM_BINDING, "po", {"project": "p", "role": "roles/owner",
+                      "members": [MEMBER]}), True),
+    "folder-admin-on-the-stack-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "fa", {"bucket": "stack-b",
+                                         "role": "roles/storage.folderAdmin", "member": MEMBER}), True),
+    # the public: never, not even a read of another bucket
+    "all-users-read-of-another-bucket": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "user-models",
+                                         "role": bucket_access.OBJECT_VIEWER, "member": "allUsers"}), True),
+    "all-authenticated-users-binding": (g.Resource(g.BUCKET_IAM_BINDING, "b", {"bucket": "user-models",
+                                        "role": bucket_access.LEGACY_BUCKET_READER,
+                                        "members": [MEMBER, "allAuthenticatedUsers"]}), True),
+    "all-users-prefixed": (g.Resource(g.BUCKET_IAM_MEMBER, "m", {"bucket": "stack-b",
+                           "role": bucket_access.OBJECT_VIEWER, "member": "allUsers",
+                           "condition": {"expression": PREFIXED}}), True),
 }  # fmt: skip
 
 
@@ -493,5 +710,11 @@ def test_every_way_an_identity_gets_object_access_is_prefix_scoped(case):
     assert bool(found) == violates, [v.message for v in found]
     if violates:
         message = found[0].message
+        if case.startswith("all-"):
+            assert "makes objects public" in message and "never allUsers or allAuthenticatedUsers" in message
+            return
         assert repr(resource.name) in message and "allowed: a grant on the bucket with a condition" in message
-        assert ("the project (every bucket in it)" in message) == (resource.type in g.PROJECT_GRANT_TYPES)
+        above = {"projects": "the project p (every", "folder": "the folder folders/1 (every", "organizations":
+                 "the organization 123 (every"}  # fmt: skip
+        module = resource.type.split(":")[1].split("/")[0]
+        assert (above.get(module, "~") in message) == (resource.type in g.PROJECT_GRANT_TYPES), message

@@ -19,7 +19,7 @@ import pytest
 from stacks import guardrails as g
 from stacks.security import pod_security
 from tests.test_guardrails import resources
-from tooling.harness.offline import ROOT, run_program
+from tooling.harness.offline import ROOT, load_stack_file, run_program
 from tooling.harness.requirements import pins
 from tpu_serving.version import VERSION
 from tpu_serving.workload import TYPED_KEYS, PlatformArgs, PlatformOutputs, WorkloadArgs
@@ -70,8 +70,24 @@ def test_the_package_pins_what_the_program_imports_as_requirements_txt_does():
     }
 
 
-def test_the_example_installs_the_release():
-    assert f"tpu-serving=={VERSION}\n" in (ROOT / "examples/add-workload/requirements.txt").read_text()
+def test_our_artifacts_are_installed_by_path_never_by_name():
+    """`tpu-serving` is on no public index: a requirement by name (even with --find-links) is looked up on the index
+    too (https://pip.pypa.io/en/stable/cli/pip_install/#finding-packages: "There is no priority in the locations that
+    are searched. Rather they are all checked, and the best match ... is selected"), so a package of that name there
+    could be installed. Every requirements file a user installs names only index packages; every install command of
+    the docs and the Makefile installs the wheel by its path."""
+    import re
+
+    for req in (ROOT / "examples/add-workload/requirements.txt", ROOT / "policy/requirements.txt"):
+        assert "tpu-serving" not in pins(req) and "tpu_serving" not in pins(req), req
+    texts = {p: p.read_text() for p in (ROOT / "Makefile", ROOT / "docs/policy.md", ROOT / "docs/package.md")}
+    for path, text in texts.items():
+        assert "--find-links" not in text, path
+        # the pack's and the example's requirements (the Makefile's own `-r requirements.txt` is the checkout's venv)
+        for line in re.findall(r"pip install[^\n]*-r \S*(?:pack|add-workload)?/?requirements\.txt", text):
+            if path.name == "Makefile" and not re.search(r"(pack|add-workload)/requirements", line):
+                continue
+            assert re.search(r"dist/tpu_serving-\S+-py3-none-any\.whl", line), (path, line)
 
 
 @pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
@@ -100,8 +116,48 @@ def test_the_example_adds_a_workload_to_the_platforms_cluster(preview):
 def test_a_workload_the_platform_cannot_run_is_refused_naming_its_key():
     import pulumi
 
-    with pytest.raises(pulumi.RunError, match=r"tpu-serving:workloads\[0\]\.pool"):
+    with pytest.raises(pulumi.RunError, match=r"^WorkloadArgs\.pool: "):
         added({**WORKLOAD, "pool": "no-such-pool"})
+
+
+def test_every_problem_is_named_by_the_input_that_set_it_at_once_before_anything_is_registered(monkeypatch):
+    """A pool the platform has not and a type's key out of range: both at once, named WorkloadArgs.pool and
+    WorkloadArgs.settings['maxModelLen'] (not the stack key path the user never wrote), and the platform's outputs
+    (a StackReference) are not read first."""
+    import pulumi
+
+    import tpu_serving.workload as tw
+
+    read: list[str] = []
+    monkeypatch.setattr(tw.PlatformOutputs, "of", classmethod(lambda cls, ref: read.append(ref) or None))
+    with pytest.raises(pulumi.RunError) as err:
+        added({**WORKLOAD, "pool": "nope", "maxModelLen": -1}, outputs=None)
+    lines = str(err.value).splitlines()
+    assert any(line.startswith("WorkloadArgs.pool: ") and "'nope'" in line for line in lines), lines
+    assert any(line.startswith("WorkloadArgs.settings['maxModelLen']") for line in lines), lines
+    assert not any("tpu-serving:workloads[" in line for line in lines), lines
+    assert read == []
+
+
+def test_the_capacity_check_counts_the_platforms_own_workloads_as_the_platform_does():
+    """Pulumi.dev.yaml's pool v5e-2x4 has 2 hosts (maxNodes 2) and its qwen3-8b holds 1: a workload of 2 replicas on it
+    does not fit. The platform program refuses that stack file with it added; add_workload refuses it the same way
+    (before, it parsed the added workload alone, and 2 of 2 hosts fit)."""
+    import copy
+
+    import pulumi
+
+    chat2 = {**WORKLOAD, "name": "chat2", "replicas": 2}
+    platform = copy.deepcopy(load_stack_file(ROOT / "Pulumi.dev.yaml"))
+    platform["tpu-serving:workloads"] = [*platform["tpu-serving:workloads"], chat2]
+    with pytest.raises(pulumi.RunError) as by_platform:
+        run_program(platform, stack="dev")
+    with pytest.raises(pulumi.RunError) as by_package:
+        added(chat2)
+    problem = "pool 'v5e-2x4' has 2 TPU host(s), but its workloads need 3 at most (workloads[0] 'qwen3-8b' 1, workloads[1] 'chat2' 2)"
+    assert f"tpu-serving:workloads[1].pool: {problem}" in str(by_platform.value)
+    assert str(by_package.value).startswith(f"WorkloadArgs.pool: {problem}")
+    added({**chat2, "replicas": 1})  # 1 + 1 of 2 fits
 
 
 @pytest.mark.parametrize(
@@ -151,7 +207,12 @@ def test_bad_typed_inputs_are_refused_at_once_naming_field_value_and_allowed():
         "WorkloadArgs.settings['name']",
     ]  # fmt: skip
     assert "'tgi' is not allowed; allowed: a registered workload type (" in lines[0] and "vllm" in lines[0]
-    assert "'Chat_2'" in lines[1] and "RFC 1123 label" in lines[1]
+    # the platform's own workload-name rule (stacks/pieces/rules.py check_name, at most WORKLOAD_NAME_MAX)
+    assert "'Chat_2' is not a valid workload name" in lines[1] and "starting with a letter" in lines[1]
+    with pytest.raises(pulumi.RunError, match=r"WorkloadArgs\.name: '9lives' is not a valid workload name"):
+        WorkloadArgs(type="vllm", name="9lives", pool="p")
+    with pytest.raises(pulumi.RunError, match=r"at most 40 characters"):
+        WorkloadArgs(type="vllm", name="a" * 41, pool="p")
     assert "set WorkloadArgs.name instead" in lines[4]
     with pytest.raises(pulumi.RunError, match=r"PlatformArgs\.stack: 'dev' is not allowed; allowed: <organization>"):
         PlatformArgs(stack="dev", config={})
@@ -206,13 +267,15 @@ def test_the_package_carries_its_types():
     assert "py.typed" in data["tpu_serving"]
 
 
-def test_a_platform_whose_bucket_output_is_not_its_configs_bucket_is_refused():
-    """The grants' conditions name the bucket the platform's config names: granted on another bucket (the output of
-    a stack run with another file) they would give no access. Before the rule covered every bucket, the mocks'
-    bucketName (another bucket) passed unnoticed."""
+def test_the_grants_and_their_conditions_name_one_bucket_whatever_the_bucket_output():
+    """The grants' bucket and their conditions' bucket are one value (the bucket the platform's config names): no
+    mismatch between them is possible. An output naming another bucket is warned about, never raised inside an apply
+    after resources are registered (that surfaced as "Future exception was never retrieved")."""
     other = {"dev": {**OUTPUTS["dev"], "bucketName": "another-bucket"}}
-    with pytest.raises(Exception, match=r"PlatformArgs\.config: names the bucket 'my-tpu-project-tpu-serving-dev'"):
-        added(WORKLOAD, outputs=other)
+    rec = added(WORKLOAD, outputs=other)
+    grants = [r for r in rec.of_type(g.BUCKET_IAM_MEMBER) if r.inputs.get("condition")]
+    assert grants and {r.inputs["bucket"] for r in grants} == {PLATFORM_BUCKET}
+    assert all(g.prefix_of(r.inputs["condition"]["expression"], r.inputs["bucket"]) for r in grants)
 
 
 # ---- the package's namespace (tpu_serving/_namespace.py) ---------------------------------------------------------

@@ -103,6 +103,80 @@ def test_configure_stack_sets_each_policys_level_for_the_stacks_environment(pack
     assert pack["CURRENT"]["environment"] == env
 
 
+def run_stack_policies(pack: dict[str, Any], env: str, res: list[g.Resource]) -> dict[str, list[str]]:
+    """Every policy of the pack over a stack's resources as the SDK hands them (PolicyResource, props through the
+    SDK's unknown-checking proxy), at the levels `env` gets: {policy name: messages}."""
+    from pulumi_policy import PolicyResource, StackValidationArgs
+
+    policies = pack["policies"](env)
+    pack["set_levels"](policies, env)
+    args = [
+        PolicyResource(
+            r.type, unknown_checking_proxy(dict(r.props)), r.urn, r.name, options(r.protect), None, None, [], {}
+        )
+        for r in res
+    ]
+    out: dict[str, list[str]] = {}
+    for policy in policies:
+        report = out.setdefault(policy.name, []).append
+        if isinstance(policy, policy_sdk.StackValidationPolicy):
+            policy.validate(StackValidationArgs(args), lambda message, urn=None, report=report: report(message))
+        else:
+            for a in args:
+                ra = ResourceValidationArgs(a.resource_type, a.props, a.urn, a.name, a.opts, None)
+                policy.validate(ra, lambda message, urn=None, report=report: report(message))
+    return {name: messages for name, messages in out.items() if messages}
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+@pytest.mark.parametrize("kind", ["source-ranges", "cloud-armor-policy"])
+def test_the_pack_passes_the_programs_external_gateway(pack, kind, env):
+    """The program's external Gateway (the Cloud Armor policy on each backend as a GCPBackendPolicy patch in the
+    backend's namespace) passes every policy of the pack where no-public-endpoint refuses; without that patch the
+    pack's no-public-endpoint-stack refuses it."""
+    from tests.test_guardrails import external_variant
+
+    res = external_variant(kind, env, True)
+    assert run_stack_policies(pack, env, res) == {}
+    unarmored = [r for r in res if r.type != f"{g.BACKEND_POLICY}Patch"]
+    found = run_stack_policies(pack, env, unarmored)
+    assert (
+        list(found) == [f"{g.PUBLIC_ENDPOINT}-stack"]
+        and "InferencePool chat/chat" in found[f"{g.PUBLIC_ENDPOINT}-stack"][0]
+    )
+
+
+@pytest.mark.parametrize("where", ["tags", "config"])
+def test_an_environment_the_pack_does_not_know_is_refused_not_silently_read_as_another(pack, where):
+    """`production` is none of dev, staging, prod: the pack applies prod's levels and says so in a mandatory
+    violation (the program refuses that value too, stacks/pieces/environment.py), instead of reading it as the
+    stack's name would give."""
+    policies = pack["policies"](g.PROD)
+    pack["on_configure_stack"](policies)
+    given = {"tpu-serving:environment": "production"}
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(
+        stack="team-dev", project="p", config=given if where == "config" else {}, tags=given if where == "tags" else {}
+    )
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack(SimpleNamespace(), request, None)
+    assert pack["CURRENT"]["environment"] == g.PROD
+    from pulumi_policy import StackValidationArgs
+
+    (stack_policy,) = [p for p in policies if p.name == f"{g.PUBLIC_ENDPOINT}-stack"]
+    reported: list[str] = []
+    stack_policy.validate(StackValidationArgs([]), lambda message, urn=None: reported.append(message))
+    assert (
+        len(reported) == 1
+        and "'production' is not an environment" in reported[0]
+        and "dev, staging, prod" in reported[0]
+    )
+    assert stack_policy.enforcement_level == EnforcementLevel.MANDATORY
+    request = analyzer_pb2.AnalyzerStackConfigureRequest(stack="team-dev", project="p", config={}, tags={})
+    policy_sdk._PolicyAnalyzerServicer.ConfigureStack(SimpleNamespace(), request, None)
+    reported.clear()
+    stack_policy.validate(StackValidationArgs([]), lambda message, urn=None: reported.append(message))
+    assert reported == [] and pack["CURRENT"]["environment"] == g.DEV
+
+
 def test_public_endpoints_warn_in_dev_and_refuse_elsewhere():
     assert g.ENFORCEMENT[g.PUBLIC_ENDPOINT] == {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
 
@@ -111,14 +185,46 @@ def test_the_pack_version_is_the_release_and_the_sdk_pins_agree():
     assert yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())["version"] == VERSION
     assert pins(PACK / "requirements.txt")["pulumi-policy"] == versions.PULUMI_POLICY == pins()["pulumi-policy"]
     assert pins(PACK / "requirements.txt")["pulumi"] == pins()["pulumi"]
-    assert pins(PACK / "requirements.txt")["tpu-serving"] == VERSION  # the rules: the same release's wheel
+    assert "tpu-serving" not in pins(PACK / "requirements.txt")  # the wheel, by path (tests/test_package.py)
 
 
 def test_the_launcher_runs_the_pack_as_the_language_host_would():
     # pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go RunPlugin: `python -u -m pulumi.policy <args> <dir>`
     text = (PACK / "run-pack").read_text()
-    assert '-u -m pulumi.policy "$1" "$dir"' in text
+    assert '-u -m pulumi.policy "$@" "$dir"' in text
     assert (PACK / "run-pack").stat().st_mode & 0o111
+
+
+# pulumi/pulumi@v3.274.1 pkg/resource/plugin/plugin.go buildPluginArguments: with --logflow the engine passes
+# `--logtostderr` and `-v=<N>`, with tracing `--tracing <endpoint>`, all BEFORE the engine's address; the pulumi SDK's
+# `python -m pulumi.policy` (pulumi 3.272.0 pulumi/policy/__main__.py) declares exactly those flags (argparse,
+# parse_known_args) beside its two positionals (engineAddress, program).
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--logtostderr", "-v=9"], ["--tracing", "http://127.0.0.1:1"], ["--logtostderr", "-v=3", "--tracing", "x"]],
+    ids=["plain", "logflow", "tracing", "both"],
+)
+def test_the_launcher_starts_the_pack_whatever_flags_the_engine_puts_first(flags):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PULUMI_PYTHON_CMD": sys.executable, "PYTHONPATH": str(ROOT)}
+    env.pop("PULUMI_CONFIG", None)
+    proc = subprocess.Popen(
+        [str(PACK / "run-pack"), *flags, "127.0.0.1:1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd="/",
+    )
+    try:
+        first_line = proc.stdout.readline().decode() if proc.stdout else ""
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    # a served pack prints its port first (pulumi-policy@v1.21.0 pulumi_policy/policy.py PolicyPack.__init__)
+    assert first_line.strip().isdigit(), (first_line, err.decode()[-2000:])
 
 
 # ---- the ConfigureStack wrapper, pinned against the SDK it wraps (pulumi-policy 1.21.0) -------------------------
@@ -191,3 +297,58 @@ LEVELS = {
     g.MANDATORY: EnforcementLevel.MANDATORY,
     g.DISABLED: EnforcementLevel.DISABLED,
 }
+
+
+def test_the_docs_override_example_names_both_policies_of_a_split_rule(pack):
+    """An override of a rule with a stack part must name both its policies (the SDK serves them separately): the docs'
+    example does, for every such rule of the pack."""
+    text = (ROOT / "docs/policy.md").read_text()
+    names = {p.name for p in pack["policies"](g.PROD)}
+    for rule in pack["STACK_RULES"]:
+        both = [n for n in (rule, f"{rule}-stack") if n in names]
+        assert all(f"`{n}`" in text or f'"{n}"' in text for n in both), both
+
+
+# ---- the released pack has no fallback into its surroundings ------------------------------------------------------
+
+
+def test_the_pack_imports_the_rules_through_tpu_serving_and_never_edits_sys_path():
+    """Through tpu_serving, whose import checks that stacks/components/workloads are the ones installed beside it
+    (tpu_serving/_namespace.py); a sys.path entry for the pack's parent folder could import a user's `stacks`."""
+    import ast
+
+    tree = ast.parse((PACK / "__main__.py").read_text())
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert any(isinstance(n, ast.ImportFrom) and n.module == "tpu_serving" and n.names[0].name == "guardrails"
+               for n in imports)  # fmt: skip
+    assert not [n for n in imports if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("stacks")]
+    assert "sys.path" not in (PACK / "__main__.py").read_text()
+
+
+def test_the_launcher_never_falls_back_to_a_virtualenv_around_the_pack(tmp_path):
+    """An unpacked pack with no venv/ and no PULUMI_PYTHON_CMD refuses to start, naming both, even with a .venv in
+    the folder around it (a user's project)."""
+    import os
+    import shutil
+    import subprocess
+
+    pack = tmp_path / "project" / "pack"
+    pack.mkdir(parents=True)
+    shutil.copy(PACK / "run-pack", pack / "run-pack")
+    (tmp_path / "project" / ".venv" / "bin").mkdir(parents=True)
+    decoy = tmp_path / "project" / ".venv" / "bin" / "python"
+    decoy.write_text("#!/bin/sh\necho decoy-ran\n")
+    decoy.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PULUMI_PYTHON_CMD"}
+    done = subprocess.run([str(pack / "run-pack"), "127.0.0.1:1"], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 1 and "decoy-ran" not in done.stdout
+    assert "no " in done.stderr and "venv" in done.stderr and "PULUMI_PYTHON_CMD" in done.stderr
+
+
+def test_the_dev_launcher_is_not_part_of_the_released_pack():
+    import re
+
+    makefile = (ROOT / "Makefile").read_text()
+    files = re.search(r"^PACK_FILES = (.*)$", makefile, re.M)
+    assert files is not None and "run-pack-dev" not in files.group(1)
+    assert (ROOT / "scripts/run-pack-dev").stat().st_mode & 0o111

@@ -355,6 +355,18 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "is not in the version matrix",
     ),
     (
+        "stacks/workload_checks.py:_check_images",
+        "matrix-image-at-another-tag-in-dev",
+        {
+            "tpu-serving:environment": "dev",  # the pack's images-pinned warns there; staging and prod refuse
+            "tpu-serving:workloads": [
+                {**JETSTREAM, "images": {"http": "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.4"}}
+            ],
+        },
+        {"tpu-serving:workloads": [JETSTREAM]},
+        "is not the version matrix's pin",
+    ),
+    (
         "workloads/pathways_job/checks.py:_check_job",
         "interactive-head-colocated",
         {

@@ -10,6 +10,7 @@ stack's (named after the platform stack, so its Kubernetes service account maps 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -22,9 +23,11 @@ import pulumi_kubernetes as k8s
 from components.namespaces import Namespaces, NamespacesDeps
 from components.serving import ServingWorkload, WorkloadDeps
 from stacks.config import NS, parse_stack_config
-from stacks.problems import ConfigError
+from stacks.pieces.rules import check_name
+from stacks.problems import ConfigError, Problem
 from stacks.pulumi_config import raw_config
 from stacks.security import bucket_access
+from stacks.workload_checks import WORKLOAD_NAME_MAX
 from workloads import registry
 
 # The platform stack's outputs a workload reads (components/platform.py build_stack exports them).
@@ -73,11 +76,19 @@ class WorkloadArgs:
             "WorkloadArgs",
             [
                 ("type", self.type, registry.WORKLOAD_TYPES, "a registered workload type"),
-                ("name", self.name, _LABEL, "an RFC 1123 label (a-z, 0-9, '-', at most 63)"),
                 ("pool", self.pool, _NON_EMPTY, "the name of a tpuPools entry of the platform stack"),
                 ("namespace", self.namespace, _LABEL, "an RFC 1123 label, or None (the workload's name)"),
             ],
         )
+        # the platform's own rule for a workload's name (stacks/workload_checks.py: its objects and Google identity
+        # are named after it), the same function
+        found: list[Problem] = []
+        if isinstance(self.name, str):
+            check_name("WorkloadArgs.name", self.name, WORKLOAD_NAME_MAX, "workload name", found)
+        else:
+            found.append(Problem("WorkloadArgs.name", f"{self.name!r} is not a string; allowed: a workload name"))
+        after_type = 1 if problems and problems[0].startswith("WorkloadArgs.type") else 0
+        problems[after_type:after_type] = [str(p) for p in found]
         if not isinstance(self.settings, Mapping):
             problems.append(f"WorkloadArgs.settings: {self.settings!r} is not a mapping; allowed: the type's keys")
         else:
@@ -170,12 +181,18 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _own_workloads(platform_config: Mapping[str, Any]) -> list[Any]:
+    """The platform stack's own `tpu-serving:workloads` entries."""
+    own = platform_config.get(f"{NS}:workloads") or []
+    own = json.loads(own) if isinstance(own, str) else own
+    return list(own) if isinstance(own, list) else []
+
+
 def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, Any]) -> list[str]:
     """The added workload's name and namespace must be none of the platform stack's own workloads' (a namespace
     defaults to the workload's name): server-side apply would adopt the platform's Namespace and objects, and
     destroying this program's stack would then delete them and the platform's workloads in them."""
-    own = platform_config.get(f"{NS}:workloads") or []
-    own = json.loads(own) if isinstance(own, str) else own
+    own = _own_workloads(platform_config)
     names = {w.get("name") for w in own if isinstance(w, Mapping)}
     spaces = {w.get("namespace") or w.get("name") for w in own if isinstance(w, Mapping)} - {"default"}
     name = workload.get("name")
@@ -194,29 +211,58 @@ def _platform_owned(platform_config: Mapping[str, Any], workload: Mapping[str, A
     return out
 
 
-def _same_bucket(output: str, configured: str, stack: str) -> str:
-    if output != configured:
-        raise pulumi.RunError(
+def _unknown_pool(platform_config: Mapping[str, Any], pool: str) -> list[str]:
+    pools = platform_config.get(f"{NS}:tpuPools") or []
+    pools = json.loads(pools) if isinstance(pools, str) else pools
+    names = [p.get("name") for p in pools if isinstance(p, Mapping)] if isinstance(pools, list) else []
+    if pool in names:
+        return []
+    return [
+        f"WorkloadArgs.pool: {pool!r} is not a tpuPools entry of the platform stack; allowed: "
+        f"{', '.join(str(n) for n in names) or 'none (the platform has no TPU pools)'}"
+    ]
+
+
+def _as_args(problem: Problem, index: int) -> str:
+    """A problem of the added workload (`tpu-serving:workloads[<index>]...`) at the input that set it: a typed field
+    (`WorkloadArgs.pool`) or a type's key (`WorkloadArgs.settings['maxModelLen']`); any other at its stack key (the
+    platform's config)."""
+    prefix = f"{NS}:workloads[{index}]"
+    if problem.path != prefix and not problem.path.startswith(prefix + "."):
+        return f"{problem} (the platform stack's config)"
+    rest = problem.path[len(prefix) + 1 :]
+    head = re.split(r"[.\[]", rest, maxsplit=1)[0]
+    if not head:
+        return f"WorkloadArgs: {problem.message}"
+    where = f"WorkloadArgs.{rest}" if head in TYPED_KEYS else f"WorkloadArgs.settings[{head!r}]{rest[len(head) :]}"
+    return str(Problem(where, problem.message))
+
+
+def _check_bucket(output: Any, configured: str, stack: str) -> None:
+    """A platform whose bucketName output is not the bucket its config names: warned where the user looks (the
+    grants stay on the configured bucket, their conditions naming the same one: never raised inside an apply, where
+    it would surface after resources are registered, as an unretrieved future)."""
+    if isinstance(output, str) and output != configured:
+        pulumi.log.warn(
             f"PlatformArgs.config: names the bucket {configured!r} but the platform stack {stack}'s bucketName output "
-            f"is {output!r}; allowed: the config of the stack file that stack runs with"
+            f"is {output!r}: the workload's grants are on {configured!r}; allowed: the config of the stack file that "
+            "stack runs with"
         )
-    return output
 
 
 def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWorkload:
     """Add `workload` to the cluster of the `platform` stack.
 
     The workload is validated against the platform stack's config as the platform program would validate it (pools,
-    capacity, namespaces), every problem at once (a pulumi.RunError naming each key). The platform's own workloads
-    are not this program's: only `workload` is planned here."""
+    capacity counting the platform's own workloads, namespaces), every problem at once (a pulumi.RunError naming each
+    key). The platform's own workloads are not this program's: only `workload` and its namespace are planned here."""
     platform_config = platform.config
     entry = workload.entry()
-    outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
-    taken = _platform_owned(platform_config, entry)
-    if taken:
-        raise pulumi.RunError("\n".join(taken))
+    problems = _platform_owned(platform_config, entry)
     config = {k: _text(v) for k, v in platform_config.items() if not (isinstance(v, dict) and "secure" in v)}
-    config[f"{NS}:workloads"] = json.dumps([entry])
+    # parsed with the platform's own workloads (they hold their pools' nodes: the capacity check counts them, as the
+    # platform program would with this workload added), the added one last (the platform's keep their local ports)
+    config[f"{NS}:workloads"] = json.dumps([*_own_workloads(platform_config), entry])
     raw = raw_config(lambda key: config.get(f"{NS}:{key}"))
     try:
         cfg = parse_stack_config(
@@ -227,21 +273,35 @@ def add_workload(workload: WorkloadArgs, *, platform: PlatformArgs) -> AddedWork
             region=config.get("gcp:region"),
             workload_types=registry.WORKLOAD_TYPES,
         )
-    except ConfigError as err:  # as the platform program says it (stacks/pulumi_config.py load_stack_config)
-        raise pulumi.RunError(str(err)) from None
-    [plan] = cfg.workloads
+    except ConfigError as err:  # what the platform program finds, named as this program's inputs name it
+        found = [_as_args(p, len(_own_workloads(platform_config))) for p in err.problems]
+        # a shape problem of the settings stops the platform's parse before its rules: the pool is checked here too
+        if not any(line.startswith("WorkloadArgs.pool:") for line in found):
+            problems.extend(_unknown_pool(platform_config, workload.pool))
+        problems.extend(found)
+    if problems:  # every problem at once, before anything is registered (the StackReference too)
+        raise pulumi.RunError("\n".join(problems))
+    outputs = platform.outputs or PlatformOutputs.of(pulumi.StackReference(platform.stack))
+    # only the added workload is this program's: its plan, and its namespace's
+    [plan] = [w for w in cfg.workloads if w.name == entry["name"]]
+    ns_plan = cfg.namespaces_plan
+    ns_plan = dataclasses.replace(
+        ns_plan,
+        levels={k: v for k, v in ns_plan.levels.items() if k == plan.namespace},
+        network_policies={k: v for k, v in ns_plan.network_policies.items() if k == plan.namespace},
+    )
     provider = k8s.Provider("platform-cluster", kubeconfig=outputs.kubeconfig, enable_server_side_apply=True)
-    namespaces = Namespaces("namespaces", plan=cfg.namespaces_plan, deps=NamespacesDeps(provider=provider))
-    # the grants' IAM conditions name the bucket the platform's config names (the plan's): its bucketName output must
-    # be that bucket, or every grant would be on one bucket limited to another's objects (no access at all)
-    bucket = pulumi.Output.from_input(outputs.bucket).apply(lambda b: _same_bucket(b, plan.bucket, platform.stack))
+    namespaces = Namespaces("namespaces", plan=ns_plan, deps=NamespacesDeps(provider=provider))
+    # the grants' bucket and their conditions' bucket are one value, the plan's (the bucket the platform's config
+    # names): no mismatch between them is possible; an output naming another bucket is warned about, never raised
+    pulumi.Output.from_input(outputs.bucket).apply(lambda b: _check_bucket(b, plan.bucket, platform.stack))
     deps = WorkloadDeps(
         project=cfg.gcp_project,
         stack=cfg.stack,
-        bucket=bucket,
+        bucket=pulumi.Output.from_input(plan.bucket),
         # the platform stack's custom role holding storage.buckets.get (components/bucket.py): named after its bucket
-        bucket_get_role=bucket.apply(
-            lambda b: f"projects/{cfg.gcp_project}/roles/{bucket_access.bucket_get_role_id(b)}"
+        bucket_get_role=pulumi.Output.from_input(
+            f"projects/{cfg.gcp_project}/roles/{bucket_access.bucket_get_role_id(plan.bucket)}"
         ),
         provider=provider,
         namespace=namespaces.by_name.get(plan.namespace),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stacks import guardrails
+
 SEVEN_DAYS = 7 * 24 * 3600
 
 
@@ -65,13 +67,20 @@ class Profile:
         return replace(self, deletion_protection=False, protect=False)
 
 
+def _protects(environment: str) -> bool:
+    """Pulumi `protect` where the policy pack's prod-protected applies (guardrails.PROTECTED_ENVIRONMENTS): one source."""
+    return environment in guardrails.PROTECTED_ENVIRONMENTS
+
+
 PROFILES: dict[str, Profile] = {
-    "dev": Profile("dev", False, False, False, True, 0),
-    "staging": Profile("staging", True, True, True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True, alerts=True),
+    "dev": Profile("dev", False, _protects("dev"), False, True, 0),
+    "staging": Profile(
+        "staging", True, _protects("staging"), True, False, SEVEN_DAYS, hold_minor_and_node_upgrades=True, alerts=True
+    ),
     "prod": Profile(
         "prod",
         True,
-        True,
+        _protects("prod"),
         True,
         False,
         SEVEN_DAYS,

@@ -214,12 +214,17 @@ def name_problems(cluster: ClusterConfig, cluster_name: str) -> list[Problem]:
 
 
 def endpoint_problems(cluster: ClusterConfig, environment: Any) -> list[Problem]:
-    """The control plane's endpoint: an IP endpoint in dev only."""
-    if cluster.control_plane_endpoint == "ip" and environment != "dev":
+    """The control plane's endpoint: an IP endpoint only where the policy pack's no-public-endpoint does not refuse
+    (guardrails.level)."""
+    if (
+        cluster.control_plane_endpoint == "ip"
+        and guardrails.level(guardrails.PUBLIC_ENDPOINT, environment) == guardrails.MANDATORY
+    ):
+        allowed = ", ".join(guardrails.allowed_in(guardrails.PUBLIC_ENDPOINT))
         return [
             Problem(
                 f"{PATH}.controlPlaneEndpoint",
-                f"'ip' is allowed only in dev (environment is {fmt(environment)}); staging and prod reach the "
+                f"'ip' is allowed only in {allowed} (environment is {fmt(environment)}); staging and prod reach the "
                 "control plane through the DNS-based endpoint (allowed: 'dns')",
             )
         ]

@@ -89,19 +89,20 @@ def problems(gateway: GatewayConfig, environment: str | None = None) -> list[Pro
     found: list[Problem] = fleet_piece.gateway_problems(gateway)
     for i, cidr in enumerate(gateway.source_ranges):
         parsed = check_cidr(f"{PATH}.sourceRanges[{i}]", cidr, found)
-        # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only in dev
-        # guardrails.whole_internet: the policy pack's no-public-endpoint reads source ranges the same way
+        # as Saxml's HTTP API: the model endpoint has no authentication, so the whole internet only where the policy
+        # pack's no-public-endpoint does not refuse (guardrails.level; guardrails.whole_internet reads the ranges)
         if (
             parsed is not None
             and guardrails.whole_internet(cidr)
             and gateway.exposure == "external"
-            and environment != "dev"
+            and guardrails.level(guardrails.PUBLIC_ENDPOINT, environment) == guardrails.MANDATORY
         ):
             found.append(
                 Problem(
                     f"{PATH}.sourceRanges[{i}]",
                     f"{cidr!r} opens the external gateway's model endpoint (no authentication) to the whole "
-                    f"internet; allowed only in dev (environment is {environment!r}): list the CIDRs of its clients",
+                    f"internet; allowed only in {', '.join(guardrails.allowed_in(guardrails.PUBLIC_ENDPOINT))} "
+                    f"(environment is {environment!r}): list the CIDRs of its clients",
                 )
             )
     check_path_region(f"{PATH}.cloudArmorPolicy", gateway.cloud_armor_policy, found)

@@ -379,11 +379,18 @@ def routes(backends: Sequence[GatewayBackend]) -> dict[str, list[GatewayBackend]
     return out
 
 
+def pool_ref(backend: GatewayBackend) -> dict[str, str]:
+    """The backend's InferencePool as a reference (group, kind, name): what its HTTPRoute sends to and what the
+    router chart's GCPBackendPolicy (named after the release) targets (llm-d-router v0.10.0
+    config/charts/llm-d-router-gateway/templates/gke.yaml; a test renders the chart)."""
+    return {"group": INFERENCE_API, "kind": "InferencePool", "name": backend.name}
+
+
 def backend_ref(backend: GatewayBackend) -> dict[str, Any]:
     """An HTTPRoute backendRef to the backend's InferencePool, with its weight under a rollout (Gateway API v1
     HTTPBackendRef.weight: the share weight/(sum of the list's weights), 0 to 1000000, 0 forwarding nothing:
     kubernetes-sigs/gateway-api@v1.6.1 config/crd/standard/gateway.networking.k8s.io_httproutes.yaml)."""
-    ref: dict[str, Any] = {"group": INFERENCE_API, "kind": "InferencePool", "name": backend.name}
+    ref: dict[str, Any] = dict(pool_ref(backend))
     if backend.weight is not None:
         ref["weight"] = backend.weight
     return ref

@@ -137,12 +137,18 @@ def _check_http(path: str, http: SaxHttpConfig, environment: str, problems: list
             problems.append(Problem(f"{path}.http.sourceRanges[{i}]", f"{cidr!r} is not a valid CIDR block ({err})"))
             continue
         # guardrails.whole_internet: the policy pack's no-public-endpoint reads source ranges the same way
-        if guardrails.whole_internet(str(network)) and http.exposure == "external" and environment != "dev":
+        # and refused where the pack's no-public-endpoint refuses (guardrails.level)
+        if (
+            guardrails.whole_internet(str(network))
+            and http.exposure == "external"
+            and guardrails.level(guardrails.PUBLIC_ENDPOINT, environment) == guardrails.MANDATORY
+        ):
             problems.append(
                 Problem(
                     f"{path}.http.sourceRanges[{i}]",
-                    f"{cidr!r} opens Saxml's unauthenticated HTTP API to the whole internet; allowed only in dev "
-                    f"(environment is {environment!r}): list the CIDRs of its clients",
+                    f"{cidr!r} opens Saxml's unauthenticated HTTP API to the whole internet; allowed only in "
+                    f"{', '.join(guardrails.allowed_in(guardrails.PUBLIC_ENDPOINT))} (environment is "
+                    f"{environment!r}): list the CIDRs of its clients",
                 )
             )
     if http.source_ranges and http.exposure == "cluster":
