@@ -181,3 +181,35 @@ def test_the_support_matrix_table_is_the_upstream_csv():
         rows = {r["Feature"]: r["CorrectnessTest"].split()[-1] for r in csv.DictReader(io.StringIO(text))}
         for feature, status in lora.TPU_FEATURES[generation].items():
             assert rows[feature] == status, (generation, feature)
+
+
+# llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/scheduling/scorer/loraaffinity/lora_affinity.go:29
+# (LoraAffinityScorerType = "lora-affinity-scorer"; LoraAffinityScorerFactory ignores its parameters decoder), fed by
+# the core-metrics-extractor's active/waiting adapter sets from vllm:lora_requests_info
+# (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go:95, plugin type "core-metrics-extractor").
+UPSTREAM_LORA_SCORER = "lora-affinity-scorer"
+
+
+def test_a_pool_serving_adapters_scores_adapter_affinity_and_the_review_shows_it(run):
+    rec = run(two_models(loras=[SQL]))
+    releases = summary._releases(rec)
+    picker = {r["name"]: model_routing._picker_config(r["values"]) for r in releases if r["values"].get("router")}
+    qwen_cfg, gemma_cfg = picker["qwen"], picker["gemma"]
+    # the plugin is declared without parameters (the factory reads none) beside the extractor that feeds it
+    assert {"type": UPSTREAM_LORA_SCORER} in qwen_cfg["plugins"]
+    assert {"type": "core-metrics-extractor"} in qwen_cfg["plugins"]
+    (default,) = qwen_cfg["schedulingProfiles"]
+    assert {"pluginRef": UPSTREAM_LORA_SCORER, "weight": 1} in default["plugins"]
+    # a pool no adapter reaches keeps the chart's three scorers
+    assert all(p["type"] != UPSTREAM_LORA_SCORER for p in gemma_cfg["plugins"])
+    section = "\n".join(summary.model_routing_lines(rec))
+    assert "- `qwen/qwen`: `queue-scorer` (weight 2)" in section and f"`{UPSTREAM_LORA_SCORER}` (weight 1)" in section
+    assert model_routing.lora_problems(summary.model_routes(rec), summary.pool_scorers(rec)) == []
+
+
+def test_a_pool_adapters_reach_without_the_affinity_scorer_is_a_finding(run):
+    rec = run(two_models(loras=[SQL]))
+    scorers = summary.pool_scorers(rec)
+    scorers["qwen/qwen"].pop(UPSTREAM_LORA_SCORER)
+    (found,) = model_routing.lora_problems(summary.model_routes(rec), scorers)
+    assert found == f"pool qwen/qwen: adapters reach it, but its picker runs no {UPSTREAM_LORA_SCORER}"
