@@ -35,7 +35,10 @@ from tests.conftest import reference_file, session_run
 from tests.test_body_routing import two_models
 from tests.test_gateway import parse_config
 from tests.test_vllm_lora import problems_of, qwen
+from tests.test_transitions import example
+from tooling.harness.offline import load_stack_file
 from tooling.review import model_routing, transition
+from tooling.review.render import stack_name
 from workloads.vllm import flags
 from workloads.vllm.config import KV_CONNECTORS
 from workloads.vllm.manifests import routing_sidecar
@@ -267,5 +270,30 @@ def test_turning_disaggregation_on_and_off_is_a_clean_up_both_ways():
     off = copy.deepcopy(on)
     del off["tpu-serving:workloads"][0]["disaggregation"]
     old, new = session_run(off), session_run(on)
-    assert list(transition.problems(old, new)) == [] and list(transition.problems(new, old)) == []
+    # besides the pool's capacity during the up (next test), nothing collides or is replaced
+    for a, b in ((old, new), (new, old)):
+        assert [p for p in transition.problems(a, b) if not p.startswith("capacity:")] == []
     assert transition.FORCE_NEW["kubernetes:apps/v1:Deployment"] == ("spec.selector",)
+
+
+@pytest.mark.parametrize("direction", ["on", "off"])
+def test_turning_disaggregation_on_or_off_on_the_example_needs_room_for_both_server_sets(direction):
+    """examples/vllm-disaggregated: pool maxNodes 2, one ct6e-standard-8t node (8 chips) per server. Off->on creates
+    qwen-prefill and qwen-decode (8 chips each) while the old Deployment qwen (8 chips) runs until it is deleted at
+    the end of the up (pulumi/pulumi pkg/resource/deploy: deletes of resources no longer in the program run last);
+    on->off creates qwen beside the two roles. Either way 3 nodes at once on a pool of at most 2: the new pods stay
+    Pending until the up's timeouts. The transition check refuses it naming the safe procedure; with maxNodes 3 for
+    the change it is clean."""
+    path = example("vllm-disaggregated")
+    on = load_stack_file(path)
+    off = copy.deepcopy(on)
+    del off["tpu-serving:workloads"][0]["disaggregation"]
+    before, after = (off, on) if direction == "on" else (on, off)
+    name = stack_name(path)
+    (found,) = transition.problems(session_run(before, stack=name), session_run(after, stack=name))
+    assert found.startswith("capacity: pool v6e-2x4: during the up its old and new servers run at once")
+    assert "= 24 chips (3 nodes of 8), more than its at most 2 nodes hold (16 chips)" in found
+    assert "raise the pool's autoscaling.maxNodes to 3" in found and "two ups" in found
+    for cfg in (before, after):
+        cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    assert list(transition.problems(session_run(before, stack=name), session_run(after, stack=name))) == []
