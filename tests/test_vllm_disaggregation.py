@@ -297,3 +297,32 @@ def test_turning_disaggregation_on_or_off_on_the_example_needs_room_for_both_ser
     for cfg in (before, after):
         cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
     assert list(transition.problems(session_run(before, stack=name), session_run(after, stack=name))) == []
+
+
+# vllm-project/tpu-inference@v0.27.0:support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv: one row per
+# feature ("LoRA_Torch", "DCN-based P/D disaggregation", "Speculative Decoding: Eagle3"), none for two together.
+LORA = {"name": "qwen-sql", "source": "gs://adapters-bucket/qwen/sql/", "maxRank": 16}
+EAGLE = {"method": "eagle3", "numTokens": 3, "draftModel": "some-org/eagle3-qwen3-8b@abc123"}
+NGRAM = {"method": "ngram", "numTokens": 4, "promptLookupMax": 4}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "key", "other"),
+    [
+        (lambda: pd_config(loras=[LORA]), "loras", "disaggregation"),
+        (lambda: pd_config(speculative=NGRAM), "speculative", "disaggregation"),
+        (lambda: pd_config(speculative=EAGLE), "speculative", "disaggregation"),
+        (lambda: two_models(loras=[LORA], speculative=EAGLE), "speculative", "loras"),
+    ],
+    ids=["pd+loras", "pd+ngram", "pd+eagle3", "loras+eagle3"],
+)
+def test_combinations_the_support_matrices_do_not_cover_are_refused(cfg, key, other):
+    (found,) = [p for p in problems_of(cfg()) if "none together" in p]
+    assert found.startswith(f"tpu-serving:workloads[0].{key}: not with tpu-serving:workloads[0].{other}")
+    assert "support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv" in found
+    assert f"allowed: {other} or {key}, not both" in found
+
+
+def test_loras_with_ngram_speculation_is_allowed():
+    plan = qwen(parse_config(two_models(loras=[LORA], speculative=NGRAM)))
+    assert plan.workload.loras and plan.workload.speculative.method == "ngram"
