@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from stacks import naming
 from stacks.config import ConfigError
@@ -213,3 +214,51 @@ def test_a_pool_adapters_reach_without_the_affinity_scorer_is_a_finding(run):
     scorers["qwen/qwen"].pop(UPSTREAM_LORA_SCORER)
     (found,) = model_routing.lora_problems(summary.model_routes(rec), scorers)
     assert found == f"pool qwen/qwen: adapters reach it, but its picker runs no {UPSTREAM_LORA_SCORER}"
+
+
+def _server_env(manifest: dict[str, Any]) -> dict[str, Any]:
+    tpl = manifest["spec"]
+    if manifest["kind"] == "LeaderWorkerSet":
+        tpl = tpl["leaderWorkerTemplate"]["leaderTemplate"] or tpl["leaderWorkerTemplate"]["workerTemplate"]
+    else:
+        tpl = tpl["template"]
+    (server,) = [c for c in tpl["spec"]["containers"] if c["name"] == "vllm"] or tpl["spec"]["containers"][:1]
+    return {e["name"]: e.get("value") for e in server.get("env") or []}
+
+
+def test_every_vllm_server_with_adapters_runs_the_vllm_model_implementation(run):
+    """LoRA on TPU runs on tpu-inference's vLLM (torch) model path only: upstream's LoRA tests set
+    MODEL_IMPL_TYPE=vllm (vllm-project/tpu-inference@v0.27.0:.buildkite/features/LoRA_Torch.yml:24,
+    .buildkite/pipeline_jax.yml:202,211,295 — v0.27.0 sources); in the pinned tpu-inference 0.32.0 wheel the JAX
+    loader sets lora_manager None (tpu_inference/models/common/model_loader.py:541) and "auto" picks JAX for
+    Llama/Qwen2. Every vLLM server manifest of a workload with loras carries it; one without loras does not."""
+    cfg = parse_config(two_models(loras=[SQL]))
+    servers = [
+        (w.name, m)
+        for w in cfg.workloads
+        if w.workload.type == "vllm"
+        for m in w.pod_manifests()
+        if m["kind"] in ("Deployment", "LeaderWorkerSet")
+    ]
+    assert {n for n, _ in servers} == {"qwen", "gemma"}
+    for name, m in servers:
+        assert (_server_env(m).get("MODEL_IMPL_TYPE") == "vllm") == (name == "qwen"), (name, m["metadata"]["name"])
+
+
+def test_every_rendered_server_serving_adapters_runs_the_vllm_model_implementation():
+    """The same rule over every example's rendered servers (tests/golden): a container with --enable-lora has
+    MODEL_IMPL_TYPE=vllm."""
+    seen = 0
+    for path in sorted(Path(__file__).parent.joinpath("golden").glob("*/k8s/*/*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        spec = doc.get("inputs", doc).get("spec") or {}
+        templates = [spec.get("template")] + [
+            (spec.get("leaderWorkerTemplate") or {}).get(k) for k in ("leaderTemplate", "workerTemplate")
+        ]
+        for tpl in filter(None, templates):
+            for c in (tpl.get("spec") or {}).get("containers") or []:
+                if "--enable-lora" in (c.get("args") or []) + (c.get("command") or []):
+                    seen += 1
+                    env = {e["name"]: e.get("value") for e in c.get("env") or []}
+                    assert env.get("MODEL_IMPL_TYPE") == "vllm", path
+    assert seen, "an example serves LoRA adapters (multi-model-endpoint)"
