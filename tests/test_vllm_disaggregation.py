@@ -34,8 +34,8 @@ from stacks.serving import gateway
 from tests.conftest import reference_file, session_run
 from tests.test_body_routing import two_models
 from tests.test_gateway import parse_config
-from tests.test_vllm_lora import problems_of, qwen
 from tests.test_transitions import example
+from tests.test_vllm_lora import problems_of, qwen
 from tooling.harness.offline import load_stack_file
 from tooling.review import model_routing, transition
 from tooling.review.render import stack_name
