@@ -14,7 +14,8 @@ Upstream facts relied on, each at the pinned image (vllm/vllm-tpu:v0.27.0 = vLLM
   examples/online_serving/), and the image keeps vLLM's tree at /workspace/vllm (tpu-inference@v0.27.0
   docker/Dockerfile);
 - devices per chip (the tensor-parallel size is the JAX devices of a slice: tpu-inference@v0.27.0
-  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices]): one per chip on v5e/v6e and on the
+  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices], as does the pinned engine's 0.32.0
+  wheel): one per chip on v5e/v6e and on the
   megacore chips v4/v5p, two on tpu7x (JAX's chip table, jax.experimental.pallas.tpu.ChipVersion,
   https://docs.jax.dev/en/latest/_autosummary/jax.experimental.pallas.tpu.ChipVersion.html: megacore on v4 and
   v5p only); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs

@@ -8,7 +8,9 @@ Sources:
   tpu_inference/distributed/tpu_connector.py (a producer never pulls: get_num_new_matched_tokens returns 0 when
   is_producer; vLLM's is_kv_producer is kv_producer or kv_both); tpu_inference/distributed/utils.py
   (TPU_KV_TRANSFER_PORT 9100, TPU_SIDE_CHANNEL_PORT 9600, VLLM_HOST_IP); support_matrices/release/{v6e,v7x}/vllm/
-  feature_support_matrix.csv "DCN-based P/D disaggregation" Passing.
+  feature_support_matrix.csv "DCN-based P/D disaggregation" Passing. Release covered: these are v0.27.0 sources; the
+  pinned engine is tpu-inference 0.32.0 (PyPI wheel), whose tpu_connector.py (is_producer: no pull), distributed/
+  utils.py (9100, 9600, VLLM_HOST_IP) say the same; the 0.32.0 wheel ships no support matrices.
 - llm-d/llm-d-router@v0.10.0: docs/disaggregation.md (P/D configuration: prefill/decode profiles,
   disagg-profile-handler, prefix-based-pd-decider nonCachedTokens/promptTokens); pkg/epp/framework/plugins/
   scheduling/filter/bylabel/roles.go (llm-d.ai/role, prefill-filter, decode-filter); pkg/sidecar/proxy/options.go

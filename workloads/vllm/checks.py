@@ -264,7 +264,8 @@ def _check_tensor_parallel(
     path: str, workload: VllmWorkload, pool: str, shape: catalog.SliceShape, problems: list[Problem]
 ) -> None:
     """A `tensor-parallel-size` in `args` shards the model over that many JAX devices of one replica (one slice):
-    a whole number from 1 to the slice's devices (tpu_inference/worker/tpu_worker.py takes
+    a whole number from 1 to the slice's devices (tpu-inference 0.32.0, the pinned engine, and v0.27.0:
+    tpu_inference/worker/tpu_worker.py takes
     jax.devices()[:total_devices]; more than there are leaves the mesh short). null removes the flag (vLLM's
     default, 1)."""
     for key, value in workload.args.items():
