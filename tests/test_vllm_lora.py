@@ -268,7 +268,7 @@ def test_runtime_adapter_loading_stays_off_so_an_adapter_change_is_a_new_pod_tem
     """vllm 0.27.0 vllm/entrypoints/serve/lora/api_router.py: /v1/load_lora_adapter only with
     VLLM_ALLOW_RUNTIME_LORA_UPDATING, "should ONLY be used for local development" and unauthenticated behind the
     gateway: never set; an added adapter changes the server's pod template (its args), so the replicas roll
-    (docs/workloads/vllm.md "LoRA adapters")."""
+    (docs/workloads/vllm.md, LoRA adapters)."""
     one, two = (qwen(parse_config(two_models(loras=loras))) for loras in ([SQL], [SQL, HF]))
     (a,) = [m for m in one.pod_manifests() if m["kind"] == "Deployment"]
     (b,) = [m for m in two.pod_manifests() if m["kind"] == "Deployment"]

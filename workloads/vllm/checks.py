@@ -123,22 +123,7 @@ def check(
         return None
     if support != "recommended":
         warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {support}")
-    if pool.shape.multi_host:
-        status = lora.TPU_FEATURES.get(gen.name, {}).get("multi-host")
-        if status != "Passing":
-            # warned, not refused: the 405B fast path (issue 38 #5) is this case on v6e; a deploy confirms it
-            recorded = (
-                f"{lora.SUPPORT_MATRIX.format(dir=lora.MATRIX_DIRS[gen.name])} records row 'multi-host' as {status}"
-                if status
-                else f"its release support matrices ({lora.SUPPORT_MATRIX.format(dir='<v6e|v7x>')}) cover "
-                f"{', '.join(sorted(lora.MATRIX_DIRS))} only"
-            )
-            warnings.append(
-                f"{path}.pool: vLLM multi-host on {gen.name} is not tested upstream: {recorded} (passing "
-                "on: "
-                + ", ".join(sorted(g for g, rows in lora.TPU_FEATURES.items() if rows.get("multi-host") == "Passing"))
-                + "); only a real deploy confirms this workload serves"
-            )
+    _multi_host_warning(path, pool.shape, warnings)
     _check_replicas_fit(path, workload, pool, ctx.lws_enabled, problems)
     if auto is not None:
         _check_hbm_metrics(path, auto, pool.shape, problems)
@@ -281,6 +266,26 @@ def _check_tensor_parallel(
                     f"to {shape.devices} (the JAX devices of one {gen.name} {shape.topology} slice: {shape.chips} "
                     f"chips x {gen.devices_per_chip} per chip)",
                 )
+            )
+
+
+def _multi_host_warning(path: str, shape: catalog.SliceShape, warnings: list[str]) -> None:
+    """vLLM multi-host on a generation whose support matrix does not pass row `multi-host` (v6e: Untested)."""
+    if shape.multi_host:
+        status = lora.TPU_FEATURES.get(shape.generation.name, {}).get("multi-host")
+        if status != "Passing":
+            # warned, not refused: the 405B fast path (issue 38 #5) is this case on v6e; a deploy confirms it
+            recorded = (
+                f"{lora.SUPPORT_MATRIX.format(dir=lora.MATRIX_DIRS[shape.generation.name])} records row 'multi-host' as {status}"
+                if status
+                else f"its release support matrices ({lora.SUPPORT_MATRIX.format(dir='<v6e|v7x>')}) cover "
+                f"{', '.join(sorted(lora.MATRIX_DIRS))} only"
+            )
+            warnings.append(
+                f"{path}.pool: vLLM multi-host on {shape.generation.name} is not tested upstream: {recorded} (passing "
+                "on: "
+                + ", ".join(sorted(g for g, rows in lora.TPU_FEATURES.items() if rows.get("multi-host") == "Passing"))
+                + "); only a real deploy confirms this workload serves"
             )
 
 

@@ -44,6 +44,7 @@ from workloads.vllm.plan import (
     KV_SIDE_CHANNEL_PORT,
     KV_TRANSFER_PORT,
     METRICS_PATH,
+    MODEL_IMPL_TORCH,
     RAY_PORT,
     RAY_SCRIPT,
     SIDECAR_CONTAINER,
@@ -56,7 +57,7 @@ def _probe(path: str, port: int = HTTP_PORT, **timing: int) -> dict[str, Any]:
     return {"httpGet": {"path": path, "port": port, "scheme": "HTTP"}, **timing}
 
 
-MODEL_IMPL_ENV = "MODEL_IMPL_TYPE"
+MODEL_IMPL_ENV = "MODEL_IMPL_TYPE"  # its torch value: plan.MODEL_IMPL_TORCH
 
 
 def _env(plan: VllmPlan) -> list[dict[str, Any]]:
@@ -74,7 +75,7 @@ def _env(plan: VllmPlan) -> list[dict[str, Any]]:
         # (model_loader.py, _VLLM_PREFERRED_ARCHITECTURES; envs.py choices auto, vllm, flax_nnx, jetpack). Upstream's
         # LoRA tests run with MODEL_IMPL_TYPE=vllm (vllm-project/tpu-inference@v0.27.0:.buildkite/features/
         # LoRA_Torch.yml:24, .buildkite/pipeline_jax.yml:202,211,295; v0.27.0 sources, the pinned engine is 0.32.0).
-        env.append({"name": MODEL_IMPL_ENV, "value": "vllm"})
+        env.append({"name": MODEL_IMPL_ENV, "value": MODEL_IMPL_TORCH})
     if plan.multi_host:
         # tpu-inference 0.32.0 tpu_inference/envs.py: TPU_MULTIHOST_BACKEND in {"", "ray"}; its multi-host GKE
         # example (examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml) sets it on leader and workers.

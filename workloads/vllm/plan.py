@@ -585,3 +585,8 @@ def serving_container(plan: VllmPlan) -> tuple[str, str]:
     if plan.multi_host:
         return (f"pod/{plan.name}-0", "vllm-leader")
     return (f"deploy/{plan.role_name('decode' if plan.disaggregated else None)}", CONTAINER)
+
+
+# tpu-inference's MODEL_IMPL_TYPE for its vLLM (torch) model path (0.32.0 tpu_inference/envs.py choices auto, vllm,
+# flax_nnx, jetpack): the one LoRA runs on (manifests.py _env).
+MODEL_IMPL_TORCH = "vllm"
