@@ -36,6 +36,12 @@ crds: venv
 helm: venv
 	$(PY) -m tooling.oracles.chart_objects --fetch-helm
 
+# The body-based-routing chart at v1.5.0 (not in ../shared/reference) from the Go module proxy's zip of
+# sigs.k8s.io/gateway-api-inference-extension, verified against the version matrix's hashes, into .cache/charts/.
+.PHONY: bbr-chart
+bbr-chart: venv
+	$(PY) -m tooling.oracles.go_module_charts
+
 chart-objects: venv
 	$(PY) -m tooling.oracles.chart_objects
 

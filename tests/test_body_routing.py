@@ -67,7 +67,8 @@ def _chart_source() -> Path:
     if not (folder / "Chart.yaml").is_file():
         pytest.skip(
             f"chart source missing: {folder} (kubernetes-sigs/gateway-api-inference-extension@v1.5.0:"
-            "config/charts/body-based-routing; not in ../shared/reference)"
+            "config/charts/body-based-routing; not in ../shared/reference: `make bbr-chart` fetches it from the Go "
+            "module proxy into .cache/charts/)"
         )
     return folder
 

@@ -8,7 +8,7 @@ Outside rules relied on, each cited where the manifests set them:
   (vllm 0.27.0 docs/models/extensions/runai_model_streamer.md), so no TPU replica asks for it.
 - huggingface_hub makes no request to the Hub with HF_HUB_OFFLINE=1.
 - vLLM's TPU backend points JAX's persistent cache at VLLM_XLA_CACHE_PATH (tpu-inference@v0.27.0
-  tpu_inference/runner/compilation_manager.py); tpu-inference's CI pulls its GCS cache to local disk before the
+  tpu_inference/runner/compilation_manager.py, and the pinned engine's 0.32.0 wheel alike); tpu-inference's CI pulls its GCS cache to local disk before the
   server and pushes it back after (tpu-inference@v0.27.0 .buildkite/xla_autotune/README.md "JAX compile cache").
 - MaxText sets JAX's cache directory from its `jax_cache_dir` argument (AI-Hypercomputer/maxtext MaxText/pyconfig.py),
   and JAX reads and writes a gs:// cache directory itself (jax-ml/jax docs/persistent_compilation_cache.md).

@@ -293,6 +293,18 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         "vLLM's TPU backend calls v5p",
     ),
     (
+        # vllm-project/tpu-inference@v0.27.0:support_matrices/release/v5e: none (v6e: multi-host Untested)
+        "workloads/vllm/checks.py:_multi_host_warning",
+        "multi-host-vllm-off-the-support-matrix",
+        {
+            "tpu-serving:addons": {"lws": {"enabled": True}},
+            "tpu-serving:tpuPools": [MULTI_HOST],
+            "tpu-serving:workloads": [_vllm(pool="mh")],
+        },
+        {"tpu-serving:tpuPools": CLEAN["tpu-serving:tpuPools"], "tpu-serving:workloads": [_vllm()]},
+        "is not tested upstream: ",
+    ),
+    (
         "workloads/vllm/checks.py:_serving_warnings",
         "tensor-parallel-not-dividing-heads",
         {

@@ -14,7 +14,8 @@ Upstream facts relied on, each at the pinned image (vllm/vllm-tpu:v0.27.0 = vLLM
   examples/online_serving/), and the image keeps vLLM's tree at /workspace/vllm (tpu-inference@v0.27.0
   docker/Dockerfile);
 - devices per chip (the tensor-parallel size is the JAX devices of a slice: tpu-inference@v0.27.0
-  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices]): one per chip on v5e/v6e and on the
+  tpu_inference/worker/tpu_worker.py takes jax.devices()[:total_devices], as does the pinned engine's 0.32.0
+  wheel): one per chip on v5e/v6e and on the
   megacore chips v4/v5p, two on tpu7x (JAX's chip table, jax.experimental.pallas.tpu.ChipVersion,
   https://docs.jax.dev/en/latest/_autosummary/jax.experimental.pallas.tpu.ChipVersion.html: megacore on v4 and
   v5p only); tpu-inference@v0.27.0 examples/offload/gke/benchmarks/single-host/deploy-baseline.yaml runs
@@ -636,3 +637,15 @@ def test_a_gated_model_without_a_token_is_refused_and_gated_is_only_for_hugging_
     assert _gated(True, token=True).workloads
     with pytest.raises(ConfigError, match=r"workloads\[0\]\.gated: only for a model named by its Hugging Face id"):
         _gated(False, model="gs://weights/qwen3-8b")
+
+
+def test_multi_host_vllm_off_the_support_matrix_is_warned_naming_its_row():
+    """vllm-project/tpu-inference@v0.27.0:support_matrices/release/v6e/vllm/feature_support_matrix.csv:
+    `"multi-host",❓ Untested,❓ Untested` (v7x: Passing). The 405B fast path (examples/time-to-serve llama405b-vllm,
+    v6e 4x8) is that case: warned, not refused (a deploy confirms it)."""
+    path = ROOT / "examples" / "time-to-serve" / "Pulumi.time-to-serve.yaml"
+    names = [w["name"] for w in yaml.safe_load(path.read_text())["config"]["tpu-serving:workloads"]]
+    parsed = parse_stack_file(path)
+    found = [w for w in parsed.warnings if "vLLM multi-host on v6e" in w]
+    assert any(f"workloads[{names.index('llama405b-vllm')}].pool" in w for w in found)
+    assert all("records row 'multi-host' as Untested" in w and "passing on: tpu7x" in w for w in found)

@@ -8,7 +8,9 @@ Sources:
   tpu_inference/distributed/tpu_connector.py (a producer never pulls: get_num_new_matched_tokens returns 0 when
   is_producer; vLLM's is_kv_producer is kv_producer or kv_both); tpu_inference/distributed/utils.py
   (TPU_KV_TRANSFER_PORT 9100, TPU_SIDE_CHANNEL_PORT 9600, VLLM_HOST_IP); support_matrices/release/{v6e,v7x}/vllm/
-  feature_support_matrix.csv "DCN-based P/D disaggregation" Passing.
+  feature_support_matrix.csv "DCN-based P/D disaggregation" Passing. Release covered: these are v0.27.0 sources; the
+  pinned engine is tpu-inference 0.32.0 (PyPI wheel), whose tpu_connector.py (is_producer: no pull), distributed/
+  utils.py (9100, 9600, VLLM_HOST_IP) say the same; the 0.32.0 wheel ships no support matrices.
 - llm-d/llm-d-router@v0.10.0: docs/disaggregation.md (P/D configuration: prefill/decode profiles,
   disagg-profile-handler, prefix-based-pd-decider nonCachedTokens/promptTokens); pkg/epp/framework/plugins/
   scheduling/filter/bylabel/roles.go (llm-d.ai/role, prefill-filter, decode-filter); pkg/sidecar/proxy/options.go
@@ -34,8 +36,11 @@ from stacks.serving import gateway
 from tests.conftest import reference_file, session_run
 from tests.test_body_routing import two_models
 from tests.test_gateway import parse_config
+from tests.test_transitions import example
 from tests.test_vllm_lora import problems_of, qwen
+from tooling.harness.offline import load_stack_file
 from tooling.review import model_routing, transition
+from tooling.review.render import stack_name
 from workloads.vllm import flags
 from workloads.vllm.config import KV_CONNECTORS
 from workloads.vllm.manifests import routing_sidecar
@@ -267,5 +272,59 @@ def test_turning_disaggregation_on_and_off_is_a_clean_up_both_ways():
     off = copy.deepcopy(on)
     del off["tpu-serving:workloads"][0]["disaggregation"]
     old, new = session_run(off), session_run(on)
-    assert list(transition.problems(old, new)) == [] and list(transition.problems(new, old)) == []
+    # besides the pool's capacity during the up (next test), nothing collides or is replaced
+    for a, b in ((old, new), (new, old)):
+        assert [p for p in transition.problems(a, b) if not p.startswith("capacity:")] == []
     assert transition.FORCE_NEW["kubernetes:apps/v1:Deployment"] == ("spec.selector",)
+
+
+@pytest.mark.parametrize("direction", ["on", "off"])
+def test_turning_disaggregation_on_or_off_on_the_example_needs_room_for_both_server_sets(direction):
+    """examples/vllm-disaggregated: pool maxNodes 2, one ct6e-standard-8t node (8 chips) per server. Off->on creates
+    qwen-prefill and qwen-decode (8 chips each) while the old Deployment qwen (8 chips) runs until it is deleted at
+    the end of the up (pulumi/pulumi pkg/resource/deploy: deletes of resources no longer in the program run last);
+    on->off creates qwen beside the two roles. Either way 3 nodes at once on a pool of at most 2: the new pods stay
+    Pending until the up's timeouts. The transition check refuses it naming the safe procedure; with maxNodes 3 for
+    the change it is clean."""
+    path = example("vllm-disaggregated")
+    on = load_stack_file(path)
+    off = copy.deepcopy(on)
+    del off["tpu-serving:workloads"][0]["disaggregation"]
+    before, after = (off, on) if direction == "on" else (on, off)
+    name = stack_name(path)
+    (found,) = transition.problems(session_run(before, stack=name), session_run(after, stack=name))
+    assert found.startswith("capacity: pool v6e-2x4: during the up its old and new servers run at once")
+    assert "= 24 chips (3 nodes of 8), more than its at most 2 nodes hold (16 chips)" in found
+    assert "raise the pool's autoscaling.maxNodes to 3" in found and "two ups" in found
+    for cfg in (before, after):
+        cfg["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 3
+    assert list(transition.problems(session_run(before, stack=name), session_run(after, stack=name))) == []
+
+
+# vllm-project/tpu-inference@v0.27.0:support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv: one row per
+# feature ("LoRA_Torch", "DCN-based P/D disaggregation", "Speculative Decoding: Eagle3"), none for two together.
+LORA = {"name": "qwen-sql", "source": "gs://adapters-bucket/qwen/sql/", "maxRank": 16}
+EAGLE = {"method": "eagle3", "numTokens": 3, "draftModel": "some-org/eagle3-qwen3-8b@abc123"}
+NGRAM = {"method": "ngram", "numTokens": 4, "promptLookupMax": 4}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "key", "other"),
+    [
+        (lambda: pd_config(loras=[LORA]), "loras", "disaggregation"),
+        (lambda: pd_config(speculative=NGRAM), "speculative", "disaggregation"),
+        (lambda: pd_config(speculative=EAGLE), "speculative", "disaggregation"),
+        (lambda: two_models(loras=[LORA], speculative=EAGLE), "speculative", "loras"),
+    ],
+    ids=["pd+loras", "pd+ngram", "pd+eagle3", "loras+eagle3"],
+)
+def test_combinations_the_support_matrices_do_not_cover_are_refused(cfg, key, other):
+    (found,) = [p for p in problems_of(cfg()) if "none together" in p]
+    assert found.startswith(f"tpu-serving:workloads[0].{key}: not with tpu-serving:workloads[0].{other}")
+    assert "support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv" in found
+    assert f"allowed: {other} or {key}, not both" in found
+
+
+def test_loras_with_ngram_speculation_is_allowed():
+    plan = qwen(parse_config(two_models(loras=[LORA], speculative=NGRAM)))
+    assert plan.workload.loras and plan.workload.speculative.method == "ngram"

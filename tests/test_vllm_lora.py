@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from stacks import naming
 from stacks.config import ConfigError
@@ -181,3 +182,95 @@ def test_the_support_matrix_table_is_the_upstream_csv():
         rows = {r["Feature"]: r["CorrectnessTest"].split()[-1] for r in csv.DictReader(io.StringIO(text))}
         for feature, status in lora.TPU_FEATURES[generation].items():
             assert rows[feature] == status, (generation, feature)
+
+
+# llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/scheduling/scorer/loraaffinity/lora_affinity.go:29
+# (LoraAffinityScorerType = "lora-affinity-scorer"; LoraAffinityScorerFactory ignores its parameters decoder), fed by
+# the core-metrics-extractor's active/waiting adapter sets from vllm:lora_requests_info
+# (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go:95, plugin type "core-metrics-extractor").
+UPSTREAM_LORA_SCORER = "lora-affinity-scorer"
+
+
+def test_a_pool_serving_adapters_scores_adapter_affinity_and_the_review_shows_it(run):
+    rec = run(two_models(loras=[SQL]))
+    releases = summary._releases(rec)
+    picker = {r["name"]: model_routing._picker_config(r["values"]) for r in releases if r["values"].get("router")}
+    qwen_cfg, gemma_cfg = picker["qwen"], picker["gemma"]
+    # the plugin is declared without parameters (the factory reads none) beside the extractor that feeds it
+    assert {"type": UPSTREAM_LORA_SCORER} in qwen_cfg["plugins"]
+    assert {"type": "core-metrics-extractor"} in qwen_cfg["plugins"]
+    (default,) = qwen_cfg["schedulingProfiles"]
+    assert {"pluginRef": UPSTREAM_LORA_SCORER, "weight": 1} in default["plugins"]
+    # a pool no adapter reaches keeps the chart's three scorers
+    assert all(p["type"] != UPSTREAM_LORA_SCORER for p in gemma_cfg["plugins"])
+    section = "\n".join(summary.model_routing_lines(rec))
+    assert "- `qwen/qwen`: `queue-scorer` (weight 2)" in section and f"`{UPSTREAM_LORA_SCORER}` (weight 1)" in section
+    assert model_routing.lora_problems(summary.model_routes(rec), summary.pool_scorers(rec)) == []
+
+
+def test_a_pool_adapters_reach_without_the_affinity_scorer_is_a_finding(run):
+    rec = run(two_models(loras=[SQL]))
+    scorers = summary.pool_scorers(rec)
+    scorers["qwen/qwen"].pop(UPSTREAM_LORA_SCORER)
+    (found,) = model_routing.lora_problems(summary.model_routes(rec), scorers)
+    assert found == f"pool qwen/qwen: adapters reach it, but its picker runs no {UPSTREAM_LORA_SCORER}"
+
+
+def _server_env(manifest: dict[str, Any]) -> dict[str, Any]:
+    tpl = manifest["spec"]
+    if manifest["kind"] == "LeaderWorkerSet":
+        tpl = tpl["leaderWorkerTemplate"]["leaderTemplate"] or tpl["leaderWorkerTemplate"]["workerTemplate"]
+    else:
+        tpl = tpl["template"]
+    (server,) = [c for c in tpl["spec"]["containers"] if c["name"] == "vllm"] or tpl["spec"]["containers"][:1]
+    return {e["name"]: e.get("value") for e in server.get("env") or []}
+
+
+def test_every_vllm_server_with_adapters_runs_the_vllm_model_implementation(run):
+    """LoRA on TPU runs on tpu-inference's vLLM (torch) model path only: upstream's LoRA tests set
+    MODEL_IMPL_TYPE=vllm (vllm-project/tpu-inference@v0.27.0:.buildkite/features/LoRA_Torch.yml:24,
+    .buildkite/pipeline_jax.yml:202,211,295 — v0.27.0 sources); in the pinned tpu-inference 0.32.0 wheel the JAX
+    loader sets lora_manager None (tpu_inference/models/common/model_loader.py:541) and "auto" picks JAX for
+    Llama/Qwen2. Every vLLM server manifest of a workload with loras carries it; one without loras does not."""
+    cfg = parse_config(two_models(loras=[SQL]))
+    servers = [
+        (w.name, m)
+        for w in cfg.workloads
+        if w.workload.type == "vllm"
+        for m in w.pod_manifests()
+        if m["kind"] in ("Deployment", "LeaderWorkerSet")
+    ]
+    assert {n for n, _ in servers} == {"qwen", "gemma"}
+    for name, m in servers:
+        assert (_server_env(m).get("MODEL_IMPL_TYPE") == "vllm") == (name == "qwen"), (name, m["metadata"]["name"])
+
+
+def test_every_rendered_server_serving_adapters_runs_the_vllm_model_implementation():
+    """The same rule over every example's rendered servers (tests/golden): a container with --enable-lora has
+    MODEL_IMPL_TYPE=vllm."""
+    seen = 0
+    for path in sorted(Path(__file__).parent.joinpath("golden").glob("*/k8s/*/*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        spec = doc.get("inputs", doc).get("spec") or {}
+        templates = [spec.get("template")] + [
+            (spec.get("leaderWorkerTemplate") or {}).get(k) for k in ("leaderTemplate", "workerTemplate")
+        ]
+        for tpl in filter(None, templates):
+            for c in (tpl.get("spec") or {}).get("containers") or []:
+                if "--enable-lora" in (c.get("args") or []) + (c.get("command") or []):
+                    seen += 1
+                    env = {e["name"]: e.get("value") for e in c.get("env") or []}
+                    assert env.get("MODEL_IMPL_TYPE") == "vllm", path
+    assert seen, "an example serves LoRA adapters (multi-model-endpoint)"
+
+
+def test_runtime_adapter_loading_stays_off_so_an_adapter_change_is_a_new_pod_template():
+    """vllm 0.27.0 vllm/entrypoints/serve/lora/api_router.py: /v1/load_lora_adapter only with
+    VLLM_ALLOW_RUNTIME_LORA_UPDATING, "should ONLY be used for local development" and unauthenticated behind the
+    gateway: never set; an added adapter changes the server's pod template (its args), so the replicas roll
+    (docs/workloads/vllm.md, LoRA adapters)."""
+    one, two = (qwen(parse_config(two_models(loras=loras))) for loras in ([SQL], [SQL, HF]))
+    (a,) = [m for m in one.pod_manifests() if m["kind"] == "Deployment"]
+    (b,) = [m for m in two.pod_manifests() if m["kind"] == "Deployment"]
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in _server_env(a) | _server_env(b)
+    assert a["spec"]["template"] != b["spec"]["template"]

@@ -75,6 +75,22 @@ class ChartCrds:
 
 
 @dataclass(frozen=True)
+class GoModuleZip:
+    """A Go module's zip from the Go module proxy (https://go.dev/ref/mod#goproxy-protocol: GET
+    $GOPROXY/<module>/@v/<version>.zip), pinned by the zip's sha256 and its go.sum hash (h1: the module's dirhash,
+    golang.org/x/mod/sumdb/dirhash Hash1)."""
+
+    module: str
+    version: str
+    sha256: str
+    h1: str
+
+    @property
+    def url(self) -> str:
+        return f"https://proxy.golang.org/{self.module}/@v/{self.version}.zip"
+
+
+@dataclass(frozen=True)
 class ChartVersion:
     """One release of a Helm chart published in an OCI registry, and the controller image it runs."""
 
@@ -414,6 +430,15 @@ INFERENCE_OBJECTIVE_SHA256 = "c1e763412fcbe2b55e9282850156269a10053be2d052547cb8
 # the chart to registry.k8s.io/gateway-api-inference-extension/charts/<chart> at the release tag and sets the image
 # tag to it (@v1.5.0:hack/push-chart.sh, hack/release-quickstart.sh BBR_HELM); values.yaml bbr.image:
 # registry.k8s.io/gateway-api-inference-extension/bbr:v1.5.0.
+# The chart's source for the tests that read it (make bbr-chart: .cache/charts/, not in ../shared/reference): the
+# module zip of the same release from the Go module proxy, which holds config/charts/body-based-routing. Hashes
+# recorded from the proxy's zip on 2026-11-29 (sha256 of the zip; h1 computed from it as dirhash.Hash1 does).
+BODY_BASED_ROUTER_MODULE = GoModuleZip(
+    module="sigs.k8s.io/gateway-api-inference-extension",
+    version="v1.5.0",
+    sha256="186463f9356c05a75196e8ba074f71c4ad3c9e56cf93c7e2a2ad838d2770ada8",
+    h1="h1:w9Awt60cmI1vM7Y6N81h8wDCBP0WkmxpdI7GKY0v070=",
+)
 BODY_BASED_ROUTER = ChartVersion(
     chart="oci://registry.k8s.io/gateway-api-inference-extension/charts/body-based-routing",
     version="v1.5.0",

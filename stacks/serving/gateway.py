@@ -250,14 +250,29 @@ def pd_config(config: dict[str, Any], non_cached_tokens: int, prompt_tokens: int
     }
 
 
-def epp_config(queue_ttl_s: int | None = None, disaggregation: tuple[int, int] | None = None) -> str:
+# Adapter-aware routing for a workload whose servers serve LoRA adapters (`GatewayBackend.adapters`): the picker's
+# lora-affinity-scorer (llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/scheduling/scorer/loraaffinity/
+# lora_affinity.go:29, LoraAffinityScorerType; its factory reads no parameters) scores a server 1.0 when the request's
+# adapter is active there, 0.8 when it has room to load one more, 0.6 when the adapter waits to load, else 0. It reads
+# the active and waiting adapter sets the core-metrics-extractor parses from vLLM's `vllm:lora_requests_info` gauge
+# (pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go:95), the extractor every picker config here
+# already runs. Weight 1 beside the load scorers' 2, 2 and 3 (the stack's choice, no upstream default): affinity moves a
+# request towards a server holding its adapter without outweighing a full queue or KV cache there.
+LORA_AFFINITY_SCORER = "lora-affinity-scorer"
+LORA_AFFINITY_WEIGHT = 1
+
+
+def epp_config(
+    queue_ttl_s: int | None = None, disaggregation: tuple[int, int] | None = None, *, lora: bool = False
+) -> str:
     """The endpoint picker's configuration (EndpointPickerConfig, llm-d.ai/v1alpha1): see EPP_CONFIG_FILE. With
     `queue_ttl_s` (a workload KEDA scales to zero), the flow-control queue keeps a request that long: the picker
     sheds a request still queued after `flowControl.defaultRequestTTL`, 60 s unless set, a metav1.Duration
     (llm-d/llm-d-router@v0.10.0:apix/config/v1alpha1/endpointpickerconfig_types.go EndpointPickerConfig.FlowControl,
     FlowControlConfig.DefaultRequestTTL; pkg/epp/flowcontrol/controller/config.go defaultRequestTTL = 60s,
     NewConfigFromAPI), far less than a replica's start from zero; a shed request also empties the queue KEDA
-    reads, leaving the starting replica to its cooldown."""
+    reads, leaving the starting replica to its cooldown. With `lora` (servers serving adapters) the default profile
+    also runs LORA_AFFINITY_SCORER."""
     config: dict[str, Any] = {
         "apiVersion": "llm-d.ai/v1alpha1",
         "kind": "EndpointPickerConfig",
@@ -283,6 +298,11 @@ def epp_config(queue_ttl_s: int | None = None, disaggregation: tuple[int, int] |
             }
         ],
     }
+    if lora:
+        config["plugins"].insert(3, {"type": LORA_AFFINITY_SCORER})
+        config["schedulingProfiles"][0]["plugins"].append(
+            {"pluginRef": LORA_AFFINITY_SCORER, "weight": LORA_AFFINITY_WEIGHT}
+        )
     if queue_ttl_s is not None:
         config["flowControl"] = {"defaultRequestTTL": f"{queue_ttl_s}s"}
     if disaggregation is not None:
@@ -321,7 +341,11 @@ def router_values(backend: GatewayBackend, system_selector: dict[str, str]) -> d
             "epp": {
                 "replicas": 1,
                 "pluginsConfigFile": EPP_CONFIG_FILE,
-                "pluginsCustomConfig": {EPP_CONFIG_FILE: epp_config(backend.queue_ttl_s, backend.disaggregation)},
+                "pluginsCustomConfig": {
+                    EPP_CONFIG_FILE: epp_config(
+                        backend.queue_ttl_s, backend.disaggregation, lora=bool(backend.adapters)
+                    )
+                },
                 # the chart joins <registry>/<repository>:<tag> (routerlib templates/_deployment.yaml)
                 "image": chart_image(LLM_D_ROUTER),
                 "resources": EPP_RESOURCES,

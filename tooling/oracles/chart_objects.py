@@ -50,6 +50,9 @@ from tooling.oracles import crds
 
 DATA = ROOT / "tooling" / "data" / "chart_objects.json"
 HELM_CACHE = ROOT / ".cache" / "helm" / "helm"
+# Chart sources fetched from the Go module proxy (tooling/oracles/go_module_charts.py, `make bbr-chart`), looked in
+# after the reference folder's.
+CHART_CACHE = ROOT / ".cache" / "charts"
 RELEASE, NAMESPACE = "{release}", "{namespace}"
 # The namespace a per-release chart (the endpoint picker) is rendered into for the record: never the release's name.
 # The stacks put each picker in its workload's namespace, named like the workload by default, so rendering the first
@@ -210,8 +213,9 @@ def chart_metadata(folder: Path) -> dict[str, Any]:
 
 
 def charts_root() -> tuple[Path, ...]:
-    """The folders of chart sources in the reference folder, in the order they are looked in (CHART_FOLDERS)."""
-    return tuple(crds.reference_dir() / folder for folder in CHART_FOLDERS)
+    """The folders of chart sources in the reference folder, in the order they are looked in (CHART_FOLDERS), then
+    the cache of charts from the Go module proxy (CHART_CACHE)."""
+    return (*(crds.reference_dir() / folder for folder in CHART_FOLDERS), CHART_CACHE)
 
 
 def helm_template(helm: str, charts: Charts, release: Release) -> list[dict[str, Any]]:

@@ -158,6 +158,56 @@ def lines(found: list[Route], router_namespace: str | None) -> list[str]:
     ]
 
 
+# ---- adapter-aware picking: inside the pool an adapter reaches ------------------------------------------------------
+
+
+def pool_scorers(releases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """<namespace>/<pool> -> {scorer: weight} of its picker's first scheduling profile (`default`, or `decode` under
+    prefill/decode disaggregation: the profile that picks the server a request is answered by)."""
+    out = {}
+    for release in releases:
+        values = release.get("values") or {}
+        if not (values.get("router") or {}).get("modelServers"):
+            continue
+        profiles = {p.get("name"): p for p in _picker_config(values).get("schedulingProfiles") or []}
+        profile = profiles.get("default") or profiles.get("decode") or {}
+        out[f"{release.get('namespace')}/{release.get('name')}"] = {
+            p.get("pluginRef"): p.get("weight", 1) for p in profile.get("plugins") or []
+        }
+    return out
+
+
+def adapter_pools(found: list[Route]) -> list[str]:
+    """The pools (without a split's weight) some adapter name reaches."""
+    return sorted({p.split(" ")[0] for r in found if r.kind.startswith("adapter") for p in r.pools})
+
+
+def lora_problems(found: list[Route], scorers: dict[str, dict[str, Any]]) -> list[str]:
+    """A pool an adapter reaches whose picker does not score adapter affinity: it would pick a server regardless of
+    whether the adapter is loaded there (gateway.LORA_AFFINITY_SCORER)."""
+    return [
+        f"pool {pool}: adapters reach it, but its picker runs no {gateway.LORA_AFFINITY_SCORER}"
+        for pool in adapter_pools(found)
+        if pool in scorers and gateway.LORA_AFFINITY_SCORER not in scorers[pool]
+    ]
+
+
+def lora_lines(found: list[Route], scorers: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [
+        f"- `{pool}`: " + ", ".join(f"`{name}` (weight {weight})" for name, weight in scorers.get(pool, {}).items())
+        for pool in adapter_pools(found)
+    ]
+    if not rows:
+        return []
+    return [
+        "",
+        f"Inside a pool adapters reach, the picker's scorers (`{gateway.LORA_AFFINITY_SCORER}` prefers a server with "
+        "the request's adapter loaded, read from vLLM's `vllm:lora_requests_info`):",
+        "",
+        *rows,
+    ]
+
+
 # ---- prefill/decode disaggregation: the path a request takes inside a pool -----------------------------------------
 # The picker's disagg-profile-handler picks a decode server, then (prefix-based-pd-decider) a prefill server; the
 # decode server's routing sidecar sends the prefill there first and the decode server pulls its KV cache

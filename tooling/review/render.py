@@ -221,6 +221,9 @@ def check(cfg: StackConfig | FleetStack, recording: Recording) -> list[str]:
     if isinstance(cfg, StackConfig):
         report.errors += model_routing.problems(summary_module.model_routes(recording))
         report.errors += model_routing.pd_problems(summary_module.pd_paths(recording))
+        report.errors += model_routing.lora_problems(
+            summary_module.model_routes(recording), summary_module.pool_scorers(recording)
+        )
     directory, source = crd_source()
     if directory is None:
         print(f"  note: custom resources NOT checked: {source}")

@@ -301,12 +301,20 @@ def pd_paths(recording: Recording) -> list[model_routing.PdPath]:
     return model_routing.pd_paths(kubernetes_objects(recording), _releases(recording))
 
 
+def pool_scorers(recording: Recording) -> dict[str, dict[str, Any]]:
+    return model_routing.pool_scorers(_releases(recording))
+
+
 def model_routing_lines(recording: Recording) -> list[str]:
     found = model_routes(recording)
     paths = pd_paths(recording)
-    issues = model_routing.problems(found) + model_routing.pd_problems(paths)
+    scorers = pool_scorers(recording)
+    issues = (
+        model_routing.problems(found) + model_routing.lora_problems(found, scorers) + model_routing.pd_problems(paths)
+    )
     return (
         model_routing.lines(found, body_router_namespace(recording))
+        + model_routing.lora_lines(found, scorers)
         + model_routing.pd_lines(paths)
         + (["", *(f"- **{line}**" for line in issues)] if issues else [])
     )

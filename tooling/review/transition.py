@@ -45,6 +45,15 @@ modes checked:
   the stack owned the field alone, so the apply removes it and it falls to its default 1 until the HPA scales up
   (https://kubernetes.io/docs/reference/using-api/server-side-apply/#transferring-ownership).
 
+- capacity: TPU servers the new run creates beside old ones on one pool (a Deployment, LeaderWorkerSet or JobSet
+  of pods requesting `google.com/tpu` on the nodes labelled `tpu-serving/pool`). The creates run first and the old
+  servers are deleted only at the end of the `up` (above), so during the `up` the pool must hold both: the old run's
+  servers (an updated one counted at the larger of its two sizes) plus the new ones. When their chips exceed the
+  pool's most nodes (the node pools' `autoscaling.maxNodeCount`, else their node count) times each node's chips
+  (the machine type's `-<n>t`), the new pods stay Pending and the `up` waits out its customTimeouts. The safe
+  procedure: raise the pool's `autoscaling.maxNodes` for the change (and lower it after), or scale the old
+  workload to 0 first, or two `up`s (remove the old servers, then add the new).
+
 Old and new resources are matched by URN or by an alias: a resource carrying `aliases` (a name, type or parent it had
 before) answers to the URN it had, and so does each of its descendants, as the engine matches them.
 
@@ -59,6 +68,7 @@ registration under the release: created, updated and deleted with it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -449,6 +459,96 @@ def _in_use(old: Recording, removed: list[Registration]) -> Iterator[str]:
             )
 
 
+TPU_RESOURCE = "google.com/tpu"
+POOL_LABEL = "tpu-serving/pool"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def _tpu_pods(template: dict[str, Any]) -> tuple[str, int] | None:
+    """(pool, chips per pod) of a pod template requesting TPU chips on a pool; None for any other."""
+    spec = template.get("spec") or {}
+    pool = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
+    chips = 0
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        chips += int(float((res.get("limits") or res.get("requests") or {}).get(TPU_RESOURCE) or 0))
+    return (str(pool), chips) if pool and chips else None
+
+
+def server_chips(reg: Registration) -> tuple[str, int] | None:
+    """(pool, TPU chips) a server object's pods hold at its declared size: a Deployment or StatefulSet's replicas
+    (1 unset), a LeaderWorkerSet's replicas x size (leader and workers), a JobSet's replicatedJobs' replicas x
+    parallelism; None for an object running no TPU pods."""
+    kind, spec = _group_kind(reg)[1], reg.inputs.get("spec") or {}
+    groups: list[tuple[int, dict[str, Any]]] = []
+    if kind in ("Deployment", "StatefulSet"):
+        groups = [(int(spec.get("replicas", 1) or 0), spec.get("template") or {})]
+    elif kind == "LeaderWorkerSet":
+        lwt, replicas = spec.get("leaderWorkerTemplate") or {}, int(spec.get("replicas", 1) or 0)
+        size = int(lwt.get("size", 1) or 1)
+        worker = lwt.get("workerTemplate") or {}
+        leader = lwt.get("leaderTemplate")
+        groups = [(replicas, leader), (replicas * (size - 1), worker)] if leader else [(replicas * size, worker)]
+    elif kind == "JobSet":
+        for job in spec.get("replicatedJobs") or []:
+            job_spec = ((job.get("template") or {}).get("spec")) or {}
+            pods = int(job.get("replicas", 1) or 0) * int(job_spec.get("parallelism", 1) or 1)
+            groups.append((pods, job_spec.get("template") or {}))
+    found = [(t[0], n * t[1]) for n, tpl in groups if (t := _tpu_pods(tpl)) is not None]
+    if not found:
+        return None
+    return found[0][0], sum(c for _, c in found)
+
+
+def pool_capacity(rec: Recording) -> dict[str, tuple[int, int]]:
+    """pool -> (most nodes, chips per node) of the node pools labelled with it."""
+    out: dict[str, tuple[int, int]] = {}
+    for reg in rec.resources:
+        if reg.type != NODE_POOL:
+            continue
+        config = reg.inputs.get("nodeConfig") or {}
+        pool = (config.get("labels") or {}).get(POOL_LABEL)
+        per = re.search(r"-(\d+)t$", str(config.get("machineType") or ""))
+        if not pool or per is None:
+            continue
+        scaling = reg.inputs.get("autoscaling") or {}
+        nodes = scaling.get("maxNodeCount") or scaling.get("totalMaxNodeCount") or reg.inputs.get("nodeCount")
+        nodes = nodes or reg.inputs.get("initialNodeCount") or 0
+        most, _ = out.get(str(pool), (0, 0))
+        out[str(pool)] = (most + int(float(nodes)), int(per.group(1)))
+    return out
+
+
+def _capacity(old: Recording, new: Recording, related: dict[str, Registration]) -> Iterator[str]:
+    """capacity (module docstring)."""
+    kept = {r.urn for r in related.values()}
+    need: dict[str, list[tuple[str, int, bool]]] = {}  # pool -> (server, chips, created by this up)
+    for before in old.resources:
+        after = related.get(before.urn)
+        had = server_chips(before)
+        has = server_chips(after) if after is not None else None
+        if had is not None:
+            need.setdefault(had[0], []).append((before.name, max(had[1], has[1] if has else 0), False))
+    for reg in new.resources:
+        if reg.urn not in kept and (has := server_chips(reg)) is not None:
+            need.setdefault(has[0], []).append((reg.name, has[1], True))
+    capacity = pool_capacity(new)
+    for pool, servers in sorted(need.items()):
+        if pool not in capacity or not any(created for *_, created in servers):
+            continue
+        nodes, per_node = capacity[pool]
+        chips = sum(c for _, c, _ in servers)
+        if chips > nodes * per_node:
+            listed = ", ".join(f"{n} ({c} chips{', created' if created else ''})" for n, c, created in servers)
+            yield (
+                f"capacity: pool {pool}: during the up its old and new servers run at once: {listed} = {chips} "
+                f"chips ({-(-chips // per_node)} nodes of {per_node}), more than its at most {nodes} nodes hold "
+                f"({nodes * per_node} chips): the new pods stay Pending until the up's timeouts. Safe procedure: "
+                f"raise the pool's autoscaling.maxNodes to {-(-chips // per_node)} for this up (and lower it "
+                "after), or scale the old servers to 0 first, or two ups (remove the old servers, then add the new)"
+            )
+
+
 def problems(old: Recording, new: Recording) -> Iterator[str]:
     """Every problem of the transition from the run `old` to the run `new` (module docstring), each Helm release
     expanded into what it installs."""
@@ -479,6 +579,7 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
             yield from _api_immutable(before, after)
     yield from _replica_problems(old, new, related)
     yield from _in_use(old, removed)
+    yield from _capacity(old, new, related)
 
     namespaces = {r.inputs["metadata"]["name"]: r for r in removed if r.type == NAMESPACE}
     old_sources, new_sources = crd_sources(old), crd_sources(new)

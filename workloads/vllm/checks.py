@@ -123,6 +123,7 @@ def check(
         return None
     if support != "recommended":
         warnings.append(f"{path}.pool: vLLM's TPU backend calls {gen.name} {support}")
+    _multi_host_warning(path, pool.shape, warnings)
     _check_replicas_fit(path, workload, pool, ctx.lws_enabled, problems)
     if auto is not None:
         _check_hbm_metrics(path, auto, pool.shape, problems)
@@ -248,7 +249,8 @@ def _check_tensor_parallel(
     path: str, workload: VllmWorkload, pool: str, shape: catalog.SliceShape, problems: list[Problem]
 ) -> None:
     """A `tensor-parallel-size` in `args` shards the model over that many JAX devices of one replica (one slice):
-    a whole number from 1 to the slice's devices (tpu_inference/worker/tpu_worker.py takes
+    a whole number from 1 to the slice's devices (tpu-inference 0.32.0, the pinned engine, and v0.27.0:
+    tpu_inference/worker/tpu_worker.py takes
     jax.devices()[:total_devices]; more than there are leaves the mesh short). null removes the flag (vLLM's
     default, 1)."""
     for key, value in workload.args.items():
@@ -264,6 +266,26 @@ def _check_tensor_parallel(
                     f"to {shape.devices} (the JAX devices of one {gen.name} {shape.topology} slice: {shape.chips} "
                     f"chips x {gen.devices_per_chip} per chip)",
                 )
+            )
+
+
+def _multi_host_warning(path: str, shape: catalog.SliceShape, warnings: list[str]) -> None:
+    """vLLM multi-host on a generation whose support matrix does not pass row `multi-host` (v6e: Untested)."""
+    if shape.multi_host:
+        status = lora.TPU_FEATURES.get(shape.generation.name, {}).get("multi-host")
+        if status != "Passing":
+            # warned, not refused: the 405B fast path (issue 38 #5) is this case on v6e; a deploy confirms it
+            recorded = (
+                f"{lora.SUPPORT_MATRIX.format(dir=lora.MATRIX_DIRS[shape.generation.name])} records row 'multi-host' as {status}"
+                if status
+                else f"its release support matrices ({lora.SUPPORT_MATRIX.format(dir='<v6e|v7x>')}) cover "
+                f"{', '.join(sorted(lora.MATRIX_DIRS))} only"
+            )
+            warnings.append(
+                f"{path}.pool: vLLM multi-host on {shape.generation.name} is not tested upstream: {recorded} (passing "
+                "on: "
+                + ", ".join(sorted(g for g, rows in lora.TPU_FEATURES.items() if rows.get("multi-host") == "Passing"))
+                + "); only a real deploy confirms this workload serves"
             )
 
 

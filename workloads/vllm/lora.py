@@ -33,7 +33,8 @@ GS_SOURCE_RE = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/\S+")
 # What tpu-inference's release support matrices record per TPU generation, for the features the typed options turn
 # on (vllm-project/tpu-inference@v0.27.0:support_matrices/release/<v6e|v7x>/vllm/feature_support_matrix.csv, column
 # CorrectnessTest; the vLLM model path the stack serves). Only v6e and v7x (catalog tpu7x) have release matrices: on
-# another generation the feature is untested at the pinned release.
+# another generation the feature is untested at the pinned release. Release covered: v0.27.0, the last tag with
+# release matrices; the pinned engine, tpu-inference 0.32.0, ships none in its wheel or sdist (stacks/facts/versions.py).
 SUPPORT_MATRIX = "vllm-project/tpu-inference@v0.27.0:support_matrices/release/{dir}/vllm/feature_support_matrix.csv"
 MATRIX_DIRS = {"v6e": "v6e", "tpu7x": "v7x"}
 TPU_FEATURES: dict[str, dict[str, str]] = {
@@ -85,7 +86,8 @@ def tpu_support_problem(generation: str, feature: str, what: str) -> str | None:
             f"{', '.join(sorted(MATRIX_DIRS))} only"
         )
     return (
-        f"{what} is not supported on {generation} at the pinned tpu-inference: {recorded}; allowed: a pool of {passing}"
+        f"{what} is not supported on {generation} in tpu-inference v0.27.0's release matrices (the pinned engine, "
+        f"0.32.0, ships none): {recorded}; allowed: a pool of {passing}"
     )
 
 

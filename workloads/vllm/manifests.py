@@ -44,6 +44,7 @@ from workloads.vllm.plan import (
     KV_SIDE_CHANNEL_PORT,
     KV_TRANSFER_PORT,
     METRICS_PATH,
+    MODEL_IMPL_TORCH,
     RAY_PORT,
     RAY_SCRIPT,
     SIDECAR_CONTAINER,
@@ -56,6 +57,9 @@ def _probe(path: str, port: int = HTTP_PORT, **timing: int) -> dict[str, Any]:
     return {"httpGet": {"path": path, "port": port, "scheme": "HTTP"}, **timing}
 
 
+MODEL_IMPL_ENV = "MODEL_IMPL_TYPE"  # its torch value: plan.MODEL_IMPL_TORCH
+
+
 def _env(plan: VllmPlan) -> list[dict[str, Any]]:
     # huggingface_hub reads HF_HUB_OFFLINE: no request to the Hub (weights, config and tokenizer come from gs://)
     env: list[dict[str, Any]] = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
@@ -64,6 +68,14 @@ def _env(plan: VllmPlan) -> list[dict[str, Any]]:
         env.append({"name": "VLLM_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if plan.workload.xla_cache:
         env.append({"name": "VLLM_XLA_CACHE_PATH", "value": XLA_CACHE_DIR})
+    if plan.workload.loras:
+        # LoRA needs tpu-inference's vLLM (torch) model path: in the pinned 0.32.0 wheel the JAX (flax_nnx) loader
+        # sets lora_manager None (tpu_inference/models/common/model_loader.py:541) and LoRA walks torch modules
+        # (tpu_inference/runner/lora_utils.py), while MODEL_IMPL_TYPE "auto" resolves Llama and Qwen2 to flax_nnx
+        # (model_loader.py, _VLLM_PREFERRED_ARCHITECTURES; envs.py choices auto, vllm, flax_nnx, jetpack). Upstream's
+        # LoRA tests run with MODEL_IMPL_TYPE=vllm (vllm-project/tpu-inference@v0.27.0:.buildkite/features/
+        # LoRA_Torch.yml:24, .buildkite/pipeline_jax.yml:202,211,295; v0.27.0 sources, the pinned engine is 0.32.0).
+        env.append({"name": MODEL_IMPL_ENV, "value": MODEL_IMPL_TORCH})
     if plan.multi_host:
         # tpu-inference 0.32.0 tpu_inference/envs.py: TPU_MULTIHOST_BACKEND in {"", "ray"}; its multi-host GKE
         # example (examples/offload/gke/benchmarks/multi-host/deploy-baseline.yaml) sets it on leader and workers.

@@ -99,6 +99,42 @@ def disaggregation_problems(
     return found
 
 
+# Combinations no source covers: tpu-inference's release support matrices
+# (vllm-project/tpu-inference@v0.27.0:support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv) test each
+# feature alone, one row per feature ("LoRA_Torch", "DCN-based P/D disaggregation", "Speculative Decoding: Eagle3",
+# ...), and have no row for any two together. Refused until a source covers them: (keys, what the combination is).
+UNTESTED_TOGETHER = (
+    "tpu-inference v0.27.0's release support matrices test each feature alone (one row each), none together"
+)
+
+
+def combination_problems(path: str, workload: Any) -> list[Problem]:
+    """disaggregation with loras, disaggregation with speculative, loras with speculative eagle3: refused."""
+    found: list[Problem] = []
+    spec = workload.speculative
+    pairs = []
+    if workload.disaggregation is not None and workload.loras:
+        pairs.append(("disaggregation", "loras"))
+    if workload.disaggregation is not None and spec is not None:
+        pairs.append(("disaggregation", "speculative"))
+    if workload.loras and spec is not None and spec.method == "eagle3":
+        pairs.append(("loras", "speculative"))
+    for a, b in pairs:
+        found.append(
+            Problem(
+                f"{path}.{b}",
+                f"not with {path}.{a}: {UNTESTED_TOGETHER} ({SUPPORT_MATRIX_PATH}); allowed: {a} or {b}, not both"
+                + (" (loras with speculative method ngram is allowed)" if (a, b) == ("loras", "speculative") else ""),
+            )
+        )
+    return found
+
+
+SUPPORT_MATRIX_PATH = (
+    "vllm-project/tpu-inference@v0.27.0:support_matrices/release/{v6e,v7x}/vllm/feature_support_matrix.csv"
+)
+
+
 def problems(
     path: str,
     workload: Any,
@@ -107,7 +143,7 @@ def problems(
     gateway_enabled: bool = True,
     multi_host: bool = False,
 ) -> list[Problem]:
-    found: list[Problem] = []
+    found: list[Problem] = combination_problems(path, workload)
     if workload.disaggregation is not None:
         found += disaggregation_problems(path, workload, generation, multi_host, image, gateway_enabled)
     spec = workload.speculative

@@ -83,7 +83,7 @@ PD_ROLES = ("prefill", "decode")
 # Each role's kv_role in --kv-transfer-config. vLLM's KVTransferConfig.is_kv_producer is kv_producer or kv_both, and
 # tpu-inference's TPUConnector pulls a prefill's KV cache only on a server that is not a producer
 # (vllm-project/tpu-inference@v0.27.0:tpu_inference/distributed/tpu_connector.py get_num_new_matched_tokens:
-# `if self.is_producer ...: return 0, False`), so the decode servers are kv_consumer, as tpu-inference's own GKE
+# `if self.is_producer ...: return 0, False`; the same in the pinned engine's 0.32.0 wheel), so the decode servers are kv_consumer, as tpu-inference's own GKE
 # manifests set them (.buildkite/kubernetes/manifests/v7x/single_decode.yaml); llm-d's TPU guide's kv_both decode
 # would never pull.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
@@ -590,3 +590,8 @@ def serving_container(plan: VllmPlan) -> tuple[str, str]:
     if plan.multi_host:
         return (f"pod/{plan.name}-0", "vllm-leader")
     return (f"deploy/{plan.role_name('decode' if plan.disaggregated else None)}", CONTAINER)
+
+
+# tpu-inference's MODEL_IMPL_TYPE for its vLLM (torch) model path (0.32.0 tpu_inference/envs.py choices auto, vllm,
+# flax_nnx, jetpack): the one LoRA runs on (manifests.py _env).
+MODEL_IMPL_TORCH = "vllm"
