@@ -40,6 +40,8 @@ RUN_FOR_REAL = {"render"}  # once: each run evaluates a stack (seconds)
 ALWAYS_REAL = {"example", "crds", "venv"}  # instant
 DRY_RUN = {
     "helm",  # downloads Helm from PyPI
+    "bbr-chart",  # downloads a release's module zip from the Go module proxy (tests/test_go_module_charts.py)
+    "inference-perf",  # downloads the load generator's wheel from PyPI (tests/test_gate_datagen.py)
     "renovate-check",  # downloads Renovate from npm (tests/test_renovate.py runs without it, schema check skipped)
     "toolchain",  # builds with Go from the Go module proxy (docs/toolchain.md)
     "local-cluster",  # the toolchain's binaries, root (a network namespace)
