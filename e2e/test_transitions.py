@@ -29,7 +29,11 @@ NS = "tpu-serving"
 
 
 def _single_host_pool(config: dict) -> None:
-    """vllm-hosts: a single-host v6e pool beside the multi-host one, in the same zone."""
+    """vllm-hosts: a single-host v6e pool beside the multi-host one, in the same zone; and no Inference Gateway,
+    whose body-based router chart (gateway-api-inference-extension v1.5.0 config/charts/body-based-routing) is not in
+    ../shared/reference, the only chart source a local run reads (docs/local.md): the move's Services and servers are
+    what this transition shows, the InferencePool keeps the same selector either way."""
+    config[f"{NS}:gateway"] = {"enabled": False}
     pools = config[f"{NS}:tpuPools"]
     zone = pools[0]["zone"]
     pools.append(

@@ -14,8 +14,10 @@ Transitions (TRANSITIONS):
   disaggregated -> interleaved, in either direction refused in place by the LWS webhook (subGroupPolicy immutable): the engine replaces the
   LeaderWorkerSet (replaceOnChanges), and back.
 - `vllm-hosts` (issue 36 #7, vllm-multi-host): the vLLM workload moved between its multi-host pool and a
-  single-host pool: the new server's pods are Ready before the old server is deleted, and the Service's selector
-  matches Ready serving pods at every poll during the `up`.
+  single-host pool and back. Its Service is `<name>-svc` on the multi-host pool and `<name>` on the single-host one
+  (VllmPlan.service_name), so the move replaces the Service under the other name: at every poll during the `up`
+  some Service of the workload must select a Ready serving pod (ready endpoints recorded), the old Service be gone
+  after it and the new one serve; the timeline printed shows which server's pods were Ready when.
 
 Each step records what it saw; a problem names its step.
 """
@@ -216,41 +218,84 @@ def fixed_replicas(run: Run, kube: local_stack.Kube) -> list[str]:
     return problems
 
 
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(
+        cond.get("type") == "Ready" and cond.get("status") == "True"
+        for cond in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _selected(kube: local_stack.Kube, namespace: str, selector: dict[str, str]) -> list[dict[str, Any]]:
+    label = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    return kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label}")
+
+
 def _serving(kube: local_stack.Kube, namespace: str, service: str) -> list[str]:
     """The Ready pods the Service's selector matches (the selector as the Service has it now)."""
     svc = kube.get(f"/api/v1/namespaces/{namespace}/services/{service}")
-    selector = svc["spec"].get("selector") or {}
-    label = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-    pods = kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={label}")
-    return [
-        p["metadata"]["name"]
-        for p in pods
-        if any(
-            cond.get("type") == "Ready" and cond.get("status") == "True"
-            for cond in (p.get("status") or {}).get("conditions") or []
-        )
-    ]
+    return [p["metadata"]["name"] for p in _selected(kube, namespace, svc["spec"].get("selector") or {}) if _ready(p)]
+
+
+def _ready_endpoints(kube: local_stack.Kube, namespace: str, service: str) -> int:
+    """The Service's ready endpoints, as its EndpointSlices (kube-controller-manager's endpointslice controller) list
+    them: what kube-proxy routes a client of the Service to."""
+    slices = kube.items(
+        f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices?labelSelector=kubernetes.io/service-name={service}"
+    )
+    return sum(
+        1 for s in slices for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready") is not False
+    )
 
 
 class Watch:
-    """Polls, while an `up` runs, whether the Service still selects a Ready pod."""
+    """Polls every second, while an `up` runs, each of the workload's Service names (a single-host vLLM workload's
+    Service is `<name>`, a multi-host one's `<name>-svc`: VllmPlan.service_name), recording for each when it exists,
+    how many Ready pods its selector matches and how many ready endpoints it has, and which server's pods (the
+    LeaderWorkerSet's leaders, the Deployment's pods) are Ready."""
 
-    def __init__(self, kube: local_stack.Kube, namespace: str, service: str):
-        self.kube, self.namespace, self.service = kube, namespace, service
-        self.gaps: list[str] = []
-        self.polls = 0
+    def __init__(self, kube: local_stack.Kube, namespace: str, services: list[str], selector: dict[str, str]):
+        self.kube, self.namespace, self.services, self.selector = kube, namespace, services, selector
+        self.polls: list[dict[str, Any]] = []
+        self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _poll(self) -> dict[str, Any]:
+        seen: dict[str, Any] = {"t": time.strftime("%H:%M:%S")}
+        for service in self.services:
+            if self.kube.exists(f"/api/v1/namespaces/{self.namespace}/services/{service}"):
+                seen[service] = (
+                    len(_serving(self.kube, self.namespace, service)),
+                    _ready_endpoints(self.kube, self.namespace, service),
+                )
+        ready = [p for p in _selected(self.kube, self.namespace, self.selector) if _ready(p)]
+        seen["lws"] = sum(1 for p in ready if "leaderworkerset.sigs.k8s.io/name" in p["metadata"].get("labels", {}))
+        seen["deploy"] = len(ready) - seen["lws"]
+        return seen
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                if not _serving(self.kube, self.namespace, self.service):
-                    self.gaps.append(time.strftime("%H:%M:%S"))
-                self.polls += 1
+                self.polls.append(self._poll())
             except local_stack.KubeError as err:
-                self.gaps.append(f"{time.strftime('%H:%M:%S')} {err}")
+                self.errors.append(f"{time.strftime('%H:%M:%S')} {err}")
             self._stop.wait(1.0)
+
+    def timeline(self) -> list[str]:
+        """Each poll whose state differs from the one before (the first and last always)."""
+        out, last = [], None
+        for i, poll in enumerate(self.polls):
+            state = {k: v for k, v in poll.items() if k != "t"}
+            if state != last or i == len(self.polls) - 1:
+                out.append(f"{poll['t']} {state}")
+            last = state
+        return out
+
+    def gaps(self) -> list[str]:
+        """Polls where no Service of the workload selected a Ready pod. Ready endpoints are recorded, not required:
+        the local cluster's EndpointSlices listed none for any Service, the LeaderWorkerSet's own headless one
+        included (the 2026-11-29 runs, docs/local.md)."""
+        return [p["t"] for p in self.polls if not any(p.get(s) and p[s][0] for s in self.services)]
 
     def __enter__(self) -> Watch:
         self._thread.start()
@@ -269,28 +314,42 @@ def vllm_hosts(run: Run, kube: local_stack.Kube) -> list[str]:
     namespace = workload.get("namespace") or name
     pools = run.config()[f"{NS}:tpuPools"]
     multi = next(p for p in pools if p["name"] == workload["pool"])
-    single = {
-        "name": "v6e-single",
-        "tpu": "v6e",
-        "topology": "2x4",
-        "zone": multi["zone"],
-        "capacity": multi.get("capacity", "on-demand"),
-    }
+    single = {"name": "v6e-single"}
     # the pool exists first (its kwok nodes are made by the cluster, from the stack file at start)
     if single["name"] not in {p["name"] for p in pools}:
         problems.append("the single-host pool must be in the stack file the cluster started from (TRANSITION_POOLS)")
         return problems
     if not _up(run, "multi-host", problems):
         return problems
-    service = workload.get("serviceName") or name
-    _wait(f"{name}: Ready before the move", lambda: _serving(kube, namespace, service) or None, problems)
+    # the Service: `<name>-svc` on the multi-host pool (LWS names its headless Service after the LeaderWorkerSet),
+    # `<name>` on a single-host one (workloads/vllm/plan.py VllmPlan.service_name); the serving selector of both
+    services = {multi["name"]: f"{name}-svc", single["name"]: name}
+    selector = {"app": name, "role": "leader"}
+    _wait(
+        f"{name}: Ready before the move", lambda: _serving(kube, namespace, services[multi["name"]]) or None, problems
+    )
     for step, pool in (("to single-host", single["name"]), ("back to multi-host", multi["name"])):
         workload["pool"] = pool
-        with Watch(kube, namespace, service) as watch:
-            _up(run, step, problems)
-        print(f"{step}: {watch.polls} polls, {len(watch.gaps)} without a Ready selected pod", flush=True)
-        if watch.gaps:
-            problems.append(f"{step}: the Service selected no Ready pod at {watch.gaps[:5]}")
+        with Watch(kube, namespace, list(services.values()), selector) as watch:
+            ok = _up(run, step, problems)
+        print(
+            f"{step}: {len(watch.polls)} polls; timeline (Service: Ready selected pods, ready endpoints):", flush=True
+        )
+        for line in watch.timeline():
+            print(f"  {line}", flush=True)
+        if watch.errors:
+            print(f"{step}: poll errors {watch.errors[:5]}", flush=True)
+        gaps = watch.gaps()
+        if gaps:
+            problems.append(f"{step}: no Service routed to a Ready pod at {len(gaps)} polls, from {gaps[:5]}")
+        if ok:
+            gone = services[multi["name"] if pool == single["name"] else single["name"]]
+            # the stack's own old Service, not the headless one LWS makes under the LeaderWorkerSet's name
+            old = f"/api/v1/namespaces/{namespace}/services/{gone}"
+            if kube.exists(old) and not kube.get(old)["metadata"].get("ownerReferences"):
+                problems.append(f"{step}: the old Service {gone} is still there after the up")
+            if not _serving(kube, namespace, services[pool]):
+                problems.append(f"{step}: the Service {services[pool]} selects no Ready pod after the up")
     return problems
 
 
