@@ -50,7 +50,7 @@ def _run(config: dict[str, Any], stack: str) -> Recording | None:
 def _check(change: transition_matrix.Change) -> bool:
     """Asserts the change's verdicts both ways; False when the program rejects the changed config (a config error
     naming the key, tests/test_config_errors.py: nothing to transition)."""
-    before, after = examples()[change.example], change.config
+    before, after = change.before or examples()[change.example], change.config
     old, new = _run(before, change.example), _run(after, change.example)
     assert old is not None, f"{change.example} runs"
     if new is None:
@@ -61,6 +61,11 @@ def _check(change: transition_matrix.Change) -> bool:
         got = transition_matrix.verdict(found)
         assert transition_matrix.accepted(wanted, got), (
             f"{change.kind} on {change.example}, {direction}: {got}, documented {wanted}:\n" + "\n".join(found)
+        )
+        others = transition_matrix.unexpected(documented, found)
+        assert not others, (
+            f"{change.kind} on {change.example}, {direction}: problems its row ({wanted}) does not name:\n"
+            + "\n".join(others)
         )
     return True
 
