@@ -302,7 +302,8 @@ def test_autoscaling_to_fixed_replicas_forces_the_field_the_hpa_owned(name):
     (pulumi/pulumi-kubernetes provider/pkg/await/await.go ssaUpdate and patchForce, at v4.25.0, the commit the local
     toolchain builds, and unchanged after 4.32.0). The program cannot see the previous config, so every object that
     sets the field carries the annotation: the `up` succeeds (issue 36 #1). What is left is the race with the HPA
-    that Pulumi deletes at the end of the `up` (a documented dip, transition_matrix.EFFECTS)."""
+    that Pulumi deletes at the end of the `up`: refused in one step, the two-step procedure (pin min = max, `up`,
+    then remove) documented (transition_matrix.EFFECTS)."""
     path = example(name)
     before = load_stack_file(path)
     after = copy.deepcopy(before)
@@ -321,7 +322,15 @@ def test_autoscaling_to_fixed_replicas_forces_the_field_the_hpa_owned(name):
         assert reg.inputs["metadata"]["annotations"]["pulumi.com/patchForce"] == "true", reg.name
     found = list(transition.problems(old, new))
     assert not [p for p in found if p.startswith("conflict:")], found
-    assert [p for p in found if p.startswith("race:")], "the HPA deleted at the end of the up may still rescale"
+    races = [p for p in found if p.startswith("race:")]
+    assert races, "the HPA deleted at the end of the up may still rescale"
+    assert all("first pin autoscaling minReplicas = maxReplicas" in p for p in races), races
+    from tooling.generate import transition_matrix
+
+    assert transition_matrix.verdict(found) == "refused"
+    kind = "workloads[vllm].autoscaling unset"
+    assert transition_matrix.effect(kind).forth == "refused"
+    assert "first set `autoscaling.minReplicas` and `maxReplicas`" in transition_matrix.effect(kind).procedure
 
 
 def test_the_providers_force_new_fields_are_read_from_its_table():

@@ -30,6 +30,7 @@ from typing import Any
 
 NS = "tpu-serving"
 VERDICTS = ("clean", "replaces", "degrades", "refused", "rejected")
+# `not exercised` (table only): no example can take the change, the program accepts it elsewhere (NOT_EXERCISED)
 SKIPPED_KEYS = {f"{NS}:hfToken", f"{NS}:local", f"{NS}:decommission", f"{NS}:environment"}
 
 
@@ -42,6 +43,9 @@ class Change:
     """The stack file (its stack name) it was generated on."""
     config: dict[str, Any]
     """The example's config with the change made."""
+    before: dict[str, Any] | None = None
+    """The config the change is made on when not the example's own (a variant no example ships: an external
+    gateway, external_gateway_changes)."""
 
 
 @dataclass(frozen=True)
@@ -54,26 +58,35 @@ class Effect:
     """The verdict of undoing it."""
     serving: str
     procedure: str
+    expects: tuple[str, ...] = ()
+    """Regular expressions matched against the problems a run finds: a run's failing or degrading problem
+    (FAILING, DEGRADING) that none matches fails the row, so a documented refusal or dip cannot hide another one
+    (a refused row found refused for another reason is not the documented refusal)."""
 
+
+# A pod-template change that stops a workload's only replicas first (tooling/review/transition.py `gap`).
+GAP = r"^gap: "
 
 # What the kinds of change that are not a clean in-place update do, and their safe procedure. First match wins.
 EFFECTS: tuple[Effect, ...] = (
     Effect(
         r"workloads\[[\w-]+\]\.autoscaling unset|^monitoring\.adapter -> none",
+        "refused",
         "degrades",
-        "degrades",
-        "Removing `autoscaling` (or the metrics adapter, which takes every workload's with it) sets `spec.replicas` "
-        "on a Deployment/LeaderWorkerSet whose replicas its HPA owns (kube-controller-manager, through the scale "
-        "subresource): the stack forces the conflict (`pulumi.com/patchForce`, set whenever it sets the field), so "
-        "the `up` succeeds, but the HPA, which Pulumi deletes only at the end of the same `up`, may rescale the "
-        "object until then: the replicas can end where the HPA left them. Adding it back leaves `spec.replicas` "
-        "to the HPA: the field falls to 1 until the HPA's first scale-up.",
-        "Removing: `pulumi up`, then `kubectl get deploy,lws -A`: if a workload runs other than its `replicas`, "
-        "`pulumi up --refresh` (the refresh reads the live count, and the forced apply sets it, with no HPA left). "
-        "Without the window: first set `autoscaling.minReplicas` and `maxReplicas` to the replicas you want and "
-        "`pulumi up`. Adding: first `kubectl apply --server-side --field-manager=handover-to-hpa` a manifest "
-        "holding only `spec.replicas` (its current value), then `pulumi up` (kubernetes.io server-side apply, "
-        "transferring ownership).",
+        "Removing `autoscaling` (or the metrics adapter, which takes every workload's with it) in one `up` sets "
+        "`spec.replicas` on a Deployment/LeaderWorkerSet whose replicas its HPA owns (kube-controller-manager, "
+        "through the scale subresource): the stack forces the conflict (`pulumi.com/patchForce`, set whenever it "
+        "sets the field), so the `up` succeeds, but the HPA, which Pulumi deletes only at the end of the same `up`, "
+        "may rescale the object until then: the replicas can end where the HPA left them. Refused in one step: use "
+        "the two-step procedure. Adding it back leaves `spec.replicas` to the HPA: the field falls to 1 until the "
+        "HPA's first scale-up.",
+        "Removing, two `up`s: first set `autoscaling.minReplicas` and `maxReplicas` to the replicas you want and "
+        "`pulumi up` (the HPA holds that count); then remove `autoscaling` (set `replicas` to the same count) and "
+        "`pulumi up`. If it was done in one step: `kubectl get deploy,lws -A`, and where a workload runs other than "
+        "its `replicas`, `pulumi up --refresh` (the forced apply sets it, with no HPA left). Adding: first "
+        "`kubectl apply --server-side --field-manager=handover-to-hpa` a manifest holding only `spec.replicas` (its "
+        "current value), then `pulumi up` (kubernetes.io server-side apply, transferring ownership).",
+        expects=(r"^race: .*spec\.replicas -> [\d.]+ forced while ", r"^dip: .*spec\.replicas [\d.]+ -> 1 ", GAP),
     ),
     Effect(
         r"^gateway\.exposure -> external$",
@@ -89,6 +102,20 @@ EFFECTS: tuple[Effect, ...] = (
         "--format='value(name,securityPolicy)'` shows no backend with the stack's policy "
         "(`<prefix>-gateway`); then `pulumi up` deletes it. A `pulumi up` that failed on the delete is finished "
         "the same way: run it again once the backends are clear.",
+        expects=(r"^in use: .* is deleted in the same `up` that detaches it ",),
+    ),
+    Effect(
+        r"^gateway\.(enabled toggled|exposure -> internal) \(external gateway\)$",
+        "refused",
+        "clean",
+        "Removing an external gateway (or making it internal) deletes its Cloud Armor policy after the Gateway, "
+        "routes and router releases that use it (each depends on it), but GKE's Gateway controller takes it off the "
+        "load balancer's backend services asynchronously, and the provider's delete does not retry Compute's "
+        "resourceInUseByAnotherResource: the `up` can fail on the policy's delete. Adding it back is `gateway."
+        "exposure -> external`.",
+        "As for undoing `gateway.exposure -> external`: `pulumi up --exclude '**RegionSecurityPolicy::*-armor'`, "
+        "wait until no backend service names the policy, then `pulumi up`.",
+        expects=(r"^in use: .* is deleted in the same `up` that detaches it ",),
     ),
     Effect(
         r"workloads\[jetstream-pathways\]\.mode -> ",
@@ -170,7 +197,18 @@ EFFECTS: tuple[Effect, ...] = (
         "workload.",
     ),
 )
-DEFAULT = Effect("", "clean", "clean", "Updated in place; serving continues.", "`pulumi up`.")
+DEFAULT = Effect(
+    "",
+    "clean",
+    "clean",
+    "Updated in place; serving continues, except where it changes the pod template of a workload that has one "
+    "replica (or an HPA minimum of 1) and no spare host: its rollout (maxSurge 0, maxUnavailable 1, "
+    "stacks/serving/workload_plan.py rolling_update) stops the only pod before its replacement is Ready, a gap of "
+    "one cold start (found `degrades` on such an example).",
+    "`pulumi up`. Without the gap: add a replica (or a spare host to its pool, tpuPools autoscaling maxNodes) for "
+    "the change, or accept the gap.",
+    expects=(GAP,),
+)
 
 
 def effect(kind: str) -> Effect:
@@ -607,6 +645,17 @@ UNEXERCISED: dict[str, str] = {
 }
 
 
+# UNEXERCISED kinds the program accepts on a stack shaped otherwise (a second pool of the right shape, the token): the
+# table shows them `not exercised` with the effect expected, not `rejected` (a user with such a stack can make them).
+NOT_EXERCISED = {
+    "workloads[jetstream].pool moved to another pool",
+    "workloads[jetstream-pathways].pool moved to another pool",
+    "workloads[jetstream-pathways].replicas changed",
+    "workloads[saxml].pool moved to another pool",
+    "workloads[vllm].gated toggled",
+}
+
+
 # The companions the suite's one run per kind exercises by default; the other kinds that need one run under
 # `pytest -m slow` (tests/test_transition_matrix.py: the default suite keeps its time).
 DEFAULT_SUITE_COMPANIONS = (r"^gateway\.exposure -> external$",)
@@ -625,6 +674,26 @@ def _with_companion(kind: str, config: dict[str, Any], before: dict[str, Any]) -
     return config
 
 
+EXTERNAL = " (external gateway)"
+
+
+def external_gateway_changes(examples: dict[str, dict[str, Any]]) -> Iterator[Change]:
+    """The gateway's changes made on an external gateway (each example with a gateway, made external with its source
+    ranges, the `gateway.exposure -> external` change): no example ships one, and what deletes or narrows its Cloud
+    Armor policy (removing the gateway, its exposure or its source ranges) only shows from there."""
+    kind = "gateway.exposure -> external"
+    for name, config in examples.items():
+        gateway = config.get(f"{NS}:gateway")
+        if not isinstance(gateway, dict) or gateway.get("fleetExport") or gateway.get("exposure") == "external":
+            continue
+        external = _with_companion(kind, _set(config, [f"{NS}:gateway", "exposure"], "external"), config)
+        for other, new in field_changes(external):
+            if other.startswith("gateway.") and other != kind and other not in UNEXERCISED:
+                if other == "gateway.exposure -> internal":  # an internal gateway takes no source ranges
+                    new[f"{NS}:gateway"].pop("sourceRanges", None)
+                yield Change(f"{other}{EXTERNAL}", name, new, before=external)
+
+
 def changes(examples: dict[str, dict[str, Any]]) -> list[Change]:
     """Every change kind on every example it applies to (the full matrix)."""
     out = [
@@ -632,7 +701,7 @@ def changes(examples: dict[str, dict[str, Any]]) -> list[Change]:
         for name, config in examples.items()
         for kind, new in field_changes(config)
     ]
-    return out + list(type_swaps(examples))
+    return out + list(type_swaps(examples)) + list(external_gateway_changes(examples))
 
 
 def per_kind(all_changes: list[Change]) -> dict[str, list[Change]]:
@@ -654,14 +723,35 @@ def per_kind(all_changes: list[Change]) -> dict[str, list[Change]]:
 # A documented replacement or dip may run clean on one example (the same names, one replica): it never hides a
 # failure. A documented refusal must be found refused: a refused row that runs clean (or a clean one that is refused)
 # means the table tells users to take a procedure they do not need, or none they do.
-ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {"replaces": ("clean",), "degrades": ("clean",), "refused": ()}
-FAILING = ("collision", "deletion order", "orphan", "conflict", "immutable", "in use")
-DEGRADING = ("dip", "race")
+# A clean row may degrade where a pod-template change meets one replica and no spare host (DEFAULT: its gap is the one
+# degrading problem it allows, Effect.expects).
+ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "clean": ("degrades",),
+    "replaces": ("clean",),
+    "degrades": ("clean",),
+    "refused": (),
+}
+# race fails: the replicas may end where the deleted HPA left them; the row names the two-step procedure
+FAILING = ("collision", "deletion order", "orphan", "conflict", "immutable", "in use", "race")
+DEGRADING = ("dip", "gap")
 
 
 def accepted(documented: str, found: str) -> bool:
     """Whether a run's verdict `found` agrees with the `documented` one (ALSO_ACCEPTED)."""
     return found == documented or found in ALSO_ACCEPTED.get(documented, ())
+
+
+def unexpected(documented: Effect, found: list[str]) -> list[str]:
+    """The failing or degrading problems of a run that a row documented `refused` or `degrades` (either way) does not
+    name (Effect.expects): the documented refusal or dip must be the only one. Other rows are held by their verdict
+    (`accepted`): a failing problem there makes the run refused, which they do not accept."""
+    if not documented.expects and not {"refused", "degrades"} & {documented.forth, documented.back}:
+        return []
+    return [
+        p
+        for p in found
+        if p.split(":", 1)[0] in (*FAILING, *DEGRADING) and not any(re.search(e, p) for e in documented.expects)
+    ]
 
 
 def verdict(found: list[str]) -> str:
@@ -696,7 +786,15 @@ def table(kinds: list[str] | None = None) -> str:
     for kind in sorted(set(kinds)):
         e = effect(kind)
         cells = [f"`{kind}`", e.forth, e.back, e.serving, e.procedure]
-        if kind in UNEXERCISED:
+        if kind in NOT_EXERCISED:
+            cells = [
+                f"`{kind}`",
+                "not exercised",
+                "not exercised",
+                f"Not on any example ({UNEXERCISED[kind]}); on a stack that allows it, expected: {e.serving}",
+                e.procedure,
+            ]
+        elif kind in UNEXERCISED:
             cells = [f"`{kind}`", "rejected", "rejected", f"Not valid on any example: {UNEXERCISED[kind]}.", "-"]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)

@@ -415,10 +415,50 @@ def _replica_problems(old: Recording, new: Recording, matched: dict[str, Registr
                 still = "kept" if scaler.urn in new_urns else "deleted only at the end of the up"
                 yield (
                     f"race: {after.name}: spec.replicas -> {has} forced while {scaler.name} ({still}) may rescale "
-                    "it until then"
+                    "it until then (first pin autoscaling minReplicas = maxReplicas = the target and `up`, then "
+                    "remove autoscaling)"
                 )
         elif had is not None and has is None and isinstance(had, (int, float)) and had > 1:
             yield f"dip: {after.name}: spec.replicas {had} -> 1 (its default, the field left to the HPA) until scaled up"
+
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+# (pod template, maxUnavailable) paths of what rolls its pods out on a template change (kubernetes-validate apps/v1
+# DeploymentStrategy.rollingUpdate; kubernetes-sigs/lws@v0.7.0 leaderworkerset_types.go RolloutStrategy)
+ROLLOUTS = {
+    DEPLOYMENT: ("spec.template", "spec.strategy.rollingUpdate.maxUnavailable"),
+    LWS: ("spec.leaderWorkerTemplate", "spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable"),
+}
+
+
+def _gaps(new: Recording, matched: dict[str, Registration], old: Recording) -> Iterator[str]:
+    """gap (degrades serving, `up` succeeds): a Deployment's or LeaderWorkerSet's pod template changes while its
+    rollout may stop as many replicas as it has at least (maxUnavailable >= replicas, or the HPA's minReplicas): a
+    rolling update stops the old pods before their replacements are Ready (a maxSurge 0 rollout stops
+    maxUnavailable first), so the workload serves nothing for a cold start."""
+    scalers = _scalers(new)
+    for before in old.resources:
+        after = matched.get(before.urn)
+        if after is None or after.type not in ROLLOUTS:
+            continue
+        template, unavailable = ROLLOUTS[after.type]
+        if _get(before.inputs, template) == _get(after.inputs, template):
+            continue
+        most = _get(after.inputs, unavailable)
+        meta = after.inputs.get("metadata") or {}
+        scaler = scalers.get((str(meta.get("namespace") or ""), _group_kind(after)[1], str(meta.get("name"))))
+        replicas = (
+            (scaler.inputs.get("spec") or {}).get("minReplicas", 1)
+            if scaler is not None
+            else _get(after.inputs, "spec.replicas") or 1
+        )
+        if isinstance(most, (int, float)) and most >= replicas:
+            yield (
+                f"gap: {after.name}: its pod template changes and its rollout stops up to {most:g} of its "
+                f"{replicas:g} replica(s) before their replacements are Ready: no replica serves for a cold start "
+                "(add a replica or a spare host for the change, or accept the gap)"
+            )
 
 
 def _immutable(before: Registration, after: Registration) -> Iterator[str]:
@@ -578,6 +618,7 @@ def problems(old: Recording, new: Recording) -> Iterator[str]:
             yield from _immutable(before, after)
             yield from _api_immutable(before, after)
     yield from _replica_problems(old, new, related)
+    yield from _gaps(new, related, old)
     yield from _in_use(old, removed)
     yield from _capacity(old, new, related)
 
