@@ -14,10 +14,11 @@ Transitions (TRANSITIONS):
   disaggregated -> interleaved, in either direction refused in place by the LWS webhook (subGroupPolicy immutable): the engine replaces the
   LeaderWorkerSet (replaceOnChanges), and back.
 - `vllm-hosts` (issue 36 #7, vllm-multi-host): the vLLM workload moved between its multi-host pool and a
-  single-host pool and back. Its Service is `<name>-svc` on the multi-host pool and `<name>` on the single-host one
-  (VllmPlan.service_name), so the move replaces the Service under the other name: at every poll during the `up`
-  some Service of the workload must select a Ready serving pod (ready endpoints recorded), the old Service be gone
-  after it and the new one serve; the timeline printed shows which server's pods were Ready when.
+  single-host pool and back. Its Service is `<name>` on every pool (VllmPlan.service_name; the LeaderWorkerSet's
+  headless Services are per group, `<name>-<group>`, subdomainPolicy UniquePerReplica), so the move keeps it: at
+  every poll during the `up` it must select a Ready serving pod (ready endpoints recorded), it must be the stack's
+  own (not LWS's headless one) and LWS must have made `<name>-0` on the multi-host pool; the timeline printed shows
+  which server's pods were Ready when.
 
 Each step records what it saw; a problem names its step.
 """
@@ -248,8 +249,8 @@ def _ready_endpoints(kube: local_stack.Kube, namespace: str, service: str) -> in
 
 
 class Watch:
-    """Polls every second, while an `up` runs, each of the workload's Service names (a single-host vLLM workload's
-    Service is `<name>`, a multi-host one's `<name>-svc`: VllmPlan.service_name), recording for each when it exists,
+    """Polls every second, while an `up` runs, each of the workload's Service names (a vLLM workload's is `<name>` on
+    every pool: VllmPlan.service_name), recording for each when it exists,
     how many Ready pods its selector matches and how many ready endpoints it has, and which server's pods (the
     LeaderWorkerSet's leaders, the Deployment's pods) are Ready."""
 
@@ -321,16 +322,15 @@ def vllm_hosts(run: Run, kube: local_stack.Kube) -> list[str]:
         return problems
     if not _up(run, "multi-host", problems):
         return problems
-    # the Service: `<name>-svc` on the multi-host pool (LWS names its headless Service after the LeaderWorkerSet),
-    # `<name>` on a single-host one (workloads/vllm/plan.py VllmPlan.service_name); the serving selector of both
-    services = {multi["name"]: f"{name}-svc", single["name"]: name}
+    # the Service: `<name>` on every pool (workloads/vllm/plan.py VllmPlan.service_name; the LeaderWorkerSet's
+    # headless Services are per group, `<name>-<group>`: networkConfig.subdomainPolicy UniquePerReplica)
+    service = name
     selector = {"app": name, "role": "leader"}
-    _wait(
-        f"{name}: Ready before the move", lambda: _serving(kube, namespace, services[multi["name"]]) or None, problems
-    )
+    _wait(f"{name}: Ready before the move", lambda: _serving(kube, namespace, service) or None, problems)
+    _headless(kube, namespace, name, service, "multi-host", problems)
     for step, pool in (("to single-host", single["name"]), ("back to multi-host", multi["name"])):
         workload["pool"] = pool
-        with Watch(kube, namespace, list(services.values()), selector) as watch:
+        with Watch(kube, namespace, [service], selector) as watch:
             ok = _up(run, step, problems)
         print(
             f"{step}: {len(watch.polls)} polls; timeline (Service: Ready selected pods, ready endpoints):", flush=True
@@ -343,14 +343,23 @@ def vllm_hosts(run: Run, kube: local_stack.Kube) -> list[str]:
         if gaps:
             problems.append(f"{step}: no Service routed to a Ready pod at {len(gaps)} polls, from {gaps[:5]}")
         if ok:
-            gone = services[multi["name"] if pool == single["name"] else single["name"]]
-            # the stack's own old Service, not the headless one LWS makes under the LeaderWorkerSet's name
-            old = f"/api/v1/namespaces/{namespace}/services/{gone}"
-            if kube.exists(old) and not kube.get(old)["metadata"].get("ownerReferences"):
-                problems.append(f"{step}: the old Service {gone} is still there after the up")
-            if not _serving(kube, namespace, services[pool]):
-                problems.append(f"{step}: the Service {services[pool]} selects no Ready pod after the up")
+            if not _serving(kube, namespace, service):
+                problems.append(f"{step}: the Service {service} selects no Ready pod after the up")
+            if pool == multi["name"]:
+                _headless(kube, namespace, name, service, step, problems)
     return problems
+
+
+def _headless(kube: local_stack.Kube, namespace: str, name: str, service: str, step: str, problems: list[str]) -> None:
+    """The stack's Service is its own (not headless, no owner), and LWS made the first group's headless Service
+    `<name>-0`, owned by the leader pod (sigs.k8s.io/lws@v0.7.0 pkg/controllers/pod_controller.go)."""
+    svc = kube.get(f"/api/v1/namespaces/{namespace}/services/{service}")
+    if svc["spec"].get("clusterIP") == "None" or svc["metadata"].get("ownerReferences"):
+        problems.append(f"{step}: the Service {service} is LWS's headless one, not the stack's")
+    group = f"/api/v1/namespaces/{namespace}/services/{name}-0"
+    if not _wait(f"{step}: LWS's headless Service {name}-0", lambda: kube.exists(group) or None, problems):
+        return
+    print(f"{step}: LWS's headless Service {name}-0 owned by {kube.get(group)['metadata'].get('ownerReferences')}")
 
 
 def lws_subgroup(run: Run, kube: local_stack.Kube) -> list[str]:

@@ -18,14 +18,20 @@ from tooling.review.render import stack_name
 
 
 def lws_headless_services(objects: list[dict]) -> set[tuple[str, str]]:
-    """(namespace, name) of the headless Service LWS creates for each LeaderWorkerSet of `objects`."""
+    """(namespace, name) of the headless Services LWS creates for each LeaderWorkerSet of `objects`: Shared, one named
+    after it; UniquePerReplica, one per group named after its leader pod `<lws>-<group>` (sigs.k8s.io/lws@v0.7.0
+    pkg/controllers/pod_controller.go: CreateHeadlessServiceIfNotExists(..., pod.Name, ...); the leader
+    StatefulSet's pods are `<lws>-<ordinal>`)."""
     out = set()
     for obj in objects:
         if obj["kind"] != "LeaderWorkerSet":
             continue
-        policy = ((obj.get("spec") or {}).get("networkConfig") or {}).get("subdomainPolicy", "Shared")
+        spec, ns, name = obj.get("spec") or {}, obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
+        policy = (spec.get("networkConfig") or {}).get("subdomainPolicy", "Shared")
         if policy == "Shared":
-            out.add((obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]))
+            out.add((ns, name))
+        else:
+            out |= {(ns, f"{name}-{g}") for g in range(int(spec.get("replicas", 1)))}
     return out
 
 
@@ -42,7 +48,24 @@ def test_the_rule_sees_a_conflict() -> None:
     lws = {"kind": "LeaderWorkerSet", "metadata": {"name": "m", "namespace": "n"}, "spec": {}}
     unique = {**lws, "spec": {"networkConfig": {"subdomainPolicy": "UniquePerReplica"}}}
     assert lws_headless_services([lws]) == {("n", "m")}
-    assert lws_headless_services([unique]) == set()
+    assert lws_headless_services([unique]) == {("n", "m-0")}
+
+
+def _is_vllm(lws: dict) -> bool:
+    containers = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    return any(c["name"] == "vllm-leader" for c in containers)
+
+
+def test_every_vllm_leaderworkerset_has_a_headless_service_per_group() -> None:
+    """vLLM's Service is `<name>` on every pool (workloads/vllm/plan.py service_name): its LeaderWorkerSets ask LWS
+    for per-group headless Services, so none takes that name."""
+    seen = 0
+    for path in STACK_FILES:
+        for obj in kubernetes_objects(recorded(path, False)):
+            if obj["kind"] == "LeaderWorkerSet" and _is_vllm(obj):
+                seen += 1
+                assert obj["spec"]["networkConfig"] == {"subdomainPolicy": "UniquePerReplica"}, path
+    assert seen >= 4  # ironwood, time-to-serve (two), vllm-multi-host
 
 
 def test_an_lws_example_is_checked() -> None:

@@ -187,10 +187,13 @@ def test_leader_worker_set_matches_lws_example():
     worker = tmpl["workerTemplate"]["spec"]["containers"][0]["command"][2]
     ref_worker = ref_tmpl["workerTemplate"]["spec"]["containers"][0]["command"][2]
     assert ref_worker.replace("examples/online_serving/", "examples/ray_serving/") == worker
-    svc, ref_svc = objects[("Service", "llama70b-svc")], lws_example("Service")
-    # not the LeaderWorkerSet's name, which LWS's own headless Service takes (tests/test_lws_headless_service.py);
-    # the example's Service is not named after its LeaderWorkerSet either
+    svc, ref_svc = objects[("Service", "llama70b")], lws_example("Service")
+    # the LeaderWorkerSet's name, as on a single-host pool: the example leaves subdomainPolicy Shared and so names its
+    # Service otherwise (LWS's own headless Service takes the LeaderWorkerSet's name); ours asks for per-group
+    # headless Services (UniquePerReplica, tests/test_lws_headless_service.py)
     assert ref_svc["metadata"]["name"] != theirs["metadata"]["name"]
+    assert "networkConfig" not in theirs["spec"]
+    assert ours["spec"]["networkConfig"] == {"subdomainPolicy": "UniquePerReplica"}
     # the example's leader-only `role: leader`, with the workload's `app` (on the leader template) in place of the
     # LWS name label, which a single-host Deployment's pods lack (test_vllm_move.py)
     assert ref_svc["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "vllm", "role": "leader"}
@@ -227,8 +230,8 @@ def test_objects_validate(path):
 def test_outputs_for_clients_and_gateways():
     out = recorded(MULTI, False).outputs["workloads"]["llama70b"]
     assert out["servingSelector"] == {"app": "llama70b", "role": "leader"}
-    assert (out["namespace"], out["service"], out["httpPort"]) == ("llama70b", "llama70b-svc", 8000)
-    assert out["portForward"] == "kubectl -n llama70b port-forward svc/llama70b-svc 8000:8000"
+    assert (out["namespace"], out["service"], out["httpPort"]) == ("llama70b", "llama70b", 8000)
+    assert out["portForward"] == "kubectl -n llama70b port-forward svc/llama70b 8000:8000"
     assert out["curl"].startswith("curl -s localhost:8000/v1/completions -H 'Content-Type: application/json' -d ")
     assert '"model": "gs://my-tpu-project-models/Llama-3.3-70B-Instruct"' in out["curl"]
     assert "/v1/chat/completions" in out["curlChat"] and '"messages"' in out["curlChat"]

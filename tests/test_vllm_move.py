@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES, recorded, session_run
+from tests.test_lws_headless_service import lws_headless_services
 from tooling.harness.offline import Recording, Registration, load_stack_file, parse_config, parse_stack_file
 from tooling.review import transition
 from workloads.vllm.manifests import LWS_READY
@@ -117,9 +118,9 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 def test_the_move_creates_the_new_server_awaited_and_deletes_the_old_one_last(before, after):
     runs = _runs()
     old, new = runs[before], runs[after]
-    # the Service is named after the server on one host and not on a LeaderWorkerSet, whose own headless Service
-    # takes its name (tests/test_lws_headless_service.py): the move replaces it under its new name, and nothing else
-    assert [p for p in transition.problems(old, new) if "workload-llama70b-svc: metadata.name" not in p] == []
+    # the Service is `<name>` on every pool (the LeaderWorkerSet's headless Services are per group,
+    # tests/test_lws_headless_service.py): the move replaces the server and nothing else
+    assert list(transition.problems(old, new)) == []
     old_server, new_server = _server(old), _server(new)
     assert old_server.type != new_server.type
     # the new server is created (its URN is not in the old run), the old one deleted (not in the new run): Pulumi
@@ -137,11 +138,6 @@ def test_the_move_creates_the_new_server_awaited_and_deletes_the_old_one_last(be
     assert not [r.name for r in new.resources if old_server.urn in r.dependencies]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (issue 36 #7, local run 2026-11-29 docs/local.md): the single-host Service is <name>, the "
-    "name LWS gives the LeaderWorkerSet's headless Service; both exist during the move either way",
-)
 def test_no_service_of_the_move_takes_the_leaderworkersets_headless_service_name():
     """During the move both servers and both Services exist (the new ones created, the old deleted last), and LWS
     makes a headless Service named after the LeaderWorkerSet (sigs.k8s.io/lws@v0.7.0
@@ -149,7 +145,14 @@ def test_no_service_of_the_move_takes_the_leaderworkersets_headless_service_name
     lws.Name): a Service of the stack's under that name meets it (to single-host: "Server-Side Apply field conflict
     detected", e2e vllm-hosts) or keeps LWS from making it (to multi-host: no DNS for the workers' leader)."""
     runs = _runs()
-    lws = {r.inputs["metadata"]["name"] for rec in runs.values() for r in rec.of_type(LWS)}
+    lws = {
+        name
+        for rec in runs.values()
+        for r in rec.of_type(LWS)
+        for _, name in lws_headless_services(
+            [{"kind": "LeaderWorkerSet", "metadata": r.inputs["metadata"], "spec": r.inputs["spec"]}]
+        )
+    }
     services = {
         r.inputs["metadata"]["name"]
         for rec in runs.values()

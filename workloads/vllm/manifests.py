@@ -322,6 +322,16 @@ def worker_command() -> str:
     return f"bash {RAY_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"
 
 
+# One headless Service per group, named after its leader pod `<lws>-<group>`, instead of one named after the
+# LeaderWorkerSet, which the workload's own Service takes (VllmPlan.service_name). sigs.k8s.io/lws@v0.7.0:
+# pkg/controllers/leaderworkerset_controller.go reconcileHeadlessServices creates `lws.Name` only when the policy is
+# Shared; pkg/controllers/pod_controller.go creates one named pod.Name per leader pod and gives the workers'
+# StatefulSet serviceName leaderPod.Name; pkg/webhooks/pod_webhook.go sets the leader's subdomain to its own name;
+# pkg/utils/pod/pod_utils.go AddLWSVariables: LWS_LEADER_ADDRESS = <lws>-<group>.<subdomain>.<namespace>, the
+# leader's DNS name either way. Mutable (pkg/webhooks/leaderworkerset_webhook.go ValidateUpdate refuses only null).
+LWS_SUBDOMAIN_POLICY = "UniquePerReplica"
+
+
 def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     leader = {
         **_server_container(plan, "vllm-leader"),
@@ -333,6 +343,7 @@ def leader_worker_set(plan: VllmPlan) -> dict[str, Any]:
     worker_labels = {**plan.labels, "role": "worker"}
     spec: dict[str, Any] = {
         "rolloutStrategy": plan.lws_rollout_strategy(),
+        "networkConfig": {"subdomainPolicy": LWS_SUBDOMAIN_POLICY},
         "leaderWorkerTemplate": {
             "size": plan.shape.hosts,
             "restartPolicy": "RecreateGroupOnPodRestart",

@@ -154,12 +154,11 @@ class VllmPlan(WorkloadPlan):
 
     @property
     def service_name(self) -> str:
-        """The workload's Service: on a multi-host pool not the LeaderWorkerSet's name, which LWS gives the headless
-        Service it creates for its pods' DNS (sigs.k8s.io/lws@v0.7.0 pkg/controllers/leaderworkerset_controller.go
-        reconcileHeadlessServices: CreateHeadlessServiceIfNotExists(..., lws.Name, ...) when the subdomain policy is
-        Shared, the default): a Service of that name would conflict with it (Server-Side Apply, `.spec.selector`), or,
-        made first, leave the workers no DNS name for their leader."""
-        return f"{self.name}-svc" if self.multi_host else self.name
+        """The workload's Service: the workload's name on every pool, so a move between a single-host and a
+        multi-host pool keeps it (and every client's URL). Its LeaderWorkerSet asks for one headless Service per
+        group (LWS_SUBDOMAIN_POLICY, manifests.leader_worker_set), so LWS makes none named after the
+        LeaderWorkerSet, which this Service would meet (tests/test_lws_headless_service.py)."""
+        return self.name
 
     def ingress_allows(self) -> list[dict[str, Any]]:
         """The Service's clients to the OpenAI-compatible port, and Managed Prometheus to `/metrics`, which vLLM
