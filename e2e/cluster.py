@@ -327,6 +327,17 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "the metrics server relays the operator's failing query to the HPA controller (kedacore/keda@v2.20.2 "
         "pkg/metricsservice); the operator logs why, and its lines are checked",
     ),
+    Benign(
+        ("keda-metrics-apiserver",),
+        r"rpc error: code = Unknown desc = error when getting metric values no matching metrics found for "
+        r"s\d+-prometheus",
+        "the same failing queries, seen from a second trigger's: the HPA asks for each trigger's metric at once, the "
+        "first query that fails (no Google token here) clears the ScaledObject's scalers cache, and the other finds "
+        "it closed (cache.ErrCacheClosed), which yields no metric and no error, reported as 'no matching metrics "
+        "found' (kedacore/keda@v2.20.2 pkg/scaling/scale_handler.go GetScaledObjectMetrics: `if isScalerError { "
+        "h.ClearScalersCache(...) }`, `errors.Is(err, cache.ErrCacheClosed)`, `len(matchingMetrics) == 0`); on GKE "
+        "the queries answer and no cache is cleared",
+    ),
     # JobSet's first run after install: the kubelet mounts the chart's placeholder Secret (empty tls.crt), the
     # rotator's mount check passes on the empty file (cert-controller@v0.14.0 pkg/rotator/rotator.go
     # ensureCertsMounted: os.Stat only), and the webhook server fails on it and stops the manager; the container is

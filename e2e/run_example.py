@@ -79,10 +79,10 @@ class Run:
         return result, ops(events)
 
     def local_config(self, config: dict[str, Any]) -> dict[str, Any]:
-        return {
-            **config,
-            "tpu-serving:local": {"kubeconfig": str(self.local.kubeconfig), "sources": [str(self.reference)]},
-        }
+        """`config` with the local target the stack's local config file has (written by local_stack.write_project:
+        the kubeconfig and every chart source, the vendored charts and the Go module proxy's among them)."""
+        written = yaml.safe_load(self.local.config_file.read_text())["config"]["tpu-serving:local"]
+        return {**config, "tpu-serving:local": written}
 
 
 def ops(events: list[Any]) -> dict[str, str]:
@@ -313,8 +313,9 @@ def reviewed(run: Run, old: dict[str, Any], new: dict[str, Any]) -> dict[str, li
             capture_output=True,
             text=True,
             timeout=300,
-            check=True,
         )
+    if out.returncode != 0:
+        raise RuntimeError(f"the review of the change failed (exit {out.returncode}): {out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -326,10 +327,29 @@ def resource_key(urn: str) -> tuple[str, str]:
 
 
 def check_change(run: Run, change: str, mutate) -> list[str]:
-    """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is."""
+    """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is. A change
+    the review names a capacity problem (its new servers do not fit beside the old ones on their pool: the `up`
+    would wait out its timeouts with the new pods Pending, as on GKE) is applied as the review's safe procedure says:
+    the old servers scaled to 0 first (`paused`), the change, then unpaused."""
     old = copy.deepcopy(run.config())
     mutate(run.config())
     verdict = reviewed(run, old, run.config())
+    if verdict.get("capacity") and not old.get("tpu-serving:paused"):
+        print(f"{run.stack}: {change}: the review names {verdict['capacity'][0]}", flush=True)
+        print(f"{run.stack}: {change}: applied paused (the old servers at 0 first), then unpaused", flush=True)
+        changed = run.config()
+        run.file["config"] = {**old, "tpu-serving:paused": True}
+        run.write()
+        run.pulumi("up", UP_TIMEOUT)
+        problems = check_change(
+            run, f"{change} (paused)", lambda cfg: cfg.update({**changed, "tpu-serving:paused": True})
+        )
+        run.file["config"] = {**run.config(), "tpu-serving:paused": old.get("tpu-serving:paused", False)}
+        if "tpu-serving:paused" not in old:
+            del run.file["config"]["tpu-serving:paused"]
+        run.write()
+        run.pulumi("up", UP_TIMEOUT)
+        return problems
     run.write()
     _, done = run.pulumi("up", UP_TIMEOUT)
     by_key = {resource_key(urn): op for urn, op in done.items()}

@@ -44,3 +44,15 @@ def test_kueue_without_the_provisioning_request_api_is_benign_only_for_kueue(tmp
     log.write_text(line + "\n")
     assert c.errors_in(log, controller="kueue-controller") == []
     assert c.errors_in(log, controller="lws-controller") == [line]
+
+
+def test_a_second_triggers_closed_cache_is_benign_only_for_kedas_metrics_server(tmp_path: Path) -> None:
+    """The line KEDA's metrics server logged in make e2e on vllm-single-host-keda (two triggers, the first query's
+    failure cleared the scalers cache: kedacore/keda@v2.20.2 pkg/scaling/scale_handler.go GetScaledObjectMetrics)."""
+    line = 'E1129 14:26:54.917924   12728 status.go:71] "Unhandled Error" err="apiserver received an error that is not an metav1.Status: &status.Error{s:(*status.Status)(0xfec913d1260)}: rpc error: code = Unknown desc = error when getting metric values no matching metrics found for s0-prometheus" logger="UnhandledError"'
+    log = tmp_path / "keda.log"
+    log.write_text(line + "\n")
+    assert c.errors_in(log, controller="keda-metrics-apiserver") == []
+    assert c.errors_in(log, controller="keda-operator") == [line]
+    log.write_text(line.replace("no matching metrics found", "no scaler found") + "\n")
+    assert len(c.errors_in(log, controller="keda-metrics-apiserver")) == 1

@@ -67,19 +67,23 @@ def sources() -> str:
 
 def local_config(path: Path, kubeconfig: Path) -> dict[str, Any]:
     config = copy.deepcopy(load_stack_file(path))
-    config["tpu-serving:local"] = {"kubeconfig": str(kubeconfig), "sources": [sources()]}
+    from tooling.local.local_stack import CHART_CACHE_ROOT
+
+    # as write_project lays them out: the reference, then the charts `make bbr-chart` fetched
+    config["tpu-serving:local"] = {"kubeconfig": str(kubeconfig), "sources": [sources(), str(CHART_CACHE_ROOT)]}
     return config
 
 
 def local_run(path: Path, kubeconfig: Path) -> Recording:
     """The stack run in local mode; skipped, naming it, where a chart it installs has no source in the reference
     folder (the body-based router's, gateway-api-inference-extension v1.5.0, is not in ../shared/reference: a local
-    run reads every chart from there, never a registry)."""
+    run reads every chart from there or from the charts `make bbr-chart` fetched into .cache/charts, never a
+    registry)."""
     try:
         return session_run(local_config(path, kubeconfig), stack=stack_name(path), stack_outputs=recorded_outputs(path))
     except pulumi.RunError as err:
         if "not found in the local sources" in str(err):
-            pytest.skip(f"a chart source is not at hand: {str(err).split(';')[0]}")
+            pytest.skip(f"a chart source is not at hand (make bbr-chart): {str(err).split(';')[0]}")
         raise
 
 
@@ -231,9 +235,14 @@ def test_a_local_project_runs_this_program_with_the_stack_config_and_local_added
     assert project["name"] == "tpu-serving"
     assert (local.project / project["main"]).resolve() == Path(local_stack.ROOT)
     config = yaml.safe_load(local.config_file.read_text())["config"]
-    # the charts with file:// dependencies vendored first (tests/test_local_vendored_charts.py), then the sources
+    # the charts with file:// dependencies vendored first (tests/test_local_vendored_charts.py), then the sources,
+    # then the charts `make bbr-chart` takes from the Go module proxy (the body-based router's, not in the reference)
     vendored = str(local.folder / "vendored-sources")
-    assert config["tpu-serving:local"] == {"kubeconfig": str(local.kubeconfig), "sources": [vendored, sources()]}
+    cache = str(local_stack.CHART_CACHE_ROOT)
+    assert config["tpu-serving:local"] == {
+        "kubeconfig": str(local.kubeconfig),
+        "sources": [vendored, sources(), cache],
+    }
     assert {k: v for k, v in config.items() if k != "tpu-serving:local"} == load_stack_file(source)
 
 
@@ -246,3 +255,20 @@ def test_the_harness_talks_only_to_loopback(tmp_path: Path):
     remote.write_text(KUBECONFIG.replace("127.0.0.1", "203.0.113.10"))
     with pytest.raises(SystemExit, match="not on loopback"):
         local_stack.Kube(remote)
+
+
+def test_a_local_run_finds_the_body_based_routers_chart_in_the_go_module_cache():
+    """A stack with body-based routing applied locally: the router's chart (gateway-api-inference-extension
+    config/charts/body-based-routing, not in ../shared/reference) is found where `make bbr-chart` puts it."""
+    from stacks.facts import versions
+    from stacks.model.local_target import LocalSources
+    from tooling.local import local_stack
+
+    chart = versions.BODY_BASED_ROUTER
+    found = LocalSources((Path("/nonexistent/reference"), local_stack.CHART_CACHE_ROOT))
+    try:
+        folder = found.chart(chart)
+    except FileNotFoundError as e:
+        pytest.skip(f"the body-based router's chart is not in .cache/charts (make bbr-chart): {e}")
+    assert (folder / "Chart.yaml").exists()
+    assert yaml.safe_load((folder / "Chart.yaml").read_text())["name"] == "body-based-routing"

@@ -34,6 +34,12 @@ Sources:
   1.34.1-gke.1127000 or later with clusters in the Rapid channel" (its later revision, expose-custom-metrics-load-
   balancer, and expose-custom-metrics-autoscaling: 1.35.1-gke.1396000); the page applies the object and installs no
   CRD, so GKE does (stacks/fleets/fleet.py F1, G1, G2 register one per exporting regional cluster).
+- G8 https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gke-service-extensions: "The GKE Gateway
+  controller supports the following Service Extensions: GCPRoutingExtension ... GCPTrafficExtension"
+  (networking.gke.io/v1); the page applies them and installs no CRD, so they come with the Gateway controller (the
+  body-based router's chart, gateway-api-inference-extension v1.5.0 config/charts/body-based-routing
+  templates/gke.yaml, creates a GCPRoutingExtension with provider gke). The page names no first version: every
+  version the stack runs on.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ SOURCES: dict[str, str] = {
     "G5": "https://cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed",
     "G6": "https://docs.cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
     "G7": "https://cloud.google.com/kubernetes-engine/docs/how-to/expose-custom-metrics",
+    "G8": "https://cloud.google.com/kubernetes-engine/docs/how-to/configure-gke-service-extensions",
 }
 
 
@@ -117,6 +124,13 @@ MANAGED: tuple[Managed, ...] = (
         "1.24",
         GATEWAY_API,
         ("G4",),
+    ),
+    Managed(
+        CRD,
+        ("gcproutingextensions.networking.gke.io", "gcptrafficextensions.networking.gke.io"),
+        "",
+        GATEWAY_API,
+        ("G8",),
     ),
     Managed(CRD, (INFERENCE_POOL_CRD,), "1.34.0-gke.1626000", ALWAYS, ("G3",)),
     Managed(

@@ -45,7 +45,11 @@ from stacks.facts import gke_managed, versions
 from stacks.model.local_target import DEFAULT_SOURCES
 from tooling.harness.offline import ROOT, read_stack_yaml
 from tooling.local import local_cluster
+from tooling.oracles import go_module_charts
 
+# The root of the charts `make bbr-chart` takes from the Go module proxy (tooling/oracles/go_module_charts.py CACHE is
+# its charts/ folder).
+CHART_CACHE_ROOT = go_module_charts.CACHE.parent
 LOCAL = local_cluster.STATE  # one folder per stack, laid out by local_cluster.Paths
 TOOLCHAIN_BIN = ROOT / ".cache" / "toolchain" / "bin"
 # The passphrase of every local stack's secrets: they protect nothing but a throwaway local state (override with
@@ -167,8 +171,12 @@ def vendor_chart_dependencies(sources: Sequence[Path], out: Path) -> Path:
 
 def write_project(local: LocalStack, source: Path, sources: Sequence[Path]) -> None:
     """The local project and stack config; an existing stack file keeps its encryption salt. The sources are looked
-    in after the charts with vendored dependencies (vendor_chart_dependencies)."""
+    in after the charts with vendored dependencies (vendor_chart_dependencies), and before the cache of charts taken
+    from the Go module proxy (`make bbr-chart`: .cache/charts/, laid out as the reference's charts/), which holds the
+    body-based router's chart that ../shared/reference does not."""
     sources = [vendor_chart_dependencies(sources, local.folder / "vendored-sources"), *sources]
+    if CHART_CACHE_ROOT not in sources:
+        sources.append(CHART_CACHE_ROOT)
     local.project.mkdir(parents=True, exist_ok=True)
     (local.project / "Pulumi.yaml").write_text(yaml.safe_dump(project_file(local.project), sort_keys=False))
     kept = {}

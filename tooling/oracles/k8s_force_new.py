@@ -14,6 +14,9 @@ Besides the table, diff.go's forceNewProperties adds `.metadata.name` and `.meta
 Secret's `.type`, `.stringData` and `.data` unless `enableSecretMutable`, and a ConfigMap's `.binaryData` and `.data`
 unless `enableConfigMapMutable` (the stack's providers set neither): those are recorded under "always" and
 "unless_mutable".
+
+A helm.sh/v3 Release is diffed by its own provider (helm_release.go): its `forceNewFields` (`.name`, `.namespace`)
+are recorded under "helm_release".
 """
 
 from __future__ import annotations
@@ -147,6 +150,24 @@ def derive(path: Path) -> dict[str, Any]:
         "always": parser.call("metadataForceNewProperties", [".metadata"]),
         "unless_mutable": UNLESS_MUTABLE,
         "kinds": dict(sorted(kinds.items())),
+        "helm_release": helm_release_force_new(path.parent / "helm_release.go"),
+    }
+
+
+def helm_release_force_new(path: Path) -> dict[str, Any]:
+    """A helm.sh/v3 Release's force-new inputs: helm_release.go Diff's `forceNewFields := []string{...}` (its
+    release name and namespace; the DiffResponse's DeleteBeforeReplace is false, so the new release is installed
+    before the old one is uninstalled)."""
+    text = path.read_text()
+    found = re.search(r"forceNewFields := \[\]string\{([^}]*)\}", text)
+    if found is None:
+        raise ValueError(f"{path}: no forceNewFields in helmReleaseProvider.Diff")
+    fields = re.findall(r'"([^"]+)"', found.group(1))
+    delete_first = re.search(r"DeleteBeforeReplace:\s*(\w+)", text)
+    return {
+        "origin": f"{MODULE}/pkg/provider/helm_release.go",
+        "fields": fields,
+        "delete_before_replace": bool(delete_first and delete_first.group(1) == "true"),
     }
 
 

@@ -48,7 +48,8 @@ modes checked:
 - capacity: TPU servers the new run creates beside old ones on one pool (a Deployment, LeaderWorkerSet or JobSet
   of pods requesting `google.com/tpu` on the nodes labelled `tpu-serving/pool`). The creates run first and the old
   servers are deleted only at the end of the `up` (above), so during the `up` the pool must hold both: the old run's
-  servers (an updated one counted at the larger of its two sizes) plus the new ones. When their chips exceed the
+  servers (an updated one counted at the larger of its two sizes) plus the new ones, a server replaced under its URN
+  without deleteBeforeReplace (a namespace change) counted twice: old and replacement. When their chips exceed the
   pool's most nodes (the node pools' `autoscaling.maxNodeCount`, else their node count) times each node's chips
   (the machine type's `-<n>t`), the new pods stay Pending and the `up` waits out its customTimeouts. The safe
   procedure: raise the pool's `autoscaling.maxNodes` for the change (and lower it after), or scale the old
@@ -244,7 +245,9 @@ def _force_new() -> dict[str, tuple[str, ...]]:
     a Deployment's, DaemonSet's and StatefulSet's selector, a StatefulSet's serviceName, podManagementPolicy and
     volumeClaimTemplates, a Job's template, completions, parallelism and selector, a Service's clusterIP, a
     (Cluster)RoleBinding's roleRef...), and a ConfigMap's data and a Secret's type and data, the provider being
-    configured mutable for neither (enableConfigMapMutable, enableSecretMutable). A path under a list (`[*]`) is
+    configured mutable for neither (enableConfigMapMutable, enableSecretMutable); a Helm release's name and namespace
+    (provider/pkg/provider/helm_release.go Diff forceNewFields; make e2e, vllm-single-host-keda: a workload's namespace
+    change replaced its router's release, which the review had called in place). A path under a list (`[*]`) is
     compared at the list; a path under another listed path is covered by it. The first real namespace change (make
     e2e, gemma-hpa-prometheus) replaced the prometheus-adapter rules ConfigMap, which the review had called in place."""
     data = json.loads(FORCE_NEW_DATA.read_text())
@@ -255,6 +258,8 @@ def _force_new() -> dict[str, tuple[str, ...]]:
         top = sorted(p for p in paths if not any(p.startswith(f"{q}.") for q in paths))
         type_ = f"kubernetes:{group}/{version}:{kind}"
         out[type_] = tuple(sorted({*out.get(type_, ()), *top}))
+    # a Helm release's own diff (helm_release.go forceNewFields): its name and namespace
+    out[RELEASE] = tuple(f.lstrip(".") for f in data["helm_release"]["fields"])
     return out
 
 
@@ -567,7 +572,14 @@ def _capacity(old: Recording, new: Recording, related: dict[str, Registration]) 
         after = related.get(before.urn)
         had = server_chips(before)
         has = server_chips(after) if after is not None else None
-        if had is not None:
+        if had is None:
+            continue
+        if after is not None and has is not None and not after.delete_before_replace and _replaced(before, after):
+            # replaced under its URN, the new object created before the old is deleted (a namespace change):
+            # both run at once, the old at its size and the new at its own
+            need.setdefault(had[0], []).append((before.name, had[1], False))
+            need.setdefault(has[0], []).append((f"{after.name} (its replacement)", has[1], True))
+        else:
             need.setdefault(had[0], []).append((before.name, max(had[1], has[1] if has else 0), False))
     for reg in new.resources:
         if reg.urn not in kept and (has := server_chips(reg)) is not None:
