@@ -464,17 +464,24 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
         set()
     )  # CRDs the stack keeps on purpose (helm.sh/resource-policy: keep, docs/operations.md: Kueue's)
 
+    def without_kept(after: dict[str, set[str]]) -> dict[str, set[str]]:
+        """`after` less the CRDs kept on purpose and the APIServices the API server serves them under."""
+        return {
+            **after,
+            "crds": after["crds"] - kept,
+            "apiservices": after["apiservices"] - c.crd_api_services(kube, kept),
+        }
+
     def as_before() -> bool:
         after = c.snapshot(kube)
         kept.clear()
         kept.update(name for name in after["crds"] - before["crds"] if c.kept_on_purpose(kube, name))
-        return {**after, "crds": after["crds"] - kept} == before
+        return without_kept(after) == before
 
     try:
         c.wait_for(f"{run.stack}: the cluster as before the stack", 300, as_before)
     except TimeoutError:
-        after = c.snapshot(kube)
-        after["crds"] -= kept
+        after = without_kept(c.snapshot(kube))
         left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
         problems.append(f"destroy left: {left}")
     if kept:

@@ -56,3 +56,13 @@ def test_a_second_triggers_closed_cache_is_benign_only_for_kedas_metrics_server(
     assert c.errors_in(log, controller="keda-operator") == [line]
     log.write_text(line.replace("no matching metrics found", "no scaler found") + "\n")
     assert len(c.errors_in(log, controller="keda-metrics-apiserver")) == 1
+
+
+def test_a_follower_before_its_leader_is_benign_only_for_jobset(tmp_path: Path) -> None:
+    """The line JobSet logged in make e2e on all-in-one (Saxml's exclusive placement: sigs.k8s.io/jobset@v0.10.1
+    pkg/webhooks/pod_mutating_webhook.go setNodeSelector)."""
+    line = '2026-11-29T14:36:23Z\tERROR\tadmission\tfinding leader pod for follower\t{"webhookGroup": "", "webhookKind": "Pod", "Pod": {"name":"","namespace":"sax"}, "namespace": "sax", "name": "", "resource": {"group":"","version":"v1","resource":"pods"}, "user": "tpu-serving-local-admin", "requestID": "d95dd903-0726-45df-902e-ed3034971704", "error": "expected 1 leader pod (sax-model-server-sax-model-server-0-0), but got 0. this is an expected, transient error"}'
+    log = tmp_path / "jobset.log"
+    log.write_text(line + "\n")
+    assert c.errors_in(log, controller="jobset-controller") == []
+    assert c.errors_in(log, controller="lws-controller") == [line]
