@@ -165,6 +165,17 @@ class ServingWorkload(pulumi.ComponentResource):
         timeouts = self._plan.server_timeouts()
         return pulumi.CustomTimeouts(**timeouts) if timeouts else None
 
+    def server_opts(self, *depends_on: pulumi.Resource) -> pulumi.ResourceOptions:
+        """Options of the workload's TPU server Deployment: k8s_opts, awaited until it serves (server_timeouts), and
+        deleted before its replacement is created. The Kubernetes provider creates a replacement first when the
+        name or namespace changes (pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff asks for
+        deleteBeforeReplace only when both stay), and a replacement beside the old server needs a second set of TPU
+        hosts, which a pool sized for the workload lacks: its pods stay Pending and the `up` waits out the server's
+        customTimeouts (seen on a local cluster, ironwood, docs/local.md). Deleted first, the workload does not serve
+        from the delete until the new server is Ready, as its LeaderWorkerSet (components/manifests.py
+        custom_resource) and its JobSet already do."""
+        return self.k8s_opts(*depends_on, custom_timeouts=self.server_timeouts(), delete_before_replace=True)
+
     def k8s_opts(self, *depends_on: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
         """Options of a Kubernetes child: the cluster's provider, after the namespace and `depends_on`."""
         return pulumi.ResourceOptions(

@@ -35,7 +35,9 @@ CLUSTER_TIMEOUT = float(os.environ.get("E2E_CLUSTER_TIMEOUT", "600"))
 # manager whose informer cannot sync (a kind without its CRD) exits. KEDA's operator is such a manager.
 SYNC_WINDOW = float(os.environ.get("E2E_SYNC_WINDOW", "130"))
 # klog's error lines (`E0102 15:04:05.000000 ...`) and zap/logr JSON or console error levels.
-ERROR_LINE = re.compile(r'^E\d{4} |"level":"(error|dpanic|panic|fatal)"|\t(ERROR|DPANIC|PANIC|FATAL)\t')
+# klog's error and fatal lines (`E0102 15:04:05.000000 ...`, `F0102 ...`), zap/logr JSON or console error levels, and
+# a Go panic's first line.
+ERROR_LINE = re.compile(r'^[EF]\d{4} |"level":"(error|dpanic|panic|fatal)"|\t(ERROR|DPANIC|PANIC|FATAL)\t|^panic: ')
 
 
 def run_process(argv: list[str] | str, timeout: float, shell: bool = False) -> tuple[int, str]:
@@ -176,11 +178,33 @@ def crd_api_services(kube: Kube, crds: set[str]) -> set[str]:
     return out & local
 
 
-def snapshot(kube: Kube) -> dict[str, set[str]]:
-    """Names of every cluster-scoped object of the kinds a stack can leave behind, and every Helm release record."""
+# The namespaced kinds a stack or its charts create in namespaces that exist before it (kube-system: the metrics
+# adapters' and Kueue's `*-auth-reader` RoleBindings, stacks/monitoring/adapters/stackdriver.py's
+# custom-metrics-auth-reader, tooling/data/chart_objects.json).
+NAMESPACED = {
+    "roles": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "serviceaccounts": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "services": "/api/v1/namespaces/{ns}/services",
+    "configmaps": "/api/v1/namespaces/{ns}/configmaps",
+    "secrets": "/api/v1/namespaces/{ns}/secrets",
+}
+
+
+def snapshot(kube: Kube, namespaces: set[str] | None = None) -> dict[str, set[str]]:
+    """Names of every cluster-scoped object of the kinds a stack can leave behind, every Helm release record, and the
+    NAMESPACED objects of `namespaces` (default: every namespace now; pass the ones that existed before the stack, as
+    its own are checked as namespaces)."""
     out = {kind: {o["metadata"]["name"] for o in kube.items(path)} for kind, path in CLUSTER_SCOPED.items()}
     secrets = kube.items("/api/v1/secrets?labelSelector=owner%3Dhelm")
     out["helm releases"] = {f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in secrets}
+    namespaces = out["namespaces"] if namespaces is None else namespaces
+    out["namespaced"] = {
+        f"{ns}/{kind}/{o['metadata']['name']}"
+        for ns in sorted(namespaces)
+        for kind, path in NAMESPACED.items()
+        for o in _items_or_none(kube, path.format(ns=ns))
+    }
     return out
 
 
@@ -232,19 +256,76 @@ def pending_reason(pod: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class PodPlacement:
     pod: str
-    pool: str
+    pool: str | None  # the stack pool it asks for; None: it asks for none (a TPU pod GKE could put anywhere)
     node: str | None
     node_pool: str | None
     why_pending: str | None
+    chips: int = 0
+
+
+TPU = "google.com/tpu"
+
+
+def tpu_chips(template: dict[str, Any]) -> int:
+    """The TPU chips a pod (or a pod template) asks for: its containers' google.com/tpu limits (or requests)."""
+    total = 0
+    for container in (template.get("spec") or {}).get("containers") or []:
+        res = container.get("resources") or {}
+        total += int(float((res.get("limits") or res.get("requests") or {}).get(TPU) or 0))
+    return total
+
+
+def expected_tpu_pods(kube: Kube, namespaces: list[str]) -> dict[str, int]:
+    """ "<kind> <namespace>/<name>" -> the TPU pods each server object of the namespaces asks for at its current size:
+    a Deployment's replicas, a LeaderWorkerSet's replicas x (its leader, if the leader template asks for TPU, and its
+    size - 1 workers), a JobSet's replicated jobs' replicas x parallelism, each only where its template asks for
+    TPU chips (sigs.k8s.io/lws@v0.7.0 and sigs.k8s.io/jobset@v0.10.1 api types)."""
+    out: dict[str, int] = {}
+    for ns in namespaces:
+        for d in kube.items(f"/apis/apps/v1/namespaces/{ns}/deployments"):
+            if tpu_chips(d["spec"]["template"]):
+                out[f"Deployment {ns}/{d['metadata']['name']}"] = int(d["spec"].get("replicas", 1))
+        for lws in _items_or_none(kube, f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{ns}/leaderworkersets"):
+            template = lws["spec"]["leaderWorkerTemplate"]
+            replicas, size = int(lws["spec"].get("replicas", 1)), int(template.get("size", 1))
+            leader = template.get("leaderTemplate") or template["workerTemplate"]
+            pods = replicas * (
+                (1 if tpu_chips(leader) else 0) + (size - 1 if tpu_chips(template["workerTemplate"]) else 0)
+            )
+            if pods:
+                out[f"LeaderWorkerSet {ns}/{lws['metadata']['name']}"] = pods
+        for js in _items_or_none(kube, f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"):
+            pods = 0
+            for job in js["spec"].get("replicatedJobs") or []:
+                spec = job["template"]["spec"]
+                if tpu_chips(spec["template"]):
+                    pods += int(job.get("replicas", 1)) * int(spec.get("parallelism", 1))
+            if pods:
+                out[f"JobSet {ns}/{js['metadata']['name']}"] = pods
+    return out
+
+
+def _items_or_none(kube: Kube, path: str) -> list[dict[str, Any]]:
+    """A list of a kind the cluster may not serve (its CRD not installed: no such server in this stack)."""
+    try:
+        return kube.items(path)
+    except KubeError as err:
+        if err.status == 404:
+            return []
+        raise
 
 
 def placements(kube: Kube, namespaces: list[str]) -> list[PodPlacement]:
+    """Every pod of the namespaces asking for TPU chips or for a stack pool, running or Pending (not terminating,
+    not finished)."""
     nodes, classes = node_pools(kube), compute_classes(kube)
     out = []
     for ns in namespaces:
         for pod in pods(kube, ns):
-            pool = pod_pool(pod, classes)
-            if pool is None:
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            pool, chips = pod_pool(pod, classes), tpu_chips(pod)
+            if pool is None and not chips:
                 continue
             node = pod["spec"].get("nodeName")
             out.append(
@@ -254,9 +335,23 @@ def placements(kube: Kube, namespaces: list[str]) -> list[PodPlacement]:
                     node,
                     nodes.get(node) if node else None,
                     None if node else pending_reason(pod),
+                    chips,
                 )
             )
     return out
+
+
+def pool_chips(kube: Kube) -> dict[str, int]:
+    """stack pool -> the TPU chips its mirrored nodes hold (their allocatable google.com/tpu)."""
+    out: dict[str, int] = {}
+    for n in kube.items("/api/v1/nodes"):
+        pool = (n["metadata"].get("labels") or {}).get(naming.POOL_LABEL)
+        if pool:
+            out[pool] = out.get(pool, 0) + int(float((n.get("status") or {}).get("allocatable", {}).get(TPU) or 0))
+    return out
+
+
+NEAR_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -270,6 +365,8 @@ class Benign:
     message: str
     why: str
     resolved_by: str | None = None
+    # a line that must stand within NEAR_LINES of it (before or after), else it counts: the error's stated cause
+    near: str | None = None
 
     def matches(self, controller: str, line: str) -> bool:
         return controller in self.controllers and re.search(self.message, line) is not None
@@ -353,6 +450,7 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "found' (kedacore/keda@v2.20.2 pkg/scaling/scale_handler.go GetScaledObjectMetrics: `if isScalerError { "
         "h.ClearScalersCache(...) }`, `errors.Is(err, cache.ErrCacheClosed)`, `len(matchingMetrics) == 0`); on GKE "
         "the queries answer and no cache is cleared",
+        near=r"error when getting metric values metric:s\d+-prometheus encountered error",
     ),
     # JobSet's first run after install: the kubelet mounts the chart's placeholder Secret (empty tls.crt), the
     # rotator's mount check passes on the empty file (cert-controller@v0.14.0 pkg/rotator/rotator.go
@@ -365,7 +463,7 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
     # it. The e2e's placement check shows the followers scheduled afterwards.
     Benign(
         ("jobset-controller",),
-        r"finding leader pod for follower.*this is an expected, transient error",
+        r"finding leader pod for follower.*but got 0\. this is an expected, transient error",
         "JobSet's own design for exclusive placement (sigs.k8s.io/jobset@v0.10.1 pkg/webhooks/pod_mutating_webhook.go "
         'setNodeSelector: `log.Error(err, "finding leader pod for follower")`, \'validation webhook will reject '
         "creation of this follower pod'; pkg/webhooks/pod_admission_webhook.go: 'expected 1 leader pod (%s), but got "
@@ -413,6 +511,11 @@ def errors_in(log: Path, since: int = 0, controller: str = "") -> list[str]:
             out.append(line)
         elif benign.resolved_by and not any(re.search(benign.resolved_by, later) for later in lines[i + 1 :]):
             out.append(f"{line} (not followed by {benign.resolved_by!r})")
+        elif benign.near and not any(
+            re.search(benign.near, other)
+            for other in [*lines[max(0, i - NEAR_LINES) : i], *lines[i + 1 : i + 1 + NEAR_LINES]]
+        ):
+            out.append(f"{line} (without {benign.near!r} beside it)")
     return out
 
 
@@ -422,6 +525,34 @@ class Controller:
     pid: int
     log: Path
     started: float
+    restarts: int = 0
+
+
+# The exits a controller makes by design, each restarted as the kubelet would (the supervisor counts restarts in
+# controllers.json): a restart is accepted only when its log holds one such line per restart.
+EXPECTED_EXITS: tuple[Benign, ...] = (
+    Benign(
+        ("keda-operator", "lws-controller", "jobset-controller", "kueue-controller"),
+        r"Secrets have been updated; exiting so pod can be restarted",
+        "the cert rotator exits once it has written the webhook certificates, for the kubelet to restart the pod "
+        "with them mounted (open-policy-agent/cert-controller@v0.16.0, KEDA v2.20.2 and Kueue v0.17.1 go.mod; v0.13.0 LWS, v0.14.0 JobSet; pkg/rotator/rotator.go: 'exiting so pod can "
+        "be restarted (This behaviour can be changed with the option RestartOnSecretRefresh)')",
+    ),
+    Benign(
+        ("jobset-controller",),
+        r"problem running manager.*tls: failed to find any PEM data in certificate input",
+        "the install-time restart on the chart's placeholder certificate (kubernetes-sigs/jobset#357)",
+    ),
+)
+
+
+def unexplained_restarts(ctrl: Controller) -> int:
+    """How many of the controller's restarts its log does not explain by an EXPECTED_EXITS line."""
+    if ctrl.restarts == 0:
+        return 0
+    text = ctrl.log.read_text(errors="replace") if ctrl.log.exists() else ""
+    explained = sum(1 for line in text.splitlines() if any(e.matches(ctrl.name, line) for e in EXPECTED_EXITS))
+    return max(0, ctrl.restarts - explained)
 
 
 def controllers(local: LocalStack) -> list[Controller]:
@@ -434,7 +565,7 @@ def controllers(local: LocalStack) -> list[Controller]:
     for entry in json.loads(path.read_text()):
         pid = int(entry["pid"])
         started = entry.get("started") or Path(f"/proc/{pid}").stat().st_ctime
-        out.append(Controller(entry["name"], pid, Path(entry["log"]), float(started)))
+        out.append(Controller(entry["name"], pid, Path(entry["log"]), float(started), int(entry.get("restarts", 0))))
     return out
 
 

@@ -54,6 +54,7 @@ class Run:
         self.reference = local_stack.reference_dir()
         self.file = read_stack_yaml(path)
         self.outputs: dict[str, Any] = {}
+        self.registered: set[str] = set()  # the URNs of the first up
         self.log: list[str] = []
 
     def config(self) -> dict[str, Any]:
@@ -145,50 +146,67 @@ def check_controllers(run: Run) -> list[str]:
     for ctrl in c.controllers(run.local):
         if not c.alive(ctrl.pid):
             problems.append(f"{ctrl.name} (pid {ctrl.pid}) exited within its cache-sync window; log {ctrl.log}")
+        if unexplained := c.unexplained_restarts(ctrl):
+            problems.append(
+                f"{ctrl.name} restarted {ctrl.restarts} times, {unexplained} not by design (e2e/cluster.py "
+                f"EXPECTED_EXITS); log {ctrl.log}"
+            )
         problems += [f"{ctrl.name} logged: {line[:300]}" for line in c.errors_in(ctrl.log, controller=ctrl.name)[:5]]
     return problems
 
 
-def pool_has_nodes(kube: local_stack.Kube, pool: str) -> bool:
-    return pool in set(c.node_pools(kube).values())
-
-
 def check_placement(run: Run, kube: local_stack.Kube) -> tuple[list[str], list[str]]:
-    """Every serving pod on a node of its own pool, or Pending for a named reason: its pool's nodes are GKE's to
-    create (a ComputeClass) or the pool has none yet (autoscaling from zero) and the scheduler says so."""
-    pools = run.outputs.get("tpuPools") or {}
+    """Every serving pod (every pod asking for TPU chips, as many as the stack's server objects ask for at their
+    current size) on a node of its own pool, or Pending for a reason named here: its pool is full (the stack asks
+    more chips of it than its mirrored nodes hold, and the scheduler says `Insufficient google.com/tpu`). Anything
+    else is a problem: a TPU pod asking for no pool, a pod on another pool's node, a Pending pod on a pool with room,
+    a server whose pods never appear."""
     problems, pending = [], []
-
     if not serving_namespaces(run):
         return [], not_run_here(run)
 
     def settled() -> list[c.PodPlacement] | None:
+        expected = sum(c.expected_tpu_pods(kube, serving_namespaces(run)).values())
         found = c.placements(kube, serving_namespaces(run))
-        return found if found and all(p.node or "Unschedulable" in (p.why_pending or "") for p in found) else None
+        done = len([p for p in found if p.chips]) == expected and expected > 0
+        return found if done and all(p.node or "Unschedulable" in (p.why_pending or "") for p in found) else None
 
     try:
         found = c.wait_for(f"{run.stack}: serving pods scheduled or unschedulable", POD_TIMEOUT, settled)
     except TimeoutError as err:
-        return [str(err)], []
+        expected = c.expected_tpu_pods(kube, serving_namespaces(run))
+        found = c.placements(kube, serving_namespaces(run))
+        return [
+            f"{err}: the servers ask for {expected} TPU pods, found {len([p for p in found if p.chips])}: "
+            f"{[(p.pod, p.node or p.why_pending) for p in found]}"
+        ], []
     pending += not_run_here(run)
+    held = c.pool_chips(kube)
+    asked: dict[str, int] = {}
     for p in found:
-        if p.node is not None:
+        asked[str(p.pool)] = asked.get(str(p.pool), 0) + p.chips
+    for p in found:
+        if p.pool is None:
+            problems.append(f"{p.pod} asks for {p.chips} TPU chips and no stack pool (node selector tpu-serving/pool)")
+        elif p.node is not None:
             if p.node_pool != p.pool:
                 problems.append(f"{p.pod} asks for pool {p.pool} but runs on {p.node} of pool {p.node_pool!r}")
-            continue
-        if "computeClass" in (pools.get(p.pool) or {}):
+        elif "Insufficient google.com/tpu" in (p.why_pending or "") and asked[p.pool] > held.get(p.pool, 0):
             pending.append(
-                f"{p.pod}: Pending, pool {p.pool} is a ComputeClass (GKE creates its nodes): {p.why_pending}"
+                f"{p.pod}: Pending, pool {p.pool} is full: its pods ask for {asked[p.pool]} chips, its nodes hold "
+                f"{held.get(p.pool, 0)}: {p.why_pending}"
             )
-        elif not pool_has_nodes(kube, p.pool):
-            pending.append(f"{p.pod}: Pending, pool {p.pool} has no node yet (autoscales from zero): {p.why_pending}")
         else:
-            problems.append(f"{p.pod}: Pending although pool {p.pool} has nodes: {p.why_pending}")
+            problems.append(
+                f"{p.pod}: Pending on pool {p.pool} ({held.get(p.pool, 0)} chips, {asked[p.pool]} asked): "
+                f"{p.why_pending}"
+            )
     return problems, pending
 
 
-def alert_hpa_names(run: Run, workload: str) -> set[str]:
-    """The HPA names the stack's alert policies read for a workload (stacks/pieces/alerts.py), from the plan."""
+def alert_hpa_names(run: Run, workload: str) -> set[str] | None:
+    """The HPA names the stack's alert policies read for a workload (stacks/pieces/alerts.py), from the plan; None
+    when the stack has no alert policies for it."""
     from stacks.config import parse_stack_config
     from workloads.registry import WORKLOAD_TYPES
 
@@ -201,13 +219,16 @@ def alert_hpa_names(run: Run, workload: str) -> set[str]:
         region=run.config().get("gcp:region"),
         workload_types=WORKLOAD_TYPES,
     )
-    names = set()
+    names: set[str] | None = None
     for alerts in cfg.alerts_plan.workloads:
         if alerts.name == workload:
+            names = names or set()
             for rule in alerts.rules:
                 names.update(re.findall(r'horizontalpodautoscaler="([^"]+)"', rule.query))
     return names
 
+
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 
 # KEDA's condition when every trigger's query fails (kedacore/keda@v2.20.2 pkg/scaling/executor
 # scale_scaledobjects.go: reason "TriggerError", "Triggers defined in ScaledObject are not working correctly"): here
@@ -231,12 +252,18 @@ def check_scaled_objects(run: Run, kube: local_stack.Kube) -> tuple[list[str], l
     """Every ScaledObject Ready with its HPA, under the name the alerts read; or, here, not Ready only because its
     triggers cannot reach Managed Prometheus without Google credentials (named), its HPA made all the same."""
     problems, named = [], []
+    # as many as the stack registered (its first up's ScaledObject resources)
+    expected = sum(1 for urn in run.registered if resource_key(urn)[0] == SCALED_OBJECT)
+    found = 0
     for name, w in workloads(run).items():
         ns = w["namespace"]
         try:
             scaled = kube.items(f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects")
         except local_stack.KubeError:
+            if expected:
+                problems.append(f"the stack registered {expected} ScaledObjects and the cluster serves none")
             continue  # no KEDA in this stack
+        found += len(scaled)
         for so in scaled:
             so_name = so["metadata"]["name"]
 
@@ -273,8 +300,10 @@ def check_scaled_objects(run: Run, kube: local_stack.Kube) -> tuple[list[str], l
                 problems.append(f"ScaledObject {ns}/{so_name}: its HPA {hpa!r} does not exist")
             if so_name == name:
                 read = alert_hpa_names(run, name)
-                if read and read != {hpa}:
+                if read is not None and read != {hpa}:
                     problems.append(f"alerts of {name} read HPA {sorted(read)}, KEDA made {hpa!r}")
+    if found != expected:
+        problems.append(f"the stack registered {expected} ScaledObjects, its workloads' namespaces hold {found}")
     return problems, named
 
 
@@ -326,35 +355,32 @@ def resource_key(urn: str) -> tuple[str, str]:
     return qualified.rsplit("$", 1)[-1], name
 
 
-def check_change(run: Run, change: str, mutate) -> list[str]:
-    """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is. A change
-    the review names a capacity problem (its new servers do not fit beside the old ones on their pool: the `up`
-    would wait out its timeouts with the new pods Pending, as on GKE) is applied as the review's safe procedure says:
-    the old servers scaled to 0 first (`paused`), the change, then unpaused."""
+def check_change(run: Run, change: str, mutate, *, in_place: bool = False) -> list[str]:
+    """Apply a config change: what the review marks replaced is replaced by the engine, nothing else is; an in-place
+    change (`in_place`) updates something and replaces nothing. A change the review names a capacity problem (its new
+    servers do not fit beside the old ones on their pool: the `up` would wait out its timeouts with the new pods
+    Pending, as on GKE) is a problem of the program, reported and not applied."""
     old = copy.deepcopy(run.config())
     mutate(run.config())
     verdict = reviewed(run, old, run.config())
-    if verdict.get("capacity") and not old.get("tpu-serving:paused"):
-        print(f"{run.stack}: {change}: the review names {verdict['capacity'][0]}", flush=True)
-        print(f"{run.stack}: {change}: applied paused (the old servers at 0 first), then unpaused", flush=True)
-        changed = run.config()
-        run.file["config"] = {**old, "tpu-serving:paused": True}
-        run.write()
-        run.pulumi("up", UP_TIMEOUT)
-        problems = check_change(
-            run, f"{change} (paused)", lambda cfg: cfg.update({**changed, "tpu-serving:paused": True})
-        )
-        run.file["config"] = {**run.config(), "tpu-serving:paused": old.get("tpu-serving:paused", False)}
-        if "tpu-serving:paused" not in old:
-            del run.file["config"]["tpu-serving:paused"]
-        run.write()
-        run.pulumi("up", UP_TIMEOUT)
-        return problems
+    if verdict.get("capacity"):
+        run.file["config"] = old
+        return [
+            f"{change}: the review names a capacity problem, so the up would hang: {line}"
+            for line in verdict["capacity"]
+        ]
     run.write()
     _, done = run.pulumi("up", UP_TIMEOUT)
     by_key = {resource_key(urn): op for urn, op in done.items()}
     replaced = {resource_key(urn) for urn in verdict["replaced"]}
     problems = []
+    if in_place and (replaced or not verdict["updated"]):
+        problems.append(
+            f"{change}: an in-place change, but the review replaces {sorted(replaced)} and updates "
+            f"{len(verdict['updated'])} objects"
+        )
+    if in_place and not any(op == "update" for op in by_key.values()):
+        problems.append(f"{change}: an in-place change, but the engine updated nothing: {sorted(set(by_key.values()))}")
     for key in sorted(replaced):
         if by_key.get(key) not in REPLACING_OPS:
             problems.append(f"{change}: the review replaces {key[0]} {key[1]}, the engine did {by_key.get(key)!r}")
@@ -383,9 +409,10 @@ def check_example(path: Path) -> list[str]:
     kube = local_stack.Kube(run.local.kubeconfig)
     before = c.snapshot(kube)
     try:
-        run.pulumi("up", UP_TIMEOUT)
+        _, created = run.pulumi("up", UP_TIMEOUT)
     except Exception as err:
         return [f"up: {err}\n" + "\n".join(run.log[-60:])]
+    run.registered = set(created)
     try:
         run.pulumi("preview", PREVIEW_TIMEOUT, expect_no_changes=True)
     except Exception as err:
@@ -417,6 +444,7 @@ def changes_and_pause(run: Run, kube: local_stack.Kube, problems: list[str]) -> 
         lambda cfg: cfg.setdefault("tpu-serving:monitoring", {}).update(
             scrapeInterval="30s" if interval != "30s" else "20s"
         ),
+        in_place=True,
     )
     workload = first_workload(run)
     if workload is not None:
@@ -453,6 +481,16 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
     # before destroy, also when one of those steps fails
     try:
         changes_and_pause(run, kube, problems)
+        # once the controllers have acted on what the stack applied (defaults, webhooks, autoscalers), the stack read
+        # back from the cluster still matches the program: what a later `pulumi preview --refresh` on GKE would show
+        try:
+            run.pulumi("preview", PREVIEW_TIMEOUT, expect_no_changes=True, refresh=True)
+        except Exception as err:
+            changed = [line for line in str(err).splitlines() if line.strip().startswith(("~", "+", "-", "+-", "-+"))]
+            problems.append(
+                "a preview with refresh, after the controllers acted, shows changes:\n"
+                + "\n".join(changed[:40] or str(err).splitlines()[-40:])
+            )
         # destroy, as the documented procedure does it (staging and prod lift protection with decommission first)
         run.config()["tpu-serving:decommission"] = True
         run.write()
@@ -473,7 +511,7 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
         }
 
     def as_before() -> bool:
-        after = c.snapshot(kube)
+        after = c.snapshot(kube, before["namespaces"])
         kept.clear()
         kept.update(name for name in after["crds"] - before["crds"] if c.kept_on_purpose(kube, name))
         return without_kept(after) == before
@@ -481,7 +519,7 @@ def later_steps(run: Run, kube: local_stack.Kube, before: dict[str, set[str]], p
     try:
         c.wait_for(f"{run.stack}: the cluster as before the stack", 300, as_before)
     except TimeoutError:
-        after = without_kept(c.snapshot(kube))
+        after = without_kept(c.snapshot(kube, before["namespaces"]))
         left = {kind: sorted(after[kind] - before[kind]) for kind in before if after[kind] - before[kind]}
         problems.append(f"destroy left: {left}")
     if kept:

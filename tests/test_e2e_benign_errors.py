@@ -50,11 +50,16 @@ def test_a_second_triggers_closed_cache_is_benign_only_for_kedas_metrics_server(
     """The line KEDA's metrics server logged in make e2e on vllm-single-host-keda (two triggers, the first query's
     failure cleared the scalers cache: kedacore/keda@v2.20.2 pkg/scaling/scale_handler.go GetScaledObjectMetrics)."""
     line = 'E1129 14:26:54.917924   12728 status.go:71] "Unhandled Error" err="apiserver received an error that is not an metav1.Status: &status.Error{s:(*status.Status)(0xfec913d1260)}: rpc error: code = Unknown desc = error when getting metric values no matching metrics found for s0-prometheus" logger="UnhandledError"'
+    # the sibling trigger's failing query, which cleared the cache, beside it (the same HPA cycle)
+    sibling = line.replace("no matching metrics found for s0-prometheus", "metric:s1-prometheus encountered error")
     log = tmp_path / "keda.log"
-    log.write_text(line + "\n")
+    log.write_text(f"{sibling}\n{line}\n")
     assert c.errors_in(log, controller="keda-metrics-apiserver") == []
-    assert c.errors_in(log, controller="keda-operator") == [line]
-    log.write_text(line.replace("no matching metrics found", "no scaler found") + "\n")
+    assert c.errors_in(log, controller="keda-operator") == [sibling, line]
+    # alone (an HPA asking for a metric no trigger serves: nothing failed, nothing cleared the cache) it counts
+    log.write_text(line + "\n")
+    assert len(c.errors_in(log, controller="keda-metrics-apiserver")) == 1
+    log.write_text(f"{sibling}\n" + line.replace("no matching metrics found", "no scaler found") + "\n")
     assert len(c.errors_in(log, controller="keda-metrics-apiserver")) == 1
 
 
@@ -66,3 +71,32 @@ def test_a_follower_before_its_leader_is_benign_only_for_jobset(tmp_path: Path) 
     log.write_text(line + "\n")
     assert c.errors_in(log, controller="jobset-controller") == []
     assert c.errors_in(log, controller="lws-controller") == [line]
+    # two leader pods is a real defect (pod_admission_webhook.go's same message with another count)
+    two = line.replace("but got 0.", "but got 2.")
+    log.write_text(two + "\n")
+    assert c.errors_in(log, controller="jobset-controller") == [two]
+
+
+def test_klog_fatal_lines_and_go_panics_count() -> None:
+    """prometheus-adapter exits through klog.Fatalf on a rules file it cannot load (sigs.k8s.io/prometheus-adapter@
+    v0.12.0 cmd/adapter/adapter.go: "unable to load metrics discovery config"); a Go panic prints `panic: ` first."""
+    assert c.ERROR_LINE.search("F1129 14:26:54.917924   12728 adapter.go:340] unable to load metrics discovery config")
+    assert c.ERROR_LINE.search("panic: runtime error: invalid memory address or nil pointer dereference")
+    assert not c.ERROR_LINE.search("I1129 14:26:54.917924   12728 adapter.go:340] serving")
+
+
+def test_a_restart_counts_unless_its_log_says_it_exits_by_design(tmp_path: Path) -> None:
+    """The supervisor restarts an exited controller and counts it (controllers.json `restarts`); KEDA's operator exits
+    once its cert rotator has written the webhook certificates (seen in make e2e, vllm-single-host-keda)."""
+    log = tmp_path / "keda-operator.log"
+    exit_line = (
+        "2026-11-29T14:30:08Z\tINFO\tcert-rotation\tSecrets have been updated; exiting so pod can be restarted "
+        "(This behaviour can be changed with the option RestartOnSecretRefresh)"
+    )
+    log.write_text(exit_line + "\n")
+    ctrl = c.Controller("keda-operator", 1, log, 0.0, restarts=1)
+    assert c.unexplained_restarts(ctrl) == 0
+    assert c.unexplained_restarts(c.Controller("keda-operator", 1, log, 0.0, restarts=2)) == 1
+    log.write_text("2026-11-29T14:30:08Z\tINFO\tsetup\tstarting manager\n")
+    assert c.unexplained_restarts(ctrl) == 1
+    assert c.unexplained_restarts(c.Controller("keda-operator", 1, log, 0.0)) == 0

@@ -1,21 +1,28 @@
-"""The review's capacity rule (tooling/review/transition.py `capacity`) for a server replaced under its own URN: a
-namespace change replaces a workload's server. A Deployment (a typed resource, no deleteBeforeReplace) is created in
-the new namespace before the old one is deleted: pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff asks
-for deleteBeforeReplace only when the replacement keeps the name and the namespace (`len(replaces) > 0` and the same
-metadata.name/namespace), so both servers hold chips at once and, on a full pool, the new pods stay Pending until the
-up's timeouts (seen on a local cluster, docs/local.md, ironwood before its LeaderWorkerSet was deleted first). A
-custom resource with immutable fields (components/manifests.py custom_resource: the LeaderWorkerSet) is deleted first,
-so the same change fits."""
+"""TPU servers replaced under their own URN: deleted first, and the review's capacity rule (tooling/review/
+transition.py `capacity`) counting a replacement twice only when the engine creates it before deleting the old one.
+
+The Kubernetes provider creates a replacement first when the name or namespace changes, and deletes first for its own
+forceNew fields when both stay (pulumi/pulumi-kubernetes provider/pkg/provider/provider.go Diff: deleteBeforeReplace
+when `len(replaces) > 0` and the same metadata.name and namespace). A replacement created first beside the old server
+needs a second set of TPU hosts, which a pool sized for the workload lacks: its pods stay Pending until the up's
+customTimeouts (seen on a local cluster, ironwood, docs/local.md). So every TPU server is deleted before it is
+replaced (components/serving.py ServingWorkload.server_opts; a custom resource with immutable fields,
+components/manifests.py custom_resource), and the rule stays for anything that is not."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
-from tests.conftest import session_run
+import pytest
+
+from tests.conftest import STACK_FILES, session_run
 from tests.test_transitions import example
-from tooling.harness.offline import load_stack_file
+from tooling.harness.offline import Recording, load_stack_file
 from tooling.review import transition
 from tooling.review.render import stack_name
+
+SERVER = "workload-qwen-deployment"
 
 
 def moved(config: dict) -> dict:
@@ -25,31 +32,61 @@ def moved(config: dict) -> dict:
     return out
 
 
-def capacity(before: dict, after: dict, stack: str) -> list[str]:
-    problems = transition.problems(session_run(before, stack=stack), session_run(after, stack=stack))
-    return [p for p in problems if p.startswith("capacity:")]
+def capacity(old: Recording, new: Recording) -> list[str]:
+    return [p for p in transition.problems(old, new) if p.startswith("capacity:")]
 
 
-def test_a_namespace_change_of_a_deployment_on_a_full_pool_is_a_capacity_problem():
+def full_pool() -> tuple[dict, str]:
+    """examples/vllm-disaggregated without disaggregation on a pool of one ct6e-standard-8t node: one Deployment
+    holding all 8 chips."""
     path = example("vllm-disaggregated")
-    full = load_stack_file(path)
-    del full["tpu-serving:workloads"][0]["disaggregation"]  # one Deployment, one ct6e-standard-8t node (8 chips)
-    full["tpu-serving:tpuPools"][0]["autoscaling"].update(minNodes=1, maxNodes=1)
-    (found,) = capacity(full, moved(full), stack_name(path))
-    assert found.startswith("capacity: pool v6e-2x4: during the up its old and new servers run at once")
-    assert "(8 chips, created)" in found and "its replacement" in found
-    assert "= 16 chips (2 nodes of 8), more than its at most 1 nodes hold (8 chips)" in found
-    # with room for both (the example's maxNodes 2) it is clean
-    roomy = copy.deepcopy(full)
-    roomy["tpu-serving:tpuPools"][0]["autoscaling"]["maxNodes"] = 2
-    assert capacity(roomy, moved(roomy), stack_name(path)) == []
-
-
-def test_a_namespace_change_of_a_leaderworkerset_on_a_full_pool_deletes_it_first():
-    path = example("ironwood")  # one 2x2x2 slice: 2 nodes of 4 chips, the LeaderWorkerSet holds all 8
     config = load_stack_file(path)
-    name = stack_name(path)
-    rec = session_run(moved(config), stack=name)
-    (lws,) = [r for r in rec.resources if r.type.endswith(":LeaderWorkerSet")]
-    assert lws.delete_before_replace
-    assert capacity(config, moved(config), name) == []
+    del config["tpu-serving:workloads"][0]["disaggregation"]
+    config["tpu-serving:tpuPools"][0]["autoscaling"].update(minNodes=1, maxNodes=1)
+    return config, stack_name(path)
+
+
+def with_server(rec: Recording, **changes) -> Recording:
+    """`rec` with the server Deployment's registration changed (its options or inputs)."""
+    return Recording(
+        [dataclasses.replace(r, **changes) if r.name == SERVER else r for r in rec.resources], outputs=rec.outputs
+    )
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=stack_name)
+def test_every_tpu_server_is_deleted_before_it_is_replaced(path):
+    rec = session_run(load_stack_file(path), stack=stack_name(path))
+    servers = [r for r in rec.resources if transition.server_chips(r) is not None]
+    for reg in servers:
+        assert reg.delete_before_replace, f"{reg.type} {reg.name}: replaced beside itself, a second set of TPU hosts"
+
+
+def test_a_namespace_change_on_a_full_pool_fits_because_the_server_is_deleted_first():
+    config, name = full_pool()
+    old, new = session_run(config, stack=name), session_run(moved(config), stack=name)
+    assert [r.delete_before_replace for r in new.resources if r.name == SERVER] == [True]
+    assert capacity(old, new) == []
+
+
+def test_a_server_created_before_its_old_one_is_deleted_is_counted_twice():
+    """The rule for a server that is not deleted first (a workload type that forgets server_opts)."""
+    config, name = full_pool()
+    old = session_run(config, stack=name)
+    new = with_server(session_run(moved(config), stack=name), delete_before_replace=False)
+    (found,) = capacity(old, new)
+    assert found.startswith("capacity: pool v6e-2x4: during the up its old and new servers run at once")
+    assert f"{SERVER} (its replacement) (8 chips, created)" in found
+    assert "= 16 chips (2 nodes of 8), more than its at most 1 nodes hold (8 chips)" in found
+
+
+def test_a_forcenew_replacement_under_the_same_name_is_deleted_first_by_the_provider():
+    """A selector change keeps the name and namespace: the provider deletes first (no capacity problem), even
+    without the option."""
+    config, name = full_pool()
+    old = with_server(session_run(config, stack=name), delete_before_replace=False)
+    before = next(r for r in old.resources if r.name == SERVER)
+    inputs = copy.deepcopy(before.inputs)
+    inputs["spec"]["selector"]["matchLabels"]["extra"] = "x"
+    new = with_server(old, inputs=inputs)
+    assert any("spec.selector" in p for p in transition.problems(old, new) if p.startswith("replaced:"))
+    assert capacity(old, new) == []

@@ -49,7 +49,9 @@ modes checked:
   of pods requesting `google.com/tpu` on the nodes labelled `tpu-serving/pool`). The creates run first and the old
   servers are deleted only at the end of the `up` (above), so during the `up` the pool must hold both: the old run's
   servers (an updated one counted at the larger of its two sizes) plus the new ones, a server replaced under its URN
-  without deleteBeforeReplace (a namespace change) counted twice: old and replacement. When their chips exceed the
+  and created before the old one is deleted counted twice: old and replacement (no deleteBeforeReplace, and a name or
+  namespace change or a replaceOnChanges field; the provider deletes first for its own forceNew fields when the name
+  and namespace stay). When their chips exceed the
   pool's most nodes (the node pools' `autoscaling.maxNodeCount`, else their node count) times each node's chips
   (the machine type's `-<n>t`), the new pods stay Pending and the `up` waits out its customTimeouts. The safe
   procedure: raise the pool's `autoscaling.maxNodes` for the change (and lower it after), or scale the old
@@ -314,6 +316,31 @@ def _replaced(old: Registration, new: Registration) -> list[str]:
     return []
 
 
+def _created_before_deleted(before: Registration, after: Registration) -> bool:
+    """Whether the engine replaces `before` by `after` creating the new object first: a replacement without the
+    deleteBeforeReplace option, unless the provider asks for the delete first, which pulumi-kubernetes does for a
+    replacement its own Diff finds (a forceNew field) that keeps the name and namespace (provider/pkg/provider/
+    provider.go Diff: `len(replaces) > 0` and the same metadata.name and namespace); a replaceOnChanges one or a
+    name or namespace change is created first."""
+    lines = _replaced(before, after)
+    if not lines or after.delete_before_replace:
+        return False
+    if not before.type.startswith("kubernetes:") or before.type == RELEASE:
+        return True  # gcp: the bridged provider's own rule; a Helm release: helm_release.go DeleteBeforeReplace false
+    a, b = before.inputs.get("metadata") or {}, after.inputs.get("metadata") or {}
+    same = (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and (a.get("name"), a.get("namespace"))
+        == (
+            b.get("name"),
+            b.get("namespace"),
+        )
+    )
+    provider_replaces = any("(replaceOnChanges)" not in line for line in lines)
+    return not (same and provider_replaces)
+
+
 def _same_name_created_first(before: Registration, after: Registration) -> bool:
     """A Kubernetes object the engine replaces for replaceOnChanges keeps its name and namespace but is created
     before the old one is deleted: the provider asks for deleteBeforeReplace only for its own forceNew fields
@@ -574,9 +601,9 @@ def _capacity(old: Recording, new: Recording, related: dict[str, Registration]) 
         has = server_chips(after) if after is not None else None
         if had is None:
             continue
-        if after is not None and has is not None and not after.delete_before_replace and _replaced(before, after):
-            # replaced under its URN, the new object created before the old is deleted (a namespace change):
-            # both run at once, the old at its size and the new at its own
+        if after is not None and has is not None and _created_before_deleted(before, after):
+            # replaced under its URN, the new object created before the old is deleted (a namespace change of a
+            # server without deleteBeforeReplace): both run at once, the old at its size and the new at its own
             need.setdefault(had[0], []).append((before.name, had[1], False))
             need.setdefault(has[0], []).append((f"{after.name} (its replacement)", has[1], True))
         else:

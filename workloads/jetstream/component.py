@@ -32,8 +32,9 @@ class JetStream(ServingWorkload):
             f"{name}-deployment",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            # awaited until it serves, for as long as a replica takes from no capacity (ServingWorkload.server_timeouts)
-            opts=self.k8s_opts(identity.ksa, *deps.node_pools, custom_timeouts=self.server_timeouts()),
+            # awaited until it serves, for as long as a replica takes from no capacity, and deleted before a
+            # replacement (ServingWorkload.server_opts)
+            opts=self.server_opts(identity.ksa, *deps.node_pools),
         )
         svc = manifests.service(plan)
         # after the server (the provider awaits a Service until an endpoint is ready, provider/pkg/await/service.go)

@@ -62,7 +62,7 @@ class Vllm(ServingWorkload):
                 f"{name}-decode-deployment" if plan.disaggregated else f"{name}-deployment",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
-                opts=self.k8s_opts(*after, custom_timeouts=awaited),
+                opts=self.server_opts(*after),
             )
             if plan.disaggregated:
                 prefill = manifests.deployment(plan, "prefill")
@@ -70,7 +70,7 @@ class Vllm(ServingWorkload):
                     f"{name}-prefill-deployment",
                     metadata=prefill["metadata"],
                     spec=prefill["spec"],
-                    opts=self.k8s_opts(*after, custom_timeouts=awaited),
+                    opts=self.server_opts(*after),
                 )
         svc = manifests.service(plan)
         # after the server: a change of its selector follows the server's rollout where that is awaited
