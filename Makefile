@@ -240,7 +240,8 @@ e2e: venv toolchain
 # The CI set of examples (e2e/ci.py CI_STACKS: every workload type, local controller and metrics adapter at least
 # once; tests/test_e2e_ci_set.py checks that), one local cluster at a time, as `make e2e` runs each.
 e2e-ci: venv toolchain
-	E2E_STACKS=$$($(PY) -m e2e.ci) $(PY) -m pytest -c e2e/pytest.ini e2e/test_examples.py $(E2E_ARGS)
+	stacks=$$($(PY) -m e2e.ci) && test -n "$$stacks" && \
+	  E2E_STACKS=$$stacks $(PY) -m pytest -c e2e/pytest.ini e2e/test_examples.py $(E2E_ARGS)
 
 clean:
 	rm -rf build .pytest_cache

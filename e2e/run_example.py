@@ -105,8 +105,9 @@ def workloads(run: Run) -> dict[str, dict[str, Any]]:
 # why they have no pods instead of waiting for them.
 NOT_RUN_HERE: dict[str, str] = {
     "pathways-job": "its PathwaysJob becomes a JobSet only through the PathwaysJob controller (google/pathways-job, "
-    "stacks/addons/pathways_job.py), which is not in the toolchain: kwok runs its pod, nothing reconciles, no pod is "
-    "created",
+    "stacks/addons/pathways_job.py), which the Go module proxy does not serve (stacks/facts/versions.py "
+    "TOOLCHAIN_UNBUILDABLE: 403 for github.com/google/pathways-job@v0.1.4): kwok runs its pod, nothing reconciles, "
+    "no pod is created",
 }
 
 

@@ -62,13 +62,6 @@ def _workload(run: Run) -> dict[str, Any]:
     return run.config()[f"{NS}:workloads"][0]
 
 
-# Issue 35's known defect 1: kwok marks the LWS/JobSet controller's pod Ready before the local process serves its
-# webhook, so the first LeaderWorkerSet or JobSet may be refused ("failed calling webhook ... connection refused");
-# on GKE the readiness probe holds the Service back. Until the harness waits for it, a step's `up` refused only so is
-# run again (WEBHOOK_RETRIES times, WEBHOOK_WAIT s apart), and says so.
-WEBHOOK_RETRIES, WEBHOOK_WAIT = 3, 20.0
-
-
 def _errors(run: Run, err: Exception) -> str:
     """The error lines of a failed `up`: the engine's output (Run.log) first, else the exception's."""
     lines = [line.strip() for line in [*run.log[-400:], *str(err).splitlines()] if "error" in line.lower()]
@@ -77,20 +70,14 @@ def _errors(run: Run, err: Exception) -> str:
 
 def _up(run: Run, step: str, problems: list[str]) -> bool:
     run.write()
-    for attempt in range(WEBHOOK_RETRIES + 1):
-        run.log.clear()  # this up's output only (_errors)
-        try:
-            run.pulumi("up", UP_TIMEOUT)
-            return True
-        except Exception as err:  # the `up` failing is the finding
-            text = str(err)
-            if "failed calling webhook" in text and "connection refused" in text and attempt < WEBHOOK_RETRIES:
-                print(f"{step}: a webhook refused the connection (issue 35 defect 1): up again", flush=True)
-                time.sleep(WEBHOOK_WAIT)
-                continue
-            problems.append(f"{step}: up failed: {_errors(run, err)}")
-            return False
-    return False
+    run.log.clear()  # this up's output only (_errors)
+    try:
+        run.pulumi("up", UP_TIMEOUT)
+        return True
+    except Exception as err:  # the `up` failing is the finding (a webhook refusing a connection among them: the
+        # supervisor marks a controller's pod Ready only once its webhooks serve, as the kubelet's probe does on GKE)
+        problems.append(f"{step}: up failed: {_errors(run, err)}")
+        return False
 
 
 def _wait(what: str, probe: Callable[[], Any], problems: list[str], seconds: float = POD_TIMEOUT) -> Any:

@@ -1016,4 +1016,15 @@ TOOLCHAIN_UNBUILDABLE: tuple[Unbuildable, ...] = (
         "v3.0.0-20260821191800-1b5949891b3c, a pulumi/pulumi master commit: 403 the same). The policy pack runs "
         "without it, as a binary analyzer plugin (policy/run-pack, docs/policy.md)",
     ),
+    Unbuildable(
+        "pathways-job-controller",
+        "github.com/google/pathways-job",
+        "v0.1.4",
+        "the PathwaysJob controller (google/pathways-job, the release the stack installs: PATHWAYS_JOB), which turns "
+        "a PathwaysJob into a JobSet",
+        "reading https://proxy.golang.org/github.com/google/pathways-job/@v/v0.1.4.info: 403 Forbidden, server "
+        "response: This module version is not available. (the same for the version list, @latest and @main; "
+        "2026-11-29). The e2e names a PathwaysJob workload's pods Pending with this reason (e2e/run_example.py "
+        "NOT_RUN_HERE): its placement, PDB and pause checks have no pods to look at",
+    ),
 )
