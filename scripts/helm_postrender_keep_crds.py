@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A Helm post-renderer: Helm's rendered manifests on stdin, the same on stdout with Helm's keep policy
-(`helm.sh/resource-policy: keep`) on every CustomResourceDefinition.
+(`helm.sh/resource-policy: keep`) on every CustomResourceDefinition and without the aggregated ClusterRoles (below).
 
 A chart that templates its CRDs (kubernetes-sigs/kueue@v0.17.1 charts/kueue/templates/crd/, with no value that turns
 them off) has them in its release's manifest, so `helm uninstall` deletes them, and with them every object of their
@@ -11,6 +11,19 @@ one (pkg/action/action.go renderResources runs the post-renderer and returns its
 that drops one keeps it too (pkg/kube/client.go Update reads the live object's annotations, which this put there).
 The CRDs stay the chart's own (their conversion webhooks included, which the repository's config/components/crd/bases
 files do not carry: config/components/crd/kustomization.yaml patches them in).
+
+It also leaves out every aggregated ClusterRole (a ClusterRole with a top-level `aggregationRule`: Kueue's
+kueue-batch-admin-role and kueue-batch-user-role, charts/kueue/templates/rbac/batch_{admin,user}_role.yaml). Helm's
+uninstall deletes a chart's objects of one kind at once, and kube-controller-manager's clusterrole-aggregation-
+controller, woken by the deletion of the roles an aggregated role selects, recomputes that role from its informer's
+cache, which may still hold it, and force-applies the new rules with server-side apply, which creates it again
+(k8s.io/kubernetes@v1.35.4 pkg/controller/clusterroleaggregation/clusterroleaggregation_controller.go syncClusterRole:
+`c.clusterRoleLister.Get(name)`, then applyClusterRoles `ClusterRoles().Apply(..., Force: true)`, no UID
+precondition). `helm uninstall --wait` (the Kubernetes provider's Delete of a release, provider/pkg/provider/
+helm_release.go: `uninstall.Wait = true`) then waits out its timeout on the re-created role, and it stays behind
+(seen in make e2e, pathways-job, docs/local.md). Deleted alone (an upgrade that drops it) no rule changes, so no
+re-create: an existing release loses the two roles cleanly on its next upgrade. The per-kind editor and viewer roles
+they aggregated stay; bind those.
 
 Standard library only: Helm runs it with the deployer's python3, not the project's virtualenv. The manifests are
 split at Helm's document separator lines (`---`); a document is a CRD when one of its lines is the top-level
@@ -88,9 +101,24 @@ def keep(doc: list[str]) -> list[str]:
     return [*doc[: start + 1], f"{' ' * child}annotations:\n", f"{' ' * (child + 2)}{KEEP}\n", *doc[start + 1 :]]
 
 
+CLUSTER_ROLE_LINES = {"kind: ClusterRole", 'kind: "ClusterRole"', "kind: 'ClusterRole'"}
+
+
+def is_aggregated_cluster_role(doc: list[str]) -> bool:
+    """A ClusterRole document with a top-level `aggregationRule:` (its rules the aggregation controller's)."""
+    return any(line.rstrip() in CLUSTER_ROLE_LINES for line in doc) and any(
+        line.startswith("aggregationRule:") for line in doc
+    )
+
+
 def post_render(text: str) -> str:
     docs = documents(text.splitlines(keepends=True))
-    return "".join(line for doc in docs for line in (keep(doc) if is_crd(doc) else doc))
+    return "".join(
+        line
+        for doc in docs
+        if not is_aggregated_cluster_role(doc)
+        for line in (keep(doc) if is_crd(doc) else doc)
+    )
 
 
 def main() -> int:
