@@ -159,8 +159,9 @@ class ServingWorkload(pulumi.ComponentResource):
     def server_timeouts(self) -> pulumi.CustomTimeouts | None:
         """The customTimeouts of what `up` awaits until the workload's TPU server serves (its Deployment or
         LeaderWorkerSet, and the Service that follows it): WorkloadPlan.server_timeouts, from the time-to-serve model.
-        Past it the `up` fails and deletes nothing (Pulumi stops at a failed step: the old server of a type swap or
-        pool move keeps serving), and the next `up` waits again. pulumi-kubernetes's own default is 10 minutes
+        Past it the `up` fails and deletes nothing more (Pulumi stops at a failed step: the old server of a type swap
+        or pool move, a resource of its own, keeps serving; a server replaced under its own resource is deleted
+        first, server_opts), and the next `up` waits again. pulumi-kubernetes's own default is 10 minutes
         (provider/pkg/await deployment.go DefaultDeploymentTimeoutMins; await.go Creation for `waitFor`)."""
         timeouts = self._plan.server_timeouts()
         return pulumi.CustomTimeouts(**timeouts) if timeouts else None

@@ -191,6 +191,12 @@ NAMESPACED = {
 }
 
 
+# What kube-controller-manager adds to every namespace a moment after it is made (the root CA publisher's ConfigMap,
+# the service account controller's `default`), never the stack: left out, so a snapshot taken while a namespace is new
+# compares equal later.
+PER_NAMESPACE = {("configmaps", "kube-root-ca.crt"), ("serviceaccounts", "default")}
+
+
 def snapshot(kube: Kube, namespaces: set[str] | None = None) -> dict[str, set[str]]:
     """Names of every cluster-scoped object of the kinds a stack can leave behind, every Helm release record, and the
     NAMESPACED objects of `namespaces` (default: every namespace now; pass the ones that existed before the stack, as
@@ -204,6 +210,7 @@ def snapshot(kube: Kube, namespaces: set[str] | None = None) -> dict[str, set[st
         for ns in sorted(namespaces)
         for kind, path in NAMESPACED.items()
         for o in _items_or_none(kube, path.format(ns=ns))
+        if (kind, o["metadata"]["name"]) not in PER_NAMESPACE
     }
     return out
 
@@ -393,6 +400,16 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
         "the later update conflicts (optimistic concurrency) and is retried "
         "(open-policy-agent/cert-controller@v0.14.0 pkg/rotator/rotator.go refreshCertIfNeeded: logs, returns "
         "false, nil inside wait.ExponentialBackoff); resolved once the rotator has injected its CA",
+        resolved_by=r"CA certs are injected to webhooks",
+    ),
+    Benign(
+        CERT_ROTATING,
+        r"Error updating webhook with certificate.*Operation cannot be fulfilled on "
+        r"(mutating|validating)webhookconfigurations.*the object has been modified",
+        "the rotator's CA injection into a webhook configuration another writer changed meanwhile (optimistic "
+        "concurrency): logged, returned, and the reconcile requeued (open-policy-agent/cert-controller@v0.13.0 "
+        'pkg/rotator/rotator.go ensureCerts: `log.Error(err, "Error updating webhook with certificate")`, '
+        "`anyError = err`; ReconcileWH.Reconcile returns it); resolved once the rotator has injected its CA",
         resolved_by=r"CA certs are injected to webhooks",
     ),
     Benign(

@@ -134,11 +134,11 @@ def test_the_post_renderer_leaves_out_aggregated_cluster_roles_only():
     aggregated = (
         "---\n# Source: kueue/templates/rbac/batch_admin_role.yaml\napiVersion: rbac.authorization.k8s.io/v1\n"
         "kind: ClusterRole\nmetadata:\n  name: kueue-batch-admin-role\naggregationRule:\n  clusterRoleSelectors:\n"
-        "    - matchLabels:\n        rbac.kueue.x-k8s.io/batch-admin: \"true\"\n"
+        '    - matchLabels:\n        rbac.kueue.x-k8s.io/batch-admin: "true"\n'
     )
     plain = (
         "---\n# Source: kueue/templates/rbac/job_editor_role.yaml\napiVersion: rbac.authorization.k8s.io/v1\n"
-        "kind: ClusterRole\nmetadata:\n  labels:\n    rbac.kueue.x-k8s.io/batch-admin: \"true\"\n"
+        'kind: ClusterRole\nmetadata:\n  labels:\n    rbac.kueue.x-k8s.io/batch-admin: "true"\n'
         "  name: kueue-job-editor-role\nrules:\n- apiGroups: [batch]\n  resources: [jobs]\n  verbs: [get]\n"
     )
     assert _post_render(aggregated + plain) == plain

@@ -100,3 +100,14 @@ def test_a_restart_counts_unless_its_log_says_it_exits_by_design(tmp_path: Path)
     log.write_text("2026-11-29T14:30:08Z\tINFO\tsetup\tstarting manager\n")
     assert c.unexplained_restarts(ctrl) == 1
     assert c.unexplained_restarts(c.Controller("keda-operator", 1, log, 0.0)) == 0
+
+
+def test_a_conflicting_ca_injection_is_benign_once_the_ca_is_injected(tmp_path: Path) -> None:
+    """The line LWS logged in make e2e on pathways-job (open-policy-agent/cert-controller@v0.13.0 ensureCerts)."""
+    line = '2026-11-29T15:09:10Z\tERROR\tcert-rotation\tError updating webhook with certificate\t{"name": "lws-mutating-webhook-configuration", "gvk": "admissionregistration.k8s.io/v1, Kind=MutatingWebhookConfiguration", "error": "Operation cannot be fulfilled on mutatingwebhookconfigurations.admissionregistration.k8s.io \\"lws-mutating-webhook-configuration\\": the object has been modified; please apply your changes to the latest version and try again"}'
+    log = tmp_path / "lws.log"
+    log.write_text(line + "\n")
+    assert len(c.errors_in(log, controller="lws-controller")) == 1  # not (yet) resolved
+    log.write_text(line + "\n2026-11-29T15:09:15Z\tINFO\tcert-rotation\tCA certs are injected to webhooks\n")
+    assert c.errors_in(log, controller="lws-controller") == []
+    assert len(c.errors_in(log, controller="keda-operator")) == 1

@@ -42,6 +42,16 @@ def make_recipes() -> dict[str, str]:
     return {t: "\n".join(lines) for t, lines in recipes.items()}
 
 
+# `make` as a command word of a command line (optionally under setsid, timeout and nice), its targets after it.
+MAKE_COMMAND = re.compile(r"^\s*(?:setsid\s+)?(?:timeout\s+\d+\s+)?(?:nice\s+-n\s+\d+\s+)?make(?: -j\d+)? ([a-z][a-z0-9 -]*)")
+
+
+def ci_commands(text: str | None = None) -> list[str]:
+    """`.ci/run`'s command lines: not its comments, and not what it only prints (echo)."""
+    text = (ROOT / ".ci" / "run").read_text() if text is None else text
+    return [line for line in text.splitlines() if not line.lstrip().startswith(("#", "echo "))]
+
+
 def ci_targets() -> list[str]:
     """The `make` targets `.ci/run` calls, and theirs (a target's prerequisites and its recipe's `make` calls)."""
     recipes = make_recipes()
@@ -50,8 +60,7 @@ def ci_targets() -> list[str]:
         match = re.match(r"^([a-z][a-z0-9-]*):([^=]*)$", line)
         if match:
             deps[match.group(1)] = [d for d in match.group(2).split() if d in recipes]
-    run = (ROOT / ".ci" / "run").read_text()
-    todo = [t for line in run.splitlines() for t in re.findall(r"\bmake(?: -j\d+)? ([a-z][a-z0-9 -]*)", line)]
+    todo = [t for line in ci_commands() for t in re.findall(MAKE_COMMAND, line)]
     todo = [t for words in todo for t in words.split() if t in recipes]
     seen: list[str] = []
     while todo:
@@ -103,3 +112,12 @@ def test_every_pages_only_a_real_deploy_section_is_linked():
 def test_every_make_target_the_section_names_exists():
     named = set(re.findall(r"`make ([a-z][a-z0-9-]*)", section()))
     assert named and named <= set(make_recipes()), named - set(make_recipes())
+
+
+def test_ci_targets_are_read_from_command_lines_only():
+    """Removing the command line that runs the e2e CI set takes it out, whatever the comments and echoes say."""
+    text = (ROOT / ".ci" / "run").read_text()
+    assert any(re.findall(MAKE_COMMAND, line) == ["e2e-ci"] for line in ci_commands(text))
+    without = "\n".join(line for line in text.splitlines() if line.strip() != "make e2e-ci")
+    assert not any("e2e-ci" in t for line in ci_commands(without) for t in re.findall(MAKE_COMMAND, line))
+    assert re.findall(MAKE_COMMAND, "# the whole `make e2e` does not fit") == []
