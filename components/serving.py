@@ -201,6 +201,8 @@ class ServingWorkload(pulumi.ComponentResource):
             parent=self,
             depends_on=self._namespace_deps,
         )
+        if hpa is not None:
+            hpa = _targeting(hpa, scaled)
         if hpa is not None and hpa["kind"] == "ScaledObject":
             # KEDA's: after its CRDs, chart and trigger authentication (the adapter's serving parts)
             register_manifest(f"{self._prefix}-scaledobject", hpa, self.k8s_opts(scaled, *adapter))
@@ -292,3 +294,22 @@ class ServingWorkload(pulumi.ComponentResource):
                 legacy=self._legacy,
             )
         )
+
+
+def _targeting(manifest: dict[str, Any], scaled: pulumi.Resource) -> dict[str, Any]:
+    """`manifest` (an HPA or a ScaledObject) with its namespace read from the server's own output: the engine then
+    counts the autoscaler among the server's dependents that a delete-first replacement of the server (a namespace
+    change, ServingWorkload.server_opts) deletes first, instead of leaving it pointing at nothing until the end of the
+    `up` (KEDA logged "target deployment doesn't exist" on a local cluster, make e2e vllm-single-host-keda).
+    pulumi/pulumi pkg/v3@v3.274.1 resource/deploy/step_generator.go calculateDependentReplacements: a dependent is
+    deleted first when, its inputs that read the replaced resource made unknown, its provider's Diff asks for a
+    replacement, which the Kubernetes provider does for `metadata.namespace` (provider/pkg/provider/diff.go
+    metadataForceNewProperties); a `dependsOn` edge alone does not."""
+    metadata = getattr(scaled, "metadata", None)
+    namespace = (manifest.get("metadata") or {}).get("namespace")
+    if metadata is None or not namespace:
+        return manifest
+    read = pulumi.Output.from_input(metadata).apply(
+        lambda m: (m.get("namespace") if isinstance(m, dict) else getattr(m, "namespace", None)) or namespace
+    )
+    return {**manifest, "metadata": {**manifest["metadata"], "namespace": read}}

@@ -90,3 +90,24 @@ def test_a_forcenew_replacement_under_the_same_name_is_deleted_first_by_the_prov
     new = with_server(old, inputs=inputs)
     assert any("spec.selector" in p for p in transition.problems(old, new) if p.startswith("replaced:"))
     assert capacity(old, new) == []
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=stack_name)
+def test_every_autoscaler_reads_its_servers_namespace(path):
+    """An HPA or ScaledObject's metadata reads its server's output: the engine then deletes it before a delete-first
+    replacement of the server (pulumi/pulumi pkg/v3@v3.274.1 resource/deploy/step_generator.go
+    calculateDependentReplacements), not at the end of the up with its target gone (make e2e, vllm-single-host-keda:
+    KEDA logged "target deployment doesn't exist")."""
+    rec = session_run(load_stack_file(path), stack=stack_name(path))
+    by_urn = {r.urn: r for r in rec.resources}
+    autoscalers = [r for r in rec.resources if r.type.endswith((":HorizontalPodAutoscaler", ":ScaledObject"))]
+    for reg in autoscalers:
+        target = reg.inputs["spec"]["scaleTargetRef"]
+        read = [by_urn[u] for u in reg.property_dependencies.get("metadata", []) if u in by_urn]
+        assert [
+            r
+            for r in read
+            if r.type.endswith(":" + target["kind"])
+            and r.inputs["metadata"]["name"] == target["name"]
+            and r.inputs["metadata"].get("namespace") == reg.inputs["metadata"]["namespace"]
+        ], (reg.name, target)

@@ -47,6 +47,8 @@ class Registration:
     parent: str = ""
     provider: str = ""
     dependencies: list[str] = field(default_factory=list)
+    # input key -> the URNs whose outputs that input reads (what the engine's dependent replacements follow)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     protect: bool = False
     retain_on_delete: bool = False
     deleted_with: str = ""
@@ -197,6 +199,7 @@ def _monitor(mocks, recording: Recording):
                 parent=request.parent,
                 provider=request.provider,
                 dependencies=list(request.dependencies),
+                property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
                 protect=bool(request.protect),
                 retain_on_delete=bool(request.retainOnDelete),
                 deleted_with=request.deletedWith,
