@@ -114,10 +114,7 @@ def is_aggregated_cluster_role(doc: list[str]) -> bool:
 def post_render(text: str) -> str:
     docs = documents(text.splitlines(keepends=True))
     return "".join(
-        line
-        for doc in docs
-        if not is_aggregated_cluster_role(doc)
-        for line in (keep(doc) if is_crd(doc) else doc)
+        line for doc in docs if not is_aggregated_cluster_role(doc) for line in (keep(doc) if is_crd(doc) else doc)
     )
 
 

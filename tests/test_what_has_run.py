@@ -43,7 +43,9 @@ def make_recipes() -> dict[str, str]:
 
 
 # `make` as a command word of a command line (optionally under setsid, timeout and nice), its targets after it.
-MAKE_COMMAND = re.compile(r"^\s*(?:setsid\s+)?(?:timeout\s+\d+\s+)?(?:nice\s+-n\s+\d+\s+)?make(?: -j\d+)? ([a-z][a-z0-9 -]*)")
+MAKE_COMMAND = re.compile(
+    r"^\s*(?:setsid\s+)?(?:timeout\s+\d+\s+)?(?:nice\s+-n\s+\d+\s+)?make(?: -j\d+)? ([a-z][a-z0-9 -]*)"
+)
 
 
 def ci_commands(text: str | None = None) -> list[str]:
