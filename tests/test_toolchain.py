@@ -233,3 +233,23 @@ def test_the_sdk_accepts_the_cli_the_toolchain_builds() -> None:
     _parse_and_validate_pulumi_version(_MINIMUM_VERSION, LOCAL_PULUMI_CLI.removeprefix("v"), False)
     with pytest.raises(InvalidVersionError):  # the check is real: a CLI of the next major is refused
         _parse_and_validate_pulumi_version(_MINIMUM_VERSION, "4.0.0", False)
+
+
+def test_an_upstream_module_folder_is_downloaded_before_it_is_read(monkeypatch) -> None:
+    """On an empty Go module cache `go list -m -json` names no `Dir` (a clean CI run stopped there): the folder is
+    asked of `go mod download -json`, which downloads it first."""
+    import subprocess as sp
+
+    from tooling.local import toolchain
+
+    calls = []
+
+    def run(argv, **kwargs):
+        calls.append(argv)
+        return sp.CompletedProcess(argv, 0, stdout='{"Path": "m", "Dir": "/cache/m@v1"}', stderr="")
+
+    monkeypatch.setattr(toolchain, "_go", lambda: "go")
+    monkeypatch.setattr(toolchain.subprocess, "run", run)
+    tool = next(t for t in toolchain.TOOLCHAIN if t.generate is not None)
+    assert str(toolchain._module_dir(tool)) == "/cache/m@v1"
+    assert calls == [["go", "mod", "download", "-json", tool.module]]

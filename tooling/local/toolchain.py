@@ -218,10 +218,20 @@ def _go() -> str:
 
 
 def _module_dir(tool: GoTool) -> Path:
+    """The upstream module's folder in the Go module cache, at the version our module requires; downloaded first
+    (`go mod download -json` prints its `Dir`): on a machine with an empty module cache, `go list -m -json` names
+    no `Dir` for a module not yet downloaded (a clean CI run stopped there, before the provider's `go generate`)."""
     listed = subprocess.run(
-        [_go(), "list", "-m", "-json", tool.module], cwd=MODULES / tool.name, capture_output=True, text=True, check=True
+        [_go(), "mod", "download", "-json", tool.module],
+        cwd=MODULES / tool.name,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    return Path(json.loads(listed.stdout)["Dir"])
+    found = json.loads(listed.stdout)
+    if "Dir" not in found:
+        raise SystemExit(f"go mod download {tool.module}: {found.get('Error') or listed.stdout}")
+    return Path(found["Dir"])
 
 
 def run_generator(tool: GoTool, log) -> int:
