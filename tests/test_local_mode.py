@@ -272,3 +272,15 @@ def test_a_local_run_finds_the_body_based_routers_chart_in_the_go_module_cache()
         pytest.skip(f"the body-based router's chart is not in .cache/charts (make bbr-chart): {e}")
     assert (folder / "Chart.yaml").exists()
     assert yaml.safe_load((folder / "Chart.yaml").read_text())["name"] == "body-based-routing"
+
+
+def test_a_local_run_without_the_reference_folder_says_so(tmp_path: Path):
+    """Not an HTTP 404 from the API server when the first GKE CRD is waited for (seen from a git worktree, whose
+    ../shared/reference does not exist): the missing folder, named, and how to point at one."""
+    from tooling.local import local_stack
+
+    local = local_stack.LocalStack("dev", tmp_path)
+    local.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    local.kubeconfig.write_text(KUBECONFIG)
+    with pytest.raises(SystemExit, match="TPU_SERVING_REFERENCE"):
+        local_stack.prepare("dev", root=tmp_path, reference=tmp_path / "no-reference")

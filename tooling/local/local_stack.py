@@ -550,6 +550,12 @@ def prepare(stack: str, *, root: Path = LOCAL, source: Path | None = None, refer
             f"{local.kubeconfig} does not exist: start the local cluster first (make local-cluster STACK={stack})"
         )
     reference = reference or reference_dir()
+    if not (reference / "gke-crds").is_dir():
+        raise SystemExit(
+            f"{reference}: no reference folder (gke-crds/, crds/, charts/): a local cluster gets GKE's own CRDs and "
+            "the pinned charts from it (docs/local.md); set TPU_SERVING_REFERENCE to a copy laid out as "
+            "../shared/reference"
+        )
     write_project(local, source or stack_file(stack), [reference])
     install_gke_objects(Kube(local.kubeconfig), reference)
     return local
