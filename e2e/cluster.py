@@ -20,6 +20,7 @@ from stacks import naming
 from stacks.serving.compute_class import COMPUTE_CLASS_LABEL
 from tooling.harness.offline import ROOT
 from tooling.local.local_stack import Kube, KubeError, LocalStack
+from tooling.review import transition
 
 T = TypeVar("T")
 
@@ -209,7 +210,7 @@ def snapshot(kube: Kube, namespaces: set[str] | None = None) -> dict[str, set[st
         f"{ns}/{kind}/{o['metadata']['name']}"
         for ns in sorted(namespaces)
         for kind, path in NAMESPACED.items()
-        for o in _items_or_none(kube, path.format(ns=ns))
+        for o in items_or_none(kube, path.format(ns=ns))
         if (kind, o["metadata"]["name"]) not in PER_NAMESPACE
     }
     return out
@@ -270,49 +271,29 @@ class PodPlacement:
     chips: int = 0
 
 
-TPU = "google.com/tpu"
-
-
-def tpu_chips(template: dict[str, Any]) -> int:
-    """The TPU chips a pod (or a pod template) asks for: its containers' google.com/tpu limits (or requests)."""
-    total = 0
-    for container in (template.get("spec") or {}).get("containers") or []:
-        res = container.get("resources") or {}
-        total += int(float((res.get("limits") or res.get("requests") or {}).get(TPU) or 0))
-    return total
+# The server kinds whose pods ask for TPU chips, and where the API serves them (their pods counted by
+# tooling/review/transition.py pod_groups, as the review counts a pool's chips).
+SERVER_KINDS = {
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "LeaderWorkerSet": "/apis/leaderworkerset.x-k8s.io/v1/namespaces/{ns}/leaderworkersets",
+    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets",
+}
 
 
 def expected_tpu_pods(kube: Kube, namespaces: list[str]) -> dict[str, int]:
-    """ "<kind> <namespace>/<name>" -> the TPU pods each server object of the namespaces asks for at its current size:
-    a Deployment's replicas, a LeaderWorkerSet's replicas x (its leader, if the leader template asks for TPU, and its
-    size - 1 workers), a JobSet's replicated jobs' replicas x parallelism, each only where its template asks for
-    TPU chips (sigs.k8s.io/lws@v0.7.0 and sigs.k8s.io/jobset@v0.10.1 api types)."""
+    """ "<kind> <namespace>/<name>" -> the TPU pods each server object of the namespaces asks for at its current size
+    (transition.pod_groups over its live spec, the groups whose template asks for TPU chips)."""
     out: dict[str, int] = {}
     for ns in namespaces:
-        for d in kube.items(f"/apis/apps/v1/namespaces/{ns}/deployments"):
-            if tpu_chips(d["spec"]["template"]):
-                out[f"Deployment {ns}/{d['metadata']['name']}"] = int(d["spec"].get("replicas", 1))
-        for lws in _items_or_none(kube, f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{ns}/leaderworkersets"):
-            template = lws["spec"]["leaderWorkerTemplate"]
-            replicas, size = int(lws["spec"].get("replicas", 1)), int(template.get("size", 1))
-            leader = template.get("leaderTemplate") or template["workerTemplate"]
-            pods = replicas * (
-                (1 if tpu_chips(leader) else 0) + (size - 1 if tpu_chips(template["workerTemplate"]) else 0)
-            )
-            if pods:
-                out[f"LeaderWorkerSet {ns}/{lws['metadata']['name']}"] = pods
-        for js in _items_or_none(kube, f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"):
-            pods = 0
-            for job in js["spec"].get("replicatedJobs") or []:
-                spec = job["template"]["spec"]
-                if tpu_chips(spec["template"]):
-                    pods += int(job.get("replicas", 1)) * int(spec.get("parallelism", 1))
-            if pods:
-                out[f"JobSet {ns}/{js['metadata']['name']}"] = pods
+        for kind, path in SERVER_KINDS.items():
+            for obj in items_or_none(kube, path.format(ns=ns)):
+                pods = sum(n for n, tpl in transition.pod_groups(kind, obj["spec"]) if transition.tpu_chips(tpl))
+                if pods:
+                    out[f"{kind} {ns}/{obj['metadata']['name']}"] = pods
     return out
 
 
-def _items_or_none(kube: Kube, path: str) -> list[dict[str, Any]]:
+def items_or_none(kube: Kube, path: str) -> list[dict[str, Any]]:
     """A list of a kind the cluster may not serve (its CRD not installed: no such server in this stack)."""
     try:
         return kube.items(path)
@@ -331,7 +312,7 @@ def placements(kube: Kube, namespaces: list[str]) -> list[PodPlacement]:
         for pod in pods(kube, ns):
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
-            pool, chips = pod_pool(pod, classes), tpu_chips(pod)
+            pool, chips = pod_pool(pod, classes), transition.tpu_chips(pod)
             if pool is None and not chips:
                 continue
             node = pod["spec"].get("nodeName")
@@ -354,7 +335,9 @@ def pool_chips(kube: Kube) -> dict[str, int]:
     for n in kube.items("/api/v1/nodes"):
         pool = (n["metadata"].get("labels") or {}).get(naming.POOL_LABEL)
         if pool:
-            out[pool] = out.get(pool, 0) + int(float((n.get("status") or {}).get("allocatable", {}).get(TPU) or 0))
+            out[pool] = out.get(pool, 0) + int(
+                float((n.get("status") or {}).get("allocatable", {}).get(transition.TPU_RESOURCE) or 0)
+            )
     return out
 
 
@@ -381,6 +364,9 @@ class Benign:
 
 # cert-controller's rotator, as LWS (v0.13.0), JobSet (v0.14.0) and Kueue (their go.mod) run it for their webhooks
 CERT_ROTATING = ("lws-controller", "jobset-controller", "kueue-controller")
+
+# JobSet's manager stopping on the chart's placeholder certificate at its first run (BENIGN_ERRORS, EXPECTED_EXITS).
+JOBSET_PLACEHOLDER_CERT = r"problem running manager.*tls: failed to find any PEM data in certificate input"
 
 # Every error line the e2e accepts: one entry per message, never a whole controller or level.
 BENIGN_ERRORS: tuple[Benign, ...] = (
@@ -488,7 +474,7 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
     ),
     Benign(
         ("jobset-controller",),
-        r"problem running manager.*tls: failed to find any PEM data in certificate input",
+        JOBSET_PLACEHOLDER_CERT,
         "the install-time restart on the chart's placeholder certificate (kubernetes-sigs/jobset#357); resolved when "
         "a later run serves",
         resolved_by=r"Serving webhook server",
@@ -557,7 +543,7 @@ EXPECTED_EXITS: tuple[Benign, ...] = (
     ),
     Benign(
         ("jobset-controller",),
-        r"problem running manager.*tls: failed to find any PEM data in certificate input",
+        JOBSET_PLACEHOLDER_CERT,
         "the install-time restart on the chart's placeholder certificate (kubernetes-sigs/jobset#357)",
     ),
 )

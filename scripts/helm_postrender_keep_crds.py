@@ -40,7 +40,14 @@ import sys
 from helm_postrender_stream import documents
 
 KIND = "CustomResourceDefinition"
-KIND_LINES = {f"kind: {KIND}", f'kind: "{KIND}"', f"kind: '{KIND}'"}
+
+
+def kind_lines(kind: str) -> set[str]:
+    """The top-level `kind:` lines of a document of `kind`, plain or quoted."""
+    return {f"kind: {kind}", f'kind: "{kind}"', f"kind: '{kind}'"}
+
+
+KIND_LINES = kind_lines(KIND)
 POLICY_KEY = "helm.sh/resource-policy"
 KEEP = f"{POLICY_KEY}: keep"
 ANNOTATIONS = re.compile(r"^(?P<indent> +)annotations:(?P<rest>.*)$")
@@ -101,7 +108,7 @@ def keep(doc: list[str]) -> list[str]:
     return [*doc[: start + 1], f"{' ' * child}annotations:\n", f"{' ' * (child + 2)}{KEEP}\n", *doc[start + 1 :]]
 
 
-CLUSTER_ROLE_LINES = {"kind: ClusterRole", 'kind: "ClusterRole"', "kind: 'ClusterRole'"}
+CLUSTER_ROLE_LINES = kind_lines("ClusterRole")
 
 
 def is_aggregated_cluster_role(doc: list[str]) -> bool:

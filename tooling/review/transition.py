@@ -327,18 +327,8 @@ def _created_before_deleted(before: Registration, after: Registration) -> bool:
         return False
     if not before.type.startswith("kubernetes:") or before.type == RELEASE:
         return True  # gcp: the bridged provider's own rule; a Helm release: helm_release.go DeleteBeforeReplace false
-    a, b = before.inputs.get("metadata") or {}, after.inputs.get("metadata") or {}
-    same = (
-        isinstance(a, dict)
-        and isinstance(b, dict)
-        and (a.get("name"), a.get("namespace"))
-        == (
-            b.get("name"),
-            b.get("namespace"),
-        )
-    )
     provider_replaces = any("(replaceOnChanges)" not in line for line in lines)
-    return not (same and provider_replaces)
+    return not (_same_name(before, after) and provider_replaces)
 
 
 def _same_name_created_first(before: Registration, after: Registration) -> bool:
@@ -348,6 +338,11 @@ def _same_name_created_first(before: Registration, after: Registration) -> bool:
     create meets the old object (seen on a local cluster: e2e/transitions.py lws-subgroup)."""
     if not before.type.startswith("kubernetes:") or after.delete_before_replace:
         return False
+    return _same_name(before, after)
+
+
+def _same_name(before: Registration, after: Registration) -> bool:
+    """Whether a Kubernetes object keeps its metadata.name (set) and namespace."""
     a, b = before.inputs.get("metadata") or {}, after.inputs.get("metadata") or {}
     return bool(
         isinstance(a, dict)
@@ -536,22 +531,27 @@ POOL_LABEL = "tpu-serving/pool"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
-def _tpu_pods(template: dict[str, Any]) -> tuple[str, int] | None:
-    """(pool, chips per pod) of a pod template requesting TPU chips on a pool; None for any other."""
-    spec = template.get("spec") or {}
-    pool = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
+def tpu_chips(template: dict[str, Any]) -> int:
+    """The TPU chips a pod (or a pod template) asks for: its containers' google.com/tpu limits (or requests)."""
     chips = 0
-    for c in spec.get("containers") or []:
+    for c in (template.get("spec") or {}).get("containers") or []:
         res = c.get("resources") or {}
         chips += int(float((res.get("limits") or res.get("requests") or {}).get(TPU_RESOURCE) or 0))
+    return chips
+
+
+def _tpu_pods(template: dict[str, Any]) -> tuple[str, int] | None:
+    """(pool, chips per pod) of a pod template requesting TPU chips on a pool; None for any other."""
+    pool = ((template.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL)
+    chips = tpu_chips(template)
     return (str(pool), chips) if pool and chips else None
 
 
-def server_chips(reg: Registration) -> tuple[str, int] | None:
-    """(pool, TPU chips) a server object's pods hold at its declared size: a Deployment or StatefulSet's replicas
-    (1 unset), a LeaderWorkerSet's replicas x size (leader and workers), a JobSet's replicatedJobs' replicas x
-    parallelism; None for an object running no TPU pods."""
-    kind, spec = _group_kind(reg)[1], reg.inputs.get("spec") or {}
+def pod_groups(kind: str, spec: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(pods, their template) of a server object of `kind` at its declared size: a Deployment or StatefulSet's
+    replicas (1 unset), a LeaderWorkerSet's replicas leaders and replicas x (size - 1) workers (sigs.k8s.io/lws api:
+    the worker template serves the leader too when there is no leader template), a JobSet's replicated jobs'
+    replicas x parallelism (sigs.k8s.io/jobset api); none for any other kind."""
     groups: list[tuple[int, dict[str, Any]]] = []
     if kind in ("Deployment", "StatefulSet"):
         groups = [(int(spec.get("replicas", 1) or 0), spec.get("template") or {})]
@@ -566,6 +566,13 @@ def server_chips(reg: Registration) -> tuple[str, int] | None:
             job_spec = ((job.get("template") or {}).get("spec")) or {}
             pods = int(job.get("replicas", 1) or 0) * int(job_spec.get("parallelism", 1) or 1)
             groups.append((pods, job_spec.get("template") or {}))
+    return groups
+
+
+def server_chips(reg: Registration) -> tuple[str, int] | None:
+    """(pool, TPU chips) a server object's pods hold at its declared size (pod_groups); None for an object running no
+    TPU pods."""
+    groups = pod_groups(_group_kind(reg)[1], reg.inputs.get("spec") or {})
     found = [(t[0], n * t[1]) for n, tpl in groups if (t := _tpu_pods(tpl)) is not None]
     if not found:
         return None
