@@ -481,6 +481,15 @@ BENIGN_ERRORS: tuple[Benign, ...] = (
     ),
     Benign(
         ("jobset-controller",),
+        r"Unexpected error when reading response body.*\"error\": \"context canceled\"",
+        "a list request in flight when that first run's manager stops on the placeholder certificate, its context "
+        'cancelled (k8s.io/client-go@v0.34.1 rest/request.go: `logger.Error(err, "Unexpected error when reading '
+        'response body")`; seen in a clean-clone make e2e-ci on pathways-job, the same second as `problem running '
+        "manager`); resolved when a later run serves",
+        resolved_by=r"Serving webhook server",
+    ),
+    Benign(
+        ("jobset-controller",),
         r"failed to get informer from cache.*Timeout: failed waiting for \S+ Informer to sync",
         "logged by controller-runtime's Kind source while that first run's manager stops, its context cancelled "
         "(sigs.k8s.io/controller-runtime@v0.22.1 pkg/internal/source/kind.go Start); resolved when a later run serves",

@@ -111,3 +111,20 @@ def test_a_conflicting_ca_injection_is_benign_once_the_ca_is_injected(tmp_path: 
     log.write_text(line + "\n2026-11-29T15:09:15Z\tINFO\tcert-rotation\tCA certs are injected to webhooks\n")
     assert c.errors_in(log, controller="lws-controller") == []
     assert len(c.errors_in(log, controller="keda-operator")) == 1
+
+
+def test_a_request_cancelled_with_jobsets_first_manager_is_benign_once_a_later_run_serves(tmp_path: Path) -> None:
+    """The line JobSet logged in a clean-clone make e2e-ci on pathways-job (k8s.io/client-go@v0.34.1 rest/request.go)."""
+    line = (
+        "2026-11-29T17:03:30Z\tERROR\tcontroller-runtime.cache\tUnexpected error when reading response body\t"
+        '{"error": "context canceled"}'
+    )
+    log = tmp_path / "jobset.log"
+    log.write_text(line + "\n")
+    assert len(c.errors_in(log, controller="jobset-controller")) == 1  # no later run serves
+    log.write_text(line + "\n2026-11-29T17:03:45Z\tINFO\tcontroller-runtime.webhook\tServing webhook server\n")
+    assert c.errors_in(log, controller="jobset-controller") == []
+    assert len(c.errors_in(log, controller="lws-controller")) == 1
+    other = line.replace("context canceled", "unexpected EOF")
+    log.write_text(other + "\n2026-11-29T17:03:45Z\tINFO\tcontroller-runtime.webhook\tServing webhook server\n")
+    assert len(c.errors_in(log, controller="jobset-controller")) == 1
